@@ -1,0 +1,1 @@
+"""Pure functions from merged window statistics to results (no IO, no clock)."""

@@ -1,0 +1,202 @@
+"""Mergeable sufficient statistics of one time bucket (or of a whole window, their sum).
+
+Everything driftline reports is a function of these counts and sums, so a window is the sum of its
+buckets, a late label moves one count between cells, and partial states from several processes merge
+exactly (counts exactly; float sums up to rounding).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import msgspec
+import numpy as np
+
+from .grids import N_DELAY_BINS, N_SCORE_BINS
+
+NEG, POS, UNL = 0, 1, 2
+"""Label states: row index into every per-label array."""
+LABEL_STATES = (NEG, POS, UNL)
+LOG_EPS = float(np.finfo(np.float64).eps)
+"""Probabilities are clipped to [eps, 1 - eps] in log loss, as scikit-learn does."""
+
+SUM_P2, SUM_NLL_POS, SUM_NLL_NEG = 0, 1, 2
+"""Columns of `sums`: Σp², Σ−ln(p) and Σ−ln(1−p) (the last two clipped by LOG_EPS)."""
+
+
+@dataclass(slots=True)
+class FeatureHist:
+    """Distribution of one feature in a bucket: fine numeric bins, category counts, missing count."""
+
+    num: dict[int, int] = field(default_factory=dict)
+    cat: dict[str, int] = field(default_factory=dict)
+    missing: int = 0
+
+    def add(self, other: FeatureHist) -> None:
+        """Add another histogram into this one in place."""
+        for k, v in other.num.items():
+            self.num[k] = self.num.get(k, 0) + v
+        for c, v in other.cat.items():
+            self.cat[c] = self.cat.get(c, 0) + v
+        self.missing += other.missing
+
+    @property
+    def total(self) -> int:
+        return sum(self.num.values()) + sum(self.cat.values()) + self.missing
+
+    def copy(self) -> FeatureHist:
+        return FeatureHist(dict(self.num), dict(self.cat), self.missing)
+
+
+def _zeros_i(*shape: int) -> np.ndarray:
+    return np.zeros(shape, dtype=np.int64)
+
+
+def _zeros_f(*shape: int) -> np.ndarray:
+    return np.zeros(shape, dtype=np.float64)
+
+
+@dataclass(slots=True)
+class BucketStats:
+    """Sufficient statistics of the predictions made in one bucket of prediction time.
+
+    conf[label_state, flagged] counts predictions: conf[POS,1]=tp, conf[POS,0]=fn, conf[NEG,1]=fp,
+    conf[NEG,0]=tn, conf[UNL,1]/conf[UNL,0] = flagged/unflagged still unlabelled.
+    hist/psum: per label state, count and Σscore in each fine score bin (grids.SCORE_EDGES).
+    sums: per label state, Σp², Σ−ln p, Σ−ln(1−p). delay: label-delay histogram (grids.DELAY_EDGES)
+    of labelled predictions. features: per feature name, its FeatureHist (label-free).
+    expired: unlabelled predictions that passed the label horizon (they stay in UNL).
+    implicit: labels assigned by the implicit-negative policy (they are also in NEG).
+    """
+
+    conf: np.ndarray = field(default_factory=lambda: _zeros_i(3, 2))
+    hist: np.ndarray = field(default_factory=lambda: _zeros_i(3, N_SCORE_BINS))
+    psum: np.ndarray = field(default_factory=lambda: _zeros_f(3, N_SCORE_BINS))
+    sums: np.ndarray = field(default_factory=lambda: _zeros_f(3, 3))
+    delay: np.ndarray = field(default_factory=lambda: _zeros_i(N_DELAY_BINS))
+    features: dict[str, FeatureHist] = field(default_factory=dict)
+    expired: int = 0
+    implicit: int = 0
+
+    # --- derived counts -----------------------------------------------------------------------
+    @property
+    def predictions(self) -> int:
+        return int(self.conf.sum())
+
+    @property
+    def tp(self) -> int:
+        return int(self.conf[POS, 1])
+
+    @property
+    def fn(self) -> int:
+        return int(self.conf[POS, 0])
+
+    @property
+    def fp(self) -> int:
+        return int(self.conf[NEG, 1])
+
+    @property
+    def tn(self) -> int:
+        return int(self.conf[NEG, 0])
+
+    @property
+    def unlabelled_flagged(self) -> int:
+        return int(self.conf[UNL, 1])
+
+    @property
+    def unlabelled_unflagged(self) -> int:
+        return int(self.conf[UNL, 0])
+
+    # --- merging ------------------------------------------------------------------------------
+    def add(self, other: BucketStats) -> BucketStats:
+        """Add `other` into self in place and return self."""
+        self.conf += other.conf
+        self.hist += other.hist
+        self.psum += other.psum
+        self.sums += other.sums
+        self.delay += other.delay
+        for name, fh in other.features.items():
+            mine = self.features.get(name)
+            if mine is None:
+                self.features[name] = fh.copy()
+            else:
+                mine.add(fh)
+        self.expired += other.expired
+        self.implicit += other.implicit
+        return self
+
+    def __add__(self, other: BucketStats) -> BucketStats:
+        return self.copy().add(other)
+
+    def copy(self) -> BucketStats:
+        return BucketStats(
+            self.conf.copy(), self.hist.copy(), self.psum.copy(), self.sums.copy(),
+            self.delay.copy(), {k: v.copy() for k, v in self.features.items()},
+            self.expired, self.implicit,
+        )
+
+    def is_empty(self) -> bool:
+        return (
+            not self.conf.any() and not self.hist.any() and not self.delay.any()
+            and not self.features and self.expired == 0 and self.implicit == 0
+            and not self.psum.any() and not self.sums.any()
+        )
+
+    # --- per-prediction moves (used by the engine) ---------------------------------------------
+    def add_prediction(self, state: int, flagged: bool, sbin: int, score: float, sign: int = 1) -> None:
+        """Add (sign=+1) or remove (sign=-1) one prediction's score contribution in a label state."""
+        self.conf[state, int(flagged)] += sign
+        self.hist[state, sbin] += sign
+        self.psum[state, sbin] += sign * score
+        p = min(max(score, LOG_EPS), 1.0 - LOG_EPS)
+        s = self.sums[state]
+        s[SUM_P2] += sign * score * score
+        s[SUM_NLL_POS] += sign * -np.log(p)
+        s[SUM_NLL_NEG] += sign * -np.log1p(-p)
+
+    # --- serialisation (sparse, compact) ------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        """Sparse msgpack encoding: only non-zero fine bins are stored."""
+        nz = np.flatnonzero(self.hist.ravel() | (self.psum.ravel() != 0))
+        dnz = np.flatnonzero(self.delay)
+        doc = {
+            "v": 1,
+            "conf": self.conf.ravel().tolist(),
+            "hi": nz.astype(np.int32).tobytes(),
+            "hc": self.hist.ravel()[nz].astype(np.int64).tobytes(),
+            "hp": self.psum.ravel()[nz].astype(np.float64).tobytes(),
+            "sums": self.sums.ravel().tolist(),
+            "di": dnz.astype(np.int32).tobytes(),
+            "dc": self.delay[dnz].astype(np.int64).tobytes(),
+            "f": {
+                k: [list(fh.num.items()), list(fh.cat.items()), fh.missing]
+                for k, fh in self.features.items()
+            },
+            "exp": self.expired,
+            "imp": self.implicit,
+        }
+        return msgspec.msgpack.encode(doc)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> BucketStats:
+        doc = msgspec.msgpack.decode(data)
+        b = cls()
+        b.conf[:] = np.asarray(doc["conf"], dtype=np.int64).reshape(3, 2)
+        idx = np.frombuffer(doc["hi"], dtype=np.int32)
+        b.hist.ravel()[idx] = np.frombuffer(doc["hc"], dtype=np.int64)
+        b.psum.ravel()[idx] = np.frombuffer(doc["hp"], dtype=np.float64)
+        b.sums[:] = np.asarray(doc["sums"], dtype=np.float64).reshape(3, 3)
+        b.delay[np.frombuffer(doc["di"], dtype=np.int32)] = np.frombuffer(doc["dc"], dtype=np.int64)
+        for k, (num, cat, missing) in doc["f"].items():
+            b.features[k] = FeatureHist({int(i): int(c) for i, c in num}, {str(c): int(n) for c, n in cat}, int(missing))
+        b.expired = int(doc["exp"])
+        b.implicit = int(doc["imp"])
+        return b
+
+
+def merge(buckets: list[BucketStats] | tuple[BucketStats, ...]) -> BucketStats:
+    """Sum of buckets (a window); the empty sum is an empty bucket."""
+    total = BucketStats()
+    for b in buckets:
+        total.add(b)
+    return total
