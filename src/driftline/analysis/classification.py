@@ -1,0 +1,181 @@
+"""Classifier metrics over a window (a merged BucketStats): rates with intervals, ranking, loss."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..grids import DELAY_EDGES
+from ..stats import NEG, POS, SUM_NLL_NEG, SUM_NLL_POS, SUM_P2, BucketStats
+from .calibration import ReliabilityTable, reliability_table
+from .rates import Rate, rate
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """Confusion counts at the deployed threshold plus unlabelled predictions."""
+
+    predictions: int
+    labelled: int
+    positives: int
+    negatives: int
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+    unlabelled_flagged: int
+    unlabelled_unflagged: int
+    expired: int
+    implicit_negatives: int
+
+    @property
+    def unlabelled(self) -> int:
+        return self.unlabelled_flagged + self.unlabelled_unflagged
+
+    @property
+    def flagged(self) -> int:
+        return self.tp + self.fp + self.unlabelled_flagged
+
+    def to_json(self) -> dict[str, int]:
+        return {"predictions": self.predictions, "labelled": self.labelled, "positives": self.positives,
+                "negatives": self.negatives, "tp": self.tp, "fp": self.fp, "fn": self.fn, "tn": self.tn,
+                "unlabelled": self.unlabelled, "unlabelled_flagged": self.unlabelled_flagged,
+                "unlabelled_unflagged": self.unlabelled_unflagged, "flagged": self.flagged,
+                "expired": self.expired, "implicit_negatives": self.implicit_negatives}
+
+
+def counts(stats: BucketStats) -> Counts:
+    """Counts of a window."""
+    tp, fn, fp, tn = stats.tp, stats.fn, stats.fp, stats.tn
+    return Counts(stats.predictions, tp + fn + fp + tn, tp + fn, fp + tn, tp, fp, fn, tn,
+                  stats.unlabelled_flagged, stats.unlabelled_unflagged, stats.expired, stats.implicit)
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    """Everything `driftline metrics` reports for one window."""
+
+    counts: Counts
+    rates: dict[str, Rate]
+    label_coverage: Rate
+    f1: float | None
+    roc_auc: float | None
+    average_precision: float | None
+    brier: float | None
+    log_loss: float | None
+    reliability: ReliabilityTable
+    label_delay_s: dict[str, float | None]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "counts": self.counts.to_json(),
+            "label_coverage": self.label_coverage.to_json(),
+            "metrics": {
+                **{k: r.to_json() for k, r in self.rates.items()},
+                "f1": {"value": self.f1},
+                "roc_auc": {"value": self.roc_auc},
+                "average_precision": {"value": self.average_precision},
+                "brier": {"value": self.brier},
+                "log_loss": {"value": self.log_loss},
+                "ece": {"value": self.reliability.ece, "bins": 10},
+            },
+            "reliability": self.reliability.to_json(),
+            "label_delay_seconds": self.label_delay_s,
+        }
+
+
+def roc_auc(pos_hist: np.ndarray, neg_hist: np.ndarray) -> float | None:
+    """ROC AUC from score histograms: P(score_pos > score_neg) + ½ P(same bin); None without both classes."""
+    n_pos, n_neg = int(pos_hist.sum()), int(neg_hist.sum())
+    if n_pos == 0 or n_neg == 0:
+        return None
+    neg_below = np.cumsum(neg_hist) - neg_hist
+    wins = float(np.dot(pos_hist, neg_below)) + 0.5 * float(np.dot(pos_hist, neg_hist))
+    return wins / (n_pos * n_neg)
+
+
+def average_precision(pos_hist: np.ndarray, neg_hist: np.ndarray) -> float | None:
+    """Average precision (scikit-learn's step definition) with each fine bin as one threshold."""
+    n_pos = int(pos_hist.sum())
+    if n_pos == 0:
+        return None
+    tp = np.cumsum(pos_hist[::-1])
+    fp = np.cumsum(neg_hist[::-1])
+    keep = (pos_hist[::-1] + neg_hist[::-1]) > 0
+    tp, fp = tp[keep], fp[keep]
+    precision = tp / (tp + fp)
+    recall = tp / n_pos
+    d_recall = np.diff(np.concatenate(([0.0], recall)))
+    return float(np.sum(d_recall * precision))
+
+
+def brier_score(stats: BucketStats) -> float | None:
+    """Mean squared error of scores against labels, exact from the sums."""
+    n_pos, n_neg = int(stats.conf[POS].sum()), int(stats.conf[NEG].sum())
+    n = n_pos + n_neg
+    if n == 0:
+        return None
+    sum_p_pos = float(stats.psum[POS].sum())
+    pos_part = n_pos - 2.0 * sum_p_pos + float(stats.sums[POS, SUM_P2])
+    return (pos_part + float(stats.sums[NEG, SUM_P2])) / n
+
+
+def log_loss(stats: BucketStats) -> float | None:
+    """Mean cross-entropy of labelled predictions (probabilities clipped to [eps, 1−eps])."""
+    n = int(stats.conf[POS].sum() + stats.conf[NEG].sum())
+    if n == 0:
+        return None
+    return (float(stats.sums[POS, SUM_NLL_POS]) + float(stats.sums[NEG, SUM_NLL_NEG])) / n
+
+
+def delay_quantiles(delay_hist: np.ndarray, qs: tuple[float, ...] = (0.5, 0.95)) -> dict[str, float | None]:
+    """Label-delay quantiles in seconds, interpolated within the log-spaced delay bins."""
+    total = int(delay_hist.sum())
+    out: dict[str, float | None] = {}
+    cum = np.cumsum(delay_hist)
+    for q in qs:
+        key = f"p{int(round(q * 100))}"
+        if total == 0:
+            out[key] = None
+            continue
+        target = q * total
+        i = int(np.searchsorted(cum, target, side="left"))
+        lo = DELAY_EDGES[i]
+        hi = DELAY_EDGES[i + 1] if i + 1 < len(DELAY_EDGES) else DELAY_EDGES[i] * 1.1
+        before = cum[i] - delay_hist[i]
+        frac = (target - before) / delay_hist[i] if delay_hist[i] else 0.0
+        out[key] = float(lo + (hi - lo) * frac)
+    return out
+
+
+def classification(stats: BucketStats) -> Metrics:
+    """All classifier metrics of a window, each proportion with its Wilson interval and n."""
+    c = counts(stats)
+    rates = {
+        "recall": rate(c.tp, c.positives),
+        "fpr": rate(c.fp, c.negatives),
+        "precision": rate(c.tp, c.tp + c.fp),
+        "specificity": rate(c.tn, c.negatives),
+        "accuracy": rate(c.tp + c.tn, c.labelled),
+        "prevalence": rate(c.positives, c.labelled),
+        "alert_rate": rate(c.flagged, c.predictions),
+        "npv": rate(c.tn, c.tn + c.fn),
+    }
+    denom_f1 = 2 * c.tp + c.fp + c.fn
+    pos_hist, neg_hist = stats.hist[POS], stats.hist[NEG]
+    return Metrics(
+        counts=c,
+        rates=rates,
+        label_coverage=rate(c.labelled, c.predictions),
+        f1=(2 * c.tp / denom_f1) if denom_f1 else None,
+        roc_auc=roc_auc(pos_hist, neg_hist),
+        average_precision=average_precision(pos_hist, neg_hist),
+        brier=brier_score(stats),
+        log_loss=log_loss(stats),
+        reliability=reliability_table(stats, 10),
+        label_delay_s=delay_quantiles(stats.delay),
+    )
+
+

@@ -1,0 +1,105 @@
+"""`driftline replay` and `driftline dead-letters`: feed files through the pipeline, inspect rejects."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections import Counter
+
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+from rich.table import Table
+
+from ..context import Context
+from ..pipeline import BatchResult, Pipeline
+from ..replay import replay
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("replay", help="ingest JSON-lines events from a file or '-' (stdin)")
+    p.add_argument("path", help="JSON-lines file, or - for stdin")
+    p.add_argument("--batch-size", type=int, default=5000)
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=cmd_replay)
+    d = sub.add_parser("dead-letters", help="list rejected events with their reasons")
+    d.add_argument("--limit", type=int, default=20)
+    d.add_argument("--reason")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(func=cmd_dead_letters)
+
+
+def run_replay(ctx: Context, path: str, batch_size: int = 5000, progress: bool | None = None) -> dict[str, object]:
+    """Replay a file and run maintenance; returns the summary document."""
+    pipeline = Pipeline(ctx.config, ctx.store(), clock=ctx.clock)
+    show = ctx.err.is_terminal if progress is None else progress
+    size = os.path.getsize(path) if path != "-" else None
+    if show and size:
+        with Progress(TextColumn("replay"), BarColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
+                      console=ctx.err) as bar:
+            task = bar.add_task("replay", total=size)
+            total = replay(pipeline, path, lambda _r, pos: bar.update(task, completed=pos), batch_size)
+    else:
+        total = replay(pipeline, path, None, batch_size)
+    maintenance = pipeline.maintain()
+    return summary(total, maintenance)
+
+
+def summary(total: BatchResult, maintenance: Counter[tuple[str, str]]) -> dict[str, object]:
+    c = total.counters
+    return {
+        "records": total.records,
+        "accepted": total.accepted,
+        "dead_lettered": total.dead,
+        "duplicates": total.duplicates,
+        "predictions": c.get(("events", "prediction"), 0),
+        "outcomes": c.get(("events", "outcome"), 0),
+        "corrections": c.get(("corrections", ""), 0),
+        "stale_outcomes": c.get(("stale_outcomes", ""), 0),
+        "implicit_negatives": maintenance.get(("implicit_negatives", ""), 0),
+        "expired_predictions": maintenance.get(("expired_predictions", ""), 0),
+        "expired_outcomes": maintenance.get(("expired_outcomes", ""), 0),
+    }
+
+
+def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
+    if args.path != "-" and not os.path.exists(args.path):
+        ctx.err.print(f"[red]error:[/red] no such file: {args.path}")
+        return 2
+    doc = run_replay(ctx, args.path, args.batch_size)
+    if args.json:
+        print(json.dumps(doc))
+        return 0
+    t = Table(title=f"replay {args.path}", title_justify="left", show_header=False)
+    for k, v in doc.items():
+        t.add_row(k.replace("_", " "), f"{v:,}")
+    ctx.console.print(t)
+    if doc["dead_lettered"]:
+        ctx.console.print("[yellow]some events were dead-lettered: `driftline dead-letters` shows why[/yellow]")
+    return 0
+
+
+def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
+    store = ctx.store()
+    rows = store.dead_letters(args.limit, args.reason)
+    totals = {lbl: v for (n, lbl), v in store.counters().items() if n == "dead_letters"}
+    if args.json:
+        print(json.dumps({"totals": totals, "recent": [
+            {k: (v.decode("utf-8", "replace") if isinstance(v, bytes) else v) for k, v in r.items()} for r in rows]}))
+        return 0
+    t = Table(title="dead letters by reason", title_justify="left")
+    t.add_column("reason")
+    t.add_column("count", justify="right")
+    for reason, n in sorted(totals.items(), key=lambda kv: -kv[1]):
+        t.add_row(reason, f"{n:,}")
+    ctx.console.print(t)
+    r = Table(title=f"latest {len(rows)}", title_justify="left")
+    for col in ("reason", "source", "partition", "offset", "detail", "raw"):
+        r.add_column(col, overflow="fold")
+    for row in rows:
+        raw = row["raw"].decode("utf-8", "replace")
+        r.add_row(row["reason"], row["source"], str(row["partition"]), str(row["offset"]), row["detail"],
+                  raw[:120] + ("…" if len(raw) > 120 else ""))
+    ctx.console.print(r)
+    return 0
+
+

@@ -1,0 +1,214 @@
+"""Configuration: YAML validated at start into typed Structs; every error names its field."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+import yaml
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+class ConfigError(ValueError):
+    """A configuration problem, with the offending field in the message."""
+
+
+def parse_duration(text: str | int | float) -> float:
+    """Seconds in a duration such as '90s', '30m', '1h', '7d', '2w' (a bare number is seconds)."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if text <= 0:
+            raise ValueError(f"duration must be positive, got {text!r}")
+        return float(text)
+    m = _DURATION.match(str(text))
+    if not m:
+        raise ValueError(f"invalid duration {text!r}: use a number and a unit s/m/h/d/w, e.g. '7d'")
+    value = float(m.group(1)) * _UNIT_S[m.group(2)]
+    if value <= 0:
+        raise ValueError(f"duration must be positive, got {text!r}")
+    return value
+
+
+def format_duration(seconds: float) -> str:
+    """Compact label for a duration ('7d', '1h', '90s'), used in metric labels and reports."""
+    for unit in ("w", "d", "h", "m"):
+        n = seconds / _UNIT_S[unit]
+        if n >= 1 and float(n).is_integer() and not (unit == "w" and seconds % 86400 == 0):
+            return f"{int(n)}{unit}"
+    return f"{int(seconds)}s" if float(seconds).is_integer() else f"{seconds}s"
+
+
+Duration = Annotated[str, msgspec.Meta(pattern=r"^\s*\d+(\.\d+)?\s*[smhdw]\s*$")]
+Probability = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+NonNeg = Annotated[float, msgspec.Meta(ge=0.0)]
+
+
+class Base(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """Config sections reject unknown keys, so a typo fails at start instead of being ignored."""
+
+
+class Labels(Base):
+    """How outcomes are joined: explicit outcomes only, or no outcome after a delay means negative."""
+
+    policy: Literal["explicit", "implicit_negative_after"] = "explicit"
+    implicit_negative_after: Duration = "30d"
+    horizon: Duration = "90d"
+
+    @property
+    def horizon_s(self) -> float:
+        return parse_duration(self.horizon)
+
+    @property
+    def implicit_after_s(self) -> float | None:
+        return parse_duration(self.implicit_negative_after) if self.policy == "implicit_negative_after" else None
+
+
+class Costs(Base):
+    """Business costs (seed 000): per missed positive, per review, complaints, model running cost."""
+
+    currency: str = "EUR"
+    missed_positive: NonNeg = 400.0
+    review_per_flag: NonNeg = 5.0
+    review_minutes: NonNeg = 10.0
+    complaint_rate: Probability = 0.05
+    complaint_cost: NonNeg = 0.0
+    model_per_prediction: NonNeg = 0.002
+    monthly_volume: Annotated[int, msgspec.Meta(ge=0)] = 100_000
+    baseline_name: str | None = None
+    baseline_flagged: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    baseline_caught: Annotated[int, msgspec.Meta(ge=0)] | None = None
+
+
+class Trigger(Base):
+    """A pre-agreed alert line: metric, comparison, value, window, minimum n and how to judge it."""
+
+    name: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")]
+    metric: str
+    op: Literal["<", "<=", ">", ">="]
+    value: float
+    window: Duration = "7d"
+    min_n: Annotated[int, msgspec.Meta(ge=0)] = 30
+    mode: Literal["point", "confident"] = "point"
+    severity: Literal["warning", "critical"] = "warning"
+    for_: Duration | None = msgspec.field(default=None, name="for")
+    cooldown: Duration = "1h"
+    hysteresis: NonNeg = 0.0
+    feature: str | None = None
+    variant: str | None = None
+    runbook_url: str | None = None
+    description: str | None = None
+
+
+class Exporter(Base):
+    """Where the Prometheus exporter listens (loopback unless explicitly changed)."""
+
+    host: str = "127.0.0.1"
+    port: Annotated[int, msgspec.Meta(ge=0, le=65535)] = 9108
+
+
+class Kafka(Base):
+    """Kafka connection and topics; extra kafka-python settings (SASL/SSL) go under `options`."""
+
+    bootstrap: str | None = None
+    predictions_topic: str = "predictions"
+    outcomes_topic: str = "outcomes"
+    dead_letter_topic: str | None = None
+    group_id: str = "driftline"
+    client_id: str = "driftline"
+    batch_max_records: Annotated[int, msgspec.Meta(ge=1)] = 5000
+    options: dict[str, Any] = {}
+
+
+class AB(Base):
+    """A/B design: arms (variant → expected share), the control arm, split or shadow."""
+
+    design: Literal["split", "shadow"] = "split"
+    control: str = "A"
+    arms: dict[str, Annotated[float, msgspec.Meta(gt=0)]] = {}
+    planned_positives: Annotated[int, msgspec.Meta(ge=1)] = 500
+    target_recall_diff: Annotated[float, msgspec.Meta(gt=0, lt=1)] = 0.05
+
+
+class Schedule(Base):
+    """Scheduled jobs (UTC)."""
+
+    evaluate_every: Duration = "1m"
+    weekly_report_cron: str = "0 6 * * mon"
+    report_dir: str = "reports"
+
+
+class Config(Base):
+    """The whole configuration; defaults give the embedded fraud example."""
+
+    model: str = "fraud"
+    threshold: Probability = 0.5
+    bucket: Duration = "1h"
+    window: Duration = "7d"
+    database: str | None = None
+    labels: Labels = Labels()
+    costs: Costs = Costs()
+    features: dict[str, Literal["numeric", "categorical"]] = {}
+    max_features: Annotated[int, msgspec.Meta(ge=0)] = 50
+    slices: list[str] = []
+    targets: dict[str, float] = {}
+    triggers: list[Trigger] = []
+    ab: AB = AB()
+    kafka: Kafka = Kafka()
+    exporter: Exporter = Exporter()
+    schedule: Schedule = Schedule()
+
+    def __post_init__(self) -> None:
+        if parse_duration(self.bucket) > parse_duration(self.window):
+            raise ValueError("bucket must not be longer than window")
+        if 86400 % parse_duration(self.bucket) != 0 and parse_duration(self.bucket) % 86400 != 0:
+            raise ValueError("bucket must divide a day (e.g. 15m, 1h, 1d)")
+        names = [t.name for t in self.triggers]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate trigger names {dupes}")
+
+    @property
+    def bucket_s(self) -> int:
+        return int(parse_duration(self.bucket))
+
+    @property
+    def window_s(self) -> float:
+        return parse_duration(self.window)
+
+
+def _field_path(err: msgspec.ValidationError) -> str:
+    m = re.search(r"at `\$(.*)`", str(err))
+    return m.group(1).lstrip(".") if m else ""
+
+
+def from_dict(data: dict[str, Any] | None, origin: str = "config") -> Config:
+    """Validate a config mapping; raise ConfigError naming the offending field."""
+    try:
+        return msgspec.convert(data or {}, Config)
+    except msgspec.ValidationError as err:
+        field = _field_path(err)
+        where = f"field `{field}`" if field else "top level"
+        msg = str(err).split(" - at `")[0]
+        raise ConfigError(f"{origin}: invalid {where}: {msg}") from None
+
+
+def load(path: str | os.PathLike[str] | None) -> Config:
+    """Load and validate a YAML config file; None gives the defaults (embedded fraud example)."""
+    if path is None:
+        return Config()
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as err:
+        raise ConfigError(f"cannot read config {p}: {err.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{p}: not valid YAML: {err}") from None
+    if data is not None and not isinstance(data, dict):
+        raise ConfigError(f"{p}: top level must be a mapping of settings")
+    return from_dict(data, str(p))

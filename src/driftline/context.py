@@ -1,0 +1,68 @@
+"""What every command receives: the validated config, the database URL, a console and a clock."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from rich.console import Console
+
+from .config import Config, ConfigError, parse_duration
+from .store import DEFAULT_URL, Store
+
+
+@dataclass
+class Context:
+    """Shared command state; `store()` opens (and migrates) the database on first use."""
+
+    config: Config
+    db_url: str
+    console: Console
+    err: Console
+    clock: Callable[[], float] = time.time
+    _store: Store | None = field(default=None, repr=False)
+
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store(self.db_url, clock=self.clock)
+            self._store.migrate()
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+
+def resolve_db(flag: str | None, config: Config) -> str:
+    """--db, then DRIFTLINE_DB, then the config's `database`, then sqlite:///driftline.db."""
+    return flag or os.environ.get("DRIFTLINE_DB") or config.database or DEFAULT_URL
+
+
+def parse_at(text: str | None) -> float | None:
+    """--at as RFC 3339 (naive means UTC), a date, or epoch seconds."""
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(f"--at: cannot parse {text!r}; use RFC 3339 like 2026-11-30T00:00:00Z") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+def parse_window(text: str | None, config: Config) -> float:
+    """--window as a duration ('7d'), defaulting to the config's window."""
+    if text is None:
+        return config.window_s
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise ConfigError(f"--window: {err}") from None

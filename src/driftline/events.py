@@ -1,0 +1,163 @@
+"""The wire contract: prediction and outcome events as msgspec Structs, and their validation.
+
+Every rejection becomes a DeadLetter with a machine-readable reason code, the source position and
+the raw payload (truncated), so nothing crashes and nothing vanishes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Annotated, Literal
+
+import msgspec
+
+RAW_LIMIT = 4096
+"""Bytes of the raw payload kept in a dead letter."""
+
+FeatureValue = float | int | str | bool | None
+Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+Timestamp = datetime | float | int
+
+
+class Prediction(msgspec.Struct, forbid_unknown_fields=False, gc=False):
+    """A model's score for one case; `ts` is the prediction time (event time)."""
+
+    prediction_id: str
+    model: str
+    ts: Timestamp
+    score: Score
+    model_version: str | None = None
+    variant: str | None = None
+    threshold: Score | None = None
+    features: dict[str, FeatureValue] | None = None
+    type: str | None = None
+
+
+class Outcome(msgspec.Struct, forbid_unknown_fields=False, gc=False):
+    """The confirmed truth for a prediction; a later outcome with another label is a correction."""
+
+    prediction_id: str
+    label: Literal[0, 1] | bool
+    ts: Timestamp
+    type: str | None = None
+
+
+class _Probe(msgspec.Struct, forbid_unknown_fields=False, gc=False):
+    type: str | None = None
+    score: msgspec.Raw = msgspec.Raw(b"")
+    label: msgspec.Raw = msgspec.Raw(b"")
+
+
+REASONS = (
+    "invalid_json", "not_an_object", "unknown_type", "missing_field", "wrong_type",
+    "score_out_of_range", "label_invalid", "ts_invalid", "empty_id", "other",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A rejected event: why, where it came from, and its (truncated) raw bytes."""
+
+    reason: str
+    detail: str
+    source: str
+    partition: int
+    offset: int
+    raw: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """An accepted event with its timestamp as epoch seconds (UTC)."""
+
+    event: Prediction | Outcome
+    ts: float
+
+
+_pred_dec = msgspec.json.Decoder(Prediction)
+_out_dec = msgspec.json.Decoder(Outcome)
+_probe_dec = msgspec.json.Decoder(_Probe)
+MAX_EPOCH = 253402300799.0
+"""9999-12-31T23:59:59Z: later (or negative) timestamps are rejected as ts_invalid."""
+
+
+def to_epoch(ts: Timestamp) -> float:
+    """Epoch seconds of an RFC 3339 datetime (naive means UTC) or a number of epoch seconds."""
+    if isinstance(ts, datetime):
+        if ts.tzinfo is None:
+            ts = ts.replace(tzinfo=timezone.utc)
+        return ts.timestamp()
+    if isinstance(ts, bool):
+        raise ValueError("boolean timestamp")
+    value = float(ts)
+    if not math.isfinite(value) or not 0.0 <= value <= MAX_EPOCH:
+        raise ValueError(f"timestamp {value!r} outside 1970..9999")
+    return value
+
+
+def _classify(err: Exception, kind: str) -> str:
+    msg = str(err)
+    if isinstance(err, msgspec.DecodeError) and not isinstance(err, msgspec.ValidationError):
+        return "invalid_json"
+    if "missing required field" in msg:
+        return "missing_field"
+    if "$.score" in msg or "$.threshold" in msg:
+        return "score_out_of_range" if ("<=" in msg or ">=" in msg or "out of range" in msg) else "wrong_type"
+    if "$.label" in msg:
+        return "label_invalid"
+    if "$.ts" in msg:
+        return "ts_invalid"
+    if "Expected `object`" in msg and "$." not in msg:
+        return "not_an_object"
+    if "Expected" in msg:
+        return "wrong_type"
+    return "other"
+
+
+def decode(raw: bytes, source: str, partition: int, offset: int, kind: str | None = None) -> Decoded | DeadLetter:
+    """Decode one JSON event; `kind` is the topic's type when the topic says which it is."""
+
+    def dead(reason: str, detail: str) -> DeadLetter:
+        return DeadLetter(reason, detail[:500], source, partition, offset, bytes(raw[:RAW_LIMIT]))
+
+    try:
+        probe = _probe_dec.decode(raw)
+        declared = probe.type
+    except msgspec.ValidationError as err:
+        if "Expected `object`" in str(err) and "$." not in str(err):
+            return dead("not_an_object", str(err))
+        return dead("wrong_type", str(err))
+    except msgspec.DecodeError as err:
+        return dead("invalid_json", str(err))
+    if declared is not None:
+        if declared not in ("prediction", "outcome"):
+            return dead("unknown_type", f"type {declared!r} is neither 'prediction' nor 'outcome'")
+        if kind is not None and declared != kind:
+            return dead("unknown_type", f"type {declared!r} arrived on the {kind} source")
+        kind = declared
+    if kind is None:
+        kind = "prediction" if len(probe.score) else "outcome" if len(probe.label) else None
+        if kind is None:
+            return dead("unknown_type", "no 'type' field and neither 'score' nor 'label' present")
+    try:
+        event: Prediction | Outcome = (_pred_dec if kind == "prediction" else _out_dec).decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError) as err:
+        return dead(_classify(err, kind), str(err))
+    if not event.prediction_id:
+        return dead("empty_id", "prediction_id is empty")
+    if isinstance(event, Prediction) and not event.model:
+        return dead("missing_field", "model is empty")
+    try:
+        ts = to_epoch(event.ts)
+        if not 0.0 <= ts <= MAX_EPOCH:
+            raise ValueError(f"timestamp {ts!r} outside 1970..9999")
+    except (ValueError, OverflowError, OSError) as err:
+        return dead("ts_invalid", str(err))
+    return Decoded(event, ts)
+
+
+def label_value(outcome: Outcome) -> int:
+    """The outcome's label as 0 or 1."""
+    return int(outcome.label)

@@ -1,0 +1,134 @@
+"""Source-agnostic ingestion: raw records → decode → engine → one store transaction.
+
+Used by `replay` (files, stdin) and by the Kafka consumer; each call to `process_batch` is one
+transaction holding bucket deltas, join state, dead letters, counters and the positions reached.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from .config import Config
+from .engine import Engine, EngineSettings, JoinView
+from .events import Decoded, DeadLetter, decode
+from .store import Store
+
+MAX_FUTURE_S = 86400.0
+"""Events stamped more than this ahead of the injected clock are dead-lettered (ts_in_future)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RawRecord:
+    """One undecoded event with its position: Kafka topic/partition/offset or file/line."""
+
+    source: str
+    partition: int
+    offset: int
+    payload: bytes
+    kind: str | None = None
+
+
+@dataclass(slots=True)
+class BatchResult:
+    """What one batch did, for progress displays and operational metrics."""
+
+    records: int = 0
+    accepted: int = 0
+    dead: int = 0
+    duplicates: int = 0
+    counters: Counter[tuple[str, str]] = field(default_factory=Counter)
+    max_ts: dict[str, float] = field(default_factory=dict)
+
+    def add(self, other: BatchResult) -> None:
+        self.records += other.records
+        self.accepted += other.accepted
+        self.dead += other.dead
+        self.duplicates += other.duplicates
+        self.counters.update(other.counters)
+        for k, v in other.max_ts.items():
+            self.max_ts[k] = max(v, self.max_ts.get(k, v))
+
+
+def settings_from(config: Config) -> EngineSettings:
+    """Engine settings derived from the config."""
+    return EngineSettings(threshold=config.threshold, bucket_s=config.bucket_s, max_features=config.max_features,
+                          declared_features=tuple(config.features))
+
+
+class Pipeline:
+    """Decodes, joins and stores batches; the clock is injected (only used for the future-skew guard)."""
+
+    def __init__(self, config: Config, store: Store, clock: Callable[[], float] = time.time) -> None:
+        self.config = config
+        self.store = store
+        self.clock = clock
+        self.settings = settings_from(config)
+
+    def process_batch(self, records: Sequence[RawRecord], shard_of: Callable[[RawRecord], int] | None = None
+                      ) -> BatchResult:
+        """Process records in one transaction; raises StoreUnavailable with nothing written."""
+        shard = shard_of or (lambda r: r.partition)
+        ok: list[tuple[Decoded, int]] = []
+        dead: list[DeadLetter] = []
+        horizon = self.clock() + MAX_FUTURE_S
+        for r in records:
+            d = decode(r.payload, r.source, r.partition, r.offset, r.kind)
+            if isinstance(d, DeadLetter):
+                dead.append(d)
+            elif d.ts > horizon:
+                dead.append(DeadLetter("ts_in_future", f"ts {d.ts:.0f} is more than 1 day ahead of the clock",
+                                       r.source, r.partition, r.offset, bytes(r.payload[:4096])))
+            else:
+                ok.append((d, shard(r)))
+        positions: dict[tuple[str, int], int] = {}
+        for r in records:
+            key = (r.source, r.partition)
+            positions[key] = max(positions.get(key, 0), r.offset + 1)
+        with self.store.begin() as conn:
+            view = self.store.load_join(conn, (d.event.prediction_id for d, _ in ok))
+            engine = Engine(self.settings, view)
+            for d, s in ok:
+                engine.apply(d, s)
+            result = engine.finish()
+            meta: dict[str, str] = {}
+            for kind, ts in result.max_ts.items():
+                old = self.store.get_meta(conn, f"max_ts:{kind}")
+                if old is None or ts > float(old):
+                    meta[f"max_ts:{kind}"] = repr(ts)
+            self.store.commit_batch(conn, result, dead, positions, meta)
+        out = BatchResult(records=len(records), accepted=len(ok), dead=len(dead), counters=result.counters,
+                          max_ts=dict(result.max_ts))
+        out.duplicates = sum(v for (name, _), v in result.counters.items() if name == "duplicates")
+        return out
+
+    def watermark(self) -> float | None:
+        """Event-time watermark: the newest event time stored (drives maturity and expiry)."""
+        values = [self.store.meta(f"max_ts:{k}") for k in ("prediction", "outcome")]
+        known = [float(v) for v in values if v is not None]
+        return max(known) if known else None
+
+    def maintain(self, shards: Sequence[int] | None = None) -> Counter[tuple[str, str]]:
+        """Implicit negatives past maturity and expiry past the label horizon, at the event-time watermark."""
+        wm = self.watermark()
+        total: Counter[tuple[str, str]] = Counter()
+        if wm is None:
+            return total
+        labels = self.config.labels
+        while True:
+            with self.store.begin() as conn:
+                engine = Engine(self.settings, JoinView())
+                mature = []
+                after = labels.implicit_after_s
+                if after is not None:
+                    mature = self.store.unlabelled_before(conn, wm - after, shards, limit=20_000)
+                    engine.mature(mature)
+                old_preds, old_outs = self.store.joins_before(conn, wm - labels.horizon_s, shards, limit=20_000)
+                engine.expire(old_preds, old_outs)
+                result = engine.finish()
+                self.store.commit_batch(conn, result, [], {})
+            total.update(result.counters)
+            if len(mature) < 20_000 and len(old_preds) < 20_000 and len(old_outs) < 20_000:
+                return total

@@ -1,0 +1,60 @@
+"""The `metrics` query: window selection, merging and the JSON document of the contract."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .analysis.classification import Metrics, classification
+from .config import Config
+from .store import Store
+from .windows import Window, default_at, merged, window_ending, window_rows
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsQuery:
+    """Which predictions a metrics document covers."""
+
+    model: str | None
+    window_s: float
+    at: float | None = None
+    variant: str | None = None
+    model_version: str | None = None
+
+
+def resolve_window(store: Store, config: Config, model: str | None, window_s: float, at: float | None
+                   ) -> Window | None:
+    """The window ending at `at`, or at the newest prediction stored; None when nothing is stored."""
+    if at is None:
+        at = default_at(store, model, config.bucket_s)
+        if at is None:
+            return None
+    return window_ending(at, window_s, config.bucket_s)
+
+
+def metrics_document(store: Store, config: Config, q: MetricsQuery) -> dict[str, Any]:
+    """`driftline metrics --json`: counts, rates with Wilson intervals, ranking and calibration."""
+    window = resolve_window(store, config, q.model, q.window_s, q.at)
+    doc: dict[str, Any] = {"model": q.model, "variant": q.variant, "model_version": q.model_version,
+                           "threshold": config.threshold}
+    if window is None:
+        window = window_ending(0.0, q.window_s, config.bucket_s)
+        rows = []
+    else:
+        rows = window_rows(store, q.model, window, q.variant, q.model_version)
+    m: Metrics = classification(merged(rows))
+    doc["window"] = window.to_json()
+    doc.update(m.to_json())
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for r in rows:
+        groups.setdefault((r.variant, r.model_version), []).append(r)
+    doc["by_variant"] = [
+        {"variant": v, "model_version": mv, **_brief(classification(merged(rs)))}
+        for (v, mv), rs in sorted(groups.items())
+    ]
+    return doc
+
+
+def _brief(m: Metrics) -> dict[str, Any]:
+    return {"counts": m.counts.to_json(), "label_coverage": m.label_coverage.to_json(),
+            "metrics": {k: m.rates[k].to_json() for k in ("recall", "fpr", "precision", "alert_rate")}}

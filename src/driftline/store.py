@@ -1,0 +1,290 @@
+"""Persistence (SQLAlchemy 2): SQLite by default, PostgreSQL in production, one schema via Alembic.
+
+One transaction per batch writes bucket deltas, join-state changes, dead letters, counters and the
+source positions reached, so a crash never leaves offsets ahead of state (exactly-once effect).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from sqlalchemy import Connection, Engine, and_, create_engine, delete, event, func, select, tuple_
+from sqlalchemy.dialects import postgresql, sqlite
+
+from . import schema as t
+from .engine import EngineResult, JoinView, OutcomeRecord, PredKey, PredRecord
+from .events import DeadLetter
+from .stats import BucketStats
+
+DEFAULT_URL = "sqlite:///driftline.db"
+_CHUNK = 500
+
+
+class StoreUnavailable(RuntimeError):
+    """The database cannot be reached or written; the caller keeps its batch and retries."""
+
+
+@dataclass(frozen=True, slots=True)
+class BucketRow:
+    """One stored bucket: its key and its statistics."""
+
+    model: str
+    model_version: str
+    variant: str
+    bucket_start: int
+    shard: int
+    stats: BucketStats
+
+
+def normalise_url(url: str) -> str:
+    """Accept plain postgresql:// URLs and use psycopg 3 for them."""
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+class Store:
+    """All database access of driftline; the rest of the code never sees SQL."""
+
+    def __init__(self, url: str = DEFAULT_URL, clock: Any = time.time) -> None:
+        self.url = normalise_url(url)
+        self.clock = clock
+        self.engine: Engine = create_engine(self.url, pool_pre_ping=True)
+        self.dialect = self.engine.dialect.name
+        if self.dialect == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._insert = sqlite.insert if self.dialect == "sqlite" else postgresql.insert
+
+    # --- schema -------------------------------------------------------------------------------
+    def migrate(self) -> None:
+        """Bring the schema to the newest Alembic revision (idempotent)."""
+        cfg = AlembicConfig()
+        cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+        cfg.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
+        with self.engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+
+    @contextmanager
+    def begin(self) -> Iterator[Connection]:
+        """A transaction; connection problems surface as StoreUnavailable."""
+        from sqlalchemy.exc import OperationalError, InterfaceError
+
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except (OperationalError, InterfaceError) as err:
+            raise StoreUnavailable(str(err).splitlines()[0]) from err
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # --- join state ---------------------------------------------------------------------------
+    def load_join(self, conn: Connection, ids: Iterable[str]) -> JoinView:
+        """Predictions and outcomes stored for these prediction ids."""
+        view = JoinView()
+        idl = sorted(set(ids))
+        p, o = t.predictions.c, t.outcomes.c
+        for chunk in _chunks(idl):
+            for r in conn.execute(select(t.predictions).where(p.prediction_id.in_(chunk))):
+                view.preds.setdefault(r.prediction_id, []).append(PredRecord(
+                    r.prediction_id, r.model, r.model_version, r.variant, r.ts, r.score, bool(r.flagged),
+                    r.shard, r.label, r.label_ts, bool(r.implicit)))
+            for r in conn.execute(select(t.outcomes).where(o.prediction_id.in_(chunk))):
+                view.outcomes[r.prediction_id] = OutcomeRecord(r.prediction_id, r.label, r.ts, r.shard,
+                                                               bool(r.matched))
+        return view
+
+    def _upsert(self, conn: Connection, table: Any, rows: list[dict[str, Any]], keys: list[str],
+                update: list[str]) -> None:
+        if not rows:
+            return
+        stmt = self._insert(table)
+        stmt = stmt.on_conflict_do_update(index_elements=keys, set_={c: stmt.excluded[c] for c in update})
+        conn.execute(stmt, rows)
+
+    def _add_counters(self, conn: Connection, counts: dict[tuple[str, str], int]) -> None:
+        rows = [{"name": n, "label": lbl, "value": v} for (n, lbl), v in counts.items() if v]
+        if not rows:
+            return
+        stmt = self._insert(t.counters)
+        stmt = stmt.on_conflict_do_update(index_elements=["name", "label"],
+                                          set_={"value": t.counters.c.value + stmt.excluded.value})
+        conn.execute(stmt, rows)
+
+    def _merge_buckets(self, conn: Connection, deltas: dict[tuple[str, str, str, int, int], BucketStats]) -> None:
+        if not deltas:
+            return
+        b = t.buckets.c
+        keys = list(deltas)
+        existing: dict[tuple[str, str, str, int, int], bytes] = {}
+        cols = (b.model, b.model_version, b.variant, b.bucket_start, b.shard)
+        for chunk in _chunks(keys, 200):
+            q = select(*cols, b.data).where(tuple_(*cols).in_(list(chunk)))
+            if self.dialect == "postgresql":
+                q = q.with_for_update()
+            for r in conn.execute(q):
+                existing[(r.model, r.model_version, r.variant, r.bucket_start, r.shard)] = r.data
+        rows = []
+        for key, delta in deltas.items():
+            old = existing.get(key)
+            merged = BucketStats.from_bytes(old).add(delta) if old is not None else delta
+            rows.append({"model": key[0], "model_version": key[1], "variant": key[2], "bucket_start": key[3],
+                         "shard": key[4], "data": merged.to_bytes()})
+        self._upsert(conn, t.buckets, rows, ["model", "model_version", "variant", "bucket_start", "shard"],
+                     ["data"])
+
+    def commit_batch(self, conn: Connection, result: EngineResult, dead: Sequence[DeadLetter],
+                     positions: dict[tuple[str, int], int], meta: dict[str, str] | None = None) -> None:
+        """Write one batch's effect in the caller's transaction."""
+        self._merge_buckets(conn, result.deltas)
+        self._upsert(conn, t.predictions, [_pred_row(r) for r in result.upserts.values()],
+                     ["prediction_id", "model", "variant"], ["label", "label_ts", "implicit"])
+        for chunk in _chunks(sorted(result.deletes)):
+            p = t.predictions.c
+            conn.execute(delete(t.predictions).where(tuple_(p.prediction_id, p.model, p.variant).in_(list(chunk))))
+        self._upsert(conn, t.outcomes, [_out_row(o) for o in result.outcomes.values()], ["prediction_id"],
+                     ["label", "ts", "matched"])
+        for chunk in _chunks(sorted(result.outcome_deletes)):
+            conn.execute(delete(t.outcomes).where(t.outcomes.c.prediction_id.in_(list(chunk))))
+        if dead:
+            now = float(self.clock())
+            conn.execute(t.dead_letters.insert(), [
+                {"received_at": now, "reason": d.reason, "detail": d.detail, "source": d.source,
+                 "partition": d.partition, "offset": d.offset, "raw": d.raw} for d in dead])
+        counts: dict[tuple[str, str], int] = dict(result.counters)
+        for d in dead:
+            counts[("dead_letters", d.reason)] = counts.get(("dead_letters", d.reason), 0) + 1
+        self._add_counters(conn, counts)
+        self._upsert(conn, t.positions, [{"source": s, "partition": p, "next_offset": n}
+                                         for (s, p), n in positions.items()], ["source", "partition"],
+                     ["next_offset"])
+        if meta:
+            self._upsert(conn, t.meta, [{"key": k, "value": v} for k, v in meta.items()], ["key"], ["value"])
+
+    # --- positions, meta, counters ------------------------------------------------------------
+    def positions(self, source: str) -> dict[int, int]:
+        """Next offset to read per partition of a source, as stored with the state."""
+        with self.begin() as conn:
+            q = select(t.positions.c.partition, t.positions.c.next_offset).where(t.positions.c.source == source)
+            return {r.partition: r.next_offset for r in conn.execute(q)}
+
+    def get_meta(self, conn: Connection, key: str) -> str | None:
+        return conn.execute(select(t.meta.c.value).where(t.meta.c.key == key)).scalar_one_or_none()
+
+    def meta(self, key: str) -> str | None:
+        with self.begin() as conn:
+            return self.get_meta(conn, key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.begin() as conn:
+            self._upsert(conn, t.meta, [{"key": key, "value": value}], ["key"], ["value"])
+
+    def counters(self) -> dict[tuple[str, str], int]:
+        """Persistent pipeline counters: (name, label) → total."""
+        with self.begin() as conn:
+            return {(r.name, r.label): int(r.value) for r in conn.execute(select(t.counters))}
+
+    def dead_letters(self, limit: int = 100, reason: str | None = None) -> list[dict[str, Any]]:
+        """Newest dead letters first."""
+        q = select(t.dead_letters).order_by(t.dead_letters.c.id.desc()).limit(limit)
+        if reason:
+            q = q.where(t.dead_letters.c.reason == reason)
+        with self.begin() as conn:
+            return [dict(r._mapping) for r in conn.execute(q)]
+
+    def pending_outcomes(self) -> int:
+        """Outcomes still waiting for their prediction."""
+        with self.begin() as conn:
+            q = select(func.count()).select_from(t.outcomes).where(t.outcomes.c.matched.is_(False))
+            return int(conn.execute(q).scalar_one())
+
+    # --- maintenance queries ------------------------------------------------------------------
+    def unlabelled_before(self, conn: Connection, cutoff: float, shards: Sequence[int] | None,
+                          limit: int = 50_000) -> list[PredRecord]:
+        """Unlabelled predictions made before cutoff (for the implicit-negative policy)."""
+        p = t.predictions.c
+        q = select(t.predictions).where(and_(p.label.is_(None), p.ts < cutoff)).limit(limit)
+        if shards is not None:
+            q = q.where(p.shard.in_(list(shards)))
+        return [_rec(r) for r in conn.execute(q)]
+
+    def joins_before(self, conn: Connection, cutoff: float, shards: Sequence[int] | None,
+                     limit: int = 50_000) -> tuple[list[PredRecord], list[OutcomeRecord]]:
+        """Join state older than cutoff (past the label horizon)."""
+        p, o = t.predictions.c, t.outcomes.c
+        qp = select(t.predictions).where(p.ts < cutoff).limit(limit)
+        qo = select(t.outcomes).where(o.ts < cutoff).limit(limit)
+        if shards is not None:
+            qp, qo = qp.where(p.shard.in_(list(shards))), qo.where(o.shard.in_(list(shards)))
+        preds = [_rec(r) for r in conn.execute(qp)]
+        outs = [OutcomeRecord(r.prediction_id, r.label, r.ts, r.shard, bool(r.matched)) for r in conn.execute(qo)]
+        return preds, outs
+
+    # --- analysis queries ---------------------------------------------------------------------
+    def buckets(self, model: str | None, start: float, end: float, variant: str | None = None,
+                model_version: str | None = None) -> list[BucketRow]:
+        """Stored buckets whose start lies in [start, end)."""
+        b = t.buckets.c
+        q = select(t.buckets).where(and_(b.bucket_start >= start, b.bucket_start < end))
+        if model is not None:
+            q = q.where(b.model == model)
+        if variant is not None:
+            q = q.where(b.variant == variant)
+        if model_version is not None:
+            q = q.where(b.model_version == model_version)
+        with self.begin() as conn:
+            return [BucketRow(r.model, r.model_version, r.variant, r.bucket_start, r.shard,
+                              BucketStats.from_bytes(r.data)) for r in conn.execute(q)]
+
+    def bucket_range(self, model: str | None) -> tuple[int, int] | None:
+        """Earliest and latest bucket start stored (for a model)."""
+        b = t.buckets.c
+        q = select(func.min(b.bucket_start), func.max(b.bucket_start))
+        if model is not None:
+            q = q.where(b.model == model)
+        with self.begin() as conn:
+            lo, hi = conn.execute(q).one()
+        return None if lo is None else (int(lo), int(hi))
+
+    def models(self) -> list[str]:
+        with self.begin() as conn:
+            return [r[0] for r in conn.execute(select(t.buckets.c.model).distinct().order_by(t.buckets.c.model))]
+
+
+def _rec(r: Any) -> PredRecord:
+    return PredRecord(r.prediction_id, r.model, r.model_version, r.variant, r.ts, r.score, bool(r.flagged),
+                      r.shard, r.label, r.label_ts, bool(r.implicit))
+
+
+def _pred_row(r: PredRecord) -> dict[str, Any]:
+    return {"prediction_id": r.prediction_id, "model": r.model, "variant": r.variant,
+            "model_version": r.model_version, "ts": r.ts, "score": r.score, "flagged": r.flagged,
+            "shard": r.shard, "label": r.label, "label_ts": r.label_ts, "implicit": r.implicit}
+
+
+def _out_row(o: OutcomeRecord) -> dict[str, Any]:
+    return {"prediction_id": o.prediction_id, "label": o.label, "ts": o.ts, "shard": o.shard, "matched": o.matched}
+
+
+__all__ = ["Store", "StoreUnavailable", "BucketRow", "DEFAULT_URL", "PredKey"]
