@@ -7,6 +7,7 @@ caller passes the watermark used for implicit negatives and expiry.
 Order independence: the label of a prediction is the outcome with the greatest (ts, label); an older
 outcome arriving later is stale and changes nothing, so any arrival order gives the same final state.
 Duplicated prediction ids (per model and variant): the first one counts, later copies are counted.
+Label delay is measured to the outcome currently in force, so it too is independent of arrival order.
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ class JoinView:
 class _Acc:
     """Per-bucket accumulator of moves, applied to a BucketStats in one vectorised step."""
 
-    __slots__ = ("states", "flags", "scores", "signs", "delays", "num", "cat", "missing", "expired", "implicit")
+    __slots__ = ("states", "flags", "scores", "signs", "delays", "delay_signs", "num", "cat", "missing", "expired",
+                 "implicit")
 
     def __init__(self) -> None:
         self.states: list[int] = []
@@ -101,6 +103,7 @@ class _Acc:
         self.scores: list[float] = []
         self.signs: list[int] = []
         self.delays: list[float] = []
+        self.delay_signs: list[int] = []
         self.num: dict[str, list[float]] = {}
         self.cat: dict[str, Counter[str]] = {}
         self.missing: Counter[str] = Counter()
@@ -112,6 +115,10 @@ class _Acc:
         self.flags.append(int(flagged))
         self.scores.append(score)
         self.signs.append(sign)
+
+    def delay(self, seconds: float, sign: int = 1) -> None:
+        self.delays.append(seconds)
+        self.delay_signs.append(sign)
 
     def to_stats(self) -> BucketStats:
         b = BucketStats()
@@ -129,7 +136,8 @@ class _Acc:
             np.add.at(b.sums[:, SUM_NLL_POS], st, sg * -np.log(p))
             np.add.at(b.sums[:, SUM_NLL_NEG], st, sg * -np.log1p(-p))
         if self.delays:
-            np.add.at(b.delay, delay_bin(np.asarray(self.delays, dtype=np.float64)), 1)
+            np.add.at(b.delay, delay_bin(np.asarray(self.delays, dtype=np.float64)),
+                      np.asarray(self.delay_signs, dtype=np.int64))
         names = set(self.num) | set(self.cat) | set(self.missing)
         for name in names:
             fh = FeatureHist(missing=self.missing.get(name, 0))
@@ -215,7 +223,7 @@ class Engine:
         out = self.view.outcomes.get(ev.prediction_id)
         if out is not None:
             rec.label, rec.label_ts = out.label, out.ts
-            acc.delays.append(out.ts - ts)
+            acc.delay(out.ts - ts)
             if not out.matched:
                 out.matched = True
                 self.result.outcomes[out.prediction_id] = out
@@ -272,8 +280,9 @@ class Engine:
 
     def _relabel(self, rec: PredRecord, label: int, ts: float) -> None:
         acc = self._bucket(rec)
-        if rec.label is None or rec.implicit:
-            acc.delays.append(ts - rec.ts)
+        if rec.label is not None and not rec.implicit and rec.label_ts is not None:
+            acc.delay(rec.label_ts - rec.ts, -1)
+        acc.delay(ts - rec.ts)
         if rec.implicit:
             acc.implicit -= 1
             rec.implicit = False

@@ -126,6 +126,8 @@ class Pipeline:
                     mature = self.store.unlabelled_before(conn, wm - after, shards, limit=20_000)
                     engine.mature(mature)
                 old_preds, old_outs = self.store.joins_before(conn, wm - labels.horizon_s, shards, limit=20_000)
+                matured = {r.key: r for r in mature}
+                old_preds = [matured.get(r.key, r) for r in old_preds]
                 engine.expire(old_preds, old_outs)
                 result = engine.finish()
                 self.store.commit_batch(conn, result, [], {})

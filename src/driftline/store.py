@@ -77,13 +77,13 @@ class Store:
 
     # --- schema -------------------------------------------------------------------------------
     def migrate(self) -> None:
-        """Bring the schema to the newest Alembic revision (idempotent)."""
+        """Bring the schema to the newest Alembic revisions (idempotent; feature migrations branch from 0001)."""
         cfg = AlembicConfig()
         cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
         cfg.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
         with self.engine.begin() as conn:
             cfg.attributes["connection"] = conn
-            command.upgrade(cfg, "head")
+            command.upgrade(cfg, "heads")
 
     @contextmanager
     def begin(self) -> Iterator[Connection]:

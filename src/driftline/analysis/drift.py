@@ -1,0 +1,317 @@
+"""Input-distribution drift of a current window against a reference profile: features, score, prevalence.
+
+Per feature, on the profile's frozen bins: PSI, Jensen–Shannon distance and a χ² test; numeric features
+(and the score) also get KS on the fine-grid CDFs and a normalised Wasserstein distance. Every
+statistic comes with its noise floor — its 95th percentile under no drift at these sample sizes — and
+p-values are Benjamini–Hochberg adjusted across features.
+
+Calling drift (documented defaults in DriftThresholds): a feature is `drifted` when
+  effect: PSI ≥ 0.1 or JS ≥ 0.1 (or normalised W ≥ its threshold, if set), counting a statistic only
+          when it is also above its noise floor, and
+  evidence: one of its tests (KS or χ² for numeric, χ² for categorical) has BH-adjusted p < 0.05.
+Severity "alert" when drifted with PSI ≥ 0.25 (above its floor), "warning" when drifted otherwise,
+"none" when not drifted. Requiring both keeps small windows (noise) and very large windows
+(significant but negligible shifts) from raising false alarms.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..stats import NEG, POS, FeatureHist
+from . import drift_stats as ds
+from .profiles import (
+    CATEGORICAL, NUMERIC, CategoricalProfile, FineSample, NumericProfile, Profile, fine_sample, grid_mids,
+    rebin, rebin_sample, score_sample, unseen_count,
+)
+from .rates import Rate, rate
+
+SEVERITIES = ("none", "warning", "alert")
+
+
+@dataclass(frozen=True, slots=True)
+class DriftThresholds:
+    """Drift thresholds (defaults: PSI 0.1 warning / 0.25 alert, JS 0.1, KS/χ² p < 0.05 after BH)."""
+
+    psi_warning: float = 0.1
+    psi_alert: float = 0.25
+    js: float = 0.1
+    wasserstein: float | None = None
+    """Normalised Wasserstein threshold (in reference standard deviations); None = reported only."""
+    alpha: float = 0.05
+    psi_eps: float = ds.PSI_EPS
+    floor_draws: int = 200
+    seed: int = 0
+
+    def to_json(self) -> dict[str, float | int | None]:
+        return {"psi_warning": self.psi_warning, "psi_alert": self.psi_alert, "js": self.js,
+                "wasserstein": self.wasserstein, "alpha": self.alpha, "psi_eps": self.psi_eps,
+                "floor_draws": self.floor_draws, "seed": self.seed}
+
+
+@dataclass(frozen=True, slots=True)
+class HypothesisTest:
+    """A KS or χ² test: statistic, raw and BH-adjusted p-value, plus test-specific details."""
+
+    stat: float
+    p_value: float
+    p_adjusted: float | None = None
+    dof: int | None = None
+    stat_frozen: float | None = None
+    stat_upper: float | None = None
+    n_effective: int | None = None
+
+    def to_json(self) -> dict[str, float | int | None]:
+        d: dict[str, float | int | None] = {"stat": self.stat, "p_value": self.p_value, "p_adjusted": self.p_adjusted}
+        if self.dof is not None:
+            d["dof"] = self.dof
+        if self.stat_upper is not None:
+            d |= {"stat_frozen": self.stat_frozen, "stat_upper": self.stat_upper, "n_effective": self.n_effective}
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class NoiseFloor:
+    """95th percentile of each statistic under no drift at these sample sizes (None when not applicable)."""
+
+    psi: float | None = None
+    js: float | None = None
+    ks: float | None = None
+    chi2: float | None = None
+    wasserstein: float | None = None
+    psi_expected: float | None = None
+
+    def to_json(self) -> dict[str, float | None]:
+        return {"psi": self.psi, "js": self.js, "ks": self.ks, "chi2": self.chi2,
+                "wasserstein": self.wasserstein, "psi_expected": self.psi_expected}
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureDrift:
+    """Drift of one feature (or the score) against its reference; statistics None when a side is empty."""
+
+    feature: str
+    kind: str
+    n_reference: int
+    n_current: int
+    psi: float | None = None
+    js: float | None = None
+    ks: HypothesisTest | None = None
+    chi2: HypothesisTest | None = None
+    wasserstein: float | None = None
+    missing_reference: float | None = None
+    missing_current: float | None = None
+    unseen_share: float | None = None
+    noise_floor: NoiseFloor = NoiseFloor()
+    drifted: bool = False
+    severity: str = "none"
+    bins: tuple[str, ...] = ()
+    ref_counts: tuple[int, ...] = ()
+    cur_counts: tuple[int, ...] = ()
+
+    def tests(self) -> tuple[HypothesisTest, ...]:
+        return tuple(t for t in (self.ks, self.chi2) if t is not None)
+
+    def to_json(self) -> dict[str, object]:
+        nr, nc = sum(self.ref_counts), sum(self.cur_counts)
+        return {
+            "feature": self.feature, "kind": self.kind, "psi": self.psi, "js": self.js,
+            "ks": None if self.ks is None else self.ks.to_json(),
+            "chi2": None if self.chi2 is None else self.chi2.to_json(),
+            "wasserstein": self.wasserstein,
+            "missing_share": {"reference": self.missing_reference, "current": self.missing_current},
+            "unseen_share": self.unseen_share, "noise_floor": self.noise_floor.to_json(),
+            "drifted": self.drifted, "severity": self.severity,
+            "n_reference": self.n_reference, "n_current": self.n_current,
+            "bins": [{"bin": b, "reference": r / nr if nr else None, "current": c / nc if nc else None}
+                     for b, r, c in zip(self.bins, self.ref_counts, self.cur_counts)],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PrevalenceDrift:
+    """Current label prevalence (Wilson) vs the reference; drifted when the Newcombe interval of the change excludes 0."""
+
+    reference: float | None
+    reference_n: int
+    current: Rate
+    difference: tuple[float, float, float] | None
+    drifted: bool
+
+    def to_json(self) -> dict[str, object]:
+        cur = self.current.to_json()
+        diff = None if self.difference is None else dict(zip(("value", "low", "high"), self.difference))
+        return {"reference": self.reference, "reference_n": self.reference_n, "current": cur,
+                "difference": diff, "drifted": self.drifted}
+
+
+@dataclass(frozen=True, slots=True)
+class DriftResult:
+    """Drift report: features ranked by severity then PSI, the score, prevalence and the thresholds used."""
+
+    features: tuple[FeatureDrift, ...]
+    score: FeatureDrift | None
+    prevalence: PrevalenceDrift
+    thresholds: DriftThresholds
+    untracked: tuple[str, ...] = ()
+
+    @property
+    def drifted(self) -> tuple[str, ...]:
+        return tuple(f.feature for f in self.features if f.drifted)
+
+    def to_json(self) -> dict[str, object]:
+        return {"features": [f.to_json() for f in self.features],
+                "score": None if self.score is None else self.score.to_json(),
+                "prevalence": self.prevalence.to_json(), "thresholds": self.thresholds.to_json(),
+                "untracked": list(self.untracked)}
+
+
+# --- per feature ----------------------------------------------------------------------------------
+def _rng(cfg: DriftThresholds, name: str) -> np.random.Generator:
+    return np.random.default_rng([cfg.seed, zlib.crc32(name.encode())])
+
+
+def _share(k: int, n: int) -> float | None:
+    return k / n if n else None
+
+
+def _frozen_stats(ref: np.ndarray, cur: np.ndarray, p_cur_null: np.ndarray, cfg: DriftThresholds,
+                  rng: np.random.Generator) -> tuple[float, float, ds.Chi2, NoiseFloor]:
+    n_r, n_c = int(ref.sum()), int(cur.sum())
+    psi_floor, js_floor = ds.multinomial_floors(ref / n_r, p_cur_null, n_r, n_c, cfg.floor_draws, rng, cfg.psi_eps)
+    c2 = ds.chi2_test(ref, cur)
+    floor = NoiseFloor(psi=psi_floor, js=js_floor, chi2=ds.chi2_critical(c2.dof),
+                       psi_expected=ds.psi_expected(int(np.count_nonzero(ref)), n_r, n_c))
+    return float(ds.psi(ref, cur, cfg.psi_eps)), float(ds.js_distance(ref, cur)), c2, floor
+
+
+def numeric_drift(p: NumericProfile, cur: FineSample, cfg: DriftThresholds = DriftThresholds()) -> FeatureDrift:
+    """Drift of a numeric feature (or the score) given the current fine sample; p-values not yet adjusted."""
+    ref_b, cur_b = p.ref_counts, rebin_sample(p, cur)
+    ref_s = p.fine
+    base = FeatureDrift(p.feature, NUMERIC, ref_s.total, cur.total, bins=p.labels,
+                        ref_counts=tuple(ref_b.tolist()), cur_counts=tuple(cur_b.tolist()),
+                        missing_reference=_share(ref_s.missing, ref_s.total),
+                        missing_current=_share(cur.missing, cur.total),
+                        unseen_share=_share(int(cur_b[0] + cur_b[-3]), cur.n_numeric))
+    if ref_s.total == 0 or cur.total == 0:
+        return base
+    rng = _rng(cfg, p.feature)
+    # Null for the current sample: reference proportions, plus the 1/(n+1) chance per side that a new
+    # value falls below the reference minimum / above its maximum (exact for continuous values).
+    n_num = ref_s.n_numeric
+    p_null = ref_b / ref_b.sum()
+    if n_num:
+        tail = (n_num / ref_s.total) / (n_num + 1)
+        p_null = p_null.copy()
+        p_null[1:-3] *= 1.0 - 2.0 / (n_num + 1)
+        p_null[0] = p_null[-3] = tail
+    psi_v, js_v, c2, floor = _frozen_stats(ref_b, cur_b, p_null, cfg, rng)
+    ks = wass = None
+    if n_num and cur.n_numeric:
+        k = ds.ks_fine(ref_s.idx, ref_s.counts, cur.idx, cur.counts)
+        num = slice(0, len(ref_b) - 2)
+        ks = HypothesisTest(k.stat, ds.ks_p_value(k.stat, n_num, cur.n_numeric),
+                        stat_frozen=ds.ks_cdf_stat(ref_b[num], cur_b[num]), stat_upper=k.upper,
+                        n_effective=ds.ks_n_effective(n_num, cur.n_numeric))
+        floor = replace(floor, ks=ds.ks_critical(n_num, cur.n_numeric))
+        _, std = p.mean_std()
+        if std:
+            x_r = grid_mids(p.grid, ref_s.idx)
+            raw = ds.wasserstein_binned(x_r, ref_s.counts, grid_mids(p.grid, cur.idx), cur.counts)
+            wass = raw / std
+            coef = ds.bridge_l1_quantile(ref_s.counts, x_r, cfg.floor_draws, rng)
+            floor = replace(floor, wasserstein=coef * np.sqrt(1.0 / n_num + 1.0 / cur.n_numeric) / std)
+    chi = HypothesisTest(c2.stat, c2.p_value, dof=c2.dof)
+    return replace(base, psi=psi_v, js=js_v, ks=ks, chi2=chi, wasserstein=wass, noise_floor=floor)
+
+
+def categorical_drift(p: CategoricalProfile, fh: FeatureHist | None,
+                      cfg: DriftThresholds = DriftThresholds()) -> FeatureDrift:
+    """Drift of a categorical feature on its top-K/other/missing bins; p-value not yet adjusted."""
+    ref_b, cur_b = p.counts, rebin(p, fh)
+    n_r, n_c = int(ref_b.sum()), int(cur_b.sum())
+    unseen = None
+    if fh is not None:
+        k_new, n_present = unseen_count(p, fh)
+        unseen = _share(k_new, n_present)
+    base = FeatureDrift(p.feature, CATEGORICAL, n_r, n_c, bins=p.labels,
+                        ref_counts=tuple(ref_b.tolist()), cur_counts=tuple(cur_b.tolist()),
+                        missing_reference=_share(int(ref_b[-1]), n_r), missing_current=_share(int(cur_b[-1]), n_c),
+                        unseen_share=unseen)
+    if n_r == 0 or n_c == 0:
+        return base
+    psi_v, js_v, c2, floor = _frozen_stats(ref_b, cur_b, ref_b / n_r, cfg, _rng(cfg, p.feature))
+    return replace(base, psi=psi_v, js=js_v, chi2=HypothesisTest(c2.stat, c2.p_value, dof=c2.dof), noise_floor=floor)
+
+
+def classify(f: FeatureDrift, cfg: DriftThresholds) -> FeatureDrift:
+    """Set drifted/severity from effect sizes beyond threshold and noise floor plus BH-adjusted evidence."""
+    nf = f.noise_floor
+
+    def beyond(v: float | None, thr: float | None, floor: float | None) -> bool:
+        return v is not None and thr is not None and v >= thr and (floor is None or v > floor)
+
+    effect = (beyond(f.psi, cfg.psi_warning, nf.psi) or beyond(f.js, cfg.js, nf.js)
+              or beyond(f.wasserstein, cfg.wasserstein, nf.wasserstein))
+    evidence = any(t.p_adjusted is not None and t.p_adjusted < cfg.alpha for t in f.tests())
+    drifted = effect and evidence
+    severity = "none" if not drifted else "alert" if beyond(f.psi, cfg.psi_alert, nf.psi) else "warning"
+    return replace(f, drifted=drifted, severity=severity)
+
+
+def adjust(results: list[FeatureDrift]) -> list[FeatureDrift]:
+    """Benjamini–Hochberg over every KS and χ² p-value of these results (one family)."""
+    slots = [(i, name) for i, f in enumerate(results) for name in ("ks", "chi2") if getattr(f, name) is not None]
+    adj = ds.bh_adjust([getattr(results[i], name).p_value for i, name in slots])
+    out = list(results)
+    for (i, name), a in zip(slots, adj):
+        out[i] = replace(out[i], **{name: replace(getattr(out[i], name), p_adjusted=a)})
+    return out
+
+
+def rank_key(f: FeatureDrift) -> tuple[int, float, float, str]:
+    """Sort key: severity (alert first), then PSI, then JS (largest first), then name."""
+    return (-SEVERITIES.index(f.severity), -(f.psi if f.psi is not None else -1.0),
+            -(f.js if f.js is not None else -1.0), f.feature)
+
+
+def prevalence_drift(positives_ref: int, labelled_ref: int, conf: np.ndarray | None) -> PrevalenceDrift:
+    """Current prevalence among labelled predictions (Wilson) against the reference; Newcombe difference."""
+    c = np.zeros((3, 2), np.int64) if conf is None else np.asarray(conf, dtype=np.int64)
+    k, n = int(c[POS].sum()), int(c[POS].sum() + c[NEG].sum())
+    cur = rate(k, n)
+    if n == 0 or labelled_ref == 0:
+        ref_v = positives_ref / labelled_ref if labelled_ref else None
+        return PrevalenceDrift(ref_v, labelled_ref, cur, None, False)
+    d = ds.newcombe_diff(k, n, positives_ref, labelled_ref)
+    return PrevalenceDrift(positives_ref / labelled_ref, labelled_ref, cur, d, not d[1] <= 0.0 <= d[2])
+
+
+def drift_report(profile: Profile, current_features: Mapping[str, FeatureHist],
+                 current_score_hist: np.ndarray | None, current_conf: np.ndarray | None,
+                 config: DriftThresholds = DriftThresholds()) -> DriftResult:
+    """Drift of a merged current window against a reference profile: ranked features, score, prevalence.
+
+    A tracked feature absent from current_features has no current values (statistics None, not drifted).
+    BH runs across the features' KS/χ² p-values; the score's two tests form their own family.
+    """
+    feats: list[FeatureDrift] = []
+    for p in profile.features:
+        fh = current_features.get(p.feature)
+        if isinstance(p, NumericProfile):
+            feats.append(numeric_drift(p, fine_sample(fh), config))
+        else:
+            feats.append(categorical_drift(p, fh, config))
+    feats = sorted((classify(f, config) for f in adjust(feats)), key=rank_key)
+    score = None
+    if profile.score is not None:
+        score = classify(adjust([numeric_drift(profile.score, score_sample(current_score_hist), config)])[0], config)
+    tracked = {p.feature for p in profile.features}
+    untracked = tuple(sorted(n for n in current_features if n not in tracked))
+    return DriftResult(tuple(feats), score, prevalence_drift(profile.positives, profile.labelled, current_conf),
+                       config, untracked)

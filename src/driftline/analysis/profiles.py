@@ -1,0 +1,380 @@
+"""Reference profiles: the frozen bins every current window is compared on, built from merged histograms.
+
+A numeric feature keeps its reference fine histogram (grids.feature_bin, ~2 % resolution) and frozen
+quantile bins whose edges are fine-grid edges, so re-binning any window is an exact sum of fine bins.
+Frozen numeric layout: [underflow, q_1 … q_B, overflow, other, missing] — underflow/overflow hold values
+in fine bins below/above the reference range, `other` non-numeric values of a numeric feature.
+A categorical feature keeps its top-K categories; layout [top_1 … top_K, other, missing]. The score
+profile is a numeric profile on the fine score grid (grids.SCORE_EDGES).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..grids import SCORE_EDGES, feature_bin_lower, feature_bin_mid
+from ..stats import NEG, POS, FeatureHist
+
+NUMERIC, CATEGORICAL = "numeric", "categorical"
+GRID_FEATURE, GRID_SCORE = "feature", "score"
+UNDERFLOW, OVERFLOW, OTHER, MISSING = "underflow", "overflow", "other", "missing"
+SCORE_NAME = "score"
+PROFILE_VERSION = 1
+
+_SCORE_MIDS = (SCORE_EDGES[:-1] + SCORE_EDGES[1:]) / 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileSettings:
+    """How reference profiles are built (defaults: 10 quantile bins, top-20 categories, 50 features)."""
+
+    numeric_bins: int = 10
+    top_k: int = 20
+    max_features: int = 50
+    max_seen: int = 2000
+    """Most frequent reference categories remembered for the unseen-category share."""
+    score_bins: int = 10
+
+    def to_json(self) -> dict[str, int]:
+        return {"numeric_bins": self.numeric_bins, "top_k": self.top_k, "max_features": self.max_features,
+                "max_seen": self.max_seen, "score_bins": self.score_bins}
+
+
+@dataclass(frozen=True, slots=True)
+class FineSample:
+    """A numeric distribution on a fine grid: sorted populated bin indices, their counts, other, missing."""
+
+    idx: np.ndarray
+    counts: np.ndarray
+    other: int = 0
+    missing: int = 0
+
+    @property
+    def n_numeric(self) -> int:
+        return int(self.counts.sum())
+
+    @property
+    def total(self) -> int:
+        return self.n_numeric + self.other + self.missing
+
+
+def fine_sample(fh: FeatureHist | None) -> FineSample:
+    """Numeric part of a FeatureHist as sorted arrays; categorical values count as `other`."""
+    if fh is None:
+        return FineSample(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    n = len(fh.num)
+    idx = np.fromiter(fh.num.keys(), dtype=np.int64, count=n)
+    cnt = np.fromiter(fh.num.values(), dtype=np.int64, count=n)
+    order = np.argsort(idx, kind="stable")
+    keep = cnt[order] > 0
+    return FineSample(idx[order][keep], cnt[order][keep], int(sum(fh.cat.values())), int(fh.missing))
+
+
+def score_sample(score_hist: np.ndarray | None) -> FineSample:
+    """Score distribution from a fine score histogram (1-D, or per label state: summed over rows)."""
+    if score_hist is None:
+        return FineSample(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    h = np.asarray(score_hist, dtype=np.int64)
+    if h.ndim == 2:
+        h = h.sum(axis=0)
+    idx = np.flatnonzero(h)
+    return FineSample(idx.astype(np.int64), h[idx].astype(np.int64))
+
+
+def grid_mids(grid: str, idx: np.ndarray) -> np.ndarray:
+    """Representative value of fine bins: asinh-space midpoint (features) or arithmetic midpoint (score)."""
+    return feature_bin_mid(idx) if grid == GRID_FEATURE else _SCORE_MIDS[idx]
+
+
+def grid_edges(grid: str, cuts: np.ndarray) -> np.ndarray:
+    """Value of fine-grid edges given by index (edge i = lower edge of fine bin i)."""
+    if grid == GRID_FEATURE:
+        return feature_bin_lower(cuts)
+    return SCORE_EDGES[np.asarray(cuts, dtype=np.int64)]
+
+
+def quantile_cuts(idx: np.ndarray, counts: np.ndarray, n_bins: int) -> np.ndarray:
+    """Frozen edges (fine-edge indices) [lo, c_1 … c_{B−1}, hi] at the reference quantiles j/n_bins.
+
+    Each inner cut sits in the gap after the populated fine bin whose cumulative mass is nearest the
+    target quantile (mid-gap, so current values between two reference atoms split evenly); cuts that
+    coincide (heavy atoms) merge, so B ≤ n_bins. lo/hi bound the reference range.
+    """
+    if len(idx) == 0:
+        return np.zeros(0, dtype=np.int64)
+    lo, hi = int(idx[0]), int(idx[-1]) + 1
+    cum = np.cumsum(counts)
+    if len(idx) == 1 or n_bins <= 1:
+        return np.array([lo, hi], dtype=np.int64)
+    targets = cum[-1] * np.arange(1, n_bins) / n_bins
+    inner = cum[:-1]  # cutting after populated bin j (j < last) leaves cum[j] below the cut
+    j = np.clip(np.searchsorted(inner, targets), 0, len(inner) - 1)
+    jm = np.clip(j - 1, 0, len(inner) - 1)
+    j = np.where(np.abs(inner[jm] - targets) <= np.abs(inner[j] - targets), jm, j)
+    j = np.unique(j)
+    cuts = idx[j] + 1 + (idx[j + 1] - idx[j] - 1) // 2
+    return np.concatenate(([lo], cuts, [hi])).astype(np.int64)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class NumericProfile:
+    """Reference of a numeric feature (or the score): fine histogram and frozen quantile cuts."""
+
+    feature: str
+    grid: str
+    cuts: np.ndarray
+    fine: FineSample
+
+    kind = NUMERIC
+
+    @property
+    def n(self) -> int:
+        return self.fine.total
+
+    @property
+    def n_bins(self) -> int:
+        return len(self.cuts) + 3
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        e = grid_edges(self.grid, self.cuts)
+        inner = tuple(f"[{a:.6g}, {b:.6g})" for a, b in zip(e[:-1], e[1:]))
+        return (UNDERFLOW, *inner, OVERFLOW, OTHER, MISSING)
+
+    @property
+    def ref_counts(self) -> np.ndarray:
+        return rebin_sample(self, self.fine)
+
+    def mean_std(self) -> tuple[float | None, float | None]:
+        """Mean and standard deviation of the reference numeric values (fine-bin midpoints)."""
+        n = self.fine.n_numeric
+        if n == 0:
+            return None, None
+        x = grid_mids(self.grid, self.fine.idx)
+        w = self.fine.counts / n
+        mu = float(w @ x)
+        return mu, float(np.sqrt(max(float(w @ (x - mu) ** 2), 0.0)))
+
+    def to_json(self) -> dict[str, object]:
+        return {"feature": self.feature, "kind": NUMERIC, "grid": self.grid,
+                "cuts": self.cuts.tolist(), "edges": grid_edges(self.grid, self.cuts).tolist(),
+                "fine": {"idx": self.fine.idx.tolist(), "count": self.fine.counts.tolist()},
+                "other": self.fine.other, "missing": self.fine.missing}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, object]) -> NumericProfile:
+        fine: Mapping[str, list[int]] = d["fine"]  # type: ignore[assignment]
+        sample = FineSample(np.asarray(fine["idx"], dtype=np.int64), np.asarray(fine["count"], dtype=np.int64),
+                            int(d["other"]), int(d["missing"]))  # type: ignore[call-overload]
+        return cls(str(d["feature"]), str(d["grid"]), np.asarray(d["cuts"], dtype=np.int64), sample)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CategoricalProfile:
+    """Reference of a categorical feature: top-K categories with counts, other, missing, seen categories."""
+
+    feature: str
+    categories: tuple[str, ...]
+    counts: np.ndarray
+    """Reference counts on the frozen layout [top_1 … top_K, other, missing]."""
+    seen: frozenset[str]
+    seen_truncated: bool = False
+
+    kind = CATEGORICAL
+
+    @property
+    def n(self) -> int:
+        return int(self.counts.sum())
+
+    @property
+    def n_bins(self) -> int:
+        return len(self.categories) + 2
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return (*self.categories, OTHER, MISSING)
+
+    @property
+    def ref_counts(self) -> np.ndarray:
+        return self.counts
+
+    def to_json(self) -> dict[str, object]:
+        return {"feature": self.feature, "kind": CATEGORICAL, "categories": list(self.categories),
+                "counts": self.counts.tolist(), "seen": sorted(self.seen), "seen_truncated": self.seen_truncated}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, object]) -> CategoricalProfile:
+        return cls(str(d["feature"]), tuple(d["categories"]),  # type: ignore[arg-type]
+                   np.asarray(d["counts"], dtype=np.int64), frozenset(d["seen"]),  # type: ignore[arg-type]
+                   bool(d.get("seen_truncated", False)))
+
+
+FeatureProfile = NumericProfile | CategoricalProfile
+
+
+def categories_of(fh: FeatureHist) -> dict[str, int]:
+    """Category counts of a feature, numeric values keyed by their fine bin's value range."""
+    if not fh.num:
+        return fh.cat
+    out = dict(fh.cat)
+    for i, c in fh.num.items():
+        lo, hi = feature_bin_lower(np.array([i, i + 1]))
+        key = f"[{lo:.6g}, {hi:.6g})"
+        out[key] = out.get(key, 0) + c
+    return out
+
+
+def rebin_sample(p: NumericProfile, s: FineSample) -> np.ndarray:
+    """Exact counts of a fine sample on a numeric profile's frozen bins (fine bins summed)."""
+    b = len(p.cuts) - 1
+    out = np.zeros(b + 4, dtype=np.int64)
+    if len(s.idx):
+        # searchsorted(side=right): 0 = below lo (underflow), 1..b quantile bins, b+1 = at/above hi (overflow)
+        pos = np.searchsorted(p.cuts, s.idx, side="right")
+        np.add.at(out, pos, s.counts)
+    out[b + 2], out[b + 3] = s.other, s.missing
+    return out
+
+
+def rebin(p: FeatureProfile, fh: FeatureHist | None) -> np.ndarray:
+    """Counts of any current FeatureHist on a profile's frozen bins; they sum to fh.total exactly."""
+    if isinstance(p, NumericProfile):
+        return rebin_sample(p, fine_sample(fh))
+    k = len(p.categories)
+    out = np.zeros(k + 2, dtype=np.int64)
+    if fh is None:
+        return out
+    cats = categories_of(fh)
+    out[:k] = [cats.get(c, 0) for c in p.categories]
+    out[k] = sum(cats.values()) - int(out[:k].sum())
+    out[k + 1] = fh.missing
+    return out
+
+
+def unseen_count(p: CategoricalProfile, fh: FeatureHist) -> tuple[int, int]:
+    """(current values in categories absent from the reference, current non-missing values)."""
+    cats = categories_of(fh)
+    new = cats.keys() - p.seen
+    return sum(cats[c] for c in new), sum(cats.values())
+
+
+def numeric_profile(name: str, s: FineSample, n_bins: int, grid: str = GRID_FEATURE) -> NumericProfile:
+    """Numeric reference profile with quantile cuts on the fine grid (needs at least one numeric value)."""
+    return NumericProfile(name, grid, quantile_cuts(s.idx, s.counts, n_bins), s)
+
+
+def categorical_profile(name: str, fh: FeatureHist, top_k: int, max_seen: int) -> CategoricalProfile:
+    """Categorical reference profile: the top_k categories by count (ties by name), other and missing."""
+    cats = categories_of(fh)
+    ranked = sorted(cats.items(), key=lambda kv: (-kv[1], kv[0]))
+    top = tuple(c for c, _ in ranked[:top_k])
+    counts = np.array([cats[c] for c in top] + [sum(v for _, v in ranked[top_k:]), fh.missing], dtype=np.int64)
+    seen = frozenset(c for c, _ in ranked[:max_seen])
+    return CategoricalProfile(name, top, counts, seen, len(ranked) > max_seen)
+
+
+def infer_kind(fh: FeatureHist) -> str | None:
+    """numeric when numeric values are at least half of the non-missing values; None when none."""
+    n_num, n_cat = sum(fh.num.values()), sum(fh.cat.values())
+    if n_num + n_cat == 0:
+        return None
+    return NUMERIC if n_num >= n_cat else CATEGORICAL
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Profile:
+    """A reference: per-feature profiles, the score profile, reference prevalence counts, dropped features."""
+
+    features: tuple[FeatureProfile, ...]
+    score: NumericProfile | None
+    positives: int
+    labelled: int
+    n: int
+    dropped: tuple[tuple[str, str], ...] = ()
+    settings: ProfileSettings = field(default_factory=ProfileSettings)
+
+    @property
+    def prevalence(self) -> float | None:
+        return self.positives / self.labelled if self.labelled else None
+
+    def feature(self, name: str) -> FeatureProfile | None:
+        """The profile of one feature, None when it is not tracked."""
+        for f in self.features:
+            if f.feature == name:
+                return f
+        return None
+
+    def to_json(self) -> dict[str, object]:
+        """Plain-JSON form (store it versioned); from_json(to_json()) rebuilds an identical profile."""
+        return {"version": PROFILE_VERSION, "n": self.n, "settings": self.settings.to_json(),
+                "features": [f.to_json() for f in self.features],
+                "score": None if self.score is None else self.score.to_json(),
+                "prevalence": {"k": self.positives, "n": self.labelled, "value": self.prevalence},
+                "dropped": [{"feature": f, "reason": r} for f, r in self.dropped]}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, object]) -> Profile:
+        """Inverse of to_json (derived fields such as edges and value are recomputed)."""
+        if d.get("version") != PROFILE_VERSION:
+            raise ValueError(f"unsupported profile version {d.get('version')!r}")
+        feats: list[FeatureProfile] = []
+        for f in d["features"]:  # type: ignore[attr-defined]
+            feats.append(NumericProfile.from_json(f) if f["kind"] == NUMERIC else CategoricalProfile.from_json(f))
+        sc = d.get("score")
+        prev = d["prevalence"]
+        return cls(tuple(feats), None if sc is None else NumericProfile.from_json(sc),  # type: ignore[arg-type]
+                   int(prev["k"]), int(prev["n"]), int(d["n"]),  # type: ignore[index]
+                   tuple((x["feature"], x["reason"]) for x in d.get("dropped", [])),  # type: ignore[attr-defined]
+                   ProfileSettings(**d.get("settings", {})))  # type: ignore[arg-type]
+
+
+def build_profile(features: Mapping[str, FeatureHist], score_hist: np.ndarray | None = None,
+                  conf: np.ndarray | None = None, settings: ProfileSettings = ProfileSettings(),
+                  declared: Mapping[str, str] | None = None) -> Profile:
+    """Reference profile from a merged window (features, fine score histogram, conf counts).
+
+    Declared features (name → "numeric"/"categorical") are always tracked; the others are inferred
+    (numeric when at least half their non-missing values are numbers; booleans arrive as strings,
+    so they are categorical) and the most populated ones are kept up to settings.max_features.
+    Dropped features are listed with a reason: "no_values" or "over_limit".
+    """
+    declared = dict(declared or {})
+    dropped: list[tuple[str, str]] = []
+    chosen: list[tuple[str, str]] = []
+    for name, kind in declared.items():
+        fh = features.get(name)
+        if kind not in (NUMERIC, CATEGORICAL):
+            raise ValueError(f"feature {name!r}: kind must be numeric or categorical, not {kind!r}")
+        if fh is None or (kind == NUMERIC and not any(fh.num.values())) or infer_kind(fh) is None:
+            dropped.append((name, "no_values"))
+        else:
+            chosen.append((name, kind))
+    inferred: list[tuple[int, str, str]] = []
+    for name, fh in features.items():
+        if name in declared:
+            continue
+        kind = infer_kind(fh)
+        if kind is None:
+            dropped.append((name, "no_values"))
+        else:
+            inferred.append((-(fh.total - fh.missing), name, kind))
+    inferred.sort()
+    room = max(settings.max_features - len(chosen), 0)
+    chosen += [(name, kind) for _, name, kind in inferred[:room]]
+    dropped += [(name, "over_limit") for _, name, _ in inferred[room:]]
+    profs: list[FeatureProfile] = []
+    for name, kind in chosen:
+        fh = features[name]
+        if kind == NUMERIC:
+            profs.append(numeric_profile(name, fine_sample(fh), settings.numeric_bins))
+        else:
+            profs.append(categorical_profile(name, fh, settings.top_k, settings.max_seen))
+    ss = score_sample(score_hist)
+    score = numeric_profile(SCORE_NAME, ss, settings.score_bins, GRID_SCORE) if ss.n_numeric else None
+    c = np.zeros((3, 2), np.int64) if conf is None else np.asarray(conf, dtype=np.int64)
+    pos, neg = int(c[POS].sum()), int(c[NEG].sum())
+    n = int(c.sum()) if conf is not None else (ss.total if ss.n_numeric else max((f.n for f in profs), default=0))
+    return Profile(tuple(profs), score, pos, pos + neg, n, tuple(sorted(dropped)), settings)

@@ -1,0 +1,57 @@
+"""Test helpers: build events and push them through the pure engine without a database."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from driftline.engine import Engine, EngineSettings, JoinView
+from driftline.events import Decoded, decode
+from driftline.stats import BucketStats, merge
+
+_enc = msgspec.json.Encoder()
+
+
+def pred(pid: str, score: float, ts: float, variant: str = "A", model: str = "fraud", **kw: Any) -> bytes:
+    return _enc.encode({"type": "prediction", "prediction_id": pid, "model": model, "variant": variant,
+                        "ts": float(ts), "score": float(score), **kw})
+
+
+def outcome(pid: str, label: int, ts: float) -> bytes:
+    return _enc.encode({"type": "outcome", "prediction_id": pid, "label": label, "ts": float(ts)})
+
+
+def decoded(raws: list[bytes]) -> list[Decoded]:
+    out = []
+    for i, r in enumerate(raws):
+        d = decode(r, "test", 0, i)
+        assert isinstance(d, Decoded), d
+        out.append(d)
+    return out
+
+
+class MemoryState:
+    """The store's job done in memory: persistent join view and bucket totals across batches."""
+
+    def __init__(self, settings: EngineSettings | None = None) -> None:
+        self.settings = settings or EngineSettings()
+        self.view = JoinView()
+        self.buckets: dict[tuple, BucketStats] = {}
+        self.counters: dict[tuple[str, str], int] = {}
+
+    def apply(self, raws: list[bytes]) -> None:
+        eng = Engine(self.settings, self.view)
+        for d in decoded(raws):
+            eng.apply(d)
+        self._absorb(eng)
+
+    def _absorb(self, eng: Engine) -> None:
+        res = eng.finish()
+        for k, delta in res.deltas.items():
+            self.buckets.setdefault(k, BucketStats()).add(delta)
+        for k, v in res.counters.items():
+            self.counters[k] = self.counters.get(k, 0) + v
+
+    def total(self) -> BucketStats:
+        return merge(list(self.buckets.values()))

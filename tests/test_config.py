@@ -1,0 +1,61 @@
+"""Config validation: defaults, the shipped example, and errors that name the field."""
+
+from pathlib import Path
+
+import pytest
+
+from driftline.config import ConfigError, from_dict, load, parse_duration
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_defaults():
+    c = from_dict({})
+    assert c.threshold == 0.5 and c.bucket_s == 3600 and c.window_s == 7 * 86400
+    assert c.labels.policy == "explicit" and c.labels.horizon_s == 90 * 86400
+
+
+@pytest.mark.parametrize("data,field", [
+    ({"threshold": 1.5}, "threshold"),
+    ({"window": "a week"}, "window"),
+    ({"labels": {"policy": "sometimes"}}, "labels.policy"),
+    ({"labels": {"horizon": "-3d"}}, "labels.horizon"),
+    ({"costs": {"complaint_rate": 2}}, "costs.complaint_rate"),
+    ({"triggers": [{"name": "r", "metric": "recall", "op": "<", "value": 0.7, "mode": "maybe"}]},
+     "triggers[0].mode"),
+    ({"triggers": [{"name": "r", "metric": "recall", "value": 0.7}]}, "triggers[0]"),
+    ({"thresold": 0.5}, "thresold"),
+])
+def test_errors_name_the_field(data, field):
+    with pytest.raises(ConfigError) as err:
+        from_dict(data)
+    assert field in str(err.value)
+
+
+def test_implicit_negative_policy():
+    c = from_dict({"labels": {"policy": "implicit_negative_after", "implicit_negative_after": "30d"}})
+    assert c.labels.implicit_after_s == 30 * 86400
+
+
+def test_durations():
+    assert parse_duration("90s") == 90 and parse_duration("1.5h") == 5400 and parse_duration("2w") == 14 * 86400
+    with pytest.raises(ValueError):
+        parse_duration("7 days")
+
+
+def test_example_config_loads():
+    path = ROOT / "driftline.example.yaml"
+    if not path.exists():
+        pytest.skip("driftline.example.yaml not written yet")
+    c = load(path)
+    assert c.model == "fraud" and c.threshold == 0.5
+    assert {t.metric for t in c.triggers} >= {"recall", "fpr"}
+
+
+def test_bad_yaml_file(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text("threshold: [1,\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load(p)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load(tmp_path / "missing.yaml")

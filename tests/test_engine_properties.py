@@ -1,0 +1,168 @@
+"""Properties of the engine: merge grouping, arrival order, duplicates and corrections change nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from driftline.stats import BucketStats, merge
+
+from helpers import MemoryState, outcome, pred
+
+T0 = 1_700_000_000.0
+
+
+def assert_same(a: BucketStats, b: BucketStats) -> None:
+    np.testing.assert_array_equal(a.conf, b.conf)
+    np.testing.assert_array_equal(a.hist, b.hist)
+    np.testing.assert_array_equal(a.delay, b.delay)
+    np.testing.assert_allclose(a.psum, b.psum, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(a.sums, b.sums, rtol=1e-9, atol=1e-7)
+    assert {k: (v.num, v.cat, v.missing) for k, v in a.features.items()} == \
+        {k: (v.num, v.cat, v.missing) for k, v in b.features.items()}
+    assert (a.expired, a.implicit) == (b.expired, b.implicit)
+
+
+@st.composite
+def event_sets(draw):
+    n = draw(st.integers(1, 25))
+    raws = []
+    for i in range(n):
+        ts = T0 + draw(st.integers(0, 20 * 86400))
+        score = draw(st.floats(0, 1, allow_nan=False))
+        variant = draw(st.sampled_from(["A", "B"]))
+        feats = {"amount": draw(st.floats(-1e6, 1e6, allow_nan=False)),
+                 "country": draw(st.sampled_from(["FR", "DE", None])), "flag": draw(st.booleans())}
+        raws.append(pred(f"id{i}", score, ts, variant=variant, features=feats))
+        for _ in range(draw(st.integers(0, 3))):  # zero or more outcomes, later ones are corrections
+            raws.append(outcome(f"id{i}", draw(st.integers(0, 1)), ts + draw(st.integers(-3600, 40 * 86400))))
+    for j in range(draw(st.integers(0, 3))):  # outcomes whose prediction never comes
+        raws.append(outcome(f"orphan{j}", 1, T0))
+    return raws
+
+
+def _batches(raws, cuts):
+    edges = sorted(set(c % (len(raws) + 1) for c in cuts))
+    out, prev = [], 0
+    for e in edges + [len(raws)]:
+        out.append(raws[prev:e])
+        prev = e
+    return [b for b in out if b]
+
+
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(event_sets(), st.randoms(use_true_random=False), st.lists(st.integers(0, 200), max_size=4))
+def test_any_order_and_batching_gives_same_state(raws, rnd, cuts):
+    ref = MemoryState()
+    ref.apply(raws)
+    shuffled = list(raws)
+    rnd.shuffle(shuffled)
+    other = MemoryState()
+    for batch in _batches(shuffled, cuts):
+        other.apply(batch)
+    assert_same(ref.total(), other.total())
+    for key in ref.buckets.keys() | other.buckets.keys():
+        assert_same(ref.buckets.get(key, BucketStats()), other.buckets.get(key, BucketStats()))
+
+
+@FAST
+@given(event_sets(), st.randoms(use_true_random=False))
+def test_duplicates_change_nothing(raws, rnd):
+    ref = MemoryState()
+    ref.apply(raws)
+    dup = MemoryState()
+    doubled = raws + [rnd.choice(raws) for _ in range(len(raws))]
+    rnd.shuffle(doubled)
+    dup.apply(doubled)
+    dup.apply(raws)
+    assert_same(ref.total(), dup.total())
+
+
+@FAST
+@given(event_sets(), st.lists(st.integers(0, 10_000), min_size=1, max_size=6))
+def test_any_grouping_of_bucket_merges_gives_same_window(raws, cuts):
+    s = MemoryState()
+    s.apply(raws)
+    buckets = list(s.buckets.values())
+    flat = merge(buckets)
+    groups = [merge(g) for g in _batches(buckets, cuts)] if buckets else []
+    assert_same(flat, merge(groups))
+    assert_same(flat, merge(list(reversed(buckets))))
+    restored = BucketStats.from_bytes(flat.to_bytes())
+    assert_same(flat, restored)
+
+
+@FAST
+@given(st.floats(0, 1, allow_nan=False), st.integers(0, 1))
+def test_correction_then_reversal_restores_state(score, label):
+    once = MemoryState()
+    once.apply([pred("x", score, T0), outcome("x", label, T0 + 100)])
+    flipped = MemoryState()
+    flipped.apply([pred("x", score, T0), outcome("x", label, T0 + 100)])
+    flipped.apply([outcome("x", 1 - label, T0 + 200)])
+    assert flipped.counters[("corrections", "")] == 1
+    assert flipped.total().conf[label].sum() == 0 and flipped.total().conf[1 - label].sum() == 1
+    flipped.apply([outcome("x", label, T0 + 100 + 0)])  # stale: older than the correction in force
+    flipped.apply([outcome("x", label, T0 + 300)])  # the reversal
+    a, b = once.total(), flipped.total()
+    np.testing.assert_array_equal(a.conf, b.conf)
+    np.testing.assert_array_equal(a.hist, b.hist)
+    np.testing.assert_allclose(a.sums, b.sums, atol=1e-9)
+
+
+def test_outcome_before_prediction_is_held_then_joined():
+    s = MemoryState()
+    s.apply([outcome("late", 1, T0 + 50)])
+    assert s.total().predictions == 0 and not s.view.outcomes["late"].matched
+    s.apply([pred("late", 0.9, T0)])
+    t = s.total()
+    assert t.tp == 1 and s.view.outcomes["late"].matched
+    assert s.counters[("joined", "outcome_first")] == 1
+
+
+def test_shadow_mode_same_id_two_variants_both_labelled():
+    s = MemoryState()
+    s.apply([pred("p", 0.9, T0, variant="A"), pred("p", 0.2, T0, variant="B"), outcome("p", 1, T0 + 10)])
+    by_variant = {k[2]: v for k, v in s.buckets.items()}
+    assert by_variant["A"].tp == 1 and by_variant["B"].fn == 1
+
+
+def test_duplicate_prediction_first_one_counts():
+    s = MemoryState()
+    s.apply([pred("d", 0.9, T0), pred("d", 0.1, T0 + 5)])
+    t = s.total()
+    assert t.predictions == 1 and t.unlabelled_flagged == 1
+    assert s.counters[("duplicates", "prediction")] == 1
+
+
+def test_implicit_negative_then_late_fraud_report_moves_counts():
+    from driftline.engine import Engine
+
+    s = MemoryState()
+    s.apply([pred("m", 0.2, T0)])
+    eng = Engine(s.settings, s.view)
+    eng.mature([r for recs in s.view.preds.values() for r in recs])
+    s._absorb(eng)
+    assert s.total().tn == 1 and s.total().implicit == 1
+    s.apply([outcome("m", 1, T0 + 40 * 86400)])
+    t = s.total()
+    assert t.fn == 1 and t.tn == 0 and t.implicit == 0 and t.delay.sum() == 1
+
+
+def test_expiry_counts_unlabelled_and_drops_join_state():
+    from driftline.engine import Engine
+
+    s = MemoryState()
+    s.apply([pred("old", 0.7, T0), pred("done", 0.7, T0), outcome("done", 0, T0 + 5), outcome("orphan", 1, T0)])
+    eng = Engine(s.settings, s.view)
+    recs = [r for rs in s.view.preds.values() for r in rs]
+    eng.expire(recs, [s.view.outcomes["orphan"]])
+    res = eng.finish()
+    assert res.counters[("expired_predictions", "")] == 1
+    assert res.counters[("expired_outcomes", "")] == 1
+    assert len(res.deletes) == 2 and "orphan" in res.outcome_deletes
+    assert sum(d.expired for d in res.deltas.values()) == 1

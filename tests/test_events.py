@@ -1,0 +1,109 @@
+"""The event contract: valid events decode, every malformed one is a dead letter with a reason."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from driftline.events import RAW_LIMIT, REASONS, DeadLetter, Decoded, Outcome, Prediction, decode
+
+GOOD_PRED = {"type": "prediction", "prediction_id": "tx-1", "model": "fraud", "model_version": "v2",
+             "variant": "B", "ts": "2026-11-30T03:10:00Z", "score": 0.83,
+             "features": {"amount": 120.5, "country": "FR", "card_present": True, "note": None}}
+GOOD_OUT = {"type": "outcome", "prediction_id": "tx-1", "label": 1, "ts": "2026-12-04T10:00:00Z"}
+ALL_REASONS = set(REASONS) | {"ts_in_future"}
+
+
+def dec(obj, kind=None):
+    raw = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+    return decode(raw, "test", 3, 42, kind)
+
+
+def test_contract_examples_decode():
+    p = dec(GOOD_PRED)
+    assert isinstance(p, Decoded) and isinstance(p.event, Prediction)
+    assert p.ts == 1796008200.0 and p.event.features["card_present"] is True
+    o = dec(GOOD_OUT)
+    assert isinstance(o, Decoded) and isinstance(o.event, Outcome) and o.event.label == 1
+
+
+def test_type_may_be_omitted_when_topic_says():
+    body = {k: v for k, v in GOOD_OUT.items() if k != "type"}
+    assert isinstance(dec(body, kind="outcome").event, Outcome)
+    assert isinstance(dec(body).event, Outcome)  # inferred from `label`
+    assert dec(GOOD_PRED, kind="outcome").reason == "unknown_type"
+
+
+@pytest.mark.parametrize("mutate,reason", [
+    (lambda e: e.pop("prediction_id"), "missing_field"),
+    (lambda e: e.pop("ts"), "missing_field"),
+    (lambda e: e.update(score="high"), "wrong_type"),
+    (lambda e: e.update(score=1.5), "score_out_of_range"),
+    (lambda e: e.update(score=-0.1), "score_out_of_range"),
+    (lambda e: e.update(ts="yesterday"), "ts_invalid"),
+    (lambda e: e.update(ts=-5), "ts_invalid"),
+    (lambda e: e.update(prediction_id=12), "wrong_type"),
+    (lambda e: e.update(prediction_id=""), "empty_id"),
+    (lambda e: e.update(features={"x": [1, 2]}), "wrong_type"),
+    (lambda e: e.update(type="click"), "unknown_type"),
+])
+def test_bad_predictions_are_dead_lettered_with_reason(mutate, reason):
+    e = dict(GOOD_PRED)
+    mutate(e)
+    d = dec(e)
+    assert isinstance(d, DeadLetter) and d.reason == reason
+    assert (d.source, d.partition, d.offset) == ("test", 3, 42)
+
+
+@pytest.mark.parametrize("raw,reason", [
+    (b'{"prediction_id":"a","model":"m","ts":1,"score":NaN}', "invalid_json"),
+    (b'{"prediction_id":"a","model":"m","ts":1,"score":Infinity}', "invalid_json"),
+    (b'{"prediction_id":"a","model":"m","ts":1,"score":1e999}', "score_out_of_range"),
+    (b'{"prediction_id":"a","label":2,"ts":1}', "label_invalid"),
+    (b'{"prediction_id":"a","label":"yes","ts":1}', "label_invalid"),
+    (b'{"prediction_id":"a","label":0.5,"ts":1}', "label_invalid"),
+    (b'not json', "invalid_json"),
+    (b'[1,2]', "not_an_object"),
+    (b'{"hello":1}', "unknown_type"),
+])
+def test_raw_payloads(raw, reason):
+    d = decode(raw, "t", 0, 0)
+    assert isinstance(d, DeadLetter) and d.reason == reason, d
+
+
+def test_raw_payload_is_truncated():
+    raw = json.dumps({**GOOD_PRED, "score": 7, "pad": "x" * 10_000}).encode()
+    d = decode(raw, "t", 0, 0)
+    assert isinstance(d, DeadLetter) and len(d.raw) == RAW_LIMIT and d.raw == raw[:RAW_LIMIT]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=8)
+fields = st.fixed_dictionaries({}, optional={
+    "type": st.sampled_from(["prediction", "outcome", "x"]) | json_values,
+    "prediction_id": st.text(max_size=4) | json_values, "model": st.text(max_size=3) | json_values,
+    "ts": st.sampled_from(["2026-01-01T00:00:00Z", "bad"]) | st.floats() | st.integers() | json_values,
+    "score": st.floats() | json_values, "label": st.integers(-1, 2) | json_values,
+    "features": st.dictionaries(st.text(max_size=3), json_values, max_size=3) | json_values,
+})
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.binary(max_size=200), fields.map(lambda d: json.dumps(d).encode())))
+def test_fuzzing_never_raises_and_always_classifies(raw):
+    d = decode(raw, "fuzz", 0, 0)
+    if isinstance(d, DeadLetter):
+        assert d.reason in ALL_REASONS and d.reason != "other", (raw, d)
+        assert d.raw == raw[:RAW_LIMIT]
+    else:
+        ev = d.event
+        assert ev.prediction_id
+        if isinstance(ev, Prediction):
+            assert 0.0 <= ev.score <= 1.0
+        else:
+            assert int(ev.label) in (0, 1)
