@@ -1,0 +1,82 @@
+"""Replay throughput against msgspec's raw decode rate, metrics latency, and peak memory.
+
+Usage: python benchmarks/replay_bench.py [--per-day N] [--days D] [--workdir DIR]
+Prints rates as ratios against a baseline measured in the same run (raw msgspec decode of the file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import tempfile
+import time
+
+import msgspec
+
+from driftline.commands.simulate import write_stream
+from driftline.config import Config
+from driftline.pipeline import Pipeline
+from driftline.replay import replay
+from driftline.report_metrics import MetricsQuery, metrics_document
+from driftline.simulate import SimSpec
+from driftline.store import Store
+
+
+def decode_rate(path: str) -> tuple[int, float]:
+    dec = msgspec.json.Decoder()
+    t = time.perf_counter()
+    n = 0
+    with open(path, "rb") as fh:
+        for line in fh:
+            dec.decode(line)
+            n += 1
+    return n, n / (time.perf_counter() - t)
+
+
+def metrics_latency(store: Store, config: Config, repeats: int = 20) -> float:
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        metrics_document(store, config, MetricsQuery("fraud", 7 * 86400))
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1000
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--per-day", type=int, default=20_000)
+    ap.add_argument("--days", type=float, default=28)
+    ap.add_argument("--workdir", default=None)
+    args = ap.parse_args()
+    work = args.workdir or tempfile.mkdtemp(prefix="driftline-bench-")
+    os.makedirs(work, exist_ok=True)
+    path = os.path.join(work, "events.jsonl")
+    end = float(int(time.time() // 3600) * 3600)
+    n = write_stream(SimSpec(start=end - args.days * 86400, days=args.days, per_day=args.per_day), end, path)
+    size_mb = os.path.getsize(path) / 1e6
+    _, raw_rate = decode_rate(path)
+    db = os.path.join(work, "bench.db")
+    if os.path.exists(db):
+        os.remove(db)
+    store = Store(f"sqlite:///{db}")
+    store.migrate()
+    config = Config()
+    pipeline = Pipeline(config, store)
+    t = time.perf_counter()
+    replay(pipeline, path, batch_size=5000)
+    replay_s = time.perf_counter() - t
+    rate = n / replay_s
+    latency = metrics_latency(store, config)
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"events                 {n:,} ({size_mb:.0f} MB of JSON lines)")
+    print(f"raw msgspec decode     {raw_rate:,.0f} events/s (baseline)")
+    print(f"replay into SQLite     {rate:,.0f} events/s  ratio {rate / raw_rate:.3f} of raw decode")
+    print(f"metrics 7d window      {latency:.1f} ms (median of 20)")
+    print(f"peak RSS               {rss_mb:.0f} MB")
+    print(f"database size          {os.path.getsize(db) / 1e6:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
