@@ -6,11 +6,13 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from driftline.engine import EngineSettings
 from driftline.stats import BucketStats, merge
 
 from helpers import MemoryState, outcome, pred
 
 T0 = 1_700_000_000.0
+SLICED = EngineSettings(slice_features=("country", "flag"))
 
 
 def assert_same(a: BucketStats, b: BucketStats) -> None:
@@ -22,6 +24,8 @@ def assert_same(a: BucketStats, b: BucketStats) -> None:
     assert {k: (v.num, v.cat, v.missing) for k, v in a.features.items()} == \
         {k: (v.num, v.cat, v.missing) for k, v in b.features.items()}
     assert (a.expired, a.implicit) == (b.expired, b.implicit)
+    assert {k: {v: c.tolist() for v, c in vals.items()} for k, vals in a.slices.items()} == \
+        {k: {v: c.tolist() for v, c in vals.items()} for k, vals in b.slices.items()}
 
 
 @st.composite
@@ -57,11 +61,11 @@ FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 @FAST
 @given(event_sets(), st.randoms(use_true_random=False), st.lists(st.integers(0, 200), max_size=4))
 def test_any_order_and_batching_gives_same_state(raws, rnd, cuts):
-    ref = MemoryState()
+    ref = MemoryState(SLICED)
     ref.apply(raws)
     shuffled = list(raws)
     rnd.shuffle(shuffled)
-    other = MemoryState()
+    other = MemoryState(SLICED)
     for batch in _batches(shuffled, cuts):
         other.apply(batch)
     assert_same(ref.total(), other.total())
@@ -72,9 +76,9 @@ def test_any_order_and_batching_gives_same_state(raws, rnd, cuts):
 @FAST
 @given(event_sets(), st.randoms(use_true_random=False))
 def test_duplicates_change_nothing(raws, rnd):
-    ref = MemoryState()
+    ref = MemoryState(SLICED)
     ref.apply(raws)
-    dup = MemoryState()
+    dup = MemoryState(SLICED)
     doubled = raws + [rnd.choice(raws) for _ in range(len(raws))]
     rnd.shuffle(doubled)
     dup.apply(doubled)
@@ -85,7 +89,7 @@ def test_duplicates_change_nothing(raws, rnd):
 @FAST
 @given(event_sets(), st.lists(st.integers(0, 10_000), min_size=1, max_size=6))
 def test_any_grouping_of_bucket_merges_gives_same_window(raws, cuts):
-    s = MemoryState()
+    s = MemoryState(SLICED)
     s.apply(raws)
     buckets = list(s.buckets.values())
     flat = merge(buckets)
@@ -99,9 +103,9 @@ def test_any_grouping_of_bucket_merges_gives_same_window(raws, cuts):
 @FAST
 @given(st.floats(0, 1, allow_nan=False), st.integers(0, 1))
 def test_correction_then_reversal_restores_state(score, label):
-    once = MemoryState()
+    once = MemoryState(SLICED)
     once.apply([pred("x", score, T0), outcome("x", label, T0 + 100)])
-    flipped = MemoryState()
+    flipped = MemoryState(SLICED)
     flipped.apply([pred("x", score, T0), outcome("x", label, T0 + 100)])
     flipped.apply([outcome("x", 1 - label, T0 + 200)])
     assert flipped.counters[("corrections", "")] == 1
@@ -115,7 +119,7 @@ def test_correction_then_reversal_restores_state(score, label):
 
 
 def test_outcome_before_prediction_is_held_then_joined():
-    s = MemoryState()
+    s = MemoryState(SLICED)
     s.apply([outcome("late", 1, T0 + 50)])
     assert s.total().predictions == 0 and not s.view.outcomes["late"].matched
     s.apply([pred("late", 0.9, T0)])
@@ -125,14 +129,14 @@ def test_outcome_before_prediction_is_held_then_joined():
 
 
 def test_shadow_mode_same_id_two_variants_both_labelled():
-    s = MemoryState()
+    s = MemoryState(SLICED)
     s.apply([pred("p", 0.9, T0, variant="A"), pred("p", 0.2, T0, variant="B"), outcome("p", 1, T0 + 10)])
     by_variant = {k[2]: v for k, v in s.buckets.items()}
     assert by_variant["A"].tp == 1 and by_variant["B"].fn == 1
 
 
 def test_duplicate_prediction_first_one_counts():
-    s = MemoryState()
+    s = MemoryState(SLICED)
     s.apply([pred("d", 0.9, T0), pred("d", 0.1, T0 + 5)])
     t = s.total()
     assert t.predictions == 1 and t.unlabelled_flagged == 1
@@ -142,7 +146,7 @@ def test_duplicate_prediction_first_one_counts():
 def test_implicit_negative_then_late_fraud_report_moves_counts():
     from driftline.engine import Engine
 
-    s = MemoryState()
+    s = MemoryState(SLICED)
     s.apply([pred("m", 0.2, T0)])
     eng = Engine(s.settings, s.view)
     eng.mature([r for recs in s.view.preds.values() for r in recs])
@@ -156,7 +160,7 @@ def test_implicit_negative_then_late_fraud_report_moves_counts():
 def test_expiry_counts_unlabelled_and_drops_join_state():
     from driftline.engine import Engine
 
-    s = MemoryState()
+    s = MemoryState(SLICED)
     s.apply([pred("old", 0.7, T0), pred("done", 0.7, T0), outcome("done", 0, T0 + 5), outcome("orphan", 1, T0)])
     eng = Engine(s.settings, s.view)
     recs = [r for rs in s.view.preds.values() for r in rs]
@@ -166,3 +170,14 @@ def test_expiry_counts_unlabelled_and_drops_join_state():
     assert res.counters[("expired_outcomes", "")] == 1
     assert len(res.deletes) == 2 and "orphan" in res.outcome_deletes
     assert sum(d.expired for d in res.deltas.values()) == 1
+
+
+def test_slices_follow_late_labels_and_corrections():
+    s = MemoryState(SLICED)
+    s.apply([pred("s1", 0.9, T0, features={"country": "FR"}), pred("s2", 0.9, T0, features={"country": "DE"}),
+             pred("s3", 0.1, T0, features={})])
+    s.apply([outcome("s1", 1, T0 + 10), outcome("s2", 0, T0 + 10), outcome("s3", 1, T0 + 10)])
+    s.apply([outcome("s2", 1, T0 + 20)])
+    sl = s.total().slices["country"]
+    assert sl["FR"][1, 1] == 1 and sl["DE"][1, 1] == 1 and sl["DE"][0].sum() == 0
+    assert sl["missing"][1, 0] == 1 and sum(c.sum() for c in sl.values()) == 3

@@ -141,6 +141,17 @@ class Schedule(Base):
     report_dir: str = "reports"
 
 
+class Notify(Base):
+    """Where trigger notifications go: Alertmanager v2 API and/or a JSON webhook (neither: log and store only)."""
+
+    alertmanager_url: str | None = None
+    webhook_url: str | None = None
+    timeout: Duration = "5s"
+    retries: Annotated[int, msgspec.Meta(ge=0, le=20)] = 3
+    backoff: Duration = "1s"
+    generator_url: str | None = None
+
+
 class Config(Base):
     """The whole configuration; defaults give the embedded fraud example."""
 
@@ -160,6 +171,7 @@ class Config(Base):
     kafka: Kafka = Kafka()
     exporter: Exporter = Exporter()
     schedule: Schedule = Schedule()
+    notify: Notify = Notify()
 
     def __post_init__(self) -> None:
         if parse_duration(self.bucket) > parse_duration(self.window):

@@ -41,6 +41,7 @@ class EngineSettings:
     bucket_s: int = 3600
     max_features: int = 50
     declared_features: tuple[str, ...] = ()
+    slice_features: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -58,6 +59,7 @@ class PredRecord:
     label: int | None = None
     label_ts: float | None = None
     implicit: bool = False
+    slice_values: dict[str, str] | None = None
 
     @property
     def key(self) -> PredKey:
@@ -95,7 +97,7 @@ class _Acc:
     """Per-bucket accumulator of moves, applied to a BucketStats in one vectorised step."""
 
     __slots__ = ("states", "flags", "scores", "signs", "delays", "delay_signs", "num", "cat", "missing", "expired",
-                 "implicit")
+                 "implicit", "slice_moves")
 
     def __init__(self) -> None:
         self.states: list[int] = []
@@ -109,8 +111,13 @@ class _Acc:
         self.missing: Counter[str] = Counter()
         self.expired = 0
         self.implicit = 0
+        self.slice_moves: list[tuple[str, str, int, int, int]] = []
 
-    def move(self, state: int, flagged: bool, score: float, sign: int) -> None:
+    def move(self, state: int, flagged: bool, score: float, sign: int,
+             slice_values: dict[str, str] | None = None) -> None:
+        if slice_values:
+            for name, value in slice_values.items():
+                self.slice_moves.append((name, value, state, int(flagged), sign))
         self.states.append(state)
         self.flags.append(int(flagged))
         self.scores.append(score)
@@ -151,6 +158,16 @@ class _Acc:
             b.features[name] = fh
         b.expired = self.expired
         b.implicit = self.implicit
+        for name, value, state, flagged, sign in self.slice_moves:
+            per = b.slices.setdefault(name, {})
+            conf = per.get(value)
+            if conf is None:
+                conf = per[value] = np.zeros((3, 2), dtype=np.int64)
+            conf[state, flagged] += sign
+        for name in list(b.slices):
+            b.slices[name] = {v: c for v, c in b.slices[name].items() if c.any()}
+            if not b.slices[name]:
+                del b.slices[name]
         return b
 
 
@@ -218,7 +235,8 @@ class Engine:
                 return
         threshold = self.s.threshold if ev.threshold is None else ev.threshold
         rec = PredRecord(ev.prediction_id, ev.model, ev.model_version or DEFAULT_VERSION, variant, ts,
-                         float(ev.score), ev.score >= threshold, shard)
+                         float(ev.score), ev.score >= threshold, shard,
+                         slice_values=self._slice_values(ev.features))
         acc = self._bucket(rec)
         out = self.view.outcomes.get(ev.prediction_id)
         if out is not None:
@@ -230,8 +248,20 @@ class Engine:
                 self.result.counters[("joined", "outcome_first")] += 1
         recs.append(rec)
         self.result.upserts[rec.key] = rec
-        acc.move(rec.state, rec.flagged, rec.score, 1)
+        acc.move(rec.state, rec.flagged, rec.score, 1, rec.slice_values)
         self._features(acc, ev.features)
+
+    def _slice_values(self, features: dict[str, object] | None) -> dict[str, str] | None:
+        """The prediction's value of each configured slice feature ('missing' when absent or null)."""
+        if not self.s.slice_features:
+            return None
+        feats = features or {}
+        out = {}
+        for name in self.s.slice_features:
+            v = feats.get(name)
+            out[name] = "missing" if v is None else ("true" if v is True else "false" if v is False
+                                                     else str(v)[:MAX_CATEGORY_LEN])
+        return out
 
     def _features(self, acc: _Acc, features: dict[str, object] | None) -> None:
         feats = features or {}
@@ -287,8 +317,8 @@ class Engine:
             acc.implicit -= 1
             rec.implicit = False
         if rec.state != label:
-            acc.move(rec.state, rec.flagged, rec.score, -1)
-            acc.move(label, rec.flagged, rec.score, 1)
+            acc.move(rec.state, rec.flagged, rec.score, -1, rec.slice_values)
+            acc.move(label, rec.flagged, rec.score, 1, rec.slice_values)
         rec.label, rec.label_ts = label, ts
         self.result.upserts[rec.key] = rec
 
@@ -299,8 +329,8 @@ class Engine:
             if rec.label is not None:
                 continue
             acc = self._bucket(rec)
-            acc.move(UNL, rec.flagged, rec.score, -1)
-            acc.move(NEG, rec.flagged, rec.score, 1)
+            acc.move(UNL, rec.flagged, rec.score, -1, rec.slice_values)
+            acc.move(NEG, rec.flagged, rec.score, 1, rec.slice_values)
             acc.implicit += 1
             rec.label, rec.implicit = NEG, True
             self.result.upserts[rec.key] = rec

@@ -55,7 +55,7 @@ class BatchResult:
 def settings_from(config: Config) -> EngineSettings:
     """Engine settings derived from the config."""
     return EngineSettings(threshold=config.threshold, bucket_s=config.bucket_s, max_features=config.max_features,
-                          declared_features=tuple(config.features))
+                          declared_features=tuple(config.features), slice_features=tuple(config.slices))
 
 
 class Pipeline:

@@ -31,6 +31,7 @@ predictions = Table(
     Column("label", SmallInteger, nullable=True),
     Column("label_ts", Float, nullable=True),
     Column("implicit", Boolean, nullable=False, default=False),
+    Column("slice_values", Text, nullable=True),
 )
 Index("ix_predictions_shard_ts", predictions.c.shard, predictions.c.ts)
 

@@ -77,6 +77,8 @@ class BucketStats:
     features: dict[str, FeatureHist] = field(default_factory=dict)
     expired: int = 0
     implicit: int = 0
+    slices: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    """Per slice feature and value, a conf array like `conf` (for per-slice metrics)."""
 
     # --- derived counts -----------------------------------------------------------------------
     @property
@@ -123,6 +125,13 @@ class BucketStats:
                 mine.add(fh)
         self.expired += other.expired
         self.implicit += other.implicit
+        for name, values in other.slices.items():
+            mine_s = self.slices.setdefault(name, {})
+            for value, conf in values.items():
+                if value in mine_s:
+                    mine_s[value] = mine_s[value] + conf
+                else:
+                    mine_s[value] = conf.copy()
         return self
 
     def __add__(self, other: BucketStats) -> BucketStats:
@@ -133,13 +142,14 @@ class BucketStats:
             self.conf.copy(), self.hist.copy(), self.psum.copy(), self.sums.copy(),
             self.delay.copy(), {k: v.copy() for k, v in self.features.items()},
             self.expired, self.implicit,
+            {k: {v: c.copy() for v, c in vals.items()} for k, vals in self.slices.items()},
         )
 
     def is_empty(self) -> bool:
         return (
             not self.conf.any() and not self.hist.any() and not self.delay.any()
             and not self.features and self.expired == 0 and self.implicit == 0
-            and not self.psum.any() and not self.sums.any()
+            and not self.psum.any() and not self.sums.any() and not self.slices
         )
 
     # --- per-prediction moves (used by the engine) ---------------------------------------------
@@ -174,6 +184,7 @@ class BucketStats:
             },
             "exp": self.expired,
             "imp": self.implicit,
+            "s": {k: {v: c.ravel().tolist() for v, c in vals.items()} for k, vals in self.slices.items()},
         }
         return msgspec.msgpack.encode(doc)
 
@@ -191,6 +202,8 @@ class BucketStats:
             b.features[k] = FeatureHist({int(i): int(c) for i, c in num}, {str(c): int(n) for c, n in cat}, int(missing))
         b.expired = int(doc["exp"])
         b.implicit = int(doc["imp"])
+        for k, vals in doc.get("s", {}).items():
+            b.slices[k] = {v: np.asarray(c, dtype=np.int64).reshape(3, 2) for v, c in vals.items()}
         return b
 
 

@@ -6,6 +6,7 @@ source positions reached, so a crash never leaves offsets ahead of state (exactl
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -100,19 +101,28 @@ class Store:
         self.engine.dispose()
 
     # --- join state ---------------------------------------------------------------------------
+    def _ph(self, n: int) -> str:
+        """n driver-level placeholders (the hot paths bypass SQL compilation)."""
+        mark = "?" if self.dialect == "sqlite" else "%s"
+        return ", ".join([mark] * n)
+
     def load_join(self, conn: Connection, ids: Iterable[str]) -> JoinView:
         """Predictions and outcomes stored for these prediction ids."""
         view = JoinView()
-        idl = sorted(set(ids))
-        p, o = t.predictions.c, t.outcomes.c
+        idl = list(set(ids))
         for chunk in _chunks(idl):
-            for r in conn.execute(select(t.predictions).where(p.prediction_id.in_(chunk))):
-                view.preds.setdefault(r.prediction_id, []).append(PredRecord(
-                    r.prediction_id, r.model, r.model_version, r.variant, r.ts, r.score, bool(r.flagged),
-                    r.shard, r.label, r.label_ts, bool(r.implicit)))
-            for r in conn.execute(select(t.outcomes).where(o.prediction_id.in_(chunk))):
-                view.outcomes[r.prediction_id] = OutcomeRecord(r.prediction_id, r.label, r.ts, r.shard,
-                                                               bool(r.matched))
+            ph = self._ph(len(chunk))
+            rows = conn.exec_driver_sql(f"SELECT {_PRED_COLS} FROM predictions WHERE prediction_id IN ({ph})",
+                                        tuple(chunk))
+            for r in rows:
+                view.preds.setdefault(r[0], []).append(PredRecord(
+                    r[0], r[1], r[3], r[2], r[4], r[5], bool(r[6]), r[7], r[8], r[9], bool(r[10]),
+                    None if r[11] is None else json.loads(r[11])))
+            rows = conn.exec_driver_sql(
+                f"SELECT prediction_id, label, ts, shard, matched FROM outcomes WHERE prediction_id IN ({ph})",
+                tuple(chunk))
+            for r in rows:
+                view.outcomes[r[0]] = OutcomeRecord(r[0], r[1], r[2], r[3], bool(r[4]))
         return view
 
     def _upsert(self, conn: Connection, table: Any, rows: list[dict[str, Any]], keys: list[str],
@@ -158,8 +168,12 @@ class Store:
                      positions: dict[tuple[str, int], int], meta: dict[str, str] | None = None) -> None:
         """Write one batch's effect in the caller's transaction."""
         self._merge_buckets(conn, result.deltas)
-        self._upsert(conn, t.predictions, [_pred_row(r) for r in result.upserts.values()],
-                     ["prediction_id", "model", "variant"], ["label", "label_ts", "implicit"])
+        if result.upserts:
+            conn.exec_driver_sql(
+                f"INSERT INTO predictions ({_PRED_COLS}) VALUES ({self._ph(12)}) "
+                "ON CONFLICT (prediction_id, model, variant) DO UPDATE SET label = excluded.label, "
+                "label_ts = excluded.label_ts, implicit = excluded.implicit",
+                [_pred_tuple(r) for r in result.upserts.values()])
         for chunk in _chunks(sorted(result.deletes)):
             p = t.predictions.c
             conn.execute(delete(t.predictions).where(tuple_(p.prediction_id, p.model, p.variant).in_(list(chunk))))
@@ -274,13 +288,17 @@ class Store:
 
 def _rec(r: Any) -> PredRecord:
     return PredRecord(r.prediction_id, r.model, r.model_version, r.variant, r.ts, r.score, bool(r.flagged),
-                      r.shard, r.label, r.label_ts, bool(r.implicit))
+                      r.shard, r.label, r.label_ts, bool(r.implicit),
+                      None if r.slice_values is None else json.loads(r.slice_values))
 
 
-def _pred_row(r: PredRecord) -> dict[str, Any]:
-    return {"prediction_id": r.prediction_id, "model": r.model, "variant": r.variant,
-            "model_version": r.model_version, "ts": r.ts, "score": r.score, "flagged": r.flagged,
-            "shard": r.shard, "label": r.label, "label_ts": r.label_ts, "implicit": r.implicit}
+_PRED_COLS = ("prediction_id, model, variant, model_version, ts, score, flagged, shard, label, label_ts, implicit, "
+              "slice_values")
+
+
+def _pred_tuple(r: PredRecord) -> tuple[Any, ...]:
+    return (r.prediction_id, r.model, r.variant, r.model_version, r.ts, r.score, r.flagged, r.shard, r.label,
+            r.label_ts, r.implicit, None if r.slice_values is None else json.dumps(r.slice_values))
 
 
 def _out_row(o: OutcomeRecord) -> dict[str, Any]:

@@ -390,7 +390,7 @@ def label_balance(treatment: ArmCounts, control: ArmCounts, names: tuple[str, st
             f"{more} gets more labels, labelled positives over-represent caught cases, and recall is "
             f"overstated by a different amount in each arm, so the recall comparison is biased; confirm it "
             f"on matured labels (after the label horizon).")
-    med = {tn_: None, cn_: None}
+    med: dict[str, float | None] = {tn_: None, cn_: None}
     delay_p = None
     if delay_t is not None and delay_c is not None and delay_edges is not None:
         med = {tn_: histogram_median(delay_t, delay_edges), cn_: histogram_median(delay_c, delay_edges)}

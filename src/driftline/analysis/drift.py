@@ -1,14 +1,16 @@
 """Input-distribution drift of a current window against a reference profile: features, score, prevalence.
 
-Per feature, on the profile's frozen bins: PSI, Jensen–Shannon distance and a χ² test; numeric features
-(and the score) also get KS on the fine-grid CDFs and a normalised Wasserstein distance. Every
-statistic comes with its noise floor — its 95th percentile under no drift at these sample sizes — and
+Per feature, on the profile's frozen bins: PSI and Jensen–Shannon distance; categorical features get a
+χ² test (missing is one of its bins); numeric features (and the score) get KS on the fine-grid CDFs,
+a normalised Wasserstein distance and a χ² test of their missing/non-numeric share. Every statistic
+comes with its noise floor — its 95th percentile under no drift at these sample sizes — and the
 p-values are Benjamini–Hochberg adjusted across features.
 
 Calling drift (documented defaults in DriftThresholds): a feature is `drifted` when
   effect: PSI ≥ 0.1 or JS ≥ 0.1 (or normalised W ≥ its threshold, if set), counting a statistic only
           when it is also above its noise floor, and
-  evidence: one of its tests (KS or χ² for numeric, χ² for categorical) has BH-adjusted p < 0.05.
+  evidence: one of its tests (KS or missing-share χ² for numeric, χ² for categorical) has
+          BH-adjusted p < 0.05.
 Severity "alert" when drifted with PSI ≥ 0.25 (above its floor), "warning" when drifted otherwise,
 "none" when not drifted. Requiring both keeps small windows (noise) and very large windows
 (significant but negligible shifts) from raising false alarms.
@@ -43,13 +45,16 @@ class DriftThresholds:
     wasserstein: float | None = None
     """Normalised Wasserstein threshold (in reference standard deviations); None = reported only."""
     alpha: float = 0.05
+    prevalence_change: float = 0.2
+    """Relative prevalence change (|current/reference − 1|) needed, with significance, to call prevalence drift."""
     psi_eps: float = ds.PSI_EPS
     floor_draws: int = 200
     seed: int = 0
 
     def to_json(self) -> dict[str, float | int | None]:
         return {"psi_warning": self.psi_warning, "psi_alert": self.psi_alert, "js": self.js,
-                "wasserstein": self.wasserstein, "alpha": self.alpha, "psi_eps": self.psi_eps,
+                "wasserstein": self.wasserstein, "alpha": self.alpha,
+                "prevalence_change": self.prevalence_change, "psi_eps": self.psi_eps,
                 "floor_draws": self.floor_draws, "seed": self.seed}
 
 
@@ -102,6 +107,8 @@ class FeatureDrift:
     js: float | None = None
     ks: HypothesisTest | None = None
     chi2: HypothesisTest | None = None
+    missing_test: HypothesisTest | None = None
+    """Numeric features: χ² of the [numeric, non-numeric, missing] shares, reference vs current."""
     wasserstein: float | None = None
     missing_reference: float | None = None
     missing_current: float | None = None
@@ -114,7 +121,7 @@ class FeatureDrift:
     cur_counts: tuple[int, ...] = ()
 
     def tests(self) -> tuple[HypothesisTest, ...]:
-        return tuple(t for t in (self.ks, self.chi2) if t is not None)
+        return tuple(t for t in (self.ks, self.chi2, self.missing_test) if t is not None)
 
     def to_json(self) -> dict[str, object]:
         nr, nc = sum(self.ref_counts), sum(self.cur_counts)
@@ -123,7 +130,9 @@ class FeatureDrift:
             "ks": None if self.ks is None else self.ks.to_json(),
             "chi2": None if self.chi2 is None else self.chi2.to_json(),
             "wasserstein": self.wasserstein,
-            "missing_share": {"reference": self.missing_reference, "current": self.missing_current},
+            "missing_share": {"reference": self.missing_reference, "current": self.missing_current,
+                              "p_value": None if self.missing_test is None else self.missing_test.p_value,
+                              "p_adjusted": None if self.missing_test is None else self.missing_test.p_adjusted},
             "unseen_share": self.unseen_share, "noise_floor": self.noise_floor.to_json(),
             "drifted": self.drifted, "severity": self.severity,
             "n_reference": self.n_reference, "n_current": self.n_current,
@@ -134,7 +143,12 @@ class FeatureDrift:
 
 @dataclass(frozen=True, slots=True)
 class PrevalenceDrift:
-    """Current label prevalence (Wilson) vs the reference; drifted when the Newcombe interval of the change excludes 0."""
+    """Current label prevalence (Wilson) vs the reference.
+
+    drifted when the Newcombe 95 % interval of (current − reference) excludes 0 — a two-proportion
+    comparison that counts the reference's own sampling noise — and the relative change is at least
+    DriftThresholds.prevalence_change (20 %), so huge windows do not flag negligible shifts.
+    """
 
     reference: float | None
     reference_n: int
@@ -180,13 +194,17 @@ def _share(k: int, n: int) -> float | None:
 
 
 def _frozen_stats(ref: np.ndarray, cur: np.ndarray, p_cur_null: np.ndarray, cfg: DriftThresholds,
-                  rng: np.random.Generator) -> tuple[float, float, ds.Chi2, NoiseFloor]:
+                  rng: np.random.Generator) -> tuple[float, float, NoiseFloor]:
     n_r, n_c = int(ref.sum()), int(cur.sum())
     psi_floor, js_floor = ds.multinomial_floors(ref / n_r, p_cur_null, n_r, n_c, cfg.floor_draws, rng, cfg.psi_eps)
-    c2 = ds.chi2_test(ref, cur)
-    floor = NoiseFloor(psi=psi_floor, js=js_floor, chi2=ds.chi2_critical(c2.dof),
+    floor = NoiseFloor(psi=psi_floor, js=js_floor,
                        psi_expected=ds.psi_expected(int(np.count_nonzero(ref)), n_r, n_c))
-    return float(ds.psi(ref, cur, cfg.psi_eps)), float(ds.js_distance(ref, cur)), c2, floor
+    return float(ds.psi(ref, cur, cfg.psi_eps)), float(ds.js_distance(ref, cur)), floor
+
+
+def _chi2(ref: np.ndarray, cur: np.ndarray) -> HypothesisTest | None:
+    c2 = ds.chi2_test(ref, cur)
+    return HypothesisTest(c2.stat, c2.p_value, dof=c2.dof) if c2.dof > 0 else None
 
 
 def numeric_drift(p: NumericProfile, cur: FineSample, cfg: DriftThresholds = DriftThresholds()) -> FeatureDrift:
@@ -206,28 +224,25 @@ def numeric_drift(p: NumericProfile, cur: FineSample, cfg: DriftThresholds = Dri
     n_num = ref_s.n_numeric
     p_null = ref_b / ref_b.sum()
     if n_num:
-        tail = (n_num / ref_s.total) / (n_num + 1)
-        p_null = p_null.copy()
         p_null[1:-3] *= 1.0 - 2.0 / (n_num + 1)
-        p_null[0] = p_null[-3] = tail
-    psi_v, js_v, c2, floor = _frozen_stats(ref_b, cur_b, p_null, cfg, rng)
+        p_null[0] = p_null[-3] = (n_num / ref_s.total) / (n_num + 1)
+    psi_v, js_v, floor = _frozen_stats(ref_b, cur_b, p_null, cfg, rng)
+    presence = _chi2(np.array([n_num, ref_s.other, ref_s.missing]), np.array([cur.n_numeric, cur.other, cur.missing]))
     ks = wass = None
     if n_num and cur.n_numeric:
         k = ds.ks_fine(ref_s.idx, ref_s.counts, cur.idx, cur.counts)
         num = slice(0, len(ref_b) - 2)
         ks = HypothesisTest(k.stat, ds.ks_p_value(k.stat, n_num, cur.n_numeric),
-                        stat_frozen=ds.ks_cdf_stat(ref_b[num], cur_b[num]), stat_upper=k.upper,
-                        n_effective=ds.ks_n_effective(n_num, cur.n_numeric))
+                            stat_frozen=ds.ks_cdf_stat(ref_b[num], cur_b[num]), stat_upper=k.upper,
+                            n_effective=ds.ks_n_effective(n_num, cur.n_numeric))
         floor = replace(floor, ks=ds.ks_critical(n_num, cur.n_numeric))
         _, std = p.mean_std()
         if std:
             x_r = grid_mids(p.grid, ref_s.idx)
-            raw = ds.wasserstein_binned(x_r, ref_s.counts, grid_mids(p.grid, cur.idx), cur.counts)
-            wass = raw / std
+            wass = ds.wasserstein_binned(x_r, ref_s.counts, grid_mids(p.grid, cur.idx), cur.counts) / std
             coef = ds.bridge_l1_quantile(ref_s.counts, x_r, cfg.floor_draws, rng)
-            floor = replace(floor, wasserstein=coef * np.sqrt(1.0 / n_num + 1.0 / cur.n_numeric) / std)
-    chi = HypothesisTest(c2.stat, c2.p_value, dof=c2.dof)
-    return replace(base, psi=psi_v, js=js_v, ks=ks, chi2=chi, wasserstein=wass, noise_floor=floor)
+            floor = replace(floor, wasserstein=coef * float(np.sqrt(1.0 / n_num + 1.0 / cur.n_numeric)) / std)
+    return replace(base, psi=psi_v, js=js_v, ks=ks, missing_test=presence, wasserstein=wass, noise_floor=floor)
 
 
 def categorical_drift(p: CategoricalProfile, fh: FeatureHist | None,
@@ -245,8 +260,10 @@ def categorical_drift(p: CategoricalProfile, fh: FeatureHist | None,
                         unseen_share=unseen)
     if n_r == 0 or n_c == 0:
         return base
-    psi_v, js_v, c2, floor = _frozen_stats(ref_b, cur_b, ref_b / n_r, cfg, _rng(cfg, p.feature))
-    return replace(base, psi=psi_v, js=js_v, chi2=HypothesisTest(c2.stat, c2.p_value, dof=c2.dof), noise_floor=floor)
+    psi_v, js_v, floor = _frozen_stats(ref_b, cur_b, ref_b / n_r, cfg, _rng(cfg, p.feature))
+    chi = _chi2(ref_b, cur_b)
+    floor = replace(floor, chi2=None if chi is None else ds.chi2_critical(chi.dof))
+    return replace(base, psi=psi_v, js=js_v, chi2=chi, noise_floor=floor)
 
 
 def classify(f: FeatureDrift, cfg: DriftThresholds) -> FeatureDrift:
@@ -265,8 +282,9 @@ def classify(f: FeatureDrift, cfg: DriftThresholds) -> FeatureDrift:
 
 
 def adjust(results: list[FeatureDrift]) -> list[FeatureDrift]:
-    """Benjamini–Hochberg over every KS and χ² p-value of these results (one family)."""
-    slots = [(i, name) for i, f in enumerate(results) for name in ("ks", "chi2") if getattr(f, name) is not None]
+    """Benjamini–Hochberg over every KS, χ² and missing-share p-value of these results (one family)."""
+    names = ("ks", "chi2", "missing_test")
+    slots = [(i, name) for i, f in enumerate(results) for name in names if getattr(f, name) is not None]
     adj = ds.bh_adjust([getattr(results[i], name).p_value for i, name in slots])
     out = list(results)
     for (i, name), a in zip(slots, adj):
@@ -280,16 +298,19 @@ def rank_key(f: FeatureDrift) -> tuple[int, float, float, str]:
             -(f.js if f.js is not None else -1.0), f.feature)
 
 
-def prevalence_drift(positives_ref: int, labelled_ref: int, conf: np.ndarray | None) -> PrevalenceDrift:
-    """Current prevalence among labelled predictions (Wilson) against the reference; Newcombe difference."""
+def prevalence_drift(positives_ref: int, labelled_ref: int, conf: np.ndarray | None,
+                     cfg: DriftThresholds = DriftThresholds()) -> PrevalenceDrift:
+    """Current prevalence among labelled predictions (Wilson) against the reference, Newcombe difference."""
     c = np.zeros((3, 2), np.int64) if conf is None else np.asarray(conf, dtype=np.int64)
     k, n = int(c[POS].sum()), int(c[POS].sum() + c[NEG].sum())
     cur = rate(k, n)
-    if n == 0 or labelled_ref == 0:
-        ref_v = positives_ref / labelled_ref if labelled_ref else None
+    ref_v = positives_ref / labelled_ref if labelled_ref else None
+    if n == 0 or ref_v is None:
         return PrevalenceDrift(ref_v, labelled_ref, cur, None, False)
     d = ds.newcombe_diff(k, n, positives_ref, labelled_ref)
-    return PrevalenceDrift(positives_ref / labelled_ref, labelled_ref, cur, d, not d[1] <= 0.0 <= d[2])
+    significant = not d[1] <= 0.0 <= d[2]
+    material = abs(d[0]) >= cfg.prevalence_change * ref_v if ref_v > 0 else d[0] > 0
+    return PrevalenceDrift(ref_v, labelled_ref, cur, d, significant and material)
 
 
 def drift_report(profile: Profile, current_features: Mapping[str, FeatureHist],
@@ -298,7 +319,7 @@ def drift_report(profile: Profile, current_features: Mapping[str, FeatureHist],
     """Drift of a merged current window against a reference profile: ranked features, score, prevalence.
 
     A tracked feature absent from current_features has no current values (statistics None, not drifted).
-    BH runs across the features' KS/χ² p-values; the score's two tests form their own family.
+    BH runs across the features' p-values; the score's KS is its own family (p_adjusted = p_value).
     """
     feats: list[FeatureDrift] = []
     for p in profile.features:
@@ -313,5 +334,5 @@ def drift_report(profile: Profile, current_features: Mapping[str, FeatureHist],
         score = classify(adjust([numeric_drift(profile.score, score_sample(current_score_hist), config)])[0], config)
     tracked = {p.feature for p in profile.features}
     untracked = tuple(sorted(n for n in current_features if n not in tracked))
-    return DriftResult(tuple(feats), score, prevalence_drift(profile.positives, profile.labelled, current_conf),
+    return DriftResult(tuple(feats), score, prevalence_drift(profile.positives, profile.labelled, current_conf, config),
                        config, untracked)

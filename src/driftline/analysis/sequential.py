@@ -50,6 +50,7 @@ class SequentialPlan:
 
     @property
     def rho2(self) -> float:
+        """Mixture tuning ρ², fixed by the plan alone (never by the data), optimal at t* = 2 × planned."""
         return optimal_rho2(2.0 * self.planned_per_arm, self.alpha)
 
     def for_negatives(self, prevalence: float) -> SequentialPlan:
@@ -71,6 +72,7 @@ class SeqInterval:
 
     @property
     def excludes_zero(self) -> bool:
+        """True when the always-valid interval is entirely above or below 0."""
         return self.low is not None and self.high is not None and (self.low > 0 or self.high < 0)
 
     def to_json(self) -> dict[str, float | int | bool | None]:
@@ -80,7 +82,10 @@ class SeqInterval:
 
 def cs_difference(k_t: int, n_t: int, k_c: int, n_c: int,
                   plan: SequentialPlan = SequentialPlan()) -> SeqInterval:
-    """The asymptotic CS for p_T − p_C from cumulative counts at one look (formula in the module doc)."""
+    """The asymptotic CS for p_T − p_C from cumulative counts at one look (see the module doc):
+
+    Δ̂ ± σ̂·sqrt(2(tρ²+1)/(t²ρ²)·ln(sqrt(tρ²+1)/α)), t = n_T + n_C, σ̂² = t·Σ p̃(1−p̃)/n, p̃ = (k+1)/(n+2).
+    """
     t = n_t + n_c
     if n_t == 0 or n_c == 0:
         return SeqInterval(None, None, None, t)

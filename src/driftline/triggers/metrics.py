@@ -1,0 +1,102 @@
+"""What a trigger can watch: the metric catalogue and the pure reading of a metric from window statistics.
+
+Rates (Wilson intervals) and scores come from `classification(merged window)`, exactly as `driftline metrics`;
+pipeline metrics (dead-letter rate, event silence) from the store counters and newest event times; drift
+statistics from a pluggable provider (see drift_hook).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..analysis.classification import Metrics
+from ..analysis.rates import rate
+from .model import Observation
+
+RATES = ("recall", "fpr", "precision", "specificity", "accuracy", "prevalence", "alert_rate", "npv")
+"""Proportions of the metrics document (each with value/low/high/n); label_coverage is one too."""
+
+SCORES = ("roc_auc", "average_precision", "brier", "log_loss", "ece", "f1")
+DELAYS = ("label_delay_p50", "label_delay_p95")
+PIPELINE = ("dead_letter_rate", "silence_seconds")
+DRIFT = ("psi", "js")
+ALIASES = {"brier_score": "brier", "js_distance": "js", "label_delay_median": "label_delay_p50",
+           "event_silence": "silence_seconds", "silence": "silence_seconds"}
+
+
+@dataclass(frozen=True, slots=True)
+class MetricInfo:
+    """How a metric is read and shown: its unit ('ratio', 'seconds', '') and whether it is windowed."""
+
+    name: str
+    unit: str
+    windowed: bool
+    has_interval: bool
+
+
+def canonical(metric: str) -> str:
+    """The catalogue name of a metric (accepts a few aliases such as brier_score, js_distance)."""
+    return ALIASES.get(metric, metric)
+
+
+def info(metric: str) -> MetricInfo:
+    """Catalogue entry of a metric; ValueError for an unknown name."""
+    m = canonical(metric)
+    if m in RATES or m == "label_coverage":
+        return MetricInfo(m, "ratio", True, True)
+    if m in ("roc_auc", "average_precision", "ece", "f1"):
+        return MetricInfo(m, "ratio", True, False)
+    if m in ("brier", "log_loss"):
+        return MetricInfo(m, "", True, False)
+    if m in DELAYS:
+        return MetricInfo(m, "seconds", True, False)
+    if m == "dead_letter_rate":
+        return MetricInfo(m, "ratio", False, True)
+    if m == "silence_seconds":
+        return MetricInfo(m, "seconds", False, False)
+    if m in DRIFT:
+        return MetricInfo(m, "", True, False)
+    known = sorted({*RATES, "label_coverage", *SCORES, *DELAYS, *PIPELINE, *DRIFT})
+    raise ValueError(f"unknown trigger metric {metric!r}; known: {', '.join(known)}")
+
+
+def from_metrics(metric: str, m: Metrics) -> Observation:
+    """Reading of a windowed classifier metric; the n is the denominator that makes it meaningful."""
+    name = canonical(metric)
+    c = m.counts
+    if name in RATES or name == "label_coverage":
+        r = m.label_coverage if name == "label_coverage" else m.rates[name]
+        return Observation(r.value, r.low, r.high, r.n)
+    if name == "roc_auc":
+        return Observation(m.roc_auc, n=min(c.positives, c.negatives))
+    if name == "average_precision":
+        return Observation(m.average_precision, n=c.positives)
+    if name == "f1":
+        return Observation(m.f1, n=c.positives)
+    if name == "brier":
+        return Observation(m.brier, n=c.labelled)
+    if name == "log_loss":
+        return Observation(m.log_loss, n=c.labelled)
+    if name == "ece":
+        return Observation(m.reliability.ece, n=c.labelled)
+    if name in DELAYS:
+        return Observation(m.label_delay_s.get(name.removeprefix("label_delay_")),
+                           n=c.labelled - c.implicit_negatives)
+    raise ValueError(f"{metric!r} is not a windowed classifier metric")
+
+
+def dead_letter_rate(counters: Mapping[tuple[str, str], int]) -> Observation:
+    """Share of messages rejected since the database was created: dead letters ÷ (accepted events + dead letters),
+    with its Wilson interval; n = messages read."""
+    dead = sum(v for (name, _), v in counters.items() if name == "dead_letters")
+    events = sum(v for (name, _), v in counters.items() if name == "events")
+    r = rate(dead, dead + events)
+    return Observation(r.value, r.low, r.high, r.n)
+
+
+def silence(newest_event_ts: float | None, now: float, events_seen: int) -> Observation:
+    """Seconds since the newest event (prediction or outcome); no value before the first event."""
+    if newest_event_ts is None:
+        return Observation(None, n=events_seen)
+    return Observation(max(0.0, now - newest_event_ts), n=events_seen)

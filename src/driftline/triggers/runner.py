@@ -1,0 +1,133 @@
+"""One evaluation pass: read every trigger's metric from the store, run the pure evaluator, persist the result.
+
+Windows end at `at` (default `now`); `now` drives for-durations, cooldowns and event silence. Both are given by
+the caller (service clock, or `--at` for a historical replay), never read here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..analysis.classification import Metrics, classification
+from ..config import Config, ConfigError, Trigger
+from ..store import Store
+from ..windows import Window, iso, merged, window_ending, window_rows
+from . import history
+from .drift_hook import DriftProvider, DriftReading, observation as drift_observation
+from .metrics import DRIFT, canonical, dead_letter_rate, from_metrics, info, silence
+from .model import Evaluation, Notice, Observation, Rule, Transition, TriggerState, evaluate
+
+
+def compile_rules(triggers: Sequence[Trigger]) -> list[Rule]:
+    """Rules of the configured triggers; ConfigError naming the trigger when its metric is unknown."""
+    rules = []
+    for i, t in enumerate(triggers):
+        try:
+            info(t.metric)
+        except ValueError as err:
+            raise ConfigError(f"field `triggers[{i}].metric` ({t.name}): {err}") from None
+        rules.append(Rule.from_trigger(t))
+    return rules
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationRun:
+    """Everything one pass produced, trigger by trigger (same order as the config)."""
+
+    model: str
+    now: float
+    at: float
+    rules: tuple[Rule, ...]
+    evaluations: tuple[Evaluation, ...]
+
+    @property
+    def states(self) -> list[TriggerState]:
+        return [e.state for e in self.evaluations]
+
+    @property
+    def transitions(self) -> list[Transition]:
+        return [e.transition for e in self.evaluations if e.transition is not None]
+
+    @property
+    def notices(self) -> list[Notice]:
+        return [e.notice for e in self.evaluations if e.notice is not None]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "now": iso(self.now), "at": iso(self.at), "triggers": [
+            {**r.to_json(), "state": e.state.to_json(),
+             "transition": e.transition.to_json() if e.transition else None,
+             "notice": e.notice.kind if e.notice else None}
+            for r, e in zip(self.rules, self.evaluations)]}
+
+
+@dataclass
+class Reader:
+    """Reads trigger metrics at one instant, caching a window's statistics across triggers that share it."""
+
+    store: Store
+    config: Config
+    model: str
+    at: float
+    now: float
+    drift: DriftProvider | None = None
+    _metrics: dict[tuple[float, str | None], Metrics] = field(default_factory=dict)
+    _drift: dict[tuple[float, str | None], Sequence[DriftReading]] = field(default_factory=dict)
+    _counters: dict[tuple[str, str], int] | None = None
+
+    def window(self, window_s: float) -> Window:
+        return window_ending(self.at, window_s, self.config.bucket_s)
+
+    def metrics(self, window_s: float, variant: str | None) -> Metrics:
+        """Classifier metrics of the window (as `driftline metrics --at`), cached."""
+        key = (window_s, variant)
+        if key not in self._metrics:
+            rows = window_rows(self.store, self.model, self.window(window_s), variant)
+            self._metrics[key] = classification(merged(rows))
+        return self._metrics[key]
+
+    def counters(self) -> dict[tuple[str, str], int]:
+        if self._counters is None:
+            self._counters = self.store.counters()
+        return self._counters
+
+    def newest_event(self) -> float | None:
+        values = [self.store.meta(f"max_ts:{k}") for k in ("prediction", "outcome")]
+        known = [float(v) for v in values if v is not None]
+        return max(known) if known else None
+
+    def drift_readings(self, window_s: float, variant: str | None) -> Sequence[DriftReading]:
+        key = (window_s, variant)
+        if key not in self._drift:
+            self._drift[key] = [] if self.drift is None else list(
+                self.drift(self.store, self.config, self.model, self.window(window_s), variant))
+        return self._drift[key]
+
+    def observe(self, rule: Rule) -> Observation:
+        """The reading a rule judges."""
+        name = canonical(rule.metric)
+        if name == "dead_letter_rate":
+            return dead_letter_rate(self.counters())
+        if name == "silence_seconds":
+            events = sum(v for (n, _), v in self.counters().items() if n == "events")
+            return silence(self.newest_event(), self.now, events)
+        if name in DRIFT:
+            return drift_observation(self.drift_readings(rule.window_s, rule.variant), name, rule.feature)
+        return from_metrics(name, self.metrics(rule.window_s, rule.variant))
+
+
+def run(store: Store, config: Config, now: float, at: float | None = None, drift: DriftProvider | None = None,
+        persist: bool = True, rules: Sequence[Rule] | None = None) -> EvaluationRun:
+    """Evaluate every configured trigger once; with persist, store the states and the transitions."""
+    rules = list(rules) if rules is not None else compile_rules(config.triggers)
+    at = now if at is None else at
+    model = config.model
+    prev = history.load_states(store, model)
+    reader = Reader(store, config, model, at, now, drift)
+    evaluations = tuple(evaluate(r, prev.get(r.name), reader.observe(r), now) for r in rules)
+    out = EvaluationRun(model, now, at, tuple(rules), evaluations)
+    if persist:
+        history.save(store, model, rules, out.states, out.transitions)
+        history.prune_states(store, model, [r.name for r in rules])
+    return out
