@@ -1,0 +1,187 @@
+"""Two-proportion A/B statistics against statsmodels and scipy on seeded random data."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy.stats import chi2_contingency, chisquare, mannwhitneyu
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint, proportions_ztest
+
+from driftline.analysis.abstats import (
+    ArmCounts,
+    arm_metrics,
+    binned_mannwhitney_p,
+    compare_arms,
+    compare_proportions,
+    histogram_median,
+    holm,
+    label_balance,
+    newcombe_interval,
+    relative_lift,
+    srm_check,
+    two_proportion_p_value,
+)
+from driftline.grids import DELAY_EDGES, N_DELAY_BINS
+
+
+def _random_pairs(seed: int, n: int = 300) -> list[tuple[int, int, int, int]]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        n1, n2 = (int(x) for x in rng.integers(1, 3000, 2))
+        p1, p2 = rng.uniform(0, 1, 2) ** rng.choice([1, 4])  # many small rates, like FPR / fraud
+        out.append((int(rng.binomial(n1, p1)), n1, int(rng.binomial(n2, p2)), n2))
+    out += [(0, 10, 0, 12), (10, 10, 0, 7), (0, 5, 5, 5), (3, 3, 3, 3), (1, 1, 0, 1)]
+    return out
+
+
+def test_newcombe_matches_statsmodels() -> None:
+    for k1, n1, k2, n2 in _random_pairs(1):
+        for alpha in (0.05, 0.1):
+            ours = newcombe_interval(k1, n1, k2, n2, alpha)
+            ref = confint_proportions_2indep(k1, n1, k2, n2, method="newcomb", compare="diff", alpha=alpha)
+            assert ours == pytest.approx(ref, abs=1e-9)
+
+
+def test_wilson_rates_match_statsmodels() -> None:
+    rng = np.random.default_rng(2)
+    for _ in range(100):
+        tp, fp, fn, tn, uf, uu = (int(x) for x in rng.integers(0, 500, 6))
+        m = arm_metrics(ArmCounts(tp, fp, fn, tn, uf, uu))
+        for r, (k, n) in [(m.recall, (tp, tp + fn)), (m.fpr, (fp, fp + tn)), (m.precision, (tp, tp + fp)),
+                          (m.alert_rate, (tp + fp + uf, tp + fp + fn + tn + uf + uu)),
+                          (m.label_coverage, (tp + fp + fn + tn, tp + fp + fn + tn + uf + uu))]:
+            lo, hi = proportion_confint(k, n, alpha=0.05, method="wilson")
+            assert (r.low, r.high, r.value, r.n) == pytest.approx((lo, hi, k / n, n), abs=1e-9)
+
+
+def test_zero_denominator_is_null_not_zero() -> None:
+    m = arm_metrics(ArmCounts(0, 0, 0, 0, 5, 5))
+    assert m.recall.value is None and m.precision.value is None and m.fpr.value is None
+    assert m.alert_rate.value == pytest.approx(0.5)
+    c = compare_proportions(0, 0, 3, 10, metric="recall")
+    assert (c.diff, c.low, c.high, c.p_value, c.rel_lift.value) == (None, None, None, None, None)
+
+
+def test_p_value_is_pooled_score_test() -> None:
+    for k1, n1, k2, n2 in _random_pairs(3, 100):
+        ours = two_proportion_p_value(k1, n1, k2, n2)
+        pooled = (k1 + k2) / (n1 + n2)
+        if 0 < pooled < 1:
+            _, ref = proportions_ztest([k1, k2], [n1, n2])
+            assert ours == pytest.approx(ref, rel=1e-9, abs=1e-300)
+            if min(k1 + k2, n1 + n2 - k1 - k2) > 0:
+                chi = chi2_contingency([[k1, n1 - k1], [k2, n2 - k2]], correction=False)
+                assert ours == pytest.approx(chi.pvalue, rel=1e-7, abs=1e-300)
+        else:
+            assert ours == 1.0
+
+
+def test_relative_lift_matches_statsmodels_log_adjusted_ratio() -> None:
+    for k1, n1, k2, n2 in _random_pairs(4, 150):
+        lift = relative_lift(k1, n1, k2, n2)
+        if k2 == 0:
+            assert lift.value is None
+            continue
+        lo, hi = confint_proportions_2indep(k1, n1, k2, n2, compare="ratio", method="log-adjusted")
+        assert (lift.low, lift.high) == pytest.approx((lo - 1, hi - 1), rel=1e-9, abs=1e-12)
+        assert lift.value == pytest.approx((k1 / n1) / (k2 / n2) - 1)
+
+
+def test_holm_matches_statsmodels() -> None:
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        p = rng.uniform(0, 0.2, int(rng.integers(1, 7))) ** 2
+        assert holm(list(p)) == pytest.approx(multipletests(p, method="holm")[1], abs=1e-12)
+    p = [0.01, None, 0.04, 0.03]
+    ref = multipletests([0.01, 0.04, 0.03], method="holm")[1]
+    assert holm(p) == pytest.approx((ref[0], None, ref[1], ref[2]))
+
+
+def test_compare_arms_holm_across_headline_metrics() -> None:
+    t, c = ArmCounts(180, 900, 20, 12000, 500, 60000), ArmCounts(160, 800, 40, 12100, 480, 61000)
+    cmp = compare_arms(t, c)
+    assert list(cmp.metrics) == ["recall", "fpr", "precision", "alert_rate"]
+    raw = [m.p_value for m in cmp.metrics.values()]
+    assert [m.p_holm for m in cmp.metrics.values()] == pytest.approx(multipletests(raw, method="holm")[1])
+    rec = cmp.metrics["recall"]
+    assert (rec.k_t, rec.n_t, rec.k_c, rec.n_c) == (180, 200, 160, 200)
+    assert rec.diff == pytest.approx(0.1) and rec.significant
+    doc = json.loads(json.dumps(cmp.to_json(), allow_nan=False))
+    assert doc["metrics"]["recall"]["counts"]["treatment"] == {"k": 180, "n": 200}
+
+
+def test_srm_matches_scipy_chisquare_and_needs_materiality() -> None:
+    rng = np.random.default_rng(6)
+    for _ in range(30):
+        obs = {"A": int(rng.integers(100, 10_000)), "B": int(rng.integers(100, 10_000)),
+               "C": int(rng.integers(100, 10_000))}
+        split = {"A": 0.5, "B": 0.25, "C": 0.25}
+        r = srm_check(obs, split)
+        ref = chisquare(list(obs.values()), f_exp=np.array([0.5, 0.25, 0.25]) * sum(obs.values()))
+        assert (r.chi2, r.p_value) == pytest.approx((ref.statistic, ref.pvalue), rel=1e-9, abs=1e-300)
+    # 10 M predictions, 50.1 % vs 49.9 %: highly significant but only 0.2 % relative -> no mismatch
+    big = srm_check({"A": 5_010_000, "B": 4_990_000}, {"A": 1, "B": 1})
+    assert big.p_value < 1e-9 and not big.mismatch
+    # 52 % vs 48 % on 20,000: significant and 4 % relative -> mismatch
+    assert srm_check({"A": 10_400, "B": 9_600}, {"A": 1, "B": 1}).mismatch
+    # 55 % vs 45 % on 200: large but not significant at 0.001 -> no mismatch
+    small = srm_check({"A": 110, "B": 90}, {"A": 1, "B": 1})
+    assert small.p_value > 0.001 and not small.mismatch
+    assert srm_check({}, {"A": 1, "B": 1}).p_value is None
+
+
+def test_binned_mannwhitney_matches_scipy_on_expanded_samples() -> None:
+    rng = np.random.default_rng(7)
+    for shift in (0.0, 0.3):
+        d1 = rng.lognormal(11.0, 1.5, 700)
+        d2 = rng.lognormal(11.0 + shift, 1.5, 500)
+        h1 = np.bincount(np.searchsorted(DELAY_EDGES, d1, side="right") - 1, minlength=N_DELAY_BINS)
+        h2 = np.bincount(np.searchsorted(DELAY_EDGES, d2, side="right") - 1, minlength=N_DELAY_BINS)
+        x1, x2 = np.repeat(np.arange(N_DELAY_BINS), h1), np.repeat(np.arange(N_DELAY_BINS), h2)
+        ref = mannwhitneyu(x1, x2, method="asymptotic", use_continuity=True).pvalue
+        assert binned_mannwhitney_p(h1, h2) == pytest.approx(ref, rel=1e-9)
+
+
+def test_histogram_median() -> None:
+    edges = np.array([0.0, 10.0, 20.0, 30.0])
+    assert histogram_median(np.array([1, 2, 1, 0]), edges) == pytest.approx(15.0)
+    assert histogram_median(np.array([0, 0, 0, 5]), edges) == pytest.approx(30.0)  # open last bin
+    assert histogram_median(np.zeros(4), edges) is None
+
+
+def test_label_balance_warns_when_flagging_more_earns_more_labels() -> None:
+    # Flagged predictions are reviewed (95 % labelled); unflagged only labelled by chargebacks (20 %).
+    # B flags 8 % of 50,000, A 5 % -> B gets more labels.
+    def arm(flag_rate: float) -> ArmCounts:
+        n = 50_000
+        f = int(n * flag_rate)
+        lf, lu = int(0.95 * f), int(0.20 * (n - f))
+        tp, fn = int(0.3 * lf), int(0.01 * lu)
+        return ArmCounts(tp, lf - tp, fn, lu - fn, f - lf, n - f - lu)
+
+    lb = label_balance(arm(0.08), arm(0.05))
+    assert any("B flags more than A" in w and "recall comparison is biased" in w for w in lb.warnings)
+    assert lb.coverage["B"].value > lb.coverage["A"].value
+    assert lb.coverage_flagged["A"].value == pytest.approx(0.95, abs=0.001)
+    json.dumps(lb.to_json(), allow_nan=False)
+    # same flag rate in both arms: no warning
+    assert label_balance(arm(0.05), arm(0.05)).warnings == ()
+
+
+def test_label_balance_coverage_and_delay_warnings() -> None:
+    t, c = ArmCounts(100, 300, 20, 5000, 0, 4000), ArmCounts(100, 300, 20, 3000, 0, 6000)
+    rng = np.random.default_rng(8)
+    day = 86400.0
+    ht = np.bincount(np.searchsorted(DELAY_EDGES, rng.exponential(3 * day, 5000), "right") - 1,
+                     minlength=N_DELAY_BINS)
+    hc = np.bincount(np.searchsorted(DELAY_EDGES, rng.exponential(1 * day, 5000), "right") - 1,
+                     minlength=N_DELAY_BINS)
+    lb = label_balance(t, c, delay_t=ht, delay_c=hc, delay_edges=DELAY_EDGES)
+    assert any(w.startswith("label coverage differs") for w in lb.warnings)
+    assert any(w.startswith("labels arrive later for B") for w in lb.warnings)
+    assert lb.median_delay_s["B"] == pytest.approx(3 * day * np.log(2), rel=0.1)
+    assert lb.delay_p_value < 1e-6
