@@ -7,6 +7,7 @@ from typing import Any
 
 from .analysis.classification import Metrics, classification
 from .config import Config
+from .stats import BucketStats
 from .store import Store
 from .windows import Window, default_at, merged, window_ending, window_rows
 
@@ -41,17 +42,19 @@ def metrics_document(store: Store, config: Config, q: MetricsQuery) -> dict[str,
         window = window_ending(0.0, q.window_s, config.bucket_s)
         rows = []
     else:
-        rows = window_rows(store, q.model, window, q.variant, q.model_version)
-    m: Metrics = classification(merged(rows))
-    doc["window"] = window.to_json()
-    doc.update(m.to_json())
+        rows = window_rows(store, q.model, window, q.variant, q.model_version, features=False)
     groups: dict[tuple[str, str], list[Any]] = {}
     for r in rows:
         groups.setdefault((r.variant, r.model_version), []).append(r)
-    doc["by_variant"] = [
-        {"variant": v, "model_version": mv, **_brief(classification(merged(rs)))}
-        for (v, mv), rs in sorted(groups.items())
-    ]
+    group_stats = {key: merged(rs) for key, rs in sorted(groups.items())}
+    total = BucketStats()
+    for st in group_stats.values():
+        total.add(st)
+    m: Metrics = classification(total)
+    doc["window"] = window.to_json()
+    doc.update(m.to_json())
+    doc["by_variant"] = [{"variant": v, "model_version": mv, **_brief(classification(st))}
+                         for (v, mv), st in group_stats.items()]
     return doc
 
 

@@ -189,7 +189,8 @@ class BucketStats:
         return msgspec.msgpack.encode(doc)
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> BucketStats:
+    def from_bytes(cls, data: bytes, features: bool = True) -> BucketStats:
+        """Decode; `features=False` skips feature histograms (metrics queries don't need them)."""
         doc = msgspec.msgpack.decode(data)
         b = cls()
         b.conf[:] = np.asarray(doc["conf"], dtype=np.int64).reshape(3, 2)
@@ -198,7 +199,7 @@ class BucketStats:
         b.psum.ravel()[idx] = np.frombuffer(doc["hp"], dtype=np.float64)
         b.sums[:] = np.asarray(doc["sums"], dtype=np.float64).reshape(3, 3)
         b.delay[np.frombuffer(doc["di"], dtype=np.int32)] = np.frombuffer(doc["dc"], dtype=np.int64)
-        for k, (num, cat, missing) in doc["f"].items():
+        for k, (num, cat, missing) in (doc["f"].items() if features else ()):
             b.features[k] = FeatureHist({int(i): int(c) for i, c in num}, {str(c): int(n) for c, n in cat}, int(missing))
         b.expired = int(doc["exp"])
         b.implicit = int(doc["imp"])

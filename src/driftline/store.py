@@ -257,8 +257,8 @@ class Store:
 
     # --- analysis queries ---------------------------------------------------------------------
     def buckets(self, model: str | None, start: float, end: float, variant: str | None = None,
-                model_version: str | None = None) -> list[BucketRow]:
-        """Stored buckets whose start lies in [start, end)."""
+                model_version: str | None = None, features: bool = True) -> list[BucketRow]:
+        """Stored buckets whose start lies in [start, end) (feature histograms only when asked)."""
         b = t.buckets.c
         q = select(t.buckets).where(and_(b.bucket_start >= start, b.bucket_start < end))
         if model is not None:
@@ -269,7 +269,7 @@ class Store:
             q = q.where(b.model_version == model_version)
         with self.begin() as conn:
             return [BucketRow(r.model, r.model_version, r.variant, r.bucket_start, r.shard,
-                              BucketStats.from_bytes(r.data)) for r in conn.execute(q)]
+                              BucketStats.from_bytes(r.data, features)) for r in conn.execute(q)]
 
     def bucket_range(self, model: str | None) -> tuple[int, int] | None:
         """Earliest and latest bucket start stored (for a model)."""

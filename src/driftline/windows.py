@@ -53,8 +53,9 @@ def default_at(store: Store, model: str | None, bucket_s: int) -> float | None:
 
 
 def window_rows(store: Store, model: str | None, window: Window, variant: str | None = None,
-                model_version: str | None = None) -> list[BucketRow]:
-    return store.buckets(model, window.start, window.end, variant, model_version)
+                model_version: str | None = None, features: bool = True) -> list[BucketRow]:
+    """The window's stored buckets (all shards, versions and variants unless filtered)."""
+    return store.buckets(model, window.start, window.end, variant, model_version, features)
 
 
 def merged(rows: list[BucketRow]) -> BucketStats:

@@ -4,7 +4,7 @@ Per feature, on the profile's frozen bins: PSI and Jensen–Shannon distance; ca
 χ² test (missing is one of its bins); numeric features (and the score) get KS on the fine-grid CDFs,
 a normalised Wasserstein distance and a χ² test of their missing/non-numeric share. Every statistic
 comes with its noise floor — its 95th percentile under no drift at these sample sizes — and the
-p-values are Benjamini–Hochberg adjusted across features.
+p-values are Benjamini–Hochberg adjusted across features and the score (one family per report).
 
 Calling drift (documented defaults in DriftThresholds): a feature is `drifted` when
   effect: PSI ≥ 0.1 or JS ≥ 0.1 (or normalised W ≥ its threshold, if set), counting a statistic only
@@ -240,8 +240,7 @@ def numeric_drift(p: NumericProfile, cur: FineSample, cfg: DriftThresholds = Dri
         if std:
             x_r = grid_mids(p.grid, ref_s.idx)
             wass = ds.wasserstein_binned(x_r, ref_s.counts, grid_mids(p.grid, cur.idx), cur.counts) / std
-            coef = ds.bridge_l1_quantile(ref_s.counts, x_r, cfg.floor_draws, rng)
-            floor = replace(floor, wasserstein=coef * float(np.sqrt(1.0 / n_num + 1.0 / cur.n_numeric)) / std)
+            floor = replace(floor, wasserstein=p.w_noise * float(np.sqrt(1.0 / n_num + 1.0 / cur.n_numeric)) / std)
     return replace(base, psi=psi_v, js=js_v, ks=ks, missing_test=presence, wasserstein=wass, noise_floor=floor)
 
 
@@ -319,7 +318,7 @@ def drift_report(profile: Profile, current_features: Mapping[str, FeatureHist],
     """Drift of a merged current window against a reference profile: ranked features, score, prevalence.
 
     A tracked feature absent from current_features has no current values (statistics None, not drifted).
-    BH runs across the features' p-values; the score's KS is its own family (p_adjusted = p_value).
+    One Benjamini–Hochberg family per report: every p-value of the features and of the score.
     """
     feats: list[FeatureDrift] = []
     for p in profile.features:
@@ -328,10 +327,11 @@ def drift_report(profile: Profile, current_features: Mapping[str, FeatureHist],
             feats.append(numeric_drift(p, fine_sample(fh), config))
         else:
             feats.append(categorical_drift(p, fh, config))
-    feats = sorted((classify(f, config) for f in adjust(feats)), key=rank_key)
-    score = None
     if profile.score is not None:
-        score = classify(adjust([numeric_drift(profile.score, score_sample(current_score_hist), config)])[0], config)
+        feats.append(numeric_drift(profile.score, score_sample(current_score_hist), config))
+    feats = [classify(f, config) for f in adjust(feats)]
+    score = feats.pop() if profile.score is not None else None
+    feats.sort(key=rank_key)
     tracked = {p.feature for p in profile.features}
     untracked = tuple(sorted(n for n in current_features if n not in tracked))
     return DriftResult(tuple(feats), score, prevalence_drift(profile.positives, profile.labelled, current_conf, config),

@@ -165,7 +165,8 @@ def bridge_l1_quantile(counts: np.ndarray, x: np.ndarray, draws: int, rng: np.ra
     """95th percentile of ∫|B(F(x))|dx, B a Brownian bridge and F the reference CDF on points x.
 
     Under no drift √(n·m/(n+m))·W1(F_n, G_m) → ∫|B(F(x))|dx, so the W1 floor is this value times
-    √(1/n + 1/m). Simulated on the populated reference bins only: O(draws × bins), seeded.
+    √(1/n + 1/m). Simulated on the populated reference bins only: O(draws × bins), seeded; computed
+    once per reference profile (profiles.NumericProfile.w_noise).
     """
     if len(counts) < 2:
         return 0.0

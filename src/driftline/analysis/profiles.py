@@ -10,6 +10,7 @@ profile is a numeric profile on the fine score grid (grids.SCORE_EDGES).
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from ..grids import SCORE_EDGES, feature_bin_lower, feature_bin_mid
 from ..stats import NEG, POS, FeatureHist
+from .drift_stats import bridge_l1_quantile
 
 NUMERIC, CATEGORICAL = "numeric", "categorical"
 GRID_FEATURE, GRID_SCORE = "feature", "score"
@@ -37,10 +39,14 @@ class ProfileSettings:
     max_seen: int = 2000
     """Most frequent reference categories remembered for the unseen-category share."""
     score_bins: int = 10
+    floor_draws: int = 500
+    """Seeded Brownian-bridge draws for the Wasserstein noise-floor coefficient (see drift_stats)."""
+    seed: int = 0
 
     def to_json(self) -> dict[str, int]:
         return {"numeric_bins": self.numeric_bins, "top_k": self.top_k, "max_features": self.max_features,
-                "max_seen": self.max_seen, "score_bins": self.score_bins}
+                "max_seen": self.max_seen, "score_bins": self.score_bins, "floor_draws": self.floor_draws,
+                "seed": self.seed}
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +133,8 @@ class NumericProfile:
     grid: str
     cuts: np.ndarray
     fine: FineSample
+    w_noise: float = 0.0
+    """95th percentile of ∫|B(F_ref(x))|dx: the no-drift W1 is ≤ w_noise·√(1/n_ref + 1/n_cur) 95 % of the time."""
 
     kind = NUMERIC
 
@@ -162,14 +170,15 @@ class NumericProfile:
         return {"feature": self.feature, "kind": NUMERIC, "grid": self.grid,
                 "cuts": self.cuts.tolist(), "edges": grid_edges(self.grid, self.cuts).tolist(),
                 "fine": {"idx": self.fine.idx.tolist(), "count": self.fine.counts.tolist()},
-                "other": self.fine.other, "missing": self.fine.missing}
+                "other": self.fine.other, "missing": self.fine.missing, "w_noise": self.w_noise}
 
     @classmethod
     def from_json(cls, d: Mapping[str, object]) -> NumericProfile:
         fine: Mapping[str, list[int]] = d["fine"]  # type: ignore[assignment]
         sample = FineSample(np.asarray(fine["idx"], dtype=np.int64), np.asarray(fine["count"], dtype=np.int64),
                             int(d["other"]), int(d["missing"]))  # type: ignore[call-overload]
-        return cls(str(d["feature"]), str(d["grid"]), np.asarray(d["cuts"], dtype=np.int64), sample)
+        return cls(str(d["feature"]), str(d["grid"]), np.asarray(d["cuts"], dtype=np.int64), sample,
+                   float(d["w_noise"]))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -261,9 +270,12 @@ def unseen_count(p: CategoricalProfile, fh: FeatureHist) -> tuple[int, int]:
     return sum(cats[c] for c in new), sum(cats.values())
 
 
-def numeric_profile(name: str, s: FineSample, n_bins: int, grid: str = GRID_FEATURE) -> NumericProfile:
-    """Numeric reference profile with quantile cuts on the fine grid (needs at least one numeric value)."""
-    return NumericProfile(name, grid, quantile_cuts(s.idx, s.counts, n_bins), s)
+def numeric_profile(name: str, s: FineSample, n_bins: int, grid: str = GRID_FEATURE,
+                    settings: ProfileSettings = ProfileSettings()) -> NumericProfile:
+    """Numeric reference profile: quantile cuts on the fine grid and the Wasserstein noise coefficient."""
+    rng = np.random.default_rng([settings.seed, zlib.crc32(name.encode())])
+    w_noise = bridge_l1_quantile(s.counts, grid_mids(grid, s.idx), settings.floor_draws, rng)
+    return NumericProfile(name, grid, quantile_cuts(s.idx, s.counts, n_bins), s, w_noise)
 
 
 def categorical_profile(name: str, fh: FeatureHist, top_k: int, max_seen: int) -> CategoricalProfile:
@@ -369,11 +381,11 @@ def build_profile(features: Mapping[str, FeatureHist], score_hist: np.ndarray | 
     for name, kind in chosen:
         fh = features[name]
         if kind == NUMERIC:
-            profs.append(numeric_profile(name, fine_sample(fh), settings.numeric_bins))
+            profs.append(numeric_profile(name, fine_sample(fh), settings.numeric_bins, GRID_FEATURE, settings))
         else:
             profs.append(categorical_profile(name, fh, settings.top_k, settings.max_seen))
     ss = score_sample(score_hist)
-    score = numeric_profile(SCORE_NAME, ss, settings.score_bins, GRID_SCORE) if ss.n_numeric else None
+    score = numeric_profile(SCORE_NAME, ss, settings.score_bins, GRID_SCORE, settings) if ss.n_numeric else None
     c = np.zeros((3, 2), np.int64) if conf is None else np.asarray(conf, dtype=np.int64)
     pos, neg = int(c[POS].sum()), int(c[NEG].sum())
     n = int(c.sum()) if conf is not None else (ss.total if ss.n_numeric else max((f.n for f in profs), default=0))

@@ -1,0 +1,303 @@
+"""`driftline alerts render`: Prometheus alerting rules generated from the config's triggers.
+
+One alert per trigger on the exported series (see docs/METRICS.md): CamelCase name, `severity` and `trigger`
+labels, summary/description/runbook_url annotations, `for:` from the trigger and `keep_firing_for:` from its
+cooldown. The expression judges the estimate (`point`) or the interval bound nearest the line (`confident`),
+is guarded by the trigger's minimum n, and, with hysteresis, keeps a firing alert until the value is back past
+line ± hysteresis (via the ALERTS series), like driftline's own evaluator.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..config import Config, format_duration
+from .metrics import canonical, info
+from .model import Rule
+from .runner import compile_rules
+
+AGGREGATE = "all"
+"""`variant`/`model_version` label of the series covering every variant and version of a model."""
+
+EXPORTED_RATES = ("recall", "fpr", "precision", "alert_rate", "label_coverage", "prevalence", "specificity",
+                  "accuracy")
+_SCORE_SERIES = {"roc_auc": "driftline_roc_auc", "average_precision": "driftline_average_precision",
+                 "brier": "driftline_brier_score", "log_loss": "driftline_log_loss", "ece": "driftline_ece"}
+_TITLES = {"recall": ("Recall", "Recall"), "fpr": ("FPR", "False positive rate"),
+           "precision": ("Precision", "Precision"), "alert_rate": ("Alert rate", "Alert rate"),
+           "label_coverage": ("Label coverage", "Label coverage"), "prevalence": ("Prevalence", "Prevalence"),
+           "specificity": ("Specificity", "Specificity"), "accuracy": ("Accuracy", "Accuracy"),
+           "roc_auc": ("ROC AUC", "ROC AUC"), "average_precision": ("Average precision", "Average precision"),
+           "brier": ("Brier score", "Brier score"), "log_loss": ("Log loss", "Log loss"),
+           "ece": ("ECE", "Expected calibration error"),
+           "label_delay_p50": ("Median label delay", "Median label delay"),
+           "label_delay_p95": ("95th percentile label delay", "95th percentile label delay"),
+           "dead_letter_rate": ("Dead-letter rate", "Share of messages dead-lettered"),
+           "silence_seconds": ("Event silence", "Time since the newest event"),
+           "psi": ("PSI", "Population stability index"), "js": ("JS distance", "Jensen-Shannon distance")}
+_WINDOWED_ON = ("model", "model_version", "variant", "window")
+
+
+def alert_name(trigger_name: str) -> str:
+    """CamelCase alert name of a trigger: recall_below_target → RecallBelowTarget."""
+    return "".join(p[:1].upper() + p[1:] for p in trigger_name.split("_") if p)
+
+
+def num(v: float) -> str:
+    """A number as PromQL/YAML text without a spurious '.0'."""
+    return str(int(v)) if float(v).is_integer() else repr(float(v))
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedAlert:
+    """One Prometheus alerting rule."""
+
+    alert: str
+    expr: str
+    for_: str | None
+    keep_firing_for: str | None
+    labels: dict[str, str]
+    annotations: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """The rule file's alerts, plus the triggers that cannot be expressed on exported series."""
+
+    alerts: list[RenderedAlert]
+    skipped: list[str] = field(default_factory=list)
+
+
+def _sel(labels: dict[str, str]) -> str:
+    return "{" + ", ".join(f"{k}={json.dumps(v)}" for k, v in labels.items()) + "}"
+
+
+def _series(rule: Rule, model: str) -> tuple[str, str, tuple[str, ...]] | None:
+    """(judged series expression, n-guard expression or '', labels to match ALERTS on) for a rule."""
+    m = canonical(rule.metric)
+    variant = rule.variant or AGGREGATE
+    win = {"model": model, "variant": variant, "window": rule.window}
+    s = _sel(win)
+    pos, lab = f"driftline_window_positives{s}", f"driftline_window_labelled{s}"
+    neg = f"(\n    {lab}\n  - {pos}\n)"
+    n_min = num(rule.min_n)
+    if m in EXPORTED_RATES:
+        bound = "" if rule.mode == "point" else ("_upper" if rule.below else "_lower")
+        guards = {"recall": pos, "fpr": neg, "specificity": neg,
+                  "precision": f"(\n    driftline_window_true_positives{s}\n  + driftline_window_false_positives{s}\n)",
+                  "accuracy": lab, "prevalence": lab,
+                  "alert_rate": f"driftline_window_predictions{s}", "label_coverage": f"driftline_window_predictions{s}"}
+        return f"driftline_{m}{bound}_ratio{s}", f"{guards[m]} >= {n_min}", _WINDOWED_ON
+    if m in _SCORE_SERIES:
+        guard = {"roc_auc": f"{pos} >= {n_min}\nand\n{neg} >= {n_min}", "average_precision": f"{pos} >= {n_min}"
+                 }.get(m, f"{lab} >= {n_min}")
+        return f"{_SCORE_SERIES[m]}{s}", guard, _WINDOWED_ON
+    if m in ("label_delay_p50", "label_delay_p95"):
+        q = "0.5" if m == "label_delay_p50" else "0.95"
+        return (f"driftline_label_delay_seconds{_sel({**win, 'quantile': q})}",
+                f"{lab} >= {n_min}", _WINDOWED_ON)
+    if m in ("psi", "js"):
+        if rule.feature is None:
+            if m == "js":
+                return None
+            return f"driftline_score_psi{_sel({'model': model, 'window': rule.window})}", "", ("model", "window")
+        name = "driftline_feature_psi" if m == "psi" else "driftline_feature_js_distance"
+        return (f"{name}{_sel({'model': model, 'window': rule.window, 'feature': rule.feature})}", "",
+                ("model", "window", "feature"))
+    if m == "dead_letter_rate":
+        dead = "sum by (job, instance) (driftline_dead_letters_total)"
+        events = "sum by (job, instance) (driftline_events_total)"
+        total = f"(\n    {events}\n  + on (job, instance)\n    ({dead} or 0 * {events})\n)"
+        return (f"(\n  ({dead} or 0 * {events})\n/ on (job, instance)\n  {total}\n)",
+                f"{total} >= {n_min}", ("job", "instance"))
+    if m == "silence_seconds":
+        return ("(time() - max by (job, instance) (driftline_last_event_timestamp_seconds))",
+                f"sum by (job, instance) (driftline_events_total) >= {n_min}", ("job", "instance"))
+    return None
+
+
+def _expr(rule: Rule, name: str, series: str, guard: str, on: tuple[str, ...]) -> str:
+    line = num(rule.value)
+    judged = f"{series} {rule.op} {line}"
+    if rule.hysteresis > 0:
+        back = rule.value + rule.hysteresis if rule.below else rule.value - rule.hysteresis
+        strict = {"<": "<", "<=": "<=", ">": ">", ">=": ">="}[rule.op]
+        judged = (f"(\n  {series} {rule.op} {line}\nor\n  (\n    {series} {strict} {num(back)}\n"
+                  f"    and on ({', '.join(on)})\n    ALERTS{_sel({'alertname': name, 'alertstate': 'firing'})}\n"
+                  f"  )\n)")
+    if rule.min_n > 0 and guard:
+        return f"{judged}\nand\n{guard}\n"
+    return judged + "\n"
+
+
+def _pct(v: float) -> str:
+    return f"{v * 100:g}%"
+
+
+def _fmt_line(rule: Rule, unit: str) -> str:
+    if unit == "ratio":
+        return _pct(rule.value)
+    if unit == "seconds":
+        return format_duration(rule.value) if rule.value > 0 else "0s"
+    return num(rule.value)
+
+
+def _value_tpl(unit: str) -> str:
+    if unit == "ratio":
+        return "{{ $value | humanizePercentage }}"
+    if unit == "seconds":
+        return "{{ $value | humanizeDuration }}"
+    return '{{ $value | printf "%.3f" }}'
+
+
+def _annotations(rule: Rule, name: str, model: str) -> dict[str, str]:
+    m = canonical(rule.metric)
+    unit = info(m).unit
+    short, long = _TITLES.get(m, (m, m))
+    direction = "under" if rule.below else "over"
+    value = _value_tpl(unit)
+    line = _fmt_line(rule, unit)
+    confident = rule.mode == "confident" and m in EXPORTED_RATES
+    what_short = (f"{'Upper' if rule.below else 'Lower'} 95% bound of {short} of {{{{ $labels.model }}}}"
+                  if confident else f"{short} of {{{{ $labels.model }}}}")
+    runbook = rule.runbook_url or f"docs/METRICS.md#{name.lower()}"
+    if m in ("dead_letter_rate", "silence_seconds"):
+        summary = f"{short} of driftline at {{{{ $labels.instance }}}} is {value} (line {line})"
+        desc = (f"{long} on {{{{ $labels.instance }}}} is {value}, {direction} the agreed line of {line} "
+                f"(trigger {rule.name}, model {model}).")
+        return {"summary": summary, "description": _with_user(rule, desc), "runbook_url": runbook}
+    if m in ("psi", "js"):
+        subject = "the score" if rule.feature is None else "feature {{ $labels.feature }}"
+        summary = f"{short} of {subject} of {{{{ $labels.model }}}} is {value} over {{{{ $labels.window }}}} (line {line})"
+        desc = (f"{long} of {subject} of model {{{{ $labels.model }}}} over the last {{{{ $labels.window }}}} "
+                f"against the reference is {value}, {direction} the agreed line of {line}.")
+        return {"summary": summary, "description": _with_user(rule, desc), "runbook_url": runbook}
+    summary = f"{what_short} is {value} over {{{{ $labels.window }}}} (line {line})"
+    ident = ("{{ $labels.model }} (version {{ $labels.model_version }}, variant {{ $labels.variant }})")
+    subject = (f"the {'upper' if rule.below else 'lower'} bound of the 95% interval of {long.lower()} of model "
+               if confident else f"{long} of model ")
+    desc = f"{subject[:1].upper()}{subject[1:]}{ident} over the last {{{{ $labels.window }}}} is {value}, {direction} the agreed line of {line}"
+    if m in EXPORTED_RATES:
+        args = ("$labels.model $labels.model_version $labels.variant $labels.window")
+        sel = "model=%q,model_version=%q,variant=%q,window=%q"
+        fmt = "humanizePercentage"
+        lo = (f'{{{{ with printf "driftline_{m}_lower_ratio{{{sel}}}" {args} | query }}}}'
+              f"{{{{ . | first | value | {fmt} }}}}{{{{ end }}}}")
+        hi = (f'{{{{ with printf "driftline_{m}_upper_ratio{{{sel}}}" {args} | query }}}}'
+              f"{{{{ . | first | value | {fmt} }}}}{{{{ end }}}}")
+        n_series = {"recall": ("driftline_window_positives", "labelled positives"),
+                    "accuracy": ("driftline_window_labelled", "labelled predictions"),
+                    "prevalence": ("driftline_window_labelled", "labelled predictions"),
+                    "alert_rate": ("driftline_window_predictions", "predictions"),
+                    "label_coverage": ("driftline_window_predictions", "predictions")}.get(m)
+        n_txt = ""
+        if n_series:
+            n_txt = (f', n = {{{{ with printf "{n_series[0]}{{{sel}}}" {args} | query }}}}'
+                     f"{{{{ . | first | value }}}}{{{{ end }}}} {n_series[1]}")
+        desc += f" (95% interval {lo} to {hi}{n_txt})."
+    else:
+        desc += "."
+    return {"summary": summary, "description": _with_user(rule, desc), "runbook_url": runbook}
+
+
+def _with_user(rule: Rule, generated: str) -> str:
+    return f"{rule.description.strip()} {generated}" if rule.description else generated
+
+
+def render_rules(config: Config, rules: Sequence[Rule] | None = None) -> Rendered:
+    """Alerting rules for the configured triggers (skipping metrics that have no exported series)."""
+    rules = list(rules) if rules is not None else compile_rules(config.triggers)
+    alerts: list[RenderedAlert] = []
+    skipped: list[str] = []
+    for r in rules:
+        name = alert_name(r.name)
+        parts = _series(r, config.model)
+        if parts is None:
+            skipped.append(f"{r.name}: metric {r.metric!r} has no exported series")
+            continue
+        series, guard, on = parts
+        alerts.append(RenderedAlert(
+            alert=name, expr=_expr(r, name, series, guard, on),
+            for_=format_duration(r.for_s) if r.for_s > 0 else None,
+            keep_firing_for=format_duration(r.cooldown_s) if r.cooldown_s > 0 else None,
+            labels={"severity": r.severity, "trigger": r.name},
+            annotations=_annotations(r, name, config.model)))
+    return Rendered(alerts, skipped)
+
+
+def _block(text: str, indent: int) -> list[str]:
+    pad = " " * indent
+    return [pad + ln if ln else "" for ln in text.rstrip("\n").split("\n")]
+
+
+def to_yaml(rendered: Rendered, source: str | None = None) -> str:
+    """The rule file text (groups → driftline-triggers), readable and stable for review in git."""
+    out = ["# Trigger alerts generated by `driftline alerts render`"
+           + (f" from {source}" if source else "") + ": do not edit by hand;",
+           "# change the triggers in the config and re-render. Series and labels: docs/METRICS.md.",
+           "# expr = judged series (point: the estimate; confident: the interval bound nearest the line) <op> line",
+           "#        and the minimum-n guard (below it driftline reports insufficient_data and no alert fires).",
+           "groups:", "  - name: driftline-triggers", "    rules:"]
+    if rendered.skipped:
+        out[1:1] = [f"# skipped {s}" for s in rendered.skipped]
+    if not rendered.alerts:
+        out[-1] = "    rules: []"
+    for i, a in enumerate(rendered.alerts):
+        if i:
+            out.append("")
+        out.append(f"      - alert: {a.alert}")
+        out.append("        expr: |")
+        out.extend(_block(a.expr, 10))
+        if a.for_:
+            out.append(f"        for: {a.for_}")
+        if a.keep_firing_for:
+            out.append(f"        keep_firing_for: {a.keep_firing_for}")
+        out.append("        labels:")
+        out.extend(f"          {k}: {json.dumps(v)}" for k, v in a.labels.items())
+        out.append("        annotations:")
+        for k, v in a.annotations.items():
+            if k == "description":
+                out.append(f"          {k}: >-")
+                out.extend(_block(_wrap(v, 100), 12))
+            else:
+                out.append(f"          {k}: {json.dumps(v, ensure_ascii=False)}")
+    return "\n".join(out) + "\n"
+
+
+def _wrap(text: str, width: int) -> str:
+    """Fold a long line at spaces outside template actions (a folded YAML scalar joins lines with spaces);
+    a template action longer than the width stays on the line it starts on."""
+    words: list[str] = []
+    word, depth, i = "", 0, 0
+    while i < len(text):
+        if text.startswith("{{", i):
+            depth, word, i = depth + 1, word + "{{", i + 2
+            continue
+        if text.startswith("}}", i):
+            depth, word, i = max(0, depth - 1), word + "}}", i + 2
+            continue
+        if text[i] == " " and depth == 0:
+            words.append(word)
+            word = ""
+        else:
+            word += text[i]
+        i += 1
+    words.append(word)
+    lines: list[str] = []
+    cur = ""
+    for w in (w for w in words if w):
+        if not cur:
+            cur = w
+        elif len(cur) + 1 + len(w) <= width or len(w) > width:
+            cur = f"{cur} {w}"
+        else:
+            lines.append(cur)
+            cur = w
+        if len(cur) > width:
+            lines.append(cur)
+            cur = ""
+    if cur:
+        lines.append(cur)
+    return "\n".join(lines)
