@@ -65,7 +65,7 @@ def main() -> None:
     config = Config()
     pipeline = Pipeline(config, store)
     t = time.perf_counter()
-    replay(pipeline, path, batch_size=5000)
+    replay(pipeline, path, batch_size=20000)
     replay_s = time.perf_counter() - t
     rate = n / replay_s
     latency = metrics_latency(store, config)

@@ -97,7 +97,7 @@ class _Acc:
     """Per-bucket accumulator of moves, applied to a BucketStats in one vectorised step."""
 
     __slots__ = ("states", "flags", "scores", "signs", "delays", "delay_signs", "num", "cat", "missing", "expired",
-                 "implicit", "slice_moves")
+                 "implicit", "slice_moves", "tracked")
 
     def __init__(self) -> None:
         self.states: list[int] = []
@@ -112,6 +112,7 @@ class _Acc:
         self.expired = 0
         self.implicit = 0
         self.slice_moves: list[tuple[str, str, int, int, int]] = []
+        self.tracked: set[str] = set()
 
     def move(self, state: int, flagged: bool, score: float, sign: int,
              slice_values: dict[str, str] | None = None) -> None:
@@ -269,22 +270,38 @@ class Engine:
             for name in self._declared:
                 if name not in feats:
                     acc.missing[name] += 1
+        num, cat = acc.num, acc.cat
         for name, value in feats.items():
-            if name not in acc.num and name not in acc.cat and name not in acc.missing:
-                if self._declared and name not in self._declared:
-                    self.result.counters[("features_untracked", "undeclared")] += 1
-                    continue
-                if len(set(acc.num) | set(acc.cat) | set(acc.missing)) >= self.s.max_features:
-                    self.result.counters[("features_untracked", "over_limit")] += 1
-                    continue
+            if name not in acc.tracked and not self._track(acc, name):
+                continue
             if value is None:
                 acc.missing[name] += 1
-            elif isinstance(value, bool):
-                acc.cat.setdefault(name, Counter())["true" if value else "false"] += 1
+            elif value is True or value is False:
+                c = cat.get(name)
+                if c is None:
+                    c = cat[name] = Counter()
+                c["true" if value else "false"] += 1
             elif isinstance(value, (int, float)):
-                acc.num.setdefault(name, []).append(float(value))
+                vals = num.get(name)
+                if vals is None:
+                    vals = num[name] = []
+                vals.append(value)
             else:
-                acc.cat.setdefault(name, Counter())[str(value)[:MAX_CATEGORY_LEN]] += 1
+                c = cat.get(name)
+                if c is None:
+                    c = cat[name] = Counter()
+                c[value[:MAX_CATEGORY_LEN]] += 1  # type: ignore[index]
+
+    def _track(self, acc: _Acc, name: str) -> bool:
+        """Start tracking a feature in this bucket unless undeclared or over the bound (counted)."""
+        if self._declared and name not in self._declared:
+            self.result.counters[("features_untracked", "undeclared")] += 1
+            return False
+        if len(acc.tracked) >= self.s.max_features:
+            self.result.counters[("features_untracked", "over_limit")] += 1
+            return False
+        acc.tracked.add(name)
+        return True
 
     def _outcome(self, ev: Outcome, ts: float, shard: int) -> None:
         self._seen("outcome", ts)

@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 from .pipeline import BatchResult, Pipeline, RawRecord
 
-BATCH = 5000
+BATCH = 20000
 
 
 def source_name(path: str) -> str:

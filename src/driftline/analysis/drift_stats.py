@@ -51,7 +51,8 @@ def psi_expected(n_bins: int, n_ref: int, n_cur: int) -> float:
     """Analytic E[PSI] under no drift, (k−1)(1/n_ref + 1/n_cur) for k populated bins.
 
     Second-order expansion: PSI ≈ Σ (q−p)²/π over the k bins, and (q−p) has variance
-    π(1−π)(1/n_ref + 1/n_cur), so PSI·(1/n_ref+1/n_cur)⁻¹ is asymptotically χ²_{k−1}.
+    π(1−π)(1/n_ref + 1/n_cur), so PSI·(1/n_ref+1/n_cur)⁻¹ is asymptotically χ²_{k−1}. Ignores the
+    ε floor on empty bins, so it underestimates when bins hold only a few counts (n ≲ 50 per bin).
     """
     return max(n_bins - 1, 0) * (1.0 / n_ref + 1.0 / n_cur)
 

@@ -18,7 +18,7 @@ from ..replay import replay
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("replay", help="ingest JSON-lines events from a file or '-' (stdin)")
     p.add_argument("path", help="JSON-lines file, or - for stdin")
-    p.add_argument("--batch-size", type=int, default=5000)
+    p.add_argument("--batch-size", type=int, default=20000)
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_replay)
     d = sub.add_parser("dead-letters", help="list rejected events with their reasons")
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.set_defaults(func=cmd_dead_letters)
 
 
-def run_replay(ctx: Context, path: str, batch_size: int = 5000, progress: bool | None = None) -> dict[str, object]:
+def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool | None = None) -> dict[str, object]:
     """Replay a file and run maintenance; returns the summary document."""
     pipeline = Pipeline(ctx.config, ctx.store(), clock=ctx.clock)
     show = ctx.err.is_terminal if progress is None else progress

@@ -1,0 +1,317 @@
+"""The A/B readout (`driftline ab --json`): arms, treatment − control comparisons, health checks, power.
+
+Assembles the pure statistics of analysis/abstats, paired, sequential, power and costs over one window
+of stored buckets (grouped by variant) and, in shadow mode, over the prediction pairs joined by
+prediction_id in the `predictions` join table. No printing; the verdict text is in ab_verdict.
+
+JSON contract (stable; extra fields may be added):
+{"design": "split"|"shadow", "control": "A", "window": {...},
+ "arms": {"A": {"predictions", "labelled", "positives", "recall", "fpr", "precision", "alert_rate",
+                "label_coverage": each {"value", "low", "high", "n"}, "cost_per_1000": {"value", "low", "high"},
+                "label_delay_seconds": {"p50", "p95"}}, ...},
+ "comparisons": [{"treatment": "B", "metrics": {"recall", "fpr", "precision", "alert_rate": each
+                  {"diff", "low", "high", "p_value", "p_holm", "rel_lift": {"value", "low", "high"},
+                   "seq_low", "seq_high", "counts": {...}}},
+                  "cost_per_1000": {"diff", "low", "high"}, "paired": {...} (shadow only)}],
+ "srm": {"chi2", "p_value", "mismatch"}, "label_balance": {...}, "power": {...}, "verdict": "..."}
+
+Always-valid intervals are tuned by `ab.planned_positives` (labelled positives per arm); for the other
+metrics the plan is converted to their units with the window's pooled ratio n_metric / positives (for
+FPR this is SequentialPlan.for_negatives at the pooled prevalence). They are valid over repeated looks
+when the window starts at the start of the experiment.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import brentq
+from sqlalchemy import and_, func, select
+
+from . import schema
+from .ab_verdict import verdict
+from .analysis.abstats import (HEADLINE_METRICS, ArmCounts, arm_metrics, compare_arms, compare_proportions,
+                               holm, label_balance, srm_check)
+from .analysis.classification import delay_quantiles
+from .analysis.costs import Costs, cost_difference, cost_per_1000
+from .analysis.paired import PairedTable, paired_bootstrap, paired_tests
+from .analysis.power import POWER, recall_power
+from .analysis.rates import rate
+from .analysis.sequential import SequentialPlan, cs_difference, mixture_margin
+from .config import AB, Config, ConfigError
+from .config import Costs as CostConfig
+from .grids import DELAY_EDGES
+from .report_metrics import resolve_window
+from .stats import NEG, POS, UNL, BucketStats
+from .store import BucketRow, Store
+from .windows import Window, merged, window_ending, window_rows
+
+ALPHA = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class ABQuery:
+    """Which window an A/B readout covers, and the seed and size of the paired bootstrap."""
+
+    model: str | None
+    window_s: float
+    at: float | None = None
+    seed: int = 0
+    n_boot: int = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class ArmPlan:
+    """The arms compared: expected share per variant (normalised), the control, and notes on the choice."""
+
+    shares: Mapping[str, float]
+    control: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def treatments(self) -> list[str]:
+        return sorted(a for a in self.shares if a != self.control)
+
+
+def costs_from_config(c: CostConfig) -> Costs:
+    """The analysis Costs of the config's `costs` section (complaint cost = rate × cost per false positive)."""
+    return Costs(fn_cost=c.missed_positive, review_cost=c.review_per_flag, complaint_rate=c.complaint_rate,
+                 complaint_cost=c.complaint_cost, model_cost_per_prediction=c.model_per_prediction)
+
+
+def plan_arms(ab: AB, found: Iterable[str]) -> ArmPlan:
+    """Configured arms and control; without configured arms, the variants found with equal shares and the
+    configured control when present, else the alphabetically first variant."""
+    found = sorted(set(found))
+    if ab.arms:
+        if ab.control not in ab.arms:
+            raise ConfigError(f"ab.control {ab.control!r} is not one of ab.arms {sorted(ab.arms)}")
+        total = float(sum(ab.arms.values()))
+        notes = tuple(f"variant {v!r} has predictions in the window but is not a configured arm: ignored"
+                      for v in found if v not in ab.arms)
+        return ArmPlan({a: w / total for a, w in ab.arms.items()}, ab.control, notes)
+    if not found:
+        return ArmPlan({}, ab.control)
+    control = ab.control if ab.control in found else found[0]
+    notes = () if control == ab.control else (
+        f"configured control {ab.control!r} has no predictions in the window; using {control!r}",)
+    return ArmPlan({a: 1.0 / len(found) for a in found}, control, notes)
+
+
+# --- shadow pairs from the join table ------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ShadowPairs:
+    """Paired table of ids scored by both variants (control's ts in the window) and the unpaired rows."""
+
+    table: PairedTable
+    rows_control: int
+    rows_treatment: int
+
+    def to_json(self) -> dict[str, object]:
+        n = self.table.n
+        return {"pairs": n, "rows": {"control": self.rows_control, "treatment": self.rows_treatment},
+                "unpaired": {"control": self.rows_control - n, "treatment": max(0, self.rows_treatment - n)},
+                "table": self.table.to_json()}
+
+
+def shadow_pairs(store: Store, model: str | None, window: Window, control: str, treatment: str) -> ShadowPairs:
+    """Join control and treatment predictions by (prediction_id, model) in the join table and count
+    cells [label state, flagged by control, flagged by treatment] in the database (GROUP BY)."""
+    p = schema.predictions
+    c, t = p.alias("c"), p.alias("t")
+    cond = [c.c.variant == control, t.c.variant == treatment, c.c.ts >= window.start, c.c.ts < window.end]
+    if model is not None:
+        cond.append(c.c.model == model)
+    q = (select(c.c.label, c.c.flagged, t.c.flagged.label("t_flagged"), func.count().label("n"))
+         .select_from(c.join(t, and_(c.c.prediction_id == t.c.prediction_id, c.c.model == t.c.model)))
+         .where(and_(*cond)).group_by(c.c.label, c.c.flagged, t.c.flagged))
+    rows_q = select(p.c.variant, func.count()).where(
+        and_(p.c.variant.in_([control, treatment]), p.c.ts >= window.start, p.c.ts < window.end,
+             *([p.c.model == model] if model is not None else []))).group_by(p.c.variant)
+    counts = np.zeros((3, 2, 2), dtype=np.int64)
+    with store.begin() as conn:
+        for label, fc, ft, n in conn.execute(q):
+            state = POS if label == 1 else NEG if label == 0 else UNL
+            counts[state, int(bool(fc)), int(bool(ft))] += int(n)
+        per_variant = {v: int(n) for v, n in conn.execute(rows_q)}
+    return ShadowPairs(PairedTable(counts), per_variant.get(control, 0), per_variant.get(treatment, 0))
+
+
+# --- sequential: how many more observations until the always-valid interval excludes 0 -------------
+def sequential_more_needed(k_t: int, n_t: int, k_c: int, n_c: int, plan: SequentialPlan,
+                           limit: float = 1e9) -> int | None:
+    """Further observations (both arms together, same split) after which the always-valid interval would
+    exclude 0 if the observed difference and per-observation variance stayed as they are; 0 if it already
+    does; None when the difference is 0 or undefined, or the answer exceeds `limit`."""
+    s = cs_difference(k_t, n_t, k_c, n_c, plan)
+    if s.diff is None or s.diff == 0 or min(n_t, n_c) == 0:
+        return None
+    if s.excludes_zero:
+        return 0
+    t = n_t + n_c
+    pt, pc = (k_t + 1.0) / (n_t + 2.0), (k_c + 1.0) / (n_c + 2.0)
+    sigma = math.sqrt(t * (pt * (1 - pt) / n_t + pc * (1 - pc) / n_c))
+    gap = abs(s.diff)
+
+    def excess(x: float) -> float:
+        return sigma * mixture_margin(x, plan.rho2, plan.alpha) - gap
+
+    hi = float(t)
+    while excess(hi) >= 0:
+        hi *= 2.0
+        if hi > limit:
+            return None
+    lo = hi / 2.0 if hi > t else float(t)
+    root = brentq(excess, lo, hi) if excess(lo) > 0 else lo
+    return max(1, math.ceil(root - t))
+
+
+# --- assembly --------------------------------------------------------------------------------------------
+def _span_days(rows: list[BucketRow], window: Window) -> float:
+    """Days of the window that hold data: from the first stored bucket (or window start) to the end."""
+    if not rows:
+        return window.seconds / 86400.0
+    first = max(window.start, float(min(r.bucket_start for r in rows)))
+    return max(window.end - first, 1.0) / 86400.0
+
+
+def arm_readout(stats: BucketStats, costs: Costs, cost_cfg: CostConfig, share: float) -> dict[str, Any]:
+    """One arm: counts, Wilson rates, label coverage and delay, cost per 1,000 and per month."""
+    c = ArmCounts.from_conf(stats.conf)
+    doc: dict[str, Any] = arm_metrics(c, ALPHA).to_json()
+    cost = cost_per_1000(c, costs, ALPHA)
+    scale = cost_cfg.monthly_volume / 1000.0
+    alert = doc["alert_rate"]
+    hours = cost_cfg.monthly_volume * cost_cfg.review_minutes / 60.0
+    doc.update({
+        "expected_share": share,
+        "counts": c.to_json(),
+        "cost_per_1000": cost.to_json(),
+        "label_delay_seconds": delay_quantiles(stats.delay),
+        "monthly": {
+            "volume": cost_cfg.monthly_volume, "currency": cost_cfg.currency,
+            "cost": {k: None if cost.value is None else v * scale
+                     for k, v in (("value", cost.value), ("low", cost.low), ("high", cost.high))},
+            "review_hours": {k: None if alert[k] is None else alert[k] * hours for k in ("value", "low", "high")},
+        },
+    })
+    return doc
+
+
+def _seq_plan(ab: AB, metric: str, t: ArmCounts, c: ArmCounts) -> SequentialPlan:
+    """The plan in the metric's units: planned positives × pooled (n_metric / positives)."""
+    pos = t.positives + c.positives
+    n = t.metric_counts(metric)[1] + c.metric_counts(metric)[1]
+    if metric == "recall" or pos == 0 or n == 0:
+        return SequentialPlan(float(ab.planned_positives), ALPHA)
+    return SequentialPlan(ab.planned_positives * n / pos, ALPHA)
+
+
+def comparison_readout(treatment: str, control: str, t: ArmCounts, c: ArmCounts, st: BucketStats,
+                       sc: BucketStats, config: Config, days: float) -> dict[str, Any]:
+    """Treatment − control: four headline metrics (Newcombe, score p, Holm, lift, always-valid interval),
+    cost difference (delta method), label balance and recall power."""
+    comp = compare_arms(t, c, ALPHA, names=(treatment, control))
+    metrics: dict[str, Any] = {}
+    for m in HEADLINE_METRICS:
+        pc = comp.metrics[m]
+        plan = _seq_plan(config.ab, m, t, c)
+        seq = cs_difference(pc.k_t, pc.n_t, pc.k_c, pc.n_c, plan)
+        entry = pc.to_json()
+        entry.update({"seq_low": seq.low, "seq_high": seq.high, "seq_t": seq.t,
+                      "seq_planned_per_arm": plan.planned_per_arm,
+                      "fixed_excludes_zero": pc.significant, "seq_excludes_zero": seq.excludes_zero,
+                      "seq_more_needed": sequential_more_needed(pc.k_t, pc.n_t, pc.k_c, pc.n_c, plan)})
+        metrics[m] = entry
+    costs = costs_from_config(config.costs)
+    cd = cost_difference(t, c, costs, ALPHA)
+    lb = label_balance(t, c, names=(treatment, control), delay_t=st.delay, delay_c=sc.delay,
+                       delay_edges=DELAY_EDGES)
+    per_day = min(t.positives, c.positives) / days if days > 0 else None
+    pw = recall_power(c.tp, c.positives, t.positives, config.ab.target_recall_diff, per_day)
+    return {"treatment": treatment, "control": control, "metrics": metrics,
+            "cost_per_1000": {**cd.to_json(), "method": "delta"},
+            "label_balance": lb.to_json(),
+            "power": {**pw.to_json(), "positives_per_arm_per_day": per_day,
+                      "positives_per_day": (t.positives + c.positives) / days if days > 0 else None}}
+
+
+def paired_readout(pairs: ShadowPairs, costs: Costs, seed: int, n_boot: int) -> dict[str, Any]:
+    """Shadow mode: exact sign tests (McNemar) on discordant pairs, Holm over the two, paired bootstrap
+    of recall/precision/cost differences (seeded), and whether labels follow the control's flags."""
+    tab = pairs.table
+    tests = paired_tests(tab)
+    boot = paired_bootstrap(tab, costs, n_boot=n_boot, seed=seed, alpha=ALPHA)
+    p_holm = holm([tests.recall.p_value, tests.fpr.p_value])
+    doc: dict[str, Any] = {**pairs.to_json(), **tests.to_json(), "bootstrap": boot.to_json()}
+    doc["recall"] = {**doc["recall"], "p_holm": p_holm[0]}
+    doc["fpr"] = {**doc["fpr"], "p_holm": p_holm[1]}
+    cnt = tab.counts
+    lab_f, all_f = int(cnt[:2, 1, :].sum()), int(cnt[:, 1, :].sum())
+    lab_u, all_u = int(cnt[:2, 0, :].sum()), int(cnt[:, 0, :].sum())
+    follows = compare_proportions(lab_f, all_f, lab_u, all_u, metric="coverage_flagged_vs_unflagged_by_control")
+    cf, cu = rate(lab_f, all_f), rate(lab_u, all_u)
+    biased = (follows.p_value is not None and follows.p_value < 0.01 and cf.value is not None
+              and cu.value is not None and cf.value > 1.1 * cu.value)
+    doc["labels_follow_control"] = {"coverage_flagged": cf.to_json(), "coverage_unflagged": cu.to_json(),
+                                    "p_value": follows.p_value, "warning": biased}
+    return doc
+
+
+def _empty_doc(config: Config, q: ABQuery, window: Window, plan: ArmPlan) -> dict[str, Any]:
+    return {"design": config.ab.design, "control": plan.control, "model": q.model, "window": window.to_json(),
+            "arms": {}, "comparisons": [], "srm": {"chi2": None, "p_value": None, "mismatch": False},
+            "label_balance": {}, "power": {}, "notes": list(plan.notes)}
+
+
+def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
+    """`driftline ab --json`: the whole A/B readout of one window (see the module doc for the contract)."""
+    window = resolve_window(store, config, q.model, q.window_s, q.at)
+    rows = [] if window is None else window_rows(store, q.model, window)
+    if window is None:
+        window = window_ending(0.0, q.window_s, config.bucket_s)
+    by_variant: dict[str, list[BucketRow]] = {}
+    for r in rows:
+        by_variant.setdefault(r.variant, []).append(r)
+    plan = plan_arms(config.ab, by_variant)
+    doc = _empty_doc(config, q, window, plan)
+    days = _span_days(rows, window)
+    doc["window"]["days_observed"] = days
+    doc.update({"alpha": ALPHA, "threshold": config.threshold, "currency": config.costs.currency,
+                "planned_positives": config.ab.planned_positives,
+                "target_recall_diff": config.ab.target_recall_diff})
+    if not plan.shares:
+        doc["verdict"] = verdict(doc)
+        return doc
+    stats = {a: merged(by_variant.get(a, [])) for a in plan.shares}
+    counts = {a: ArmCounts.from_conf(s.conf) for a, s in stats.items()}
+    costs = costs_from_config(config.costs)
+    for a in sorted(plan.shares):
+        doc["arms"][a] = arm_readout(stats[a], costs, config.costs, plan.shares[a])
+        doc["arms"][a]["model_versions"] = sorted({r.model_version for r in by_variant.get(a, [])})
+    shadow = config.ab.design == "shadow"
+    srm_split = {a: 1.0 for a in plan.shares} if shadow else dict(plan.shares)
+    srm = srm_check({a: c.predictions for a, c in counts.items()}, srm_split)
+    doc["srm"] = {**srm.to_json(), "design": config.ab.design}
+    ctl = plan.control
+    for tr in plan.treatments:
+        comp = comparison_readout(tr, ctl, counts[tr], counts[ctl], stats[tr], stats[ctl], config, days)
+        if shadow:
+            pairs = shadow_pairs(store, q.model, window, ctl, tr)
+            comp["paired"] = paired_readout(pairs, costs, q.seed, q.n_boot)
+            boot_cost = comp["paired"]["bootstrap"]["cost_per_1000"]
+            comp["cost_per_1000"] = {"diff": boot_cost["diff"], "low": boot_cost["low"],
+                                     "high": boot_cost["high"], "method": "paired_bootstrap",
+                                     "delta_independent": comp["cost_per_1000"]}
+        doc["comparisons"].append(comp)
+    if doc["comparisons"]:
+        first = doc["comparisons"][0]
+        doc["label_balance"] = {"treatment": first["treatment"], **first["label_balance"]}
+        doc["power"] = {"treatment": first["treatment"], "target_recall_diff": config.ab.target_recall_diff,
+                        "alpha": ALPHA, "power": POWER, **first["power"]}
+    doc["verdict"] = verdict(doc)
+    return doc

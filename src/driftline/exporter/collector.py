@@ -1,0 +1,268 @@
+"""Scrape-time snapshot of the store as Prometheus metric families (names: docs/METRICS.md).
+
+Every scrape rebuilds the families from the database (no stale label sets), cached for `cache_s` so scrapes in
+quick succession share one read. Windowed series exist per model, per configured window (config window and
+trigger windows) for the whole model (`variant="all", model_version="all"`) and per (variant, model_version);
+a rate whose denominator is 0 is absent, never 0 or NaN.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from .. import __version__
+from ..analysis.classification import Metrics, classification
+from ..config import Config, format_duration
+from ..store import BucketRow, Store, StoreUnavailable
+from ..triggers import history
+from ..triggers.drift_hook import DriftProvider
+from ..triggers.model import FIRING, STATES, Rule
+from ..triggers.rules import AGGREGATE
+from ..triggers.runner import compile_rules
+from ..windows import default_at, merged, window_ending
+
+log = logging.getLogger(__name__)
+
+WINDOWED = ["model", "model_version", "variant", "window"]
+RATE_HELP = {
+    "recall": "TP / (TP + FN): share of labelled positives the model flagged",
+    "fpr": "FP / (FP + TN): share of labelled negatives the model flagged",
+    "precision": "TP / (TP + FP): share of labelled flagged predictions that are positive",
+    "alert_rate": "flagged / all predictions (labelled or not)",
+    "label_coverage": "predictions with an outcome / all predictions in the window",
+    "prevalence": "labelled positives / labelled predictions",
+    "specificity": "TN / (TN + FP) = 1 - FPR",
+    "accuracy": "(TP + TN) / labelled predictions",
+}
+COUNT_HELP = {
+    "predictions": "Predictions in the window (labelled or not).",
+    "labelled": "Predictions in the window that have an outcome.",
+    "positives": "Labelled predictions whose outcome is positive (TP + FN): the n of recall.",
+    "true_positives": "Flagged predictions with a positive outcome (TP).",
+    "false_positives": "Flagged predictions with a negative outcome (FP).",
+}
+SCORE_HELP = {
+    "roc_auc": ("driftline_roc_auc", "ROC AUC of the score on labelled predictions (0.5 = chance)."),
+    "average_precision": ("driftline_average_precision", "Average precision (area under the PR curve)."),
+    "brier": ("driftline_brier_score", "Mean squared error of the score as a probability."),
+    "log_loss": ("driftline_log_loss", "Mean negative log-likelihood of the outcomes under the score (nats)."),
+    "ece": ("driftline_ece", "Expected calibration error over 10 score bins, weighted by count."),
+}
+EVENT_TYPES = ("prediction", "outcome")
+EVENTS_SOURCE = "all"
+"""`source` label of driftline_events_total: the store counts accepted events over every source together."""
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """One labelled set of series: the whole model or one (variant, model_version)."""
+
+    variant: str
+    model_version: str
+    metrics: Metrics
+
+
+def windows_of(config: Config, rules: Sequence[Rule]) -> list[float]:
+    """Window lengths exported: the config window plus every trigger window, shortest first."""
+    return sorted({config.window_s, *(r.window_s for r in rules)})
+
+
+def groups_of(rows: list[BucketRow]) -> list[Group]:
+    """The whole-model group then one group per (variant, model_version), each with its metrics."""
+    if not rows:
+        return []
+    out = [Group(AGGREGATE, AGGREGATE, classification(merged(rows)))]
+    by: dict[tuple[str, str], list[BucketRow]] = {}
+    for r in rows:
+        by.setdefault((r.variant, r.model_version), []).append(r)
+    out.extend(Group(v, mv, classification(merged(rs))) for (v, mv), rs in sorted(by.items()))
+    return out
+
+
+class _Families:
+    """Metric families under construction, created on first use so empty families are not exported."""
+
+    def __init__(self) -> None:
+        self.fams: dict[str, Metric] = {}
+
+    def gauge(self, name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
+        if name not in self.fams:
+            self.fams[name] = GaugeMetricFamily(name, doc, labels=labels)
+        return self.fams[name]  # type: ignore[return-value]
+
+    def counter(self, name: str, doc: str, labels: list[str]) -> CounterMetricFamily:
+        if name not in self.fams:
+            self.fams[name] = CounterMetricFamily(name, doc, labels=labels)
+        return self.fams[name]  # type: ignore[return-value]
+
+    def summary(self, name: str, doc: str) -> Metric:
+        if name not in self.fams:
+            self.fams[name] = Metric(name, doc, "summary")
+        return self.fams[name]
+
+
+def add_window(f: _Families, model: str, window: str, groups: list[Group]) -> None:
+    """Rates with interval bounds, window counts, ranking/calibration scores and label delay of one window."""
+    for g in groups:
+        lv = [model, g.model_version, g.variant, window]
+        m = g.metrics
+        for name, helptext in RATE_HELP.items():
+            r = m.label_coverage if name == "label_coverage" else m.rates[name]
+            if r.value is None:
+                continue
+            f.gauge(f"driftline_{name}_ratio", helptext.capitalize() + ".", WINDOWED).add_metric(lv, r.value)
+            f.gauge(f"driftline_{name}_lower_ratio", f"Lower bound of the 95% Wilson interval of {name}.",
+                    WINDOWED).add_metric(lv, r.low)
+            f.gauge(f"driftline_{name}_upper_ratio", f"Upper bound of the 95% Wilson interval of {name}.",
+                    WINDOWED).add_metric(lv, r.high)
+        c = m.counts
+        for name, value in (("predictions", c.predictions), ("labelled", c.labelled), ("positives", c.positives),
+                            ("true_positives", c.tp), ("false_positives", c.fp)):
+            f.gauge(f"driftline_window_{name}", COUNT_HELP[name], WINDOWED).add_metric(lv, float(value))
+        scores = {"roc_auc": m.roc_auc, "average_precision": m.average_precision, "brier": m.brier,
+                  "log_loss": m.log_loss, "ece": m.reliability.ece}
+        for key, value in scores.items():
+            if value is not None:
+                name, helptext = SCORE_HELP[key]
+                f.gauge(name, helptext, WINDOWED).add_metric(lv, float(value))
+        for q, key in (("0.5", "p50"), ("0.95", "p95")):
+            value = m.label_delay_s.get(key)
+            if value is not None:
+                fam = f.summary("driftline_label_delay_seconds",
+                                "Quantiles of outcome time minus prediction time for labelled predictions.")
+                fam.add_sample("driftline_label_delay_seconds",
+                               dict(zip(WINDOWED, lv), quantile=q), float(value))
+
+
+class SnapshotCollector:
+    """prometheus_client custom collector reading the store at scrape time (cached for `cache_s` seconds).
+
+    `time_basis` "wall": windows end at the injected clock (`[now − window, now)`); "event": at the newest
+    prediction stored, for a database fed by replaying history.
+    """
+
+    def __init__(self, store: Store, config: Config, clock: Callable[[], float] = time.time, *,
+                 time_basis: str = "wall", drift: DriftProvider | None = None, cache_s: float = 2.0,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        if time_basis not in ("wall", "event"):
+            raise ValueError(f"time_basis must be 'wall' or 'event', got {time_basis!r}")
+        self.store, self.config, self.clock = store, config, clock
+        self.time_basis, self.drift, self.cache_s, self.monotonic = time_basis, drift, cache_s, monotonic
+        self.rules = compile_rules(config.triggers)
+        self._lock = threading.Lock()
+        self._cache: tuple[float, list[Metric]] | None = None
+        self.builds = 0
+
+    def collect(self) -> Iterable[Metric]:
+        """The cached snapshot, rebuilt when older than cache_s."""
+        with self._lock:
+            now = self.monotonic()
+            if self._cache is None or now - self._cache[0] >= self.cache_s:
+                self._cache = (now, self.snapshot())
+            return list(self._cache[1])
+
+    def window_end(self, model: str) -> float | None:
+        """Where this model's windows end: the clock, or the newest prediction (event basis)."""
+        if self.time_basis == "event":
+            return default_at(self.store, model, self.config.bucket_s)
+        return float(self.clock())
+
+    def snapshot(self) -> list[Metric]:
+        """Build every family from the store now; on a database error only build_info is returned (logged)."""
+        self.builds += 1
+        f = _Families()
+        f.gauge("driftline_build_info", "Always 1; the running driftline version.", ["version"]).add_metric(
+            [__version__], 1.0)
+        try:
+            self._models(f)
+            self._triggers(f)
+            self._pipeline(f)
+        except StoreUnavailable as err:
+            log.warning("metrics snapshot skipped: database unavailable: %s", err)
+            return [f.fams["driftline_build_info"]]
+        return list(f.fams.values())
+
+    def _models(self, f: _Families) -> None:
+        windows = windows_of(self.config, self.rules)
+        for model in self.store.models():
+            at = self.window_end(model)
+            if at is None:
+                continue
+            for length in windows:
+                w = window_ending(at, length, self.config.bucket_s)
+                label = format_duration(length)
+                add_window(f, model, label, groups_of(self.store.buckets(model, w.start, w.end)))
+                if self.drift is not None:
+                    self._drift(f, model, label, w)
+
+    def _drift(self, f: _Families, model: str, label: str, window: object) -> None:
+        assert self.drift is not None
+        for r in self.drift(self.store, self.config, model, window, None):  # type: ignore[arg-type]
+            if r.feature is None:
+                if r.psi is not None:
+                    f.gauge("driftline_score_psi", "Population stability index of the model score vs reference.",
+                            ["model", "window"]).add_metric([model, label], r.psi)
+                continue
+            lv = [model, label, r.feature]
+            lbl = ["model", "window", "feature"]
+            if r.psi is not None:
+                f.gauge("driftline_feature_psi", "Population stability index of a feature vs reference.",
+                        lbl).add_metric(lv, r.psi)
+            if r.js is not None:
+                f.gauge("driftline_feature_js_distance", "Jensen-Shannon distance (base 2) of a feature vs reference.",
+                        lbl).add_metric(lv, r.js)
+            if r.drifted is not None:
+                f.gauge("driftline_feature_drifted", "1 when the feature's drift test says drifted.",
+                        lbl).add_metric(lv, 1.0 if r.drifted else 0.0)
+
+    def _triggers(self, f: _Families) -> None:
+        if not self.rules:
+            return
+        model = self.config.model
+        states = history.load_states(self.store, model)
+        lbl = ["model", "trigger", "severity"]
+        for r in self.rules:
+            s = states.get(r.name)
+            lv = [model, r.name, r.severity]
+            f.gauge("driftline_trigger_threshold", "The pre-agreed line of the trigger.", lbl).add_metric(lv, r.value)
+            if s is None:
+                continue
+            if s.judged is not None:
+                f.gauge("driftline_trigger_value", "The value the trigger last judged (estimate, or interval bound "
+                        "in confident mode).", lbl).add_metric(lv, s.judged)
+            fam = f.gauge("driftline_trigger_state", "1 for the trigger's current state, 0 for the others.",
+                          lbl + ["state"])
+            for st in STATES:
+                fam.add_metric(lv + [st], 1.0 if s.state == st else 0.0)
+            f.gauge("driftline_trigger_firing", "1 while the trigger is firing.", lbl).add_metric(
+                lv, 1.0 if s.state == FIRING else 0.0)
+
+    def _pipeline(self, f: _Families) -> None:
+        counters = self.store.counters()
+        events = f.counter("driftline_events", "Events accepted (decoded and valid), all sources together.",
+                           ["source", "type"])
+        dups = f.counter("driftline_duplicates", "Events whose id was already seen (the first copy counts).",
+                         ["type"])
+        for kind in EVENT_TYPES:
+            events.add_metric([EVENTS_SOURCE, kind], float(counters.get(("events", kind), 0)))
+            dups.add_metric([kind], float(counters.get(("duplicates", kind), 0)))
+        dead = {lbl: v for (name, lbl), v in counters.items() if name == "dead_letters"}
+        if dead:
+            fam = f.counter("driftline_dead_letters", "Messages rejected, by machine-readable reason.", ["reason"])
+            for reason, v in sorted(dead.items()):
+                fam.add_metric([reason], float(v))
+        f.counter("driftline_expired_predictions", "Predictions dropped from the join state after the label "
+                  "horizon.", []).add_metric([], float(counters.get(("expired_predictions", ""), 0)))
+        for kind in EVENT_TYPES:
+            ts = self.store.meta(f"max_ts:{kind}")
+            if ts is not None:
+                f.gauge("driftline_last_event_timestamp_seconds", "Unix time of the newest event seen, by type.",
+                        ["type"]).add_metric([kind], float(ts))
+        f.gauge("driftline_pending_outcomes", "Outcomes waiting for their prediction to arrive.", []).add_metric(
+            [], float(self.store.pending_outcomes()))

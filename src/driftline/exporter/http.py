@@ -1,0 +1,137 @@
+"""The exporter's HTTP server: /metrics (snapshot + live ops metrics), /healthz, /readyz and /triggers (JSON).
+
+Binds 127.0.0.1:9108 by default (config.exporter); binding elsewhere is an explicit choice in the config.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import Collector
+from sqlalchemy import text
+
+from ..store import Store
+from .collector import SnapshotCollector
+from .ops import OpsMetrics
+
+log = logging.getLogger(__name__)
+
+Readiness = Callable[[], "tuple[bool, str]"]
+"""A readiness check: (ready, reason), e.g. the Kafka consumer's 'assigned and caught up'."""
+
+
+class _RegistryCollector(Collector):
+    """Serves another registry's metrics (the process-local OpsMetrics) through the exporter registry."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+    def collect(self) -> Iterable[Any]:
+        return self.registry.collect()
+
+
+def build_registry(snapshot: SnapshotCollector, ops: OpsMetrics | None) -> CollectorRegistry:
+    """The registry /metrics serves: the database snapshot plus the live operational metrics."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(snapshot)
+    if ops is not None:
+        registry.register(_RegistryCollector(ops.registry))
+    return registry
+
+
+def database_ready(store: Store) -> tuple[bool, str]:
+    """(True, 'database ok') when a trivial query succeeds, else (False, the error)."""
+    try:
+        with store.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        return True, "database ok"
+    except Exception as err:  # noqa: BLE001 - any driver error means not ready
+        return False, f"database unreachable: {str(err).splitlines()[0]}"
+
+
+class ExporterServer:
+    """Threaded HTTP server for the exporter endpoints; start() returns at once, stop() joins the thread."""
+
+    def __init__(self, registry: CollectorRegistry, store: Store, host: str = "127.0.0.1", port: int = 9108,
+                 readiness: Readiness | None = None, triggers_json: Callable[[], Any] | None = None) -> None:
+        self.registry, self.store, self.readiness, self.triggers_json = registry, store, readiness, triggers_json
+        self.httpd = ThreadingHTTPServer((host, port), self._handler())
+        self.httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """(host, port) actually bound (port 0 in the config picks a free port)."""
+        host, port = self.httpd.server_address[:2]
+        return str(host), int(port)
+
+    @property
+    def url(self) -> str:
+        host, port = self.address
+        return f"http://{host}:{port}"
+
+    def ready(self) -> tuple[bool, str]:
+        """Database reachable and, when given, the readiness callback satisfied."""
+        ok, why = database_ready(self.store)
+        if not ok or self.readiness is None:
+            return ok, why
+        try:
+            ok2, why2 = self.readiness()
+        except Exception as err:  # noqa: BLE001 - a failing check means not ready
+            return False, f"readiness check failed: {err}"
+        return ok2, f"{why}; {why2}"
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="driftline-exporter", daemon=True)
+        self._thread.start()
+        log.info("exporter listening on %s", self.url)
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server API
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics":
+                    encoder, ctype = choose_encoder(self.headers.get("Accept", ""))
+                    try:
+                        body = encoder(server.registry)
+                    except Exception:  # noqa: BLE001 - report, never kill the server
+                        log.exception("scrape failed")
+                        self._send(500, b"scrape failed\n", "text/plain; charset=utf-8")
+                        return
+                    self._send(200, body, ctype)
+                elif path == "/healthz":
+                    self._send(200, b"ok\n", "text/plain; charset=utf-8")
+                elif path == "/readyz":
+                    ok, why = server.ready()
+                    self._send(200 if ok else 503, (why + "\n").encode(), "text/plain; charset=utf-8")
+                elif path == "/triggers" and server.triggers_json is not None:
+                    self._send(200, json.dumps(server.triggers_json()).encode(), "application/json")
+                else:
+                    self._send(404, b"not found: try /metrics, /healthz, /readyz\n", "text/plain; charset=utf-8")
+
+            def _send(self, code: int, body: bytes, ctype: str) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server API
+                log.debug("%s " + format, self.address_string(), *args)
+
+        return Handler
