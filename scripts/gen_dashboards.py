@@ -1,0 +1,468 @@
+#!/usr/bin/env python3
+"""Generate the Grafana dashboards under deploy/grafana/dashboards/ (Overview, Drift, Calibration, A/B, Pipeline).
+
+Run `python scripts/gen_dashboards.py` after editing and commit both this script and the JSON;
+`--check` exits 1 when the committed JSON differs from what this script generates (tests/test_deploy.py runs it).
+Metric names used here must be listed in docs/METRICS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+OUT_DIR = Path(__file__).resolve().parent.parent / "deploy" / "grafana" / "dashboards"
+DS: dict[str, str] = {"type": "prometheus", "uid": "${datasource}"}
+M = 'model="$model", variant=~"$variant", window="$window"'   # windowed series of the selected model and arms
+MW = 'model="$model", window="$window"'
+ALL = 'model="$model", variant="all", window="$window"'       # the exporter's whole-model group (every arm)
+LOWER, UPPER = "lower 95 %", "upper 95 %"
+Panel = dict[str, Any]
+
+
+# --- building blocks --------------------------------------------------------------------------------------
+
+def target(expr: str, legend: str = "", ref: str = "A", *, instant: bool = False) -> dict[str, Any]:
+    """One Prometheus query of a panel (instant queries are returned as a table)."""
+    t: dict[str, Any] = {"datasource": DS, "expr": expr, "legendFormat": legend or "__auto", "refId": ref,
+                         "range": not instant, "instant": instant, "editorMode": "code"}
+    if instant:
+        t["format"] = "table"
+    return t
+
+
+def panel(kind: str, title: str, description: str, unit: str, targets: list[dict[str, Any]],
+          pos: tuple[int, int, int, int], *, min_: float | None = None, max_: float | None = None,
+          decimals: int | None = None, custom: dict[str, Any] | None = None, overrides: list[Any] | None = None,
+          thresholds: list[tuple[float | None, str]] | None = None, mappings: list[Any] | None = None,
+          options: dict[str, Any] | None = None, **extra: Any) -> Panel:
+    """A panel with a unit, a description and grid position (x, y, w, h); ids are set by `dashboard`."""
+    defaults: dict[str, Any] = {"unit": unit, "custom": custom or {}, "mappings": mappings or [],
+                                "thresholds": {"mode": "absolute", "steps": [
+                                    {"color": c, "value": v} for v, c in (thresholds or [(None, "green")])]}}
+    for key, val in (("min", min_), ("max", max_), ("decimals", decimals)):
+        if val is not None:
+            defaults[key] = val
+    x, y, w, h = pos
+    p: Panel = {"type": kind, "title": title, "description": description, "datasource": DS,
+                "gridPos": {"x": x, "y": y, "w": w, "h": h}, "targets": targets,
+                "fieldConfig": {"defaults": defaults, "overrides": overrides or []}, "options": options or {}}
+    p.update(extra)
+    return p
+
+
+def ts_custom(*, thresholds_style: str = "off") -> dict[str, Any]:
+    """Time-series line style; thresholds_style 'dashed' draws the threshold steps as lines."""
+    return {"drawStyle": "line", "lineWidth": 2, "fillOpacity": 0, "showPoints": "never", "spanNulls": False,
+            "thresholdsStyle": {"mode": thresholds_style}}
+
+
+def timeseries(title: str, description: str, unit: str, targets: list[dict[str, Any]],
+               pos: tuple[int, int, int, int], *, thresholds_style: str = "off", **kw: Any) -> Panel:
+    """A time-series panel with a table legend showing the last value."""
+    opts = {"legend": {"displayMode": "table", "placement": "bottom", "calcs": ["lastNotNull"]},
+            "tooltip": {"mode": "multi", "sort": "none"}}
+    return panel("timeseries", title, description, unit, targets, pos,
+                 custom=ts_custom(thresholds_style=thresholds_style), options=opts, **kw)
+
+
+def override(matcher_id: str, matcher_opt: str, props: dict[str, Any]) -> dict[str, Any]:
+    """A field override, e.g. ('byName', 'upper 95 %', {'custom.fillBelowTo': 'lower 95 %'})."""
+    return {"matcher": {"id": matcher_id, "options": matcher_opt},
+            "properties": [{"id": k, "value": v} for k, v in props.items()]}
+
+
+def band_overrides() -> list[dict[str, Any]]:
+    """Interval bounds drawn as a shaded band (upper filled down to lower) and the trigger line dashed red."""
+    return [
+        override("byName", UPPER, {"custom.fillBelowTo": LOWER, "custom.lineWidth": 0, "custom.fillOpacity": 25,
+                                   "color": {"mode": "fixed", "fixedColor": "blue"}}),
+        override("byName", LOWER, {"custom.lineWidth": 0, "color": {"mode": "fixed", "fixedColor": "blue"}}),
+        override("byFrameRefID", "T", {"custom.lineStyle": {"fill": "dash", "dash": [10, 10]},
+                                       "color": {"mode": "fixed", "fixedColor": "red"}}),
+    ]
+
+
+def ratio_band(title: str, metric: str, description: str, pos: tuple[int, int, int, int], *,
+               trigger: str | None = None) -> Panel:
+    """Estimate of driftline_<metric>_ratio, its 95 % interval band and, if given, the trigger line.
+
+    Repeated per selected variant (one full-width panel per arm): a band pairs series by name, so one arm each.
+    """
+    targets = [target(f"driftline_{metric}_ratio{{{M}}}", metric.replace("_", " "), "A"),
+               target(f"driftline_{metric}_lower_ratio{{{M}}}", LOWER, "B"),
+               target(f"driftline_{metric}_upper_ratio{{{M}}}", UPPER, "C")]
+    if trigger:
+        targets.append(target(f'driftline_trigger_threshold{{model="$model", trigger=~"(?i).*{trigger}.*"}}',
+                              "trigger {{trigger}}", "T"))
+    return timeseries(f"{title} — $variant", description, "percentunit", targets, pos, min_=0, max_=1,
+                      overrides=band_overrides(), repeat="variant", repeatDirection="h", maxPerRow=4)
+
+
+def by_variant(title: str, expr: str, description: str, unit: str, pos: tuple[int, int, int, int],
+               **kw: Any) -> Panel:
+    """One line per A/B arm (estimates only, same axis, for comparison)."""
+    return timeseries(title, description, unit, [target(expr, "{{variant}} {{model_version}}")], pos, **kw)
+
+
+def stat(title: str, expr: str, description: str, unit: str, pos: tuple[int, int, int, int],
+         thresholds: list[tuple[float | None, str]] | None = None, mappings: list[Any] | None = None) -> Panel:
+    """A single-number panel (last value)."""
+    opts = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+            "colorMode": "value", "graphMode": "area", "textMode": "auto", "justifyMode": "auto"}
+    return panel("stat", title, description, unit, [target(expr, title)], pos, thresholds=thresholds,
+                 mappings=mappings, options=opts)
+
+
+def value_map(pairs: dict[str, tuple[str, str]]) -> list[dict[str, Any]]:
+    """Grafana value mapping: raw value -> (text, colour)."""
+    return [{"type": "value", "options": {k: {"text": t, "color": c, "index": i}
+                                          for i, (k, (t, c)) in enumerate(pairs.items())}}]
+
+
+def template_vars(extra: list[dict[str, Any]] | None = None, variant: str = "all") -> dict[str, Any]:
+    """$datasource, $model, $variant (multi, All = .*; default `variant`) and $window, plus dashboard-specific ones.
+
+    The default variant "all" is the exporter's whole-model group; "$__all" selects every arm.
+    """
+    def query_var(name: str, label: str, query: str, *, multi: bool, current: str | None = None) -> dict[str, Any]:
+        v: dict[str, Any] = {"type": "query", "name": name, "label": label, "datasource": DS, "query": query,
+                             "definition": query, "refresh": 2, "sort": 1, "multi": multi, "includeAll": multi,
+                             "hide": 0, "regex": "", "options": []}
+        if multi:
+            v["allValue"] = ".*"
+            text = "All" if current == "$__all" else current
+            v["current"] = {"selected": True, "text": [text], "value": [current]}
+        else:
+            v["current"] = {"selected": True, "text": current, "value": current} if current else {}
+        return v
+    return {"list": [
+        {"type": "datasource", "name": "datasource", "label": "Data source", "query": "prometheus", "hide": 0,
+         "refresh": 1, "regex": "", "current": {}, "options": []},
+        query_var("model", "Model", "label_values(driftline_window_predictions, model)", multi=False),
+        query_var("variant", "Variant", 'label_values(driftline_window_predictions{model="$model"}, variant)',
+                  multi=True, current=variant),
+        query_var("window", "Window", 'label_values(driftline_window_predictions{model="$model"}, window)',
+                  multi=False, current="7d"),
+        *(extra or []),
+    ]}
+
+
+def dashboard(uid: str, title: str, description: str, panels: list[Panel],
+              extra_vars: list[dict[str, Any]] | None = None, time_from: str = "now-24h",
+              variant: str = "all") -> dict[str, Any]:
+    """A whole dashboard with stable uid, the shared variables and links to the other driftline dashboards."""
+    for i, p in enumerate(panels, start=1):
+        p["id"] = i
+    return {
+        "uid": uid, "title": title, "description": description, "tags": ["driftline"], "timezone": "utc",
+        "editable": True, "graphTooltip": 1, "schemaVersion": 39, "version": 1, "refresh": "30s",
+        "time": {"from": time_from, "to": "now"}, "fiscalYearStartMonth": 0, "liveNow": False,
+        "links": [{"type": "dashboards", "tags": ["driftline"], "asDropdown": True, "title": "driftline",
+                   "includeVars": True, "keepTime": True}],
+        "annotations": {"list": [
+            {"builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"}, "enable": True,
+             "hide": True, "iconColor": "rgba(0, 211, 255, 1)", "name": "Annotations & Alerts",
+             "type": "dashboard"},
+            {"datasource": DS, "enable": True, "iconColor": "red", "name": "Firing alerts",
+             "expr": 'ALERTS{alertstate="firing", model="$model"}', "step": "60s",
+             "titleFormat": "{{alertname}}", "tagKeys": "severity,trigger", "useValueForTime": False},
+        ]},
+        "templating": template_vars(extra_vars, variant),
+        "panels": panels,
+    }
+
+
+# --- dashboards -------------------------------------------------------------------------------------------
+
+WILSON = "The band is the 95 % Wilson interval; a panel is empty while its denominator is 0 in the window."
+
+
+def overview() -> dict[str, Any]:
+    """Online metrics against the pre-agreed trigger lines, label maturity and trigger states."""
+    panels = [
+        stat("Triggers firing", 'sum(driftline_trigger_firing{model="$model"})',
+             "Number of pre-agreed triggers of this model currently firing.", "short", (0, 0, 6, 4),
+             thresholds=[(None, "green"), (1, "red")]),
+        stat("Triggers with insufficient data",
+             'sum(driftline_trigger_state{model="$model", state="insufficient_data"})',
+             "Triggers whose window has fewer labelled cases than their minimum n: they cannot fire, so they are "
+             "shown here instead of staying silent.", "short", (6, 0, 6, 4),
+             thresholds=[(None, "green"), (1, "orange")]),
+        stat("Predictions in window", f"sum(driftline_window_predictions{{{ALL}}})",
+             "Predictions of the whole model (every arm and version) in the window, labelled or not.", "short",
+             (12, 0, 6, 4)),
+        stat("Labelled positives in window", f"sum(driftline_window_positives{{{ALL}}})",
+             "Labelled positive outcomes of the whole model in the window: the n behind recall (a trigger needs "
+             "at least its minimum n).", "short", (18, 0, 6, 4), thresholds=[(None, "orange"), (30, "green")]),
+        ratio_band("Recall", "recall",
+                   "Share of labelled positives the model flagged (TP ÷ (TP + FN)) over the window, with the "
+                   "recall trigger line (red, dashed). " + WILSON, (0, 4, 24, 8), trigger="recall"),
+        ratio_band("False positive rate", "fpr",
+                   "Share of labelled negatives the model flagged (FP ÷ (FP + TN)) over the window, with the FPR "
+                   "trigger line (red, dashed). " + WILSON, (0, 12, 24, 8), trigger="fpr"),
+        ratio_band("Precision", "precision",
+                   "Share of labelled flagged predictions that are positive (TP ÷ (TP + FP)); a precision trigger "
+                   "line is drawn when one is configured. " + WILSON, (0, 20, 24, 8), trigger="precision"),
+        ratio_band("Alert volume (alert rate)", "alert_rate",
+                   "Share of all predictions flagged at the deployed threshold: the review load the model "
+                   "creates, available before any label arrives. " + WILSON, (0, 28, 24, 8)),
+        ratio_band("Label coverage", "label_coverage",
+                   "Share of the window's predictions that already have an outcome. Labelled metrics only speak "
+                   "for this share; low coverage means they can still move. " + WILSON, (0, 36, 24, 8)),
+        timeseries("Label delay", "Median and 95th percentile of outcome time minus prediction time for "
+                   "predictions labelled in the window: how long until recall and FPR are mature.", "s",
+                   [target(f'driftline_label_delay_seconds{{{M}, quantile="0.5"}}', "median {{variant}}", "A"),
+                    target(f'driftline_label_delay_seconds{{{M}, quantile="0.95"}}', "p95 {{variant}}", "B")],
+                   (0, 44, 12, 8), min_=0),
+        timeseries("Window counts", "Predictions, labelled predictions, labelled positives, true and false "
+                   "positives in the window: the evidence behind every rate on this dashboard.", "short",
+                   [target(f"driftline_window_predictions{{{M}}}", "predictions {{variant}}", "A"),
+                    target(f"driftline_window_labelled{{{M}}}", "labelled {{variant}}", "B"),
+                    target(f"driftline_window_positives{{{M}}}", "positives {{variant}}", "C"),
+                    target(f"driftline_window_true_positives{{{M}}}", "true positives {{variant}}", "D"),
+                    target(f"driftline_window_false_positives{{{M}}}", "false positives {{variant}}", "E")],
+                   (12, 44, 12, 8), min_=0),
+        timeseries("Prevalence, specificity and accuracy", "Share of labelled predictions that are positive "
+                   "(prevalence), TN ÷ (TN + FP) (specificity) and (TP + TN) ÷ labelled (accuracy). Accuracy is "
+                   "dominated by negatives at low prevalence: read it next to recall.", "percentunit",
+                   [target(f"driftline_prevalence_ratio{{{M}}}", "prevalence {{variant}}", "A"),
+                    target(f"driftline_specificity_ratio{{{M}}}", "specificity {{variant}}", "B"),
+                    target(f"driftline_accuracy_ratio{{{M}}}", "accuracy {{variant}}", "C")],
+                   (0, 52, 12, 8), min_=0, max_=1),
+        panel("table", "Trigger states", "Current state of each pre-agreed trigger (ok, pending, firing, "
+              "resolved, insufficient_data) with the value it judged and its line.", "none",
+              [target('max without (job, instance) (driftline_trigger_state{model="$model"} == 1)', "", "A",
+                      instant=True),
+               target('max without (job, instance) (driftline_trigger_value{model="$model"})', "", "B",
+                      instant=True),
+               target('max without (job, instance) (driftline_trigger_threshold{model="$model"})', "", "C",
+                      instant=True)],
+              (12, 52, 12, 8), decimals=3,
+              overrides=[override("byName", "state", {"custom.cellOptions": {"type": "color-text"},
+                                                      "mappings": value_map({
+                                                          "ok": ("ok", "green"), "pending": ("pending", "orange"),
+                                                          "firing": ("firing", "red"),
+                                                          "resolved": ("resolved", "blue"),
+                                                          "insufficient_data": ("insufficient data", "purple")})})],
+              transformations=[{"id": "merge", "options": {}},
+                               {"id": "organize", "options": {
+                                   "excludeByName": {"Time": True, "Value #A": True},
+                                   "renameByName": {"Value #B": "value", "Value #C": "threshold"}}}],
+              options={"showHeader": True, "cellHeight": "sm"}),
+        panel("state-timeline", "Trigger firing history", "When each trigger was firing (red) or not (green) "
+              "over the selected time range.", "none",
+              [target('driftline_trigger_firing{model="$model"}', "{{trigger}}", "A")], (0, 60, 24, 6),
+              mappings=value_map({"0": ("not firing", "green"), "1": ("firing", "red")}),
+              custom={"fillOpacity": 80, "lineWidth": 0},
+              options={"showValue": "never", "mergeValues": True, "rowHeight": 0.8,
+                       "legend": {"showLegend": False}}),
+    ]
+    return dashboard("driftline-overview", "driftline / Overview",
+                     "Online metrics of a deployed classifier against its pre-agreed triggers.", panels)
+
+
+def drift() -> dict[str, Any]:
+    """Per-feature and score drift against the reference profile."""
+    feature_var = {"type": "query", "name": "feature", "label": "Feature", "datasource": DS,
+                   "query": 'label_values(driftline_feature_psi{model="$model"}, feature)',
+                   "definition": 'label_values(driftline_feature_psi{model="$model"}, feature)',
+                   "refresh": 2, "sort": 1, "multi": True, "includeAll": True, "allValue": ".*", "hide": 0,
+                   "regex": "", "options": [], "current": {"selected": True, "text": ["All"], "value": ["$__all"]}}
+    fsel = f'{MW}, feature=~"$feature"'
+    psi_lines = [(None, "green"), (0.1, "orange"), (0.25, "red")]
+    panels = [
+        timeseries("Feature PSI", "Population stability index of each declared feature, window vs reference. "
+                   "Rule of thumb: < 0.1 stable, 0.1–0.25 moderate shift (orange line), > 0.25 major shift "
+                   "(red line).", "none", [target(f"driftline_feature_psi{{{fsel}}}", "{{feature}}")],
+                   (0, 0, 24, 9), min_=0, decimals=3, thresholds=psi_lines, thresholds_style="dashed"),
+        timeseries("Feature Jensen–Shannon distance", "Jensen–Shannon distance (base 2, 0 = same distribution, "
+                   "1 = disjoint) of each feature, window vs reference; bounded, so comparable across features.",
+                   "none", [target(f"driftline_feature_js_distance{{{fsel}}}", "{{feature}}")], (0, 9, 12, 8),
+                   min_=0, max_=1, decimals=3),
+        panel("state-timeline", "Features flagged as drifted", "Per feature, when the drift test flagged the "
+              "window as drifted (red) or stable (green).", "none",
+              [target(f"driftline_feature_drifted{{{fsel}}}", "{{feature}}")], (12, 9, 12, 8),
+              mappings=value_map({"0": ("stable", "green"), "1": ("drifted", "red")}),
+              custom={"fillOpacity": 80, "lineWidth": 0},
+              options={"showValue": "never", "mergeValues": True, "rowHeight": 0.8,
+                       "legend": {"showLegend": False}}),
+        timeseries("Score PSI", "Population stability index of the model score distribution, window vs "
+                   "reference: the score shifts before labels arrive. Same lines as feature PSI.", "none",
+                   [target(f"driftline_score_psi{{{MW}}}", "score")], (0, 17, 12, 8), min_=0, decimals=3,
+                   thresholds=psi_lines, thresholds_style="dashed"),
+        timeseries("Alert rate and prevalence", "Share of predictions flagged (no labels needed) next to the "
+                   "share of labelled positives: a score shift shows in the alert rate first.", "percentunit",
+                   [target(f"driftline_alert_rate_ratio{{{M}}}", "alert rate {{variant}}", "A"),
+                    target(f"driftline_prevalence_ratio{{{M}}}", "prevalence {{variant}}", "B")],
+                   (12, 17, 12, 8), min_=0),
+        panel("table", "Most shifted features", "The ten features with the highest PSI in the window now.",
+              "none", [target(f"topk(10, driftline_feature_psi{{{fsel}}})", "", "A", instant=True)],
+              (0, 25, 24, 8), decimals=3,
+              transformations=[{"id": "organize", "options": {
+                  "excludeByName": {"Time": True, "__name__": True, "job": True, "instance": True},
+                  "renameByName": {"Value": "PSI"}}},
+                  {"id": "sortBy", "options": {"sort": [{"field": "PSI", "desc": True}]}}],
+              options={"showHeader": True, "cellHeight": "sm"}),
+    ]
+    return dashboard("driftline-drift", "driftline / Drift",
+                     "Feature and score drift of the selected model, window vs reference profile.", panels,
+                     extra_vars=[feature_var], time_from="now-7d")
+
+
+def calibration() -> dict[str, Any]:
+    """Calibration and discrimination of the score on labelled predictions."""
+    leg = "{{variant}} {{model_version}}"
+    panels = [
+        timeseries("Expected calibration error", "Mean |observed positive rate − mean score| over score bins, "
+                   "weighted by count: how far the score is from a probability.", "percentunit",
+                   [target(f"driftline_ece{{{M}}}", leg)], (0, 0, 8, 8), min_=0),
+        timeseries("Brier score", "Mean squared difference between score and outcome (0 is perfect; a constant "
+                   "score equal to the prevalence p scores p(1 − p)).", "none",
+                   [target(f"driftline_brier_score{{{M}}}", leg)], (8, 0, 8, 8), min_=0, decimals=4),
+        timeseries("Log loss", "Mean negative log-likelihood of the outcomes under the score, in nats (lower "
+                   "is better; punishes confident mistakes).", "none",
+                   [target(f"driftline_log_loss{{{M}}}", leg)], (16, 0, 8, 8), min_=0, decimals=4),
+        timeseries("ROC AUC", "Probability that a random positive scores above a random negative (0.5 = "
+                   "chance). Threshold-free: compare with recall/FPR at the deployed threshold.", "none",
+                   [target(f"driftline_roc_auc{{{M}}}", leg)], (0, 8, 12, 8), min_=0.5, max_=1, decimals=3),
+        timeseries("Average precision", "Area under the precision–recall curve; its chance level is the "
+                   "prevalence (dashed series).", "none",
+                   [target(f"driftline_average_precision{{{M}}}", leg, "A"),
+                    target(f"driftline_prevalence_ratio{{{M}}}", "prevalence (chance) {{variant}}", "B")],
+                   (12, 8, 12, 8), min_=0, max_=1, decimals=3,
+                   overrides=[override("byFrameRefID", "B", {"custom.lineStyle": {"fill": "dash",
+                                                                                 "dash": [10, 10]}})]),
+    ]
+    return dashboard("driftline-calibration", "driftline / Calibration",
+                     "Calibration (ECE, Brier, log loss) and discrimination (ROC AUC, AP) over the window.",
+                     panels, time_from="now-7d")
+
+
+def ab() -> dict[str, Any]:
+    """A/B arms side by side: traffic split, n, and recall/FPR/precision with their intervals per arm."""
+    total = f'scalar(sum(driftline_window_predictions{{{ALL}}}))'
+    panels = [
+        by_variant("Traffic share", f"sum by (variant) (driftline_window_predictions{{{M}}}) / {total}",
+                   "Share of the window's predictions served by each arm (the whole-model series \"all\" is "
+                   "100 %); compare with the planned split.",
+                   "percentunit", (0, 0, 12, 7), min_=0, max_=1),
+        by_variant("Labelled positives per arm", f"driftline_window_positives{{{M}}}",
+                   "Labelled positives per arm in the window: the n behind each arm's recall.", "short",
+                   (12, 0, 12, 7), min_=0),
+        by_variant("Recall by arm", f"driftline_recall_ratio{{{M}}}",
+                   "Recall estimate of each arm on one axis (intervals in the per-arm panels below).",
+                   "percentunit", (0, 7, 8, 8), min_=0, max_=1),
+        by_variant("FPR by arm", f"driftline_fpr_ratio{{{M}}}",
+                   "False positive rate estimate of each arm on one axis.", "percentunit", (8, 7, 8, 8), min_=0),
+        by_variant("Precision by arm", f"driftline_precision_ratio{{{M}}}",
+                   "Precision estimate of each arm on one axis.", "percentunit", (16, 7, 8, 8), min_=0, max_=1),
+        ratio_band("Recall", "recall", "Recall of one arm with its interval and the recall trigger line. "
+                   + WILSON, (0, 15, 24, 8), trigger="recall"),
+        ratio_band("FPR", "fpr", "False positive rate of one arm with its interval and the FPR trigger line. "
+                   + WILSON, (0, 23, 24, 8), trigger="fpr"),
+        ratio_band("Precision", "precision", "Precision of one arm with its interval. " + WILSON,
+                   (0, 31, 24, 8), trigger="precision"),
+        by_variant("Label coverage by arm", f"driftline_label_coverage_ratio{{{M}}}",
+                   "Share of each arm's predictions that have an outcome: compare arms only at similar coverage.",
+                   "percentunit", (0, 39, 12, 8), min_=0, max_=1),
+        by_variant("Alert rate by arm", f"driftline_alert_rate_ratio{{{M}}}",
+                   "Share of each arm's predictions flagged: the review load of each arm.", "percentunit",
+                   (12, 39, 12, 8), min_=0),
+    ]
+    return dashboard("driftline-ab", "driftline / A/B",
+                     "A/B arms (variant label) of the selected model side by side.", panels, time_from="now-7d",
+                     variant="$__all")
+
+
+def pipeline() -> dict[str, Any]:
+    """Ingestion health: throughput, lag, rejects, duplicates, latency, freshness and notifications."""
+    panels = [
+        stat("Exporter up", 'min(up{job="driftline"})', "Whether Prometheus can scrape every driftline "
+             "exporter (1 = up).", "none", (0, 0, 6, 4), thresholds=[(None, "red"), (1, "green")],
+             mappings=value_map({"0": ("down", "red"), "1": ("up", "green")})),
+        stat("Pending outcomes", "sum(driftline_pending_outcomes)", "Outcomes waiting for their prediction "
+             "to arrive (they are joined when it does).", "short", (6, 0, 6, 4)),
+        stat("Dead-letter ratio (10 m)", "max(job:driftline_dead_letters:ratio_rate10m)", "Share of messages "
+             "rejected over the last 10 minutes (alert above 1 %).", "percentunit", (12, 0, 6, 4),
+             thresholds=[(None, "green"), (0.01, "red")]),
+        panel("table", "Build", "Version of each running driftline process.", "none",
+              [target("driftline_build_info", "", "A", instant=True)], (18, 0, 6, 4),
+              transformations=[{"id": "organize", "options": {
+                  "excludeByName": {"Time": True, "Value": True, "__name__": True, "job": True}}}],
+              options={"showHeader": True, "cellHeight": "sm"}),
+        timeseries("Events per second", "Events accepted per second by type (5 m rate).", "cps",
+                   [target("job_type:driftline_events:rate5m", "{{type}}")], (0, 4, 12, 8), min_=0),
+        timeseries("Consumer lag", "Messages between the end of each partition and the consumer group's "
+                   "committed offset (alert when a topic is above 10 000 for 15 m).", "short",
+                   [target("driftline_consumer_lag_messages", "{{topic}}/{{partition}}")], (12, 4, 12, 8),
+                   min_=0, thresholds=[(None, "green"), (10000, "red")], thresholds_style="dashed"),
+        timeseries("Dead letters per second", "Messages rejected per second, by machine-readable reason.",
+                   "cps", [target("job_reason:driftline_dead_letters:rate5m", "{{reason}}")], (0, 12, 12, 8),
+                   min_=0),
+        timeseries("Dead-letter ratio", "Dead letters ÷ (accepted events + dead letters) over 10 m; the red "
+                   "line is the 1 % alert threshold.", "percentunit",
+                   [target("job:driftline_dead_letters:ratio_rate10m", "{{job}}")], (12, 12, 12, 8), min_=0,
+                   thresholds=[(None, "green"), (0.01, "red")], thresholds_style="dashed"),
+        timeseries("Duplicates per second", "Events whose id was already seen, per second by type (the first "
+                   "copy counts, later copies only here).", "cps",
+                   [target("job_type:driftline_duplicates:rate5m", "{{type}}")], (0, 20, 12, 8), min_=0),
+        timeseries("Batch duration", "Wall time to decode, accumulate and commit one batch: 50th, 95th and "
+                   "99th percentiles over 5 m.", "s",
+                   [target("job:driftline_batch_duration_seconds:quantile_rate5m", "p{{quantile}}")],
+                   (12, 20, 12, 8), min_=0),
+        timeseries("Time since last event", "Seconds since the newest prediction and outcome seen (event "
+                   "time): rising steadily means the feed stopped.", "s",
+                   [target("job_type:driftline_last_event_age_seconds:min", "{{type}}")], (0, 28, 12, 8),
+                   min_=0),
+        timeseries("Expired predictions per second", "Predictions dropped from the join state after the "
+                   "label horizon without an outcome.", "cps",
+                   [target("job:driftline_expired_predictions:rate5m", "expired")], (12, 28, 12, 8), min_=0),
+        timeseries("Notifications", "Notifications delivered and failed attempts per second, by receiver "
+                   "(Alertmanager API, webhook).", "cps",
+                   [target("job_receiver:driftline_notifications_sent:rate5m", "sent {{receiver}}", "A"),
+                    target("job_receiver:driftline_notifications_failed:rate5m", "failed {{receiver}}", "B")],
+                   (0, 36, 24, 8), min_=0,
+                   overrides=[override("byFrameRefID", "B", {"color": {"mode": "fixed", "fixedColor": "red"}})]),
+    ]
+    return dashboard("driftline-pipeline", "driftline / Pipeline",
+                     "Ingestion health of driftline: throughput, lag, rejects, latency and notifications.",
+                     panels, time_from="now-6h")
+
+
+DASHBOARDS = {"driftline-overview": overview, "driftline-drift": drift, "driftline-calibration": calibration,
+              "driftline-ab": ab, "driftline-pipeline": pipeline}
+
+
+def render_all() -> dict[str, str]:
+    """File name -> JSON text of every dashboard (stable formatting so regeneration is diff-free)."""
+    return {f"{uid}.json": json.dumps(build(), indent=2, ensure_ascii=False) + "\n"
+            for uid, build in DASHBOARDS.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the dashboards, or with --check report (exit 1) the ones that differ from the committed files."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare instead of writing")
+    parser.add_argument("--out", type=Path, default=OUT_DIR, help="output directory")
+    args = parser.parse_args(argv)
+    stale = []
+    for name, text in render_all().items():
+        path = args.out / name
+        if args.check:
+            if not path.exists() or path.read_text() != text:
+                stale.append(name)
+        else:
+            args.out.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    if stale:
+        print("out of date (run scripts/gen_dashboards.py): " + ", ".join(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
