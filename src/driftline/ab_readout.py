@@ -86,20 +86,20 @@ def costs_from_config(c: CostConfig) -> Costs:
 def plan_arms(ab: AB, found: Iterable[str]) -> ArmPlan:
     """Configured arms and control; without configured arms, the variants found with equal shares and the
     configured control when present, else the alphabetically first variant."""
-    found = sorted(set(found))
+    variants = sorted(set(found))
     if ab.arms:
         if ab.control not in ab.arms:
             raise ConfigError(f"ab.control {ab.control!r} is not one of ab.arms {sorted(ab.arms)}")
         total = float(sum(ab.arms.values()))
         notes = tuple(f"variant {v!r} has predictions in the window but is not a configured arm: ignored"
-                      for v in found if v not in ab.arms)
+                      for v in variants if v not in ab.arms)
         return ArmPlan({a: w / total for a, w in ab.arms.items()}, ab.control, notes)
-    if not found:
+    if not variants:
         return ArmPlan({}, ab.control)
-    control = ab.control if ab.control in found else found[0]
+    control = ab.control if ab.control in variants else variants[0]
     notes = () if control == ab.control else (
         f"configured control {ab.control!r} has no predictions in the window; using {control!r}",)
-    return ArmPlan({a: 1.0 / len(found) for a in found}, control, notes)
+    return ArmPlan({a: 1.0 / len(variants) for a in variants}, control, notes)
 
 
 # --- shadow pairs from the join table ------------------------------------------------------------------
@@ -251,8 +251,9 @@ def paired_readout(pairs: ShadowPairs, costs: Costs, seed: int, n_boot: int) -> 
     doc["recall"] = {**doc["recall"], "p_holm": p_holm[0]}
     doc["fpr"] = {**doc["fpr"], "p_holm": p_holm[1]}
     cnt = tab.counts
-    lab_f, all_f = int(cnt[:2, 1, :].sum()), int(cnt[:, 1, :].sum())
-    lab_u, all_u = int(cnt[:2, 0, :].sum()), int(cnt[:, 0, :].sum())
+    labelled = [NEG, POS]
+    lab_f, all_f = int(cnt[labelled, 1, :].sum()), int(cnt[:, 1, :].sum())
+    lab_u, all_u = int(cnt[labelled, 0, :].sum()), int(cnt[:, 0, :].sum())
     follows = compare_proportions(lab_f, all_f, lab_u, all_u, metric="coverage_flagged_vs_unflagged_by_control")
     cf, cu = rate(lab_f, all_f), rate(lab_u, all_u)
     biased = (follows.p_value is not None and follows.p_value < 0.01 and cf.value is not None
@@ -283,7 +284,9 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
     doc["window"]["days_observed"] = days
     doc.update({"alpha": ALPHA, "threshold": config.threshold, "currency": config.costs.currency,
                 "planned_positives": config.ab.planned_positives,
-                "target_recall_diff": config.ab.target_recall_diff})
+                "target_recall_diff": config.ab.target_recall_diff,
+                "sequential": {**SequentialPlan(float(config.ab.planned_positives), ALPHA).to_json(),
+                               "valid_when": "the window starts when the experiment started"}})
     if not plan.shares:
         doc["verdict"] = verdict(doc)
         return doc
@@ -304,9 +307,12 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
             pairs = shadow_pairs(store, q.model, window, ctl, tr)
             comp["paired"] = paired_readout(pairs, costs, q.seed, q.n_boot)
             boot_cost = comp["paired"]["bootstrap"]["cost_per_1000"]
-            comp["cost_per_1000"] = {"diff": boot_cost["diff"], "low": boot_cost["low"],
-                                     "high": boot_cost["high"], "method": "paired_bootstrap",
-                                     "delta_independent": comp["cost_per_1000"]}
+            if pairs.table.n > 0:
+                comp["cost_per_1000"] = {"diff": boot_cost["diff"], "low": boot_cost["low"],
+                                         "high": boot_cost["high"], "method": "paired_bootstrap",
+                                         "delta_independent": comp["cost_per_1000"]}
+            else:  # nothing joined (e.g. join state past the label horizon): keep the independent estimate
+                doc["notes"].append(f"no ids scored by both {ctl} and {tr} in the window's join state")
         doc["comparisons"].append(comp)
     if doc["comparisons"]:
         first = doc["comparisons"][0]

@@ -1,10 +1,21 @@
 """Input-distribution drift of a current window against a reference profile: features, score, prevalence.
 
-Per feature, on the profile's frozen bins: PSI and Jensen–Shannon distance; categorical features get a
-χ² test (missing is one of its bins); numeric features (and the score) get KS on the fine-grid CDFs,
-a normalised Wasserstein distance and a χ² test of their missing/non-numeric share. Every statistic
-comes with its noise floor — its 95th percentile under no drift at these sample sizes — and the
-p-values are Benjamini–Hochberg adjusted across features and the score (one family per report).
+Per feature, on the profile's frozen bins: PSI (proportions floored at 1e-4 before the log) and
+Jensen–Shannon distance (base 2); categorical features get a χ² test (missing is one of its bins);
+numeric features (and the score) get KS on the fine-grid CDFs, a normalised Wasserstein distance and
+a χ² test of their [numeric, non-numeric, missing] shares. p-values are Benjamini–Hochberg adjusted
+together (features, score, prevalence: one family per report).
+
+KS: `stat` is the two-sample KS of the fine-binned samples (exactly ks_2samp on bin representatives);
+the raw-data KS lies in [stat, stat_upper] and stat_upper ≤ stat + the largest one-fine-bin mass of
+either sample. `stat_frozen` (frozen-bin CDFs) ≤ stat. p-value: ks_2samp's asymptotic distribution
+(kstwo at n_eff = n·m/(n+m); Stephens' form above n_eff = 1000). Wasserstein: W1 between the binned
+distributions at fine-bin midpoints, divided by the reference standard deviation (same binning).
+
+Noise floors (95th percentile of each statistic under no drift at these sample sizes): PSI and JS by
+`floor_draws` seeded multinomial resamples of both samples from the reference proportions; KS and χ²
+are their 5 % critical values; W by the Brownian-bridge limit √(1/n+1/m)·q95(∫|B(F_ref)|dx), the
+coefficient computed once per profile. `psi_expected` is the analytic mean (k−1)(1/n_ref + 1/n_cur).
 
 Calling drift (documented defaults in DriftThresholds): a feature is `drifted` when
   effect: PSI ≥ 0.1 or JS ≥ 0.1 (or normalised W ≥ its threshold, if set), counting a statistic only
@@ -27,7 +38,7 @@ import numpy as np
 from ..stats import NEG, POS, FeatureHist
 from . import drift_stats as ds
 from .profiles import (
-    CATEGORICAL, NUMERIC, CategoricalProfile, FineSample, NumericProfile, Profile, fine_sample, grid_mids,
+    CATEGORICAL, GRID_FEATURE, NUMERIC, CategoricalProfile, FineSample, NumericProfile, Profile, fine_sample, grid_mids,
     rebin, rebin_sample, score_sample, unseen_count,
 )
 from .rates import Rate, rate
@@ -143,24 +154,29 @@ class FeatureDrift:
 
 @dataclass(frozen=True, slots=True)
 class PrevalenceDrift:
-    """Current label prevalence (Wilson) vs the reference.
+    """Current label prevalence (Wilson) vs the reference, with the Newcombe interval of the change.
 
-    drifted when the Newcombe 95 % interval of (current − reference) excludes 0 — a two-proportion
-    comparison that counts the reference's own sampling noise — and the relative change is at least
-    DriftThresholds.prevalence_change (20 %), so huge windows do not flag negligible shifts.
+    drifted when the two-proportion test (pooled score test = χ² on the 2×2 table, which counts the
+    reference's own sampling noise) has BH-adjusted p < alpha — in drift_report it joins the features'
+    family — and the relative change is at least DriftThresholds.prevalence_change (20 %), so huge
+    windows do not flag negligible shifts.
     """
 
     reference: float | None
     reference_n: int
     current: Rate
     difference: tuple[float, float, float] | None
-    drifted: bool
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    material: bool = False
+    drifted: bool = False
 
     def to_json(self) -> dict[str, object]:
         cur = self.current.to_json()
         diff = None if self.difference is None else dict(zip(("value", "low", "high"), self.difference))
         return {"reference": self.reference, "reference_n": self.reference_n, "current": cur,
-                "difference": diff, "drifted": self.drifted}
+                "difference": diff, "p_value": self.p_value, "p_adjusted": self.p_adjusted,
+                "drifted": self.drifted}
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,10 +209,25 @@ def _share(k: int, n: int) -> float | None:
     return k / n if n else None
 
 
-def _frozen_stats(ref: np.ndarray, cur: np.ndarray, p_cur_null: np.ndarray, cfg: DriftThresholds,
-                  rng: np.random.Generator) -> tuple[float, float, NoiseFloor]:
+def _succession(counts: np.ndarray, open_bins: tuple[int, ...]) -> np.ndarray:
+    """Reference proportions where each empty bin in `open_bins` gets the rule-of-succession mass 1/(n+1).
+
+    A bin the reference left empty by chance (no missing value among n, say) can still receive values
+    under no drift; giving it the chance of one more observation keeps the noise floor honest.
+    """
+    n = int(counts.sum())
+    p = counts / n
+    empty = [b for b in open_bins if counts[b] == 0]
+    if empty:
+        p = p * (1.0 - len(empty) / (n + 1))
+        p[empty] = 1.0 / (n + 1)
+    return p
+
+
+def _frozen_stats(ref: np.ndarray, cur: np.ndarray, p_ref_null: np.ndarray, p_cur_null: np.ndarray,
+                  cfg: DriftThresholds, rng: np.random.Generator) -> tuple[float, float, NoiseFloor]:
     n_r, n_c = int(ref.sum()), int(cur.sum())
-    psi_floor, js_floor = ds.multinomial_floors(ref / n_r, p_cur_null, n_r, n_c, cfg.floor_draws, rng, cfg.psi_eps)
+    psi_floor, js_floor = ds.multinomial_floors(p_ref_null, p_cur_null, n_r, n_c, cfg.floor_draws, rng, cfg.psi_eps)
     floor = NoiseFloor(psi=psi_floor, js=js_floor,
                        psi_expected=ds.psi_expected(int(np.count_nonzero(p_cur_null)), n_r, n_c))
     return float(ds.psi(ref, cur, cfg.psi_eps)), float(ds.js_distance(ref, cur)), floor
@@ -219,14 +250,17 @@ def numeric_drift(p: NumericProfile, cur: FineSample, cfg: DriftThresholds = Dri
     if ref_s.total == 0 or cur.total == 0:
         return base
     rng = _rng(cfg, p.feature)
-    # Null for the current sample: reference proportions, plus the 1/(n+1) chance per side that a new
-    # value falls below the reference minimum / above its maximum (exact for continuous values).
+    # No-drift model: reference proportions (empty other/missing bins of a feature get the 1/(n+1)
+    # succession mass); the current sample also has the 1/(n+1) chance per side of a value below the
+    # reference minimum / above its maximum (exact for continuous values; the reference has none there).
     n_num = ref_s.n_numeric
-    p_null = ref_b / ref_b.sum()
+    p_ref = _succession(ref_b, (-2, -1) if p.grid == GRID_FEATURE else ())
+    p_cur = p_ref.copy()
     if n_num:
-        p_null[1:-3] *= 1.0 - 2.0 / (n_num + 1)
-        p_null[0] = p_null[-3] = (n_num / ref_s.total) / (n_num + 1)
-    psi_v, js_v, floor = _frozen_stats(ref_b, cur_b, p_null, cfg, rng)
+        share = float(p_ref[1:-3].sum())
+        p_cur[1:-3] *= 1.0 - 2.0 / (n_num + 1)
+        p_cur[0] = p_cur[-3] = share / (n_num + 1)
+    psi_v, js_v, floor = _frozen_stats(ref_b, cur_b, p_ref, p_cur, cfg, rng)
     presence = _chi2(np.array([n_num, ref_s.other, ref_s.missing]), np.array([cur.n_numeric, cur.other, cur.missing]))
     ks = wass = None
     if n_num and cur.n_numeric:
@@ -259,7 +293,8 @@ def categorical_drift(p: CategoricalProfile, fh: FeatureHist | None,
                         unseen_share=unseen)
     if n_r == 0 or n_c == 0:
         return base
-    psi_v, js_v, floor = _frozen_stats(ref_b, cur_b, ref_b / n_r, cfg, _rng(cfg, p.feature))
+    p_null = _succession(ref_b, (-2, -1))
+    psi_v, js_v, floor = _frozen_stats(ref_b, cur_b, p_null, p_null, cfg, _rng(cfg, p.feature))
     chi = _chi2(ref_b, cur_b)
     floor = replace(floor, chi2=None if chi is None else ds.chi2_critical(chi.dof))
     return replace(base, psi=psi_v, js=js_v, chi2=chi, noise_floor=floor)
@@ -280,15 +315,17 @@ def classify(f: FeatureDrift, cfg: DriftThresholds) -> FeatureDrift:
     return replace(f, drifted=drifted, severity=severity)
 
 
-def adjust(results: list[FeatureDrift]) -> list[FeatureDrift]:
-    """Benjamini–Hochberg over every KS, χ² and missing-share p-value of these results (one family)."""
+def adjust(results: list[FeatureDrift], extra: list[float | None] | None = None
+           ) -> tuple[list[FeatureDrift], list[float | None]]:
+    """Benjamini–Hochberg over every KS, χ² and missing-share p-value of these results plus `extra` (one family)."""
     names = ("ks", "chi2", "missing_test")
     slots = [(i, name) for i, f in enumerate(results) for name in names if getattr(f, name) is not None]
-    adj = ds.bh_adjust([getattr(results[i], name).p_value for i, name in slots])
+    extra = list(extra or [])
+    adj = ds.bh_adjust([getattr(results[i], name).p_value for i, name in slots] + extra)
     out = list(results)
     for (i, name), a in zip(slots, adj):
         out[i] = replace(out[i], **{name: replace(getattr(out[i], name), p_adjusted=a)})
-    return out
+    return out, adj[len(slots):]
 
 
 def rank_key(f: FeatureDrift) -> tuple[int, float, float, str]:
@@ -298,18 +335,24 @@ def rank_key(f: FeatureDrift) -> tuple[int, float, float, str]:
 
 
 def prevalence_drift(positives_ref: int, labelled_ref: int, conf: np.ndarray | None,
-                     cfg: DriftThresholds = DriftThresholds()) -> PrevalenceDrift:
-    """Current prevalence among labelled predictions (Wilson) against the reference, Newcombe difference."""
+                     cfg: DriftThresholds = DriftThresholds(), p_adjusted: float | None = None) -> PrevalenceDrift:
+    """Current prevalence among labelled predictions (Wilson) against the reference.
+
+    p_adjusted: the BH-adjusted p-value from the report's family (default: the raw p-value).
+    """
     c = np.zeros((3, 2), np.int64) if conf is None else np.asarray(conf, dtype=np.int64)
     k, n = int(c[POS].sum()), int(c[POS].sum() + c[NEG].sum())
     cur = rate(k, n)
     ref_v = positives_ref / labelled_ref if labelled_ref else None
     if n == 0 or ref_v is None:
-        return PrevalenceDrift(ref_v, labelled_ref, cur, None, False)
+        return PrevalenceDrift(ref_v, labelled_ref, cur, None)
     d = ds.newcombe_diff(k, n, positives_ref, labelled_ref)
-    significant = not d[1] <= 0.0 <= d[2]
+    test = ds.chi2_test(np.array([positives_ref, labelled_ref - positives_ref]), np.array([k, n - k]))
+    p = test.p_value if test.dof > 0 else None
+    p_adj = p if p_adjusted is None else p_adjusted
     material = abs(d[0]) >= cfg.prevalence_change * ref_v if ref_v > 0 else d[0] > 0
-    return PrevalenceDrift(ref_v, labelled_ref, cur, d, significant and material)
+    drifted = material and p_adj is not None and p_adj < cfg.alpha
+    return PrevalenceDrift(ref_v, labelled_ref, cur, d, p, p_adj, material, drifted)
 
 
 def drift_report(profile: Profile, current_features: Mapping[str, FeatureHist],
@@ -318,7 +361,7 @@ def drift_report(profile: Profile, current_features: Mapping[str, FeatureHist],
     """Drift of a merged current window against a reference profile: ranked features, score, prevalence.
 
     A tracked feature absent from current_features has no current values (statistics None, not drifted).
-    One Benjamini–Hochberg family per report: every p-value of the features and of the score.
+    One Benjamini–Hochberg family per report: every p-value of the features, the score and prevalence.
     """
     feats: list[FeatureDrift] = []
     for p in profile.features:
@@ -329,10 +372,13 @@ def drift_report(profile: Profile, current_features: Mapping[str, FeatureHist],
             feats.append(categorical_drift(p, fh, config))
     if profile.score is not None:
         feats.append(numeric_drift(profile.score, score_sample(current_score_hist), config))
-    feats = [classify(f, config) for f in adjust(feats)]
+    prev = prevalence_drift(profile.positives, profile.labelled, current_conf, config)
+    feats, (prev_adj,) = adjust(feats, [prev.p_value])
+    if prev.p_value is not None:
+        prev = prevalence_drift(profile.positives, profile.labelled, current_conf, config, prev_adj)
+    feats = [classify(f, config) for f in feats]
     score = feats.pop() if profile.score is not None else None
     feats.sort(key=rank_key)
     tracked = {p.feature for p in profile.features}
     untracked = tuple(sorted(n for n in current_features if n not in tracked))
-    return DriftResult(tuple(feats), score, prevalence_drift(profile.positives, profile.labelled, current_conf, config),
-                       config, untracked)
+    return DriftResult(tuple(feats), score, prev, config, untracked)

@@ -59,10 +59,11 @@ def psi_expected(n_bins: int, n_ref: int, n_cur: int) -> float:
 
 def multinomial_floors(p_ref: np.ndarray, p_cur: np.ndarray, n_ref: int, n_cur: int, draws: int,
                        rng: np.random.Generator, eps: float = PSI_EPS) -> tuple[float, float]:
-    """95th-percentile PSI and JS of `draws` seeded no-drift resamples: ref ~ Mult(n_ref, p_ref), cur ~ Mult(n_cur, p_cur).
+    """95th-percentile PSI and JS over `draws` seeded no-drift resamples of both samples.
 
-    O(draws × bins), independent of the event count. p_cur is p_ref, or p_ref with the tail mass a
-    current sample has outside the reference range (see drift.py).
+    ref ~ Mult(n_ref, p_ref), cur ~ Mult(n_cur, p_cur): O(draws × bins), independent of the event
+    count. p_cur is p_ref, or p_ref plus the tail mass a current sample has outside the reference
+    range (see drift.numeric_drift).
     """
     r = rng.multinomial(n_ref, p_ref, size=draws)
     c = rng.multinomial(n_cur, p_cur, size=draws)

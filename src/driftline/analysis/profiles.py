@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..grids import SCORE_EDGES, feature_bin_lower, feature_bin_mid
-from ..stats import NEG, POS, FeatureHist
+from ..stats import NEG, POS, BucketStats, FeatureHist
 from .drift_stats import bridge_l1_quantile
 
 NUMERIC, CATEGORICAL = "numeric", "categorical"
@@ -390,3 +390,9 @@ def build_profile(features: Mapping[str, FeatureHist], score_hist: np.ndarray | 
     pos, neg = int(c[POS].sum()), int(c[NEG].sum())
     n = int(c.sum()) if conf is not None else (ss.total if ss.n_numeric else max((f.n for f in profs), default=0))
     return Profile(tuple(profs), score, pos, pos + neg, n, tuple(sorted(dropped)), settings)
+
+
+def build_profile_from_stats(stats: BucketStats, settings: ProfileSettings = ProfileSettings(),
+                             declared: Mapping[str, str] | None = None) -> Profile:
+    """Reference profile from a merged window's BucketStats (score histogram summed over label states)."""
+    return build_profile(stats.features, stats.hist, stats.conf, settings, declared)

@@ -24,8 +24,8 @@ from ..triggers import history
 from ..triggers.drift_hook import DriftProvider
 from ..triggers.model import FIRING, STATES, Rule
 from ..triggers.rules import AGGREGATE
-from ..triggers.runner import compile_rules
-from ..windows import default_at, merged, window_ending
+from ..triggers.runner import compile_rules, group_stats
+from ..windows import default_at, window_ending
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +77,9 @@ def groups_of(rows: list[BucketRow]) -> list[Group]:
     """The whole-model group then one group per (variant, model_version), each with its metrics."""
     if not rows:
         return []
-    out = [Group(AGGREGATE, AGGREGATE, classification(merged(rows)))]
-    by: dict[tuple[str, str], list[BucketRow]] = {}
-    for r in rows:
-        by.setdefault((r.variant, r.model_version), []).append(r)
-    out.extend(Group(v, mv, classification(merged(rs))) for (v, mv), rs in sorted(by.items()))
-    return out
+    total, by = group_stats(rows)
+    return [Group(AGGREGATE, AGGREGATE, classification(total))] + [
+        Group(v, mv, classification(st)) for (v, mv), st in by.items()]
 
 
 class _Families:
@@ -167,6 +164,11 @@ class SnapshotCollector:
                 self._cache = (now, self.snapshot())
             return list(self._cache[1])
 
+    def invalidate(self) -> None:
+        """Drop the cached snapshot (after a trigger evaluation, so the next scrape shows the new states)."""
+        with self._lock:
+            self._cache = None
+
     def window_end(self, model: str) -> float | None:
         """Where this model's windows end: the clock, or the newest prediction (event basis)."""
         if self.time_basis == "event":
@@ -197,7 +199,7 @@ class SnapshotCollector:
             for length in windows:
                 w = window_ending(at, length, self.config.bucket_s)
                 label = format_duration(length)
-                add_window(f, model, label, groups_of(self.store.buckets(model, w.start, w.end)))
+                add_window(f, model, label, groups_of(self.store.buckets(model, w.start, w.end, features=False)))
                 if self.drift is not None:
                     self._drift(f, model, label, w)
 

@@ -199,6 +199,10 @@ def _annotations(rule: Rule, name: str, model: str) -> dict[str, str]:
         desc += f" (95% interval {lo} to {hi}{n_txt})."
     else:
         desc += "."
+    if rule.hysteresis > 0:
+        back = rule.value + rule.hysteresis if rule.below else rule.value - rule.hysteresis
+        desc += (f" Hysteresis: it stays firing until back {'above' if rule.below else 'below'} "
+                 f"{_fmt_line(Rule(rule.name, m, rule.op, back), unit)}.")
     return {"summary": summary, "description": _with_user(rule, desc), "runbook_url": runbook}
 
 

@@ -12,12 +12,26 @@ from typing import Any
 
 from ..analysis.classification import Metrics, classification
 from ..config import Config, ConfigError, Trigger
-from ..store import Store
+from ..stats import BucketStats
+from ..store import BucketRow, Store
 from ..windows import Window, iso, merged, window_ending, window_rows
 from . import history
 from .drift_hook import DriftProvider, DriftReading, observation as drift_observation
 from .metrics import DRIFT, canonical, dead_letter_rate, from_metrics, info, silence
 from .model import Evaluation, Notice, Observation, Rule, Transition, TriggerState, evaluate
+
+
+def group_stats(rows: Sequence[BucketRow]) -> tuple[BucketStats, dict[tuple[str, str], BucketStats]]:
+    """Window total and per-(variant, model_version) statistics, merged in the same order as
+    `metrics_document`, so every number equals `driftline metrics --json` to the last bit."""
+    groups: dict[tuple[str, str], list[BucketRow]] = {}
+    for r in rows:
+        groups.setdefault((r.variant, r.model_version), []).append(r)
+    by = {key: merged(rs) for key, rs in sorted(groups.items())}
+    total = BucketStats()
+    for st in by.values():
+        total.add(st)
+    return total, by
 
 
 def compile_rules(triggers: Sequence[Trigger]) -> list[Rule]:
@@ -83,8 +97,8 @@ class Reader:
         """Classifier metrics of the window (as `driftline metrics --at`), cached."""
         key = (window_s, variant)
         if key not in self._metrics:
-            rows = window_rows(self.store, self.model, self.window(window_s), variant)
-            self._metrics[key] = classification(merged(rows))
+            rows = window_rows(self.store, self.model, self.window(window_s), variant, features=False)
+            self._metrics[key] = classification(group_stats(rows)[0])
         return self._metrics[key]
 
     def counters(self) -> dict[tuple[str, str], int]:

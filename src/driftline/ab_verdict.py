@@ -1,0 +1,226 @@
+"""The verdict line of an A/B readout: what the numbers support, and no more.
+
+A pure function of the readout document (ab_readout.ab_document). It claims a recall difference only when
+the fixed-horizon interval excludes 0 and the Holm-adjusted p is below α (in shadow mode: the paired
+bootstrap interval and the exact McNemar test), says whether the always-valid interval agrees, says when
+there are too few labelled positives, and puts sample-ratio mismatch and label imbalance in front of the
+reader instead of hiding them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+MIN_POSITIVES = 30
+"""Below this many labelled positives in an arm a recall comparison is only indicative."""
+METRIC_NAMES = {"recall": "recall", "fpr": "FPR", "precision": "precision", "alert_rate": "alert rate"}
+
+
+def _n(x: float) -> str:
+    """A difference or rate with 3 decimals and an ASCII sign."""
+    return f"{x:.3f}"
+
+
+def _p(p: float | None) -> str:
+    """'= 0.018', '< 0.0001' or '= n/a': a p-value ready to follow 'p'."""
+    if p is None:
+        return "= n/a"
+    return "< 0.0001" if p < 1e-4 else f"= {p:.2g}"
+
+
+def _iv(lo: float | None, hi: float | None) -> str:
+    return "[n/a]" if lo is None or hi is None else f"[{_n(lo)}, {_n(hi)}]"
+
+
+def _excludes(lo: float | None, hi: float | None) -> bool:
+    return lo is not None and hi is not None and (lo > 0 or hi < 0)
+
+
+def _magnitude(d: float, lo: float, hi: float) -> str:
+    """'0.060 [0.020, 0.100]': the size of the difference in the stated direction, with its interval."""
+    return f"{_n(abs(d))} {_iv(lo, hi) if d >= 0 else _iv(-hi, -lo)}"
+
+
+def _word(d: float, up: str = "higher", down: str = "lower") -> str:
+    return up if d > 0 else down
+
+
+def verdict(doc: dict[str, Any]) -> str:
+    """One paragraph saying which differences the data support, with which interval, and what is unsafe."""
+    arms = doc.get("arms") or {}
+    if not arms or all(a["predictions"] == 0 for a in arms.values()):
+        return "No predictions in the window: nothing to compare."
+    comps = doc.get("comparisons") or []
+    if not comps:
+        return f"Only one arm ({doc['control']}) has predictions in the window: nothing to compare."
+    parts: list[str] = []
+    srm = doc.get("srm") or {}
+    if srm.get("mismatch"):
+        parts.append(_srm(srm, doc.get("design", "split")))
+    for comp in comps:
+        parts.extend(_comparison(doc, comp))
+    return " ".join(parts)
+
+
+def _srm(srm: dict[str, Any], design: str) -> str:
+    obs, exp = srm.get("observed_share") or {}, srm.get("expected_share") or {}
+    split = " / ".join(f"{a} {100 * (obs.get(a) or 0):.1f} %" for a in exp)
+    want = " / ".join(f"{100 * v:.1f} %" for v in exp.values())
+    if design == "shadow":
+        return (f"Warning: the shadow arms scored different numbers of predictions ({split}, χ² p "
+                f"{_p(srm.get('p_value'))}): one variant misses ids, so the arms cover different traffic.")
+    return (f"Sample-ratio mismatch: the arms got {split} of predictions against {want} configured "
+            f"(χ² = {srm['chi2']:.1f}, p {_p(srm.get('p_value'))}): assignment or logging is broken, so the "
+            f"comparisons below are unreliable until that is fixed.")
+
+
+def _comparison(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
+    tr, ct = comp["treatment"], comp["control"]
+    at, ac = doc["arms"][tr], doc["arms"][ct]
+    if at["predictions"] == 0 or ac["predictions"] == 0:
+        missing = tr if at["predictions"] == 0 else ct
+        return [f"No predictions for {missing} in the window: {tr} vs {ct} cannot be compared."]
+    rec = comp["metrics"]["recall"]
+    out: list[str] = []
+    if rec["diff"] is None:
+        empty = ct if ac["positives"] == 0 else tr
+        out.append(f"No labelled positives yet for {empty}: the recall of {tr} vs {ct} cannot be compared; "
+                   f"wait for labels.")
+    elif min(at["positives"], ac["positives"]) < MIN_POSITIVES:
+        out.append(f"Too few labelled positives to judge recall ({ct}: {ac['positives']}, {tr}: "
+                   f"{at['positives']}; fewer than {MIN_POSITIVES} per arm): {tr} - {ct} = {rec['diff']:+.3f} "
+                   f"{_iv(rec['low'], rec['high'])} is indicative only. {_power(comp)}")
+    elif comp.get("paired") is not None and (comp["paired"]["bootstrap"]["recall"]["diff"] is not None):
+        out.append(_paired_recall(doc, comp))
+    else:
+        out.append(_split_recall(doc, comp))
+    out.extend(_others(doc, comp))
+    out.extend(_cautions(comp))
+    return out
+
+
+def _seq_clause(doc: dict[str, Any], comp: dict[str, Any], label: str = "the always-valid interval") -> str:
+    rec = comp["metrics"]["recall"]
+    if rec["seq_low"] is None:
+        return f"; {label} needs at least 10 labelled positives per arm."
+    iv = _iv(rec["seq_low"], rec["seq_high"])
+    if rec["seq_excludes_zero"]:
+        return f"; {label} {iv} also excludes 0, so the difference holds even with repeated looks."
+    more = rec.get("seq_more_needed")
+    per_day = comp["power"].get("positives_per_day")
+    tail = ""
+    if more:
+        n_days = math.ceil(more / per_day) if per_day else None
+        days = "" if n_days is None else f" (~{n_days} day{'s' if n_days != 1 else ''})"
+        tail = f": ~{more} more labelled positives{days} if the difference holds"
+    return f"; {label} {iv} still includes 0, so keep collecting before acting on repeated looks{tail}."
+
+
+def _power(comp: dict[str, Any]) -> str:
+    pw = comp["power"]
+    if pw.get("mde") is None:
+        return "The minimum detectable recall difference cannot be computed yet."
+    s = (f"With {pw['n_control']} and {pw['n_treatment']} labelled positives the minimum detectable recall gain "
+         f"is {_n(pw['mde'])} (80 % power)")
+    more, target = pw.get("more_per_arm"), pw.get("target_diff")
+    if more is None or target is None:
+        return s + "."
+    if more > 0:
+        days = f" (~{pw['days']} days at the current rate)" if pw.get("days") is not None else ""
+        return s + f"; detecting {_n(target)} needs ~{more} more labelled positives per arm{days}."
+    return s + f"; a true gain of {_n(target)} would probably (80 %) have shown up."
+
+
+def _split_recall(doc: dict[str, Any], comp: dict[str, Any]) -> str:
+    tr, ct = comp["treatment"], comp["control"]
+    rec = comp["metrics"]["recall"]
+    d, lo, hi, ph = rec["diff"], rec["low"], rec["high"], rec["p_holm"]
+    alpha = doc.get("alpha", 0.05)
+    cnt = rec["counts"]
+    caught = (f"caught {cnt['treatment']['k']}/{cnt['treatment']['n']} vs "
+              f"{cnt['control']['k']}/{cnt['control']['n']}")
+    if _excludes(lo, hi) and ph is not None and ph < alpha:
+        return (f"{tr}'s recall is {_word(d)} than {ct}'s by {_magnitude(d, lo, hi)} (fixed-horizon 95 % "
+                f"interval, Holm p {_p(ph)}; {caught}){_seq_clause(doc, comp)}")
+    if _excludes(lo, hi):
+        return (f"{tr} - {ct} recall = {d:+.3f} {_iv(lo, hi)} ({caught}): the unadjusted interval excludes 0 "
+                f"but after Holm correction over the four headline metrics p {_p(ph)}, so this is not a "
+                f"significant difference yet. {_power(comp)}")
+    return (f"No significant recall difference between {tr} and {ct}: {d:+.3f} {_iv(lo, hi)} (Holm p "
+            f"{_p(ph)}; {caught}); the interval includes 0, which does not show they are equal: differences "
+            f"from {_n(lo)} to {_n(hi)} remain compatible with the data. {_power(comp)}")
+
+
+def _paired_recall(doc: dict[str, Any], comp: dict[str, Any]) -> str:
+    tr, ct = comp["treatment"], comp["control"]
+    pr = comp["paired"]
+    b, t = pr["bootstrap"]["recall"], pr["recall"]
+    d, lo, hi = b["diff"], b["low"], b["high"]
+    alpha = doc.get("alpha", 0.05)
+    disc = (f"{tr} catches {t['treatment_only']} positives {ct} misses, {ct} catches {t['control_only']} that "
+            f"{tr} misses; exact McNemar p {_p(t['p_value'])}, Holm over recall and FPR p {_p(t['p_holm'])}")
+    head = f"Shadow mode, {pr['pairs']} ids scored by both: "
+    if _excludes(lo, hi) and t["p_holm"] is not None and t["p_holm"] < alpha:
+        return (head + f"{tr}'s recall is {_word(d)} than {ct}'s by {_magnitude(d, lo, hi)} (paired bootstrap "
+                f"95 % interval; {disc})"
+                + _seq_clause(doc, comp, "the always-valid interval (unpaired, conservative)"))
+    return (head + f"no significant recall difference: {d:+.3f} {_iv(lo, hi)} (paired bootstrap; {disc}); "
+            f"the interval includes 0, which does not show they are equal. {_power(comp)}")
+
+
+def _others(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
+    tr = comp["treatment"]
+    alpha = doc.get("alpha", 0.05)
+    paired = comp.get("paired")
+    found, quiet = [], []
+    for m in ("fpr", "precision", "alert_rate"):
+        e = comp["metrics"][m]
+        p = e["p_holm"]
+        if m == "fpr" and paired is not None and paired["fpr"]["p_holm"] is not None:
+            p = paired["fpr"]["p_holm"]
+        if e["diff"] is None:
+            continue
+        if _excludes(e["low"], e["high"]) and p is not None and p < alpha:
+            c = e["counts"]
+            size = _magnitude(e["diff"], e["low"], e["high"])
+            found.append(f"{tr}'s {METRIC_NAMES[m]} is {_word(e['diff'])} by {size}"
+                         f" (Holm p {_p(p)}; {c['treatment']['k']}/{c['treatment']['n']} vs "
+                         f"{c['control']['k']}/{c['control']['n']})")
+        else:
+            quiet.append(METRIC_NAMES[m])
+    out = []
+    if found:
+        out.append("; ".join(found) + ".")
+    if quiet:
+        names = quiet[0] if len(quiet) == 1 else ", ".join(quiet[:-1]) + " or " + quiet[-1]
+        out.append(f"No significant difference in {names}.")
+    cd = comp.get("cost_per_1000") or {}
+    cur = doc.get("currency", "")
+    if cd.get("diff") is not None:
+        if _excludes(cd.get("low"), cd.get("high")):
+            lo, hi = (cd["low"], cd["high"]) if cd["diff"] >= 0 else (-cd["high"], -cd["low"])
+            out.append(f"Cost per 1,000 predictions is {_word(cd['diff'])} for {tr} by {abs(cd['diff']):.2f} {cur} "
+                       f"[{lo:.2f}, {hi:.2f}].")
+        else:
+            out.append(f"Cost per 1,000 predictions: {cd['diff']:+.2f} {cur} [{cd['low']:.2f}, {cd['high']:.2f}], "
+                       f"which includes 0.")
+    return out
+
+
+def _cautions(comp: dict[str, Any]) -> list[str]:
+    tr, ct = comp["treatment"], comp["control"]
+    out = [f"Caution: {w}" for w in (comp.get("label_balance") or {}).get("warnings", [])]
+    pr = comp.get("paired")
+    if pr is not None:
+        lf = pr["labels_follow_control"]
+        if lf["warning"]:
+            out.append(f"Caution: labels follow {ct}'s flags (coverage {100 * lf['coverage_flagged']['value']:.1f} % "
+                       f"when {ct} flags vs {100 * lf['coverage_unflagged']['value']:.1f} % when not): positives "
+                       f"{ct} misses are under-labelled, so the recall comparison is biased in favour of {ct}.")
+        rows = pr["rows"]["control"]
+        unpaired = pr["unpaired"]["control"]
+        if rows and unpaired > 0.01 * rows:
+            out.append(f"Caution: {unpaired} of {ct}'s {rows} predictions have no {tr} score; the paired tests "
+                       f"cover only the ids scored by both.")
+    return out

@@ -1,0 +1,140 @@
+"""`driftline alerts`: trigger states and alert history; `alerts evaluate` (one pass), `alerts render` (rules)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from ..context import Context, parse_at
+from ..notify import Notifier, fmt_value
+from ..triggers import history, runner
+from ..triggers.drift_hook import default_provider
+from ..triggers.model import FIRING, Rule
+from ..triggers.rules import render_rules, to_yaml
+from ..windows import iso
+
+_STYLE = {"ok": "green", "pending": "yellow", "firing": "bold red", "resolved": "cyan",
+          "insufficient_data": "magenta"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("alerts", help="trigger states and alert history (subcommands: evaluate, render)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--limit", type=int, default=50, help="history rows (newest first)")
+    p.add_argument("--trigger", help="only this trigger's history")
+    p.set_defaults(func=cmd_show)
+    s = p.add_subparsers(dest="alerts_command", metavar="SUBCOMMAND")
+    e = s.add_parser("evaluate", help="evaluate every trigger once, store the result and notify")
+    e.add_argument("--at", help="evaluation time (RFC 3339 or epoch seconds; default now): windows end here")
+    e.add_argument("--json", action="store_true", help="print JSON")
+    e.add_argument("--no-notify", action="store_true", help="store states and history but send nothing")
+    e.add_argument("--dry-run", action="store_true", help="neither store nor notify")
+    e.set_defaults(func=cmd_evaluate)
+    r = s.add_parser("render", help="Prometheus alerting rules generated from the config's triggers")
+    r.add_argument("--out", default="-", help="output file (default: stdout), e.g. alerts/triggers.rules.yml")
+    r.add_argument("--check", action="store_true", help="exit 1 when --out differs from the rendered rules")
+    r.set_defaults(func=cmd_render)
+
+
+def _state_rows(ctx: Context, rules: list[Rule]) -> list[dict[str, Any]]:
+    states = history.load_states(ctx.store(), ctx.config.model)
+    out = []
+    for r in rules:
+        s = states.get(r.name)
+        out.append({**r.to_json(), "state": None if s is None else {
+            **s.to_json(), "since": iso(s.since), "updated_at": iso(s.updated_at)}})
+    return out
+
+
+def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
+    rules = runner.compile_rules(ctx.config.triggers)
+    states = _state_rows(ctx, rules)
+    rows = history.history(ctx.store(), ctx.config.model, args.trigger, args.limit)
+    if args.json:
+        print(json.dumps({"model": ctx.config.model, "triggers": states,
+                          "history": [{**h, "at": iso(h["at"])} for h in rows]}))
+        return 0
+    by_name = {r.name: r for r in rules}
+    t = Table(title=f"triggers of {ctx.config.model}", title_justify="left")
+    for col in ("trigger", "severity", "line", "state", "since", "judged", "value [95 %]", "n", "window"):
+        t.add_column(col, justify="right" if col in ("n",) else "left")
+    for row in states:
+        r = by_name[row["name"]]
+        s = row["state"]
+        line = f"{r.metric}{'[' + r.feature + ']' if r.feature else ''} {r.op} {fmt_value(r, r.value)} ({r.mode})"
+        if s is None:
+            t.add_row(r.name, r.severity, line, "not evaluated", "", "", "", "", r.window)
+            continue
+        interval = f" [{fmt_value(r, s['low'])}, {fmt_value(r, s['high'])}]" if s["low"] is not None else ""
+        t.add_row(r.name, r.severity, line, f"[{_STYLE.get(s['state'], '')}]{s['state']}[/]", s["since"],
+                  fmt_value(r, s["judged"]), fmt_value(r, s["value"]) + interval,
+                  "" if s["n"] is None else f"{s['n']:,}", s["window"])
+    ctx.console.print(t)
+    h = Table(title=f"alert history (newest {len(rows)})", title_justify="left")
+    for col in ("when", "trigger", "transition", "value [95 %]", "n", "window", "notified"):
+        h.add_column(col)
+    for row in rows:
+        r = by_name.get(row["trigger"])
+        fmt = (lambda v: fmt_value(r, v)) if r is not None else (lambda v: "n/a" if v is None else f"{v:.4g}")
+        interval = f" [{fmt(row['low'])}, {fmt(row['high'])}]" if row["low"] is not None else ""
+        h.add_row(iso(row["at"]), row["trigger"], f"{row['from_state'] or '—'} → {row['to_state']}",
+                  fmt(row["value"]) + interval, "" if row["n"] is None else f"{row['n']:,}", row["window"],
+                  "yes" if row["notified"] else "")
+    ctx.console.print(h)
+    return 0
+
+
+def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
+    at = parse_at(args.at)
+    now = float(ctx.clock()) if at is None else at
+    store = ctx.store()
+    run = runner.run(store, ctx.config, now, at=now, drift=default_provider(), persist=not args.dry_run)
+    if not (args.dry_run or args.no_notify):
+        notifier = Notifier(ctx.config.notify, ctx.config.model, clock=ctx.clock)
+        firing = [(r, s) for r, s in zip(run.rules, run.states) if s.state == FIRING]
+        notifier.notify(run.notices, firing)
+    if args.json:
+        print(json.dumps(run.to_json()))
+        return 0
+    t = Table(title=f"triggers of {run.model} at {iso(run.at)}", title_justify="left")
+    for col in ("trigger", "line", "state", "judged", "value [95 %]", "n", "change"):
+        t.add_column(col)
+    for r, e in zip(run.rules, run.evaluations):
+        s = e.state
+        interval = f" [{fmt_value(r, s.low)}, {fmt_value(r, s.high)}]" if s.low is not None else ""
+        change = ""
+        if e.transition is not None:
+            change = f"{e.transition.from_state or '—'} → {e.transition.to_state}"
+        if e.notice is not None:
+            change += f" (notify: {e.notice.kind})"
+        t.add_row(r.name, f"{r.metric} {r.op} {fmt_value(r, r.value)} ({r.mode}, min n {r.min_n})",
+                  f"[{_STYLE.get(s.state, '')}]{s.state}[/]", fmt_value(r, s.judged),
+                  fmt_value(r, s.value) + interval, "" if s.n is None else f"{s.n:,}", change)
+    ctx.console.print(t)
+    return 0
+
+
+def cmd_render(ctx: Context, args: argparse.Namespace) -> int:
+    rendered = render_rules(ctx.config)
+    text = to_yaml(rendered)
+    for s in rendered.skipped:
+        ctx.err.print(f"[yellow]skipped[/yellow] {s}")
+    if args.out == "-":
+        sys.stdout.write(text)
+        return 0
+    out = Path(args.out)
+    if args.check:
+        current = out.read_text() if out.exists() else ""
+        if current != text:
+            ctx.err.print(f"[red]{out} is not what `driftline alerts render` produces; re-render it[/red]")
+            return 1
+        return 0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    ctx.err.print(f"wrote {len(rendered.alerts)} alert rule(s) to {out}")
+    return 0

@@ -1,0 +1,174 @@
+"""The long-running service: Prometheus exporter + trigger evaluation (and other scheduled jobs) over the store.
+
+`driftline serve` runs it over an existing database; `driftline run` (Kafka) runs it next to the consumer,
+passing its OpsMetrics and readiness check. Jobs run on an APScheduler 3 BackgroundScheduler in UTC; on
+PostgreSQL only the holder of an advisory lock evaluates triggers, so replicas do not notify twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+from sqlalchemy import Connection, text
+
+from .config import Config, parse_duration
+from .exporter.collector import SnapshotCollector
+from .exporter.http import ExporterServer, Readiness, build_registry
+from .exporter.ops import OpsMetrics
+from .notify import Notifier
+from .store import Store, StoreUnavailable
+from .triggers import history, runner
+from .triggers.drift_hook import DriftProvider, default_provider
+from .triggers.model import FIRING
+from .windows import default_at
+
+log = logging.getLogger(__name__)
+
+LOCK_KEY = 0x6472_6966_746C
+"""PostgreSQL advisory lock key held by the replica that runs scheduled jobs ('driftl')."""
+
+
+class LeaderLock:
+    """Session advisory lock on PostgreSQL (held until the connection closes); always held on SQLite."""
+
+    def __init__(self, store: Store, key: int = LOCK_KEY) -> None:
+        self.store, self.key = store, key
+        self._conn: Connection | None = None
+        self._held = False
+
+    def held(self) -> bool:
+        """Acquire or confirm the lock; False when another replica holds it or the database is unreachable."""
+        if self.store.dialect != "postgresql":
+            return True
+        try:
+            if self._conn is None:
+                self._conn = self.store.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+                self._held = False
+            if self._held:
+                self._conn.execute(text("SELECT 1"))
+            else:
+                self._held = bool(self._conn.execute(text("SELECT pg_try_advisory_lock(:k)"),
+                                                     {"k": self.key}).scalar())
+            return self._held
+        except Exception as err:  # noqa: BLE001 - connection lost: the lock is gone with it
+            log.warning("leader lock check failed: %s", err)
+            self.release()
+            return False
+
+    def release(self) -> None:
+        """Give the lock up: the connection is discarded, not returned to the pool (which would keep it)."""
+        if self._conn is not None:
+            try:
+                self._conn.invalidate()
+                self._conn.close()
+            except Exception:  # noqa: BLE001 - closing a broken connection
+                pass
+        self._conn, self._held = None, False
+
+
+class Service:
+    """Owns the exporter HTTP server and the scheduler running trigger evaluation every evaluate_every."""
+
+    def __init__(self, config: Config, store: Store, *, clock: Callable[[], float] = time.time,
+                 ops: OpsMetrics | None = None, notifier: Notifier | None = None,
+                 readiness: Readiness | None = None, host: str | None = None, port: int | None = None,
+                 time_basis: str = "wall", drift: DriftProvider | None | str = "auto",
+                 evaluate: bool = True) -> None:
+        self.config, self.store, self.clock = config, store, clock
+        self.rules = runner.compile_rules(config.triggers)
+        self.ops = ops if ops is not None else OpsMetrics()
+        self.drift: DriftProvider | None = default_provider() if drift == "auto" else drift  # type: ignore[assignment]
+        self.time_basis = time_basis
+        self.snapshot = SnapshotCollector(store, config, clock, time_basis=time_basis, drift=self.drift)
+        self.registry = build_registry(self.snapshot, self.ops)
+        self.host = host if host is not None else config.exporter.host
+        self.port = port if port is not None else config.exporter.port
+        self.readiness = readiness
+        self.server: ExporterServer | None = None
+        self.notifier = notifier
+        self.evaluate_enabled = evaluate
+        self.leader = LeaderLock(store)
+        self.scheduler = BackgroundScheduler(timezone=timezone.utc)
+        self.last_run: runner.EvaluationRun | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        """Base URL of the running exporter."""
+        assert self.server is not None, "service not started"
+        return self.server.url
+
+    def start(self) -> None:
+        """Bind the exporter, then schedule trigger evaluation (first run immediately)."""
+        self.server = ExporterServer(self.registry, self.store, self.host, self.port, self.readiness,
+                                     triggers_json=self.triggers_json)
+        if self.notifier is None:
+            self.notifier = Notifier(self.config.notify, self.config.model, ops=self.ops,
+                                     generator_url=self.server.url + "/triggers")
+        self.server.start()
+        if self.evaluate_enabled and self.rules:
+            every = parse_duration(self.config.schedule.evaluate_every)
+            self.scheduler.add_job(self.evaluate_once, IntervalTrigger(seconds=every, timezone=timezone.utc),
+                                   id="evaluate-triggers", max_instances=1, coalesce=True,
+                                   misfire_grace_time=max(1, int(every)),
+                                   next_run_time=datetime.now(timezone.utc))
+        self.scheduler.start()
+
+    def stop(self) -> None:
+        """Stop scheduling (waiting for a running job), close the exporter and release the leader lock."""
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=True)
+        if self.server is not None:
+            self.server.stop()
+        self.leader.release()
+
+    def evaluate_once(self) -> runner.EvaluationRun | None:
+        """One evaluation pass (leader only): store states and transitions, then notify; None when skipped."""
+        with self._lock:
+            if not self.leader.held():
+                log.debug("not the leader: trigger evaluation skipped")
+                return None
+            now = float(self.clock())
+            at: float | None = now
+            if self.time_basis == "event":
+                at = default_at(self.store, self.config.model, self.config.bucket_s) or now
+            try:
+                run = runner.run(self.store, self.config, now, at, drift=self.drift, rules=self.rules)
+            except StoreUnavailable as err:
+                log.warning("trigger evaluation skipped: database unavailable: %s", err)
+                return None
+            except Exception:  # noqa: BLE001 - a failing pass must not stop the scheduler
+                log.exception("trigger evaluation failed")
+                return None
+            self.last_run = run
+            self.snapshot.invalidate()
+            firing = [(r, s) for r, s in zip(run.rules, run.states) if s.state == FIRING]
+            if self.notifier is not None:
+                self.notifier.notify(run.notices, firing)
+            return run
+
+    def triggers_json(self) -> dict[str, Any]:
+        """Current trigger states (the notifications' generatorURL points here)."""
+        states = history.load_states(self.store, self.config.model)
+        return {"model": self.config.model, "triggers": [
+            {**r.to_json(), "state": states[r.name].to_json() if r.name in states else None} for r in self.rules]}
+
+
+def run_until_signalled(service: Service, stop: threading.Event,
+                        on_start: Callable[[Service], None] | None = None) -> None:
+    """Start the service, block until `stop` is set (SIGTERM/SIGINT handlers set it), then stop cleanly."""
+    service.start()
+    if on_start is not None:
+        on_start(service)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        service.stop()

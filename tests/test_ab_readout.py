@@ -1,0 +1,404 @@
+"""The A/B readout end to end: real pipeline into SQLite, then `ab_document` / `driftline ab --json`, checked
+against `driftline metrics --json`, the pure statistics, scipy and statsmodels."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import msgspec
+import numpy as np
+import pytest
+from scipy.stats import chisquare
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.proportion import confint_proportions_2indep
+
+from driftline.ab_readout import ABQuery, ab_document, costs_from_config, plan_arms, sequential_more_needed
+from driftline.analysis.abstats import ArmCounts, compare_proportions, holm, label_balance
+from driftline.analysis.costs import cost_difference, cost_per_1000
+from driftline.analysis.power import recall_power
+from driftline.analysis.sequential import SequentialPlan, cs_difference
+from driftline.cli import main
+from driftline.config import AB, ConfigError, from_dict
+from driftline.grids import DELAY_EDGES
+from driftline.pipeline import Pipeline, RawRecord
+from driftline.report_metrics import resolve_window
+from driftline.simulate import SimSpec, stream
+from driftline.store import Store
+from driftline.windows import merged, window_rows
+
+from helpers import outcome, pred
+
+T0 = 1_699_920_000.0  # a midnight UTC
+WEEK = 7 * 86400.0
+HEADLINE = ("recall", "fpr", "precision", "alert_rate")
+_enc = msgspec.json.Encoder()
+
+
+def _ingest(url: str, config: Any, raws: list[bytes]) -> Store:
+    store = Store(url)
+    store.migrate()
+    pipe = Pipeline(config, store, clock=lambda: T0 + 400 * 86400)
+    for i in range(0, len(raws), 5000):
+        pipe.process_batch([RawRecord("test", 0, j, raws[j]) for j in range(i, min(i + 5000, len(raws)))])
+    return store
+
+
+def _sim(spec: SimSpec) -> list[bytes]:
+    return [_enc.encode(e) for e in stream(spec)]
+
+
+@pytest.fixture(scope="module")
+def split_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Store]:
+    """Ten simulated days (A = v1, B = v2 slightly better), 50/50 split, through the real pipeline."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('ab') / 'split.db'}"
+    store = _ingest(url, from_dict({}), _sim(SimSpec(start=T0, days=10, per_day=3000, drift_day=None, seed=3)))
+    yield url, store
+    store.close()
+
+
+def _doc(store: Store, config: Any = None, model: str = "fraud", **kw: Any) -> dict[str, Any]:
+    return ab_document(store, config or from_dict({}), ABQuery(model, WEEK, **kw))
+
+
+# --- the contract ------------------------------------------------------------------------------------
+def test_json_contract_keys(split_db) -> None:
+    _, store = split_db
+    doc = _doc(store)
+    json.dumps(doc, allow_nan=False)
+    assert {"design", "control", "window", "arms", "comparisons", "srm", "label_balance", "power",
+            "verdict"} <= set(doc)
+    assert doc["design"] == "split" and doc["control"] == "A" and set(doc["arms"]) == {"A", "B"}
+    for arm in doc["arms"].values():
+        assert {"predictions", "labelled", "positives", "cost_per_1000", "label_delay_seconds"} <= set(arm)
+        for m in (*HEADLINE, "label_coverage"):
+            assert {"value", "low", "high", "n"} <= set(arm[m])
+        assert {"value", "low", "high"} <= set(arm["cost_per_1000"])
+    (comp,) = doc["comparisons"]
+    assert comp["treatment"] == "B" and set(comp["metrics"]) == set(HEADLINE) and "paired" not in comp
+    for m in HEADLINE:
+        assert {"diff", "low", "high", "p_value", "p_holm", "rel_lift", "seq_low", "seq_high",
+                "counts"} <= set(comp["metrics"][m])
+        assert set(comp["metrics"][m]["rel_lift"]) == {"value", "low", "high"}
+    assert {"diff", "low", "high"} <= set(comp["cost_per_1000"])
+    assert {"chi2", "p_value", "mismatch"} <= set(doc["srm"])
+    assert {"mde", "needed_per_arm", "more_per_arm", "days"} <= set(doc["power"])
+    assert isinstance(doc["verdict"], str) and doc["verdict"]
+
+
+def test_arm_counts_equal_metrics_cli(split_db, capsys) -> None:
+    """Each arm equals `driftline metrics --json --variant X` over the same (default) window."""
+    url, store = split_db
+    doc = _doc(store)
+    for v in ("A", "B"):
+        assert main(["--db", url, "metrics", "--json", "--window", "7d", "--variant", v]) == 0
+        met = json.loads(capsys.readouterr().out)
+        arm = doc["arms"][v]
+        assert met["window"]["start"] == doc["window"]["start"] and met["window"]["end"] == doc["window"]["end"]
+        c = met["counts"]
+        assert (arm["predictions"], arm["labelled"], arm["positives"]) == (c["predictions"], c["labelled"],
+                                                                            c["positives"])
+        assert arm["counts"]["tp"] == c["tp"] and arm["counts"]["fp"] == c["fp"] and arm["counts"]["fn"] == c["fn"]
+        for m in HEADLINE:
+            assert arm[m] == met["metrics"][m]
+        assert arm["label_coverage"] == met["label_coverage"]
+        assert arm["label_delay_seconds"] == met["label_delay_seconds"]
+        assert arm["predictions"] > 10_000
+
+
+def test_comparisons_equal_the_pure_functions(split_db) -> None:
+    _, store = split_db
+    config = from_dict({})
+    doc = _doc(store, config)
+    (comp,) = doc["comparisons"]
+    arm = {v: ArmCounts(**doc["arms"][v]["counts"]) for v in ("A", "B")}
+    t, c = arm["B"], arm["A"]
+    direct = {m: compare_proportions(*t.metric_counts(m), *c.metric_counts(m), metric=m) for m in HEADLINE}
+    adjusted = dict(zip(HEADLINE, holm([direct[m].p_value for m in HEADLINE])))
+    pos = t.positives + c.positives
+    for m in HEADLINE:
+        got, want = comp["metrics"][m], direct[m]
+        assert (got["diff"], got["low"], got["high"], got["p_value"]) == (want.diff, want.low, want.high,
+                                                                          want.p_value)
+        assert got["p_holm"] == adjusted[m] and got["rel_lift"] == want.rel_lift.to_json()
+        planned = 500.0 if m == "recall" else 500.0 * (want.n_t + want.n_c) / pos
+        seq = cs_difference(want.k_t, want.n_t, want.k_c, want.n_c, SequentialPlan(planned))
+        assert (got["seq_low"], got["seq_high"]) == pytest.approx((seq.low, seq.high), rel=1e-12)
+        assert got["counts"] == {"treatment": {"k": want.k_t, "n": want.n_t},
+                                 "control": {"k": want.k_c, "n": want.n_c}}
+    # independent reference: statsmodels' Newcombe hybrid score interval for the recall difference
+    ref = confint_proportions_2indep(t.tp, t.positives, c.tp, c.positives, method="newcomb", compare="diff")
+    assert (comp["metrics"]["recall"]["low"], comp["metrics"]["recall"]["high"]) == pytest.approx(ref, abs=1e-9)
+    # FPR plan in units of negatives equals SequentialPlan.for_negatives at the pooled prevalence
+    prev = pos / (t.labelled + c.labelled)
+    assert comp["metrics"]["fpr"]["seq_planned_per_arm"] == pytest.approx(SequentialPlan(500).for_negatives(prev)
+                                                                          .planned_per_arm)
+    costs = costs_from_config(config.costs)
+    assert comp["cost_per_1000"] == {**cost_difference(t, c, costs).to_json(), "method": "delta"}
+    assert doc["arms"]["A"]["cost_per_1000"] == cost_per_1000(c, costs).to_json()
+    days = doc["window"]["days_observed"]
+    assert days == 7.0
+    pw = recall_power(c.tp, c.positives, t.positives, 0.05, min(t.positives, c.positives) / days)
+    assert {k: doc["power"][k] for k in pw.to_json()} == pw.to_json()
+    assert pw.more_per_arm is not None and pw.more_per_arm > 0 and pw.days is not None
+    win = resolve_window(store, config, "fraud", WEEK, None)
+    delay = {v: merged(window_rows(store, "fraud", win, v)).delay for v in ("A", "B")}
+    lb = label_balance(t, c, ("B", "A"), delay["B"], delay["A"], DELAY_EDGES)
+    assert doc["label_balance"] == {"treatment": "B", **lb.to_json()} and not lb.warnings
+    assert lb.delay_p_value is not None and lb.median_delay_s["A"] > 86400
+    n = {v: doc["arms"][v]["predictions"] for v in ("A", "B")}
+    ref_srm = chisquare([n["A"], n["B"]])
+    assert doc["srm"]["chi2"] == pytest.approx(ref_srm.statistic) and doc["srm"]["p_value"] == pytest.approx(
+        ref_srm.pvalue)
+    assert doc["srm"]["mismatch"] is False
+
+
+def test_srm_90_10_split_configured_as_50_50(tmp_path) -> None:
+    spec = SimSpec(start=T0, days=3, per_day=2000, drift_day=None, seed=5,
+                   variants=(("A", "v1", 0.9), ("B", "v2", 0.1)))
+    store = _ingest(f"sqlite:///{tmp_path / 'srm.db'}", from_dict({}), _sim(spec))
+    wrong = _doc(store, from_dict({"ab": {"arms": {"A": 50, "B": 50}}}))
+    n = [wrong["arms"]["A"]["predictions"], wrong["arms"]["B"]["predictions"]]
+    ref = chisquare(n, f_exp=[sum(n) / 2] * 2)
+    assert wrong["srm"]["mismatch"] is True and wrong["srm"]["p_value"] == pytest.approx(ref.pvalue)
+    assert wrong["srm"]["chi2"] == pytest.approx(ref.statistic)
+    assert wrong["verdict"].startswith("Sample-ratio mismatch") and "unreliable" in wrong["verdict"]
+    right = _doc(store, from_dict({"ab": {"arms": {"A": 0.9, "B": 0.1}}}))
+    ref = chisquare(n, f_exp=[0.9 * sum(n), 0.1 * sum(n)])
+    assert right["srm"]["p_value"] == pytest.approx(ref.pvalue) and right["srm"]["mismatch"] is False
+    assert "mismatch" not in right["verdict"]
+    store.close()
+
+
+# --- shadow mode -------------------------------------------------------------------------------------
+def _shadow_events(seed: int, n: int = 5000, only_a: int = 60, unflagged_labelled: float = 1.0
+                   ) -> tuple[list[bytes], dict[str, np.ndarray]]:
+    """Each id scored by A (v1) and B (v2, better separation) with shared noise; ~8 % fraud; 5 % unlabelled
+    (and only `unflagged_labelled` of the ids A does not flag). `only_a` extra unlabelled ids scored by A alone."""
+    rng = np.random.default_rng(seed)
+    y = rng.random(n) < 0.08
+    shared = rng.normal(0, 1.0, n)
+    sa = 1 / (1 + np.exp(-(np.where(y, 0.8, -2.2) + shared + rng.normal(0, 0.6, n))))
+    sb = 1 / (1 + np.exp(-(np.where(y, 1.2, -2.3) + shared + rng.normal(0, 0.6, n))))
+    labelled = (rng.random(n) >= 0.05) & ((sa >= 0.5) | (rng.random(n) < unflagged_labelled))
+    ts = T0 + np.sort(rng.random(n)) * 5 * 86400
+    raws: list[bytes] = []
+    for i in range(n):
+        raws.append(pred(f"s{i}", float(sa[i]), float(ts[i]), variant="A", model_version="v1"))
+        raws.append(pred(f"s{i}", float(sb[i]), float(ts[i]) + 0.5, variant="B", model_version="v2"))
+        if labelled[i]:
+            raws.append(outcome(f"s{i}", int(y[i]), float(ts[i]) + 86400))
+    for j in range(only_a):
+        raws.append(pred(f"a{j}", 0.3, T0 + 3600 + j, variant="A", model_version="v1"))
+    return raws, {"y": y, "fa": sa >= 0.5, "fb": sb >= 0.5, "labelled": labelled}
+
+
+def test_shadow_paired_counts_and_exact_mcnemar(tmp_path, capsys) -> None:
+    config = from_dict({"ab": {"design": "shadow"}})
+    raws, truth = _shadow_events(11)
+    url = f"sqlite:///{tmp_path / 'shadow.db'}"
+    store = _ingest(url, config, raws)
+    doc = _doc(store, config, seed=4)
+    json.dumps(doc, allow_nan=False)
+    assert doc["design"] == "shadow"
+    pr = doc["comparisons"][0]["paired"]
+    y, fa, fb, lab = truth["y"], truth["fa"], truth["fb"], truth["labelled"]
+    pos, neg = lab & y, lab & ~y
+    direct = {"recall": (pos & fa & ~fb, pos & ~fa & fb), "fpr": (neg & fa & ~fb, neg & ~fa & fb)}
+    for key, (a_only, b_only) in direct.items():
+        assert (pr[key]["control_only"], pr[key]["treatment_only"]) == (int(a_only.sum()), int(b_only.sum()))
+        cells = lambda m: int(m.sum())  # noqa: E731
+        sel = pos if key == "recall" else neg
+        table = [[cells(sel & fa & fb), cells(sel & fa & ~fb)], [cells(sel & ~fa & fb), cells(sel & ~fa & ~fb)]]
+        assert pr[key]["p_value"] == pytest.approx(mcnemar(table, exact=True).pvalue, rel=1e-9)
+    assert pr["recall"]["treatment_only"] > pr["recall"]["control_only"] > 0
+    assert pr["pairs"] == len(y) and pr["unpaired"] == {"control": 60, "treatment": 0}
+    assert pr["table"]["counts"][2][0][0] + pr["table"]["counts"][2][0][1] == int((~lab & ~fa).sum())
+    # the A-only ids are unlabelled, so the paired recall difference is the arms' recall difference
+    boot = pr["bootstrap"]
+    assert boot["recall"]["diff"] == pytest.approx(doc["comparisons"][0]["metrics"]["recall"]["diff"])
+    assert boot["recall"]["low"] < boot["recall"]["diff"] < boot["recall"]["high"]
+    assert boot["seed"] == 4 and _doc(store, config, seed=4)["comparisons"] == doc["comparisons"]
+    assert doc["comparisons"][0]["cost_per_1000"]["method"] == "paired_bootstrap"
+    # paired interval narrower than the independent-arm Newcombe interval (seed 001's shape)
+    rec = doc["comparisons"][0]["metrics"]["recall"]
+    assert boot["recall"]["high"] - boot["recall"]["low"] < rec["high"] - rec["low"]
+    assert doc["srm"]["mismatch"] is False  # 60 extra A rows out of 5,000 is not material
+    assert pr["labels_follow_control"]["warning"] is False and "Caution: labels follow" not in doc["verdict"]
+    assert "Shadow mode, 5000 ids scored by both" in doc["verdict"]
+    assert f"B catches {pr['recall']['treatment_only']} positives A misses" in doc["verdict"]
+    # the CLI on a shadow config file, human-readable
+    cfg = tmp_path / "shadow.yaml"
+    cfg.write_text("ab:\n  design: shadow\n")
+    assert main(["--config", str(cfg), "--db", url, "ab", "--seed", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "shadow pairs: 5,000 ids" in out and "Verdict:" in out
+    store.close()
+
+
+# --- verdicts on controlled counts ------------------------------------------------------------------------
+def _arm(variant: str, model: str, tp: int, fn: int, fp: int, tn: int, unl: int = 0) -> list[bytes]:
+    """Predictions of one arm with exactly these confusion counts (+ `unl` unflagged, unlabelled)."""
+    cells = [(0.9, 1)] * tp + [(0.1, 1)] * fn + [(0.9, 0)] * fp + [(0.1, 0)] * tn + [(0.2, None)] * unl
+    ts = T0 + np.arange(len(cells)) * (5 * 86400 / len(cells))
+    raws = []
+    for i, ((score, y), t) in enumerate(zip(cells, ts)):
+        pid = f"{model}-{variant}-{i}"
+        raws.append(pred(pid, score, float(t), variant=variant, model=model))
+        if y is not None:
+            raws.append(outcome(pid, y, float(t) + 7200))
+    return raws
+
+
+SCENARIOS = {  # model → B's caught positives (of 150), A catches 90 of 150; 60 FPs and 3,000 TNs each
+    "both": 125, "fixed_only": 113, "unadjusted_only": 110, "none": 92, "few": None, "labels": None,
+}
+
+
+@pytest.fixture(scope="module")
+def verdict_db(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    raws: list[bytes] = []
+    for model, kt in SCENARIOS.items():
+        if model == "few":  # too few labelled positives: 12 vs 9
+            raws += _arm("A", model, 6, 6, 30, 2000, 40) + _arm("B", model, 6, 3, 30, 2000, 40)
+        elif model == "labels":  # every flag labelled, 30 % of the rest; B flags 4× more
+            raws += _arm("A", model, 90, 40, 60, 920, 2240) + _arm("B", model, 120, 30, 480, 795, 1925)
+        else:
+            raws += _arm("A", model, 90, 60, 60, 3000) + _arm("B", model, kt, 150 - kt, 60, 3000)
+    store = _ingest(f"sqlite:///{tmp_path_factory.mktemp('ab') / 'verdict.db'}", from_dict({}), raws)
+    yield store
+    store.close()
+
+
+def test_verdict_both_intervals_exclude_zero(verdict_db) -> None:
+    doc = _doc(verdict_db, model="both")
+    rec = doc["comparisons"][0]["metrics"]["recall"]
+    assert rec["fixed_excludes_zero"] and rec["seq_excludes_zero"] and rec["p_holm"] < 0.05
+    v = doc["verdict"]
+    assert v.startswith("B's recall is higher than A's by 0.233 [") and "also excludes 0" in v
+    assert "keep collecting" not in v
+
+
+def test_verdict_fixed_excludes_but_sequential_does_not(verdict_db) -> None:
+    doc = _doc(verdict_db, model="fixed_only")
+    comp = doc["comparisons"][0]
+    rec = comp["metrics"]["recall"]
+    assert rec["fixed_excludes_zero"] and not rec["seq_excludes_zero"] and rec["p_holm"] < 0.05
+    v = doc["verdict"]
+    assert v.startswith(f"B's recall is higher than A's by 0.153 [{rec['low']:.3f}, {rec['high']:.3f}] "
+                        f"(fixed-horizon 95 % interval, Holm p = {rec['p_holm']:.2g}")
+    more = rec["seq_more_needed"]
+    days = math.ceil(more / comp["power"]["positives_per_day"])
+    assert f"still includes 0, so keep collecting before acting on repeated looks: ~{more} more labelled " \
+           f"positives (~{days} day{'s' if days != 1 else ''})" in v
+    assert comp["power"]["positives_per_day"] == pytest.approx(300 / 5, rel=0.05)
+
+
+def test_verdict_unadjusted_only_and_no_difference(verdict_db) -> None:
+    doc = _doc(verdict_db, model="unadjusted_only")
+    rec = doc["comparisons"][0]["metrics"]["recall"]
+    assert rec["low"] > 0 and rec["p_holm"] >= 0.05
+    assert "after Holm correction" in doc["verdict"] and "not a significant difference" in doc["verdict"]
+    assert "recall is higher" not in doc["verdict"]
+    none = _doc(verdict_db, model="none")
+    assert none["verdict"].startswith("No significant recall difference between B and A: +0.013 [")
+    assert "does not show they are equal" in none["verdict"] and "minimum detectable recall gain" in none["verdict"]
+
+
+def test_verdict_too_few_positives_and_empty(verdict_db, tmp_path) -> None:
+    doc = _doc(verdict_db, model="few")
+    assert doc["verdict"].startswith("Too few labelled positives to judge recall (A: 12, B: 9;")
+    assert "indicative only" in doc["verdict"]
+    assert doc["arms"]["A"]["recall"]["indicative"] is True
+    empty = Store(f"sqlite:///{tmp_path / 'empty.db'}")
+    empty.migrate()
+    e = _doc(empty)
+    assert e["arms"] == {} and e["comparisons"] == [] and e["verdict"].startswith("No predictions")
+    json.dumps(e, allow_nan=False)
+    empty.close()
+
+
+def test_verdict_warns_when_labels_follow_flags(verdict_db) -> None:
+    """B flags more and flagged predictions are labelled more often: the verdict says recall is biased."""
+    doc = _doc(verdict_db, model="labels")
+    warnings = doc["label_balance"]["warnings"]
+    assert len(warnings) == 2 and "label coverage differs" in warnings[0]
+    assert "recall comparison is biased" in warnings[1]
+    assert all(f"Caution: {w}" in doc["verdict"] for w in warnings)
+    cov = doc["label_balance"]["coverage"]
+    assert cov["A"]["value"] == pytest.approx((150 + 960) / 3350) and cov["B"]["value"] == pytest.approx(1425 / 3350)
+
+
+def test_sequential_more_needed_reaches_exclusion() -> None:
+    """After `more` further positives at the same rates the always-valid interval excludes 0; a tenth
+    fewer and it does not."""
+    plan = SequentialPlan(500)
+    more = sequential_more_needed(113, 150, 90, 150, plan)
+    assert more is not None and more > 0
+
+    def at(extra: float) -> bool:
+        s = 1 + extra / 300
+        return cs_difference(round(113 * s), round(150 * s), round(90 * s), round(150 * s), plan).excludes_zero
+
+    assert at(more + 2) and not at(0.9 * more)
+    assert sequential_more_needed(125, 150, 90, 150, plan) == 0
+    assert sequential_more_needed(90, 150, 90, 150, plan) is None
+
+
+def test_plan_arms_defaults_and_errors() -> None:
+    assert plan_arms(AB(), ["B", "A"]).control == "A"
+    p = plan_arms(AB(), ["Y", "X"])
+    assert p.control == "X" and dict(p.shares) == {"X": 0.5, "Y": 0.5} and p.notes
+    p = plan_arms(AB(control="B", arms={"A": 3, "B": 1}), ["A", "B", "C"])
+    assert dict(p.shares) == {"A": 0.75, "B": 0.25} and p.treatments == ["A"] and "'C'" in p.notes[0]
+    with pytest.raises(ConfigError, match="ab.control"):
+        plan_arms(AB(control="Z", arms={"A": 1, "B": 1}), ["A"])
+
+
+def test_cli_json_equals_document(split_db, capsys) -> None:
+    url, store = split_db
+    assert main(["--db", url, "ab", "--json", "--window", "7d"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got == json.loads(json.dumps(_doc(store)))
+    at = got["window"]["end"]
+    assert main(["--db", url, "ab", "--json", "--window", "3d", "--at", at, "--model", "fraud"]) == 0
+    short = json.loads(capsys.readouterr().out)
+    assert short["window"]["label"] == "3d" and short["window"]["end"] == at
+    assert short["arms"]["A"]["predictions"] < got["arms"]["A"]["predictions"]
+    assert main(["--db", url, "ab"]) == 0
+    out = capsys.readouterr().out
+    assert "B − A" in out and "Verdict:" in out and "sample ratio" in out
+
+
+def test_shadow_labels_following_the_control_are_flagged(tmp_path) -> None:
+    """Labels mostly for what A (live) flags: positives A misses are under-labelled; the verdict says so."""
+    config = from_dict({"ab": {"design": "shadow"}})
+    raws, truth = _shadow_events(13, n=2000, only_a=0, unflagged_labelled=0.3)
+    store = _ingest(f"sqlite:///{tmp_path / 'follow.db'}", config, raws)
+    doc = _doc(store, config)
+    lf = doc["comparisons"][0]["paired"]["labels_follow_control"]
+    fa, lab = truth["fa"], truth["labelled"]
+    assert lf["warning"] is True
+    assert (lf["coverage_flagged"]["k"], lf["coverage_flagged"]["n"]) == (int((lab & fa).sum()), int(fa.sum()))
+    assert (lf["coverage_unflagged"]["k"], lf["coverage_unflagged"]["n"]) == (int((lab & ~fa).sum()),
+                                                                            int((~fa).sum()))
+    assert "Caution: labels follow A's flags" in doc["verdict"] and "biased in favour of A" in doc["verdict"]
+    store.close()
+
+
+def test_shadow_readout_same_on_postgres(pg_url, tmp_path) -> None:
+    """The paired GROUP BY query and the whole readout agree between SQLite and PostgreSQL."""
+    config = from_dict({"ab": {"design": "shadow"}})
+    raws, truth = _shadow_events(12, n=800, only_a=5)
+    docs = []
+    for url in (f"sqlite:///{tmp_path / 's.db'}", pg_url):
+        store = _ingest(url, config, raws)
+        docs.append(_doc(store, config, seed=1))
+        store.close()
+    lite, pg = docs
+    assert pg["comparisons"][0]["paired"]["pairs"] == 800
+    assert pg["comparisons"][0]["paired"]["recall"]["treatment_only"] == int(
+        (truth["labelled"] & truth["y"] & ~truth["fa"] & truth["fb"]).sum())
+    assert lite["arms"] == pg["arms"] and lite["comparisons"] == pg["comparisons"]
+    assert lite["verdict"] == pg["verdict"]
