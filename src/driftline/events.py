@@ -32,7 +32,6 @@ class Prediction(msgspec.Struct, forbid_unknown_fields=False, gc=False):
     variant: str | None = None
     threshold: Score | None = None
     features: dict[str, FeatureValue] | None = None
-    type: str | None = None
 
 
 class Outcome(msgspec.Struct, forbid_unknown_fields=False, gc=False):
@@ -41,7 +40,14 @@ class Outcome(msgspec.Struct, forbid_unknown_fields=False, gc=False):
     prediction_id: str
     label: Literal[0, 1] | bool
     ts: Timestamp
-    type: str | None = None
+
+
+class _TaggedPrediction(Prediction, tag="prediction", tag_field="type"):
+    """Fast path: one parse for events that carry their `type`."""
+
+
+class _TaggedOutcome(Outcome, tag="outcome", tag_field="type"):
+    """Fast path: one parse for events that carry their `type`."""
 
 
 class _Probe(msgspec.Struct, forbid_unknown_fields=False, gc=False):
@@ -79,6 +85,7 @@ class Decoded:
 _pred_dec = msgspec.json.Decoder(Prediction)
 _out_dec = msgspec.json.Decoder(Outcome)
 _probe_dec = msgspec.json.Decoder(_Probe)
+_tagged_dec = msgspec.json.Decoder(_TaggedPrediction | _TaggedOutcome)
 MAX_EPOCH = 253402300799.0
 """9999-12-31T23:59:59Z: later (or negative) timestamps are rejected as ts_invalid."""
 
@@ -121,6 +128,19 @@ def decode(raw: bytes, source: str, partition: int, offset: int, kind: str | Non
 
     def dead(reason: str, detail: str) -> DeadLetter:
         return DeadLetter(reason, detail[:500], source, partition, offset, bytes(raw[:RAW_LIMIT]))
+
+    try:  # fast path: a well-formed event with its type parses once
+        fast = _tagged_dec.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        pass
+    else:
+        fast_kind = "prediction" if isinstance(fast, Prediction) else "outcome"
+        if (kind is None or kind == fast_kind) and fast.prediction_id and (
+                fast_kind == "outcome" or fast.model):  # type: ignore[union-attr]
+            try:
+                return Decoded(fast, to_epoch(fast.ts))
+            except (ValueError, OverflowError, OSError):
+                pass  # the slow path below classifies the error
 
     try:
         probe = _probe_dec.decode(raw)
