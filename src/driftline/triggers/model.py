@@ -192,8 +192,6 @@ def evaluate(rule: Rule, prev: TriggerState | None, obs: Observation, now: float
         prev = None
     cur = prev.state if prev is not None else None
     judged = judged_value(rule, obs)
-    reading = dict(value=obs.value, low=obs.low, high=obs.high, judged=judged, n=obs.n, window=rule.window,
-                   updated_at=now)
     last = prev.last_notified if prev is not None else None
     cooling = last is not None and now - last < rule.cooldown_s
     firing_since = prev.firing_since if prev is not None else None
@@ -225,8 +223,9 @@ def evaluate(rule: Rule, prev: TriggerState | None, obs: Observation, now: float
         new = OK
 
     since = prev.since if (prev is not None and new == cur) else now
-    state = TriggerState(trigger=rule.name, state=new, since=since, pending_since=pending_since,
-                         firing_since=firing_since if new == FIRING else None, last_notified=last, **reading)
+    state = TriggerState(trigger=rule.name, state=new, since=since, updated_at=now, window=rule.window,
+                         pending_since=pending_since, firing_since=firing_since if new == FIRING else None,
+                         last_notified=last, value=obs.value, low=obs.low, high=obs.high, judged=judged, n=obs.n)
     transition = None
     if new != cur:
         transition = Transition(rule.name, now, cur, new, obs.value, obs.low, obs.high, judged, obs.n, rule.window,

@@ -4,7 +4,9 @@ One alert per trigger on the exported series (see docs/METRICS.md): CamelCase na
 labels, summary/description/runbook_url annotations, `for:` from the trigger and `keep_firing_for:` from its
 cooldown. The expression judges the estimate (`point`) or the interval bound nearest the line (`confident`),
 is guarded by the trigger's minimum n, and, with hysteresis, keeps a firing alert until the value is back past
-line ± hysteresis (via the ALERTS series), like driftline's own evaluator.
+line ± hysteresis (via the ALERTS series), like driftline's own evaluator. Metrics exported without interval
+series (scores, label delay, drift, dead-letter rate, silence) are judged on their value in both modes; the
+dead-letter rate and silence are computed from the pipeline series per job/instance.
 """
 
 from __future__ import annotations
@@ -123,8 +125,7 @@ def _expr(rule: Rule, name: str, series: str, guard: str, on: tuple[str, ...]) -
     judged = f"{series} {rule.op} {line}"
     if rule.hysteresis > 0:
         back = rule.value + rule.hysteresis if rule.below else rule.value - rule.hysteresis
-        strict = {"<": "<", "<=": "<=", ">": ">", ">=": ">="}[rule.op]
-        judged = (f"(\n  {series} {rule.op} {line}\nor\n  (\n    {series} {strict} {num(back)}\n"
+        judged = (f"(\n  {series} {rule.op} {line}\nor\n  (\n    {series} {rule.op} {num(back)}\n"
                   f"    and on ({', '.join(on)})\n    ALERTS{_sel({'alertname': name, 'alertstate': 'firing'})}\n"
                   f"  )\n)")
     if rule.min_n > 0 and guard:
@@ -184,9 +185,9 @@ def _annotations(rule: Rule, name: str, model: str) -> dict[str, str]:
         sel = "model=%q,model_version=%q,variant=%q,window=%q"
         fmt = "humanizePercentage"
         lo = (f'{{{{ with printf "driftline_{m}_lower_ratio{{{sel}}}" {args} | query }}}}'
-              f"{{{{ . | first | value | {fmt} }}}}{{{{ end }}}}")
+              f"{{{{ . | first | value | {fmt} }}}}{{{{ else }}}}n/a{{{{ end }}}}")
         hi = (f'{{{{ with printf "driftline_{m}_upper_ratio{{{sel}}}" {args} | query }}}}'
-              f"{{{{ . | first | value | {fmt} }}}}{{{{ end }}}}")
+              f"{{{{ . | first | value | {fmt} }}}}{{{{ else }}}}n/a{{{{ end }}}}")
         n_series = {"recall": ("driftline_window_positives", "labelled positives"),
                     "accuracy": ("driftline_window_labelled", "labelled predictions"),
                     "prevalence": ("driftline_window_labelled", "labelled predictions"),
@@ -195,7 +196,7 @@ def _annotations(rule: Rule, name: str, model: str) -> dict[str, str]:
         n_txt = ""
         if n_series:
             n_txt = (f', n = {{{{ with printf "{n_series[0]}{{{sel}}}" {args} | query }}}}'
-                     f"{{{{ . | first | value }}}}{{{{ end }}}} {n_series[1]}")
+                     f"{{{{ . | first | value }}}}{{{{ else }}}}n/a{{{{ end }}}} {n_series[1]}")
         desc += f" (95% interval {lo} to {hi}{n_txt})."
     else:
         desc += "."

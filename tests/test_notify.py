@@ -1,0 +1,254 @@
+"""Notifications: Alertmanager v2 and webhook payloads against a local HTTP receiver started by the test,
+retries with backoff after 500s, the failure/success counters, no-receiver logging, and an end-to-end
+round trip through a real Alertmanager (Debian's prometheus-alertmanager) when it is installed."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from driftline.analysis.rates import rate
+from driftline.config import Notify
+from driftline.exporter.ops import OpsMetrics
+from driftline.notify import ALERTMANAGER, WEBHOOK, Notifier
+from driftline.triggers.model import Observation, Rule, evaluate, replay
+
+from services import require_binary
+
+RULE = Rule(name="recall_below_target", metric="recall", op="<", value=0.70, min_n=30, severity="critical",
+            cooldown_s=3600.0, runbook_url="https://runbooks.example/recall")
+T0 = 1_796_083_200.0  # 2026-12-01T00:00:00Z
+
+
+def _obs(k: int, n: int) -> Observation:
+    r = rate(k, n)
+    return Observation(r.value, r.low, r.high, r.n)
+
+
+class Receiver:
+    """A local HTTP receiver answering each POST with the next scripted status (then 200)."""
+
+    def __init__(self, codes: list[int] | None = None) -> None:
+        self.codes = list(codes or [])
+        self.requests: list[tuple[str, dict[str, str], object]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                outer.requests.append((self.path, dict(self.headers), json.loads(body)))
+                code = outer.codes.pop(0) if outer.codes else 200
+                self.send_response(code)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *a: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def receiver():
+    r = Receiver()
+    yield r
+    r.close()
+
+
+def _sample(ops: OpsMetrics, name: str, receiver: str) -> float:
+    v = ops.registry.get_sample_value(name, {"receiver": receiver})
+    return 0.0 if v is None else v
+
+
+def _firing_then_resolved():
+    return replay(RULE, [(T0, _obs(40, 80)), (T0 + 600, _obs(70, 80))])
+
+
+def test_alertmanager_payload_for_firing_and_resolve(receiver):
+    ops = OpsMetrics()
+    n = Notifier(Notify(alertmanager_url=receiver.url + "/"), "fraud", ops=ops, clock=lambda: T0 + 30,
+                 generator_url="http://127.0.0.1:9108/triggers", refresh_s=300)
+    fire, resolve = _firing_then_resolved()
+    out = n.notify([fire.notice], [(RULE, fire.state)])
+    assert [(d.receiver, d.ok, d.attempts, d.status) for d in out] == [(ALERTMANAGER, True, 1, 200)]
+    path, headers, body = receiver.requests[0]
+    assert path == "/api/v2/alerts" and headers["Content-Type"] == "application/json"
+    assert len(body) == 1  # the firing trigger is not sent twice
+    a = body[0]
+    assert a["labels"] == {"alertname": "RecallBelowTarget", "severity": "critical", "model": "fraud",
+                           "trigger": "recall_below_target"}
+    assert a["startsAt"] == "2026-12-01T00:00:00Z" and a["endsAt"] == "2026-12-01T00:05:30Z"
+    assert a["generatorURL"] == "http://127.0.0.1:9108/triggers"
+    assert a["annotations"]["runbook_url"] == "https://runbooks.example/recall"
+    assert a["annotations"]["summary"] == "recall of fraud is 50.0% over 7d (line < 70.0%)"
+    assert "95% interval 39.3% to 60.7%, n = 80" in a["annotations"]["description"]
+    n.notify([resolve.notice], [])
+    r = receiver.requests[1][2][0]
+    assert (r["startsAt"], r["endsAt"]) == ("2026-12-01T00:00:00Z", "2026-12-01T00:10:00Z")
+    assert r["annotations"]["summary"].startswith("Resolved: recall of fraud is 87.5%")
+    assert _sample(ops, "driftline_notifications_sent_total", ALERTMANAGER) == 2
+    assert _sample(ops, "driftline_notifications_failed_total", ALERTMANAGER) == 0
+
+
+def test_still_firing_triggers_are_refreshed_in_alertmanager_but_not_sent_to_the_webhook(receiver):
+    n = Notifier(Notify(alertmanager_url=receiver.url, webhook_url=receiver.url + "/hook"), "fraud",
+                 clock=lambda: T0 + 120)
+    fire = evaluate(RULE, None, _obs(40, 80), T0)
+    still = evaluate(RULE, fire.state, _obs(40, 80), T0 + 60)
+    assert still.notice is None
+    out = n.notify([], [(RULE, still.state)])
+    assert [d.receiver for d in out] == [ALERTMANAGER]
+    assert receiver.requests[0][2][0]["startsAt"] == "2026-12-01T00:00:00Z"
+
+
+def test_webhook_body_carries_the_evidence(receiver):
+    n = Notifier(Notify(webhook_url=receiver.url + "/hook"), "fraud")
+    fire, _ = _firing_then_resolved()
+    (d,) = n.notify([fire.notice])
+    assert d.ok and receiver.requests[0][0] == "/hook"
+    body = receiver.requests[0][2]
+    assert body["source"] == "driftline" and body["model"] == "fraud"
+    (item,) = body["notifications"]
+    r = rate(40, 80)
+    assert item["kind"] == "firing" and item["status"] == "firing" and item["state"] == "firing"
+    assert (item["value"], item["low"], item["high"], item["n"]) == (r.value, r.low, r.high, 80)
+    assert (item["metric"], item["op"], item["threshold"], item["window"]) == ("recall", "<", 0.7, "7d")
+    assert item["alertname"] == "RecallBelowTarget" and item["starts_at"] == "2026-12-01T00:00:00Z"
+
+
+def test_retries_after_500s_with_exponential_backoff_and_counts_each_failure():
+    rec = Receiver([500, 503])
+    try:
+        ops, sleeps = OpsMetrics(), []
+        n = Notifier(Notify(webhook_url=rec.url, retries=3, backoff="2s"), "fraud", ops=ops, sleep=sleeps.append)
+        fire, _ = _firing_then_resolved()
+        (d,) = n.notify([fire.notice])
+        assert (d.ok, d.attempts, d.status) == (True, 3, 200)
+        assert sleeps == [2.0, 4.0] and len(rec.requests) == 3
+        assert _sample(ops, "driftline_notifications_failed_total", WEBHOOK) == 2
+        assert _sample(ops, "driftline_notifications_sent_total", WEBHOOK) == 1
+    finally:
+        rec.close()
+
+
+def test_gives_up_after_the_retries_and_a_4xx_is_not_retried(caplog):
+    rec = Receiver([500, 500, 500, 400])
+    try:
+        ops, sleeps = OpsMetrics(), []
+        n = Notifier(Notify(alertmanager_url=rec.url, retries=2, backoff="1s"), "fraud", ops=ops,
+                     sleep=sleeps.append)
+        fire, _ = _firing_then_resolved()
+        with caplog.at_level(logging.WARNING, logger="driftline.notify"):
+            (d,) = n.notify([fire.notice])
+        assert (d.ok, d.attempts, d.status) == (False, 3, 500) and sleeps == [1.0, 2.0]
+        assert _sample(ops, "driftline_notifications_failed_total", ALERTMANAGER) == 3
+        assert _sample(ops, "driftline_notifications_sent_total", ALERTMANAGER) == 0
+        assert "giving up notifying alertmanager after 3 attempt(s)" in caplog.text
+        (d2,) = n.notify([fire.notice])
+        assert (d2.ok, d2.attempts, d2.status) == (False, 1, 400) and sleeps == [1.0, 2.0]
+        assert _sample(ops, "driftline_notifications_failed_total", ALERTMANAGER) == 4
+    finally:
+        rec.close()
+
+
+def test_unreachable_receiver_is_a_counted_failure():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ops = OpsMetrics()
+    n = Notifier(Notify(webhook_url=f"http://127.0.0.1:{port}/x", retries=1, timeout="1s"), "fraud", ops=ops,
+                 sleep=lambda s: None)
+    fire, _ = _firing_then_resolved()
+    (d,) = n.notify([fire.notice])
+    assert not d.ok and d.status is None and "URLError" in (d.error or "")
+    assert _sample(ops, "driftline_notifications_failed_total", WEBHOOK) == 2
+
+
+def test_without_receivers_notices_are_logged_only(caplog):
+    ops = OpsMetrics()
+    n = Notifier(Notify(), "fraud", ops=ops)
+    assert n.receivers == []
+    fire, resolve = _firing_then_resolved()
+    with caplog.at_level(logging.INFO, logger="driftline.notify"):
+        assert n.notify([fire.notice, resolve.notice]) == []
+    assert "trigger recall_below_target firing: recall of fraud is 50.0%" in caplog.text
+    assert "trigger recall_below_target resolved" in caplog.text
+    assert ops.registry.get_sample_value("driftline_notifications_sent_total", {"receiver": WEBHOOK}) is None
+
+
+# --- a real Alertmanager ---------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def alertmanager(tmp_path):
+    binary = require_binary("prometheus-alertmanager")
+    (tmp_path / "am.yml").write_text('route:\n  receiver: "null"\nreceivers:\n  - name: "null"\n')
+    port = _free_port()
+    proc = subprocess.Popen([binary, f"--config.file={tmp_path / 'am.yml'}", f"--storage.path={tmp_path / 'data'}",
+                             f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/-/ready", timeout=1) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"alertmanager did not start: {proc.stderr.read().decode()[-2000:]}")
+        time.sleep(0.1)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_end_to_end_with_a_real_alertmanager(alertmanager):
+    ops = OpsMetrics()
+    now = time.time()
+    n = Notifier(Notify(alertmanager_url=alertmanager), "fraud", ops=ops, clock=lambda: now)
+    fire = evaluate(RULE, None, _obs(40, 80), now - 60)
+    (d,) = n.notify([fire.notice], [(RULE, fire.state)])
+    assert d.ok and d.status == 200
+    with urllib.request.urlopen(alertmanager + '/api/v2/alerts?filter=alertname%3D%22RecallBelowTarget%22') as r:
+        alerts = json.loads(r.read())
+    assert len(alerts) == 1
+    a = alerts[0]
+    assert a["labels"] == {"alertname": "RecallBelowTarget", "severity": "critical", "model": "fraud",
+                           "trigger": "recall_below_target"}
+    assert a["status"]["state"] == "active"
+    assert datetime.fromisoformat(a["startsAt"].replace("Z", "+00:00")).timestamp() == pytest.approx(now - 60, abs=1)
+    assert a["annotations"]["runbook_url"] == "https://runbooks.example/recall"
+    resolve = evaluate(RULE, fire.state, _obs(70, 80), now - 1)
+    assert resolve.notice.kind == "resolved"
+    (d2,) = n.notify([resolve.notice], [])
+    assert d2.ok
+    with urllib.request.urlopen(alertmanager + "/api/v2/alerts") as r:
+        assert json.loads(r.read()) == []  # resolved: no longer active
+    assert _sample(ops, "driftline_notifications_sent_total", ALERTMANAGER) == 2
