@@ -44,10 +44,7 @@ def test_durations():
 
 
 def test_example_config_loads():
-    path = ROOT / "driftline.example.yaml"
-    if not path.exists():
-        pytest.skip("driftline.example.yaml not written yet")
-    c = load(path)
+    c = load(ROOT / "driftline.example.yaml")
     assert c.model == "fraud" and c.threshold == 0.5
     assert {t.metric for t in c.triggers} >= {"recall", "fpr"}
 
