@@ -32,7 +32,7 @@ from driftline.simulate import SimSpec, stream
 from driftline.store import Store
 from driftline.triggers import history
 from driftline.triggers.drift_hook import default_provider
-from driftline.windows import window_ending
+from driftline.windows import merged, window_ending
 
 from services import require_binary
 
@@ -285,8 +285,14 @@ def test_driftline_serve_exports_and_stops_cleanly_on_sigterm(db):
 
 def test_drift_series_for_declared_features_pass_promtool(db):
     path, config, store = db
+    from driftline.references import build_reference_profile, save_reference
+
     cfg = from_dict({**yaml.safe_load(EXAMPLE.read_text()), "window": "3d"})
     provider = default_provider()
+    start = store.bucket_range("fraud")[0]
+    ref_stats = merged(store.buckets("fraud", start, start + 3 * 86400))
+    save_reference(store, "fraud", build_reference_profile(ref_stats, cfg), "window", start, start + 3 * 86400,
+                   confusion=ref_stats)
     col = SnapshotCollector(store, cfg, clock=lambda: END, drift=provider)
     reg = CollectorRegistry()
     reg.register(col)

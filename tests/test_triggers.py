@@ -370,23 +370,26 @@ def test_every_metric_kind_renders_to_rules_promtool_accepts(tmp_path):
     assert f"SUCCESS: {len(kinds)} rules found" in res.stdout + res.stderr
 
 
-def test_drift_trigger_reads_psi_of_a_declared_feature_against_the_baseline_window(db):
+def test_drift_trigger_reads_psi_of_a_declared_feature_against_the_stored_reference(db):
+    from driftline.references import build_reference_profile, save_reference
+
     path, config, store = db
     cfg = from_dict({**yaml.safe_load(EXAMPLE.read_text()), "triggers": [
         {"name": "country_psi", "metric": "psi", "feature": "country", "op": ">", "value": 0.1, "window": "3d",
          "min_n": 100}]})
     provider = default_provider()
+    start = store.bucket_range("fraud")[0]
+    none_yet = runner.run(store, cfg, now=END, drift=provider, persist=False)
+    assert none_yet.states[0].state == INSUFFICIENT  # no reference set: nothing to compare against
+    ref_stats = merged(store.buckets("fraud", start, start + 3 * 86400))
+    ref = build_reference_profile(ref_stats, cfg)
+    save_reference(store, "fraud", ref, "window", start, start + 3 * 86400, confusion=ref_stats)
     before = runner.run(store, cfg, now=END - 7 * 86400, drift=provider, persist=False).states[0]
     after = runner.run(store, cfg, now=END, drift=provider, persist=False).states[0]
     assert (before.state, after.state) == (OK, FIRING)  # the simulator shifts countries from day 7
-    start = store.bucket_range("fraud")[0]
-    ref = build_profile_from_stats(merged(store.buckets("fraud", start, start + 3 * 86400)),
-                                   declared=dict(cfg.features))
     cur = merged(store.buckets("fraud", END - 3 * 86400, END))
     country = next(f for f in drift_report(ref, cur.features, cur.hist, cur.conf).features if f.feature == "country")
-    assert after.value == country.psi and after.n == country.n_current and country.drifted
-    early = runner.run(store, cfg, now=store.bucket_range("fraud")[0] + 4 * 86400, drift=provider, persist=False)
-    assert early.states[0].state == INSUFFICIENT  # the window overlaps the baseline: nothing to compare
+    assert after.value == pytest.approx(country.psi) and after.n == country.n_current and country.drifted
 
 
 @pytest.mark.postgres

@@ -152,6 +152,22 @@ class Notify(Base):
     generator_url: str | None = None
 
 
+class DriftConfig(Base):
+    """Drift thresholds and reference binning (defaults: PSI 0.1 warning / 0.25 alert, JS 0.1, p < 0.05 after BH)."""
+
+    psi_warning: NonNeg = 0.1
+    psi_alert: NonNeg = 0.25
+    js: Probability = 0.1
+    alpha: Annotated[float, msgspec.Meta(gt=0.0, lt=1.0)] = 0.05
+    prevalence_change: NonNeg = 0.2
+    numeric_bins: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 10
+    top_k: Annotated[int, msgspec.Meta(ge=1, le=10000)] = 20
+
+    def __post_init__(self) -> None:
+        if self.psi_alert < self.psi_warning:
+            raise ValueError("drift.psi_alert must not be below drift.psi_warning")
+
+
 class Config(Base):
     """The whole configuration; defaults give the embedded fraud example."""
 
@@ -172,6 +188,7 @@ class Config(Base):
     exporter: Exporter = Exporter()
     schedule: Schedule = Schedule()
     notify: Notify = Notify()
+    drift: DriftConfig = DriftConfig()
 
     def __post_init__(self) -> None:
         if parse_duration(self.bucket) > parse_duration(self.window):

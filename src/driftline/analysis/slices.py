@@ -1,0 +1,91 @@
+"""Metrics by slice (a configured feature's value): recall, FPR, precision and alert rate with Wilson
+intervals, and the slices whose interval sits clearly on the wrong side of the targets.
+
+A slice's shortfall is how far its 95 % interval lies beyond a target: target recall − the recall
+interval's upper bound, or the FPR interval's lower bound − target FPR (the larger of the two). A
+positive shortfall means even the favourable end of the interval misses the target, so small slices
+with wide intervals are not ranked as worst on noise alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..stats import NEG, POS, UNL
+from .rates import INDICATIVE_BELOW_N, Rate, rate
+
+
+@dataclass(frozen=True, slots=True)
+class SliceMetrics:
+    """Confusion counts and rates of one slice value, with its shortfall against the targets."""
+
+    feature: str
+    value: str
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+    unlabelled: int
+    recall: Rate
+    fpr: Rate
+    precision: Rate
+    alert_rate: Rate
+    shortfall: float | None
+    shortfall_metric: str | None
+
+    @property
+    def predictions(self) -> int:
+        return self.tp + self.fp + self.fn + self.tn + self.unlabelled
+
+    @property
+    def labelled(self) -> int:
+        return self.tp + self.fp + self.fn + self.tn
+
+    @property
+    def indicative(self) -> bool:
+        """Fewer than 30 labelled predictions: read every rate of the slice as indicative only."""
+        return self.labelled < INDICATIVE_BELOW_N
+
+    def to_json(self) -> dict[str, object]:
+        return {"feature": self.feature, "value": self.value,
+                "counts": {"predictions": self.predictions, "labelled": self.labelled, "tp": self.tp,
+                           "fp": self.fp, "fn": self.fn, "tn": self.tn, "unlabelled": self.unlabelled},
+                "recall": self.recall.to_json(), "fpr": self.fpr.to_json(), "precision": self.precision.to_json(),
+                "alert_rate": self.alert_rate.to_json(), "indicative": self.indicative,
+                "shortfall": self.shortfall, "shortfall_metric": self.shortfall_metric}
+
+
+def slice_metrics(feature: str, value: str, conf: np.ndarray, target_recall: float | None = 0.7,
+                  target_fpr: float | None = None) -> SliceMetrics:
+    """Rates of one slice from its 3×2 conf array (rows NEG/POS/UNL, columns unflagged/flagged)."""
+    c = np.asarray(conf, dtype=np.int64)
+    tp, fn, fp, tn = int(c[POS, 1]), int(c[POS, 0]), int(c[NEG, 1]), int(c[NEG, 0])
+    unl = int(c[UNL].sum())
+    recall, fpr = rate(tp, tp + fn), rate(fp, fp + tn)
+    gaps: list[tuple[float, str]] = []
+    if target_recall is not None and recall.high is not None:
+        gaps.append((target_recall - recall.high, "recall"))
+    if target_fpr is not None and fpr.low is not None:
+        gaps.append((fpr.low - target_fpr, "fpr"))
+    gap, metric = max(gaps) if gaps else (None, None)
+    return SliceMetrics(feature, value, tp, fp, fn, tn, unl, recall, fpr, rate(tp, tp + fp),
+                        rate(int(c[:, 1].sum()), int(c.sum())), gap, metric)
+
+
+def slices_of(per_feature: Mapping[str, Mapping[str, np.ndarray]], features: Iterable[str],
+              target_recall: float | None = 0.7, target_fpr: float | None = None) -> dict[str, list[SliceMetrics]]:
+    """Slice metrics for each requested feature, values ordered by predictions (largest first), then name."""
+    out: dict[str, list[SliceMetrics]] = {}
+    for name in features:
+        vals = [slice_metrics(name, v, c, target_recall, target_fpr) for v, c in per_feature.get(name, {}).items()]
+        out[name] = sorted(vals, key=lambda s: (-s.predictions, s.value))
+    return out
+
+
+def worst_slices(slices: Iterable[SliceMetrics]) -> list[SliceMetrics]:
+    """Slices whose interval misses a target (shortfall > 0), the furthest first."""
+    bad = [s for s in slices if s.shortfall is not None and s.shortfall > 0]
+    return sorted(bad, key=lambda s: (-(s.shortfall or 0.0), s.feature, s.value))

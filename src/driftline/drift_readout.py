@@ -1,0 +1,202 @@
+"""Readouts over stored windows: drift against the active reference (`driftline drift`, drift triggers and
+the exporter's drift series), calibration with the base-rate effect and label-free early warning
+(`driftline calibration`), and metrics by slice (`driftline slices`).
+
+Windows come from report_metrics.resolve_window; a window's statistics are the merged stored buckets
+(with feature histograms for drift). The statistics themselves are the pure functions of driftline.analysis.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any
+
+from .analysis.calibration import calibration_report
+from .analysis.classification import delay_quantiles
+from .analysis.drift import DriftThresholds, drift_report
+from .analysis.estimates import base_rate_effect, compare_estimate, early_warning, realised_metrics
+from .analysis.profiles import Profile
+from .analysis.slices import slices_of, worst_slices
+from .config import Config, format_duration
+from .references import NoReference, Reference, active_reference_key, load_reference
+from .report_metrics import resolve_window
+from .stats import BucketStats
+from .store import Store
+from .triggers.drift_hook import DriftReading
+from .windows import Window, merged, window_ending, window_rows
+
+DEFAULT_TARGET_RECALL = 0.7
+DEFAULT_TARGET_FPR = 0.08
+"""Slice targets when config.targets has none: seed 000 step 8 (review below 70 % recall or above 8 % FPR)."""
+MATURITY_QUANTILE = 0.95
+"""Labels of a window count as matured one p95 label delay after it (explicit-outcome policy)."""
+_CACHE_SIZE = 8
+_profiles: dict[tuple[str, str, int, float], tuple[Reference, Profile]] = {}
+_lock = threading.Lock()
+
+
+def thresholds(config: Config) -> DriftThresholds:
+    """Drift thresholds from the config's `drift` section."""
+    d = config.drift
+    return DriftThresholds(psi_warning=d.psi_warning, psi_alert=d.psi_alert, js=d.js, alpha=d.alpha,
+                           prevalence_change=d.prevalence_change)
+
+
+def query_window(store: Store, config: Config, model: str | None, window_s: float, at: float | None) -> Window:
+    """The window ending at `at` (default: newest prediction stored); an empty window when nothing is stored."""
+    w = resolve_window(store, config, model, window_s, at)
+    return w if w is not None else window_ending(at or 0.0, window_s, config.bucket_s)
+
+
+def active_reference(store: Store, model: str) -> tuple[Reference, Profile] | None:
+    """The model's active reference and its profile (cached per database, id and creation time: a stored
+    version never changes, so only the cheap key is read on every call)."""
+    found = active_reference_key(store, model)
+    if found is None:
+        return None
+    key = (store.url, model, *found)
+    with _lock:
+        hit = _profiles.get(key)
+    if hit is None:
+        ref = load_reference(store, model, found[0])
+        if ref is None:
+            return None
+        hit = (ref, ref.profile())
+        with _lock:
+            while len(_profiles) >= _CACHE_SIZE:
+                _profiles.pop(next(iter(_profiles)))
+            _profiles[key] = hit
+    return hit
+
+
+def _stats(store: Store, model: str, window: Window, variant: str | None, features: bool) -> BucketStats:
+    return merged(window_rows(store, model, window, variant, features=features))
+
+
+def _window_json(window: Window, stats: BucketStats) -> dict[str, Any]:
+    labelled = int(stats.conf[:2].sum())
+    return {**window.to_json(), "n": stats.predictions, "labelled": labelled}
+
+
+# --- drift -----------------------------------------------------------------------------------------------
+def drift_document(store: Store, config: Config, model: str, window: Window, variant: str | None = None
+                   ) -> dict[str, Any]:
+    """`driftline drift --json`: features ranked by severity, the score and prevalence vs the active reference.
+
+    Raises NoReference (exit code 2 in the CLI) when no reference is set.
+    """
+    active = active_reference(store, model)
+    if active is None:
+        raise NoReference(model)
+    ref, profile = active
+    cur = _stats(store, model, window, variant, features=True)
+    result = drift_report(profile, cur.features, cur.hist, cur.conf, thresholds(config))
+    body = result.to_json()
+    return {"model": model, "variant": variant,
+            "reference": {**ref.summary(), "prevalence": profile.prevalence},
+            "window": _window_json(window, cur), "features": body["features"], "score": body["score"],
+            "prevalence": body["prevalence"], "drifted": list(result.drifted),
+            "thresholds": body["thresholds"], "untracked": body["untracked"],
+            "dropped": [{"feature": f, "reason": r} for f, r in profile.dropped]}
+
+
+def drift_readings(store: Store, config: Config, model: str, window: Window, variant: str | None
+                   ) -> list[DriftReading]:
+    """Drift provider for triggers and the exporter (triggers.drift_hook): one reading per tracked feature
+    and one for the score (feature None), against the active reference; [] without a reference or data."""
+    active = active_reference(store, model)
+    if active is None:
+        return []
+    cur = _stats(store, model, window, variant, features=True)
+    if cur.predictions == 0:
+        return []
+    result = drift_report(active[1], cur.features, cur.hist, cur.conf, thresholds(config))
+    out = [DriftReading(f.feature, f.psi, f.js, f.drifted, f.n_current) for f in result.features]
+    if result.score is not None:
+        s = result.score
+        out.append(DriftReading(None, s.psi, s.js, s.drifted, s.n_current))
+    return out
+
+
+# --- calibration, base-rate effect, early warning ---------------------------------------------------------
+def maturity_period(store: Store, config: Config, model: str, window: Window, variant: str | None = None
+                    ) -> tuple[float | None, str]:
+    """How long after prediction a window's labels count as matured, and how that was decided.
+
+    implicit-negative policy: its `implicit_negative_after` (every prediction is labelled by then);
+    explicit outcomes: the 95th percentile label delay of the predictions labelled in the `labels.horizon`
+    before the window's end. Rounded up to whole buckets; None when no label was ever seen.
+    """
+    b = config.bucket_s
+    implicit = config.labels.implicit_after_s
+    if implicit is not None:
+        return math.ceil(implicit / b) * b, "labels.implicit_negative_after"
+    look = Window(window.end - config.labels.horizon_s, window.end)
+    p95 = delay_quantiles(_stats(store, model, look, variant, False).delay, (MATURITY_QUANTILE,))["p95"]
+    if p95 is None:
+        return None, "label_delay_p95"
+    return max(math.ceil(p95 / b), 1) * b, "label_delay_p95"
+
+
+def calibration_document(store: Store, config: Config, model: str, window: Window, variant: str | None = None,
+                         matured_after_s: float | None = None) -> dict[str, Any]:
+    """`driftline calibration --json`: calibration of the window's labelled predictions, the base-rate effect
+    against the active reference, the label-free early warning on its unlabelled predictions (estimated),
+    and, for the window one label-maturity period earlier, the estimate next to the realised values.
+
+    The earlier window's estimate is early_warning(scope "all") over all its predictions: label-free, it
+    depends only on the scores, so it is exactly what was estimated when those predictions were made.
+    """
+    stats = _stats(store, model, window, variant, False)
+    active = active_reference(store, model)
+    ref, profile = active if active is not None else (None, None)
+    bre = base_rate_effect(stats, ref.confusion_stats() if ref else None,
+                           profile.prevalence if profile is not None else None)
+    doc: dict[str, Any] = {
+        "model": model, "variant": variant, "threshold": config.threshold,
+        "window": _window_json(window, stats),
+        "reference": None if ref is None else {**ref.summary(), "prevalence": profile.prevalence if profile else None},
+        "calibration": calibration_report(stats).to_json(),
+        "base_rate": bre.to_json(),
+        "early_warning": early_warning(stats, config.threshold, "unlabelled").to_json(),
+    }
+    method = "given"
+    period = matured_after_s
+    if period is None:
+        period, method = maturity_period(store, config, model, window, variant)
+    if period is None:
+        doc["matured"] = {"maturity": {"seconds": None, "method": method}, "window": None, "comparison": None,
+                          "note": "no labelled predictions yet: no maturity period to look back"}
+        return doc
+    earlier = Window(window.start - period, window.end - period)
+    old = _stats(store, model, earlier, variant, False)
+    comparison = compare_estimate(early_warning(old, config.threshold, "all"), realised_metrics(old))
+    doc["matured"] = {"maturity": {"seconds": period, "label": format_duration(period), "method": method},
+                      "window": _window_json(earlier, old), "comparison": comparison.to_json()}
+    return doc
+
+
+# --- slices -------------------------------------------------------------------------------------------------
+def slice_targets(config: Config) -> tuple[float, float]:
+    """Target recall and FPR of the slice ranking: config.targets, else seed 000's 0.70 and 0.08."""
+    return (float(config.targets.get("recall", DEFAULT_TARGET_RECALL)),
+            float(config.targets.get("fpr", DEFAULT_TARGET_FPR)))
+
+
+def slices_document(store: Store, config: Config, model: str, window: Window) -> dict[str, Any]:
+    """`driftline slices --json`: per configured slice feature and value, recall, FPR, precision and alert
+    rate with Wilson intervals and counts (indicative below 30 labelled), and the worst slices ranked by
+    how far their interval misses the targets."""
+    stats = _stats(store, model, window, None, False)
+    t_recall, t_fpr = slice_targets(config)
+    per = slices_of(stats.slices, config.slices, t_recall, t_fpr)
+    doc: dict[str, Any] = {
+        "model": model, "window": _window_json(window, stats),
+        "targets": {"recall": t_recall, "fpr": t_fpr},
+        "features": [{"feature": f, "values": [s.to_json() for s in vals]} for f, vals in per.items()],
+        "worst": [s.to_json() for s in worst_slices(s for vals in per.values() for s in vals)],
+    }
+    if not config.slices:
+        doc["note"] = "no slice features configured: add e.g. `slices: [country, channel]` to the config"
+    return doc

@@ -1,0 +1,286 @@
+"""Reference profiles, stored and versioned per model: build one from stored buckets or from an events
+file, save it (it becomes the active version), list, load and re-activate versions.
+
+Table `reference_profiles` (migration 0004). Each row keeps the profile JSON (analysis.profiles.Profile,
+frozen bins included, so later windows are always binned the same way), the reference window's 3×2
+confusion counts (for the base-rate effect) and where it came from. Exactly one row per model is active;
+`save_reference` deactivates the others in the same transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import numpy as np
+from sqlalchemy import BigInteger, Boolean, Column, Float, Index, Integer, MetaData, String, Table, Text, select, update
+
+from .analysis.profiles import Profile, ProfileSettings, build_profile_from_stats
+from .config import Config, ConfigError
+from .engine import Engine, JoinView
+from .events import DeadLetter, decode
+from .pipeline import settings_from
+from .stats import BucketStats
+from .store import Store
+from .windows import iso
+
+SOURCES = ("window", "file")
+FILE_BATCH = 20_000
+
+metadata = MetaData()
+
+reference_profiles = Table(
+    "reference_profiles", metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("model", String(200), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("source", String(16), nullable=False),
+    Column("start_ts", Float, nullable=True),
+    Column("end_ts", Float, nullable=True),
+    Column("n", BigInteger, nullable=False),
+    Column("variant", String(200), nullable=True),
+    Column("detail", Text, nullable=True),
+    Column("profile", Text, nullable=False),
+    Column("confusion", Text, nullable=True),
+    Column("active", Boolean, nullable=False),
+)
+Index("ix_reference_profiles_model_active", reference_profiles.c.model, reference_profiles.c.active)
+
+
+class ReferenceProblem(ConfigError):
+    """A reference cannot be built or found; the CLI reports it with exit code 2."""
+
+
+class NoReference(ReferenceProblem):
+    """No reference profile is set for the model."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__(f"no reference profile for model {model!r}: run `driftline reference set` first "
+                         "(e.g. `driftline reference set --from 2026-01-01 --to 2026-01-15`)")
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """One stored reference version; `profile_json` is None when listed without its profile."""
+
+    id: int
+    model: str
+    created_at: float
+    source: str
+    start: float | None
+    end: float | None
+    n: int
+    active: bool
+    variant: str | None = None
+    detail: str | None = None
+    profile_json: dict[str, Any] | None = None
+    confusion: np.ndarray | None = None
+
+    def profile(self) -> Profile:
+        """The stored profile (frozen bins, score and prevalence reference)."""
+        if self.profile_json is None:
+            raise ValueError("reference loaded without its profile")
+        return Profile.from_json(self.profile_json)
+
+    def confusion_stats(self) -> BucketStats | None:
+        """The reference window's confusion counts as a BucketStats (None when not stored or unlabelled)."""
+        if self.confusion is None or int(self.confusion[:2].sum()) == 0:
+            return None
+        return BucketStats(conf=self.confusion.copy())
+
+    def summary(self) -> dict[str, Any]:
+        """The `reference` block of the drift contract plus provenance: id, start, end, n, …"""
+        return {"id": self.id, "model": self.model, "start": _iso(self.start), "end": _iso(self.end), "n": self.n,
+                "source": self.source, "variant": self.variant, "detail": self.detail,
+                "created_at": iso(self.created_at), "active": self.active}
+
+    def to_json(self, with_profile: bool = False) -> dict[str, Any]:
+        d = self.summary()
+        if self.profile_json is not None:
+            pj = self.profile_json
+            d["prevalence"] = pj.get("prevalence")
+            d["features"] = [{"feature": f["feature"], "kind": f["kind"]} for f in pj.get("features", [])]
+            d["dropped"] = pj.get("dropped", [])
+            d["settings"] = pj.get("settings")
+            if with_profile:
+                d["profile"] = pj
+        if self.confusion is not None:
+            c = self.confusion
+            d["confusion"] = {"tp": int(c[1, 1]), "fn": int(c[1, 0]), "fp": int(c[0, 1]), "tn": int(c[0, 0]),
+                              "unlabelled": int(c[2].sum())}
+        return d
+
+
+def _iso(ts: float | None) -> str | None:
+    return None if ts is None else iso(ts)
+
+
+def profile_settings(config: Config) -> ProfileSettings:
+    """Profile settings from the config: max_features, drift.numeric_bins and drift.top_k."""
+    return ProfileSettings(numeric_bins=config.drift.numeric_bins, top_k=config.drift.top_k,
+                           max_features=config.max_features)
+
+
+def build_reference_profile(stats: BucketStats, config: Config) -> Profile:
+    """The reference profile of a merged window, declared features from the config."""
+    return build_profile_from_stats(stats, profile_settings(config), declared=dict(config.features))
+
+
+# --- building the merged reference window -----------------------------------------------------------
+def bucket_range(start: float, end: float, bucket_s: int) -> tuple[float, float]:
+    """[start, end) widened to whole buckets (start rounded down, end rounded up)."""
+    return math.floor(start / bucket_s) * bucket_s, math.ceil(end / bucket_s) * bucket_s
+
+
+def window_stats(store: Store, config: Config, model: str, start: float, end: float,
+                 variant: str | None = None) -> tuple[BucketStats, float, float]:
+    """Merged stored buckets (feature histograms included) of [start, end) widened to whole buckets."""
+    if end <= start:
+        raise ReferenceProblem("--to must be after --from")
+    lo, hi = bucket_range(start, end, config.bucket_s)
+    total = BucketStats()
+    for row in store.buckets(model, lo, hi, variant, None, features=True):
+        total.add(row.stats)
+    return total, lo, hi
+
+
+def _lines(fh: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    for lineno, line in enumerate(fh):
+        payload = line.strip()
+        if payload:
+            yield lineno, payload
+
+
+def file_stats(path: str, config: Config, model: str, start: float | None = None, end: float | None = None,
+               variant: str | None = None) -> tuple[BucketStats, float | None, float | None, int]:
+    """Merged statistics of an events file run through the pure engine with a fresh join view.
+
+    The store's join state is never read or written. Returns (stats, first bucket start, end of the last
+    bucket, dead letters skipped); only the model's buckets (and variant's, and those starting in
+    [start, end) widened to whole buckets, when given) are kept.
+    """
+    settings = settings_from(config)
+    view = JoinView()
+    b = config.bucket_s
+    lo = -math.inf if start is None else math.floor(start / b) * b
+    hi = math.inf if end is None else math.ceil(end / b) * b
+    total = BucketStats()
+    first: float | None = None
+    last: float | None = None
+    dead = 0
+    source = "file:" + path
+
+    def absorb(engine: Engine) -> None:
+        nonlocal first, last
+        for key, delta in engine.finish().deltas.items():
+            m, _, v, b0, _ = key
+            if m != model or (variant is not None and v != variant) or not lo <= b0 < hi:
+                continue
+            total.add(delta)
+            first = b0 if first is None else min(first, b0)
+            last = b0 if last is None else max(last, b0)
+
+    try:
+        fh = open(path, "rb")
+    except OSError as err:
+        raise ReferenceProblem(f"cannot read {path}: {err.strerror}") from None
+    with fh:
+        engine = Engine(settings, view)
+        pending = 0
+        for lineno, payload in _lines(fh):
+            d = decode(payload, source, 0, lineno)
+            if isinstance(d, DeadLetter):
+                dead += 1
+                continue
+            engine.apply(d, 0)
+            pending += 1
+            if pending >= FILE_BATCH:
+                absorb(engine)
+                engine, pending = Engine(settings, view), 0
+        absorb(engine)
+    return total, first, None if last is None else last + config.bucket_s, dead
+
+
+# --- persistence ---------------------------------------------------------------------------------------
+def _conf_text(stats: BucketStats | None) -> str | None:
+    return None if stats is None else json.dumps(stats.conf.tolist())
+
+
+def save_reference(store: Store, model: str, profile: Profile, source: str, start: float | None,
+                   end: float | None, *, confusion: BucketStats | None = None, variant: str | None = None,
+                   detail: str | None = None, activate: bool = True) -> int:
+    """Store a new reference version (active by default: the others of the model are deactivated); its id."""
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
+    c = reference_profiles.c
+    with store.begin() as conn:
+        if activate:
+            conn.execute(update(reference_profiles).where(c.model == model).values(active=False))
+        res = conn.execute(reference_profiles.insert().values(
+            model=model, created_at=float(store.clock()), source=source, start_ts=start, end_ts=end, n=profile.n,
+            variant=variant, detail=detail, profile=json.dumps(profile.to_json(), allow_nan=False),
+            confusion=_conf_text(confusion), active=activate))
+        return int(res.inserted_primary_key[0])
+
+
+def activate_reference(store: Store, model: str, ref_id: int) -> None:
+    """Make an existing version the model's active reference (e.g. roll back to an earlier one)."""
+    c = reference_profiles.c
+    with store.begin() as conn:
+        found = conn.execute(select(c.id).where(c.model == model, c.id == ref_id)).scalar_one_or_none()
+        if found is None:
+            raise ReferenceProblem(f"no reference {ref_id} for model {model!r} (see `driftline reference list`)")
+        conn.execute(update(reference_profiles).where(c.model == model).values(active=False))
+        conn.execute(update(reference_profiles).where(c.id == ref_id).values(active=True))
+
+
+_SUMMARY_COLS = ("id", "model", "created_at", "source", "start_ts", "end_ts", "n", "active", "variant", "detail")
+
+
+def _record(r: Any, with_profile: bool) -> Reference:
+    conf = None
+    if with_profile and r.confusion is not None:
+        conf = np.asarray(json.loads(r.confusion), dtype=np.int64).reshape(3, 2)
+    return Reference(int(r.id), r.model, float(r.created_at), r.source, r.start_ts, r.end_ts, int(r.n),
+                     bool(r.active), r.variant, r.detail, json.loads(r.profile) if with_profile else None, conf)
+
+
+def list_references(store: Store, model: str) -> list[Reference]:
+    """Every stored version of a model's reference, newest first (profiles not loaded)."""
+    c = reference_profiles.c
+    q = select(*(getattr(c, k) for k in _SUMMARY_COLS)).where(c.model == model).order_by(c.id.desc())
+    with store.begin() as conn:
+        return [_record(r, False) for r in conn.execute(q)]
+
+
+def active_reference_key(store: Store, model: str) -> tuple[int, float] | None:
+    """(id, created_at) of the model's active reference (the newest active one), None when none is set.
+
+    Cheap (the profile text is not read): callers cache loaded profiles under this key.
+    """
+    c = reference_profiles.c
+    q = select(c.id, c.created_at).where(c.model == model, c.active.is_(True)).order_by(c.id.desc()).limit(1)
+    with store.begin() as conn:
+        r = conn.execute(q).one_or_none()
+    return None if r is None else (int(r.id), float(r.created_at))
+
+
+def active_reference_id(store: Store, model: str) -> int | None:
+    """Id of the model's active reference, None when none is set."""
+    key = active_reference_key(store, model)
+    return None if key is None else key[0]
+
+
+def load_reference(store: Store, model: str, ref_id: int | None = None) -> Reference | None:
+    """A reference version with its profile: the given id, or the active one; None when not found."""
+    if ref_id is None:
+        ref_id = active_reference_id(store, model)
+        if ref_id is None:
+            return None
+    c = reference_profiles.c
+    with store.begin() as conn:
+        r = conn.execute(select(reference_profiles).where(c.model == model, c.id == ref_id)).one_or_none()
+    return None if r is None else _record(r, True)
