@@ -80,8 +80,10 @@ class Service:
                  ops: OpsMetrics | None = None, notifier: Notifier | None = None,
                  readiness: Readiness | None = None, host: str | None = None, port: int | None = None,
                  time_basis: str = "wall", drift: DriftProvider | None | str = "auto",
-                 evaluate: bool = True) -> None:
+                 evaluate: bool = True, jobs: bool = False) -> None:
         self.config, self.store, self.clock = config, store, clock
+        self.jobs_enabled = jobs
+        self.jobs: Any = None
         self.rules = runner.compile_rules(config.triggers)
         self.ops = ops if ops is not None else OpsMetrics()
         self.drift: DriftProvider | None = default_provider() if drift == "auto" else drift  # type: ignore[assignment]
@@ -119,12 +121,19 @@ class Service:
                                    id="evaluate-triggers", max_instances=1, coalesce=True,
                                    misfire_grace_time=max(1, int(every)),
                                    next_run_time=datetime.now(timezone.utc))
+        if self.jobs_enabled:
+            from .scheduler import build_scheduler  # imported here: the scheduler module imports this one lazily
+
+            self.jobs = build_scheduler(self.store, self.config, self.clock, scheduler=self.scheduler, evaluate=False)
+            self.jobs.start(catch_up=True)  # queues the weekly-report catch-up; started with the scheduler below
         self.scheduler.start()
 
     def stop(self) -> None:
         """Stop scheduling (waiting for a running job), close the exporter and release the leader lock."""
         if self.scheduler.running:
             self.scheduler.shutdown(wait=True)
+        if self.jobs is not None:
+            self.jobs.shutdown()  # releases the jobs' advisory lock
         if self.server is not None:
             self.server.stop()
         self.leader.release()

@@ -1,43 +1,325 @@
-"""`driftline demo`: simulate four weeks with drift in week four, ingest on SQLite, show the numbers."""
+"""`driftline demo`: four simulated weeks of fraud traffic end to end on SQLite, in event time.
+
+Simulates four ISO weeks (ending at the Monday 00:00 UTC before now) with drift from day 21, ingests them in
+time order while serving /metrics, evaluates the triggers once a day of event time (so the recall alert fires
+in week four and is printed with its value, interval and n), sets the drift reference from weeks one and two,
+and writes the week-four report. Without triggers in the config it uses driftline.example.yaml's settings.
+"""
 
 from __future__ import annotations
 
 import argparse
-import os
+import time
+import urllib.request
+from datetime import datetime
+from pathlib import Path
+from typing import Any
 
-from ..context import Context
-from ..render import metrics_table
-from ..report_metrics import MetricsQuery, metrics_document
-from .ingest import run_replay
-from .simulate import add_sim_args, spec_from, write_stream
+import msgspec
+
+from ..config import Config, ConfigError, Trigger, parse_duration
+from ..context import Context, parse_at
+from ..pipeline import Pipeline, RawRecord
+from ..replay import source_name
+from ..reports.generate import generate
+from ..reports.weeks import week_of
+from ..service import Service
+from ..simulate import SimSpec, stream
+from ..store import Store
+from ..triggers import runner
+from ..triggers.model import FIRING, Rule, Transition
+from ..windows import iso
+from .simulate import add_sim_args
+
+DAY = 86400.0
+BATCH = 20_000
+DEMO_MARKER = "demo:end"
+
+EXAMPLE_TRIGGERS: list[dict[str, Any]] = [
+    {"name": "recall_below_target", "metric": "recall", "op": "<", "value": 0.70, "window": "7d", "min_n": 30,
+     "mode": "point", "severity": "critical", "for": "15m", "cooldown": "1h", "hysteresis": 0.0,
+     "runbook_url": "docs/METRICS.md#recallbelowtarget",
+     "description": "Fewer frauds caught than agreed; fraud losses grow (€400 per missed fraud)."},
+    {"name": "fpr_above_target", "metric": "fpr", "op": ">", "value": 0.08, "window": "7d", "min_n": 30,
+     "mode": "point", "severity": "warning", "for": "15m", "cooldown": "1h", "hysteresis": 0.0,
+     "runbook_url": "docs/METRICS.md#fprabovetarget",
+     "description": "More genuine customers flagged than agreed; review hours and complaints grow."},
+]
+"""The review triggers of driftline.example.yaml (seed 000 step 8: recall < 70 %, FPR > 8 %, weekly)."""
+EXAMPLE_FEATURES = {"amount": "numeric", "country": "categorical", "channel": "categorical",
+                    "card_present": "categorical", "merchant_category": "categorical", "hour": "numeric",
+                    "account_age_days": "numeric", "tx_count_24h": "numeric", "distance_km": "numeric"}
+EXAMPLE_SLICES = ["country", "channel"]
+EXAMPLE_BASELINE = {"baseline_name": "rules engine", "baseline_flagged": 10_000, "baseline_caught": 1_200}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="end-to-end demo on SQLite: simulate, ingest, metrics")
+    p = sub.add_parser("demo", help="end-to-end demo on SQLite: four simulated weeks, triggers, /metrics, report")
     add_sim_args(p)
-    p.add_argument("--workdir", default="driftline-demo", help="where the demo writes its files")
+    p.add_argument("--workdir", default="driftline-demo", help="where the events file and the report go")
+    p.add_argument("--port", type=int, help="port of /metrics while the demo runs (default: config exporter.port, "
+                                            "9108; 0 picks a free port)")
+    p.add_argument("--evaluate-every", default="1d", help="trigger evaluation step in event time (default 1d)")
+    p.add_argument("--reset", action="store_true", help="start from an empty database even if it holds data "
+                                                        "not written by a previous demo (SQLite files only)")
     p.set_defaults(func=cmd_demo)
 
 
+# --- settings ----------------------------------------------------------------------------------------------
+def demo_config(config: Config) -> tuple[Config, list[str]]:
+    """The config with driftline.example.yaml's triggers, features, slices and baseline filled in where it
+    has none, and what was filled in."""
+    notes: list[str] = []
+    changes: dict[str, Any] = {}
+    if not config.triggers:
+        changes["triggers"] = [msgspec.convert(t, Trigger) for t in EXAMPLE_TRIGGERS]
+        notes.append("triggers recall < 0.70 (critical) and fpr > 0.08 (warning) over 7d, min n 30")
+    if not config.features:
+        changes["features"] = dict(EXAMPLE_FEATURES)
+        notes.append(f"{len(EXAMPLE_FEATURES)} declared features")
+    if not config.slices:
+        changes["slices"] = list(EXAMPLE_SLICES)
+        notes.append("slices by country and channel")
+    if config.costs.baseline_flagged is None:
+        changes["costs"] = msgspec.structs.replace(config.costs, **EXAMPLE_BASELINE)
+        notes.append("baseline: the rules engine (10,000 flags and 1,200 frauds caught a month)")
+    return (msgspec.structs.replace(config, **changes) if changes else config), notes
+
+
+def demo_end(now: float) -> float:
+    """Monday 00:00 UTC of the current ISO week: the four simulated weeks are then whole ISO weeks."""
+    return week_of(now).start
+
+
+# --- database ----------------------------------------------------------------------------------------------
+def _sqlite_path(url: str) -> Path | None:
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        return Path(url[len("sqlite:///"):])
+    return None
+
+
+def prepare_database(ctx: Context, reset: bool) -> str | None:
+    """Empty the demo database: a previous demo's SQLite file (or any, with --reset) is removed; a database
+    holding other data is refused. Returns a note for the user, or None."""
+    path = _sqlite_path(ctx.db_url)
+    if path is None or not path.exists():
+        if path is None:
+            store = Store(ctx.db_url)
+            try:
+                store.migrate()
+                if store.bucket_range(None) is not None:
+                    raise ConfigError(f"{ctx.db_url} already holds data; the demo needs an empty database "
+                                      "(e.g. --db sqlite:///demo.db)")
+            finally:
+                store.close()
+        return None
+    store = Store(ctx.db_url)
+    try:
+        store.migrate()
+        had_data = store.bucket_range(None) is not None
+        previous_demo = store.meta(DEMO_MARKER) is not None
+    finally:
+        store.close()
+    if had_data and not (previous_demo or reset):
+        raise ConfigError(f"{path} holds data not written by the demo; use --reset to replace it or "
+                          "--db sqlite:///other.db")
+    for suffix in ("", "-wal", "-shm"):
+        p = Path(str(path) + suffix)
+        if p.exists():
+            p.unlink()
+    return f"replaced {path} (previous demo run)" if had_data else None
+
+
+# --- printing ----------------------------------------------------------------------------------------------
+def _fmt(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3f}"
+
+
+def alert_line(rule: Rule, t: Transition) -> str:
+    """'recall_below_target FIRING (critical): recall 0.612 [0.571, 0.651] n=245 over 7d, line < 0.7'."""
+    interval = f" [{_fmt(t.low)}, {_fmt(t.high)}]" if t.low is not None else ""
+    return (f"{rule.name} {t.to_state.upper()} ({rule.severity}): {rule.metric} {_fmt(t.value)}{interval} "
+            f"n={t.n if t.n is not None else 0:,} over {t.window}, line {rule.op} {rule.value:g}")
+
+
+def scrape(url: str) -> dict[str, float]:
+    """driftline_* samples of one /metrics scrape (name{labels} → value)."""
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
+        body = resp.read().decode()
+    out = {}
+    for line in body.splitlines():
+        if line.startswith("driftline_"):
+            key, _, value = line.rpartition(" ")
+            try:
+                out[key] = float(value)
+            except ValueError:
+                continue
+    return out
+
+
+# --- the run -----------------------------------------------------------------------------------------------
+def _ts(ev: dict[str, Any]) -> float:
+    return datetime.fromisoformat(ev["ts"].replace("Z", "+00:00")).timestamp()
+
+
+def _start_service(cfg: Config, store: Store, ctx: Context, port: int | None) -> tuple[Service, str | None]:
+    """The exporter over the demo database (event-time windows, no wall-clock evaluation); a busy default
+    port falls back to a free one."""
+    # the demo evaluates triggers itself, in event time; wall-clock scheduled jobs would race its ingestion
+    service = Service(cfg, store, clock=ctx.clock, port=port, time_basis="event", evaluate=False, jobs=False)
+    try:
+        service.start()
+        return service, None
+    except OSError as err:
+        if port is not None:
+            raise ConfigError(f"--port {port}: {err.strerror}") from None
+        service = Service(cfg, store, clock=ctx.clock, port=0, time_basis="event", evaluate=False, jobs=False)
+        service.start()
+        return service, f"port {cfg.exporter.port} is busy ({err.strerror}): using a free port"
+
+
 def cmd_demo(ctx: Context, args: argparse.Namespace) -> int:
-    os.makedirs(args.workdir, exist_ok=True)
-    events = os.path.join(args.workdir, "events.jsonl")
-    spec, end = spec_from(ctx, args)
-    ctx.err.print(f"[bold]1/3[/bold] simulating {args.days:g} days of fraud traffic "
-                  f"(drift from day {args.drift_day:g}) → {events}")
-    n = write_stream(spec, end, events)
-    ctx.err.print(f"      {n:,} events")
-    ctx.err.print(f"[bold]2/3[/bold] ingesting into {ctx.db_url}")
-    s = run_replay(ctx, events)
-    ctx.err.print(f"      accepted {s['accepted']:,}, dead-lettered {s['dead_lettered']:,}, "
-                  f"duplicates {s['duplicates']:,}")
-    ctx.err.print("[bold]3/3[/bold] metrics for the last 7 days and for the week before")
-    store = ctx.store()
-    week = 7 * 86400.0
-    for label, at in (("week 3 (before the drift)", end - week), ("week 4 (after the drift)", end)):
-        doc = metrics_document(store, ctx.config, MetricsQuery(ctx.config.model, week, at=at))
-        ctx.console.rule(label)
-        metrics_table(doc, ctx.console)
+    t0 = time.monotonic()
+    cfg, filled = demo_config(ctx.config)
+    step_s = parse_duration(args.evaluate_every)
+    end = parse_at(args.end) if args.end else demo_end(float(ctx.clock()))
+    start = end - args.days * DAY
+    drift_day = None if args.drift_day is None or args.drift_day < 0 else args.drift_day
+    spec = SimSpec(start=start, days=args.days, per_day=args.per_day, drift_day=drift_day, seed=args.seed,
+                   model=cfg.model, prevalence=args.prevalence)
+    if filled:
+        ctx.err.print("[bold]settings:[/bold] no triggers in the config, so the demo uses driftline.example.yaml's: "
+                      + "; ".join(filled) + " (run later commands with --config driftline.example.yaml to match)")
+    note = prepare_database(ctx, args.reset)
+    if note:
+        ctx.err.print(f"[dim]{note}[/dim]")
+    dctx = Context(config=cfg, db_url=ctx.db_url, console=ctx.console, err=ctx.err, clock=ctx.clock)
+    store = dctx.store()
+    store.set_meta(DEMO_MARKER, repr(end))
+    workdir = Path(args.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    events = workdir / "events.jsonl"
+    service, port_note = _start_service(cfg, store, ctx, args.port)
+    try:
+        if port_note:
+            ctx.err.print(f"[yellow]{port_note}[/yellow]")
+        ctx.err.print(f"[bold]/metrics[/bold] served at {service.url}/metrics while the demo runs")
+        drift_txt = "no drift" if drift_day is None else f"drift from day {drift_day:g}"
+        ctx.err.print(f"[bold]1/3[/bold] simulating {args.days:g} days ({iso(start)} → {iso(end)}), "
+                      f"{args.per_day:,} predictions a day, {drift_txt}; "
+                      f"ingesting into {ctx.db_url} and evaluating triggers every {args.evaluate_every} of event time")
+        fired = run_timeline(dctx, cfg, store, spec, end, events, step_s)
+        ctx.err.print("[bold]2/3[/bold] week 3 against week 4 (7-day windows)")
+        summary(dctx, cfg, store, end)
+        samples = scrape(service.url)
+        recall = [v for k, v in samples.items() if k.startswith("driftline_recall_ratio{")
+                  and 'variant="all"' in k and 'window="7d"' in k]
+        ctx.console.print(f"/metrics scraped: {len(samples):,} driftline series"
+                          + (f", driftline_recall_ratio{{variant=\"all\",window=\"7d\"}} = {recall[0]:.3f}"
+                             if recall else ""), soft_wrap=True)
+        week = week_of(end - 1.0)
+        ctx.err.print(f"[bold]3/3[/bold] report of week 4 ({week.label})")
+        out = workdir / "reports"
+        res = generate(store, cfg, cfg.model, week, float(ctx.clock()), out, replace=True, source="demo",
+                       week_reason="demo: week four, after the drift")
+    finally:
+        service.stop()
+        dctx.close()
+    ctx.console.print(f"report: {res.paths['html']}", soft_wrap=True)
+    ctx.console.print(f"        {res.paths['md']}", soft_wrap=True)
+    ctx.console.print(f"        {res.paths['json']}", soft_wrap=True)
+    if not fired:
+        ctx.console.print("[yellow]no trigger fired[/yellow]")
+    ctx.err.print(f"done in {time.monotonic() - t0:.0f} s. Next: `driftline metrics`, `driftline alerts`, "
+                  "`driftline drift`, `driftline ab`, `driftline report` (same database), or "
+                  "`driftline serve --time event` to keep /metrics up.")
     return 0
 
 
+def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: float, events: Path,
+                 step_s: float) -> list[str]:
+    """Write and ingest the simulated stream in event-time order; at every step boundary run maintenance and
+    one trigger evaluation at that instant (printing transitions); set the reference after week three."""
+    from ..references import build_reference_profile, save_reference, window_stats
+
+    pipeline = Pipeline(cfg, store, clock=ctx.clock)
+    rules = runner.compile_rules(cfg.triggers)
+    source = source_name(str(events))
+    enc = msgspec.json.Encoder()
+    fired: list[str] = []
+    batch: list[RawRecord] = []
+    ref_at = spec.start + min(21.0, spec.days) * DAY
+    next_eval = spec.start + step_s
+    reference_set = False
+    n = 0
+
+    def flush() -> None:
+        if batch:
+            pipeline.process_batch(batch)
+            batch.clear()
+
+    def at_boundary(t: float) -> None:
+        nonlocal reference_set
+        flush()
+        pipeline.maintain()
+        if not reference_set and t >= ref_at:
+            stats, lo, hi = window_stats(store, cfg, cfg.model, spec.start, spec.start + 14 * DAY)
+            if stats.predictions:
+                save_reference(store, cfg.model, build_reference_profile(stats, cfg), "window", lo, hi,
+                               confusion=stats, detail="demo: weeks 1-2")
+                ctx.err.print(f"      {iso(t)}  drift reference set from weeks 1–2 ({stats.predictions:,} predictions)")
+            reference_set = True
+        run = runner.run(store, cfg, t, at=t, rules=rules)
+        by_name = {r.name: r for r in rules}
+        for tr in run.transitions:
+            if tr.to_state == FIRING or (tr.from_state == FIRING and tr.to_state != FIRING):
+                line = f"{iso(t)}  ALERT {alert_line(by_name[tr.trigger], tr)}"
+                ctx.console.print(f"[bold red]{line}[/bold red]" if tr.to_state == FIRING else line, soft_wrap=True)
+                if tr.to_state == FIRING:
+                    fired.append(tr.trigger)
+
+    with open(events, "wb") as fh:
+        buf = bytearray()
+        for ev in stream(spec, end=end):
+            ts = _ts(ev)
+            while ts >= next_eval and next_eval <= end:
+                at_boundary(next_eval)
+                next_eval += step_s
+            line = enc.encode(ev)
+            buf += line + b"\n"
+            batch.append(RawRecord(source, 0, n, line))
+            n += 1
+            if len(batch) >= BATCH:
+                flush()
+            if len(buf) > 1 << 20:
+                fh.write(buf)
+                buf.clear()
+        fh.write(buf)
+    while next_eval <= end:
+        at_boundary(next_eval)
+        next_eval += step_s
+    flush()
+    ctx.err.print(f"      {n:,} events → {events}")
+    return fired
+
+
+def summary(ctx: Context, cfg: Config, store: Store, end: float) -> None:
+    """Recall, FPR and precision of week 3 and week 4 side by side (as `driftline metrics --at`)."""
+    from rich.table import Table
+
+    from ..render import fmt_rate
+    from ..report_metrics import MetricsQuery, metrics_document
+
+    t = Table(title_justify="left")
+    t.add_column("7 days ending")
+    for col in ("predictions", "recall", "FPR", "precision", "label coverage"):
+        t.add_column(col, justify="right")
+    for at in (end - 7 * DAY, end):
+        doc = metrics_document(store, cfg, MetricsQuery(cfg.model, 7 * DAY, at=at))
+        m = doc["metrics"]
+        t.add_row(iso(at), f"{doc['counts']['predictions']:,}", fmt_rate(m["recall"]), fmt_rate(m["fpr"]),
+                  fmt_rate(m["precision"]), fmt_rate(doc["label_coverage"]))
+    ctx.console.print(t)
+
+
+__all__ = ["cmd_demo", "demo_config", "EXAMPLE_TRIGGERS"]

@@ -32,7 +32,7 @@ def install_stop_handlers(stop: threading.Event) -> None:
 
 def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
     service = Service(ctx.config, ctx.store(), clock=ctx.clock, host=args.host, port=args.port,
-                      time_basis=args.time, evaluate=not args.no_evaluate)
+                      time_basis=args.time, evaluate=not args.no_evaluate, jobs=True)
     stop = threading.Event()
     install_stop_handlers(stop)
 

@@ -1,0 +1,42 @@
+"""`driftline report`: the weekly drift report of one ISO week as HTML, Markdown and JSON files, also stored
+in the database (one per model and week; re-running replaces it, since labels keep maturing)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..context import Context
+from ..reports.generate import generate
+from ..reports.weeks import default_week, parse_week
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="weekly report (HTML, Markdown, JSON) of an ISO week; stored in the database")
+    p.add_argument("--week", help="ISO week, e.g. 2026-W48 (default: the last complete week before now that has "
+                                  "predictions, else the last complete week before the newest prediction, else "
+                                  "the newest prediction's week)")
+    p.add_argument("--out", help="output directory (default: config schedule.report_dir, 'reports')")
+    p.add_argument("--model", help="model name (default: config model)")
+    p.add_argument("--json", action="store_true", help="print the paths and the report document as JSON")
+    p.set_defaults(func=cmd_report)
+
+
+def cmd_report(ctx: Context, args: argparse.Namespace) -> int:
+    store = ctx.store()
+    model = args.model or ctx.config.model
+    now = float(ctx.clock())
+    if args.week:
+        week, reason = parse_week(args.week), "given"
+    else:
+        week, reason = default_week(store, model, now)
+    out = args.out or ctx.config.schedule.report_dir
+    result = generate(store, ctx.config, model, week, now, out, replace=True, source="cli", week_reason=reason)
+    if args.json:
+        print(json.dumps({**result.to_json(), "report": result.doc}, allow_nan=False))
+        return 0
+    note = " (provisional: labels still maturing)" if result.provisional else ""
+    ctx.err.print(f"report of {model} for {week.label}: {reason}{note}; stored in the database")
+    for ext in ("html", "md", "json"):
+        print(result.paths[ext])
+    return 0

@@ -1,0 +1,108 @@
+"""Compaction of old buckets: hourly buckets (all shards) older than the label horizon are merged into one
+bucket per (model, model version, variant, UTC day), stored under shard COMPACTED_SHARD (-1).
+
+Safe because buckets past the label horizon no longer change (their predictions' join state has expired) and
+buckets merge by addition: a window that covers whole days gives exactly the same numbers before and after
+(ISO-week reports, daily trends, 7-day windows ending at midnight). A window starting or ending mid-day over
+compacted history counts the compacted days whole. Nothing is dropped. The engine never writes shard -1, so a
+late write to an old hourly bucket (a replayed old event) simply lands next to the compacted row and is merged
+by the next run; on PostgreSQL the rows are locked (FOR UPDATE) while merged, as the ingestion path does.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from sqlalchemy import and_, delete, select, tuple_, update
+
+from . import schema as t
+from .stats import BucketStats
+from .store import Store
+
+COMPACTED_SHARD = -1
+"""Shard id of compacted day buckets (ingestion shards are partitions, never negative)."""
+DAY_S = 86400
+GRACE_S = DAY_S
+"""Extra margin past the label horizon before a day is compacted."""
+
+Key = tuple[str, str, str, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """What a compaction run did: day groups merged, bucket rows before and after, the cutoff used."""
+
+    groups: int
+    rows_before: int
+    rows_after: int
+    cutoff: float | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"groups": self.groups, "rows_before": self.rows_before, "rows_after": self.rows_after,
+                "cutoff": self.cutoff}
+
+
+def compaction_cutoff(store: Store, horizon_s: float, grace_s: float = GRACE_S, width: int = DAY_S) -> float | None:
+    """Start of the first day not compacted: event-time watermark − label horizon − grace, floored to a day."""
+    known = [float(v) for v in (store.meta("max_ts:prediction"), store.meta("max_ts:outcome")) if v is not None]
+    if not known:
+        return None
+    return float((int(max(known) - horizon_s - grace_s) // width) * width)
+
+
+def _pending_groups(store: Store, cutoff: float, width: int, model: str | None) -> dict[Key, list[Key]]:
+    b = t.buckets.c
+    q = select(b.model, b.model_version, b.variant, b.bucket_start, b.shard).where(b.bucket_start < cutoff)
+    if model is not None:
+        q = q.where(b.model == model)
+    groups: dict[Key, list[Key]] = defaultdict(list)
+    with store.begin() as conn:
+        for r in conn.execute(q):
+            day = (int(r.bucket_start) // width) * width
+            groups[(r.model, r.model_version, r.variant, day, COMPACTED_SHARD)].append(
+                (r.model, r.model_version, r.variant, int(r.bucket_start), int(r.shard)))
+    return {target: keys for target, keys in groups.items() if keys != [target]}
+
+
+def _merge_group(store: Store, target: Key, keys: list[Key]) -> None:
+    b = t.buckets.c
+    cols = (b.model, b.model_version, b.variant, b.bucket_start, b.shard)
+    with store.begin() as conn:
+        q = select(*cols, b.data).where(tuple_(*cols).in_(keys))
+        if store.dialect == "postgresql":
+            q = q.with_for_update()
+        rows = list(conn.execute(q))
+        if not rows:
+            return
+        total = BucketStats()
+        found_target = False
+        for r in rows:
+            total.add(BucketStats.from_bytes(r.data))
+            found_target |= (r.model, r.model_version, r.variant, int(r.bucket_start), int(r.shard)) == target
+        others = [(r.model, r.model_version, r.variant, int(r.bucket_start), int(r.shard)) for r in rows]
+        others = [k for k in others if k != target]
+        if others:
+            conn.execute(delete(t.buckets).where(tuple_(*cols).in_(others)))
+        data = total.to_bytes()
+        if found_target:
+            conn.execute(update(t.buckets).where(and_(*(c == v for c, v in zip(cols, target)))).values(data=data))
+        else:
+            conn.execute(t.buckets.insert().values(model=target[0], model_version=target[1], variant=target[2],
+                                                   bucket_start=target[3], shard=target[4], data=data))
+
+
+def compact(store: Store, cutoff: float | None, model: str | None = None, width: int = DAY_S,
+            max_groups: int = 2000) -> CompactionResult:
+    """Merge every bucket starting before `cutoff` into one row per day and (model, version, variant); one
+    transaction per day group; at most `max_groups` groups per call (the rest next time). Idempotent."""
+    if cutoff is None:
+        return CompactionResult(0, 0, 0, None)
+    groups = _pending_groups(store, cutoff, width, model)
+    done = before = after = 0
+    for target, keys in sorted(groups.items())[:max_groups]:
+        _merge_group(store, target, keys)
+        done += 1
+        before += len(keys)
+        after += 1
+    return CompactionResult(done, before, after, cutoff)

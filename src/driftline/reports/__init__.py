@@ -1,0 +1,1 @@
+"""Weekly drift reports: assemble (data), plot (plots), render (render) and store (table) them."""

@@ -1,0 +1,165 @@
+"""Business KPIs of a report week, extrapolated to the configured monthly volume (seed 000's tables), and the
+threshold trade-off table computed from the week's labelled score histograms.
+
+Pure functions: the monthly numbers are analysis.costs.business_kpis of the week's recall, FPR and labelled
+prevalence, exactly as seed 000 turns a sample's rates into a month of real traffic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..analysis.costs import BusinessKPIs, Costs, business_kpis
+from ..analysis.rates import rate
+from ..config import Costs as CostConfig
+from ..grids import SCORE_EDGES, score_edge_index
+
+THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))
+"""Thresholds of the trade-off table (exact edges of the score grid)."""
+
+KPI_TARGETS = {"fraud_lost": "fraud_lost", "analyst_hours": "analyst_hours", "complaints": "complaints",
+               "model_cost": "model_cost", "total_cost": "total", "total": "total", "review_cost": "review_cost"}
+"""config.targets keys that bound a monthly KPI from above (seed 000: fraud lost < €200,000, hours < 1,500, ...)."""
+
+
+def analysis_costs(c: CostConfig) -> Costs:
+    """Unit costs of the config as analysis.costs.Costs (the same mapping the A/B readout uses)."""
+    return Costs(fn_cost=c.missed_positive, review_cost=c.review_per_flag, complaint_rate=c.complaint_rate,
+                 complaint_cost=c.complaint_cost, model_cost_per_prediction=c.model_per_prediction)
+
+
+def _kpis(cfg: CostConfig, prevalence: float, recall: float, fpr: float, costs: Costs | None = None) -> BusinessKPIs:
+    return business_kpis(float(cfg.monthly_volume), prevalence, recall, fpr, costs or analysis_costs(cfg),
+                         minutes_per_review=cfg.review_minutes)
+
+
+def _clip(x: float) -> float:
+    return min(1.0, max(0.0, x))
+
+
+def baseline_kpis(cfg: CostConfig, prevalence: float) -> tuple[BusinessKPIs | None, list[str]]:
+    """The configured baseline (e.g. the rules engine: flags and catches per month) at the week's prevalence.
+
+    Its recall is caught ÷ monthly positives and its FPR (flagged − caught) ÷ monthly negatives; it has no
+    model running cost. None when no baseline is configured.
+    """
+    if cfg.baseline_flagged is None or cfg.baseline_caught is None:
+        return None, []
+    notes: list[str] = []
+    pos = cfg.monthly_volume * prevalence
+    neg = cfg.monthly_volume - pos
+    caught, flagged = float(cfg.baseline_caught), float(cfg.baseline_flagged)
+    if caught > pos:
+        notes.append(f"baseline catches {caught:,.0f} a month but the week's prevalence implies only {pos:,.0f} "
+                     "positives: its recall is capped at 1")
+    if caught > flagged:
+        notes.append("baseline_caught exceeds baseline_flagged: false alarms set to 0")
+    recall = _clip(caught / pos) if pos > 0 else 0.0
+    fpr = _clip((flagged - min(caught, flagged)) / neg) if neg > 0 else 0.0
+    costs = Costs(fn_cost=cfg.missed_positive, review_cost=cfg.review_per_flag, complaint_rate=cfg.complaint_rate,
+                  complaint_cost=cfg.complaint_cost, model_cost_per_prediction=0.0)
+    return _kpis(cfg, prevalence, recall, fpr, costs), notes
+
+
+def business_section(metrics_doc: dict[str, Any], cfg: CostConfig, targets: dict[str, float]) -> dict[str, Any]:
+    """Monthly KPIs of the model (point, and a range from the recall/FPR intervals), the baseline and targets."""
+    m = metrics_doc["metrics"]
+    rec, fpr, prev = m["recall"], m["fpr"], m["prevalence"]
+    base: dict[str, Any] = {"monthly_volume": cfg.monthly_volume, "currency": cfg.currency,
+                            "review_minutes": cfg.review_minutes, "unit_costs": analysis_costs(cfg).to_json()}
+    if rec["value"] is None or fpr["value"] is None or prev["value"] is None:
+        return {**base, "available": False,
+                "reason": "needs labelled positives and negatives in the week (recall, FPR and prevalence)"}
+    p = float(prev["value"])
+    point = _kpis(cfg, p, rec["value"], fpr["value"])
+    # pessimistic: recall at its lower bound and FPR at its upper bound; optimistic the other way round
+    worst = _kpis(cfg, p, rec["low"], fpr["high"])
+    best = _kpis(cfg, p, rec["high"], fpr["low"])
+    baseline, notes = baseline_kpis(cfg, p)
+    doc: dict[str, Any] = {
+        **base, "available": True, "prevalence": p, "recall": rec["value"], "fpr": fpr["value"],
+        "model": point.to_json(), "pessimistic": worst.to_json(), "optimistic": best.to_json(),
+        "baseline": None if baseline is None else {"name": cfg.baseline_name or "baseline", **baseline.to_json()},
+        "notes": notes,
+    }
+    if baseline is not None:
+        doc["versus_baseline"] = {
+            "savings": baseline.total - point.total, "savings_low": baseline.total - worst.total,
+            "savings_high": baseline.total - best.total,
+            "analyst_hours_saved": baseline.analyst_hours - point.analyst_hours,
+            "extra_caught": point.caught - baseline.caught,
+            "complaints_avoided": baseline.complaints - point.complaints,
+        }
+    checks = []
+    for key, field in KPI_TARGETS.items():
+        if key in targets:
+            value = getattr(point, field)
+            checks.append({"kpi": field, "target_below": targets[key], "value": value,
+                           "met": value < targets[key], "met_pessimistic": getattr(worst, field) < targets[key]})
+    doc["targets"] = checks
+    return doc
+
+
+def cost_optimal_threshold(cfg: CostConfig) -> float | None:
+    """C_FP / (C_FP + C_FN) with C_FP = review cost + complaint rate × complaint cost, C_FN = missed-positive cost.
+
+    The expected-cost-minimising threshold for calibrated scores (flag when p·C_FN > (1 − p)·C_FP); None when
+    both costs are 0.
+    """
+    c_fp = cfg.review_per_flag + cfg.complaint_rate * cfg.complaint_cost
+    c_fn = cfg.missed_positive
+    return c_fp / (c_fp + c_fn) if c_fp + c_fn > 0 else None
+
+
+def threshold_row(neg_hist: np.ndarray, pos_hist: np.ndarray, threshold: float, cfg: CostConfig,
+                  prevalence: float) -> dict[str, Any]:
+    """One row of the trade-off table: the week's labelled counts at `threshold` (fine bins at or above its
+    grid edge are flagged) and their monthly KPIs at the configured volume and the week's prevalence."""
+    i = score_edge_index(threshold)
+    tp, fn = int(pos_hist[i:].sum()), int(pos_hist[:i].sum())
+    fp, tn = int(neg_hist[i:].sum()), int(neg_hist[:i].sum())
+    recall, fpr, precision = rate(tp, tp + fn), rate(fp, fp + tn), rate(tp, tp + fp)
+    row: dict[str, Any] = {"threshold": threshold, "grid_edge": float(SCORE_EDGES[min(i, len(SCORE_EDGES) - 1)]),
+                           "counts": {"tp": tp, "fp": fp, "fn": fn, "tn": tn},
+                           "recall": recall.to_json(), "fpr": fpr.to_json(), "precision_sample": precision.to_json()}
+    if recall.value is None or fpr.value is None:
+        row["monthly"] = None
+        return row
+    k = _kpis(cfg, prevalence, recall.value, fpr.value)
+    row["monthly"] = {"precision": k.precision, "caught": k.caught, "flagged": k.flagged,
+                      "false_alarms": k.false_positives, "complaints": k.complaints,
+                      "analyst_hours": k.analyst_hours, "fraud_lost": k.fraud_lost, "review_cost": k.review_cost,
+                      "complaint_cost": k.complaint_cost, "model_cost": k.model_cost, "total": k.total}
+    return row
+
+
+def threshold_table(neg_hist: np.ndarray, pos_hist: np.ndarray, cfg: CostConfig, prevalence: float | None,
+                    deployed: float, thresholds: tuple[float, ...] = THRESHOLDS) -> dict[str, Any]:
+    """Trade-off at thresholds 0.1 … 0.9 from the labelled score histograms, the cost-optimal threshold
+    C_FP/(C_FP+C_FN) (with its own row) and the cheapest tabulated threshold, marked in-sample."""
+    optimal = cost_optimal_threshold(cfg)
+    doc: dict[str, Any] = {"thresholds": list(thresholds), "deployed": deployed, "monthly_volume": cfg.monthly_volume,
+                           "currency": cfg.currency,
+                           "cost_optimal": {"threshold": optimal, "formula": "C_FP / (C_FP + C_FN)",
+                                            "c_fp": cfg.review_per_flag + cfg.complaint_rate * cfg.complaint_cost,
+                                            "c_fn": cfg.missed_positive,
+                                            "assumes": "calibrated scores (see the reliability diagram)"}}
+    if prevalence is None or int(pos_hist.sum()) == 0 or int(neg_hist.sum()) == 0:
+        return {**doc, "available": False, "rows": [],
+                "reason": "needs labelled positives and negatives in the week"}
+    rows = [threshold_row(neg_hist, pos_hist, t, cfg, prevalence) for t in thresholds]
+    priced = [r for r in rows if r["monthly"] is not None]
+    cheapest = min(priced, key=lambda r: (r["monthly"]["total"], -r["threshold"])) if priced else None
+    for r in rows:
+        r["deployed"] = abs(r["threshold"] - deployed) < 1e-9
+        r["cheapest_in_sample"] = cheapest is not None and r is cheapest
+    doc.update({"available": True, "prevalence": prevalence, "rows": rows,
+                "cheapest": None if cheapest is None else {"threshold": cheapest["threshold"],
+                                                           "total": cheapest["monthly"]["total"],
+                                                           "in_sample": True},
+                "cost_optimal_row": None if optimal is None else threshold_row(neg_hist, pos_hist, optimal, cfg,
+                                                                                prevalence),
+                "deployed_row": threshold_row(neg_hist, pos_hist, deployed, cfg, prevalence)})
+    return doc

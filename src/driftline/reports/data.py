@@ -1,0 +1,293 @@
+"""The weekly report document: every section assembled from the same functions the CLI uses.
+
+headline = `driftline metrics --json` of the ISO week (with targets and trigger judgements), trends = the same
+per day, drift/calibration/slices = `driftline drift/calibration/slices --json` of the week, A/B = `driftline ab
+--json`, alerts = the trigger history; business KPIs and the threshold table are analysis.costs applied to the
+week's rates and labelled score histograms. A section whose source is missing (no reference profile, module
+not installed) says "not available" with the reason instead of failing the report.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..ab_readout import ABQuery, ab_document
+from ..config import Config
+from ..grids import score_edge_index
+from ..report_metrics import MetricsQuery, metrics_document
+from ..stats import NEG, POS, UNL
+from ..store import Store
+from ..triggers import history
+from ..triggers.model import INSUFFICIENT, Rule, breached, judged_value
+from ..triggers.runner import Reader, compile_rules, group_stats
+from ..windows import iso, window_rows
+from .business import business_section, threshold_table
+from .weeks import IsoWeek
+
+log = logging.getLogger(__name__)
+
+REPORT_VERSION = 1
+DAY_S = 86400.0
+WEEK_S = 7 * DAY_S
+HEADLINE = ("recall", "fpr", "precision", "alert_rate", "prevalence")
+LOWER_IS_BETTER = frozenset({"fpr", "alert_rate", "brier", "log_loss", "ece", "label_delay_p50", "label_delay_p95"})
+"""Metrics whose config target is a maximum; every other metric's target is a minimum."""
+
+
+def _not_available(reason: str) -> dict[str, Any]:
+    return {"available": False, "reason": reason}
+
+
+def guarded(name: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run one optional section; its failure (missing reference, missing module, error) becomes a reason."""
+    try:
+        return {"available": True, **fn()}
+    except ImportError as err:
+        return _not_available(f"{name} module not installed ({err.name or err})")
+    except Exception as err:  # noqa: BLE001 - one broken section must not lose the whole report
+        if type(err).__name__ not in ("NoReference", "ReferenceProblem"):
+            log.exception("report section %s failed", name)
+        return _not_available(str(err) or type(err).__name__)
+
+
+# --- headline -----------------------------------------------------------------------------------------------
+def target_check(metric: str, r: dict[str, Any], target: float | None) -> dict[str, Any] | None:
+    """A pre-agreed target against the estimate and its interval: met (estimate) and met_confidently (interval)."""
+    if target is None:
+        return None
+    lower_better = metric in LOWER_IS_BETTER
+    out: dict[str, Any] = {"value": target, "direction": "at most" if lower_better else "at least",
+                           "met": None, "met_confidently": None}
+    if r.get("value") is None:
+        return out
+    if lower_better:
+        out["met"] = r["value"] <= target
+        out["met_confidently"] = r["high"] is not None and r["high"] <= target
+    else:
+        out["met"] = r["value"] >= target
+        out["met_confidently"] = r["low"] is not None and r["low"] >= target
+    return out
+
+
+def trigger_judgements(store: Store, config: Config, model: str, at: float,
+                       drift: Any = None) -> list[dict[str, Any]]:
+    """Each trigger's line judged at the week's end on its own window (as the evaluator reads it, without the
+    for/cooldown state machine: breached / ok / insufficient_data), next to its live stored state."""
+    rules: list[Rule] = compile_rules(config.triggers)
+    if not rules:
+        return []
+    reader = Reader(store, config, model, at, at, drift)
+    live = history.load_states(store, model)
+    out = []
+    for rule in rules:
+        obs = reader.observe(rule)
+        judged = judged_value(rule, obs)
+        if obs.value is None or judged is None or obs.n < rule.min_n:
+            verdict = INSUFFICIENT
+        else:
+            verdict = "breached" if breached(rule, judged) else "ok"
+        s = live.get(rule.name)
+        out.append({**rule.to_json(), "at_week_end": {"state": verdict, **obs.to_json(), "judged": judged},
+                    "live": None if s is None else {"state": s.state, "since": iso(s.since),
+                                                    "updated_at": iso(s.updated_at)}})
+    return out
+
+
+def headline(metrics: dict[str, Any], config: Config, triggers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of the headline table: the rate with interval and n, its target check, the triggers watching it."""
+    rows = []
+    m = metrics["metrics"]
+    entries = [(k, m[k]) for k in HEADLINE] + [("label_coverage", metrics["label_coverage"])]
+    for name, r in entries:
+        rows.append({"metric": name, **r, "target": target_check(name, r, config.targets.get(name)),
+                     "triggers": [t["name"] for t in triggers if t["metric"] == name]})
+    for name in ("roc_auc", "average_precision", "brier", "ece"):
+        v = m[name]["value"]
+        rows.append({"metric": name, "value": v, "low": None, "high": None, "n": metrics["counts"]["labelled"],
+                     "indicative": False,
+                     "target": target_check(name, {"value": v, "low": v, "high": v}, config.targets.get(name)),
+                     "triggers": [t["name"] for t in triggers if t["metric"] == name]})
+    return rows
+
+
+# --- trends and label maturity --------------------------------------------------------------------------------
+def _rates(doc: dict[str, Any]) -> dict[str, Any]:
+    m = doc["metrics"]
+    return {"recall": m["recall"], "fpr": m["fpr"], "precision": m["precision"], "alert_rate": m["alert_rate"],
+            "label_coverage": doc["label_coverage"]}
+
+
+def daily(store: Store, config: Config, model: str, week: IsoWeek) -> list[dict[str, Any]]:
+    """`metrics --json --window 1d --at <day end>` for each day of the week."""
+    out = []
+    for day, _start, end in week.days():
+        doc = metrics_document(store, config, MetricsQuery(model, DAY_S, at=end))
+        out.append({"date": day, "window": doc["window"], "counts": doc["counts"], **_rates(doc),
+                    "label_delay_seconds": doc["label_delay_seconds"]})
+    return out
+
+
+def watermark(store: Store) -> float | None:
+    """Newest event time stored (prediction or outcome): how far the labels have had time to arrive."""
+    known = [float(v) for v in (store.meta("max_ts:prediction"), store.meta("max_ts:outcome")) if v is not None]
+    return max(known) if known else None
+
+
+def label_maturity(store: Store, config: Config, model: str, week: IsoWeek, metrics: dict[str, Any],
+                   days: list[dict[str, Any]]) -> dict[str, Any]:
+    """Label coverage of the week (and per day), label delay, and whether each day's labels have matured:
+    a day is provisional until the event-time watermark is one maturity period (`driftline calibration`'s
+    label-delay p95, or implicit_negative_after) past its end."""
+    try:
+        from ..drift_readout import maturity_period
+
+        period, method = maturity_period(store, config, model, week.window)
+    except ImportError:
+        period, method = None, "unavailable"
+    wm = watermark(store)
+    by_day = []
+    for d in days:
+        end = week.start + (len(by_day) + 1) * DAY_S
+        matured_at = None if period is None else end + period
+        prov = True if (wm is None or matured_at is None) else wm < matured_at
+        by_day.append({"date": d["date"], "predictions": d["counts"]["predictions"],
+                       "labelled": d["counts"]["labelled"], "coverage": d["label_coverage"],
+                       "matures_at": None if matured_at is None else iso(matured_at), "provisional": prov})
+    provisional = any(d["provisional"] for d in by_day if d["predictions"])
+    note = ("labels still arriving: numbers of provisional days will move as late outcomes arrive"
+            if provisional else "every day of the week is past its label-maturity period")
+    if period is None:
+        note = "no label has been seen yet for this model: every number is provisional"
+    return {"coverage": metrics["label_coverage"], "delay_seconds": metrics["label_delay_seconds"],
+            "maturity_seconds": period, "maturity_method": method, "watermark": None if wm is None else iso(wm),
+            "by_day": by_day, "provisional": provisional, "note": note}
+
+
+# --- optional sections (drift readouts) -------------------------------------------------------------------------
+def drift_section(store: Store, config: Config, model: str, week: IsoWeek) -> dict[str, Any]:
+    """`driftline drift --json` of the week, or not available (e.g. no reference set)."""
+    def build() -> dict[str, Any]:
+        from ..drift_readout import drift_document
+
+        return {"document": drift_document(store, config, model, week.window)}
+    return guarded("drift", build)
+
+
+def calibration_section(store: Store, config: Config, model: str, week: IsoWeek) -> dict[str, Any]:
+    """`driftline calibration --json` of the week."""
+    def build() -> dict[str, Any]:
+        from ..drift_readout import calibration_document
+
+        return {"document": calibration_document(store, config, model, week.window)}
+    return guarded("calibration", build)
+
+
+def slices_section(store: Store, config: Config, model: str, week: IsoWeek) -> dict[str, Any]:
+    """`driftline slices --json` of the week."""
+    def build() -> dict[str, Any]:
+        from ..drift_readout import slices_document
+
+        return {"document": slices_document(store, config, model, week.window)}
+    return guarded("slices", build)
+
+
+def ab_section(store: Store, config: Config, model: str, week: IsoWeek) -> dict[str, Any]:
+    """`driftline ab --json --window 7d --at <week end>`."""
+    return guarded("A/B", lambda: {"document": ab_document(store, config, ABQuery(model, WEEK_S, at=week.end))})
+
+
+def score_distribution(drift: dict[str, Any], hist_all: list[int]) -> dict[str, Any]:
+    """Score distribution of the week: reference vs current on the reference's frozen score bins (from the
+    drift document), and the week's counts per decile of score (every prediction, labelled or not)."""
+    doc: dict[str, Any] = {"deciles": {"edges": [i / 10 for i in range(11)], "counts": hist_all}}
+    score = drift.get("document", {}).get("score") if drift.get("available") else None
+    if score:
+        doc["reference_vs_current"] = {"bins": score["bins"], "psi": score["psi"], "js": score["js"],
+                                       "noise_floor": score["noise_floor"], "drifted": score["drifted"]}
+    else:
+        doc["reference_vs_current"] = None
+        doc["reason"] = drift.get("reason", "no score drift in the drift document")
+    return doc
+
+
+def _drift_provider() -> Any:
+    try:
+        from ..drift_readout import drift_readings
+
+        return drift_readings
+    except ImportError:
+        from ..triggers.drift_hook import default_provider
+
+        return default_provider()
+
+
+# --- the whole document -------------------------------------------------------------------------------------------
+def report_document(store: Store, config: Config, model: str, week: IsoWeek, now: float,
+                    week_reason: str = "given") -> dict[str, Any]:
+    """The weekly report of one model and ISO week as plain JSON types (see the module docstring)."""
+    metrics = metrics_document(store, config, MetricsQuery(model, WEEK_S, at=week.end))
+    triggers = trigger_judgements(store, config, model, week.end, _drift_provider())
+    days = daily(store, config, model, week)
+    rows = window_rows(store, model, week.window, features=False)
+    total, _ = group_stats(rows)
+    cuts = [score_edge_index(i / 10) for i in range(11)]
+    all_hist = total.hist[NEG] + total.hist[POS] + total.hist[UNL]
+    deciles = [int(all_hist[cuts[i]:cuts[i + 1]].sum()) for i in range(10)]
+    drift = drift_section(store, config, model, week)
+    prevalence = metrics["metrics"]["prevalence"]["value"]
+    alerts = [r for r in history.history(store, model, since=week.start, limit=100_000) if r["at"] < week.end]
+    alerts.sort(key=lambda r: (r["at"], r["id"]))
+    doc: dict[str, Any] = {
+        "kind": "driftline.weekly_report", "version": REPORT_VERSION, "model": model, "week": week.label,
+        "week_reason": week_reason, "window": week.window.to_json(), "generated_at": iso(now),
+        "threshold": config.threshold, "currency": config.costs.currency, "targets": dict(config.targets),
+        "partial_week": now < week.end,
+        "headline": {"rows": headline(metrics, config, triggers), "triggers": triggers, "metrics": metrics},
+        "trends": {"days": days},
+        "label_maturity": label_maturity(store, config, model, week, metrics, days),
+        "drift": drift,
+        "score_distribution": score_distribution(drift, deciles),
+        "calibration": calibration_section(store, config, model, week),
+        "slices": slices_section(store, config, model, week),
+        "ab": ab_section(store, config, model, week),
+        "alerts": {"transitions": [{**r, "at": iso(r["at"])} for r in alerts],
+                   "fired": sum(1 for r in alerts if r["to_state"] == "firing")},
+        "business": business_section(metrics, config.costs, dict(config.targets)),
+        "thresholds": threshold_table(np.asarray(total.hist[NEG]), np.asarray(total.hist[POS]), config.costs,
+                                      prevalence, config.threshold),
+    }
+    doc["provisional"] = bool(doc["label_maturity"]["provisional"] or doc["partial_week"])
+    doc["limitations"] = limitations(doc)
+    return doc
+
+
+def limitations(doc: dict[str, Any]) -> list[str]:
+    """The "what this report does not show" list: fixed caveats plus the ones this week's data calls for."""
+    out = []
+    lm = doc["label_maturity"]
+    cov = lm["coverage"]
+    if cov.get("value") is not None and cov["value"] < 1.0:
+        out.append(f"Unlabelled predictions ({1 - cov['value']:.1%} of the week): recall, FPR and precision use "
+                   "labelled predictions only. If outcomes arrive faster for one class (fraud reports before "
+                   "confirmations of genuine transactions), the labelled mix is not the traffic's mix.")
+    if doc["provisional"]:
+        out.append("Final numbers: some days are still within their label-maturity period, so late outcomes can "
+                   "still move this week's metrics. Re-run `driftline report --week "
+                   f"{doc['week']}` once they have matured.")
+    out.append("Causes: drift statistics say that an input distribution moved, not why, nor whether it hurt the "
+               "model; recall and FPR say whether performance moved, not which input moved it.")
+    out.append("Guaranteed business results: the monthly KPIs extrapolate one week's recall, FPR and prevalence "
+               "to the configured monthly volume with the configured unit costs; they are estimates, not "
+               "accounting figures, and complaints are modelled (complaint rate × false alarms), not counted.")
+    out.append("An out-of-sample threshold choice: the cheapest threshold in the trade-off table is chosen on "
+               "the same week it is evaluated on (in-sample, optimistic); confirm it on a later week or in an "
+               "A/B test before changing the deployed threshold.")
+    out.append("Individual predictions, explanations, and groups other than the configured slices.")
+    for key, title in (("drift", "Drift"), ("calibration", "Calibration"), ("slices", "Slices"), ("ab", "A/B")):
+        if not doc[key].get("available"):
+            out.append(f"{title}: not available ({doc[key].get('reason')}).")
+    return out

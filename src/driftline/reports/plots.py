@@ -1,0 +1,206 @@
+"""Plots of the weekly report (matplotlib Figure objects, no pyplot) as inline PNG data URIs: metric trends with
+interval bands, the reliability diagram, drift bars with noise floors, score distributions and the threshold cost curve.
+
+PNG rather than SVG: a raster image carries no markup, so text from events (feature names, category values)
+drawn in a plot can never become HTML. Every function returns None when its section has nothing to draw.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import logging
+from typing import Any
+
+from matplotlib.figure import Figure
+
+log = logging.getLogger(__name__)
+DPI = 100
+BLUE, ORANGE, GREY, RED, GREEN = "#1f77b4", "#ff7f0e", "#7f7f7f", "#d62728", "#2ca02c"
+
+
+def _data_uri(fig: Figure) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _figure(nrows: int = 1, ncols: int = 1, **kw: Any) -> tuple[Figure, Any]:
+    """A figure and its axes without pyplot (no global figure registry: safe in scheduler threads)."""
+    fig = Figure(**{k: v for k, v in kw.items() if k == "figsize"})
+    return fig, fig.subplots(nrows, ncols, **{k: v for k, v in kw.items() if k != "figsize"})
+
+
+def _txt(value: Any, limit: int = 40) -> str:
+    """Text from events made inert for matplotlib: `$` would start mathtext (and can fail to parse)."""
+    return str(value)[:limit].replace("$", r"\$")
+
+
+def trends_plot(doc: dict[str, Any]) -> str | None:
+    """Recall, FPR and precision per day with their 95 % Wilson bands, targets and trigger lines."""
+    days = doc["trends"]["days"]
+    if not days or all(d["recall"]["value"] is None and d["fpr"]["value"] is None for d in days):
+        return None
+    lines: dict[str, list[tuple[float, str]]] = {}
+    for t in doc["headline"]["triggers"]:
+        lines.setdefault(t["metric"], []).append((t["value"], f"trigger {t['name']}"))
+    for metric, target in doc.get("targets", {}).items():
+        lines.setdefault(metric, []).append((target, "target"))
+    fig, axes = _figure(1, 3, figsize=(12, 3.2), sharex=True)
+    x = list(range(len(days)))
+    labels = [d["date"][5:] for d in days]
+    for ax, (key, title) in zip(axes, (("recall", "Recall"), ("fpr", "False positive rate"),
+                                       ("precision", "Precision"))):
+        vals = [d[key]["value"] for d in days]
+        lo = [d[key]["low"] if d[key]["low"] is not None else float("nan") for d in days]
+        hi = [d[key]["high"] if d[key]["high"] is not None else float("nan") for d in days]
+        ax.fill_between(x, lo, hi, color=BLUE, alpha=0.2, label="95 % Wilson interval")
+        ax.plot(x, [float("nan") if v is None else v for v in vals], marker="o", color=BLUE, label=title)
+        for value, name in lines.get(key, []):
+            ax.axhline(value, color=RED, linestyle="--", linewidth=1, label=name)
+        ax.set_title(title)
+        ax.set_xticks(x, labels, rotation=45)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    return _data_uri(fig)
+
+
+def reliability_plot(doc: dict[str, Any]) -> str | None:
+    """Observed positive share against mean score per equal-width bin, with Wilson bars and the diagonal."""
+    cal = doc["calibration"]
+    if not cal.get("available"):
+        return None
+    rel = cal["document"]["calibration"]["reliability"]["width"]
+    bins = [b for b in rel["bins"] if b["n"] and b["mean_score"] is not None]
+    if not bins:
+        return None
+    fig, ax = _figure(figsize=(4.6, 4.2))
+    ax.plot([0, 1], [0, 1], color=GREY, linestyle=":", label="perfect calibration")
+    xs = [b["mean_score"] for b in bins]
+    ys = [b["observed"]["value"] for b in bins]
+    err = [[max(0.0, y - b["observed"]["low"]) for y, b in zip(ys, bins)],
+           [max(0.0, b["observed"]["high"] - y) for y, b in zip(ys, bins)]]
+    ax.errorbar(xs, ys, yerr=err, fmt="o-", color=BLUE, capsize=3, label="observed (95 % Wilson)")
+    floor = cal["document"]["calibration"]["noise_floor"]["width"]
+    ece = rel["ece"]
+    title = "Reliability" if ece is None else f"Reliability: ECE {ece:.3f}"
+    if floor.get("p95") is not None:
+        title += f" (noise floor p95 {floor['p95']:.3f})"
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("mean predicted score")
+    ax.set_ylabel("observed positive share")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    return _data_uri(fig)
+
+
+def drift_plot(doc: dict[str, Any]) -> str | None:
+    """PSI per feature (ranked) with its noise floor and the 0.1 / 0.25 lines, coloured by severity."""
+    d = doc["drift"]
+    if not d.get("available"):
+        return None
+    feats = [f for f in d["document"]["features"] if f.get("psi") is not None]
+    if not feats:
+        return None
+    feats = feats[:20][::-1]
+    colours = {"alert": RED, "warning": ORANGE, "none": BLUE}
+    fig, ax = _figure(figsize=(7, 0.35 * len(feats) + 1.2))
+    y = list(range(len(feats)))
+    ax.barh(y, [f["psi"] for f in feats], color=[colours.get(f["severity"], BLUE) for f in feats])
+    floors = [(f.get("noise_floor") or {}).get("psi") for f in feats]
+    ax.scatter([v for v in floors if v is not None], [i for i, v in zip(y, floors) if v is not None], marker="|",
+               s=200, color="black", label="noise floor (p95)", zorder=3)
+    th = d["document"].get("thresholds", {})
+    for value, name in ((th.get("psi_warning", 0.1), "warning"), (th.get("psi_alert", 0.25), "alert")):
+        ax.axvline(value, color=GREY, linestyle="--", linewidth=1)
+        ax.text(value, len(feats) - 0.4, f" {name}", fontsize=7, color=GREY)
+    ax.set_yticks(y, [_txt(f["feature"]) for f in feats], fontsize=8)
+    ax.set_xlabel("PSI vs reference")
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return _data_uri(fig)
+
+
+def score_plot(doc: dict[str, Any]) -> str | None:
+    """Reference vs current score distribution on the reference's frozen bins (else the week's deciles)."""
+    sd = doc["score_distribution"]
+    rvc = sd.get("reference_vs_current")
+    if rvc:
+        bins = rvc["bins"]
+        labels = [_txt(b["bin"], 24) for b in bins]
+        ref = [b["reference"] or 0.0 for b in bins]
+        cur = [b["current"] or 0.0 for b in bins]
+        fig, ax = _figure(figsize=(max(6.0, 0.45 * len(bins) + 2), 3.4))
+        x = list(range(len(bins)))
+        ax.bar([i - 0.2 for i in x], ref, width=0.4, color=GREY, label="reference")
+        ax.bar([i + 0.2 for i in x], cur, width=0.4, color=BLUE, label="this week")
+        ax.set_xticks(x, labels, rotation=60, fontsize=7, ha="right")
+        ax.set_ylabel("share of predictions")
+        psi = rvc.get("psi")
+        ax.set_title("Score distribution" + ("" if psi is None else f" (PSI {psi:.3f})"), fontsize=9)
+        ax.legend(fontsize=7)
+    else:
+        counts = sd["deciles"]["counts"]
+        if not sum(counts):
+            return None
+        fig, ax = _figure(figsize=(6, 3.2))
+        total = sum(counts)
+        ax.bar([i / 10 + 0.05 for i in range(10)], [c / total for c in counts], width=0.09, color=BLUE,
+               label="this week")
+        ax.set_xlabel("score")
+        ax.set_ylabel("share of predictions")
+        ax.set_title("Score distribution (no reference)", fontsize=9)
+        ax.legend(fontsize=7)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return _data_uri(fig)
+
+
+def threshold_plot(doc: dict[str, Any]) -> str | None:
+    """Monthly total cost and analyst hours against the threshold; deployed and cheapest thresholds marked."""
+    t = doc["thresholds"]
+    rows = [r for r in t.get("rows", []) if r.get("monthly")]
+    if not rows:
+        return None
+    xs = [r["threshold"] for r in rows]
+    fig, ax = _figure(figsize=(6.5, 3.6))
+    ax.plot(xs, [r["monthly"]["total"] for r in rows], marker="o", color=BLUE, label="total cost / month")
+    ax.plot(xs, [r["monthly"]["fraud_lost"] for r in rows], marker=".", color=RED, linestyle="--",
+            label="missed-positive cost")
+    ax.set_xlabel("threshold")
+    ax.set_ylabel(f"{t.get('currency', '')} per month")
+    ax2 = ax.twinx()
+    ax2.plot(xs, [r["monthly"]["analyst_hours"] for r in rows], marker="s", color=GREEN, alpha=0.7,
+             label="analyst hours / month")
+    ax2.set_ylabel("analyst hours per month")
+    ax.axvline(t["deployed"], color=GREY, linestyle=":", label=f"deployed {t['deployed']:g}")
+    if t.get("cheapest"):
+        c = t["cheapest"]
+        ax.scatter([c["threshold"]], [c["total"]], s=120, facecolors="none", edgecolors="black", zorder=4,
+                   label=f"cheapest {c['threshold']:g} (in-sample)")
+    h1, l1 = ax.get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper center")
+    ax.grid(alpha=0.3)
+    ax.set_title("Threshold trade-off at the monthly volume", fontsize=9)
+    fig.tight_layout()
+    return _data_uri(fig)
+
+
+def all_plots(doc: dict[str, Any]) -> dict[str, str | None]:
+    """Every plot of the report by name (None where the section has nothing to draw, or when drawing failed:
+    a plot is never worth losing the report for; the failure is logged)."""
+    out: dict[str, str | None] = {}
+    for name, fn in (("trends", trends_plot), ("reliability", reliability_plot), ("drift", drift_plot),
+                     ("scores", score_plot), ("thresholds", threshold_plot)):
+        try:
+            out[name] = fn(doc)
+        except Exception:  # noqa: BLE001 - see docstring
+            log.exception("report plot %s failed", name)
+            out[name] = None
+    return out

@@ -1,0 +1,115 @@
+"""ISO weeks (Monday 00:00 UTC to the next Monday) and which week a report covers by default."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+
+from ..config import ConfigError
+from ..store import Store
+from ..windows import Window
+
+WEEK_S = 7 * 86400
+_WEEK = re.compile(r"^\s*(\d{4})-?W(\d{1,2})\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class IsoWeek:
+    """An ISO 8601 week, e.g. 2026-W48; its window is [Monday 00:00 UTC, next Monday 00:00 UTC)."""
+
+    year: int
+    week: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.year}-W{self.week:02d}"
+
+    @property
+    def start(self) -> float:
+        monday = date.fromisocalendar(self.year, self.week, 1)
+        return datetime(monday.year, monday.month, monday.day, tzinfo=timezone.utc).timestamp()
+
+    @property
+    def end(self) -> float:
+        return self.start + WEEK_S
+
+    @property
+    def window(self) -> Window:
+        return Window(self.start, self.end)
+
+    def previous(self) -> IsoWeek:
+        return week_of(self.start - 1.0)
+
+    def days(self) -> list[tuple[str, float, float]]:
+        """(ISO date, start, end) of the week's seven days."""
+        out = []
+        for d in range(7):
+            s = self.start + d * 86400
+            out.append((datetime.fromtimestamp(s, tz=timezone.utc).date().isoformat(), s, s + 86400))
+        return out
+
+
+def week_of(ts: float) -> IsoWeek:
+    """The ISO week containing an epoch timestamp (UTC)."""
+    y, w, _ = datetime.fromtimestamp(ts, tz=timezone.utc).isocalendar()
+    return IsoWeek(y, w)
+
+
+def parse_week(text: str) -> IsoWeek:
+    """'2026-W48' (or '2026W48') → IsoWeek; ConfigError for anything else or a week the year does not have."""
+    m = _WEEK.match(text)
+    if not m:
+        raise ConfigError(f"--week: cannot parse {text!r}; use an ISO week like 2026-W48")
+    year, week = int(m.group(1)), int(m.group(2))
+    try:
+        date.fromisocalendar(year, week, 1)
+    except ValueError:
+        raise ConfigError(f"--week: {year} has no ISO week {week}") from None
+    return IsoWeek(year, week)
+
+
+def has_data(store: Store, model: str | None, week: IsoWeek) -> bool:
+    """True when some bucket of the model starts inside the week."""
+    rng = store.bucket_range(model)
+    if rng is None or rng[0] >= week.end or rng[1] < week.start:
+        return False
+    return bool(store.buckets(model, week.start, week.end, features=False))
+
+
+def newest_prediction(store: Store, model: str | None) -> float | None:
+    """Newest stored prediction time (meta watermark, else the start of the newest bucket)."""
+    newest = store.meta("max_ts:prediction")
+    if newest is not None:
+        return float(newest)
+    rng = store.bucket_range(model)
+    return None if rng is None else float(rng[1])
+
+
+def default_week(store: Store, model: str | None, now: float) -> tuple[IsoWeek, str]:
+    """The week a report covers when none is given, and why.
+
+    1. the last complete ISO week before `now` (the clock) when it holds predictions — the live case;
+    2. else the last complete ISO week before the newest stored prediction, when it holds predictions —
+       a replayed history;
+    3. else the week of the newest stored prediction (a partial week: all there is).
+    """
+    last = week_of(now).previous()
+    if has_data(store, model, last):
+        return last, "last complete ISO week before now"
+    newest = newest_prediction(store, model)
+    if newest is None:
+        return last, "last complete ISO week before now (no predictions stored)"
+    current = week_of(newest)
+    before = current.previous()
+    if has_data(store, model, before):
+        return before, "last complete ISO week before the newest stored prediction"
+    return current, "week of the newest stored prediction (partial: no complete week stored)"
+
+
+def iso_day(ts: float) -> str:
+    """ISO date (UTC) of a timestamp."""
+    return (datetime.fromtimestamp(ts, tz=timezone.utc)).date().isoformat()
+
+
+__all__ = ["IsoWeek", "WEEK_S", "default_week", "has_data", "iso_day", "parse_week", "week_of"]

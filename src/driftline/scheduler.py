@@ -1,0 +1,201 @@
+"""Scheduled jobs (APScheduler 3.11 BackgroundScheduler, UTC): trigger evaluation, the weekly report (with a
+catch-up on start), maintenance (implicit negatives and expiry past the label horizon) and bucket compaction.
+
+Every job is idempotent: the weekly report is unique per model and ISO week (a report already stored is left
+alone), maintenance works from the event-time watermark, compaction merges only what is not merged yet. On
+PostgreSQL only the holder of a session advisory lock (pg_try_advisory_lock) runs jobs, so several replicas
+never do the same work twice; on SQLite the single process does. Jobs of one JobScheduler run one at a time.
+
+Schedule: evaluation every `schedule.evaluate_every`; the weekly report on `schedule.weekly_report_cron`
+(default Monday 06:00 UTC; coalesced, misfire grace 6 days) for the last complete ISO week before the clock,
+plus once at start when that report is missing (a restart after a missed Monday still produces it exactly
+once); maintenance hourly; compaction daily at 03:17 UTC.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from .compaction import compact, compaction_cutoff
+from .config import Config, ConfigError, parse_duration
+from .pipeline import Pipeline
+from .reports import table
+from .reports.generate import generate
+from .reports.weeks import has_data, week_of
+from .store import Store
+
+if TYPE_CHECKING:
+    from .service import LeaderLock
+
+log = logging.getLogger(__name__)
+
+JOBS_LOCK_KEY = 0x6472_6966_746C + 1
+"""Advisory lock of the report/maintenance/compaction jobs (service.LOCK_KEY + 1: the Service's own trigger
+evaluation holds service.LOCK_KEY, possibly on another replica)."""
+MISFIRE_GRACE_S = 6 * 86400
+"""A weekly report missed by up to 6 days (process down, machine asleep) still runs, once (coalesced)."""
+
+DONE, EXISTS, SKIPPED, NOT_LEADER, FAILED = "done", "exists", "skipped", "not_leader", "failed"
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """What one job run did: its status (done, exists, skipped, not_leader, failed) and details."""
+
+    job: str
+    status: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"job": self.job, "status": self.status, **self.detail}
+
+
+def cron_trigger(expr: str) -> CronTrigger:
+    """CronTrigger in UTC from a 5-field crontab expression ('0 6 * * mon'); ConfigError naming the field."""
+    try:
+        return CronTrigger.from_crontab(expr, timezone=timezone.utc)
+    except ValueError as err:
+        raise ConfigError(f"schedule.weekly_report_cron: {err}") from None
+
+
+class Jobs:
+    """The job bodies, each safe to run any number of times, on any replica (the leader lock decides)."""
+
+    def __init__(self, store: Store, config: Config, clock: Callable[[], float] = time.time, *,
+                 leader: LeaderLock | None = None, lock_key: int = JOBS_LOCK_KEY, report_dir: str | None = None,
+                 evaluate: Callable[[], Any] | None = None) -> None:
+        from .service import LeaderLock  # imported here: service.py may import this module
+
+        self.store, self.config, self.clock = store, config, clock
+        self.leader = leader if leader is not None else LeaderLock(store, lock_key)
+        self.report_dir = report_dir or config.schedule.report_dir
+        self._evaluate = evaluate
+        self._lock = threading.Lock()
+        self.history: list[JobOutcome] = []
+
+    def _run(self, name: str, body: Callable[[], JobOutcome]) -> JobOutcome:
+        with self._lock:
+            if not self.leader.held():
+                out = JobOutcome(name, NOT_LEADER)
+            else:
+                try:
+                    out = body()
+                except Exception as err:  # noqa: BLE001 - a failing job must not stop the scheduler
+                    log.exception("scheduled job %s failed", name)
+                    out = JobOutcome(name, FAILED, {"error": f"{type(err).__name__}: {err}"})
+            self.history.append(out)
+            if out.status not in (NOT_LEADER, EXISTS):
+                log.info("job %s: %s %s", name, out.status, out.detail)
+            return out
+
+    # --- the jobs -------------------------------------------------------------------------------------------
+    def weekly_report(self) -> JobOutcome:
+        """Report of the configured model for the last complete ISO week before the clock, unless stored."""
+        def body() -> JobOutcome:
+            now = float(self.clock())
+            week = week_of(now).previous()
+            model = self.config.model
+            info = {"model": model, "week": week.label}
+            if table.exists(self.store, model, week.label):
+                return JobOutcome("weekly_report", EXISTS, info)
+            if not has_data(self.store, model, week):
+                return JobOutcome("weekly_report", SKIPPED, {**info, "reason": "no predictions in the week"})
+            res = generate(self.store, self.config, model, week, now, self.report_dir, replace=False,
+                           source="scheduler", week_reason="scheduled: last complete ISO week")
+            status = DONE if res.stored else EXISTS
+            return JobOutcome("weekly_report", status, {**info, "paths": {k: str(v) for k, v in res.paths.items()}})
+        return self._run("weekly_report", body)
+
+    def maintain(self) -> JobOutcome:
+        """Implicit negatives past maturity and expiry past the label horizon (Pipeline.maintain)."""
+        def body() -> JobOutcome:
+            counts = Pipeline(self.config, self.store, clock=self.clock).maintain()
+            return JobOutcome("maintain", DONE, {"counts": {f"{n}{':' + lbl if lbl else ''}": v
+                                                            for (n, lbl), v in counts.items()}})
+        return self._run("maintain", body)
+
+    def compact(self) -> JobOutcome:
+        """Merge buckets older than the label horizon (+1 day) into day buckets (see driftline.compaction)."""
+        def body() -> JobOutcome:
+            cutoff = compaction_cutoff(self.store, self.config.labels.horizon_s)
+            return JobOutcome("compact", DONE, compact(self.store, cutoff).to_json())
+        return self._run("compact", body)
+
+    def evaluate(self) -> JobOutcome:
+        """One trigger evaluation pass (the callable given, e.g. Service.evaluate_once; else runner + notify)."""
+        def body() -> JobOutcome:
+            if self._evaluate is not None:
+                self._evaluate()
+                return JobOutcome("evaluate", DONE)
+            from .notify import Notifier
+            from .triggers import runner
+            from .triggers.model import FIRING
+
+            now = float(self.clock())
+            run = runner.run(self.store, self.config, now, at=now)
+            firing = [(r, s) for r, s in zip(run.rules, run.states) if s.state == FIRING]
+            Notifier(self.config.notify, self.config.model, clock=self.clock).notify(run.notices, firing)
+            return JobOutcome("evaluate", DONE, {"transitions": len(run.transitions)})
+        return self._run("evaluate", body)
+
+    def close(self) -> None:
+        """Give up the leader lock (another replica can take over)."""
+        self.leader.release()
+
+
+class JobScheduler:
+    """The jobs on a BackgroundScheduler (its own, or one it was given, e.g. the Service's)."""
+
+    def __init__(self, jobs: Jobs, scheduler: BackgroundScheduler, owns: bool) -> None:
+        self.jobs, self.scheduler, self.owns = jobs, scheduler, owns
+
+    def start(self, catch_up: bool = True) -> None:
+        """Queue the catch-up (the missing weekly report, once, right away) and start the scheduler if owned."""
+        if catch_up:
+            self.scheduler.add_job(self.jobs.weekly_report, id="weekly-report-catch-up", replace_existing=True,
+                                   next_run_time=datetime.now(timezone.utc), misfire_grace_time=None)
+        if self.owns and not self.scheduler.running:
+            self.scheduler.start()
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Stop the owned scheduler (waiting for a running job) and release the leader lock."""
+        if self.owns and self.scheduler.running:
+            self.scheduler.shutdown(wait=wait)
+        self.jobs.close()
+
+
+def build_scheduler(ctx_or_store: Any, config: Config, clock: Callable[[], float] = time.time, *,
+                    scheduler: BackgroundScheduler | None = None, evaluate: bool | Callable[[], Any] = True,
+                    report_dir: str | None = None, leader: LeaderLock | None = None,
+                    lock_key: int = JOBS_LOCK_KEY) -> JobScheduler:
+    """Jobs added to `scheduler` (or a new UTC BackgroundScheduler): weekly report (cron, coalesced, 6-day
+    misfire grace), maintenance (hourly), compaction (daily) and, unless evaluate=False, trigger evaluation
+    every schedule.evaluate_every (a callable replaces the built-in pass). Call .start(), then .shutdown()."""
+    store: Store = ctx_or_store.store() if hasattr(ctx_or_store, "store") and callable(ctx_or_store.store) \
+        else ctx_or_store
+    owns = scheduler is None
+    sched = scheduler if scheduler is not None else BackgroundScheduler(timezone=timezone.utc)
+    jobs = Jobs(store, config, clock, leader=leader, lock_key=lock_key, report_dir=report_dir,
+                evaluate=evaluate if callable(evaluate) else None)
+    common = {"max_instances": 1, "coalesce": True, "replace_existing": True}
+    sched.add_job(jobs.weekly_report, cron_trigger(config.schedule.weekly_report_cron), id="weekly-report",
+                  misfire_grace_time=MISFIRE_GRACE_S, **common)
+    sched.add_job(jobs.maintain, IntervalTrigger(hours=1, timezone=timezone.utc), id="maintenance",
+                  misfire_grace_time=3600, **common)
+    sched.add_job(jobs.compact, CronTrigger(hour=3, minute=17, timezone=timezone.utc), id="compaction",
+                  misfire_grace_time=86400, **common)
+    if evaluate:
+        every = parse_duration(config.schedule.evaluate_every)
+        sched.add_job(jobs.evaluate, IntervalTrigger(seconds=every, timezone=timezone.utc), id="evaluate",
+                      misfire_grace_time=max(1, int(every)), next_run_time=datetime.now(timezone.utc), **common)
+    return JobScheduler(jobs, sched, owns)

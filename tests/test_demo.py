@@ -1,0 +1,96 @@
+"""`driftline demo` end to end (small volume): the recall alert fires in week four and is printed with its value,
+interval and n, /metrics is served while it runs, the week-four report is written; its settings are the
+example config's; it never overwrites a database it did not write."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from driftline.cli import main
+from driftline.commands.demo import EXAMPLE_BASELINE, EXAMPLE_FEATURES, EXAMPLE_SLICES, demo_config, demo_end
+from driftline.config import Config, load
+from driftline.pipeline import Pipeline, RawRecord
+from driftline.store import Store
+
+REPO = Path(__file__).resolve().parent.parent
+ALERT = re.compile(r"^(\S+)  ALERT recall_below_target FIRING \(critical\): recall (0\.\d{3}) \[(0\.\d{3}), "
+                   r"(0\.\d{3})\] n=(\d+) over 7d, line < 0\.7$", re.M)
+
+
+def test_demo_runs_end_to_end_and_its_recall_alert_fires(tmp_path: Path) -> None:
+    """Four weeks at 400 predictions a day through the real CLI: one recall alert in week four, a scrape of the
+    demo's own /metrics, and the week-four report (with the alert in it) written and stored."""
+    env = {**os.environ, "COLUMNS": "200"}
+    proc = subprocess.run([sys.executable, "-m", "driftline.cli", "--db", f"sqlite:///{tmp_path / 'demo.db'}",
+                           "demo", "--per-day", "400", "--workdir", str(tmp_path / "w"), "--port", "0"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    alerts = ALERT.findall(out)
+    assert len(alerts) == 1, out
+    when, value, low, high, n = alerts[0]
+    end = demo_end(datetime.now(timezone.utc).timestamp())
+    fired_at = datetime.fromisoformat(when.replace("Z", "+00:00")).timestamp()
+    assert end - 7 * 86400 < fired_at <= end  # in week four, after the drift of day 21
+    assert float(low) < float(value) < float(high) and float(value) < 0.7 and int(n) >= 30  # point mode
+    assert "driftline.example.yaml" in proc.stderr and "served at http://127.0.0.1:" in proc.stderr
+    scraped = re.search(r"/metrics scraped: (\d+) driftline series, "
+                        r'driftline_recall_ratio\{variant="all",window="7d"\} = (0\.\d+)', out)
+    assert scraped is not None and int(scraped.group(1)) > 50 and float(scraped.group(2)) < 0.7
+    paths = re.findall(r"(\S+report-fraud-\d{4}-W\d{2}\.(?:html|md|json))", out)
+    assert len(paths) == 3 and all(Path(p).exists() for p in paths)
+    doc = json.loads(Path(next(p for p in paths if p.endswith(".json"))).read_text())
+    assert doc["window"]["end"] == datetime.fromtimestamp(end, timezone.utc).isoformat().replace("+00:00", "Z")
+    fired = [a for a in doc["alerts"]["transitions"] if a["to_state"] == "firing"]
+    assert doc["alerts"]["fired"] == 1 and fired[0]["trigger"] == "recall_below_target"
+    assert fired[0]["value"] == pytest.approx(float(value), abs=5e-4) and fired[0]["n"] == int(n)
+    assert doc["drift"]["available"] and "country" in doc["drift"]["document"]["drifted"]
+    assert doc["business"]["baseline"]["name"] == "rules engine" and doc["slices"]["available"]
+    store = Store(f"sqlite:///{tmp_path / 'demo.db'}")
+    try:
+        from driftline.reports import table
+
+        assert [r["week"] for r in table.listing(store)] == [doc["week"]]
+    finally:
+        store.close()
+
+
+def test_demo_settings_are_the_example_configs() -> None:
+    """Without triggers the demo uses driftline.example.yaml's triggers, features, slices and baseline."""
+    example = load(REPO / "driftline.example.yaml")
+    cfg, notes = demo_config(Config())
+    assert cfg.triggers == example.triggers
+    assert cfg.features == example.features == EXAMPLE_FEATURES and cfg.slices == example.slices == EXAMPLE_SLICES
+    assert {k: getattr(example.costs, k) for k in EXAMPLE_BASELINE} == EXAMPLE_BASELINE
+    assert cfg.costs == example.costs
+    assert len(notes) == 4 and "recall < 0.70" in notes[0]
+    same, none = demo_config(example)
+    assert same is example and none == []
+    assert demo_end(datetime(2026, 11, 26, 15, tzinfo=timezone.utc).timestamp()) == \
+        datetime(2026, 11, 23, tzinfo=timezone.utc).timestamp()
+
+
+def test_demo_refuses_a_database_it_did_not_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A SQLite file holding other data is left alone (exit 2) unless --reset is given."""
+    url = f"sqlite:///{tmp_path / 'prod.db'}"
+    store = Store(url)
+    store.migrate()
+    ev = {"type": "prediction", "prediction_id": "p1", "model": "fraud", "ts": 1_700_000_000, "score": 0.4}
+    Pipeline(Config(), store, clock=lambda: 1_700_000_000).process_batch(
+        [RawRecord("x", 0, 0, msgspec.json.encode(ev))])
+    store.close()
+    assert main(["--db", url, "demo", "--per-day", "10", "--days", "1", "--workdir", str(tmp_path / "w"),
+                 "--port", "0"]) == 2
+    assert "holds data not written by the demo" in capsys.readouterr().err
+    store = Store(url)
+    assert store.bucket_range(None) is not None
+    store.close()

@@ -1,0 +1,337 @@
+"""Weekly report: numbers equal the CLI's JSON for the same window, seed 000's KPI and threshold tables from a
+store, storage per model and ISO week, HTML in headless Chromium (no console error, no network, every image
+drawn, event text escaped and never executed), Markdown escaping, the default week."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+from driftline.cli import main
+from driftline.config import Costs, from_dict
+from driftline.pipeline import Pipeline, RawRecord
+from driftline.references import build_reference_profile, save_reference, window_stats
+from driftline.reports import table
+from driftline.reports.data import report_document
+from driftline.reports.generate import generate
+from driftline.reports.render import md_escape, render_markdown
+from driftline.reports.weeks import IsoWeek, default_week, parse_week, week_of
+from driftline.simulate import SimSpec, stream
+from driftline.store import Store
+from services import require_binary
+
+XSS = "<script>alert(1)</script>"
+XSS_TITLE = "<script>document.title='PWNED'</script>"
+START = datetime(2025, 11, 3, tzinfo=timezone.utc).timestamp()  # Monday of ISO week 2025-W45
+DAY = 86400.0
+END = START + 21 * DAY  # Monday 2025-11-24: weeks W45, W46 (reference) and W47 (drift from day 14)
+WEEK = "2025-W47"
+CLOCK = END + 3600.0
+SETTINGS: dict[str, Any] = {
+    "model": "fraud",
+    "features": {"amount": "numeric", "country": "categorical", "channel": "categorical", XSS: "categorical"},
+    "slices": [XSS, "country"],
+    "targets": {"recall": 0.7, "fpr": 0.08, "analyst_hours": 1500},
+    "costs": {"baseline_name": "rules engine", "baseline_flagged": 10000, "baseline_caught": 1200},
+    "triggers": [
+        {"name": "recall_below_target", "metric": "recall", "op": "<", "value": 0.7, "window": "7d", "min_n": 30,
+         "severity": "critical"},
+        {"name": "fpr_above_target", "metric": "fpr", "op": ">", "value": 0.08, "window": "7d", "min_n": 30},
+    ],
+}
+
+
+def _ingest(store: Store, config: Any, events: list[dict[str, Any]], clock: float) -> None:
+    enc = msgspec.json.Encoder()
+    pipeline = Pipeline(config, store, clock=lambda: clock)
+    recs = [RawRecord("test", 0, i, enc.encode(e)) for i, e in enumerate(events)]
+    for i in range(0, len(recs), 20_000):
+        pipeline.process_batch(recs[i:i + 20_000])
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Three simulated ISO weeks (drift in the third) with an XSS feature name and values, a reference from the
+    first two weeks, the config as a YAML file, and the report of the third week made by the CLI."""
+    tmp = tmp_path_factory.mktemp("report")
+    cfg_path = tmp / "config.yaml"
+    cfg_path.write_text(yaml.safe_dump(SETTINGS, allow_unicode=True))
+    config = from_dict(SETTINGS)
+    rng = np.random.default_rng(5)
+    events = list(stream(SimSpec(start=START, days=21, per_day=400, drift_day=14, seed=3), end=END))
+    for ev in events:
+        if ev["type"] == "prediction":
+            ev["features"][XSS] = [XSS, XSS_TITLE, "fine"][int(rng.integers(3))]
+    url = f"sqlite:///{tmp / 'r.db'}"
+    store = Store(url, clock=lambda: CLOCK)
+    store.migrate()
+    _ingest(store, config, events, CLOCK)
+    stats, lo, hi = window_stats(store, config, "fraud", START, START + 14 * DAY)
+    save_reference(store, "fraud", build_reference_profile(stats, config), "window", lo, hi, confusion=stats)
+    store.close()
+    out = tmp / "out"
+    return {"tmp": tmp, "url": url, "cfg": str(cfg_path), "config": config, "out": out}
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], world: dict[str, Any], *args: str) -> Any:
+    """Run `driftline --db … --config … ARGS` in-process and parse its JSON output."""
+    capsys.readouterr()
+    assert main(["--db", world["url"], "--config", world["cfg"], *args]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture(scope="module")
+def report(world: dict[str, Any]) -> dict[str, Any]:
+    """`driftline report --week 2025-W47 --json` (run once for the module)."""
+    import contextlib
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["--db", world["url"], "--config", world["cfg"], "report", "--week", WEEK,
+                     "--out", str(world["out"]), "--json"]) == 0
+    return json.loads(buf.getvalue())
+
+
+def _roundtrip(x: Any) -> Any:
+    return json.loads(json.dumps(x))
+
+
+def test_report_numbers_equal_cli_json(report: dict[str, Any], world: dict[str, Any],
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Headline, A/B, drift, calibration, slices and a daily trend equal `driftline … --json` for the same window."""
+    doc = report["report"]
+    at = ["--at", "2025-11-24T00:00:00Z", "--window", "7d"]
+    assert doc["window"]["start"] == "2025-11-17T00:00:00Z" and doc["window"]["end"] == "2025-11-24T00:00:00Z"
+    metrics = cli_json(capsys, world, "metrics", "--json", *at)
+    assert _roundtrip(doc["headline"]["metrics"]) == metrics
+    assert metrics["counts"]["predictions"] > 2000 and metrics["counts"]["positives"] >= 30
+    assert _roundtrip(doc["ab"]["document"]) == cli_json(capsys, world, "ab", "--json", *at)
+    drift = cli_json(capsys, world, "drift", "--json", *at)
+    assert doc["drift"]["available"] and _roundtrip(doc["drift"]["document"]) == drift
+    assert "country" in drift["drifted"]  # the simulator's drift moves the country mix in the third week
+    assert _roundtrip(doc["calibration"]["document"]) == cli_json(capsys, world, "calibration", "--json", *at)
+    assert _roundtrip(doc["slices"]["document"]) == cli_json(capsys, world, "slices", "--json", *at)
+    day3 = cli_json(capsys, world, "metrics", "--json", "--at", "2025-11-20T00:00:00Z", "--window", "1d")
+    trend = doc["trends"]["days"][2]
+    assert trend["date"] == "2025-11-19"
+    assert trend["counts"] == day3["counts"] and trend["recall"] == day3["metrics"]["recall"]
+    assert trend["label_coverage"] == day3["label_coverage"]
+    # headline rows are the metrics document's rates, with the configured targets judged on them
+    recall_row = next(r for r in doc["headline"]["rows"] if r["metric"] == "recall")
+    assert recall_row["value"] == metrics["metrics"]["recall"]["value"]
+    assert recall_row["target"]["met"] == (metrics["metrics"]["recall"]["value"] >= 0.7)
+    assert recall_row["triggers"] == ["recall_below_target"]
+    # the trigger judged at the week's end reads the same value as the metrics document
+    judged = {t["name"]: t["at_week_end"] for t in doc["headline"]["triggers"]}
+    assert judged["recall_below_target"]["value"] == metrics["metrics"]["recall"]["value"]
+    assert judged["recall_below_target"]["state"] == (
+        "breached" if metrics["metrics"]["recall"]["value"] < 0.7 else "ok")
+    # business KPIs are business_kpis of the headline rates at the monthly volume
+    b = doc["business"]
+    m = metrics["metrics"]
+    prev = m["prevalence"]["value"]
+    assert b["model"]["caught"] == pytest.approx(100_000 * prev * m["recall"]["value"])
+    assert b["model"]["false_positives"] == pytest.approx(100_000 * (1 - prev) * m["fpr"]["value"])
+    assert b["baseline"]["flagged"] == pytest.approx(10_000) and b["baseline"]["caught"] == pytest.approx(1_200)
+
+
+def test_report_files_and_storage(report: dict[str, Any], world: dict[str, Any]) -> None:
+    """Three files per run; one stored row per (model, week); the CLI replaces it, the scheduler mode keeps it."""
+    paths = {k: Path(v) for k, v in report["paths"].items()}
+    assert {p.name for p in paths.values()} == {f"report-fraud-{WEEK}.{e}" for e in ("html", "md", "json")}
+    assert json.loads(paths["json"].read_text()) == report["report"]
+    store = Store(world["url"])
+    try:
+        rows = table.listing(store, "fraud")
+        assert [(r["model"], r["week"]) for r in rows] == [("fraud", WEEK)]
+        stored = table.load(store, "fraud", WEEK)
+        assert stored is not None and stored.html == paths["html"].read_text()
+        res = generate(store, world["config"], "fraud", parse_week(WEEK), CLOCK + 60, world["out"], replace=False)
+        assert not res.stored and res.paths == {}
+        assert table.load(store, "fraud", WEEK).generated_at == stored.generated_at
+        assert len(table.listing(store)) == 1
+    finally:
+        store.close()
+
+
+def _png(data: bytes) -> Image.Image:
+    im = Image.open(io.BytesIO(data))
+    im.load()
+    return im
+
+
+def _non_blank(im: Image.Image) -> float:
+    """Share of pixels that are not (near) white."""
+    a = np.asarray(im.convert("L"), dtype=np.float64)
+    return float((a < 245).mean())
+
+
+def test_html_in_headless_chromium(report: dict[str, Any], tmp_path: Path) -> None:
+    """No console message, no network request, every plot drawn, the XSS name/values shown escaped, never run."""
+    chromium = require_binary("chromium")
+    html_path = Path(report["paths"]["html"])
+    html = html_path.read_text()
+    # self-contained: the only http(s) URLs allowed are anchors' hrefs (none here); images are data URIs
+    assert not re.search(r"""\b(?:src|srcset|poster|data)\s*=\s*["']?\s*(?:https?:)?//""", html, re.I)
+    assert not re.search(r"""<link\b|@import|url\(\s*["']?(?:https?:)?//""", html, re.I)
+    assert "<script" not in html.lower().replace("&lt;script", "")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and XSS not in html
+    imgs = re.findall(r'<img class="plot" alt="[^"]*" src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    assert len(imgs) == 5  # trends, drift, score distribution, reliability, threshold curve
+    for b64 in imgs:
+        im = _png(base64.b64decode(b64))
+        assert im.width >= 300 and im.height >= 200 and _non_blank(im) > 0.02
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+             "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
+             "--enable-logging=stderr", "--v=0", "--host-resolver-rules=MAP * ~NOTFOUND", "--hide-scrollbars"]
+    url = html_path.resolve().as_uri()
+    dom = subprocess.run([chromium, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=90)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert ":CONSOLE" not in dom.stderr, [ln for ln in dom.stderr.splitlines() if ":CONSOLE" in ln]
+    title = re.search(r"<title>(.*?)</title>", dom.stdout, re.S)
+    assert title is not None and title.group(1) == f"driftline report · fraud · {WEEK}"  # not PWNED
+    assert "<script" not in dom.stdout.lower().replace("&lt;script", "")
+    assert dom.stdout.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 2  # slice feature name and value
+    assert "&lt;script&gt;document.title='PWNED'&lt;/script&gt;" in dom.stdout
+    shot = tmp_path / "page.png"
+    res = subprocess.run([chromium, *flags, "--window-size=1280,4000", f"--screenshot={shot}", url],
+                         capture_output=True, text=True, timeout=90)
+    assert res.returncode == 0 and ":CONSOLE" not in res.stderr
+    page = _png(shot.read_bytes())
+    assert page.size == (1280, 4000)
+    assert 0.03 < _non_blank(page) < 0.9  # text, tables and plots drawn, not a blank or solid page
+
+
+def test_markdown_escapes_event_text(report: dict[str, Any]) -> None:
+    """The Markdown report shows event text inert: no raw tag, table pipes escaped; JSON keeps the raw string."""
+    md = Path(report["paths"]["md"]).read_text()
+    assert "<script" not in md and "&lt;script&gt;alert(1)&lt;/script&gt;" in md
+    assert md_escape("a|b_c*<i>") == "a\\|b\\_c\\*&lt;i&gt;"
+    assert XSS in Path(report["paths"]["json"]).read_text()
+    assert "## What this report does not show" in md and "in-sample" in md
+
+
+# --- seed 000 -----------------------------------------------------------------------------------------------
+SEED000_SCORES = {  # score: (positives, negatives) — recall/FPR at 0.9, 0.7, 0.5, 0.3, 0.1 as in seed 000
+    0.95: (36, 49), 0.75: (18, 98), 0.55: (18, 147), 0.35: (9, 441), 0.15: (9, 1225), 0.05: (0, 2450)}
+
+
+def _seed000_events(start: float) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    i = 0
+    for score, (pos, neg) in SEED000_SCORES.items():
+        for label, n in ((1, pos), (0, neg)):
+            for _ in range(n):
+                ts = start + (i % 6000) * 60.0
+                events.append({"type": "prediction", "prediction_id": f"p{i}", "model": "fraud", "ts": ts,
+                               "score": score})
+                events.append({"type": "outcome", "prediction_id": f"p{i}", "label": label, "ts": ts + 600})
+                i += 1
+    return events
+
+
+def test_seed000_kpis_and_threshold_table_from_a_store(tmp_path: Path) -> None:
+    """Seed 000: 90 frauds / 4,410 genuine (2 %) scored so that thresholds 0.9…0.1 give recall 0.4…1.0 and FPR
+    1/90…40/90 → the business table (€200,867, 1,356 h, 327 complaints vs the rules engine's €370,000) and the
+    threshold table (€489,644 … €227,978, cheapest 0.3 at €170,867) at 100,000 transactions a month."""
+    config = from_dict({"costs": {"baseline_name": "rules engine", "baseline_flagged": 10000,
+                                  "baseline_caught": 1200}})
+    assert config.costs.missed_positive == 400 and config.costs.monthly_volume == 100_000  # seed 000 defaults
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    store.migrate()
+    start = datetime(2025, 6, 2, tzinfo=timezone.utc).timestamp()  # Monday of 2025-W23
+    _ingest(store, config, _seed000_events(start), start + 30 * DAY)
+    week = week_of(start)
+    doc = report_document(store, config, "fraud", week, start + 30 * DAY)
+    c = doc["headline"]["metrics"]["counts"]
+    assert (c["tp"], c["fn"], c["fp"], c["tn"]) == (72, 18, 294, 4116)
+    b = doc["business"]
+    assert (round(b["model"]["total"]), round(b["model"]["analyst_hours"]), round(b["model"]["complaints"]),
+            round(b["model"]["fraud_lost"]), round(b["model"]["flagged"])) == (200_867, 1_356, 327, 160_000, 8_133)
+    assert (round(b["baseline"]["total"]), round(b["baseline"]["analyst_hours"]),
+            round(b["baseline"]["complaints"])) == (370_000, 1_667, 440)
+    vs = b["versus_baseline"]
+    assert round(vs["savings"]) == 169_133 and round(vs["analyst_hours_saved"]) == 311
+    t = doc["thresholds"]
+    rows = {r["threshold"]: r for r in t["rows"]}
+    expected = {0.9: (0.40, 1_089, 54, 315, 480_000, 489_644), 0.7: (0.60, 3_267, 163, 744, 320_000, 342_533),
+                0.5: (0.80, 6_533, 327, 1_356, 160_000, 200_867), 0.3: (0.90, 16_333, 817, 3_022, 80_000, 170_867),
+                0.1: (1.00, 43_556, 2_178, 7_593, 0, 227_978)}
+    for th, (recall, fa, compl, hours, lost, total) in expected.items():
+        m = rows[th]["monthly"]
+        assert rows[th]["recall"]["value"] == pytest.approx(recall)
+        assert (round(m["false_alarms"]), round(m["complaints"]), round(m["analyst_hours"]), round(m["fraud_lost"]),
+                round(m["total"])) == (fa, compl, hours, lost, total)
+    assert round(rows[0.9]["monthly"]["precision"], 3) == 0.424 and round(rows[0.5]["monthly"]["precision"], 3) == 0.197
+    # at the deployed threshold the table is the metrics' counts scaled to the monthly volume
+    r5 = rows[0.5]
+    assert r5["deployed"] and r5["counts"] == {"tp": c["tp"], "fp": c["fp"], "fn": c["fn"], "tn": c["tn"]}
+    scale = 100_000 / c["labelled"]
+    assert r5["monthly"]["caught"] == pytest.approx(c["tp"] * scale)
+    assert r5["monthly"]["false_alarms"] == pytest.approx(c["fp"] * scale)
+    assert r5["monthly"]["total"] == pytest.approx(b["model"]["total"])
+    # cheapest tabulated threshold (0.2 ties 0.3: no score between them; the higher one is kept), in-sample
+    assert t["cheapest"] == {"threshold": 0.3, "total": pytest.approx(170_866.67, abs=0.01), "in_sample": True}
+    assert rows[0.3]["cheapest_in_sample"] and not rows[0.5]["cheapest_in_sample"]
+    assert t["cost_optimal"]["threshold"] == pytest.approx(5 / 405)
+    assert t["cost_optimal_row"]["recall"]["value"] == 1.0
+    store.close()
+
+
+def test_cost_optimal_threshold_includes_complaint_cost() -> None:
+    """C_FP = review + complaint rate × complaint cost: €5 + 0.05 × €100 = €10 against C_FN = €400 → 10/410."""
+    from driftline.reports.business import cost_optimal_threshold
+
+    assert cost_optimal_threshold(msgspec.structs.replace(Costs(), complaint_cost=100.0)) == pytest.approx(10 / 410)
+    assert cost_optimal_threshold(Costs(missed_positive=0, review_per_flag=0, complaint_rate=0)) is None
+
+
+# --- weeks and missing sections --------------------------------------------------------------------------------
+def test_iso_weeks_and_default_week(world: dict[str, Any]) -> None:
+    """ISO week arithmetic, parsing, and the documented default-week rule on the module's store."""
+    w = parse_week("2025-W47")
+    assert (w.start, w.end) == (END - 7 * DAY, END) and w.previous().label == "2025-W46"
+    assert week_of(END - 1).label == "2025-W47" and week_of(END).label == "2025-W48"
+    assert IsoWeek(2020, 53).label == "2020-W53" and parse_week("2026w1").label == "2026-W01"
+    with pytest.raises(Exception, match="no ISO week 53"):
+        parse_week("2025-W53")
+    store = Store(world["url"])
+    try:
+        assert default_week(store, "fraud", CLOCK) == (w, "last complete ISO week before now")
+        late = default_week(store, "fraud", END + 60 * DAY)  # clock far ahead: fall back to the data
+        assert late[0].label == "2025-W46" and "newest stored prediction" in late[1]
+    finally:
+        store.close()
+    empty = Store(f"sqlite:///{world['tmp'] / 'partial.db'}")
+    empty.migrate()
+    _ingest(empty, world["config"], [{"type": "prediction", "prediction_id": "x", "model": "fraud",
+                                      "ts": START + 3600, "score": 0.3}], CLOCK)
+    assert default_week(empty, "fraud", START + 7200) == (week_of(START), "week of the newest stored prediction "
+                                                                            "(partial: no complete week stored)")
+
+
+def test_sections_without_reference_say_not_available(tmp_path: Path) -> None:
+    """No reference profile: drift is "not available" with the reason, the rest of the report still renders."""
+    config = from_dict({})
+    store = Store(f"sqlite:///{tmp_path / 'n.db'}")
+    store.migrate()
+    start = datetime(2025, 6, 2, tzinfo=timezone.utc).timestamp()
+    _ingest(store, config, _seed000_events(start)[:400], start + 30 * DAY)
+    doc = report_document(store, config, "fraud", week_of(start), start + 30 * DAY)
+    assert not doc["drift"]["available"] and "reference set" in doc["drift"]["reason"]
+    assert doc["score_distribution"]["reference_vs_current"] is None
+    assert any(s.startswith("Drift: not available") for s in doc["limitations"])
+    assert "Not available: no reference profile" in render_markdown(doc)
+    store.close()
