@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from ..grids import DELAY_EDGES
-from ..stats import NEG, POS, SUM_NLL_NEG, SUM_NLL_POS, SUM_P2, BucketStats
-from .calibration import ReliabilityTable, reliability_table
+from ..stats import NEG, POS, BucketStats
+from .calibration import ReliabilityTable, brier_score, log_loss, reliability_table
 from .rates import Rate, rate
 
 
@@ -109,25 +109,6 @@ def average_precision(pos_hist: np.ndarray, neg_hist: np.ndarray) -> float | Non
     recall = tp / n_pos
     d_recall = np.diff(np.concatenate(([0.0], recall)))
     return float(np.sum(d_recall * precision))
-
-
-def brier_score(stats: BucketStats) -> float | None:
-    """Mean squared error of scores against labels, exact from the sums."""
-    n_pos, n_neg = int(stats.conf[POS].sum()), int(stats.conf[NEG].sum())
-    n = n_pos + n_neg
-    if n == 0:
-        return None
-    sum_p_pos = float(stats.psum[POS].sum())
-    pos_part = n_pos - 2.0 * sum_p_pos + float(stats.sums[POS, SUM_P2])
-    return (pos_part + float(stats.sums[NEG, SUM_P2])) / n
-
-
-def log_loss(stats: BucketStats) -> float | None:
-    """Mean cross-entropy of labelled predictions (probabilities clipped to [eps, 1−eps])."""
-    n = int(stats.conf[POS].sum() + stats.conf[NEG].sum())
-    if n == 0:
-        return None
-    return (float(stats.sums[POS, SUM_NLL_POS]) + float(stats.sums[NEG, SUM_NLL_NEG])) / n
 
 
 def delay_quantiles(delay_hist: np.ndarray, qs: tuple[float, ...] = (0.5, 0.95)) -> dict[str, float | None]:

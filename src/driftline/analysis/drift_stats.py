@@ -13,9 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.spatial.distance import jensenshannon
-from scipy.stats import chi2, chi2_contingency, false_discovery_control, kstwo, kstwobign, wasserstein_distance
+from scipy.stats import (chi2, chi2_contingency, false_discovery_control, kstwo, kstwobign, norm,
+                         wasserstein_distance)
 
-from .rates import Z95, wilson_interval
+from .abstats import newcombe_interval
+from .rates import Z95
 
 PSI_EPS = 1e-4
 """Empty-bin floor of PSI: both proportions are floored at 1e-4 before the difference and the log."""
@@ -194,9 +196,6 @@ def bh_adjust(p_values: list[float | None]) -> list[float | None]:
 
 
 def newcombe_diff(k_cur: int, n_cur: int, k_ref: int, n_ref: int, z: float = Z95) -> tuple[float, float, float]:
-    """p_cur − p_ref with the Newcombe hybrid score 95 % interval built from the two Wilson intervals."""
-    p1, p2 = k_cur / n_cur, k_ref / n_ref
-    l1, u1 = wilson_interval(k_cur, n_cur, z)
-    l2, u2 = wilson_interval(k_ref, n_ref, z)
-    d = p1 - p2
-    return d, d - math.hypot(p1 - l1, u2 - p2), d + math.hypot(u1 - p1, p2 - l2)
+    """p_cur − p_ref with the Newcombe hybrid score interval (the A/B readout's, abstats.newcombe_interval)."""
+    low, high = newcombe_interval(k_cur, n_cur, k_ref, n_ref, alpha=2.0 * float(norm.sf(z)))
+    return k_cur / n_cur - k_ref / n_ref, low, high
