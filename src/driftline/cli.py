@@ -15,7 +15,7 @@ from .config import ConfigError, load
 from .context import Context, resolve_db
 from .store import StoreUnavailable
 
-COMMANDS = ("ingest", "query", "simulate", "demo", "alerts", "serve", "ab", "drift_cmds", "report")
+COMMANDS = ("ingest", "query", "simulate", "demo", "alerts", "serve", "ab", "drift_cmds", "report", "kafka_cmds")
 """Modules of driftline.commands, each registering its subcommands."""
 
 

@@ -67,9 +67,13 @@ class Pipeline:
         self.clock = clock
         self.settings = settings_from(config)
 
-    def process_batch(self, records: Sequence[RawRecord], shard_of: Callable[[RawRecord], int] | None = None
-                      ) -> BatchResult:
-        """Process records in one transaction; raises StoreUnavailable with nothing written."""
+    def process_batch(self, records: Sequence[RawRecord], shard_of: Callable[[RawRecord], int] | None = None,
+                      expected_positions: dict[tuple[str, int], int] | None = None) -> BatchResult:
+        """Process records in one transaction; raises StoreUnavailable with nothing written.
+
+        `expected_positions` ((source, partition) → offset the batch was read from) fences the batch: when a stored
+        position moved meanwhile (another consumer owns the partition now) StalePositions is raised, nothing written.
+        """
         shard = shard_of or (lambda r: r.partition)
         ok: list[tuple[Decoded, int]] = []
         dead: list[DeadLetter] = []
@@ -98,7 +102,10 @@ class Pipeline:
                 old = self.store.get_meta(conn, f"max_ts:{kind}")
                 if old is None or ts > float(old):
                     meta[f"max_ts:{kind}"] = repr(ts)
-            self.store.commit_batch(conn, result, dead, positions, meta)
+            if expected_positions is None:
+                self.store.commit_batch(conn, result, dead, positions, meta)
+            else:
+                self.store.commit_batch(conn, result, dead, positions, meta, expected_positions=expected_positions)
         out = BatchResult(records=len(records), accepted=len(ok), dead=len(dead), counters=result.counters,
                           max_ts=dict(result.max_ts))
         out.duplicates = sum(v for (name, _), v in result.counters.items() if name == "duplicates")

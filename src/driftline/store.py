@@ -32,6 +32,17 @@ class StoreUnavailable(RuntimeError):
     """The database cannot be reached or written; the caller keeps its batch and retries."""
 
 
+class StalePositions(RuntimeError):
+    """A guarded batch started where the stored position no longer is: another consumer moved it (the batch is
+    rolled back; the caller drops it and re-reads the stored positions)."""
+
+    def __init__(self, stale: dict[tuple[str, int], tuple[int, int | None]]) -> None:
+        self.stale = stale
+        """(source, partition) → (expected start offset, stored next offset or None when no row)."""
+        parts = ", ".join(f"{s}[{p}] expected {e}, stored {a}" for (s, p), (e, a) in sorted(stale.items()))
+        super().__init__(f"stale batch rejected: {parts}")
+
+
 @dataclass(frozen=True, slots=True)
 class BucketRow:
     """One stored bucket: its key and its statistics."""
@@ -165,8 +176,17 @@ class Store:
                      ["data"])
 
     def commit_batch(self, conn: Connection, result: EngineResult, dead: Sequence[DeadLetter],
-                     positions: dict[tuple[str, int], int], meta: dict[str, str] | None = None) -> None:
-        """Write one batch's effect in the caller's transaction."""
+                     positions: dict[tuple[str, int], int], meta: dict[str, str] | None = None,
+                     expected_positions: dict[tuple[str, int], int] | None = None) -> None:
+        """Write one batch's effect in the caller's transaction.
+
+        With `expected_positions`, the position of each listed (source, partition) moves only if the stored next
+        offset still equals the expected one (a missing row counts as 0); otherwise StalePositions is raised
+        before anything else is written, so the caller's transaction rolls back (fences a zombie consumer).
+        """
+        if expected_positions:
+            self._guard_positions(conn, positions, expected_positions)
+            positions = {k: v for k, v in positions.items() if k not in expected_positions}
         self._merge_buckets(conn, result.deltas)
         if result.upserts:
             conn.exec_driver_sql(
@@ -195,6 +215,26 @@ class Store:
                      ["next_offset"])
         if meta:
             self._upsert(conn, t.meta, [{"key": k, "value": v} for k, v in meta.items()], ["key"], ["value"])
+
+    def _guard_positions(self, conn: Connection, positions: dict[tuple[str, int], int],
+                         expected: dict[tuple[str, int], int]) -> None:
+        """Compare-and-set of the stored next offsets (row lock held to the end of the transaction)."""
+        p = t.positions.c
+        stale: dict[tuple[str, int], tuple[int, int | None]] = {}
+        for (source, partition), start in sorted(expected.items()):
+            new = positions.get((source, partition), start)
+            where = and_(p.source == source, p.partition == partition)
+            done = conn.execute(t.positions.update().where(and_(where, p.next_offset == start))
+                                .values(next_offset=new)).rowcount
+            if done != 1 and start == 0:  # no row yet means 0; RETURNING: psycopg reports no rowcount here
+                ins = self._insert(t.positions).values(source=source, partition=partition, next_offset=new)
+                ins = ins.on_conflict_do_nothing(index_elements=["source", "partition"]).returning(p.partition)
+                done = 1 if conn.execute(ins).first() is not None else 0
+            if done != 1:
+                stale[(source, partition)] = (start, conn.execute(select(p.next_offset).where(where))
+                                              .scalar_one_or_none())
+        if stale:
+            raise StalePositions(stale)
 
     # --- positions, meta, counters ------------------------------------------------------------
     def positions(self, source: str) -> dict[int, int]:
@@ -305,4 +345,4 @@ def _out_row(o: OutcomeRecord) -> dict[str, Any]:
     return {"prediction_id": o.prediction_id, "label": o.label, "ts": o.ts, "shard": o.shard, "matched": o.matched}
 
 
-__all__ = ["Store", "StoreUnavailable", "BucketRow", "DEFAULT_URL", "PredKey"]
+__all__ = ["Store", "StoreUnavailable", "StalePositions", "BucketRow", "DEFAULT_URL", "PredKey"]

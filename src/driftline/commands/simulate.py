@@ -1,4 +1,4 @@
-"""`driftline simulate`: write the simulated fraud stream as JSON lines (file or stdout)."""
+"""`driftline simulate`: write the simulated fraud stream as JSON lines (file or stdout), or produce it to Kafka."""
 
 from __future__ import annotations
 
@@ -15,6 +15,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("simulate", help="simulated fraud stream (2 %% fraud, delayed labels, A/B, drift)")
     add_sim_args(p)
     p.add_argument("--out", default="-", help="output file (default: stdout)")
+    p.add_argument("--kafka", metavar="BOOTSTRAP",
+                   help="produce to the predictions/outcomes topics instead of --out (keyed by prediction_id); "
+                        "--rate alone also produces, to DRIFTLINE_KAFKA_BOOTSTRAP or config kafka.bootstrap")
+    p.add_argument("--rate", type=float, help="with --kafka: events per second of wall time (default: as fast as "
+                                              "possible); event times still come from the simulation")
     p.set_defaults(func=cmd_simulate)
 
 
@@ -61,6 +66,10 @@ def write_stream(spec: SimSpec, end: float, out: str) -> int:
 
 def cmd_simulate(ctx: Context, args: argparse.Namespace) -> int:
     spec, end = spec_from(ctx, args)
+    if args.kafka or args.rate is not None:
+        from .kafka_cmds import simulate_to_kafka
+
+        return simulate_to_kafka(ctx, args, spec, end)
     n = write_stream(spec, end, args.out)
     if args.out != "-":
         ctx.err.print(f"wrote {n:,} events to {args.out}")

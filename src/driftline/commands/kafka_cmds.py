@@ -1,0 +1,153 @@
+"""`driftline run` (live Kafka service) and `driftline topics create|check`."""
+
+from __future__ import annotations
+
+import argparse
+import threading
+
+from ..context import Context
+from ..kafka.settings import BOOTSTRAP_ENV, KafkaSettings, install_log_redaction, resolve
+from ..kafka.topics import TopicsError
+
+
+def _kafka_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kafka", metavar="BOOTSTRAP",
+                   help=f"bootstrap servers host:port[,host:port] (env {BOOTSTRAP_ENV}; default: config kafka.bootstrap)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    r = sub.add_parser("run", help="consume predictions and outcomes from Kafka; serve /metrics and evaluate triggers")
+    _kafka_arg(r)
+    r.add_argument("--host", help="exporter bind address (default: config exporter.host, 127.0.0.1)")
+    r.add_argument("--port", type=int, help="exporter port (default: config exporter.port, 9108)")
+    r.add_argument("--no-evaluate", action="store_true", help="do not evaluate triggers (another replica does)")
+    r.add_argument("--maintain-every", type=float, default=30.0, metavar="SECONDS",
+                   help="seconds between implicit-negative/expiry passes over this process's partitions (default 30)")
+    r.set_defaults(func=cmd_run)
+
+    t = sub.add_parser("topics", help="create or check the predictions/outcomes topics (co-partitioned)")
+    tsub = t.add_subparsers(dest="topics_command", required=True, metavar="ACTION")
+    c = tsub.add_parser("create", help="create missing topics with matching partition counts")
+    _kafka_arg(c)
+    c.add_argument("--partitions", type=int, help="partitions per topic (default: existing count, else 6)")
+    c.add_argument("--replication-factor", type=int, default=1)
+    c.set_defaults(func=cmd_topics_create)
+    k = tsub.add_parser("check", help="fail unless both topics exist with the same partition count")
+    _kafka_arg(k)
+    k.set_defaults(func=cmd_topics_check)
+
+
+def _settings(ctx: Context, args: argparse.Namespace) -> KafkaSettings:
+    settings = resolve(ctx.config.kafka, args.kafka)
+    install_log_redaction(settings)
+    return settings
+
+
+def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
+    from ..kafka.runner import run_service
+    from .serve import install_stop_handlers
+
+    settings = _settings(ctx, args)
+    stop = threading.Event()
+    install_stop_handlers(stop)
+    try:
+        run_service(ctx.config, ctx.db_url, settings, stop, host=args.host, port=args.port,
+                    evaluate=not args.no_evaluate, maintain_every_s=args.maintain_every, clock=ctx.clock,
+                    announce=ctx.err.print)
+    except TopicsError as err:
+        ctx.err.print(f"[red]error:[/red] {err}")
+        return 2
+    ctx.err.print("driftline run: stopped")
+    return 0
+
+
+def _admin(ctx: Context, settings: KafkaSettings):  # type: ignore[no-untyped-def]
+    from kafka.errors import KafkaError
+
+    from ..kafka.topics import open_admin
+
+    try:
+        return open_admin(settings)
+    except (KafkaError, OSError) as err:
+        ctx.err.print(f"[red]error:[/red] Kafka at {settings.bootstrap} unreachable: {err}")
+        return None
+
+
+def cmd_topics_create(ctx: Context, args: argparse.Namespace) -> int:
+    from ..kafka.topics import create
+
+    settings = _settings(ctx, args)
+    admin = _admin(ctx, settings)
+    if admin is None:
+        return 1
+    try:
+        n, created = create(admin, settings, args.partitions, args.replication_factor)
+    except TopicsError as err:
+        ctx.err.print(f"[red]error:[/red] {err}")
+        return 2
+    finally:
+        admin.close()
+    made = f"created {', '.join(created)}" if created else "nothing to create"
+    ctx.console.print(f"topics {settings.predictions_topic} and {settings.outcomes_topic}: {n} partitions each "
+                      f"({made})")
+    return 0
+
+
+def cmd_topics_check(ctx: Context, args: argparse.Namespace) -> int:
+    from ..kafka.topics import check
+
+    settings = _settings(ctx, args)
+    admin = _admin(ctx, settings)
+    if admin is None:
+        return 1
+    try:
+        n = check(admin, settings)
+    except TopicsError as err:
+        ctx.err.print(f"[red]error:[/red] {err}")
+        return 2
+    finally:
+        admin.close()
+    ctx.console.print(f"topics {settings.predictions_topic} and {settings.outcomes_topic}: co-partitioned, "
+                      f"{n} partitions each")
+    return 0
+
+
+def simulate_to_kafka(ctx: Context, args: argparse.Namespace, spec: object, end: float) -> int:
+    """`driftline simulate --kafka B [--rate N]`: produce the simulated stream to both (co-partitioned) topics."""
+    from kafka.errors import KafkaError
+
+    from ..kafka.producer import open_producer, produce_events
+    from ..kafka.topics import check
+    from ..simulate import stream
+    from .serve import install_stop_handlers
+
+    if args.rate is not None and args.rate <= 0:
+        ctx.err.print("[red]error:[/red] --rate must be positive")
+        return 2
+    settings = _settings(ctx, args)
+    admin = _admin(ctx, settings)
+    if admin is None:
+        return 1
+    try:
+        n = check(admin, settings)  # before producing: a broker may auto-create a missing topic with any count
+    except TopicsError as err:
+        ctx.err.print(f"[red]error:[/red] {err}")
+        return 2
+    finally:
+        admin.close()
+    try:
+        producer = open_producer(settings, "-simulator")
+    except (KafkaError, OSError) as err:
+        ctx.err.print(f"[red]error:[/red] Kafka at {settings.bootstrap} unreachable: {err}")
+        return 1
+    stop = threading.Event()
+    install_stop_handlers(stop)
+    pace = f" at {args.rate:g} events/s" if args.rate else ""
+    ctx.err.print(f"producing to {settings.predictions_topic}/{settings.outcomes_topic} ({n} partitions){pace}")
+    try:
+        report = produce_events(producer, settings, stream(spec, end=end), args.rate, stop)  # type: ignore[arg-type]
+    finally:
+        producer.close(timeout=10)
+    ctx.err.print(f"produced {report.total:,} events ({', '.join(f'{t}: {c:,}' for t, c in report.sent.items())}) "
+                  f"in {report.seconds:.1f}s" + (f"; {report.failed} delivery failures" if report.failed else ""))
+    return 1 if report.failed else 0

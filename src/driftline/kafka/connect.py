@@ -1,0 +1,63 @@
+"""Connecting to Kafka with retries: topics checked before subscribing (a broker may auto-create a missing topic
+with any partition count), then the consumer built; unreachable brokers are retried with backoff and logged."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from kafka.errors import KafkaConfigurationError, KafkaError
+
+from ..config import ConfigError
+from . import topics
+from .health import Backoff, ConsumerStatus, describe_error
+from .producer import DeadLetterSink, open_producer
+from .settings import KafkaSettings
+
+log = logging.getLogger(__name__)
+
+
+def open_consumer(settings: KafkaSettings, stop: threading.Event, backoff: Backoff, status: ConsumerStatus
+                  ) -> Any | None:
+    """A KafkaConsumer once the broker answers and both topics are co-partitioned; None when `stop` is set first.
+
+    Raises TopicsError for missing or not co-partitioned topics, ConfigError for settings kafka-python rejects.
+    """
+    from kafka import KafkaConsumer
+
+    attempt = 0
+    while not stop.is_set():
+        attempt += 1
+        try:
+            admin = topics.open_admin(settings)
+            try:
+                partitions = topics.check(admin, settings)
+            finally:
+                admin.close()
+            consumer = KafkaConsumer(**settings.consumer_kwargs())
+        except KafkaConfigurationError as err:
+            raise ConfigError(f"kafka settings rejected by kafka-python: {err}") from None
+        except (KafkaError, OSError) as err:
+            delay = backoff.next()
+            status.error = describe_error(err)
+            log.warning("Kafka at %s unreachable (attempt %d): %s; retrying in %.0fs", settings.bootstrap, attempt,
+                        status.error, delay)
+            stop.wait(delay)
+            continue
+        backoff.reset()
+        log.info("connected to Kafka (%s); %d partitions per topic; joining group %s", settings.describe(),
+                 partitions, settings.group_id)
+        return consumer
+    return None
+
+
+def open_dead_letter_sink(settings: KafkaSettings) -> DeadLetterSink | None:
+    """The dead-letter topic's producer when one is configured (None, logged, when it cannot be opened)."""
+    if not settings.dead_letter_topic:
+        return None
+    try:
+        return DeadLetterSink(open_producer(settings, "-dead-letters"), settings.dead_letter_topic)
+    except (KafkaError, OSError) as err:
+        log.warning("dead-letter topic producer unavailable (%s): dead letters go to the database only", err)
+        return None

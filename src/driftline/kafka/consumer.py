@@ -1,0 +1,420 @@
+"""The live consumer: poll → decode → engine → one store transaction (state + positions, fenced) → Kafka commit.
+
+The database is the source of truth: on every assignment the consumer seeks to the positions stored with the
+state, and Kafka offsets are committed only after the transaction (advisory, for tools that read them). A batch
+is stored only if each partition's stored position still equals where the batch was read from, so a consumer that
+lost its partitions (evicted, slow) cannot double-count. Broker away: kafka-python reconnects by itself, the
+consumer reports not-ready. Database away: consuming pauses, the batch is kept and retried with backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kafka import OffsetAndMetadata, TopicPartition
+from kafka.errors import KafkaError
+from sqlalchemy.exc import DataError
+
+from ..engine import EngineResult
+from ..events import RAW_LIMIT, DeadLetter
+from ..exporter.ops import OpsMetrics
+from ..pipeline import Pipeline, RawRecord
+from ..store import StalePositions, StoreUnavailable
+from .connect import open_consumer, open_dead_letter_sink
+from .faults import Faults
+from .handoff import Handoff
+from .health import Backoff, ConsumerStatus, broker_connected, consumed_counter
+from .producer import DeadLetterSink, dead_letters_in
+from .settings import KafkaSettings
+
+Batch = dict[TopicPartition, list[Any]]
+"""Polled records per partition (kafka-python ConsumerRecords: .offset, .value)."""
+
+log = logging.getLogger(__name__)
+
+
+def source_of(topic: str) -> str:
+    """Position source name of a topic in the store."""
+    return f"kafka:{topic}"
+
+
+class LiveConsumer:
+    """One consumer-group member; `run()` blocks until `stop` is set, then closes cleanly."""
+
+    def __init__(self, pipeline: Pipeline, settings: KafkaSettings, stop: threading.Event, *,
+                 ops: OpsMetrics | None = None, faults: Faults | None = None, poll_ms: int = 500,
+                 maintain_every_s: float = 30.0, connect_backoff: Backoff | None = None,
+                 db_backoff: Backoff | None = None, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.pipeline, self.settings, self.stop = pipeline, settings, stop
+        self.ops = ops if ops is not None else OpsMetrics()
+        self.faults = faults or Faults()
+        self.faults.wrap_store(pipeline.store)
+        self.poll_ms, self.maintain_every_s, self.monotonic = poll_ms, maintain_every_s, monotonic
+        self.connect_backoff = connect_backoff or Backoff(1.0, 15.0)
+        self.db_backoff = db_backoff or Backoff(0.5, 5.0)
+        self.status = ConsumerStatus()
+        self.consumer: Any = None
+        self.handoff: Handoff | None = None
+        self.dlt: DeadLetterSink | None = None
+        self.owned: set[TopicPartition] = set()
+        self.pending: set[TopicPartition] = set()
+        self.expected: dict[TopicPartition, int] = {}
+        self.held: Batch | None = None
+        self.db_retry_at = 0.0
+        self.db_down_since: float | None = None
+        self.broker_down_since: float | None = None
+        self.next_housekeeping = 0.0
+        self.next_maintain = monotonic() + maintain_every_s
+        self.stored_batches = 0
+        self.consumed = consumed_counter(self.ops)
+
+    # --- readiness ------------------------------------------------------------------------------
+    def ready(self) -> tuple[bool, str]:
+        """(ready, reason) for /readyz: broker connected and database reachable."""
+        s = self.status
+        if s.phase != "consuming":
+            return False, f"kafka {s.phase}" + (f": {s.error}" if s.error else "")
+        if not s.broker_ok:
+            return False, f"kafka unreachable for {self.monotonic() - s.since:.0f}s"
+        if not s.db_ok:
+            return False, "database unavailable: consuming paused, batch held"
+        lag = "" if s.lag is None else f", lag {s.lag}"
+        return True, f"kafka ok: {s.assigned} partitions assigned{lag}"
+
+    # --- connection -----------------------------------------------------------------------------
+    def connect(self) -> bool:
+        """Check the topics, build the consumer and subscribe, retrying with backoff; False when stopped first.
+
+        Raises TopicsError (missing or not co-partitioned topics) and ConfigError (settings kafka-python rejects).
+        """
+        self.status.phase = "connecting"
+        consumer = open_consumer(self.settings, self.stop, self.connect_backoff, self.status)
+        if consumer is None:
+            return False
+        self.attach(consumer)
+        consumer.subscribe(list(self.settings.topics), listener=self.handoff)
+        self.dlt = open_dead_letter_sink(self.settings)
+        return True
+
+    def attach(self, consumer: Any) -> Handoff:
+        """Use this (subscribed or about to be) consumer; returns the rebalance listener to subscribe with."""
+        self.consumer = consumer
+        self.handoff = Handoff(consumer.pause, self._rebalance_event)
+        self.status = ConsumerStatus(phase="consuming", broker_ok=True)
+        return self.handoff
+
+    def _rebalance_event(self, kind: str, tps: set[TopicPartition]) -> None:
+        """Runs on kafka-python's IO thread inside poll(): log and the crash-test hook only."""
+        log.info("partitions %s: %s", "revoked" if kind == "revoke" else "assigned", _fmt(tps))
+        self.faults.hit(kind)
+
+    # --- main loop ------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Connect, consume until `stop`, close (finishing or abandoning the current batch)."""
+        if self.consumer is None and not self.connect():
+            return
+        try:
+            while not self.stop.is_set():
+                self.step()
+        finally:
+            self.close()
+
+    def step(self) -> None:
+        """One iteration: poll, apply rebalances, position new partitions, store a batch, housekeeping."""
+        c = self.consumer
+        try:
+            polled = c.poll(timeout_ms=self.poll_ms, max_records=self.settings.batch_max_records)
+        except KafkaError as err:
+            log.warning("poll failed: %s", err)
+            polled = {}
+            self.stop.wait(0.5)
+        self._apply_handoff()
+        now = self.monotonic()
+        if self.held is not None:
+            if now >= self.db_retry_at:
+                self._store(self.held)
+        else:
+            if self.pending and now >= self.db_retry_at:
+                self._position_pending()
+            batch = self._batch_from(polled)
+            if batch:
+                self._store(batch)
+        if now >= self.next_housekeeping:
+            self._housekeeping()
+
+    def _apply_handoff(self) -> None:
+        assert self.handoff is not None
+        assigned, dropped = self.handoff.take()
+        for tp in dropped:
+            self.owned.discard(tp)
+            self.pending.discard(tp)
+            self.expected.pop(tp, None)
+            if self.held is not None:
+                self.held.pop(tp, None)
+        if self.held is not None and not self.held:
+            self._release_held()
+        if assigned:
+            self.owned |= assigned
+            self.pending |= assigned
+        if dropped or assigned:
+            self.status.assigned = len(self.owned)
+            self._check_copartitioned()
+
+    def _check_copartitioned(self) -> None:
+        """Both topics must keep equal partition numbers (someone may add partitions to one of them)."""
+        by_topic: dict[str, set[int]] = {t: set() for t in self.settings.topics}
+        for tp in self.owned:
+            by_topic.setdefault(tp.topic, set()).add(tp.partition)
+        a, b = (by_topic[t] for t in self.settings.topics)
+        if a != b:
+            log.error("assignment is not co-partitioned (%s: %s, %s: %s): the topics' partition counts differ; "
+                      "stopping", self.settings.topics[0], sorted(a), self.settings.topics[1], sorted(b))
+            self.status.phase, self.status.error = "stopped", "topics not co-partitioned"
+            self.stop.set()
+
+    def _position_pending(self) -> None:
+        """Seek newly assigned partitions to the positions stored with the state, then resume them."""
+        tps = sorted(self.pending, key=lambda tp: (tp.topic, tp.partition))
+        try:
+            stored = {t: self.pipeline.store.positions(source_of(t)) for t in {tp.topic for tp in tps}}
+        except StoreUnavailable as err:
+            self._db_down(err, f"reading stored positions of {len(tps)} partitions")
+            return
+        self._db_up()
+        for tp in tps:
+            offset = stored[tp.topic].get(tp.partition, 0)
+            self.consumer.seek(tp, offset)
+            self.expected[tp] = offset
+        self.consumer.resume(*tps)
+        self.pending.clear()
+        log.info("resuming at stored positions: %s",
+                 ", ".join(f"{tp.topic}[{tp.partition}]@{self.expected[tp]}" for tp in tps))
+
+    def _batch_from(self, polled: Batch) -> Batch:
+        """Records of positioned partitions at or after the expected offset (older ones are re-deliveries)."""
+        batch: Batch = {}
+        for tp, recs in polled.items():
+            start = self.expected.get(tp)
+            if start is None or tp in self.pending or not recs:
+                continue
+            if recs[0].offset < start:
+                recs = [r for r in recs if r.offset >= start]
+                if not recs:
+                    continue
+            if recs[0].offset > start:
+                log.debug("%s[%d]: offsets %d..%d absent (retention, compaction or control records)",
+                          tp.topic, tp.partition, start, recs[0].offset - 1)
+            batch[tp] = recs
+        return batch
+
+    def _store(self, batch: Batch) -> None:
+        """One fenced transaction for the batch; then dead-letter copies and the advisory Kafka commit."""
+        batch = {tp: [r for r in recs if r.offset >= self.expected[tp]] for tp, recs in batch.items()
+                 if tp in self.expected}  # never re-store a record below the position (held or retried batches)
+        batch = {tp: recs for tp, recs in batch.items() if recs}
+        if not batch:
+            if self.held is not None:
+                self._release_held()
+            return
+        raws = [RawRecord(source_of(tp.topic), tp.partition, r.offset, r.value if r.value is not None else b"",
+                          self.settings.kind_of(tp.topic)) for tp, recs in batch.items() for r in recs]
+        expected = {(source_of(tp.topic), tp.partition): self.expected[tp] for tp in batch}
+        t0 = time.perf_counter()
+        try:
+            result = self.pipeline.process_batch(raws, None, expected)
+        except StoreUnavailable as err:
+            self._hold(batch, err)
+            return
+        except StalePositions as err:
+            log.warning("%s; another consumer stored these partitions meanwhile: re-reading stored positions", err)
+            self._reposition(batch)
+            return
+        except DataError as err:  # a record the database refuses (e.g. an id longer than its column)
+            log.warning("database refused the batch (%s): storing its records one by one to isolate the "
+                        "offending ones as dead letters", str(err).splitlines()[0])
+            self._isolate(batch)
+            return
+        self.ops.observe_batch(time.perf_counter() - t0)
+        self.faults.hit("after_store_commit")
+        self.stored_batches += 1
+        was_held = self.held is not None
+        for tp, recs in batch.items():
+            self.expected[tp] = recs[-1].offset + 1
+            self.consumed.labels(topic=tp.topic).inc(len(recs))
+        self._db_up()
+        if was_held:
+            self._release_held()
+        if result.dead and self.dlt is not None:
+            letters = dead_letters_in(raws, self.pipeline.clock())
+            payloads = {(r.source, r.partition, r.offset): r.payload for r in raws}
+            self.dlt.send(letters, payloads)
+        self._commit({tp: self.expected[tp] for tp in batch})
+
+    def _isolate(self, batch: Batch) -> None:
+        """Store a refused batch record by record; a record the database still refuses becomes a
+        `store_rejected` dead letter (its position advances with it), so one bad message cannot stop the stream."""
+        remaining = {tp: list(recs) for tp, recs in batch.items()}
+        for tp in list(remaining):
+            while remaining[tp]:
+                rec = remaining[tp][0]
+                try:
+                    self._store_single(tp, rec)
+                except StoreUnavailable as err:
+                    self._hold({k: v for k, v in remaining.items() if v}, err)
+                    return
+                except StalePositions as err:
+                    log.warning("%s: re-reading stored positions", err)
+                    self._reposition(batch)
+                    return
+                remaining[tp].pop(0)
+                self.expected[tp] = rec.offset + 1
+                self.consumed.labels(topic=tp.topic).inc()
+        self._db_up()
+        if self.held is not None:
+            self._release_held()
+        self._commit({tp: self.expected[tp] for tp in batch})
+
+    def _store_single(self, tp: TopicPartition, rec: Any) -> None:
+        key = (source_of(tp.topic), tp.partition)
+        raw = RawRecord(key[0], tp.partition, rec.offset, rec.value if rec.value is not None else b"",
+                        self.settings.kind_of(tp.topic))
+        try:
+            self.pipeline.process_batch([raw], None, {key: self.expected[tp]})
+            return
+        except DataError as err:
+            reason = str(err).splitlines()[0][:500]
+        letter = DeadLetter("store_rejected", reason, key[0], tp.partition, rec.offset, bytes(raw.payload[:RAW_LIMIT]))
+        with self.pipeline.store.begin() as conn:
+            self.pipeline.store.commit_batch(conn, EngineResult(), [letter], {key: rec.offset + 1},
+                                             expected_positions={key: self.expected[tp]})
+        log.warning("dead letter store_rejected: %s[%d]@%d: %s", tp.topic, tp.partition, rec.offset, reason)
+        if self.dlt is not None:
+            self.dlt.send([letter], {})
+
+    def _commit(self, offsets: dict[TopicPartition, int]) -> None:
+        """Advisory Kafka commit (asynchronous): the database already holds these positions."""
+        try:
+            self.consumer.commit_async({tp: OffsetAndMetadata(off, "", -1) for tp, off in offsets.items()},
+                                       callback=self._committed)
+        except KafkaError as err:
+            log.debug("kafka commit not sent: %s", err)
+
+    def _committed(self, offsets: Any, response: Any) -> None:
+        if isinstance(response, Exception):
+            log.debug("kafka commit failed (advisory, positions are in the database): %s", response)
+
+    def _hold(self, batch: Batch, err: StoreUnavailable) -> None:
+        """Database unavailable: keep the batch, pause every partition, retry later; commit nothing."""
+        if self.held is None:
+            self.consumer.pause(*self.owned)
+        self.held = batch
+        self._db_down(err, f"holding a batch of {sum(len(r) for r in batch.values())} records, consuming paused")
+
+    def _release_held(self) -> None:
+        """After the held batch is stored (or revoked): rewind every positioned partition and resume."""
+        self.held = None
+        ready = [tp for tp in self.owned if tp in self.expected and tp not in self.pending]
+        for tp in ready:
+            self.consumer.seek(tp, self.expected[tp])
+        if ready:
+            self.consumer.resume(*ready)
+
+    def _reposition(self, batch: Batch) -> None:
+        """A fenced batch: drop it and re-read the stored positions of its partitions."""
+        tps = [tp for tp in batch if tp in self.owned]
+        if tps:
+            self.consumer.pause(*tps)
+        for tp in tps:
+            self.expected.pop(tp, None)
+            self.pending.add(tp)
+        if self.held is not None:
+            self.held = None
+            self._release_held()
+
+    def _db_down(self, err: Exception, what: str) -> None:
+        delay = self.db_backoff.next()
+        self.db_retry_at = self.monotonic() + delay
+        first = self.db_down_since is None
+        if first:
+            self.db_down_since = self.monotonic()
+        self.status.db_ok = False
+        log.log(logging.WARNING if first or self.db_backoff.attempts % 5 == 0 else logging.INFO,
+                "database unavailable (%s): %s; retrying in %.1fs", err, what, delay)
+
+    def _db_up(self) -> None:
+        if self.db_down_since is not None:
+            log.warning("database reachable again after %.0fs", self.monotonic() - self.db_down_since)
+            self.db_down_since = None
+        self.db_backoff.reset()
+        self.db_retry_at = 0.0
+        self.status.db_ok = True
+
+    # --- housekeeping ---------------------------------------------------------------------------
+    def _housekeeping(self) -> None:
+        """Once a second: broker status, lag gauge; every maintain_every_s: maturity/expiry of our shards."""
+        now = self.monotonic()
+        self.next_housekeeping = now + 1.0
+        self._broker_status(now)
+        lags: dict[tuple[str, int], int] = {}
+        for tp, start in self.expected.items():
+            hw = self.consumer.highwater(tp)
+            if hw is not None:
+                lags[(tp.topic, tp.partition)] = max(0, hw - start)
+        self.ops.set_lags(lags)
+        self.status.lag = sum(lags.values()) if lags else None
+        if now >= self.next_maintain and self.held is None and self.expected:
+            self.next_maintain = now + self.maintain_every_s
+            self.maintain()
+
+    def maintain(self) -> None:
+        """Implicit negatives and expiry for the partitions (shards) this process owns."""
+        shards = sorted({tp.partition for tp in self.expected})
+        try:
+            counts = self.pipeline.maintain(shards)
+        except StoreUnavailable as err:
+            log.warning("maintenance skipped: database unavailable: %s", err)
+            return
+        done = {f"{k[0]}": v for k, v in counts.items() if v}
+        if done:
+            log.info("maintenance on shards %s: %s", shards, done)
+
+    def _broker_status(self, now: float) -> None:
+        ok = broker_connected(self.consumer)
+        if ok and self.broker_down_since is not None:
+            log.warning("Kafka reachable again after %.0fs", now - self.broker_down_since)
+            self.broker_down_since = None
+        elif not ok and self.broker_down_since is None:
+            self.broker_down_since = now
+            log.warning("Kafka unreachable (group coordinator lost); consuming resumes by itself when it is back")
+        if ok != self.status.broker_ok:
+            self.status.since = now
+        self.status.broker_ok = ok
+
+    def close(self) -> None:
+        """Abandon any held batch, commit the stored positions (advisory), leave the group, close clients."""
+        self.status.phase = "stopped"
+        c = self.consumer
+        if c is None:
+            return
+        if self.expected and self.held is None:
+            try:
+                c.commit({tp: OffsetAndMetadata(off, "", -1) for tp, off in self.expected.items()},
+                         timeout_ms=2000)
+            except KafkaError as err:
+                log.debug("final kafka commit failed (advisory): %s", err)
+        try:
+            c.close(autocommit=False, timeout_ms=5000)
+        except Exception as err:  # noqa: BLE001 - closing on shutdown
+            log.warning("closing the Kafka consumer: %s", err)
+        if self.dlt is not None:
+            self.dlt.close()
+        self.consumer = None
+        log.info("consumer closed after %d stored batches", self.stored_batches)
+
+
+def _fmt(tps: set[TopicPartition]) -> str:
+    return ", ".join(f"{tp.topic}[{tp.partition}]" for tp in sorted(tps, key=lambda t: (t.topic, t.partition)))

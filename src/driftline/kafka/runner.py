@@ -1,0 +1,85 @@
+"""`driftline run`: exporter + trigger evaluation (Service) next to the live consumer, until SIGTERM/SIGINT.
+
+The exporter starts first so /healthz answers and /readyz explains while the database or the broker is still
+unreachable; the schema is migrated with retries; then the consumer connects (retrying) and consumes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
+
+from ..config import Config
+from ..exporter.ops import OpsMetrics
+from ..pipeline import Pipeline
+from ..service import Service
+from ..store import Store, StoreUnavailable
+from .consumer import LiveConsumer
+from .health import Backoff
+from .faults import Faults
+from .settings import KafkaSettings, install_log_redaction
+
+log = logging.getLogger(__name__)
+
+
+def migrate_with_retry(store: Store, stop: threading.Event, backoff: Backoff | None = None,
+                       on_wait: Callable[[str], None] | None = None, max_other_errors: int = 5) -> bool:
+    """Migrate the schema, retrying while the database is unreachable; False when stopped first.
+
+    Other database errors (two replicas migrating at once) are retried a few times, then raised.
+    """
+    backoff = backoff or Backoff(1.0, 15.0)
+    other = 0
+    while not stop.is_set():
+        try:
+            store.migrate()
+            return True
+        except (OperationalError, InterfaceError, StoreUnavailable) as err:
+            why = str(err).splitlines()[0]
+        except SQLAlchemyError as err:
+            other += 1
+            if other > max_other_errors:
+                raise
+            why = str(err).splitlines()[0]
+        delay = backoff.next()
+        log.warning("database unavailable while migrating (%s); retrying in %.0fs", why, delay)
+        if on_wait is not None:
+            on_wait(why)
+        stop.wait(delay)
+    return False
+
+
+def run_service(config: Config, db_url: str, settings: KafkaSettings, stop: threading.Event, *,
+                host: str | None = None, port: int | None = None, evaluate: bool = True,
+                maintain_every_s: float = 30.0, clock: Callable[[], float] = time.time,
+                announce: Callable[[str], None] | None = None) -> None:
+    """Serve the exporter and consume until `stop` is set; raises TopicsError for unusable topics."""
+    install_log_redaction(settings)
+    store = Store(db_url, clock=clock)
+    ops = OpsMetrics()
+    pipeline = Pipeline(config, store, clock=clock)
+    consumer = LiveConsumer(pipeline, settings, stop, ops=ops, faults=Faults.from_env(),
+                            maintain_every_s=maintain_every_s)
+    service = Service(config, store, clock=clock, ops=ops, readiness=consumer.ready, host=host, port=port,
+                      evaluate=evaluate)
+    service.start()
+    if announce is not None:
+        announce(f"driftline run: {settings.describe()}; exporter {service.url}/metrics")
+    try:
+        consumer.status.phase = "waiting for the database"
+
+        def waiting(why: str) -> None:
+            consumer.status.error = why
+
+        if not migrate_with_retry(store, stop, on_wait=waiting):
+            return
+        consumer.status.error = ""
+        consumer.run()
+    finally:
+        consumer.close()
+        service.stop()
+        store.close()

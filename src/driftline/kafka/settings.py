@@ -1,0 +1,195 @@
+"""kafka-python client settings from the config's `kafka` section, the --kafka flag and the environment.
+
+Bootstrap servers: --kafka, then DRIFTLINE_KAFKA_BOOTSTRAP, then `kafka.bootstrap`. Extra kafka-python settings
+(SASL/SSL, timeouts) come from `kafka.options` and from DRIFTLINE_KAFKA_OPT_<NAME> environment variables (so a
+password need not sit in the YAML file); each client gets only the options it accepts. Secrets never reach a
+log line: `redacted()` masks them and `install_log_redaction` scrubs their values from every log record.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from ..config import ConfigError, Kafka
+
+BOOTSTRAP_ENV = "DRIFTLINE_KAFKA_BOOTSTRAP"
+OPTION_ENV_PREFIX = "DRIFTLINE_KAFKA_OPT_"
+KAFKA_LOG_LEVEL_ENV = "DRIFTLINE_KAFKA_LOG_LEVEL"
+SECRET_KEY = re.compile(r"password|secret|token|credential|jaas|private", re.IGNORECASE)
+MASK = "***"
+
+FORCED = ("enable_auto_commit", "partition_assignment_strategy", "group_id", "key_deserializer",
+          "value_deserializer", "key_serializer", "value_serializer", "bootstrap_servers", "client_id")
+"""Settings driftline owns: manual commits, Range assignment, the group and (de)serialisation."""
+
+CONSUMER_DEFAULTS: dict[str, Any] = {
+    "auto_offset_reset": "earliest",
+    "reconnect_backoff_max_ms": 1000,
+    "bootstrap_timeout_ms": 5000,
+    "max_poll_interval_ms": 60_000,
+    "allow_auto_create_topics": False,
+}
+"""Defaults suited to a DB-positioned consumer (overridable through options)."""
+
+PRODUCER_DEFAULTS: dict[str, Any] = {
+    "reconnect_backoff_max_ms": 1000,
+    "bootstrap_timeout_ms": 5000,
+    "linger_ms": 5,
+    "allow_auto_create_topics": False,
+}
+ADMIN_DEFAULTS: dict[str, Any] = {"reconnect_backoff_max_ms": 1000, "bootstrap_timeout_ms": 5000}
+
+
+def _accepted(kind: str) -> set[str]:
+    """Config keys a kafka-python client class accepts (it rejects any other key)."""
+    if kind == "consumer":
+        from kafka import KafkaConsumer
+        return set(KafkaConsumer.DEFAULT_CONFIG)
+    if kind == "producer":
+        from kafka import KafkaProducer
+        return set(KafkaProducer.DEFAULT_CONFIG)
+    from kafka import KafkaAdminClient
+    return set(KafkaAdminClient.DEFAULT_CONFIG)
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    """Everything needed to build the Kafka clients of one driftline process."""
+
+    bootstrap: str
+    client_id: str = "driftline"
+    group_id: str = "driftline"
+    predictions_topic: str = "predictions"
+    outcomes_topic: str = "outcomes"
+    dead_letter_topic: str | None = None
+    batch_max_records: int = 5000
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def topics(self) -> tuple[str, str]:
+        """(predictions topic, outcomes topic)."""
+        return (self.predictions_topic, self.outcomes_topic)
+
+    def kind_of(self, topic: str) -> str:
+        """Event type a topic carries ('prediction' or 'outcome')."""
+        return "prediction" if topic == self.predictions_topic else "outcome"
+
+    def _kwargs(self, kind: str, defaults: Mapping[str, Any], client_suffix: str) -> dict[str, Any]:
+        accepted = _accepted(kind)
+        out: dict[str, Any] = {k: v for k, v in defaults.items() if k in accepted}
+        out.update({k: v for k, v in self.options.items() if k in accepted})
+        out["bootstrap_servers"] = [s.strip() for s in self.bootstrap.split(",") if s.strip()]
+        out["client_id"] = self.client_id + client_suffix
+        return out
+
+    def consumer_kwargs(self) -> dict[str, Any]:
+        """KafkaConsumer settings: manual commits, RangePartitionAssignor only, our group."""
+        from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+        out = self._kwargs("consumer", CONSUMER_DEFAULTS, "")
+        out.update(group_id=self.group_id, enable_auto_commit=False,
+                   partition_assignment_strategy=[RangePartitionAssignor])
+        return out
+
+    def producer_kwargs(self, suffix: str = "-producer") -> dict[str, Any]:
+        """KafkaProducer settings (simulator, dead-letter topic)."""
+        return self._kwargs("producer", PRODUCER_DEFAULTS, suffix)
+
+    def admin_kwargs(self) -> dict[str, Any]:
+        """KafkaAdminClient settings (topic checks and creation)."""
+        return self._kwargs("admin", ADMIN_DEFAULTS, "-admin")
+
+    def secrets(self) -> list[str]:
+        """String values of secret options, to scrub from log lines."""
+        return [str(v) for k, v in self.options.items() if SECRET_KEY.search(k) and v not in (None, "")]
+
+    def describe(self) -> str:
+        """One log line about the connection with every secret masked."""
+        opts = ", ".join(f"{k}={v}" for k, v in sorted(redacted(self.options).items()))
+        return (f"bootstrap={self.bootstrap} client_id={self.client_id} group={self.group_id} "
+                f"topics={self.predictions_topic},{self.outcomes_topic}"
+                + (f" dead_letter_topic={self.dead_letter_topic}" if self.dead_letter_topic else "")
+                + (f" options: {opts}" if opts else ""))
+
+
+def redacted(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `options` with the values of secret-looking keys replaced by ***."""
+    return {k: (MASK if SECRET_KEY.search(k) and v is not None else v) for k, v in options.items()}
+
+
+def env_options(env: Mapping[str, str]) -> dict[str, Any]:
+    """DRIFTLINE_KAFKA_OPT_SASL_PLAIN_PASSWORD=x → {'sasl_plain_password': 'x'} (numbers and booleans parsed)."""
+    out: dict[str, Any] = {}
+    for key, raw in env.items():
+        if key.startswith(OPTION_ENV_PREFIX) and len(key) > len(OPTION_ENV_PREFIX):
+            name = key[len(OPTION_ENV_PREFIX):].lower()
+            value: Any = raw
+            if not SECRET_KEY.search(name):
+                try:
+                    parsed = yaml.safe_load(raw)
+                except yaml.YAMLError:
+                    parsed = raw
+                if isinstance(parsed, (int, float, bool)):
+                    value = parsed
+            out[name] = value
+    return out
+
+
+def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | None = None) -> KafkaSettings:
+    """Settings from the --kafka flag, the environment and the config; ConfigError names what is wrong."""
+    env = os.environ if env is None else env
+    bootstrap = flag or env.get(BOOTSTRAP_ENV) or section.bootstrap
+    if not bootstrap or not bootstrap.strip():
+        raise ConfigError(f"no Kafka bootstrap servers: pass --kafka HOST:PORT, set {BOOTSTRAP_ENV}, "
+                          "or set kafka.bootstrap in the config")
+    options = {**section.options, **env_options(env)}
+    forced = sorted(k for k in options if k in FORCED)
+    if forced:
+        raise ConfigError(f"kafka.options: {', '.join(forced)} cannot be set there (driftline sets them: "
+                          "manual commits after the database transaction, RangePartitionAssignor, "
+                          "bootstrap/client_id/group_id from their own settings)")
+    known = _accepted("consumer") | _accepted("producer") | _accepted("admin")
+    unknown = sorted(k for k in options if k not in known)
+    if unknown:
+        raise ConfigError(f"kafka.options: unknown kafka-python setting(s) {', '.join(unknown)}")
+    if section.predictions_topic == section.outcomes_topic:
+        raise ConfigError("kafka.predictions_topic and kafka.outcomes_topic must differ")
+    return KafkaSettings(bootstrap=bootstrap.strip(), client_id=section.client_id, group_id=section.group_id,
+                         predictions_topic=section.predictions_topic, outcomes_topic=section.outcomes_topic,
+                         dead_letter_topic=section.dead_letter_topic, batch_max_records=section.batch_max_records,
+                         options=options)
+
+
+class SecretFilter(logging.Filter):
+    """Replaces secret values in a log record's final message by ***."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        super().__init__()
+        self.secrets = sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.secrets:
+            msg = record.getMessage()
+            clean = msg
+            for s in self.secrets:
+                clean = clean.replace(s, MASK)
+            if clean != msg:
+                record.msg, record.args = clean, None
+        return True
+
+
+def install_log_redaction(settings: KafkaSettings) -> None:
+    """Scrub secret option values from every handler's records; quiet kafka-python's own (noisy) loggers."""
+    filt = SecretFilter(settings.secrets())
+    root = logging.getLogger()
+    for handler in root.handlers:
+        handler.addFilter(filt)
+    level = os.environ.get(KAFKA_LOG_LEVEL_ENV, "CRITICAL").upper()
+    logging.getLogger("kafka").setLevel(level)

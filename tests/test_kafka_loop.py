@@ -1,0 +1,277 @@
+"""The consumer's main loop against an in-memory stand-in for kafka-python (deterministic, no broker): exactly-once
+effect, Kafka commits never ahead of the database, database outages, zombie members fenced, and records the
+database refuses turned into dead letters. The real broker is exercised in test_kafka_service.py."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, NamedTuple
+
+import pytest
+from kafka import TopicPartition as TP
+from kafka.partitioner.default import murmur2
+
+from driftline.config import Config, Kafka
+from driftline.kafka.consumer import LiveConsumer
+from driftline.kafka.health import Backoff
+from driftline.kafka.settings import resolve
+from driftline.pipeline import Pipeline
+from driftline.replay import replay
+from driftline.store import Store, StoreUnavailable
+from kafka_service_support import assert_same_state, documents, make_events
+
+TOPICS = {"predictions": "p", "outcomes": "o"}
+
+
+class Rec(NamedTuple):
+    offset: int
+    value: bytes
+
+
+class FakeConsumer:
+    """Enough of KafkaConsumer for the loop: partition logs, positions, pause/resume/seek, queued rebalances
+    delivered inside poll() like kafka-python does, and commits checked against the database."""
+
+    def __init__(self, logs: dict[TP, list[bytes]], store: Store) -> None:
+        self.logs, self.store = logs, store
+        self.pos: dict[TP, int] = {}
+        self.paused: set[TP] = set()
+        self.assigned: set[TP] = set()
+        self.listener: Any = None
+        self.queued: list[tuple[str, set[TP]]] = []
+        self.commits: list[dict[TP, int]] = []
+        self.config = {"session_timeout_ms": 10000}
+        self._coordinator = SimpleNamespace(coordinator_id="coordinator-1")
+
+    def rebalance(self, new: set[TP]) -> None:
+        self.queued += [("revoke", set(self.assigned)), ("assign", set(new))]
+
+    def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> dict[TP, list[Rec]]:
+        while self.queued:
+            kind, tps = self.queued.pop(0)
+            if kind == "revoke":
+                self.listener.on_partitions_revoked(tps)
+                self.assigned -= tps
+            else:
+                self.assigned = set(tps)
+                self.paused &= self.assigned
+                self.listener.on_partitions_assigned(tps)
+        out: dict[TP, list[Rec]] = {}
+        budget = max_records or 500
+        for tp in sorted(self.assigned - self.paused):
+            start = self.pos.get(tp, 0)
+            recs = [Rec(o, self.logs[tp][o]) for o in range(start, min(len(self.logs[tp]), start + budget))]
+            if recs:
+                out[tp] = recs
+                self.pos[tp] = recs[-1].offset + 1
+                budget -= len(recs)
+        return out
+
+    def pause(self, *tps: TP) -> None:
+        self.paused |= set(tps)
+
+    def resume(self, *tps: TP) -> None:
+        self.paused -= set(tps)
+
+    def seek(self, tp: TP, offset: int) -> None:
+        self.pos[tp] = offset
+
+    def commit_async(self, offsets: dict[TP, Any], callback: Any = None) -> None:
+        for tp, om in offsets.items():  # the invariant: Kafka never ahead of the stored state
+            assert om.offset <= self.store.positions(f"kafka:{tp.topic}").get(tp.partition, 0)
+        self.commits.append({tp: om.offset for tp, om in offsets.items()})
+
+    def commit(self, offsets: dict[TP, Any], timeout_ms: int | None = None) -> None:
+        self.commit_async(offsets)
+
+    def highwater(self, tp: TP) -> int:
+        return len(self.logs[tp])
+
+    def metrics(self) -> dict[str, Any]:
+        return {}
+
+    def close(self, autocommit: bool = False, timeout_ms: int | None = None) -> None:
+        self.listener.on_partitions_revoked(set(self.assigned))
+
+
+def partitioned(records: list[tuple[str, bytes, bytes]], n: int = 2) -> dict[TP, list[bytes]]:
+    """Kafka's default partitioner (murmur2 of the key), so predictions and outcomes are co-partitioned."""
+    logs: dict[TP, list[bytes]] = {TP(TOPICS[k], p): [] for k in TOPICS for p in range(n)}
+    for kind, key, value in records:
+        logs[TP(TOPICS[kind], (murmur2(key) & 0x7FFFFFFF) % n)].append(value)
+    return logs
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def member(store: Store, logs: dict[TP, list[bytes]], clock: Clock, batch: int = 300) -> tuple[LiveConsumer,
+                                                                                                FakeConsumer]:
+    settings = resolve(Kafka(predictions_topic="p", outcomes_topic="o", batch_max_records=batch), "fake:1", {})
+    lc = LiveConsumer(Pipeline(Config(), store, clock=lambda: 1.9e9), settings, threading.Event(),
+                      db_backoff=Backoff(1.0, 4.0), monotonic=clock, maintain_every_s=1e9)
+    fake = FakeConsumer(logs, store)
+    fake.listener = lc.attach(fake)
+    return lc, fake
+
+
+def replayed(tmp: Path, events: Any) -> dict[str, Any]:
+    url = f"sqlite:///{tmp / 'replay.db'}"
+    store = Store(url)
+    store.migrate()
+    pipe = Pipeline(Config(), store, clock=lambda: 1.9e9)
+    replay(pipe, str(events.path))
+    pipe.maintain()
+    store.close()
+    return documents(url)
+
+
+def total(store: Store) -> int:
+    return sum(sum(store.positions(f"kafka:{t}").values()) for t in TOPICS.values())
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> tuple[Store, Any, dict[TP, list[bytes]]]:
+    events = make_events(tmp_path, days=1.0, per_day=1500)
+    store = Store(f"sqlite:///{tmp_path / 'live.db'}")
+    store.migrate()
+    return store, events, partitioned(events.records)
+
+
+def test_loop_stores_every_record_once_and_commits_only_stored_positions(setup: Any, tmp_path: Path) -> None:
+    store, events, logs = setup
+    clock = Clock()
+    lc, fake = member(store, logs, clock)
+    fake.rebalance(set(logs))
+    for _ in range(200):
+        lc.step()
+        clock.t += 1.1  # housekeeping (lag) runs once a second
+        if total(store) == len(events.records):
+            break
+    lc.step()
+    assert total(store) == len(events.records)
+    assert fake.commits and fake.commits[-1] == {tp: len(v) for tp, v in logs.items() if tp in fake.commits[-1]}
+    assert lc.ready() == (True, "kafka ok: 4 partitions assigned, lag 0")
+    assert_same_state(documents(store.url), replayed(tmp_path, events))
+
+
+def test_database_outage_holds_the_batch_pauses_and_commits_nothing(setup: Any, tmp_path: Path) -> None:
+    store, events, logs = setup
+    clock = Clock()
+    lc, fake = member(store, logs, clock)
+    fake.rebalance(set(logs))
+    lc.step()
+    lc.step()
+    stored = total(store)
+    assert stored > 0
+    original = lc.pipeline.process_batch
+    failures = [0]
+
+    def down(*args: Any, **kwargs: Any) -> Any:
+        failures[0] += 1
+        raise StoreUnavailable("connection refused")
+
+    lc.pipeline.process_batch = down  # type: ignore[method-assign]
+    commits = len(fake.commits)
+    for _ in range(6):
+        lc.step()
+        clock.t += 0.5
+    assert lc.held is not None and fake.paused == fake.assigned
+    assert len(fake.commits) == commits and total(store) == stored
+    assert lc.ready() == (False, "database unavailable: consuming paused, batch held")
+    assert 2 <= failures[0] <= 3  # retried with backoff (1 s, 2 s), not on every loop
+    lc.pipeline.process_batch = original  # type: ignore[method-assign]
+    clock.t += 5
+    for _ in range(200):
+        lc.step()
+        if total(store) == len(events.records):
+            break
+    assert lc.held is None and not fake.paused
+    assert_same_state(documents(store.url), replayed(tmp_path, events))
+
+
+def test_zombie_member_is_fenced_and_nothing_is_counted_twice(setup: Any, tmp_path: Path) -> None:
+    """A was evicted without noticing yet; B owns the partitions and stores from the stored positions. A's next
+    batches start below the stored positions: the store rejects them, A re-reads positions; final state exact."""
+    store, events, logs = setup
+    clock = Clock()
+    a, fa = member(store, logs, clock, batch=200)
+    b, fb = member(store, logs, clock, batch=150)
+    fa.rebalance(set(logs))
+    a.step()
+    a.step()
+    fb.rebalance(set(logs))  # the group moved everything to B; A has not been told
+    b.step()
+    b.step()
+    stale_before = total(store)
+    a.step()  # A's batch starts where A left off, below B's stored positions → fenced
+    assert total(store) == stale_before and a.pending
+    for _ in range(300):
+        a.step()
+        b.step()
+        if total(store) == len(events.records):
+            break
+    assert total(store) == len(events.records)
+    counters = store.counters()
+    counted = sum(v for (n, _), v in counters.items() if n in ("events", "dead_letters"))
+    assert counted == len(events.records)
+    assert_same_state(documents(store.url), replayed(tmp_path, events))
+
+
+def test_revocation_drops_held_records_of_revoked_partitions(setup: Any) -> None:
+    store, events, logs = setup
+    clock = Clock()
+    lc, fake = member(store, logs, clock)
+    fake.rebalance(set(logs))
+    lc.step()
+    original = lc.pipeline.process_batch
+    lc.pipeline.process_batch = lambda *a, **k: (_ for _ in ()).throw(StoreUnavailable("down"))  # type: ignore
+    lc.step()
+    lc.step()
+    assert lc.held
+    keep = {tp for tp in logs if tp.partition == 0}
+    fake.rebalance(keep)
+    lc.pipeline.process_batch = original  # type: ignore[method-assign]
+    clock.t += 10
+    for _ in range(100):
+        lc.step()
+    stored = {(t, p): n for t in TOPICS.values() for p, n in store.positions(f"kafka:{t}").items()}
+    for tp, log in logs.items():
+        if tp in keep:
+            assert stored[(tp.topic, tp.partition)] == len(log)
+        else:
+            assert stored.get((tp.topic, tp.partition), 0) < len(log)
+    assert lc.owned == keep and set(lc.expected) == keep
+
+
+@pytest.mark.postgres
+def test_record_the_database_refuses_becomes_a_dead_letter(pg_url: str, tmp_path: Path) -> None:
+    """A prediction id longer than its column (PostgreSQL enforces VARCHAR(200)) must not stop the stream."""
+    events = make_events(tmp_path, days=0.3, per_day=1500)
+    long_id = "x" * 300
+    bad = b'{"type":"prediction","prediction_id":"' + long_id.encode() + \
+        b'","model":"fraud","ts":"2026-01-09T12:00:00Z","score":0.4}'
+    records = list(events.records)
+    records.insert(len(records) // 2, ("predictions", long_id.encode(), bad))
+    logs = partitioned(records)
+    store = Store(pg_url)
+    store.migrate()
+    lc, fake = member(store, logs, Clock())
+    fake.rebalance(set(logs))
+    for _ in range(200):
+        lc.step()
+        if total(store) == len(records):
+            break
+    assert total(store) == len(records)
+    letters = store.dead_letters(reason="store_rejected")
+    assert len(letters) == 1 and letters[0]["raw"] == bad and letters[0]["source"] == "kafka:p"
+    counted = sum(v for (n, _), v in store.counters().items() if n in ("events", "dead_letters"))
+    assert counted == len(records)
+    store.close()

@@ -1,0 +1,216 @@
+"""Kafka path without a broker: settings and secret redaction, topic checks, the store's position guard
+(the fence against zombie consumers), the rebalance hand-off, fault plans, pacing and backoff."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+
+from driftline.config import Config, ConfigError, Kafka
+from driftline.kafka.health import Backoff, describe_error
+from driftline.kafka.faults import Faults, parse
+from driftline.kafka.handoff import Handoff
+from driftline.kafka.producer import Pacer, dead_letters_in
+from driftline.kafka.settings import SecretFilter, env_options, redacted, resolve
+from driftline.kafka.topics import TopicsError, copartition_problem, create
+from driftline.pipeline import Pipeline, RawRecord
+from driftline.store import StalePositions, Store
+
+
+def test_bootstrap_precedence_flag_then_env_then_config() -> None:
+    section = Kafka(bootstrap="cfg:9092")
+    assert resolve(section, "flag:1", {"DRIFTLINE_KAFKA_BOOTSTRAP": "env:2"}).bootstrap == "flag:1"
+    assert resolve(section, None, {"DRIFTLINE_KAFKA_BOOTSTRAP": "env:2"}).bootstrap == "env:2"
+    assert resolve(section, None, {}).bootstrap == "cfg:9092"
+    with pytest.raises(ConfigError, match="DRIFTLINE_KAFKA_BOOTSTRAP"):
+        resolve(Kafka(), None, {})
+
+
+def test_forced_unknown_and_clashing_settings_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="enable_auto_commit"):
+        resolve(Kafka(options={"enable_auto_commit": True}), "b:1", {})
+    with pytest.raises(ConfigError, match="partition_assignment_strategy"):
+        resolve(Kafka(), "b:1", {"DRIFTLINE_KAFKA_OPT_PARTITION_ASSIGNMENT_STRATEGY": "x"})
+    with pytest.raises(ConfigError, match="unknown kafka-python setting.*sesion_timeout_ms"):
+        resolve(Kafka(options={"sesion_timeout_ms": 1}), "b:1", {})
+    with pytest.raises(ConfigError, match="must differ"):
+        resolve(Kafka(predictions_topic="x", outcomes_topic="x"), "b:1", {})
+
+
+def test_each_client_gets_only_its_options_and_the_consumer_commits_manually_with_range() -> None:
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+    s = resolve(Kafka(group_id="grp", client_id="me", options={
+        "session_timeout_ms": 6000, "linger_ms": 20, "security_protocol": "SASL_SSL"}), "a:1,b:2", {})
+    c, p, a = s.consumer_kwargs(), s.producer_kwargs(), s.admin_kwargs()
+    assert c["bootstrap_servers"] == p["bootstrap_servers"] == a["bootstrap_servers"] == ["a:1", "b:2"]
+    assert c["enable_auto_commit"] is False and c["partition_assignment_strategy"] == [RangePartitionAssignor]
+    assert c["group_id"] == "grp" and c["client_id"] == "me" and c["session_timeout_ms"] == 6000
+    assert "session_timeout_ms" not in p and "session_timeout_ms" not in a
+    assert p["linger_ms"] == 20 and "linger_ms" not in c
+    assert c["security_protocol"] == p["security_protocol"] == a["security_protocol"] == "SASL_SSL"
+
+
+def test_secrets_never_reach_log_lines(caplog: pytest.LogCaptureFixture) -> None:
+    env = {"DRIFTLINE_KAFKA_OPT_SASL_PLAIN_PASSWORD": "12345-hunter2", "DRIFTLINE_KAFKA_OPT_SASL_MECHANISM": "PLAIN",
+           "DRIFTLINE_KAFKA_OPT_REQUEST_TIMEOUT_MS": "40000"}
+    assert env_options(env) == {"sasl_plain_password": "12345-hunter2", "sasl_mechanism": "PLAIN",
+                                "request_timeout_ms": 40000}
+    s = resolve(Kafka(options={"sasl_plain_username": "svc", "ssl_password": "pem-pass"}), "b:1", env)
+    line = s.describe()
+    assert "12345-hunter2" not in line and "pem-pass" not in line
+    assert "sasl_plain_password=***" in line and "sasl_plain_username=svc" in line
+    assert redacted({"sasl_oauth_token_provider": object(), "x": 1})["sasl_oauth_token_provider"] == "***"
+    record = logging.LogRecord("kafka.conn", logging.ERROR, __file__, 1, "auth failed for %s with %s", ("svc",
+                               "12345-hunter2"), None)
+    assert SecretFilter(s.secrets()).filter(record)
+    assert record.getMessage() == "auth failed for svc with ***"
+
+
+def test_copartition_problems_name_the_topics_and_counts() -> None:
+    assert copartition_problem({"p": 6, "o": 6}) is None
+    msg = copartition_problem({"p": 2, "o": 3})
+    assert msg is not None and "not co-partitioned" in msg and "p has 2 partitions" in msg and "o has 3" in msg
+    msg = copartition_problem({"p": None, "o": 3})
+    assert msg is not None and "p do not exist" in msg
+
+
+class FakeAdmin:
+    """describe_topics/create_topics of KafkaAdminClient over a dict."""
+
+    def __init__(self, topics: dict[str, int]) -> None:
+        self.topics = dict(topics)
+        self.created: list[dict[str, Any]] = []
+
+    def describe_topics(self, names: list[str]) -> list[dict[str, Any]]:
+        return [{"name": n, "error_code": 0, "partitions": list(range(self.topics[n]))} if n in self.topics
+                else {"name": n, "error_code": 3, "partitions": []} for n in names]
+
+    def create_topics(self, spec: dict[str, dict[str, int]], wait_for_metadata: bool = False) -> None:
+        self.created.append(spec)
+        self.topics.update({n: v["num_partitions"] for n, v in spec.items()})
+
+
+def test_topics_create_matches_an_existing_topic_and_never_changes_counts() -> None:
+    s = resolve(Kafka(dead_letter_topic="dead"), "b:1", {})
+    admin = FakeAdmin({"predictions": 4})
+    assert create(admin, s, None) == (4, ["outcomes", "dead"])
+    assert admin.topics == {"predictions": 4, "outcomes": 4, "dead": 4}
+    with pytest.raises(TopicsError, match="have 4 partitions, not 2"):
+        create(FakeAdmin({"predictions": 4}), s, 2)
+    with pytest.raises(TopicsError, match="not co-partitioned"):
+        create(FakeAdmin({"predictions": 4, "outcomes": 2}), s, None)
+    fresh = FakeAdmin({})
+    assert create(fresh, s, None)[0] == 6 and fresh.topics["outcomes"] == 6
+
+
+def _pred(i: int, score: float = 0.9) -> bytes:
+    return json.dumps({"prediction_id": f"tx-{i}", "model": "fraud", "ts": 1_700_000_000 + i,
+                       "score": score}).encode()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
+    url = f"sqlite:///{tmp_path / 'g.db'}" if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    s = Store(url, clock=lambda: 1_700_100_000.0)
+    s.migrate()
+    yield s
+    s.close()
+
+
+def test_position_guard_fences_a_stale_batch_and_writes_nothing(store: Store) -> None:
+    """A batch read from an offset that is no longer the stored one (another consumer moved it) is rejected
+    whole: no counts, no position change. Guarded batches from the stored offset move it; replay is unguarded."""
+    pipe = Pipeline(Config(), store, clock=lambda: 1_700_100_000.0)
+    src = "kafka:predictions"
+    batch = [RawRecord(src, 0, i, _pred(i), "prediction") for i in range(3)]
+    pipe.process_batch(batch, None, {(src, 0): 0})
+    assert store.positions(src) == {0: 3}
+    with pytest.raises(StalePositions) as err:
+        pipe.process_batch([RawRecord(src, 0, 3, _pred(3), "prediction"),
+                            RawRecord(src, 1, 0, _pred(100), "prediction")], None, {(src, 0): 0, (src, 1): 0})
+    assert err.value.stale == {(src, 0): (0, 3)}
+    assert store.positions(src) == {0: 3}
+    assert store.counters()[("events", "prediction")] == 3
+    pipe.process_batch([RawRecord(src, 0, 3, _pred(3), "prediction")], None, {(src, 0): 3})
+    with pytest.raises(StalePositions):  # a missing row counts as 0, so a batch claiming 5 is stale
+        pipe.process_batch([RawRecord(src, 2, 5, _pred(200), "prediction")], None, {(src, 2): 5})
+    pipe.process_batch([RawRecord("file:x", 0, 9, _pred(300))])
+    assert store.positions(src) == {0: 4} and store.positions("file:x") == {0: 10}
+    assert store.counters()[("events", "prediction")] == 5
+
+
+def test_handoff_pauses_new_partitions_and_reports_revoked_first() -> None:
+    from kafka import TopicPartition as TP
+
+    paused: list[TP] = []
+    events: list[tuple[str, int]] = []
+    h = Handoff(lambda *tps: paused.extend(tps), lambda kind, tps: events.append((kind, len(tps))))
+    h.on_partitions_revoked(set())
+    h.on_partitions_assigned({TP("p", 0), TP("o", 0)})
+    assert set(paused) == {TP("p", 0), TP("o", 0)}
+    assert h.take() == ({TP("p", 0), TP("o", 0)}, set())
+    h.on_partitions_revoked({TP("p", 0), TP("o", 0)})
+    h.on_partitions_assigned({TP("p", 0), TP("o", 0), TP("p", 1), TP("o", 1)})
+    assigned, dropped = h.take()
+    assert dropped == {TP("p", 0), TP("o", 0)} and len(assigned) == 4
+    h.on_partitions_assigned({TP("p", 1)})
+    h.on_partitions_lost({TP("p", 1)})
+    assert h.take() == (set(), {TP("p", 1)})
+    assert h.take() == (set(), set())
+    assert events == [("assign", 2), ("revoke", 2), ("assign", 4), ("assign", 1), ("revoke", 1)]
+
+
+def test_fault_plan_kills_at_the_nth_hit_only() -> None:
+    assert parse("after_store_commit:3, revoke:1") == {"after_store_commit": 3, "revoke": 1}
+    assert parse(None) == {} and parse("mid_batch") == {"mid_batch": 1}
+    with pytest.raises(ValueError, match="unknown fault point"):
+        parse("somewhere:1")
+    killed: list[int] = []
+    f = Faults({"after_store_commit": 3}, kill=lambda: killed.append(1))
+    for _ in range(5):
+        f.hit("after_store_commit")
+        f.hit("revoke")
+    assert killed == [1] and f.hits == {"after_store_commit": 5}
+    assert not Faults.from_env({}).active
+
+
+def test_pacer_holds_the_rate_in_wall_time() -> None:
+    now = [100.0]
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        now[0] += s
+
+    p = Pacer(50.0, clock=lambda: now[0], sleep=sleep)
+    for _ in range(101):
+        p.wait()
+    assert now[0] - 100.0 == pytest.approx(2.0)
+    with pytest.raises(ValueError):
+        Pacer(0)
+
+
+def test_backoff_doubles_to_its_cap_and_resets() -> None:
+    b = Backoff(0.5, 5.0)
+    assert [b.next() for _ in range(6)] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
+    b.reset()
+    assert b.next() == 0.5
+
+
+def test_dead_letters_of_a_batch_carry_reason_and_position() -> None:
+    recs = [RawRecord("kafka:p", 1, 7, b"nope", "prediction"), RawRecord("kafka:p", 1, 8, _pred(1), "prediction"),
+            RawRecord("kafka:o", 1, 3, b'{"prediction_id":"a","label":1,"ts":4102444800}', "outcome")]
+    letters = dead_letters_in(recs, now=1_700_100_000.0)
+    assert [(d.reason, d.source, d.partition, d.offset) for d in letters] == [
+        ("invalid_json", "kafka:p", 1, 7), ("ts_in_future", "kafka:o", 1, 3)]
+
+
+def test_error_descriptions_do_not_repeat_the_class_name() -> None:
+    from kafka.errors import KafkaTimeoutError
+
+    assert describe_error(KafkaTimeoutError("Unable to bootstrap")).count("KafkaTimeoutError") == 1
+    assert describe_error(OSError("refused")) == "OSError: refused"
