@@ -164,8 +164,9 @@ def test_trigger_counter_and_build_series(service, db):
     for reason, v in dead.items():
         assert _val(s, "driftline_dead_letters_total", reason=reason) == v
     assert _val(s, "driftline_expired_predictions_total") == 0.0
-    assert _val(s, "driftline_last_event_timestamp_seconds", type="prediction") == float(
-        store.meta("max_ts:prediction"))
+    assert _val(s, "driftline_last_event_timestamp_seconds", type="prediction") == pytest.approx(
+        store.newest_event("prediction"), abs=1e-6)
+    assert _val(s, "driftline_join_predictions") == store.join_size() > 0
     assert _val(s, "driftline_pending_outcomes") == store.pending_outcomes()
     assert _val(s, "driftline_build_info", version=driftline.__version__) == 1.0
 

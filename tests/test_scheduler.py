@@ -217,7 +217,6 @@ def test_compaction_merges_old_days_losslessly(tmp_path: Path) -> None:
     assert _window_doc(store, CONFIG, cutoff, 2)["counts"]["predictions"] == n
     assert len(store.buckets("fraud", WEEK_START, cutoff, features=False)) == 4
     # the scheduled cutoff: event-time watermark − label horizon − 1 day, floored to a day
-    wm = float(store.meta("max_ts:outcome") or 0)
-    assert compaction_cutoff(store, 90 * DAY) == (int(max(wm, float(store.meta("max_ts:prediction")))
-                                                      - 91 * DAY) // 86400) * 86400
+    wm = max(store.newest_event("outcome") or 0.0, store.newest_event("prediction"))
+    assert compaction_cutoff(store, 90 * DAY) == (int(wm - 91 * DAY) // 86400) * 86400
     store.close()

@@ -158,3 +158,16 @@ def test_metrics_json_contract(store):
     for k in ("f1", "roc_auc", "average_precision", "brier", "log_loss", "ece"):
         assert "value" in doc["metrics"][k]
     assert set(doc["label_coverage"]) >= {"value", "low", "high", "n"}
+
+
+def test_newest_event_times_are_the_max_and_never_move_back(store):
+    p = Pipeline(from_dict({}), store, clock=lambda: T0 + 86400)
+    assert store.newest_event() is None
+    p.process_batch(_records([pred("a", 0.5, T0 + 500), pred("b", 0.5, T0 + 100), outcome("a", 1, T0 + 900)]))
+    assert store.newest_event("prediction") == pytest.approx(T0 + 500, abs=1e-6)
+    assert store.newest_event("outcome") == pytest.approx(T0 + 900, abs=1e-6)
+    assert store.newest_event() == pytest.approx(T0 + 900, abs=1e-6)
+    p.process_batch(_records([pred("c", 0.5, T0 + 50)], source="file:late"))  # an older event arrives later
+    assert store.newest_event("prediction") == pytest.approx(T0 + 500, abs=1e-6)
+    assert ("newest_event_us", "prediction") not in store.counters()
+    assert store.join_size() == 3

@@ -45,10 +45,10 @@ class CompactionResult:
 
 def compaction_cutoff(store: Store, horizon_s: float, grace_s: float = GRACE_S, width: int = DAY_S) -> float | None:
     """Start of the first day not compacted: event-time watermark − label horizon − grace, floored to a day."""
-    known = [float(v) for v in (store.meta("max_ts:prediction"), store.meta("max_ts:outcome")) if v is not None]
-    if not known:
+    newest = store.newest_event()
+    if newest is None:
         return None
-    return float((int(max(known) - horizon_s - grace_s) // width) * width)
+    return float((int(newest - horizon_s - grace_s) // width) * width)
 
 
 def _pending_groups(store: Store, cutoff: float, width: int, model: str | None) -> dict[Key, list[Key]]:

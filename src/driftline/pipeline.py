@@ -97,15 +97,10 @@ class Pipeline:
             for d, s in ok:
                 engine.apply(d, s)
             result = engine.finish()
-            meta: dict[str, str] = {}
-            for kind, ts in result.max_ts.items():
-                old = self.store.get_meta(conn, f"max_ts:{kind}")
-                if old is None or ts > float(old):
-                    meta[f"max_ts:{kind}"] = repr(ts)
             if expected_positions is None:
-                self.store.commit_batch(conn, result, dead, positions, meta)
+                self.store.commit_batch(conn, result, dead, positions)
             else:
-                self.store.commit_batch(conn, result, dead, positions, meta, expected_positions=expected_positions)
+                self.store.commit_batch(conn, result, dead, positions, expected_positions=expected_positions)
         out = BatchResult(records=len(records), accepted=len(ok), dead=len(dead), counters=result.counters,
                           max_ts=dict(result.max_ts))
         out.duplicates = sum(v for (name, _), v in result.counters.items() if name == "duplicates")
@@ -113,9 +108,7 @@ class Pipeline:
 
     def watermark(self) -> float | None:
         """Event-time watermark: the newest event time stored (drives maturity and expiry)."""
-        values = [self.store.meta(f"max_ts:{k}") for k in ("prediction", "outcome")]
-        known = [float(v) for v in values if v is not None]
-        return max(known) if known else None
+        return self.store.newest_event()
 
     def maintain(self, shards: Sequence[int] | None = None) -> Counter[tuple[str, str]]:
         """Implicit negatives past maturity and expiry past the label horizon, at the event-time watermark."""

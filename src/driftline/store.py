@@ -16,7 +16,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
-from sqlalchemy import Connection, Engine, and_, create_engine, delete, event, func, select, tuple_
+from sqlalchemy import Connection, Engine, and_, case, create_engine, delete, event, func, select, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 
 from . import schema as t
@@ -25,6 +25,8 @@ from .events import DeadLetter
 from .stats import BucketStats
 
 DEFAULT_URL = "sqlite:///driftline.db"
+NEWEST_EVENT = "newest_event_us"
+"""Counter row name holding the newest event time per type, in microseconds (kept monotonic)."""
 _CHUNK = 500
 
 
@@ -81,7 +83,10 @@ class Store:
     def __init__(self, url: str = DEFAULT_URL, clock: Any = time.time) -> None:
         self.url = normalise_url(url)
         self.clock = clock
-        self.engine: Engine = create_engine(self.url, pool_pre_ping=True)
+        # psycopg would prepare the hot IN (...) queries after 5 runs and PostgreSQL then switches to a generic
+        # plan that scans the join table (seconds per batch): never prepare server-side.
+        connect_args = {"prepare_threshold": None} if self.url.startswith("postgresql+psycopg") else {}
+        self.engine: Engine = create_engine(self.url, pool_pre_ping=True, connect_args=connect_args)
         self.dialect = self.engine.dialect.name
         if self.dialect == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -145,7 +150,8 @@ class Store:
         conn.execute(stmt, rows)
 
     def _add_counters(self, conn: Connection, counts: dict[tuple[str, str], int]) -> None:
-        rows = [{"name": n, "label": lbl, "value": v} for (n, lbl), v in counts.items() if v]
+        """Add to persistent counters (rows in key order, so concurrent writers cannot deadlock)."""
+        rows = [{"name": n, "label": lbl, "value": v} for (n, lbl), v in sorted(counts.items()) if v]
         if not rows:
             return
         stmt = self._insert(t.counters)
@@ -153,11 +159,24 @@ class Store:
                                           set_={"value": t.counters.c.value + stmt.excluded.value})
         conn.execute(stmt, rows)
 
+    def _raise_newest(self, conn: Connection, newest: dict[str, float]) -> None:
+        """Keep the greater of the stored and the batch's newest event time per type (monotonic under
+        concurrent writers); stored in microseconds among the counters."""
+        rows = [{"name": NEWEST_EVENT, "label": kind, "value": int(ts * 1e6)} for kind, ts in sorted(newest.items())]
+        if not rows:
+            return
+        c = t.counters.c
+        stmt = self._insert(t.counters)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["name", "label"],
+            set_={"value": case((stmt.excluded.value > c.value, stmt.excluded.value), else_=c.value)})
+        conn.execute(stmt, rows)
+
     def _merge_buckets(self, conn: Connection, deltas: dict[tuple[str, str, str, int, int], BucketStats]) -> None:
         if not deltas:
             return
         b = t.buckets.c
-        keys = list(deltas)
+        keys = sorted(deltas)  # lock rows in key order: concurrent writers cannot deadlock
         existing: dict[tuple[str, str, str, int, int], bytes] = {}
         cols = (b.model, b.model_version, b.variant, b.bucket_start, b.shard)
         for chunk in _chunks(keys, 200):
@@ -167,7 +186,8 @@ class Store:
             for r in conn.execute(q):
                 existing[(r.model, r.model_version, r.variant, r.bucket_start, r.shard)] = r.data
         rows = []
-        for key, delta in deltas.items():
+        for key in keys:
+            delta = deltas[key]
             old = existing.get(key)
             merged = BucketStats.from_bytes(old).add(delta) if old is not None else delta
             rows.append({"model": key[0], "model_version": key[1], "variant": key[2], "bucket_start": key[3],
@@ -178,6 +198,7 @@ class Store:
     def commit_batch(self, conn: Connection, result: EngineResult, dead: Sequence[DeadLetter],
                      positions: dict[tuple[str, int], int], meta: dict[str, str] | None = None,
                      expected_positions: dict[tuple[str, int], int] | None = None) -> None:
+        # (the newest event time per type comes from result.max_ts; see newest_event())
         """Write one batch's effect in the caller's transaction.
 
         With `expected_positions`, the position of each listed (source, partition) moves only if the stored next
@@ -210,6 +231,7 @@ class Store:
         for d in dead:
             counts[("dead_letters", d.reason)] = counts.get(("dead_letters", d.reason), 0) + 1
         self._add_counters(conn, counts)
+        self._raise_newest(conn, result.max_ts)
         self._upsert(conn, t.positions, [{"source": s, "partition": p, "next_offset": n}
                                          for (s, p), n in positions.items()], ["source", "partition"],
                      ["next_offset"])
@@ -257,7 +279,24 @@ class Store:
     def counters(self) -> dict[tuple[str, str], int]:
         """Persistent pipeline counters: (name, label) → total."""
         with self.begin() as conn:
-            return {(r.name, r.label): int(r.value) for r in conn.execute(select(t.counters))}
+            q = select(t.counters).where(t.counters.c.name != NEWEST_EVENT)
+            return {(r.name, r.label): int(r.value) for r in conn.execute(q)}
+
+    def newest_event(self, kind: str | None = None) -> float | None:
+        """Newest event time stored for a type ('prediction'/'outcome'), or of either (the event-time
+        watermark that drives maturity, expiry and default windows); None before any event."""
+        c = t.counters.c
+        q = select(func.max(c.value)).where(c.name == NEWEST_EVENT)
+        if kind is not None:
+            q = q.where(c.label == kind)
+        with self.begin() as conn:
+            value = conn.execute(q).scalar_one_or_none()
+        return None if value is None else value / 1e6
+
+    def join_size(self) -> int:
+        """Predictions held in the join state (waiting for, or keeping, their label until the horizon)."""
+        with self.begin() as conn:
+            return int(conn.execute(select(func.count()).select_from(t.predictions)).scalar_one())
 
     def dead_letters(self, limit: int = 100, reason: str | None = None) -> list[dict[str, Any]]:
         """Newest dead letters first."""

@@ -45,7 +45,7 @@ def default_at(store: Store, model: str | None, bucket_s: int) -> float | None:
     rng = store.bucket_range(model)
     if rng is None:
         return None
-    newest = store.meta("max_ts:prediction")
+    newest = store.newest_event("prediction")
     end_of_last_bucket = rng[1] + bucket_s
     if newest is None:
         return float(end_of_last_bucket)

@@ -262,9 +262,11 @@ class SnapshotCollector:
         f.counter("driftline_expired_predictions", "Predictions dropped from the join state after the label "
                   "horizon.", []).add_metric([], float(counters.get(("expired_predictions", ""), 0)))
         for kind in EVENT_TYPES:
-            ts = self.store.meta(f"max_ts:{kind}")
+            ts = self.store.newest_event(kind)
             if ts is not None:
                 f.gauge("driftline_last_event_timestamp_seconds", "Unix time of the newest event seen, by type.",
                         ["type"]).add_metric([kind], float(ts))
         f.gauge("driftline_pending_outcomes", "Outcomes waiting for their prediction to arrive.", []).add_metric(
             [], float(self.store.pending_outcomes()))
+        f.gauge("driftline_join_predictions", "Predictions held in the join state until labelled or past the "
+                "label horizon (join-store size).", []).add_metric([], float(self.store.join_size()))

@@ -133,8 +133,7 @@ def daily(store: Store, config: Config, model: str, week: IsoWeek) -> list[dict[
 
 def watermark(store: Store) -> float | None:
     """Newest event time stored (prediction or outcome): how far the labels have had time to arrive."""
-    known = [float(v) for v in (store.meta("max_ts:prediction"), store.meta("max_ts:outcome")) if v is not None]
-    return max(known) if known else None
+    return store.newest_event()
 
 
 def label_maturity(store: Store, config: Config, model: str, week: IsoWeek, metrics: dict[str, Any],

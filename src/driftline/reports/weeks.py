@@ -79,9 +79,9 @@ def has_data(store: Store, model: str | None, week: IsoWeek) -> bool:
 
 def newest_prediction(store: Store, model: str | None) -> float | None:
     """Newest stored prediction time (meta watermark, else the start of the newest bucket)."""
-    newest = store.meta("max_ts:prediction")
+    newest = store.newest_event("prediction")
     if newest is not None:
-        return float(newest)
+        return newest
     rng = store.bucket_range(model)
     return None if rng is None else float(rng[1])
 

@@ -107,9 +107,7 @@ class Reader:
         return self._counters
 
     def newest_event(self) -> float | None:
-        values = [self.store.meta(f"max_ts:{k}") for k in ("prediction", "outcome")]
-        known = [float(v) for v in values if v is not None]
-        return max(known) if known else None
+        return self.store.newest_event()
 
     def drift_readings(self, window_s: float, variant: str | None) -> Sequence[DriftReading]:
         key = (window_s, variant)
