@@ -252,7 +252,7 @@ def test_compose_services_wiring() -> None:
     run = services["driftline"]["command"]
     assert run[:4] == ["driftline", "run", "--kafka", "kafka:9092"]
     assert " --host 0.0.0.0 --port 9108" in " ".join(run)   # the exporter defaults to loopback
-    assert services["simulator"]["command"] == ["driftline", "simulate", "--kafka", "kafka:9092", "--rate", "50"]
+    assert services["simulator"]["command"] == ["driftline", "simulate", "--kafka", "kafka:9092", "--rate", "500"]
     for name in ("topics", "driftline", "simulator"):
         cmd = services[name]["command"]
         assert cmd[cmd.index("--kafka") + 1] in advertised, name
