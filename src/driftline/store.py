@@ -218,8 +218,12 @@ class Store:
         for chunk in _chunks(sorted(result.deletes)):
             p = t.predictions.c
             conn.execute(delete(t.predictions).where(tuple_(p.prediction_id, p.model, p.variant).in_(list(chunk))))
-        self._upsert(conn, t.outcomes, [_out_row(o) for o in result.outcomes.values()], ["prediction_id"],
-                     ["label", "ts", "matched"])
+        if result.outcomes:
+            conn.exec_driver_sql(
+                f"INSERT INTO outcomes (prediction_id, label, ts, shard, matched) VALUES ({self._ph(5)}) "
+                "ON CONFLICT (prediction_id) DO UPDATE SET label = excluded.label, ts = excluded.ts, "
+                "matched = excluded.matched",
+                [(o.prediction_id, o.label, o.ts, o.shard, o.matched) for o in result.outcomes.values()])
         for chunk in _chunks(sorted(result.outcome_deletes)):
             conn.execute(delete(t.outcomes).where(t.outcomes.c.prediction_id.in_(list(chunk))))
         if dead:
@@ -378,10 +382,6 @@ _PRED_COLS = ("prediction_id, model, variant, model_version, ts, score, flagged,
 def _pred_tuple(r: PredRecord) -> tuple[Any, ...]:
     return (r.prediction_id, r.model, r.variant, r.model_version, r.ts, r.score, r.flagged, r.shard, r.label,
             r.label_ts, r.implicit, None if r.slice_values is None else json.dumps(r.slice_values))
-
-
-def _out_row(o: OutcomeRecord) -> dict[str, Any]:
-    return {"prediction_id": o.prediction_id, "label": o.label, "ts": o.ts, "shard": o.shard, "matched": o.matched}
 
 
 __all__ = ["Store", "StoreUnavailable", "StalePositions", "BucketRow", "DEFAULT_URL", "PredKey"]
