@@ -98,6 +98,8 @@ def test_any_grouping_of_bucket_merges_gives_same_window(raws, cuts):
     assert_same(flat, merge(list(reversed(buckets))))
     restored = BucketStats.from_bytes(flat.to_bytes())
     assert_same(flat, restored)
+    packed = merge([BucketStats.from_bytes(b.to_bytes(), features="packed") for b in buckets])
+    assert_same(flat, packed)
 
 
 @FAST

@@ -71,7 +71,7 @@ def active_reference(store: Store, model: str) -> tuple[Reference, Profile] | No
 
 
 def _stats(store: Store, model: str, window: Window, variant: str | None, features: bool) -> BucketStats:
-    return merged(window_rows(store, model, window, variant, features=features))
+    return merged(window_rows(store, model, window, variant, features="packed" if features else False))
 
 
 def _window_json(window: Window, stats: BucketStats) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from .config import Config, ConfigError
 from .engine import Engine, JoinView
 from .events import DeadLetter, decode
 from .pipeline import settings_from
-from .stats import BucketStats
+from .stats import BucketStats, merge
 from .store import Store
 from .windows import iso
 
@@ -141,9 +141,7 @@ def window_stats(store: Store, config: Config, model: str, start: float, end: fl
     if end <= start:
         raise ReferenceProblem("--to must be after --from")
     lo, hi = bucket_range(start, end, config.bucket_s)
-    total = BucketStats()
-    for row in store.buckets(model, lo, hi, variant, None, features=True):
-        total.add(row.stats)
+    total = merge(row.stats for row in store.buckets(model, lo, hi, variant, None, features="packed"))
     return total, lo, hi
 
 

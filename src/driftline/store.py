@@ -340,7 +340,7 @@ class Store:
 
     # --- analysis queries ---------------------------------------------------------------------
     def buckets(self, model: str | None, start: float, end: float, variant: str | None = None,
-                model_version: str | None = None, features: bool = True) -> list[BucketRow]:
+                model_version: str | None = None, features: bool | str = True) -> list[BucketRow]:
         """Stored buckets whose start lies in [start, end) (feature histograms only when asked)."""
         b = t.buckets.c
         q = select(t.buckets).where(and_(b.bucket_start >= start, b.bucket_start < end))

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 from .config import format_duration
 from .store import BucketRow, Store
-from .stats import BucketStats
+from .stats import BucketStats, merge
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,14 +53,11 @@ def default_at(store: Store, model: str | None, bucket_s: int) -> float | None:
 
 
 def window_rows(store: Store, model: str | None, window: Window, variant: str | None = None,
-                model_version: str | None = None, features: bool = True) -> list[BucketRow]:
+                model_version: str | None = None, features: bool | str = True) -> list[BucketRow]:
     """The window's stored buckets (all shards, versions and variants unless filtered)."""
     return store.buckets(model, window.start, window.end, variant, model_version, features)
 
 
 def merged(rows: list[BucketRow]) -> BucketStats:
     """Sum of the rows' statistics."""
-    total = BucketStats()
-    for r in rows:
-        total.add(r.stats)
-    return total
+    return merge(r.stats for r in rows)
