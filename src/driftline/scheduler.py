@@ -177,10 +177,11 @@ class JobScheduler:
 def build_scheduler(ctx_or_store: Any, config: Config, clock: Callable[[], float] = time.time, *,
                     scheduler: BackgroundScheduler | None = None, evaluate: bool | Callable[[], Any] = True,
                     report_dir: str | None = None, leader: LeaderLock | None = None,
-                    lock_key: int = JOBS_LOCK_KEY) -> JobScheduler:
+                    lock_key: int = JOBS_LOCK_KEY, maintain: bool = True) -> JobScheduler:
     """Jobs added to `scheduler` (or a new UTC BackgroundScheduler): weekly report (cron, coalesced, 6-day
     misfire grace), maintenance (hourly), compaction (daily) and, unless evaluate=False, trigger evaluation
-    every schedule.evaluate_every (a callable replaces the built-in pass). Call .start(), then .shutdown()."""
+    every schedule.evaluate_every (a callable replaces the built-in pass). maintain=False leaves maintenance to
+    the caller (`driftline run` maintains the partitions it owns). Call .start(), then .shutdown()."""
     store: Store = ctx_or_store.store() if hasattr(ctx_or_store, "store") and callable(ctx_or_store.store) \
         else ctx_or_store
     owns = scheduler is None
@@ -190,8 +191,9 @@ def build_scheduler(ctx_or_store: Any, config: Config, clock: Callable[[], float
     common = {"max_instances": 1, "coalesce": True, "replace_existing": True}
     sched.add_job(jobs.weekly_report, cron_trigger(config.schedule.weekly_report_cron), id="weekly-report",
                   misfire_grace_time=MISFIRE_GRACE_S, **common)
-    sched.add_job(jobs.maintain, IntervalTrigger(hours=1, timezone=timezone.utc), id="maintenance",
-                  misfire_grace_time=3600, **common)
+    if maintain:
+        sched.add_job(jobs.maintain, IntervalTrigger(hours=1, timezone=timezone.utc), id="maintenance",
+                      misfire_grace_time=3600, **common)
     sched.add_job(jobs.compact, CronTrigger(hour=3, minute=17, timezone=timezone.utc), id="compaction",
                   misfire_grace_time=86400, **common)
     if evaluate:

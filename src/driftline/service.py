@@ -80,9 +80,10 @@ class Service:
                  ops: OpsMetrics | None = None, notifier: Notifier | None = None,
                  readiness: Readiness | None = None, host: str | None = None, port: int | None = None,
                  time_basis: str = "wall", drift: DriftProvider | None | str = "auto",
-                 evaluate: bool = True, jobs: bool = False) -> None:
+                 evaluate: bool = True, jobs: bool = False, jobs_maintain: bool = True) -> None:
         self.config, self.store, self.clock = config, store, clock
         self.jobs_enabled = jobs
+        self.jobs_maintain = jobs_maintain
         self.jobs: Any = None
         self.rules = runner.compile_rules(config.triggers)
         self.ops = ops if ops is not None else OpsMetrics()
@@ -124,7 +125,8 @@ class Service:
         if self.jobs_enabled:
             from .scheduler import build_scheduler  # imported here: the scheduler module imports this one lazily
 
-            self.jobs = build_scheduler(self.store, self.config, self.clock, scheduler=self.scheduler, evaluate=False)
+            self.jobs = build_scheduler(self.store, self.config, self.clock, scheduler=self.scheduler, evaluate=False,
+                                        maintain=self.jobs_maintain)
             self.jobs.start(catch_up=True)  # queues the weekly-report catch-up; started with the scheduler below
         self.scheduler.start()
 

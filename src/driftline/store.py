@@ -125,17 +125,18 @@ class Store:
     def load_join(self, conn: Connection, ids: Iterable[str]) -> JoinView:
         """Predictions and outcomes stored for these prediction ids."""
         view = JoinView()
-        idl = list(set(ids))
+        idl = sorted(set(ids))  # a fixed order: concurrent writers lock rows in the same order
+        lock = " FOR UPDATE" if self.dialect == "postgresql" else ""  # SQLite serialises writers anyway
         for chunk in _chunks(idl):
             ph = self._ph(len(chunk))
-            rows = conn.exec_driver_sql(f"SELECT {_PRED_COLS} FROM predictions WHERE prediction_id IN ({ph})",
+            rows = conn.exec_driver_sql(f"SELECT {_PRED_COLS} FROM predictions WHERE prediction_id IN ({ph}){lock}",
                                         tuple(chunk))
             for r in rows:
                 view.preds.setdefault(r[0], []).append(PredRecord(
                     r[0], r[1], r[3], r[2], r[4], r[5], bool(r[6]), r[7], r[8], r[9], bool(r[10]),
                     None if r[11] is None else json.loads(r[11])))
             rows = conn.exec_driver_sql(
-                f"SELECT prediction_id, label, ts, shard, matched FROM outcomes WHERE prediction_id IN ({ph})",
+                f"SELECT prediction_id, label, ts, shard, matched FROM outcomes WHERE prediction_id IN ({ph}){lock}",
                 tuple(chunk))
             for r in rows:
                 view.outcomes[r[0]] = OutcomeRecord(r[0], r[1], r[2], r[3], bool(r[4]))
@@ -317,6 +318,11 @@ class Store:
             return int(conn.execute(q).scalar_one())
 
     # --- maintenance queries ------------------------------------------------------------------
+    def _claim(self, q: Any) -> Any:
+        """On PostgreSQL, lock the selected join rows and skip rows another transaction holds, so concurrent
+        maintenance passes and consumers never move the same prediction's counts twice."""
+        return q.with_for_update(skip_locked=True) if self.dialect == "postgresql" else q
+
     def unlabelled_before(self, conn: Connection, cutoff: float, shards: Sequence[int] | None,
                           limit: int = 50_000) -> list[PredRecord]:
         """Unlabelled predictions made before cutoff (for the implicit-negative policy)."""
@@ -324,7 +330,7 @@ class Store:
         q = select(t.predictions).where(and_(p.label.is_(None), p.ts < cutoff)).limit(limit)
         if shards is not None:
             q = q.where(p.shard.in_(list(shards)))
-        return [_rec(r) for r in conn.execute(q)]
+        return [_rec(r) for r in conn.execute(self._claim(q))]
 
     def joins_before(self, conn: Connection, cutoff: float, shards: Sequence[int] | None,
                      limit: int = 50_000) -> tuple[list[PredRecord], list[OutcomeRecord]]:
@@ -334,8 +340,9 @@ class Store:
         qo = select(t.outcomes).where(o.ts < cutoff).limit(limit)
         if shards is not None:
             qp, qo = qp.where(p.shard.in_(list(shards))), qo.where(o.shard.in_(list(shards)))
-        preds = [_rec(r) for r in conn.execute(qp)]
-        outs = [OutcomeRecord(r.prediction_id, r.label, r.ts, r.shard, bool(r.matched)) for r in conn.execute(qo)]
+        preds = [_rec(r) for r in conn.execute(self._claim(qp))]
+        outs = [OutcomeRecord(r.prediction_id, r.label, r.ts, r.shard, bool(r.matched))
+                for r in conn.execute(self._claim(qo))]
         return preds, outs
 
     # --- analysis queries ---------------------------------------------------------------------

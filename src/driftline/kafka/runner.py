@@ -65,7 +65,7 @@ def run_service(config: Config, db_url: str, settings: KafkaSettings, stop: thre
     consumer = LiveConsumer(pipeline, settings, stop, ops=ops, faults=Faults.from_env(),
                             maintain_every_s=maintain_every_s)
     service = Service(config, store, clock=clock, ops=ops, readiness=consumer.ready, host=host, port=port,
-                      evaluate=evaluate)
+                      evaluate=evaluate, jobs=True, jobs_maintain=False)  # the consumer maintains its partitions
     service.start()
     if announce is not None:
         announce(f"driftline run: {settings.describe()}; exporter {service.url}/metrics")
