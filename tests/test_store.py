@@ -171,3 +171,9 @@ def test_newest_event_times_are_the_max_and_never_move_back(store):
     assert store.newest_event("prediction") == pytest.approx(T0 + 500, abs=1e-6)
     assert ("newest_event_us", "prediction") not in store.counters()
     assert store.join_size() == 3
+
+
+def test_metrics_of_an_empty_database_say_so(store):
+    doc = metrics_document(store, from_dict({}), MetricsQuery("fraud", 7 * 86400))
+    assert doc["window"]["start"] is None and doc["note"] == "no predictions stored yet"
+    assert doc["counts"]["predictions"] == 0 and doc["metrics"]["recall"]["value"] is None

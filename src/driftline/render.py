@@ -23,6 +23,10 @@ def fmt_num(v: float | None, digits: int = 4) -> str:
 def metrics_table(doc: dict[str, Any], console: Console) -> None:
     """Print a metrics document as two tables: rates with intervals, then scores and counts."""
     w = doc["window"]
+    if w["start"] is None:
+        console.print(f"{doc.get('model') or 'all models'}: no predictions stored yet "
+                      "(feed events with `driftline replay`, `driftline run`, or try `driftline demo`)")
+        return
     title = f"{doc.get('model') or 'all models'} · {w['start']} → {w['end']} ({w['label']})"
     if doc.get("variant"):
         title += f" · variant {doc['variant']}"

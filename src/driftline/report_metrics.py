@@ -38,7 +38,8 @@ def metrics_document(store: Store, config: Config, q: MetricsQuery) -> dict[str,
     window = resolve_window(store, config, q.model, q.window_s, q.at)
     doc: dict[str, Any] = {"model": q.model, "variant": q.variant, "model_version": q.model_version,
                            "threshold": config.threshold}
-    if window is None:
+    empty = window is None
+    if window is None:  # nothing stored yet: an empty window, reported with null bounds
         window = window_ending(0.0, q.window_s, config.bucket_s)
         rows = []
     else:
@@ -52,6 +53,9 @@ def metrics_document(store: Store, config: Config, q: MetricsQuery) -> dict[str,
         total.add(st)
     m: Metrics = classification(total)
     doc["window"] = window.to_json()
+    if empty:
+        doc["window"].update(start=None, end=None)
+        doc["note"] = "no predictions stored yet"
     doc.update(m.to_json())
     doc["by_variant"] = [{"variant": v, "model_version": mv, **_brief(classification(st))}
                          for (v, mv), st in group_stats.items()]
