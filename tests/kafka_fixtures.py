@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from services import REQUIRE_ENV, services_required, skip_or_fail  # noqa: F401  (re-exported)
 from tcp_forwarder import TcpForwarder, free_port
 
-REQUIRE_ENV = "DRIFTLINE_REQUIRE_SERVICES"
 # Timeouts that suit tansu on a loaded 2-core box: a dead member is noticed after ~6 s.
 CONSUMER_TEST_CONFIG: dict[str, object] = {
     "session_timeout_ms": 6000,
@@ -32,18 +32,6 @@ CONSUMER_TEST_CONFIG: dict[str, object] = {
 
 class ServiceUnavailable(RuntimeError):
     """A real service a test needs (tansu, PostgreSQL) cannot be started or reached."""
-
-
-def services_required() -> bool:
-    """True when ``DRIFTLINE_REQUIRE_SERVICES=1``: a missing service fails instead of skipping."""
-    return os.environ.get(REQUIRE_ENV, "").strip() == "1"
-
-
-def skip_or_fail(reason: str) -> None:
-    """pytest.skip(reason), or pytest.fail(reason) in CI where services are required (never returns)."""
-    if services_required():
-        pytest.fail(f"{reason} ({REQUIRE_ENV}=1, so this is an error)", pytrace=False)
-    pytest.skip(reason)
 
 
 def unique_name(prefix: str) -> str:

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from kafka_fixtures import skip_or_fail
+from services import skip_or_fail
 from tcp_forwarder import TcpForwarder
 
 ADMIN_URL_ENV = "DRIFTLINE_TEST_PG"

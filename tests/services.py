@@ -36,7 +36,12 @@ def require_binary(name: str) -> str:
         return path
     package = PACKAGES.get(name)
     hint = f"apt-get install {package} (or bash .ci/install-tools.sh)" if package else "install it"
-    reason = f"{name} not found on PATH: {hint}"
+    skip_or_fail(f"{name} not found on PATH: {hint}")
+    raise AssertionError("unreachable")
+
+
+def skip_or_fail(reason: str) -> None:
+    """pytest.skip(reason), or pytest.fail(reason) in CI where services are required (never returns)."""
     if services_required():
-        pytest.fail(f"{reason} ({REQUIRE_ENV}=1, so a missing tool is an error)", pytrace=False)
+        pytest.fail(f"{reason} ({REQUIRE_ENV}=1, so this is an error)", pytrace=False)
     pytest.skip(reason)
