@@ -8,6 +8,7 @@ import msgspec
 
 from driftline.engine import Engine, EngineSettings, JoinView
 from driftline.events import Decoded, decode
+from driftline.grids import score_bin
 from driftline.stats import BucketStats, merge
 
 _enc = msgspec.json.Encoder()
@@ -55,3 +56,11 @@ class MemoryState:
 
     def total(self) -> BucketStats:
         return merge(list(self.buckets.values()))
+
+
+def make_stats(scores: Any, states: Any, threshold: float = 0.5) -> BucketStats:
+    """BucketStats with one add_prediction per prediction (state NEG=0, POS=1, UNL=2)."""
+    b = BucketStats()
+    for state, s, sb in zip(states, scores, score_bin(scores)):
+        b.add_prediction(int(state), bool(s >= threshold), int(sb), float(s))
+    return b

@@ -24,16 +24,10 @@ from driftline.analysis.calibration import (
     reliability_table,
     reliability_table_mass,
 )
-from driftline.grids import score_bin
 from driftline.stats import NEG, POS, BucketStats
 
 
-def make_stats(scores: np.ndarray, labels: np.ndarray, threshold: float = 0.5) -> BucketStats:
-    """BucketStats of labelled predictions, one add_prediction per prediction (labels 0/1, or 2 = unlabelled)."""
-    b = BucketStats()
-    for state, s, sb in zip(labels, scores, score_bin(scores)):
-        b.add_prediction(int(state), bool(s >= threshold), int(sb), float(s))
-    return b
+from helpers import make_stats  # noqa: E402
 
 
 def miscalibrated(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

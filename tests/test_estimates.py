@@ -20,12 +20,7 @@ from driftline.grids import score_bin
 from driftline.stats import NEG, POS, UNL, BucketStats
 
 
-def make_stats(scores: np.ndarray, states: np.ndarray, threshold: float = 0.5) -> BucketStats:
-    """BucketStats with one add_prediction per prediction (state NEG=0, POS=1, UNL=2)."""
-    b = BucketStats()
-    for state, s, sb in zip(states, scores, score_bin(scores)):
-        b.add_prediction(int(state), bool(s >= threshold), int(sb), float(s))
-    return b
+from helpers import make_stats  # noqa: E402
 
 
 def confusion_stats(tp: int, fn: int, fp: int, tn: int) -> BucketStats:
