@@ -119,7 +119,8 @@ class Kafka(Base):
     dead_letter_topic: str | None = None
     group_id: str = "driftline"
     client_id: str = "driftline"
-    batch_max_records: Annotated[int, msgspec.Meta(ge=1)] = 5000
+    batch_max_records: Annotated[int, msgspec.Meta(ge=1)] = 20000
+    batch_linger_ms: Annotated[int, msgspec.Meta(ge=0, le=60000)] = 250
     options: dict[str, Any] = {}
 
 

@@ -74,9 +74,8 @@ class DeadLetter:
     raw: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Decoded:
-    """An accepted event with its timestamp as epoch seconds (UTC)."""
+class Decoded(msgspec.Struct, frozen=True, gc=False):
+    """An accepted event with its timestamp as epoch seconds (UTC); a Struct: one is built per event."""
 
     event: Prediction | Outcome
     ts: float
@@ -137,10 +136,17 @@ def decode(raw: bytes, source: str, partition: int, offset: int, kind: str | Non
         fast_kind = "prediction" if isinstance(fast, Prediction) else "outcome"
         if (kind is None or kind == fast_kind) and fast.prediction_id and (
                 fast_kind == "outcome" or fast.model):  # type: ignore[union-attr]
+            ts = fast.ts
             try:
-                return Decoded(fast, to_epoch(fast.ts))
+                if type(ts) is datetime and ts.tzinfo is not None:
+                    epoch = ts.timestamp()  # the common case, without to_epoch's checks of other forms
+                else:
+                    epoch = to_epoch(ts)
             except (ValueError, OverflowError, OSError):
                 pass  # the slow path below classifies the error
+            else:
+                if 0.0 <= epoch <= MAX_EPOCH:
+                    return Decoded(fast, epoch)
 
     try:
         probe = _probe_dec.decode(raw)

@@ -11,6 +11,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import msgspec
+
 from .config import Config
 from .engine import Engine, EngineSettings, JoinView
 from .events import Decoded, DeadLetter, decode
@@ -20,9 +22,9 @@ MAX_FUTURE_S = 86400.0
 """Events stamped more than this ahead of the injected clock are dead-lettered (ts_in_future)."""
 
 
-@dataclass(frozen=True, slots=True)
-class RawRecord:
-    """One undecoded event with its position: Kafka topic/partition/offset or file/line."""
+class RawRecord(msgspec.Struct, frozen=True, gc=False):
+    """One undecoded event with its position: Kafka topic/partition/offset or file/line (a Struct: one is built
+    per event)."""
 
     source: str
     partition: int

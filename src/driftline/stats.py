@@ -15,7 +15,7 @@ from itertools import chain
 import msgspec
 import numpy as np
 
-from .grids import N_DELAY_BINS, N_SCORE_BINS
+from .grids import N_DELAY_BINS, N_FEATURE_BINS, N_SCORE_BINS
 
 NEG, POS, UNL = 0, 1, 2
 """Label states: row index into every per-label array."""
@@ -226,6 +226,58 @@ class BucketStats:
         for k, vals in doc.get("s", {}).items():
             b.slices[k] = {v: np.asarray(c, dtype=np.int64).reshape(3, 2) for v, c in vals.items()}
         return b
+
+
+def add_encoded(data: bytes, delta: BucketStats) -> bytes:
+    """`BucketStats.from_bytes(data).add(delta).to_bytes()` without building dense or dict forms of the stored
+    bucket: the sparse score bins, packed feature bins and counts are summed as they are stored (the store's
+    read-modify-write of a bucket, once per batch and bucket)."""
+    doc = msgspec.msgpack.decode(data)
+    feats = doc["f"]
+    if any(not (isinstance(num, list) and len(num) == 2 and isinstance(num[0], bytes)) for num, _, _ in
+           feats.values()):
+        return BucketStats.from_bytes(data).add(delta).to_bytes()  # an older encoding: the general route
+    doc["conf"] = (np.asarray(doc["conf"], dtype=np.int64) + delta.conf.ravel()).tolist()
+    doc["sums"] = (np.asarray(doc["sums"], dtype=np.float64) + delta.sums.ravel()).tolist()
+    hist, psum = delta.hist.ravel().copy(), delta.psum.ravel().copy()
+    idx = np.frombuffer(doc["hi"], dtype=np.int32)
+    hist[idx] += np.frombuffer(doc["hc"], dtype=np.int64)
+    psum[idx] += np.frombuffer(doc["hp"], dtype=np.float64)
+    nz = np.flatnonzero((hist != 0) | (psum != 0))
+    doc["hi"], doc["hc"], doc["hp"] = nz.astype(np.int32).tobytes(), hist[nz].tobytes(), psum[nz].tobytes()
+    if delta.delay.any():
+        delay = delta.delay.copy()
+        delay[np.frombuffer(doc["di"], dtype=np.int32)] += np.frombuffer(doc["dc"], dtype=np.int64)
+        dnz = np.flatnonzero(delay)
+        doc["di"], doc["dc"] = dnz.astype(np.int32).tobytes(), delay[dnz].tobytes()
+    for name, fh in delta.features.items():
+        old = feats.get(name)
+        if old is None:
+            feats[name] = _feature_doc(fh)
+            continue
+        fh.unpack()
+        if fh.num:
+            dense = np.zeros(N_FEATURE_BINS, dtype=np.int64)
+            dense[np.frombuffer(old[0][0], dtype=np.int32)] = np.frombuffer(old[0][1], dtype=np.int64)
+            dense[np.fromiter(fh.num.keys(), dtype=np.int64, count=len(fh.num))] += np.fromiter(
+                fh.num.values(), dtype=np.int64, count=len(fh.num))
+            fnz = np.flatnonzero(dense)
+            old[0] = [fnz.astype(np.int32).tobytes(), dense[fnz].tobytes()]
+        if fh.cat:
+            cat = dict(old[1])
+            for c, v in fh.cat.items():
+                cat[c] = cat.get(c, 0) + v
+            old[1] = list(cat.items())
+        old[2] = int(old[2]) + fh.missing
+    doc["exp"] = int(doc["exp"]) + delta.expired
+    doc["imp"] = int(doc["imp"]) + delta.implicit
+    slices = doc.setdefault("s", {})
+    for name, values in delta.slices.items():
+        mine = slices.setdefault(name, {})
+        for value, conf in values.items():
+            prev = mine.get(value)
+            mine[value] = (conf.ravel() + (0 if prev is None else np.asarray(prev, dtype=np.int64))).tolist()
+    return msgspec.msgpack.encode(doc)
 
 
 def _feature_doc(fh: FeatureHist) -> list[object]:

@@ -22,7 +22,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from . import schema as t
 from .engine import EngineResult, JoinView, OutcomeRecord, PredKey, PredRecord
 from .events import DeadLetter
-from .stats import BucketStats
+from .stats import BucketStats, add_encoded
 
 DEFAULT_URL = "sqlite:///driftline.db"
 NEWEST_EVENT = "newest_event_us"
@@ -190,9 +190,8 @@ class Store:
         for key in keys:
             delta = deltas[key]
             old = existing.get(key)
-            merged = BucketStats.from_bytes(old).add(delta) if old is not None else delta
             rows.append({"model": key[0], "model_version": key[1], "variant": key[2], "bucket_start": key[3],
-                         "shard": key[4], "data": merged.to_bytes()})
+                         "shard": key[4], "data": delta.to_bytes() if old is None else add_encoded(old, delta)})
         self._upsert(conn, t.buckets, rows, ["model", "model_version", "variant", "bucket_start", "shard"],
                      ["data"])
 

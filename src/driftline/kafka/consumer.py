@@ -128,6 +128,7 @@ class LiveConsumer:
         c = self.consumer
         try:
             polled = c.poll(timeout_ms=self.poll_ms, max_records=self.settings.batch_max_records)
+            polled = self._fill(polled)
         except KafkaError as err:
             log.warning("poll failed: %s", err)
             polled = {}
@@ -145,6 +146,26 @@ class LiveConsumer:
                 self._store(batch)
         if now >= self.next_housekeeping:
             self._housekeeping()
+
+    def _fill(self, polled: Batch) -> Batch:
+        """Keep polling for up to batch_linger_ms after the first records, until batch_max_records: a busy stream
+        is then stored in few large transactions (each costs a read-modify-write of every bucket it touches).
+        Stops at once on a rebalance, and never while a batch is held for the database."""
+        limit, linger = self.settings.batch_max_records, self.settings.batch_linger_ms / 1000.0
+        count = sum(len(r) for r in polled.values())
+        if not count or linger <= 0 or self.held is not None or self.handoff is None:
+            return polled
+        batch: Batch = {tp: list(recs) for tp, recs in polled.items()}
+        deadline = self.monotonic() + linger
+        while count < limit and not self.stop.is_set() and not self.handoff.pending():
+            left = deadline - self.monotonic()
+            if left <= 0:
+                break
+            more = self.consumer.poll(timeout_ms=max(1, int(left * 1000)), max_records=limit - count)
+            for tp, recs in more.items():
+                batch.setdefault(tp, []).extend(recs)
+                count += len(recs)
+        return batch
 
     def _apply_handoff(self) -> None:
         assert self.handoff is not None

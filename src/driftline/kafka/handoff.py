@@ -46,6 +46,11 @@ class Handoff(ConsumerRebalanceListener):
             self._assigned |= assigned
             self.generations += 1
 
+    def pending(self) -> bool:
+        """Whether a rebalance has happened that the main loop has not taken yet."""
+        with self._lock:
+            return bool(self._assigned or self._dropped)
+
     def take(self) -> tuple[set[TopicPartition], set[TopicPartition]]:
         """(newly assigned, revoked or lost) since the last call; apply the revoked ones first."""
         with self._lock:

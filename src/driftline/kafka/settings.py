@@ -69,7 +69,9 @@ class KafkaSettings:
     predictions_topic: str = "predictions"
     outcomes_topic: str = "outcomes"
     dead_letter_topic: str | None = None
-    batch_max_records: int = 5000
+    batch_max_records: int = 20000
+    batch_linger_ms: int = 250
+    """How long a batch may keep filling after its first records (few large transactions on a busy stream)."""
     options: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -164,6 +166,7 @@ def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | No
     return KafkaSettings(bootstrap=bootstrap.strip(), client_id=section.client_id, group_id=section.group_id,
                          predictions_topic=section.predictions_topic, outcomes_topic=section.outcomes_topic,
                          dead_letter_topic=section.dead_letter_topic, batch_max_records=section.batch_max_records,
+                         batch_linger_ms=section.batch_linger_ms,
                          options=options)
 
 

@@ -1,0 +1,88 @@
+"""The batch paths equal their reference rules: whole-batch feature histograms equal the event-by-event rule, and a
+stored bucket merged in its encoded form equals decode → add → encode."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from driftline.engine import Engine, EngineSettings, JoinView
+from driftline.moves import _exact_bucket, feature_hists
+from driftline.stats import BucketStats, add_encoded
+
+from helpers import decoded, outcome, pred
+from test_engine_properties import T0, assert_same
+
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(-1e9, 1e9, allow_nan=False),
+                   st.sampled_from(["FR", "DE", "x" * 250, ""]))
+NAMES = st.sampled_from(["a", "b", "c", "d", "e"])
+
+
+@st.composite
+def feature_batches(draw: Any) -> tuple[list[int], list[dict[str, Any]], tuple[str, ...], int]:
+    n = draw(st.integers(1, 40))
+    buckets = [draw(st.integers(0, 3)) for _ in range(n)]
+    uniform = draw(st.booleans())  # the common shape: every event has the same names with one type each
+    if uniform:
+        dicts = [{"a": draw(st.floats(-1e6, 1e6, allow_nan=False)), "b": draw(st.sampled_from(["x", "y"])),
+                  "c": draw(st.booleans())} for _ in range(n)]
+    else:
+        dicts = [draw(st.dictionaries(NAMES, VALUES, max_size=5)) for _ in range(n)]
+    declared = draw(st.sampled_from([(), ("a", "b"), ("a", "b", "c", "d", "e"), ("z",)]))
+    max_features = draw(st.sampled_from([50, 2]))
+    return buckets, dicts, declared, max_features
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(feature_batches())
+def test_batch_feature_histograms_equal_the_event_by_event_rule(case: Any) -> None:
+    buckets, dicts, declared, max_features = case
+    fast = [BucketStats() for _ in range(4)]
+    fast_counts: Counter[tuple[str, str]] = Counter()
+    feature_hists(buckets, dicts, declared, max_features, fast, fast_counts)
+    ref = [BucketStats() for _ in range(4)]
+    ref_counts: Counter[tuple[str, str]] = Counter()
+    for b in range(4):
+        mine = [d for bb, d in zip(buckets, dicts) if bb == b]
+        if mine:
+            _exact_bucket(mine, declared, max_features, ref[b], ref_counts)
+    assert fast_counts == ref_counts
+    for f, r in zip(fast, ref):
+        assert_same(f, r)
+
+
+@st.composite
+def stats_pairs(draw: Any) -> tuple[BucketStats, BucketStats]:
+    """Two bucket deltas built by the engine from random events (features, slices, labels, delays)."""
+    out = []
+    for _ in range(2):
+        eng = Engine(EngineSettings(slice_features=("country",)), JoinView())
+        raws = []
+        for i in range(draw(st.integers(0, 12))):
+            pid = f"p{draw(st.integers(0, 30))}"
+            if draw(st.booleans()):
+                raws.append(pred(pid, draw(st.floats(0, 1, allow_nan=False)), T0 + draw(st.integers(0, 3000)),
+                                 features={"amount": draw(st.floats(-1e5, 1e5, allow_nan=False)),
+                                           "country": draw(st.sampled_from(["FR", "DE", None]))}))
+            else:
+                raws.append(outcome(pid, draw(st.integers(0, 1)), T0 + draw(st.integers(0, 9000))))
+        for d in decoded(raws):
+            eng.apply(d)
+        res = eng.finish()
+        total = BucketStats()
+        for delta in res.deltas.values():
+            total.add(delta)
+        total.expired, total.implicit = draw(st.integers(0, 3)), draw(st.integers(0, 3))
+        out.append(total)
+    return out[0], out[1]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stats_pairs())
+def test_encoded_merge_equals_decode_add_encode(pair: tuple[BucketStats, BucketStats]) -> None:
+    stored, delta = pair
+    expected = BucketStats.from_bytes(stored.to_bytes()).add(delta)
+    assert_same(BucketStats.from_bytes(add_encoded(stored.to_bytes(), delta)), expected)
