@@ -110,7 +110,7 @@ class Engine:
         self.result = EngineResult()
         self._index: dict[BucketKey, int] = {}
         self._moves = Moves()
-        self._seen: Counter[str] = Counter()
+        self._seen = {"prediction": 0, "outcome": 0}
 
     def _bucket(self, rec: PredRecord) -> int:
         bs = self.s.bucket_s
@@ -119,11 +119,6 @@ class Engine:
         if b is None:
             b = self._index[key] = len(self._index)
         return b
-
-    def _max_ts(self, kind: str, ts: float) -> None:
-        m = self.result.max_ts
-        if ts > m.get(kind, float("-inf")):
-            m[kind] = ts
 
     # --- events ---------------------------------------------------------------------------------
     def apply(self, decoded: Decoded, shard: int = 0) -> None:
@@ -136,7 +131,8 @@ class Engine:
 
     def _prediction(self, ev: Prediction, ts: float, shard: int) -> None:
         self._seen["prediction"] += 1
-        self._max_ts("prediction", ts)
+        if ts > self.result.max_ts.get("prediction", -1.0):
+            self.result.max_ts["prediction"] = ts
         variant = ev.variant or DEFAULT_VARIANT
         pid = ev.prediction_id
         recs = self.view.preds.get(pid)
@@ -181,7 +177,8 @@ class Engine:
 
     def _outcome(self, ev: Outcome, ts: float, shard: int) -> None:
         self._seen["outcome"] += 1
-        self._max_ts("outcome", ts)
+        if ts > self.result.max_ts.get("outcome", -1.0):
+            self.result.max_ts["outcome"] = ts
         label = int(ev.label)
         pid = ev.prediction_id
         prev = self.view.outcomes.get(pid)
@@ -249,8 +246,9 @@ class Engine:
         """Materialise the recorded moves as bucket deltas."""
         r = self.result
         for kind, n in self._seen.items():
-            r.counters[("events", kind)] += n
-        self._seen.clear()
+            if n:
+                r.counters[("events", kind)] += n
+        self._seen = {"prediction": 0, "outcome": 0}
         deltas = self._moves.deltas(len(self._index), self.s.declared_features, self.s.max_features, r.counters)
         for key, b in self._index.items():
             if not deltas[b].is_empty():

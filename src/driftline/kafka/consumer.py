@@ -162,6 +162,8 @@ class LiveConsumer:
             if left <= 0:
                 break
             more = self.consumer.poll(timeout_ms=max(1, int(left * 1000)), max_records=limit - count)
+            if not more:
+                break  # nothing more arrived within the linger time
             for tp, recs in more.items():
                 batch.setdefault(tp, []).extend(recs)
                 count += len(recs)
