@@ -126,19 +126,23 @@ class Store:
         """Predictions and outcomes stored for these prediction ids."""
         view = JoinView()
         idl = sorted(set(ids))  # a fixed order: concurrent writers lock rows in the same order
-        lock = " FOR UPDATE" if self.dialect == "postgresql" else ""  # SQLite serialises writers anyway
-        for chunk in _chunks(idl):
-            ph = self._ph(len(chunk))
-            rows = conn.exec_driver_sql(f"SELECT {_PRED_COLS} FROM predictions WHERE prediction_id IN ({ph}){lock}",
-                                        tuple(chunk))
-            for r in rows:
+        if self.dialect == "postgresql":  # one statement per table, an array parameter, rows locked in id order
+            queries = [(f"SELECT {_PRED_COLS} FROM predictions WHERE prediction_id = ANY(%b::text[]) "
+                        "ORDER BY prediction_id, model, variant FOR UPDATE",
+                        "SELECT prediction_id, label, ts, shard, matched FROM outcomes "
+                        "WHERE prediction_id = ANY(%b::text[]) ORDER BY prediction_id FOR UPDATE", (idl,))]
+        else:  # SQLite serialises writers anyway
+            queries = [(f"SELECT {_PRED_COLS} FROM predictions WHERE prediction_id IN ({self._ph(len(chunk))})",
+                        "SELECT prediction_id, label, ts, shard, matched FROM outcomes "
+                        f"WHERE prediction_id IN ({self._ph(len(chunk))})", tuple(chunk)) for chunk in _chunks(idl)]
+        for pred_sql, out_sql, params in queries:
+            if not idl:
+                break
+            for r in conn.exec_driver_sql(pred_sql, params):
                 view.preds.setdefault(r[0], []).append(PredRecord(
                     r[0], r[1], r[3], r[2], r[4], r[5], bool(r[6]), r[7], r[8], r[9], bool(r[10]),
                     None if r[11] is None else json.loads(r[11])))
-            rows = conn.exec_driver_sql(
-                f"SELECT prediction_id, label, ts, shard, matched FROM outcomes WHERE prediction_id IN ({ph}){lock}",
-                tuple(chunk))
-            for r in rows:
+            for r in conn.exec_driver_sql(out_sql, params):
                 view.outcomes[r[0]] = OutcomeRecord(r[0], r[1], r[2], r[3], bool(r[4]))
         return view
 
@@ -210,20 +214,30 @@ class Store:
             positions = {k: v for k, v in positions.items() if k not in expected_positions}
         self._merge_buckets(conn, result.deltas)
         if result.upserts:
-            conn.exec_driver_sql(
-                f"INSERT INTO predictions ({_PRED_COLS}) VALUES ({self._ph(12)}) "
-                "ON CONFLICT (prediction_id, model, variant) DO UPDATE SET label = excluded.label, "
-                "label_ts = excluded.label_ts, implicit = excluded.implicit",
-                [_pred_tuple(r) for r in result.upserts.values()])
+            rows = [_pred_tuple(r) for r in result.upserts.values()]
+            conflict = ("ON CONFLICT (prediction_id, model, variant) DO UPDATE SET label = excluded.label, "
+                        "label_ts = excluded.label_ts, implicit = excluded.implicit")
+            if self.dialect == "postgresql":  # one statement over column arrays instead of a statement per row
+                rows.sort(key=lambda r: r[:3])
+                conn.exec_driver_sql(f"INSERT INTO predictions ({_PRED_COLS}) SELECT * FROM unnest({_PRED_ARRAYS}) "
+                                     + conflict, tuple(map(list, zip(*rows))))
+            else:
+                conn.exec_driver_sql(f"INSERT INTO predictions ({_PRED_COLS}) VALUES ({self._ph(12)}) " + conflict,
+                                     rows)
         for chunk in _chunks(sorted(result.deletes)):
             p = t.predictions.c
             conn.execute(delete(t.predictions).where(tuple_(p.prediction_id, p.model, p.variant).in_(list(chunk))))
         if result.outcomes:
-            conn.exec_driver_sql(
-                f"INSERT INTO outcomes (prediction_id, label, ts, shard, matched) VALUES ({self._ph(5)}) "
-                "ON CONFLICT (prediction_id) DO UPDATE SET label = excluded.label, ts = excluded.ts, "
-                "matched = excluded.matched",
-                [(o.prediction_id, o.label, o.ts, o.shard, o.matched) for o in result.outcomes.values()])
+            outs = sorted((o.prediction_id, o.label, o.ts, o.shard, o.matched) for o in result.outcomes.values())
+            conflict = ("ON CONFLICT (prediction_id) DO UPDATE SET label = excluded.label, ts = excluded.ts, "
+                        "matched = excluded.matched")
+            if self.dialect == "postgresql":
+                conn.exec_driver_sql("INSERT INTO outcomes (prediction_id, label, ts, shard, matched) SELECT * FROM "
+                                     "unnest(%b::text[], %b::smallint[], %b::float8[], %b::int[], %b::bool[]) "
+                                     + conflict, tuple(map(list, zip(*outs))))
+            else:
+                conn.exec_driver_sql("INSERT INTO outcomes (prediction_id, label, ts, shard, matched) VALUES "
+                                     f"({self._ph(5)}) " + conflict, outs)
         for chunk in _chunks(sorted(result.outcome_deletes)):
             conn.execute(delete(t.outcomes).where(t.outcomes.c.prediction_id.in_(list(chunk))))
         if dead:
@@ -383,6 +397,9 @@ def _rec(r: Any) -> PredRecord:
 
 _PRED_COLS = ("prediction_id, model, variant, model_version, ts, score, flagged, shard, label, label_ts, implicit, "
               "slice_values")
+_PRED_ARRAYS = ("%b::text[], %b::text[], %b::text[], %b::text[], %b::float8[], %b::float8[], %b::bool[], %b::int[], "
+                "%b::smallint[], %b::float8[], %b::bool[], %b::text[]")
+"""PostgreSQL column arrays of a predictions upsert, in _PRED_COLS order."""
 
 
 def _pred_tuple(r: PredRecord) -> tuple[Any, ...]:
