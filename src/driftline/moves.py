@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .grids import N_FEATURE_BINS, N_SCORE_BINS, delay_bin, feature_bin, score_bin
+from .grids import N_DELAY_BINS, N_FEATURE_BINS, N_SCORE_BINS, delay_bin, feature_bin, score_bin
 from .stats import LOG_EPS, SUM_NLL_NEG, SUM_NLL_POS, SUM_P2, BucketStats, FeatureHist
 
 MAX_CATEGORIES_PER_BUCKET = 1000
@@ -71,7 +71,7 @@ class Moves:
     def deltas(self, n_buckets: int, declared: Sequence[str], max_features: int,
                counters: Counter[tuple[str, str]]) -> list[BucketStats]:
         """One BucketStats per bucket index (feature-tracking refusals are added to `counters`)."""
-        out = [BucketStats() for _ in range(n_buckets)]
+        out = _blank(n_buckets)
         if self.bucket:
             self._scores(out)
         if self.d_bucket:
@@ -130,6 +130,16 @@ class Moves:
         for b, stats in enumerate(out):
             stats.conf += conf[b]
             stats.sums += sums[b]
+
+
+def _blank(n: int) -> list[BucketStats]:
+    """n empty BucketStats whose arrays are views into one allocation per kind (one calloc, not 5n)."""
+    conf = np.zeros((n, 3, 2), dtype=np.int64)
+    hist = np.zeros((n, 3, N_SCORE_BINS), dtype=np.int64)
+    psum = np.zeros((n, 3, N_SCORE_BINS), dtype=np.float64)
+    sums = np.zeros((n, 3, 3), dtype=np.float64)
+    delay = np.zeros((n, N_DELAY_BINS), dtype=np.int64)
+    return [BucketStats(conf[i], hist[i], psum[i], sums[i], delay[i]) for i in range(n)]
 
 
 def _split_many(keys: np.ndarray, *cols: np.ndarray) -> list[tuple[int, tuple[np.ndarray, ...]]]:
