@@ -184,20 +184,28 @@ class Store:
         keys = sorted(deltas)  # lock rows in key order: concurrent writers cannot deadlock
         existing: dict[tuple[str, str, str, int, int], bytes] = {}
         cols = (b.model, b.model_version, b.variant, b.bucket_start, b.shard)
-        for chunk in _chunks(keys, 200):
-            q = select(*cols, b.data).where(tuple_(*cols).in_(list(chunk)))
-            if self.dialect == "postgresql":
-                q = q.with_for_update()
-            for r in conn.execute(q):
-                existing[(r.model, r.model_version, r.variant, r.bucket_start, r.shard)] = r.data
-        rows = []
-        for key in keys:
-            delta = deltas[key]
-            old = existing.get(key)
-            rows.append({"model": key[0], "model_version": key[1], "variant": key[2], "bucket_start": key[3],
-                         "shard": key[4], "data": delta.to_bytes() if old is None else add_encoded(old, delta)})
-        self._upsert(conn, t.buckets, rows, ["model", "model_version", "variant", "bucket_start", "shard"],
-                     ["data"])
+        if self.dialect == "postgresql":  # one statement over key arrays; rows locked in key order
+            for r in conn.exec_driver_sql(
+                    f"SELECT {_BUCKET_KEY}, b.data FROM buckets b JOIN unnest({_BUCKET_ARRAYS}) "
+                    f"AS k({_BUCKET_KEY}) USING ({_BUCKET_KEY}) ORDER BY {_BUCKET_KEY} FOR UPDATE OF b",
+                    tuple(map(list, zip(*keys)))):
+                existing[tuple(r[:5])] = r[5]  # type: ignore[index]
+        else:
+            for chunk in _chunks(keys, 200):
+                for r in conn.execute(select(*cols, b.data).where(tuple_(*cols).in_(list(chunk)))):
+                    existing[(r.model, r.model_version, r.variant, r.bucket_start, r.shard)] = r.data
+        data = [deltas[key].to_bytes() if (old := existing.get(key)) is None else add_encoded(old, deltas[key])
+                for key in keys]
+        if self.dialect == "postgresql":
+            conn.exec_driver_sql(
+                f"INSERT INTO buckets ({_BUCKET_KEY}, data) SELECT * FROM unnest({_BUCKET_ARRAYS}, %b::bytea[]) "
+                f"ON CONFLICT ({_BUCKET_KEY}) DO UPDATE SET data = excluded.data",
+                (*map(list, zip(*keys)), data))
+        else:
+            rows = [{"model": k[0], "model_version": k[1], "variant": k[2], "bucket_start": k[3], "shard": k[4],
+                     "data": d} for k, d in zip(keys, data)]
+            self._upsert(conn, t.buckets, rows, ["model", "model_version", "variant", "bucket_start", "shard"],
+                         ["data"])
 
     def commit_batch(self, conn: Connection, result: EngineResult, dead: Sequence[DeadLetter],
                      positions: dict[tuple[str, int], int], meta: dict[str, str] | None = None,
@@ -397,6 +405,9 @@ def _rec(r: Any) -> PredRecord:
 
 _PRED_COLS = ("prediction_id, model, variant, model_version, ts, score, flagged, shard, label, label_ts, implicit, "
               "slice_values")
+_BUCKET_KEY = "model, model_version, variant, bucket_start, shard"
+_BUCKET_ARRAYS = "%b::text[], %b::text[], %b::text[], %b::int8[], %b::int[]"
+"""PostgreSQL key arrays of buckets, in _BUCKET_KEY order."""
 _PRED_ARRAYS = ("%b::text[], %b::text[], %b::text[], %b::text[], %b::float8[], %b::float8[], %b::bool[], %b::int[], "
                 "%b::smallint[], %b::float8[], %b::bool[], %b::text[]")
 """PostgreSQL column arrays of a predictions upsert, in _PRED_COLS order."""
