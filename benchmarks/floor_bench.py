@@ -1,0 +1,101 @@
+"""The floor under replay: the least work any design with a durable per-prediction join table in SQLite must do.
+
+Per batch of 20 000 events it only decodes (msgspec, typed), looks the batch's ids up in the two join tables, inserts
+the new prediction rows, upserts the outcome rows and writes labels into the matched prediction rows, in one
+transaction, on driftline's own schema (so its indexes count) — no statistics, no buckets, no validation. Its rate,
+as a ratio of raw msgspec decode measured in the same run, bounds what `driftline replay` can reach while join state
+lives in per-prediction rows.
+
+Usage: python benchmarks/floor_bench.py [--per-day N] [--days D] [--workdir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+
+import msgspec
+
+from driftline.events import _tagged_dec
+from driftline.store import Store
+
+BATCH = 20_000
+
+
+def raw_decode_rate(lines: list[bytes]) -> float:
+    dec = msgspec.json.Decoder()
+    t = time.perf_counter()
+    for line in lines:
+        dec.decode(line)
+    return len(lines) / (time.perf_counter() - t)
+
+
+def floor_rate(lines: list[bytes], db: str) -> float:
+    Store(f"sqlite:///{db}").migrate()
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    t = time.perf_counter()
+    for start in range(0, len(lines), BATCH):
+        events = [_tagged_dec.decode(line) for line in lines[start:start + BATCH]]
+        preds = [e for e in events if hasattr(e, "score")]
+        outs = [e for e in events if not hasattr(e, "score")]
+        ids = sorted({e.prediction_id for e in events})
+        conn.execute("BEGIN")
+        known: set[str] = set()
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            known.update(r[0] for r in conn.execute(
+                f"SELECT prediction_id FROM predictions WHERE prediction_id IN ({marks})", chunk))
+            conn.execute(f"SELECT prediction_id FROM outcomes WHERE prediction_id IN ({marks})", chunk).fetchall()
+        conn.executemany(
+            "INSERT INTO predictions (prediction_id, model, variant, model_version, ts, score, flagged, shard, label, "
+            "label_ts, implicit, slice_values) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+            [(p.prediction_id, p.model, p.variant or "default", p.model_version or "unknown", _epoch(p.ts), p.score,
+              p.score >= 0.5, 0, None, None, False, None) for p in preds])
+        conn.executemany(
+            "INSERT INTO outcomes (prediction_id, label, ts, shard, matched) VALUES (?,?,?,?,?) ON CONFLICT "
+            "(prediction_id) DO UPDATE SET label = excluded.label, ts = excluded.ts",
+            [(o.prediction_id, int(o.label), _epoch(o.ts), 0, True) for o in outs])
+        conn.executemany("UPDATE predictions SET label = ?, label_ts = ? WHERE prediction_id = ?",
+                         [(int(o.label), _epoch(o.ts), o.prediction_id) for o in outs])
+        conn.execute("COMMIT")
+    rate = len(lines) / (time.perf_counter() - t)
+    conn.close()
+    return rate
+
+
+def _epoch(ts: object) -> float:
+    return ts.timestamp() if isinstance(ts, datetime) else float(ts)  # type: ignore[arg-type]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--per-day", type=int, default=1800)
+    ap.add_argument("--days", type=float, default=28)
+    ap.add_argument("--workdir", default=None)
+    args = ap.parse_args()
+    work = args.workdir or tempfile.mkdtemp(prefix="driftline-floor-")
+    os.makedirs(work, exist_ok=True)
+    path = os.path.join(work, "events.jsonl")
+    subprocess.run([sys.executable, "-m", "driftline.cli", "simulate", "--days", str(args.days), "--per-day",
+                    str(args.per_day), "--out", path], check=True, stdout=subprocess.DEVNULL)
+    with open(path, "rb") as fh:
+        lines = fh.read().splitlines()
+    raw = raw_decode_rate(lines)
+    db = os.path.join(work, "floor.db")
+    floor = floor_rate(lines, db)
+    print(f"events                       {len(lines):,}")
+    print(f"raw msgspec decode           {raw:,.0f} events/s (baseline)")
+    print(f"join-row floor into SQLite   {floor:,.0f} events/s  ratio {floor / raw:.3f} of raw decode")
+
+
+if __name__ == "__main__":
+    main()
