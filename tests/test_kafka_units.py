@@ -214,3 +214,37 @@ def test_error_descriptions_do_not_repeat_the_class_name() -> None:
 
     assert describe_error(KafkaTimeoutError("Unable to bootstrap")).count("KafkaTimeoutError") == 1
     assert describe_error(OSError("refused")) == "OSError: refused"
+
+
+class _Rec:
+    def __init__(self, offset: int) -> None:
+        self.offset, self.value = offset, b"{}"
+
+
+def test_batch_fill_gathers_polls_until_the_limit_and_stops_on_rebalance_or_silence() -> None:
+    import threading
+
+    from kafka import TopicPartition
+
+    from driftline.kafka.batches import fill, fresh_records
+
+    tp = TopicPartition("predictions", 0)
+    feed = [{tp: [_Rec(i) for i in range(k, k + 10)]} for k in range(10, 100, 10)]
+    asked: list[int] = []
+
+    def poll(timeout_ms: int, max_records: int) -> dict:
+        asked.append(max_records)
+        return feed.pop(0) if feed else {}
+
+    stop, clock = threading.Event(), (lambda: 0.0)  # a clock that never moves: silence or the limit must end it
+    batch = fill(poll, {tp: [_Rec(i) for i in range(10)]}, 35, 0.25, stop, lambda: False, clock)
+    assert [r.offset for r in batch[tp]] == list(range(40)) and asked == [25, 15, 5]
+    feed[:] = []
+    assert len(fill(poll, {tp: [_Rec(0)]}, 100, 0.25, stop, lambda: False, clock)[tp]) == 1  # nothing more came
+    feed[:] = [{tp: [_Rec(1)]}]
+    assert len(fill(poll, {tp: [_Rec(0)]}, 100, 0.25, stop, lambda: True, clock)[tp]) == 1  # a rebalance is pending
+    assert fill(poll, {}, 100, 0.25, stop, lambda: False, clock) == {}  # an empty first poll waits for nothing
+    # only records from the expected offset on, of positioned partitions
+    fresh = fresh_records({tp: [_Rec(i) for i in range(5, 9)], TopicPartition("outcomes", 0): [_Rec(0)]},
+                          {tp: 7}, set())
+    assert list(fresh) == [tp] and [r.offset for r in fresh[tp]] == [7, 8]

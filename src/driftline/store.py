@@ -6,7 +6,6 @@ source positions reached, so a crash never leaves offsets ahead of state (exactl
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -19,15 +18,15 @@ from alembic.config import Config as AlembicConfig
 from sqlalchemy import Connection, Engine, and_, case, create_engine, delete, event, func, select, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 
+from . import bulk
 from . import schema as t
 from .engine import EngineResult, JoinView, OutcomeRecord, PredKey, PredRecord
 from .events import DeadLetter
-from .stats import BucketStats, add_encoded
+from .stats import BucketStats
 
 DEFAULT_URL = "sqlite:///driftline.db"
 NEWEST_EVENT = "newest_event_us"
 """Counter row name holding the newest event time per type, in microseconds (kept monotonic)."""
-_CHUNK = 500
 
 
 class StoreUnavailable(RuntimeError):
@@ -72,11 +71,6 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
-def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
-
-
 class Store:
     """All database access of driftline; the rest of the code never sees SQL."""
 
@@ -117,34 +111,9 @@ class Store:
         self.engine.dispose()
 
     # --- join state ---------------------------------------------------------------------------
-    def _ph(self, n: int) -> str:
-        """n driver-level placeholders (the hot paths bypass SQL compilation)."""
-        mark = "?" if self.dialect == "sqlite" else "%s"
-        return ", ".join([mark] * n)
-
     def load_join(self, conn: Connection, ids: Iterable[str]) -> JoinView:
         """Predictions and outcomes stored for these prediction ids."""
-        view = JoinView()
-        idl = sorted(set(ids))  # a fixed order: concurrent writers lock rows in the same order
-        if self.dialect == "postgresql":  # one statement per table, an array parameter, rows locked in id order
-            queries = [(f"SELECT {_PRED_COLS} FROM predictions WHERE prediction_id = ANY(%b::text[]) "
-                        "ORDER BY prediction_id, model, variant FOR UPDATE",
-                        "SELECT prediction_id, label, ts, shard, matched FROM outcomes "
-                        "WHERE prediction_id = ANY(%b::text[]) ORDER BY prediction_id FOR UPDATE", (idl,))]
-        else:  # SQLite serialises writers anyway
-            queries = [(f"SELECT {_PRED_COLS} FROM predictions WHERE prediction_id IN ({self._ph(len(chunk))})",
-                        "SELECT prediction_id, label, ts, shard, matched FROM outcomes "
-                        f"WHERE prediction_id IN ({self._ph(len(chunk))})", tuple(chunk)) for chunk in _chunks(idl)]
-        for pred_sql, out_sql, params in queries:
-            if not idl:
-                break
-            for r in conn.exec_driver_sql(pred_sql, params):
-                view.preds.setdefault(r[0], []).append(PredRecord(
-                    r[0], r[1], r[3], r[2], r[4], r[5], bool(r[6]), r[7], r[8], r[9], bool(r[10]),
-                    None if r[11] is None else json.loads(r[11])))
-            for r in conn.exec_driver_sql(out_sql, params):
-                view.outcomes[r[0]] = OutcomeRecord(r[0], r[1], r[2], r[3], bool(r[4]))
-        return view
+        return bulk.load_join(conn, self.dialect, list(ids))
 
     def _upsert(self, conn: Connection, table: Any, rows: list[dict[str, Any]], keys: list[str],
                 update: list[str]) -> None:
@@ -177,36 +146,6 @@ class Store:
             set_={"value": case((stmt.excluded.value > c.value, stmt.excluded.value), else_=c.value)})
         conn.execute(stmt, rows)
 
-    def _merge_buckets(self, conn: Connection, deltas: dict[tuple[str, str, str, int, int], BucketStats]) -> None:
-        if not deltas:
-            return
-        b = t.buckets.c
-        keys = sorted(deltas)  # lock rows in key order: concurrent writers cannot deadlock
-        existing: dict[tuple[str, str, str, int, int], bytes] = {}
-        cols = (b.model, b.model_version, b.variant, b.bucket_start, b.shard)
-        if self.dialect == "postgresql":  # one statement over key arrays; rows locked in key order
-            for r in conn.exec_driver_sql(
-                    f"SELECT {_BUCKET_KEY}, b.data FROM buckets b JOIN unnest({_BUCKET_ARRAYS}) "
-                    f"AS k({_BUCKET_KEY}) USING ({_BUCKET_KEY}) ORDER BY {_BUCKET_KEY} FOR UPDATE OF b",
-                    tuple(map(list, zip(*keys)))):
-                existing[tuple(r[:5])] = r[5]  # type: ignore[index]
-        else:
-            for chunk in _chunks(keys, 200):
-                for r in conn.execute(select(*cols, b.data).where(tuple_(*cols).in_(list(chunk)))):
-                    existing[(r.model, r.model_version, r.variant, r.bucket_start, r.shard)] = r.data
-        data = [deltas[key].to_bytes() if (old := existing.get(key)) is None else add_encoded(old, deltas[key])
-                for key in keys]
-        if self.dialect == "postgresql":
-            conn.exec_driver_sql(
-                f"INSERT INTO buckets ({_BUCKET_KEY}, data) SELECT * FROM unnest({_BUCKET_ARRAYS}, %b::bytea[]) "
-                f"ON CONFLICT ({_BUCKET_KEY}) DO UPDATE SET data = excluded.data",
-                (*map(list, zip(*keys)), data))
-        else:
-            rows = [{"model": k[0], "model_version": k[1], "variant": k[2], "bucket_start": k[3], "shard": k[4],
-                     "data": d} for k, d in zip(keys, data)]
-            self._upsert(conn, t.buckets, rows, ["model", "model_version", "variant", "bucket_start", "shard"],
-                         ["data"])
-
     def commit_batch(self, conn: Connection, result: EngineResult, dead: Sequence[DeadLetter],
                      positions: dict[tuple[str, int], int], meta: dict[str, str] | None = None,
                      expected_positions: dict[tuple[str, int], int] | None = None) -> None:
@@ -220,33 +159,13 @@ class Store:
         if expected_positions:
             self._guard_positions(conn, positions, expected_positions)
             positions = {k: v for k, v in positions.items() if k not in expected_positions}
-        self._merge_buckets(conn, result.deltas)
-        if result.upserts:
-            rows = [_pred_tuple(r) for r in result.upserts.values()]
-            conflict = ("ON CONFLICT (prediction_id, model, variant) DO UPDATE SET label = excluded.label, "
-                        "label_ts = excluded.label_ts, implicit = excluded.implicit")
-            if self.dialect == "postgresql":  # one statement over column arrays instead of a statement per row
-                rows.sort(key=lambda r: r[:3])
-                conn.exec_driver_sql(f"INSERT INTO predictions ({_PRED_COLS}) SELECT * FROM unnest({_PRED_ARRAYS}) "
-                                     + conflict, tuple(map(list, zip(*rows))))
-            else:
-                conn.exec_driver_sql(f"INSERT INTO predictions ({_PRED_COLS}) VALUES ({self._ph(12)}) " + conflict,
-                                     rows)
-        for chunk in _chunks(sorted(result.deletes)):
+        bulk.merge_buckets(conn, self.dialect, result.deltas)
+        bulk.write_predictions(conn, self.dialect, list(result.upserts.values()))
+        for chunk in bulk.chunks(sorted(result.deletes)):
             p = t.predictions.c
             conn.execute(delete(t.predictions).where(tuple_(p.prediction_id, p.model, p.variant).in_(list(chunk))))
-        if result.outcomes:
-            outs = sorted((o.prediction_id, o.label, o.ts, o.shard, o.matched) for o in result.outcomes.values())
-            conflict = ("ON CONFLICT (prediction_id) DO UPDATE SET label = excluded.label, ts = excluded.ts, "
-                        "matched = excluded.matched")
-            if self.dialect == "postgresql":
-                conn.exec_driver_sql("INSERT INTO outcomes (prediction_id, label, ts, shard, matched) SELECT * FROM "
-                                     "unnest(%b::text[], %b::smallint[], %b::float8[], %b::int[], %b::bool[]) "
-                                     + conflict, tuple(map(list, zip(*outs))))
-            else:
-                conn.exec_driver_sql("INSERT INTO outcomes (prediction_id, label, ts, shard, matched) VALUES "
-                                     f"({self._ph(5)}) " + conflict, outs)
-        for chunk in _chunks(sorted(result.outcome_deletes)):
+        bulk.write_outcomes(conn, self.dialect, list(result.outcomes.values()))
+        for chunk in bulk.chunks(sorted(result.outcome_deletes)):
             conn.execute(delete(t.outcomes).where(t.outcomes.c.prediction_id.in_(list(chunk))))
         if dead:
             now = float(self.clock())
@@ -351,7 +270,7 @@ class Store:
         q = select(t.predictions).where(and_(p.label.is_(None), p.ts < cutoff)).limit(limit)
         if shards is not None:
             q = q.where(p.shard.in_(list(shards)))
-        return [_rec(r) for r in conn.execute(self._claim(q))]
+        return [bulk.pred_record(r) for r in conn.execute(self._claim(q))]
 
     def joins_before(self, conn: Connection, cutoff: float, shards: Sequence[int] | None,
                      limit: int = 50_000) -> tuple[list[PredRecord], list[OutcomeRecord]]:
@@ -361,7 +280,7 @@ class Store:
         qo = select(t.outcomes).where(o.ts < cutoff).limit(limit)
         if shards is not None:
             qp, qo = qp.where(p.shard.in_(list(shards))), qo.where(o.shard.in_(list(shards)))
-        preds = [_rec(r) for r in conn.execute(self._claim(qp))]
+        preds = [bulk.pred_record(r) for r in conn.execute(self._claim(qp))]
         outs = [OutcomeRecord(r.prediction_id, r.label, r.ts, r.shard, bool(r.matched))
                 for r in conn.execute(self._claim(qo))]
         return preds, outs
@@ -395,27 +314,6 @@ class Store:
     def models(self) -> list[str]:
         with self.begin() as conn:
             return [r[0] for r in conn.execute(select(t.buckets.c.model).distinct().order_by(t.buckets.c.model))]
-
-
-def _rec(r: Any) -> PredRecord:
-    return PredRecord(r.prediction_id, r.model, r.model_version, r.variant, r.ts, r.score, bool(r.flagged),
-                      r.shard, r.label, r.label_ts, bool(r.implicit),
-                      None if r.slice_values is None else json.loads(r.slice_values))
-
-
-_PRED_COLS = ("prediction_id, model, variant, model_version, ts, score, flagged, shard, label, label_ts, implicit, "
-              "slice_values")
-_BUCKET_KEY = "model, model_version, variant, bucket_start, shard"
-_BUCKET_ARRAYS = "%b::text[], %b::text[], %b::text[], %b::int8[], %b::int[]"
-"""PostgreSQL key arrays of buckets, in _BUCKET_KEY order."""
-_PRED_ARRAYS = ("%b::text[], %b::text[], %b::text[], %b::text[], %b::float8[], %b::float8[], %b::bool[], %b::int[], "
-                "%b::smallint[], %b::float8[], %b::bool[], %b::text[]")
-"""PostgreSQL column arrays of a predictions upsert, in _PRED_COLS order."""
-
-
-def _pred_tuple(r: PredRecord) -> tuple[Any, ...]:
-    return (r.prediction_id, r.model, r.variant, r.model_version, r.ts, r.score, r.flagged, r.shard, r.label,
-            r.label_ts, r.implicit, None if r.slice_values is None else json.dumps(r.slice_values))
 
 
 __all__ = ["Store", "StoreUnavailable", "StalePositions", "BucketRow", "DEFAULT_URL", "PredKey"]

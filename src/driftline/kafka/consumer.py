@@ -24,15 +24,13 @@ from ..events import RAW_LIMIT, DeadLetter
 from ..exporter.ops import OpsMetrics
 from ..pipeline import Pipeline, RawRecord
 from ..store import StalePositions, StoreUnavailable
+from .batches import Batch, fill, fresh_records
 from .connect import open_consumer, open_dead_letter_sink
 from .faults import Faults
 from .handoff import Handoff
 from .health import Backoff, ConsumerStatus, broker_connected, consumed_counter
 from .producer import DeadLetterSink, dead_letters_in
 from .settings import KafkaSettings
-
-Batch = dict[TopicPartition, list[Any]]
-"""Polled records per partition (kafka-python ConsumerRecords: .offset, .value)."""
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +126,9 @@ class LiveConsumer:
         c = self.consumer
         try:
             polled = c.poll(timeout_ms=self.poll_ms, max_records=self.settings.batch_max_records)
-            polled = self._fill(polled)
+            if self.held is None and self.handoff is not None:
+                polled = fill(self.consumer.poll, polled, self.settings.batch_max_records,
+                              self.settings.batch_linger_ms / 1000.0, self.stop, self.handoff.pending, self.monotonic)
         except KafkaError as err:
             log.warning("poll failed: %s", err)
             polled = {}
@@ -141,33 +141,11 @@ class LiveConsumer:
         else:
             if self.pending and now >= self.db_retry_at:
                 self._position_pending()
-            batch = self._batch_from(polled)
+            batch = fresh_records(polled, self.expected, self.pending)
             if batch:
                 self._store(batch)
         if now >= self.next_housekeeping:
             self._housekeeping()
-
-    def _fill(self, polled: Batch) -> Batch:
-        """Keep polling for up to batch_linger_ms after the first records, until batch_max_records: a busy stream
-        is then stored in few large transactions (each costs a read-modify-write of every bucket it touches).
-        Stops at once on a rebalance, and never while a batch is held for the database."""
-        limit, linger = self.settings.batch_max_records, self.settings.batch_linger_ms / 1000.0
-        count = sum(len(r) for r in polled.values())
-        if not count or linger <= 0 or self.held is not None or self.handoff is None:
-            return polled
-        batch: Batch = {tp: list(recs) for tp, recs in polled.items()}
-        deadline = self.monotonic() + linger
-        while count < limit and not self.stop.is_set() and not self.handoff.pending():
-            left = deadline - self.monotonic()
-            if left <= 0:
-                break
-            more = self.consumer.poll(timeout_ms=max(1, int(left * 1000)), max_records=limit - count)
-            if not more:
-                break  # nothing more arrived within the linger time
-            for tp, recs in more.items():
-                batch.setdefault(tp, []).extend(recs)
-                count += len(recs)
-        return batch
 
     def _apply_handoff(self) -> None:
         assert self.handoff is not None
@@ -216,23 +194,6 @@ class LiveConsumer:
         self.pending.clear()
         log.info("resuming at stored positions: %s",
                  ", ".join(f"{tp.topic}[{tp.partition}]@{self.expected[tp]}" for tp in tps))
-
-    def _batch_from(self, polled: Batch) -> Batch:
-        """Records of positioned partitions at or after the expected offset (older ones are re-deliveries)."""
-        batch: Batch = {}
-        for tp, recs in polled.items():
-            start = self.expected.get(tp)
-            if start is None or tp in self.pending or not recs:
-                continue
-            if recs[0].offset < start:
-                recs = [r for r in recs if r.offset >= start]
-                if not recs:
-                    continue
-            if recs[0].offset > start:
-                log.debug("%s[%d]: offsets %d..%d absent (retention, compaction or control records)",
-                          tp.topic, tp.partition, start, recs[0].offset - 1)
-            batch[tp] = recs
-        return batch
 
     def _store(self, batch: Batch) -> None:
         """One fenced transaction for the batch; then dead-letter copies and the advisory Kafka commit."""

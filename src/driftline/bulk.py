@@ -1,0 +1,141 @@
+"""The ingestion hot path's SQL: join-state reads and writes and the bucket read-modify-write of one batch.
+
+On PostgreSQL each is one statement over binary column arrays (`= ANY`, `unnest`), rows locked in key order so
+concurrent consumers cannot deadlock; a statement per row costs a server round of parse/bind/execute each. On SQLite
+(one writer at a time) they are driver-level executemany calls, which bypass SQL compilation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import Connection
+
+from .engine import JoinView, OutcomeRecord, PredRecord
+from .stats import BucketStats, add_encoded
+
+BucketKey = tuple[str, str, str, int, int]
+CHUNK = 500
+"""Ids per IN (...) list on SQLite."""
+
+PRED_COLS = ("prediction_id, model, variant, model_version, ts, score, flagged, shard, label, label_ts, implicit, "
+             "slice_values")
+_PRED_ARRAYS = ("%b::text[], %b::text[], %b::text[], %b::text[], %b::float8[], %b::float8[], %b::bool[], %b::int[], "
+                "%b::smallint[], %b::float8[], %b::bool[], %b::text[]")
+_PRED_CONFLICT = ("ON CONFLICT (prediction_id, model, variant) DO UPDATE SET label = excluded.label, "
+                  "label_ts = excluded.label_ts, implicit = excluded.implicit")
+_OUT_COLS = "prediction_id, label, ts, shard, matched"
+_OUT_ARRAYS = "%b::text[], %b::smallint[], %b::float8[], %b::int[], %b::bool[]"
+_OUT_CONFLICT = "ON CONFLICT (prediction_id) DO UPDATE SET label = excluded.label, ts = excluded.ts, " \
+                "matched = excluded.matched"
+_BUCKET_KEY = "model, model_version, variant, bucket_start, shard"
+_BUCKET_ARRAYS = "%b::text[], %b::text[], %b::text[], %b::int8[], %b::int[]"
+
+
+def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def _marks(n: int) -> str:
+    return ", ".join(["?"] * n)
+
+
+def _columns(rows: Sequence[tuple[Any, ...]]) -> tuple[list[Any], ...]:
+    return tuple(map(list, zip(*rows)))
+
+
+def load_join(conn: Connection, dialect: str, ids: Sequence[str]) -> JoinView:
+    """Predictions and outcomes stored for these prediction ids (locked on PostgreSQL)."""
+    view = JoinView()
+    idl = sorted(set(ids))  # a fixed order: concurrent writers lock rows in the same order
+    if not idl:
+        return view
+    if dialect == "postgresql":
+        queries = [(f"SELECT {PRED_COLS} FROM predictions WHERE prediction_id = ANY(%b::text[]) "
+                    "ORDER BY prediction_id, model, variant FOR UPDATE",
+                    f"SELECT {_OUT_COLS} FROM outcomes WHERE prediction_id = ANY(%b::text[]) "
+                    "ORDER BY prediction_id FOR UPDATE", (idl,))]
+    else:
+        queries = [(f"SELECT {PRED_COLS} FROM predictions WHERE prediction_id IN ({_marks(len(chunk))})",
+                    f"SELECT {_OUT_COLS} FROM outcomes WHERE prediction_id IN ({_marks(len(chunk))})", tuple(chunk))
+                   for chunk in chunks(idl)]
+    for pred_sql, out_sql, params in queries:
+        for r in conn.exec_driver_sql(pred_sql, params):
+            view.preds.setdefault(r[0], []).append(PredRecord(
+                r[0], r[1], r[3], r[2], r[4], r[5], bool(r[6]), r[7], r[8], r[9], bool(r[10]),
+                None if r[11] is None else json.loads(r[11])))
+        for r in conn.exec_driver_sql(out_sql, params):
+            view.outcomes[r[0]] = OutcomeRecord(r[0], r[1], r[2], r[3], bool(r[4]))
+    return view
+
+
+def write_predictions(conn: Connection, dialect: str, records: Sequence[PredRecord]) -> None:
+    """Insert new join rows and move labels of existing ones."""
+    if not records:
+        return
+    rows = sorted(pred_tuple(r) for r in records)
+    if dialect == "postgresql":
+        conn.exec_driver_sql(f"INSERT INTO predictions ({PRED_COLS}) SELECT * FROM unnest({_PRED_ARRAYS}) "
+                             + _PRED_CONFLICT, _columns(rows))
+    else:
+        conn.exec_driver_sql(f"INSERT INTO predictions ({PRED_COLS}) VALUES ({_marks(12)}) " + _PRED_CONFLICT, rows)
+
+
+def write_outcomes(conn: Connection, dialect: str, outcomes: Sequence[OutcomeRecord]) -> None:
+    """Insert or replace the outcome in force per prediction id."""
+    if not outcomes:
+        return
+    rows = sorted((o.prediction_id, o.label, o.ts, o.shard, o.matched) for o in outcomes)
+    if dialect == "postgresql":
+        conn.exec_driver_sql(f"INSERT INTO outcomes ({_OUT_COLS}) SELECT * FROM unnest({_OUT_ARRAYS}) "
+                             + _OUT_CONFLICT, _columns(rows))
+    else:
+        conn.exec_driver_sql(f"INSERT INTO outcomes ({_OUT_COLS}) VALUES ({_marks(5)}) " + _OUT_CONFLICT, rows)
+
+
+def merge_buckets(conn: Connection, dialect: str, deltas: dict[BucketKey, BucketStats]) -> None:
+    """Add each delta to its stored bucket (read, add in encoded form, write back), rows in key order, a few
+    hundred buckets at a time so the stored blobs of a whole batch are never in memory at once."""
+    keys = sorted(deltas)
+    for chunk in chunks(keys, 256):
+        _merge_chunk(conn, dialect, list(chunk), deltas)
+
+
+def _merge_chunk(conn: Connection, dialect: str, keys: list[BucketKey], deltas: dict[BucketKey, BucketStats]
+                 ) -> None:
+    existing: dict[BucketKey, bytes] = {}
+    if dialect == "postgresql":
+        rows = conn.exec_driver_sql(
+            f"SELECT {_BUCKET_KEY}, b.data FROM buckets b JOIN unnest({_BUCKET_ARRAYS}) AS k({_BUCKET_KEY}) "
+            f"USING ({_BUCKET_KEY}) ORDER BY {_BUCKET_KEY} FOR UPDATE OF b", _columns(keys))
+        existing = {tuple(r[:5]): r[5] for r in rows}  # type: ignore[misc]
+    else:
+        values = ", ".join([f"({_marks(5)})"] * len(keys))
+        rows = conn.exec_driver_sql(f"SELECT {_BUCKET_KEY}, data FROM buckets WHERE ({_BUCKET_KEY}) IN "
+                                    f"(VALUES {values})", tuple(v for k in keys for v in k))
+        existing = {tuple(r[:5]): r[5] for r in rows}  # type: ignore[misc]
+    data = [deltas[k].to_bytes() if (old := existing.get(k)) is None else add_encoded(old, deltas[k]) for k in keys]
+    if dialect == "postgresql":
+        conn.exec_driver_sql(f"INSERT INTO buckets ({_BUCKET_KEY}, data) SELECT * FROM unnest({_BUCKET_ARRAYS}, "
+                             f"%b::bytea[]) ON CONFLICT ({_BUCKET_KEY}) DO UPDATE SET data = excluded.data",
+                             (*_columns(keys), data))
+    else:
+        conn.exec_driver_sql(f"INSERT INTO buckets ({_BUCKET_KEY}, data) VALUES ({_marks(6)}) "
+                             f"ON CONFLICT ({_BUCKET_KEY}) DO UPDATE SET data = excluded.data",
+                             [(*k, d) for k, d in zip(keys, data)])
+
+
+def pred_tuple(r: PredRecord) -> tuple[Any, ...]:
+    """A join row in PRED_COLS order."""
+    return (r.prediction_id, r.model, r.variant, r.model_version, r.ts, r.score, r.flagged, r.shard, r.label,
+            r.label_ts, r.implicit, None if r.slice_values is None else json.dumps(r.slice_values))
+
+
+def pred_record(r: Any) -> PredRecord:
+    """A PredRecord from a full predictions row (by column name)."""
+    return PredRecord(r.prediction_id, r.model, r.model_version, r.variant, r.ts, r.score, bool(r.flagged),
+                      r.shard, r.label, r.label_ts, bool(r.implicit),
+                      None if r.slice_values is None else json.loads(r.slice_values))
