@@ -11,12 +11,8 @@ Usage: python benchmarks/floor_bench.py [--per-day N] [--days D] [--workdir DIR]
 
 from __future__ import annotations
 
-import argparse
 import os
 import sqlite3
-import subprocess
-import sys
-import tempfile
 import time
 from datetime import datetime
 
@@ -24,6 +20,7 @@ import msgspec
 
 from driftline.events import _tagged_dec
 from driftline.store import Store
+from replay_bench import simulated_stream
 
 BATCH = 20_000
 
@@ -77,21 +74,11 @@ def _epoch(ts: object) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--per-day", type=int, default=1800)
-    ap.add_argument("--days", type=float, default=28)
-    ap.add_argument("--workdir", default=None)
-    args = ap.parse_args()
-    work = args.workdir or tempfile.mkdtemp(prefix="driftline-floor-")
-    os.makedirs(work, exist_ok=True)
-    path = os.path.join(work, "events.jsonl")
-    subprocess.run([sys.executable, "-m", "driftline.cli", "simulate", "--days", str(args.days), "--per-day",
-                    str(args.per_day), "--out", path], check=True, stdout=subprocess.DEVNULL)
+    work, path = simulated_stream(1800)
     with open(path, "rb") as fh:
         lines = fh.read().splitlines()
     raw = raw_decode_rate(lines)
-    db = os.path.join(work, "floor.db")
-    floor = floor_rate(lines, db)
+    floor = floor_rate(lines, os.path.join(work, "floor.db"))
     print(f"events                       {len(lines):,}")
     print(f"raw msgspec decode           {raw:,.0f} events/s (baseline)")
     print(f"join-row floor into SQLite   {floor:,.0f} events/s  ratio {floor / raw:.3f} of raw decode")

@@ -45,18 +45,24 @@ def metrics_latency(store: Store, config: Config, repeats: int = 20) -> float:
     return statistics.median(times) * 1000
 
 
-def main() -> None:
+def simulated_stream(per_day: int) -> tuple[str, str]:
+    """Parse --per-day/--days/--workdir and write the simulated stream there: (work dir, events file). The
+    simulator runs in a child process so its memory does not count in this process's peak RSS."""
     ap = argparse.ArgumentParser()
-    ap.add_argument("--per-day", type=int, default=20_000)
+    ap.add_argument("--per-day", type=int, default=per_day)
     ap.add_argument("--days", type=float, default=28)
     ap.add_argument("--workdir", default=None)
     args = ap.parse_args()
     work = args.workdir or tempfile.mkdtemp(prefix="driftline-bench-")
     os.makedirs(work, exist_ok=True)
     path = os.path.join(work, "events.jsonl")
-    # the simulator runs in a child process so its memory does not count in this process's peak RSS
     subprocess.run([sys.executable, "-m", "driftline.cli", "simulate", "--days", str(args.days), "--per-day",
-                    str(args.per_day), "--out", path], check=True)
+                    str(args.per_day), "--out", path], check=True, stdout=subprocess.DEVNULL)
+    return work, path
+
+
+def main() -> None:
+    work, path = simulated_stream(20_000)
     with open(path, "rb") as fh:
         n = sum(1 for _ in fh)
     size_mb = os.path.getsize(path) / 1e6
