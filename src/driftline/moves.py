@@ -70,14 +70,23 @@ class Moves:
     # --- materialisation ---------------------------------------------------------------------
     def deltas(self, n_buckets: int, declared: Sequence[str], max_features: int,
                counters: Counter[tuple[str, str]]) -> list[BucketStats]:
-        """One BucketStats per bucket index (feature-tracking refusals are added to `counters`)."""
-        out = _blank(n_buckets)
+        """One BucketStats per bucket index (feature-tracking refusals are added to `counters`).
+
+        Each kind of array is one allocation for the whole batch, filled in one step, and every bucket's
+        BucketStats holds views of its row (np.zeros is calloc: rows never written cost no memory)."""
+        nb = n_buckets
+        conf = np.zeros((nb, 3, 2), dtype=np.int64)
+        hist = np.zeros((nb, 3, N_SCORE_BINS), dtype=np.int64)
+        psum = np.zeros((nb, 3, N_SCORE_BINS), dtype=np.float64)
+        sums = np.zeros((nb, 3, 3), dtype=np.float64)
+        delay = np.zeros((nb, N_DELAY_BINS), dtype=np.int64)
         if self.bucket:
-            self._scores(out)
+            self._scores(conf, hist, psum, sums)
         if self.d_bucket:
-            bins = delay_bin(np.asarray(self.d_delay, dtype=np.float64))
-            for b, idx, sg in _split(np.asarray(self.d_bucket), bins, np.asarray(self.d_sign, dtype=np.int64)):
-                out[b].delay += np.bincount(idx, weights=sg, minlength=len(out[b].delay)).astype(np.int64)
+            key = np.asarray(self.d_bucket, dtype=np.int64) * N_DELAY_BINS + delay_bin(
+                np.asarray(self.d_delay, dtype=np.float64))
+            delay[:] = _summed(key, np.asarray(self.d_sign, dtype=np.float64), nb * N_DELAY_BINS).reshape(nb, -1)
+        out = [BucketStats(conf[i], hist[i], psum[i], sums[i], delay[i]) for i in range(nb)]
         if self.f_dicts:
             feature_hists(self.f_bucket, self.f_dicts, declared, max_features, out, counters)
         for b, n in self.expired.items():
@@ -86,10 +95,10 @@ class Moves:
             out[b].implicit += n
         for b, name, value, state, flagged, sign in self.slice_moves:
             per = out[b].slices.setdefault(name, {})
-            conf = per.get(value)
-            if conf is None:
-                conf = per[value] = np.zeros((3, 2), dtype=np.int64)
-            conf[state, flagged] += sign
+            cell = per.get(value)
+            if cell is None:
+                cell = per[value] = np.zeros((3, 2), dtype=np.int64)
+            cell[state, flagged] += sign
         for stats in out:
             for name in list(stats.slices):
                 kept = {v: c for v, c in stats.slices[name].items() if c.any()}
@@ -99,61 +108,29 @@ class Moves:
                     del stats.slices[name]
         return out
 
-    def _scores(self, out: list[BucketStats]) -> None:
-        """Confusion cells, fine score histograms and score sums of every bucket, in whole-batch numpy steps."""
-        nb = len(out)
+    def _scores(self, conf: np.ndarray, hist: np.ndarray, psum: np.ndarray, sums: np.ndarray) -> None:
+        """Confusion cells, fine score histograms and score sums of every bucket, each in one numpy step: the flat
+        index bucket·(3·bins) + state·bins + bin of a move is its cell in the (buckets, 3, bins) arrays."""
+        nb = len(conf)
         bk = np.asarray(self.bucket, dtype=np.int64)
         st = np.asarray(self.state, dtype=np.int64)
         sc = np.asarray(self.score, dtype=np.float64)
-        sg = np.asarray(self.sign, dtype=np.int64)
-        conf = np.bincount(bk * 6 + st * 2 + np.asarray(self.flag, dtype=np.int64), weights=sg, minlength=nb * 6)
-        conf = np.rint(conf).astype(np.int64).reshape(nb, 3, 2)
+        sg = np.asarray(self.sign, dtype=np.float64)
+        conf[:] = _summed(bk * 6 + st * 2 + np.asarray(self.flag, dtype=np.int64), sg, nb * 6).reshape(nb, 3, 2)
         p = np.clip(sc, LOG_EPS, 1.0 - LOG_EPS)
         cell = bk * 3 + st
-        sums = np.zeros((nb * 3, 3))
-        sums[:, SUM_P2] = np.bincount(cell, weights=sg * sc * sc, minlength=nb * 3)
-        sums[:, SUM_NLL_POS] = np.bincount(cell, weights=sg * -np.log(p), minlength=nb * 3)
-        sums[:, SUM_NLL_NEG] = np.bincount(cell, weights=sg * -np.log1p(-p), minlength=nb * 3)
-        sums = sums.reshape(nb, 3, 3)
-        width = 3 * N_SCORE_BINS
-        keys, inv = np.unique(bk * width + st * N_SCORE_BINS + score_bin(sc), return_inverse=True)
-        counts = np.rint(np.bincount(inv, weights=sg)).astype(np.int64)
-        psums = np.bincount(inv, weights=sg * sc)
-        owner = keys // width
-        cells = keys - owner * width
-        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-        ends = np.r_[starts[1:], len(keys)]
-        for a, e in zip(starts.tolist(), ends.tolist()):
-            stats = out[int(owner[a])]
-            stats.hist.ravel()[cells[a:e]] += counts[a:e]
-            stats.psum.ravel()[cells[a:e]] += psums[a:e]
-        for b, stats in enumerate(out):
-            stats.conf += conf[b]
-            stats.sums += sums[b]
+        flat = sums.reshape(nb * 3, 3)
+        flat[:, SUM_P2] = np.bincount(cell, weights=sg * sc * sc, minlength=nb * 3)
+        flat[:, SUM_NLL_POS] = np.bincount(cell, weights=sg * -np.log(p), minlength=nb * 3)
+        flat[:, SUM_NLL_NEG] = np.bincount(cell, weights=sg * -np.log1p(-p), minlength=nb * 3)
+        keys, inv = np.unique(bk * (3 * N_SCORE_BINS) + st * N_SCORE_BINS + score_bin(sc), return_inverse=True)
+        hist.reshape(-1)[keys] = np.rint(np.bincount(inv, weights=sg)).astype(np.int64)
+        psum.reshape(-1)[keys] = np.bincount(inv, weights=sg * sc)
 
 
-def _blank(n: int) -> list[BucketStats]:
-    """n empty BucketStats whose arrays are views into one allocation per kind (one calloc, not 5n)."""
-    conf = np.zeros((n, 3, 2), dtype=np.int64)
-    hist = np.zeros((n, 3, N_SCORE_BINS), dtype=np.int64)
-    psum = np.zeros((n, 3, N_SCORE_BINS), dtype=np.float64)
-    sums = np.zeros((n, 3, 3), dtype=np.float64)
-    delay = np.zeros((n, N_DELAY_BINS), dtype=np.int64)
-    return [BucketStats(conf[i], hist[i], psum[i], sums[i], delay[i]) for i in range(n)]
-
-
-def _split_many(keys: np.ndarray, *cols: np.ndarray) -> list[tuple[int, tuple[np.ndarray, ...]]]:
-    """Rows of `cols` grouped by key (stable), as (key, column slices) pairs."""
-    order = np.argsort(keys, kind="stable")
-    sk = keys[order]
-    starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
-    ends = np.r_[starts[1:], len(sk)]
-    sorted_cols = [c[order] for c in cols]
-    return [(int(sk[a]), tuple(c[a:e] for c in sorted_cols)) for a, e in zip(starts.tolist(), ends.tolist())]
-
-
-def _split(keys: np.ndarray, idx: np.ndarray, weights: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
-    return [(b, i, w) for b, (i, w) in _split_many(keys, idx, weights)]
+def _summed(index: np.ndarray, signs: np.ndarray, size: int) -> np.ndarray:
+    """Integer sums of ±1 signs per flat index (a dense array of `size`)."""
+    return np.rint(np.bincount(index, weights=signs, minlength=size)).astype(np.int64)
 
 
 # --- feature histograms ------------------------------------------------------------------------
