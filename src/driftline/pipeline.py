@@ -76,23 +76,22 @@ class Pipeline:
         `expected_positions` ((source, partition) → offset the batch was read from) fences the batch: when a stored
         position moved meanwhile (another consumer owns the partition now) StalePositions is raised, nothing written.
         """
-        shard = shard_of or (lambda r: r.partition)
         ok: list[tuple[Decoded, int]] = []
         dead: list[DeadLetter] = []
         horizon = self.clock() + MAX_FUTURE_S
+        positions: dict[tuple[str, int], int] = {}
         for r in records:
             d = decode(r.payload, r.source, r.partition, r.offset, r.kind)
-            if isinstance(d, DeadLetter):
+            if type(d) is DeadLetter:
                 dead.append(d)
-            elif d.ts > horizon:
+            elif d.ts > horizon:  # type: ignore[union-attr]
                 dead.append(DeadLetter("ts_in_future", f"ts {d.ts:.0f} is more than 1 day ahead of the clock",
                                        r.source, r.partition, r.offset, bytes(r.payload[:4096])))
             else:
-                ok.append((d, shard(r)))
-        positions: dict[tuple[str, int], int] = {}
-        for r in records:
+                ok.append((d, r.partition if shard_of is None else shard_of(r)))  # type: ignore[arg-type]
             key = (r.source, r.partition)
-            positions[key] = max(positions.get(key, 0), r.offset + 1)
+            if r.offset >= positions.get(key, 0):
+                positions[key] = r.offset + 1
         with self.store.begin() as conn:
             view = self.store.load_join(conn, (d.event.prediction_id for d, _ in ok))
             engine = Engine(self.settings, view)

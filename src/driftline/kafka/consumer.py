@@ -204,8 +204,11 @@ class LiveConsumer:
             if self.held is not None:
                 self._release_held()
             return
-        raws = [RawRecord(source_of(tp.topic), tp.partition, r.offset, r.value if r.value is not None else b"",
-                          self.settings.kind_of(tp.topic)) for tp, recs in batch.items() for r in recs]
+        raws = []
+        for tp, recs in batch.items():
+            source, partition, kind = source_of(tp.topic), tp.partition, self.settings.kind_of(tp.topic)
+            raws.extend([RawRecord(source, partition, r.offset, r.value if r.value is not None else b"", kind)
+                         for r in recs])
         expected = {(source_of(tp.topic), tp.partition): self.expected[tp] for tp in batch}
         t0 = time.perf_counter()
         try:
