@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -65,6 +66,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _print_json(doc: Any) -> None:
     print(json.dumps(doc, allow_nan=False))
+
+
+def _emit(ctx: Context, args: argparse.Namespace, doc: Any, render: Callable[[Any, Any], None]) -> int:
+    """The document as JSON with --json, else rendered for the terminal."""
+    if args.json:
+        _print_json(doc)
+    else:
+        render(doc, ctx.console)
+    return 0
 
 
 # --- reference -----------------------------------------------------------------------------------------
@@ -162,11 +172,7 @@ def _window(ctx: Context, args: argparse.Namespace, model: str) -> Any:
 def cmd_drift(ctx: Context, args: argparse.Namespace) -> int:
     model = args.model or ctx.config.model
     doc = drift_document(ctx.store(), ctx.config, model, _window(ctx, args, model), args.variant)
-    if args.json:
-        _print_json(doc)
-    else:
-        render_drift(doc, ctx.console)
-    return 0
+    return _emit(ctx, args, doc, render_drift)
 
 
 def cmd_calibration(ctx: Context, args: argparse.Namespace) -> int:
@@ -178,21 +184,13 @@ def cmd_calibration(ctx: Context, args: argparse.Namespace) -> int:
         except ValueError as err:
             raise ConfigError(f"--matured-after: {err}") from None
     doc = calibration_document(ctx.store(), ctx.config, model, _window(ctx, args, model), args.variant, matured)
-    if args.json:
-        _print_json(doc)
-    else:
-        render_calibration(doc, ctx.console)
-    return 0
+    return _emit(ctx, args, doc, render_calibration)
 
 
 def cmd_slices(ctx: Context, args: argparse.Namespace) -> int:
     model = args.model or ctx.config.model
     doc = slices_document(ctx.store(), ctx.config, model, _window(ctx, args, model))
-    if args.json:
-        _print_json(doc)
-    else:
-        render_slices(doc, ctx.console)
-    return 0
+    return _emit(ctx, args, doc, render_slices)
 
 
 # --- rendering -----------------------------------------------------------------------------------------
