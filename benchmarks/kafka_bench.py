@@ -84,8 +84,9 @@ def settings_for(bootstrap: str, topics: dict[str, str], group: str) -> Any:
                          options=GROUP_OPTIONS), bootstrap, {})
 
 
-def in_process_rate(bootstrap: str, topics: dict[str, str], url: str, n: int) -> float:
-    """The real LiveConsumer in a thread: records stored per second from positioning to the last record."""
+def start_consumer(bootstrap: str, topics: dict[str, str], url: str
+                   ) -> tuple[Store, threading.Event, LiveConsumer, threading.Thread]:
+    """The real LiveConsumer on a migrated store, running in a thread of this process (a fresh group)."""
     store = Store(url)
     store.migrate()
     stop = threading.Event()
@@ -93,6 +94,12 @@ def in_process_rate(bootstrap: str, topics: dict[str, str], url: str, n: int) ->
                             maintain_every_s=3600)
     th = threading.Thread(target=consumer.run, daemon=True)
     th.start()
+    return store, stop, consumer, th
+
+
+def in_process_rate(bootstrap: str, topics: dict[str, str], url: str, n: int) -> float:
+    """The real LiveConsumer in a thread: records stored per second from positioning to the last record."""
+    store, stop, consumer, th = start_consumer(bootstrap, topics, url)
     t0 = base = None
     while True:
         try:
@@ -170,13 +177,7 @@ def burst(bootstrap: str, topics: dict[str, str], url: str, records: list[tuple[
           base_rate: float) -> tuple[int, float | None, float]:
     """5 s at base_rate, a 10× burst of 3 s worth, 10 s at base_rate: (peak lag, seconds to drain after the burst,
     burst rate the producer achieved)."""
-    store = Store(url)
-    store.migrate()
-    stop = threading.Event()
-    consumer = LiveConsumer(Pipeline(Config(), store), settings_for(bootstrap, topics, uuid.uuid4().hex), stop,
-                            maintain_every_s=3600)
-    th = threading.Thread(target=consumer.run, daemon=True)
-    th.start()
+    store, stop, consumer, th = start_consumer(bootstrap, topics, url)
     while not (consumer.expected and not consumer.pending):
         time.sleep(0.05)
     n1, n2 = int(base_rate * 5), int(base_rate * 10 * 3)
