@@ -28,7 +28,7 @@ import msgspec
 
 from driftline.events import Prediction, _tagged_dec
 from driftline.store import Store
-from replay_bench import simulated_stream
+from replay_bench import best_rate, simulated_stream
 
 BATCH = 20_000
 
@@ -39,7 +39,7 @@ def raw_decode_rate(lines: list[bytes]) -> float:
     def decode_all() -> None:
         for line in lines:
             dec.decode(line)
-    return _rate(len(lines), decode_all)
+    return best_rate(len(lines), decode_all)
 
 
 def floor_rate(lines: list[bytes], db: str) -> float:
@@ -76,16 +76,6 @@ def floor_rate(lines: list[bytes], db: str) -> float:
     rate = len(lines) / (time.perf_counter() - t)
     conn.close()
     return rate
-
-
-def _rate(n: int, work: Callable[[], object], repeats: int = 3) -> float:
-    """Events per second of the best of a few runs (the first pays for warming allocators and caches)."""
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - t)
-    return n / best
 
 
 def idealised_pass(buf: bytes) -> None:
@@ -131,9 +121,9 @@ def main() -> None:
     lines = buf.splitlines()
     n = len(lines)
     raw = raw_decode_rate(lines)
-    figures = {"typed decode, events kept": _rate(n, lambda: _tagged_dec.decode_lines(buf)),
-               "idealised in-memory pass": _rate(n, lambda: idealised_pass(buf))}
-    figures.update({name: _rate(n, read) for name, read in native_readers(buf).items()})
+    figures = {"typed decode, events kept": best_rate(n, lambda: _tagged_dec.decode_lines(buf)),
+               "idealised in-memory pass": best_rate(n, lambda: idealised_pass(buf))}
+    figures.update({name: best_rate(n, read) for name, read in native_readers(buf).items()})
     figures["join-row floor into SQLite"] = floor_rate(lines, os.path.join(work, "floor.db"))
     print(f"events                               {n:,}")
     print(f"raw msgspec decode                   {raw:,.0f} events/s (baseline)")
