@@ -1,0 +1,119 @@
+"""The people-facing CLI output of issue 2: `replay`'s summary (file and stdin) and `metrics`' readable tables.
+
+The numbers in the tables are checked against scipy's Wilson intervals on the seeds' worked example
+(tp 8, fn 2, fp 6, tn 84), formatted as a person reads them: value [low, high] n=…, * when indicative.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+
+import pytest
+from scipy.stats import binomtest
+
+from driftline.cli import main
+
+from helpers import outcome, pred
+
+T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+
+
+def _stream() -> bytes:
+    """The worked example under variant A (8 tp, 2 fn, 6 fp, 84 tn), 30 unlabelled flagged predictions under
+    variant B, one duplicate prediction, two malformed events and a blank line."""
+    cells = [(1, 0.9)] * 8 + [(1, 0.1)] * 2 + [(0, 0.8)] * 6 + [(0, 0.2)] * 84
+    lines = [pred(f"a{i}", s, T0 + i) for i, (_, s) in enumerate(cells)]
+    lines += [outcome(f"a{i}", y, T0 + 3600 + i) for i, (y, _) in enumerate(cells)]
+    lines += [pred(f"b{i}", 0.7, T0 + i, variant="B") for i in range(30)]
+    lines += [pred("a0", 0.9, T0), b"{not json", pred("bad", 1.5, T0), b""]
+    return b"\n".join(lines) + b"\n"
+
+
+def _wilson(k: int, n: int) -> str:
+    ci = binomtest(k, n).proportion_ci(method="wilson")
+    star = "*" if n < 30 else ""
+    return f"{k / n:.3f} [{ci.low:.3f}, {ci.high:.3f}] n={n}{star}"
+
+
+def _row(out: str, name: str) -> str:
+    """The table line whose first cell is `name`."""
+    for line in out.splitlines():
+        cells = [c.strip() for c in re.split(r"[│┃|]", line) if c.strip()]
+        if cells and cells[0] == name:
+            return line
+    raise AssertionError(f"no row {name!r} in:\n{out}")
+
+
+@pytest.fixture
+def wide(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "220")  # rich reads it when stdout is not a terminal: no wrapped cells
+
+
+def test_replay_summary_counts_accepted_dead_and_duplicates(tmp_path, capsys, wide) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(_stream())
+    db = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    assert main([*db, "replay", str(path)]) == 0
+    out = capsys.readouterr().out
+    for name, value in (("records", 233), ("accepted", 231), ("dead lettered", 2), ("duplicates", 1),
+                        ("predictions", 131), ("outcomes", 100)):
+        assert re.search(rf"\b{value}\b", _row(out, name)), (name, out)
+    assert "`driftline dead-letters` shows why" in out
+    assert main([*db, "dead-letters"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"\b1\b", _row(out, "invalid_json")) and re.search(r"\b1\b", _row(out, "score_out_of_range"))
+
+
+def test_replay_from_stdin_matches_the_file(tmp_path, capsys, monkeypatch) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(_stream())
+    assert main(["--db", f"sqlite:///{tmp_path / 'file.db'}", "replay", str(path), "--json"]) == 0
+    from_file = capsys.readouterr().out
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(_stream())))
+    assert main(["--db", f"sqlite:///{tmp_path / 'stdin.db'}", "replay", "-", "--json"]) == 0
+    assert capsys.readouterr().out == from_file
+
+
+def test_replay_of_a_missing_file_is_an_error(tmp_path, capsys) -> None:
+    assert main(["--db", f"sqlite:///{tmp_path / 'd.db'}", "replay", str(tmp_path / "nope.jsonl")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_metrics_table_shows_rates_intervals_and_counts(tmp_path, capsys, wide) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(_stream())
+    db = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    assert main([*db, "replay", str(path), "--json"]) == 0
+    capsys.readouterr()
+    assert main([*db, "metrics", "--window", "7d"]) == 0
+    out = capsys.readouterr().out
+    expected = {
+        "recall": (_wilson(8, 10), "tp=8 of positives=10"),
+        "fpr": (_wilson(6, 90), "fp=6 of negatives=90"),
+        "precision": (_wilson(8, 14), "tp=8 of flagged labelled=14"),
+        "accuracy": (_wilson(92, 100), "tp+tn=92 of labelled=100"),
+        "alert_rate": (_wilson(44, 130), "flagged=44 of predictions=130"),
+        "label coverage": (_wilson(100, 130), "labelled=100 of predictions=130"),
+    }
+    for name, (rate, counts) in expected.items():
+        row = _row(out, name)
+        assert rate in row and counts in row, (name, row)
+    assert "0.800 [0.490, 0.943] n=10*" in out  # the seeds' recall, indicative (n < 30)
+    assert "* indicative: fewer than 30 cases" in out
+    scores = out[out.index("threshold-free scores"):out.index("by variant")]
+    assert re.search(r"│\s*0\.6667\s*│", scores)  # the seeds' F1 of 8/2/6/84
+    by_variant = out[out.index("by variant"):]
+    assert re.search(r"\bA\b.*\b100\b", _row(by_variant, "A")) and re.search(r"\b30\b", _row(by_variant, "B"))
+    assert "— (n=0)" in _row(by_variant, "B")  # B has no labels: its recall is null, shown as a dash
+
+    assert main([*db, "metrics", "--window", "7d", "--variant", "A"]) == 0
+    only_a = capsys.readouterr().out
+    assert _wilson(14, 100) in _row(only_a, "alert_rate") and "by variant" not in only_a
+
+
+def test_metrics_on_an_empty_database_says_what_to_do(tmp_path, capsys) -> None:
+    assert main(["--db", f"sqlite:///{tmp_path / 'empty.db'}", "metrics"]) == 0
+    out = capsys.readouterr().out
+    assert "no predictions stored yet" in out and "driftline replay" in out
