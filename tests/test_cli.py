@@ -117,3 +117,20 @@ def test_metrics_on_an_empty_database_says_what_to_do(tmp_path, capsys) -> None:
     assert main(["--db", f"sqlite:///{tmp_path / 'empty.db'}", "metrics"]) == 0
     out = capsys.readouterr().out
     assert "no predictions stored yet" in out and "driftline replay" in out
+
+
+@pytest.mark.parametrize("url", ["sqlite:////nonexistent-dir/driftline.db", "postgresql://127.0.0.1:1/test"])
+def test_an_unreachable_database_is_a_one_line_error(url, capsys) -> None:
+    """Exit status 3 and one readable line naming the problem, not a driver traceback."""
+    assert main(["--db", url, "metrics"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("database unavailable:") and "Traceback" not in err
+    assert "unable to open database file" in err or "Connection refused" in err or "connection failed" in err
+
+
+def test_a_bad_config_names_the_field(tmp_path, capsys) -> None:
+    cfg = tmp_path / "driftline.yaml"
+    cfg.write_text("threshold: 2\n")
+    assert main(["--config", str(cfg), "metrics"]) == 2
+    err = capsys.readouterr().err
+    assert "config error" in err and "threshold" in err

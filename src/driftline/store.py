@@ -88,11 +88,12 @@ class Store:
 
     # --- schema -------------------------------------------------------------------------------
     def migrate(self) -> None:
-        """Bring the schema to the newest Alembic revisions (idempotent; feature migrations branch from 0001)."""
+        """Bring the schema to the newest Alembic revisions (idempotent; feature migrations branch from 0001).
+        An unreachable or unopenable database raises StoreUnavailable, like every other store call."""
         cfg = AlembicConfig()
         cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
         cfg.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
-        with self.engine.begin() as conn:
+        with self.begin() as conn:
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "heads")
 
