@@ -315,6 +315,8 @@ def test_verdict_too_few_positives_and_empty(verdict_db, tmp_path) -> None:
     empty.migrate()
     e = _doc(empty)
     assert e["arms"] == {} and e["comparisons"] == [] and e["verdict"].startswith("No predictions")
+    assert e["window"]["start"] is None and e["window"]["end"] is None
+    assert any("no predictions stored yet" in n for n in e["notes"])
     json.dumps(e, allow_nan=False)
     empty.close()
 

@@ -76,9 +76,11 @@ def test_replay_from_stdin_matches_the_file(tmp_path, capsys, monkeypatch) -> No
     assert capsys.readouterr().out == from_file
 
 
-def test_replay_of_a_missing_file_is_an_error(tmp_path, capsys) -> None:
+def test_replay_of_a_missing_file_or_a_directory_is_an_error(tmp_path, capsys) -> None:
     assert main(["--db", f"sqlite:///{tmp_path / 'd.db'}", "replay", str(tmp_path / "nope.jsonl")]) == 2
     assert "no such file" in capsys.readouterr().err
+    assert main(["--db", f"sqlite:///{tmp_path / 'd.db'}", "replay", str(tmp_path)]) == 2
+    assert "not a file" in capsys.readouterr().err
 
 
 def test_metrics_table_shows_rates_intervals_and_counts(tmp_path, capsys, wide) -> None:
@@ -134,3 +136,12 @@ def test_a_bad_config_names_the_field(tmp_path, capsys) -> None:
     assert main(["--config", str(cfg), "metrics"]) == 2
     err = capsys.readouterr().err
     assert "config error" in err and "threshold" in err
+
+
+def test_notes_with_brackets_are_printed_as_written(tmp_path, capsys, wide) -> None:
+    """Rich markup must not swallow text from documents, e.g. the slices hint's `[country, channel]`."""
+    assert main(["--db", f"sqlite:///{tmp_path / 'd.db'}", "slices"]) == 0
+    assert "`slices: [country, channel]`" in capsys.readouterr().out
+    assert main(["--db", f"sqlite:///{tmp_path / 'd.db'}", "ab"]) == 0
+    out = capsys.readouterr().out
+    assert "nothing stored" in out and "1970" not in out and "no predictions stored yet" in out

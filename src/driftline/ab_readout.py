@@ -273,13 +273,17 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
     """`driftline ab --json`: the whole A/B readout of one window (see the module doc for the contract)."""
     window = resolve_window(store, config, q.model, q.window_s, q.at)
     rows = [] if window is None else window_rows(store, q.model, window)
-    if window is None:
+    stored = window is not None
+    if window is None:  # nothing stored yet: an empty window, reported with null bounds (as `metrics` does)
         window = window_ending(0.0, q.window_s, config.bucket_s)
     by_variant: dict[str, list[BucketRow]] = {}
     for r in rows:
         by_variant.setdefault(r.variant, []).append(r)
     plan = plan_arms(config.ab, by_variant)
     doc = _empty_doc(config, q, window, plan)
+    if not stored:
+        doc["window"].update(start=None, end=None)
+        doc["notes"].append("no predictions stored yet: feed events with `driftline replay` or `driftline run`")
     days = _span_days(rows, window)
     doc["window"]["days_observed"] = days
     doc.update({"alpha": ALPHA, "threshold": config.threshold, "currency": config.costs.currency,

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..ab_readout import ABQuery, ab_document
@@ -61,10 +62,11 @@ def _dur(seconds: float | None) -> str:
 def render_ab(doc: dict[str, Any], console: Console) -> None:
     """Print the readout: arms, comparisons (and paired tests), health checks, power, verdict."""
     w = doc["window"]
-    console.print(f"[bold]A/B readout[/bold] · {doc.get('model') or 'all models'} · {w['start']} → {w['end']} "
+    span = "nothing stored" if w["start"] is None else f"{w['start']} → {w['end']}"
+    console.print(f"[bold]A/B readout[/bold] · {doc.get('model') or 'all models'} · {span} "
                   f"({w['label']}) · design [bold]{doc['design']}[/bold], control [bold]{doc['control']}[/bold]")
     for note in doc.get("notes", []):
-        console.print(f"[yellow]note:[/yellow] {note}")
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")
     if doc["arms"]:
         _arms_table(doc, console)
     for comp in doc["comparisons"]:
@@ -74,7 +76,7 @@ def render_ab(doc: dict[str, Any], console: Console) -> None:
     if doc["comparisons"]:
         _health(doc, console)
         _power(doc, console)
-    console.print(f"\n[bold]Verdict:[/bold] {doc['verdict']}")
+    console.print(f"\n[bold]Verdict:[/bold] {escape(doc['verdict'])}")
     console.print("[dim]* indicative: fewer than 30 cases behind the rate. Intervals 95 %: Wilson per arm, Newcombe "
                   "for differences; anytime = always-valid asymptotic confidence sequence, safe under repeated looks when the "
                   "window covers the experiment from its start.[/dim]")

@@ -7,6 +7,7 @@ import json
 import os
 from collections import Counter
 
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
@@ -62,9 +63,11 @@ def summary(total: BatchResult, maintenance: Counter[tuple[str, str]]) -> dict[s
 
 
 def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
-    if args.path != "-" and not os.path.exists(args.path):
-        ctx.err.print(f"[red]error:[/red] no such file: {args.path}")
-        return 2
+    if args.path != "-":
+        problem = _unreadable(args.path)
+        if problem:
+            ctx.err.print(f"[red]error:[/red] {escape(problem)}")
+            return 2
     doc = run_replay(ctx, args.path, args.batch_size)
     if args.json:
         print(json.dumps(doc))
@@ -76,6 +79,19 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
     if doc["dead_lettered"]:
         ctx.console.print("[yellow]some events were dead-lettered: `driftline dead-letters` shows why[/yellow]")
     return 0
+
+
+def _unreadable(path: str) -> str | None:
+    """Why `path` cannot be replayed, or None when it is a readable file."""
+    if not os.path.exists(path):
+        return f"no such file: {path}"
+    if not os.path.isfile(path):
+        return f"not a file: {path}"
+    try:
+        with open(path, "rb"):
+            return None
+    except OSError as err:
+        return f"cannot read {path}: {err.strerror}"
 
 
 def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..render import fmt_rate
@@ -89,7 +90,7 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
     """One table per slice feature, then the worst slices against the targets."""
     console.print(_head({**doc, "variant": None}, "slices"))
     if doc.get("note"):
-        console.print(f"[yellow]{doc['note']}[/yellow]")
+        console.print(f"[yellow]{escape(doc['note'])}[/yellow]")
     tg = doc["targets"]
     for feat in doc["features"]:
         t = Table(title=feat["feature"], title_justify="left")
