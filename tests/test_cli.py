@@ -145,3 +145,30 @@ def test_notes_with_brackets_are_printed_as_written(tmp_path, capsys, wide) -> N
     assert main(["--db", f"sqlite:///{tmp_path / 'd.db'}", "ab"]) == 0
     out = capsys.readouterr().out
     assert "nothing stored" in out and "1970" not in out and "no predictions stored yet" in out
+
+
+def test_bad_options_are_one_line_errors(tmp_path, capsys) -> None:
+    db = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    with pytest.raises(SystemExit) as exit_:
+        main([*db, "simulate", "--days", "-1", "--out", str(tmp_path / "x.jsonl")])
+    assert exit_.value.code == 2 and "--days: must be greater than 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*db, "serve", "--port", "70000"])
+    assert "port 70000 is outside 0..65535" in capsys.readouterr().err
+    assert main([*db, "simulate", "--days", "1", "--out", str(tmp_path / "missing-dir" / "x.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "No such file or directory" in err and "Traceback" not in err
+    assert main([*db, "reference", "set", "--from", "bogus", "--to", "2026-01-15"]) == 2
+    assert "--from: cannot parse 'bogus'" in capsys.readouterr().err
+
+
+def test_serve_on_a_taken_port_names_the_address(tmp_path, capsys) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["--db", f"sqlite:///{tmp_path / 'd.db'}", "serve", "--port", str(port)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"cannot serve /metrics on 127.0.0.1:{port}" in err and "Traceback" not in err

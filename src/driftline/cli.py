@@ -9,6 +9,7 @@ import os
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 
 from . import __version__
 from .config import ConfigError, load
@@ -56,6 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as e:  # a path that cannot be written or read, a port already taken: one line, not a traceback
+        logging.getLogger("driftline").debug("command failed", exc_info=True)
+        err.print(f"[red]error:[/red] {escape(str(e))}")
+        return 2
     finally:
         ctx.close()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 from collections.abc import Callable
@@ -41,8 +42,8 @@ def resolve_db(flag: str | None, config: Config) -> str:
     return flag or os.environ.get("DRIFTLINE_DB") or config.database or DEFAULT_URL
 
 
-def parse_at(text: str | None) -> float | None:
-    """--at as RFC 3339 (naive means UTC), a date, or epoch seconds."""
+def parse_at(text: str | None, option: str = "--at") -> float | None:
+    """--at (or another time option, named in errors) as RFC 3339 (naive means UTC), a date, or epoch seconds."""
     if text is None:
         return None
     try:
@@ -52,7 +53,7 @@ def parse_at(text: str | None) -> float | None:
     try:
         dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ConfigError(f"--at: cannot parse {text!r}; use RFC 3339 like 2026-11-30T00:00:00Z") from None
+        raise ConfigError(f"{option}: cannot parse {text!r}; use RFC 3339 like 2026-11-30T00:00:00Z") from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     return dt.timestamp()
@@ -66,3 +67,27 @@ def parse_window(text: str | None, config: Config) -> float:
         return parse_duration(text)
     except ValueError as err:
         raise ConfigError(f"--window: {err}") from None
+
+
+def port_number(text: str) -> int:
+    """argparse type of a TCP port: 0 (any free port) to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is outside 0..65535")
+    return port
+
+
+def positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
+    """argparse type of a number greater than 0 (of `kind`)."""
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+        return value
+    return parse

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from ..config import Config, ConfigError, Trigger, parse_duration
-from ..context import Context, parse_at
+from ..context import Context, parse_at, port_number
 from ..pipeline import Pipeline, RawRecord
 from ..replay import source_name
 from ..reports.generate import generate
@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="end-to-end demo on SQLite: four simulated weeks, triggers, /metrics, report")
     add_sim_args(p)
     p.add_argument("--workdir", default="driftline-demo", help="where the events file and the report go")
-    p.add_argument("--port", type=int, help="port of /metrics while the demo runs (default: config exporter.port, "
+    p.add_argument("--port", type=port_number, help="port of /metrics while the demo runs (default: config exporter.port, "
                                             "9108; 0 picks a free port)")
     p.add_argument("--evaluate-every", default="1d", help="trigger evaluation step in event time (default 1d)")
     p.add_argument("--reset", action="store_true", help="start from an empty database even if it holds data "
@@ -182,7 +182,7 @@ def cmd_demo(ctx: Context, args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     cfg, filled = demo_config(ctx.config)
     step_s = parse_duration(args.evaluate_every)
-    end = parse_at(args.end) if args.end else demo_end(float(ctx.clock()))
+    end = parse_at(args.end, "--end") if args.end else demo_end(float(ctx.clock()))
     start = end - args.days * DAY
     drift_day = None if args.drift_day is None or args.drift_day < 0 else args.drift_day
     spec = SimSpec(start=start, days=args.days, per_day=args.per_day, drift_day=drift_day, seed=args.seed,

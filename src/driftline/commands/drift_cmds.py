@@ -80,7 +80,7 @@ def _emit(ctx: Context, args: argparse.Namespace, doc: Any, render: Callable[[An
 # --- reference -----------------------------------------------------------------------------------------
 def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
     model = args.model or ctx.config.model
-    start, end = parse_at(args.start), parse_at(args.end)
+    start, end = parse_at(args.start, "--from"), parse_at(args.end, "--to")
     if args.file is None and (start is None or end is None):
         raise ConfigError("reference set: give --from and --to (stored buckets) or --file PATH (events)")
     if args.file is not None and (start is None) != (end is None):

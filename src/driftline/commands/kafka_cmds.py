@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import threading
 
-from ..context import Context
+from ..context import Context, port_number
 from ..kafka.settings import BOOTSTRAP_ENV, KafkaSettings, install_log_redaction, resolve
 from ..kafka.topics import TopicsError
 
@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("run", help="consume predictions and outcomes from Kafka; serve /metrics and evaluate triggers")
     _kafka_arg(r)
     r.add_argument("--host", help="exporter bind address (default: config exporter.host, 127.0.0.1)")
-    r.add_argument("--port", type=int, help="exporter port (default: config exporter.port, 9108)")
+    r.add_argument("--port", type=port_number, help="exporter port (default: config exporter.port, 9108)")
     r.add_argument("--no-evaluate", action="store_true", help="do not evaluate triggers (another replica does)")
     r.add_argument("--maintain-every", type=float, default=30.0, metavar="SECONDS",
                    help="seconds between implicit-negative/expiry passes over this process's partitions (default 30)")

@@ -7,14 +7,14 @@ import signal
 import threading
 from types import FrameType
 
-from ..context import Context
+from ..context import Context, port_number
 from ..service import Service, run_until_signalled
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="serve /metrics, /healthz, /readyz and evaluate triggers (no consuming)")
     p.add_argument("--host", help="bind address (default: config exporter.host, 127.0.0.1)")
-    p.add_argument("--port", type=int, help="port (default: config exporter.port, 9108)")
+    p.add_argument("--port", type=port_number, help="port (default: config exporter.port, 9108)")
     p.add_argument("--time", choices=("wall", "event"), default="wall",
                    help="windows end now (wall, default) or at the newest stored prediction (event: replayed data)")
     p.add_argument("--no-evaluate", action="store_true", help="export only; another replica evaluates triggers")

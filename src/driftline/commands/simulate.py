@@ -7,7 +7,7 @@ import sys
 
 import msgspec
 
-from ..context import Context, parse_at
+from ..context import Context, parse_at, positive
 from ..simulate import SimSpec, stream
 
 
@@ -24,8 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def add_sim_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--days", type=float, default=28.0, help="days of traffic (default 28)")
-    p.add_argument("--per-day", type=int, default=5000, help="predictions per day (default 5000)")
+    p.add_argument("--days", type=positive(float), default=28.0, help="days of traffic (default 28)")
+    p.add_argument("--per-day", type=positive(int), default=5000, help="predictions per day (default 5000)")
     p.add_argument("--drift-day", type=float, default=21.0, help="day the drift starts; negative for none")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--end", help="end of the simulated span (RFC 3339; default now)")
@@ -33,7 +33,7 @@ def add_sim_args(p: argparse.ArgumentParser) -> None:
 
 
 def spec_from(ctx: Context, args: argparse.Namespace) -> tuple[SimSpec, float]:
-    end = parse_at(args.end) if args.end else ctx.clock()
+    end = parse_at(args.end, "--end") if args.end else ctx.clock()
     end = float(int(end // 3600) * 3600)
     drift = None if args.drift_day is None or args.drift_day < 0 else args.drift_day
     spec = SimSpec(start=end - args.days * 86400.0, days=args.days, per_day=args.per_day, drift_day=drift,

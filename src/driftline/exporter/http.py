@@ -62,7 +62,10 @@ class ExporterServer:
     def __init__(self, registry: CollectorRegistry, store: Store, host: str = "127.0.0.1", port: int = 9108,
                  readiness: Readiness | None = None, triggers_json: Callable[[], Any] | None = None) -> None:
         self.registry, self.store, self.readiness, self.triggers_json = registry, store, readiness, triggers_json
-        self.httpd = ThreadingHTTPServer((host, port), self._handler())
+        try:
+            self.httpd = ThreadingHTTPServer((host, port), self._handler())
+        except OSError as err:  # the CLI prints it as one line: say which address
+            raise OSError(err.errno, f"cannot serve /metrics on {host}:{port}: {err.strerror}") from err
         self.httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
