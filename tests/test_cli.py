@@ -7,6 +7,7 @@ The numbers in the tables are checked against scipy's Wilson intervals on the se
 from __future__ import annotations
 
 import io
+import json
 import re
 import sys
 
@@ -172,3 +173,12 @@ def test_serve_on_a_taken_port_names_the_address(tmp_path, capsys) -> None:
         assert main(["--db", f"sqlite:///{tmp_path / 'd.db'}", "serve", "--port", str(port)]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert f"cannot serve /metrics on 127.0.0.1:{port}" in err and "Traceback" not in err
+
+
+def test_a_windows_file_replays_whole(tmp_path, capsys) -> None:
+    """A UTF-8 byte-order mark at the start and CRLF line ends (Windows editors, Excel exports) lose nothing."""
+    path = tmp_path / "windows.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + _stream().replace(b"\n", b"\r\n"))
+    assert main(["--db", f"sqlite:///{tmp_path / 'd.db'}", "replay", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["records"], doc["accepted"], doc["dead_lettered"]) == (233, 231, 2)

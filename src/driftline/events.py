@@ -7,6 +7,7 @@ the raw payload (truncated), so nothing crashes and nothing vanishes.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Annotated, Literal
@@ -182,6 +183,20 @@ def decode(raw: bytes, source: str, partition: int, offset: int, kind: str | Non
     except (ValueError, OverflowError, OSError) as err:
         return dead("ts_invalid", str(err))
     return Decoded(event, ts)
+
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def json_lines(fh: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+    """(line number from 0, payload) of each non-blank line, surrounding whitespace (CR too) stripped, and a
+    UTF-8 byte-order mark at the start of the file dropped (editors on Windows write one)."""
+    for lineno, line in enumerate(fh):
+        payload = line.strip()
+        if lineno == 0 and payload.startswith(UTF8_BOM):
+            payload = payload[len(UTF8_BOM):].strip()
+        if payload:
+            yield lineno, payload
 
 
 def label_value(outcome: Outcome) -> int:

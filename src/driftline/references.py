@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 from sqlalchemy import BigInteger, Boolean, Column, Float, Index, Integer, MetaData, String, Table, Text, select, update
@@ -21,7 +20,7 @@ from sqlalchemy import BigInteger, Boolean, Column, Float, Index, Integer, MetaD
 from .analysis.profiles import Profile, ProfileSettings, build_profile_from_stats
 from .config import Config, ConfigError
 from .engine import Engine, JoinView
-from .events import DeadLetter, decode
+from .events import DeadLetter, decode, json_lines
 from .pipeline import settings_from
 from .stats import BucketStats, merge
 from .store import Store
@@ -145,13 +144,6 @@ def window_stats(store: Store, config: Config, model: str, start: float, end: fl
     return total, lo, hi
 
 
-def _lines(fh: BinaryIO) -> Iterator[tuple[int, bytes]]:
-    for lineno, line in enumerate(fh):
-        payload = line.strip()
-        if payload:
-            yield lineno, payload
-
-
 def file_stats(path: str, config: Config, model: str, start: float | None = None, end: float | None = None,
                variant: str | None = None) -> tuple[BucketStats, float | None, float | None, int]:
     """Merged statistics of an events file run through the pure engine with a fresh join view.
@@ -188,7 +180,7 @@ def file_stats(path: str, config: Config, model: str, start: float | None = None
     with fh:
         engine = Engine(settings, view)
         pending = 0
-        for lineno, payload in _lines(fh):
+        for lineno, payload in json_lines(fh):
             d = decode(payload, source, 0, lineno)
             if isinstance(d, DeadLetter):
                 dead += 1

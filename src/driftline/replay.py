@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
+from .events import json_lines
 from .pipeline import BatchResult, Pipeline, RawRecord
 
 BATCH = 20000
@@ -18,13 +19,9 @@ def source_name(path: str) -> str:
 
 
 def _records(fh: BinaryIO, source: str, start: int) -> Iterator[RawRecord]:
-    for lineno, line in enumerate(fh):
-        if lineno < start:
-            continue
-        payload = line.strip()
-        if not payload:
-            continue
-        yield RawRecord(source, 0, lineno, payload)
+    for lineno, payload in json_lines(fh):
+        if lineno >= start:
+            yield RawRecord(source, 0, lineno, payload)
 
 
 def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int], None] | None = None,
