@@ -25,6 +25,16 @@ def test_defaults():
      "triggers[0].mode"),
     ({"triggers": [{"name": "r", "metric": "recall", "value": 0.7}]}, "triggers[0]"),
     ({"thresold": 0.5}, "thresold"),
+    ({"bucket": "0h"}, "`bucket`"),
+    ({"labels": {"horizon": "0d"}}, "`labels.horizon`"),
+    ({"labels": {"implicit_negative_after": "0s"}}, "`labels.implicit_negative_after`"),
+    ({"triggers": [{"name": "r", "metric": "recall", "op": "<", "value": 0.7, "for": "-1m"}]}, "`triggers[0]"),
+    ({"triggers": [{"name": "r", "metric": "recall", "op": "<", "value": 0.7, "window": "0d"}]},
+     "`triggers[0].window`"),
+    ({"triggers": [{"name": "r", "metric": "recall", "op": "<", "value": 0.7, "window": "7x"}]},
+     "`triggers[0].window`"),
+    ({"schedule": {"evaluate_every": "0s"}}, "`schedule.evaluate_every`"),
+    ({"notify": {"timeout": "0s"}}, "`notify.timeout`"),
 ])
 def test_errors_name_the_field(data, field):
     with pytest.raises(ConfigError) as err:
@@ -56,3 +66,26 @@ def test_bad_yaml_file(tmp_path):
         load(p)
     with pytest.raises(ConfigError, match="cannot read"):
         load(tmp_path / "missing.yaml")
+
+
+def test_error_messages_say_what_is_expected_not_a_regex():
+    with pytest.raises(ConfigError) as err:
+        from_dict({"triggers": [{"name": "r", "metric": "recall", "op": "<", "value": 0.7, "window": "7x"}]})
+    assert "a number and a unit s/m/h/d/w" in str(err.value) and "'7x'" in str(err.value)
+    assert "regex" not in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        from_dict({"triggers": [{"name": "1st", "metric": "recall", "op": "<", "value": 0.7}]})
+    assert "`triggers[0].name`" in str(err.value) and "starts with a letter, got '1st'" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        from_dict({"labels": {"horizon": "0d"}})
+    assert str(err.value) == "config: invalid field `labels.horizon`: duration must be positive, got '0d'"
+
+
+def test_zero_for_and_cooldown_mean_none():
+    """As in Prometheus, `for: 0s` fires at once; `cooldown: 0s` never holds a notification back."""
+    c = from_dict({"triggers": [{"name": "r", "metric": "recall", "op": "<", "value": 0.7, "for": "0s",
+                                 "cooldown": "0s"}]})
+    assert parse_duration(c.triggers[0].for_, allow_zero=True) == 0.0 == parse_duration(c.triggers[0].cooldown,
+                                                                                          allow_zero=True)
+    with pytest.raises(ValueError):
+        parse_duration("0s")

@@ -43,15 +43,15 @@ def main(argv: list[str] | None = None) -> int:
         config = load(args.config)
         ctx = Context(config=config, db_url=resolve_db(args.db, config), console=Console(), err=err)
     except ConfigError as e:
-        err.print(f"[red]config error:[/red] {e}")
+        err.print(f"[red]config error:[/red] {escape(str(e))}")
         return 2
     try:
         return int(args.func(ctx, args) or 0)
     except ConfigError as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print(f"[red]error:[/red] {escape(str(e))}")
         return 2
     except StoreUnavailable as e:
-        err.print(f"[red]database unavailable:[/red] {e}")
+        err.print(f"[red]database unavailable:[/red] {escape(str(e))}")
         return 3
     except KeyboardInterrupt:
         return 130

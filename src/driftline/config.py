@@ -18,19 +18,35 @@ class ConfigError(ValueError):
     """A configuration problem, with the offending field in the message."""
 
 
-def parse_duration(text: str | int | float) -> float:
-    """Seconds in a duration such as '90s', '30m', '1h', '7d', '2w' (a bare number is seconds)."""
+def parse_duration(text: str | int | float, allow_zero: bool = False) -> float:
+    """Seconds in a duration such as '90s', '30m', '1h', '7d', '2w' (a bare number is seconds); positive unless
+    `allow_zero` (a trigger's `for` and `cooldown`: 0s means none, as in Prometheus)."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        if text <= 0:
-            raise ValueError(f"duration must be positive, got {text!r}")
-        return float(text)
-    m = _DURATION.match(str(text))
-    if not m:
-        raise ValueError(f"invalid duration {text!r}: use a number and a unit s/m/h/d/w, e.g. '7d'")
-    value = float(m.group(1)) * _UNIT_S[m.group(2)]
-    if value <= 0:
-        raise ValueError(f"duration must be positive, got {text!r}")
+        value = float(text)
+    else:
+        m = _DURATION.match(str(text))
+        if not m:
+            raise ValueError(f"invalid duration {text!r}: use a number and a unit s/m/h/d/w, e.g. '7d'")
+        value = float(m.group(1)) * _UNIT_S[m.group(2)]
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"duration must be {'0 or more' if allow_zero else 'positive'}, got {text!r}")
     return value
+
+
+_PATTERN_HELP = {
+    r"^\s*\d+(\.\d+)?\s*[smhdw]\s*$": "expected a duration: a number and a unit s/m/h/d/w, e.g. '90s', '1h', '7d'",
+    r"^[A-Za-z][A-Za-z0-9_]*$": "expected a name of letters, digits and _ that starts with a letter",
+}
+
+
+def _positive_durations(section: str, allow_zero: bool = False, **fields: str | None) -> None:
+    """Raise ValueError naming the first field whose duration is not positive (msgspec adds the section path)."""
+    for name, text in fields.items():
+        if text is not None:
+            try:
+                parse_duration(text, allow_zero)
+            except ValueError as err:
+                raise ValueError(f"{section}{name}: {err}") from None
 
 
 def format_duration(seconds: float) -> str:
@@ -57,6 +73,9 @@ class Labels(Base):
     policy: Literal["explicit", "implicit_negative_after"] = "explicit"
     implicit_negative_after: Duration = "30d"
     horizon: Duration = "90d"
+
+    def __post_init__(self) -> None:
+        _positive_durations("", implicit_negative_after=self.implicit_negative_after, horizon=self.horizon)
 
     @property
     def horizon_s(self) -> float:
@@ -102,6 +121,10 @@ class Trigger(Base):
     runbook_url: str | None = None
     description: str | None = None
 
+    def __post_init__(self) -> None:
+        _positive_durations("", window=self.window)
+        _positive_durations("", allow_zero=True, cooldown=self.cooldown, **{"for": self.for_})
+
 
 class Exporter(Base):
     """Where the Prometheus exporter listens (loopback unless explicitly changed)."""
@@ -141,6 +164,9 @@ class Schedule(Base):
     weekly_report_cron: str = "0 6 * * mon"
     report_dir: str = "reports"
 
+    def __post_init__(self) -> None:
+        _positive_durations("", evaluate_every=self.evaluate_every)
+
 
 class Notify(Base):
     """Where trigger notifications go: Alertmanager v2 API and/or a JSON webhook (neither: log and store only)."""
@@ -151,6 +177,9 @@ class Notify(Base):
     retries: Annotated[int, msgspec.Meta(ge=0, le=20)] = 3
     backoff: Duration = "1s"
     generator_url: str | None = None
+
+    def __post_init__(self) -> None:
+        _positive_durations("", timeout=self.timeout, backoff=self.backoff)
 
 
 class DriftConfig(Base):
@@ -192,6 +221,7 @@ class Config(Base):
     drift: DriftConfig = DriftConfig()
 
     def __post_init__(self) -> None:
+        _positive_durations("", bucket=self.bucket, window=self.window)
         if parse_duration(self.bucket) > parse_duration(self.window):
             raise ValueError("bucket must not be longer than window")
         if 86400 % parse_duration(self.bucket) != 0 and parse_duration(self.bucket) % 86400 != 0:
@@ -215,14 +245,31 @@ def _field_path(err: msgspec.ValidationError) -> str:
     return m.group(1).lstrip(".") if m else ""
 
 
+def _value_at(data: Any, field: str) -> Any:
+    """The raw value at a msgspec error path such as `labels.horizon` or `triggers[0].window` (None if absent)."""
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", field):
+        try:
+            data = data[int(part[1:-1])] if part.startswith("[") else data[part]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+    return data
+
+
 def from_dict(data: dict[str, Any] | None, origin: str = "config") -> Config:
     """Validate a config mapping; raise ConfigError naming the offending field."""
     try:
         return msgspec.convert(data or {}, Config)
     except msgspec.ValidationError as err:
         field = _field_path(err)
-        where = f"field `{field}`" if field else "top level"
         msg = str(err).split(" - at `")[0]
+        for pattern, help_ in _PATTERN_HELP.items():
+            if repr(pattern) in msg:
+                msg = f"{help_}, got {_value_at(data, field)!r}"
+        sub = re.match(r"^(\w+): (.*)$", msg, re.S)  # a section's own check names its field: `section.field`
+        if sub:
+            field = f"{field}.{sub.group(1)}" if field else sub.group(1)
+            msg = sub.group(2)
+        where = f"field `{field}`" if field else "top level"
         raise ConfigError(f"{origin}: invalid {where}: {msg}") from None
 
 

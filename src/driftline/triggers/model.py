@@ -51,7 +51,8 @@ class Rule:
         """Compile a config Trigger (durations as text) into a Rule."""
         return cls(name=t.name, metric=t.metric, op=t.op, value=float(t.value), window_s=parse_duration(t.window),
                    min_n=t.min_n, mode=t.mode, severity=t.severity,
-                   for_s=parse_duration(t.for_) if t.for_ else 0.0, cooldown_s=parse_duration(t.cooldown),
+                   for_s=parse_duration(t.for_, allow_zero=True) if t.for_ else 0.0,
+                   cooldown_s=parse_duration(t.cooldown, allow_zero=True),
                    hysteresis=float(t.hysteresis), feature=t.feature, variant=t.variant,
                    runbook_url=t.runbook_url, description=t.description)
 
