@@ -182,3 +182,35 @@ def test_a_windows_file_replays_whole(tmp_path, capsys) -> None:
     assert main(["--db", f"sqlite:///{tmp_path / 'd.db'}", "replay", str(path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert (doc["records"], doc["accepted"], doc["dead_lettered"]) == (233, 231, 2)
+
+
+def test_dead_letters_show_payloads_literally(tmp_path, capsys, wide) -> None:
+    """A rejected payload is data: rich markup in it (`[bold]`, `[country]`) is shown, not interpreted."""
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b'{"type": "prediction", "prediction_id": "[bold]x[/bold]", "score": "[country]"}\n')
+    db = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    assert main([*db, "replay", str(path), "--json"]) == 0
+    capsys.readouterr()
+    assert main([*db, "dead-letters"]) == 0
+    out = capsys.readouterr().out
+    assert "[bold]x[/bold]" in out and '"[country]"' in out
+    with pytest.raises(SystemExit):
+        main([*db, "dead-letters", "--limit", "-1"])
+
+
+def test_event_values_are_shown_literally_in_tables(tmp_path, capsys, wide) -> None:
+    """Category values and variant names come from events: `[eu]` is a value, not rich markup."""
+    cfg = tmp_path / "driftline.yaml"
+    cfg.write_text("slices: [country]\n")
+    lines = [pred(f"p{i}", 0.9 if i % 2 else 0.1, T0 + i, variant="[v1]" if i < 40 else "B",
+                  features={"country": "[eu]"}) for i in range(80)]
+    lines += [outcome(f"p{i}", i % 3 == 0, T0 + 60 + i) for i in range(80)]
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    assert main([*base, "replay", str(path), "--json"]) == 0
+    capsys.readouterr()
+    assert main([*base, "slices", "--window", "7d"]) == 0
+    assert "[eu]" in _row(capsys.readouterr().out, "[eu]")
+    assert main([*base, "metrics", "--window", "7d"]) == 0
+    assert "[v1]" in _row(capsys.readouterr().out, "[v1]")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -31,7 +32,7 @@ def metrics_table(doc: dict[str, Any], console: Console) -> None:
     if doc.get("variant"):
         title += f" · variant {doc['variant']}"
     c = doc["counts"]
-    t = Table(title=title, title_justify="left")
+    t = Table(title=escape(title), title_justify="left")
     t.add_column("metric")
     t.add_column("value [95 % Wilson]", justify="right")
     t.add_column("counts", justify="right")
@@ -64,7 +65,7 @@ def metrics_table(doc: dict[str, Any], console: Console) -> None:
             v.add_column(col, justify="right")
         for g in doc["by_variant"]:
             gm = g["metrics"]
-            v.add_row(g["variant"], g["model_version"], str(g["counts"]["predictions"]), fmt_rate(gm["recall"]),
+            v.add_row(escape(g["variant"]), escape(g["model_version"]), str(g["counts"]["predictions"]), fmt_rate(gm["recall"]),
                       fmt_rate(gm["fpr"]), fmt_rate(gm["precision"]), fmt_rate(gm["alert_rate"]))
         console.print(v)
     console.print("[dim]* indicative: fewer than 30 cases behind the rate[/dim]")

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..context import Context, parse_at, parse_window
@@ -109,7 +110,7 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
                           f"{doc['start']} → {doc['end']} ({source}), {len(doc['features'])} features tracked"
                           + (f", {dead} invalid lines skipped" if dead else ""))
         for item in doc["dropped"]:
-            ctx.console.print(f"  [yellow]not tracked:[/yellow] {item['feature']} ({item['reason']})")
+            ctx.console.print(f"  [yellow]not tracked:[/yellow] {escape(item['feature'])} ({item['reason']})")
     return 0
 
 
@@ -124,7 +125,7 @@ def cmd_reference_list(ctx: Context, args: argparse.Namespace) -> int:
         t.add_column(col)
     for r in refs:
         j = r.to_json()
-        t.add_row(str(r.id), "✓" if r.active else "", r.source + (f" {r.detail}" if r.detail else ""),
+        t.add_row(str(r.id), "✓" if r.active else "", escape(r.source + (f" {r.detail}" if r.detail else "")),
                   j["start"] or "—", j["end"] or "—", f"{r.n:,}", j["created_at"])
     ctx.console.print(t)
     return 0
@@ -150,10 +151,10 @@ def cmd_reference_show(ctx: Context, args: argparse.Namespace) -> int:
     for col in ("feature", "kind", "n", "bins"):
         t.add_column(col)
     for f in ref.profile().features:
-        t.add_row(f.feature, f.kind, f"{f.n:,}", ", ".join(f.labels))
+        t.add_row(escape(f.feature), f.kind, f"{f.n:,}", escape(", ".join(f.labels)))
     ctx.console.print(t)
     for item in doc["dropped"]:
-        ctx.console.print(f"  [yellow]not tracked:[/yellow] {item['feature']} ({item['reason']})")
+        ctx.console.print(f"  [yellow]not tracked:[/yellow] {escape(item['feature'])} ({item['reason']})")
     return 0
 
 
@@ -208,7 +209,7 @@ _SEVERITY = {"alert": "[red]alert[/red]", "warning": "[yellow]warning[/yellow]",
 def _drift_row(t: Table, f: dict[str, Any]) -> None:
     test = f.get("ks") if f["kind"] == "numeric" else f.get("chi2")
     nf = f["noise_floor"]
-    t.add_row(f["feature"], f["kind"], _f(f["psi"]), _f(f["js"]),
+    t.add_row(escape(f["feature"]), f["kind"], _f(f["psi"]), _f(f["js"]),
               "—" if test is None else f"{'KS' if f['kind'] == 'numeric' else 'χ²'} {_p(test['p_adjusted'])}",
               f"{_f(nf.get('psi'))} / {_f(nf.get('js'))}", _SEVERITY.get(f["severity"], f["severity"]),
               "[bold red]yes[/bold red]" if f["drifted"] else "no", f"{f['n_current']:,}")
@@ -239,4 +240,4 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
                   f"and a KS/χ² p < {th['alpha']} after Benjamini–Hochberg; alert when PSI ≥ {th['psi_alert']}. "
                   f"PSI floors empty bins at {th['psi_eps']}.[/dim]")
     if doc["untracked"]:
-        console.print(f"[dim]not in the reference (not compared): {', '.join(doc['untracked'])}[/dim]")
+        console.print(f"[dim]not in the reference (not compared): {escape(', '.join(doc['untracked']))}[/dim]")

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
-from ..context import Context
+from ..context import Context, positive
 from ..pipeline import BatchResult, Pipeline
 from ..replay import replay
 
@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_replay)
     d = sub.add_parser("dead-letters", help="list rejected events with their reasons")
-    d.add_argument("--limit", type=int, default=20)
+    d.add_argument("--limit", type=positive(int), default=20, help="how many of the latest to list (default 20)")
     d.add_argument("--reason")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=cmd_dead_letters)
@@ -113,8 +113,8 @@ def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
         r.add_column(col, overflow="fold")
     for row in rows:
         raw = row["raw"].decode("utf-8", "replace")
-        r.add_row(row["reason"], row["source"], str(row["partition"]), str(row["offset"]), row["detail"],
-                  raw[:120] + ("…" if len(raw) > 120 else ""))
+        r.add_row(row["reason"], escape(row["source"]), str(row["partition"]), str(row["offset"]),
+                  escape(row["detail"]), escape(raw[:120]) + ("…" if len(raw) > 120 else ""))  # payloads, not markup
     ctx.console.print(r)
     return 0
 

@@ -93,13 +93,13 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
         console.print(f"[yellow]{escape(doc['note'])}[/yellow]")
     tg = doc["targets"]
     for feat in doc["features"]:
-        t = Table(title=feat["feature"], title_justify="left")
+        t = Table(title=escape(feat["feature"]), title_justify="left")
         for col in ("value", "predictions", "recall", "FPR", "precision", "alert rate", "shortfall"):
             t.add_column(col, justify="right")
         for s in feat["values"]:
             short = s["shortfall"]
             mark = "" if short is None or short <= 0 else f" [red]{s['shortfall_metric']}[/red]"
-            t.add_row(s["value"] + ("*" if s["indicative"] else ""), f"{s['counts']['predictions']:,}",
+            t.add_row(escape(s["value"]) + ("*" if s["indicative"] else ""), f"{s['counts']['predictions']:,}",
                       fmt_rate(s["recall"]), fmt_rate(s["fpr"]), fmt_rate(s["precision"]), fmt_rate(s["alert_rate"]),
                       _f(short) + mark)
         console.print(t)
@@ -107,7 +107,7 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
         console.print(f"[bold]worst slices[/bold] (interval beyond recall {tg['recall']} / FPR {tg['fpr']}):")
         for s in doc["worst"]:
             m = s["shortfall_metric"]
-            console.print(f"  {s['feature']}={s['value']}: {m} {fmt_rate(s[m])}, {s['shortfall']:.3f} beyond target")
+            console.print(f"  {escape(s['feature'])}={escape(s['value'])}: {m} {fmt_rate(s[m])}, {s['shortfall']:.3f} beyond target")
     else:
         console.print(f"no slice's interval lies beyond the targets (recall {tg['recall']}, FPR {tg['fpr']})")
     console.print("[dim]* indicative: fewer than 30 labelled predictions. shortfall = target recall − recall upper "
