@@ -214,3 +214,31 @@ def test_event_values_are_shown_literally_in_tables(tmp_path, capsys, wide) -> N
     assert "[eu]" in _row(capsys.readouterr().out, "[eu]")
     assert main([*base, "metrics", "--window", "7d"]) == 0
     assert "[v1]" in _row(capsys.readouterr().out, "[v1]")
+
+
+def _day(prefix: str, n: int, t0: float) -> bytes:
+    return b"\n".join(pred(f"{prefix}-{i}", 0.3, t0 + i) for i in range(n)) + b"\n"
+
+
+def _replay_json(capsys, db: list[str], path) -> tuple[dict, str]:
+    assert main([*db, "replay", str(path), "--json"]) == 0
+    captured = capsys.readouterr()
+    return json.loads(captured.out), " ".join(captured.err.split())
+
+
+def test_a_new_file_at_a_replayed_path_is_not_skipped(tmp_path, capsys) -> None:
+    """A daily export overwritten at the same path: its first lines used to be skipped as 'already replayed'."""
+    path, db = tmp_path / "export.jsonl", ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    path.write_bytes(_day("mon", 100, T0))
+    assert _replay_json(capsys, db, path)[0]["accepted"] == 100
+    assert _replay_json(capsys, db, path)[0]["records"] == 0  # the same file again: a no-op
+    path.write_bytes(_day("tue", 150, T0 + 86400))
+    doc, err = _replay_json(capsys, db, path)
+    assert (doc["accepted"], doc["duplicates"]) == (150, 0) and "first line changed" in err
+    with path.open("ab") as fh:  # appended to: resumes where it stopped
+        fh.write(_day("tue-late", 10, T0 + 2 * 86400))
+    doc, err = _replay_json(capsys, db, path)
+    assert (doc["records"], doc["accepted"]) == (10, 10) and err == ""
+    path.write_bytes(_day("tue", 40, T0 + 86400))  # same first line, but shorter than the position
+    doc, err = _replay_json(capsys, db, path)
+    assert (doc["records"], doc["duplicates"]) == (40, 40) and "now shorter than the 160 lines" in err

@@ -107,8 +107,8 @@ def test_failed_batch_writes_nothing(store):
 
     original = store.commit_batch
 
-    def failing(conn, result, dead, positions, meta=None):
-        original(conn, result, dead, positions, meta)
+    def failing(conn, result, dead, positions, meta=None, expected_positions=None):
+        original(conn, result, dead, positions, meta, expected_positions)
         raise Boom()
 
     store.commit_batch = failing  # type: ignore[method-assign]

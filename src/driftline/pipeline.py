@@ -70,11 +70,13 @@ class Pipeline:
         self.settings = settings_from(config)
 
     def process_batch(self, records: Sequence[RawRecord], shard_of: Callable[[RawRecord], int] | None = None,
-                      expected_positions: dict[tuple[str, int], int] | None = None) -> BatchResult:
+                      expected_positions: dict[tuple[str, int], int] | None = None,
+                      meta: dict[str, str] | None = None) -> BatchResult:
         """Process records in one transaction; raises StoreUnavailable with nothing written.
 
         `expected_positions` ((source, partition) → offset the batch was read from) fences the batch: when a stored
         position moved meanwhile (another consumer owns the partition now) StalePositions is raised, nothing written.
+        `meta` key/values are written in the same transaction (replay stores its file's fingerprint there).
         """
         ok: list[tuple[Decoded, int]] = []
         dead: list[DeadLetter] = []
@@ -98,10 +100,7 @@ class Pipeline:
             for d, s in ok:
                 engine.apply(d, s)
             result = engine.finish()
-            if expected_positions is None:
-                self.store.commit_batch(conn, result, dead, positions)
-            else:
-                self.store.commit_batch(conn, result, dead, positions, expected_positions=expected_positions)
+            self.store.commit_batch(conn, result, dead, positions, meta=meta, expected_positions=expected_positions)
         out = BatchResult(records=len(records), accepted=len(ok), dead=len(dead), counters=result.counters,
                           max_ts=dict(result.max_ts))
         out.duplicates = sum(v for (name, _), v in result.counters.items() if name == "duplicates")

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ..context import Context, positive
 from ..pipeline import BatchResult, Pipeline
-from ..replay import replay
+from ..replay import replay, resume_point
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,15 +32,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool | None = None) -> dict[str, object]:
     """Replay a file and run maintenance; returns the summary document."""
     pipeline = Pipeline(ctx.config, ctx.store(), clock=ctx.clock)
+    start, why = resume_point(pipeline, path)
+    if why:
+        ctx.err.print(f"[yellow]note:[/yellow] {escape(why)}")
     show = ctx.err.is_terminal if progress is None else progress
     size = os.path.getsize(path) if path != "-" else None
     if show and size:
         with Progress(TextColumn("replay"), BarColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
                       console=ctx.err) as bar:
             task = bar.add_task("replay", total=size)
-            total = replay(pipeline, path, lambda _r, pos: bar.update(task, completed=pos), batch_size)
+            total = replay(pipeline, path, lambda _r, pos: bar.update(task, completed=pos), batch_size, start)
     else:
-        total = replay(pipeline, path, None, batch_size)
+        total = replay(pipeline, path, None, batch_size, start)
     maintenance = pipeline.maintain()
     return summary(total, maintenance)
 
