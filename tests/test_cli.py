@@ -242,3 +242,54 @@ def test_a_new_file_at_a_replayed_path_is_not_skipped(tmp_path, capsys) -> None:
     path.write_bytes(_day("tue", 40, T0 + 86400))  # same first line, but shorter than the position
     doc, err = _replay_json(capsys, db, path)
     assert (doc["records"], doc["duplicates"]) == (40, 40) and "now shorter than the 160 lines" in err
+
+
+@pytest.mark.parametrize("compress", ["gzip", "bz2", "lzma"])
+def test_compressed_exports_replay_as_they_are(tmp_path, capsys, compress) -> None:
+    """gzip, bzip2 and xz files are told by their magic bytes (whatever their name) and replay like the plain file;
+    `reference set --file` reads them too."""
+    import importlib
+
+    data = _stream()
+    plain, packed = tmp_path / "plain.jsonl", tmp_path / "packed.jsonl"
+    plain.write_bytes(data)
+    packed.write_bytes(importlib.import_module(compress).compress(data))
+    want, _ = _replay_json(capsys, ["--db", f"sqlite:///{tmp_path / 'a.db'}"], plain)
+    db = ["--db", f"sqlite:///{tmp_path / 'b.db'}"]
+    got, err = _replay_json(capsys, db, packed)
+    assert got == want and err == ""
+    assert _replay_json(capsys, db, packed)[0]["records"] == 0  # resumes: nothing new
+    assert main([*db, "reference", "set", "--file", str(packed), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 130
+
+
+def test_a_truncated_compressed_file_keeps_what_it_read(tmp_path, capsys) -> None:
+    import gzip
+
+    lines = _day("gz", 3000, T0)
+    whole = gzip.compress(lines)
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(whole[: len(whole) // 2])
+    db = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    assert main([*db, "replay", str(path), "--batch-size", "500"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    reached = int(re.search(r"unreadable after line ([\d,]+)", err).group(1).replace(",", ""))
+    assert 0 < reached < 3000 and "Traceback" not in err
+    path.write_bytes(whole)  # the rest of the file arrives: the re-run resumes and nothing is counted twice
+    doc, _ = _replay_json(capsys, db, path)
+    assert (doc["records"], doc["duplicates"]) == (3000 - reached, 0)
+
+
+def test_a_line_still_being_written_is_left_for_the_next_run(tmp_path, capsys) -> None:
+    """A last line without newline that is not valid JSON yet is neither dead-lettered nor skipped later; a valid
+    last line without newline (a file saved without one) is taken."""
+    last = pred("last", 0.9, T0 + 500)
+    path, db = tmp_path / "growing.jsonl", ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    path.write_bytes(_day("g", 100, T0) + last[:25])
+    doc, err = _replay_json(capsys, db, path)
+    assert (doc["accepted"], doc["dead_lettered"], doc["held_back_line"]) == (100, 0, 100)
+    assert "line 100 has no newline and is not valid JSON yet" in err
+    with path.open("ab") as fh:
+        fh.write(last[25:])  # complete now, still without a newline
+    doc, err = _replay_json(capsys, db, path)
+    assert (doc["records"], doc["accepted"], doc["held_back_line"], err) == (1, 1, None, "")

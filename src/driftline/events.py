@@ -7,7 +7,7 @@ the raw payload (truncated), so nothing crashes and nothing vanishes.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Annotated, Literal
@@ -188,14 +188,16 @@ def decode(raw: bytes, source: str, partition: int, offset: int, kind: str | Non
 UTF8_BOM = b"\xef\xbb\xbf"
 
 
-def json_lines(fh: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+def json_lines(fh: Iterable[bytes], keep_unterminated: Callable[[int, bytes], bool] | None = None
+               ) -> Iterator[tuple[int, bytes]]:
     """(line number from 0, payload) of each non-blank line, surrounding whitespace (CR too) stripped, and a
-    UTF-8 byte-order mark at the start of the file dropped (editors on Windows write one)."""
+    UTF-8 byte-order mark at the start of the file dropped (editors on Windows write one). A last line without
+    its newline (perhaps still being written) is yielded only if `keep_unterminated(lineno, payload)` agrees."""
     for lineno, line in enumerate(fh):
         payload = line.strip()
         if lineno == 0 and payload.startswith(UTF8_BOM):
             payload = payload[len(UTF8_BOM):].strip()
-        if payload:
+        if payload and (keep_unterminated is None or line.endswith(b"\n") or keep_unterminated(lineno, payload)):
             yield lineno, payload
 
 

@@ -22,6 +22,7 @@ from .config import Config, ConfigError
 from .engine import Engine, JoinView
 from .events import DeadLetter, decode, json_lines
 from .pipeline import settings_from
+from .replay import CORRUPT, open_events
 from .stats import BucketStats, merge
 from .store import Store
 from .windows import iso
@@ -174,23 +175,22 @@ def file_stats(path: str, config: Config, model: str, start: float | None = None
             last = b0 if last is None else max(last, b0)
 
     try:
-        fh = open(path, "rb")
-    except OSError as err:
-        raise ReferenceProblem(f"cannot read {path}: {err.strerror}") from None
-    with fh:
-        engine = Engine(settings, view)
-        pending = 0
-        for lineno, payload in json_lines(fh):
-            d = decode(payload, source, 0, lineno)
-            if isinstance(d, DeadLetter):
-                dead += 1
-                continue
-            engine.apply(d, 0)
-            pending += 1
-            if pending >= FILE_BATCH:
-                absorb(engine)
-                engine, pending = Engine(settings, view), 0
-        absorb(engine)
+        with open_events(path) as (fh, _):  # plain or gzip/bzip2/xz, as `replay` reads it
+            engine = Engine(settings, view)
+            pending = 0
+            for lineno, payload in json_lines(fh):
+                d = decode(payload, source, 0, lineno)
+                if isinstance(d, DeadLetter):
+                    dead += 1
+                    continue
+                engine.apply(d, 0)
+                pending += 1
+                if pending >= FILE_BATCH:
+                    absorb(engine)
+                    engine, pending = Engine(settings, view), 0
+            absorb(engine)
+    except CORRUPT as err:
+        raise ReferenceProblem(f"cannot read {path}: {getattr(err, 'strerror', None) or err}") from None
     return total, first, None if last is None else last + config.bucket_s, dead
 
 

@@ -8,13 +8,18 @@ its first lines silently skipped (events already stored then count as duplicates
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import hashlib
+import lzma
 import os
 import sys
+import zlib
 from collections.abc import Callable, Iterator
-from typing import BinaryIO
+from contextlib import contextmanager
+from typing import IO, Any
 
-from .events import json_lines
+from .events import DeadLetter, decode, json_lines
 from .pipeline import BatchResult, Pipeline, RawRecord
 
 BATCH = 20000
@@ -27,28 +32,79 @@ def source_name(path: str) -> str:
     return "stdin" if path == "-" else "file:" + os.path.abspath(path)
 
 
-def _records(fh: BinaryIO, source: str, start: int) -> Iterator[RawRecord]:
-    for lineno, payload in json_lines(fh):
-        if lineno >= start:
-            yield RawRecord(source, 0, lineno, payload)
+def _records(fh: IO[bytes], source: str, start: int, failure: list[BaseException], held: list[int]
+             ) -> Iterator[RawRecord]:
+    """Records from line `start` on; a decompression error ends them and is appended to `failure`. A last line
+    without newline that is not valid JSON is held back (its number appended to `held`): it is probably still
+    being written, and dead-lettering it would move the position past it for good."""
+
+    def complete(lineno: int, payload: bytes) -> bool:
+        d = decode(payload, source, 0, lineno)
+        if isinstance(d, DeadLetter) and d.reason == "invalid_json":
+            held.append(lineno)
+            return False
+        return True
+
+    try:
+        for lineno, payload in json_lines(fh, complete):
+            if lineno >= start:
+                yield RawRecord(source, 0, lineno, payload)
+    except CORRUPT as err:
+        failure.append(err)
+
+
+_COMPRESSED: tuple[tuple[bytes, Callable[..., Any]], ...] = (
+    (b"\x1f\x8b", gzip.open), (b"BZh", bz2.open), (b"\xfd7zXZ\x00", lzma.open))
+"""Magic bytes of gzip, bzip2 and xz, and their openers: compressed exports replay as they are."""
+CORRUPT = (EOFError, OSError, zlib.error, lzma.LZMAError)
+"""What reading a truncated or damaged compressed file raises (gzip.BadGzipFile is an OSError)."""
+
+
+@contextmanager
+def open_events(path: str) -> Iterator[tuple[IO[bytes], Callable[[], int]]]:
+    """The event lines of a file or '-' (stdin), decompressed when gzip, bzip2 or xz (told by their magic bytes,
+    not the name), and a function giving the position reached in the bytes read (for progress bars)."""
+    raw: IO[bytes] = sys.stdin.buffer if path == "-" else open(path, "rb")
+    try:
+        peek = getattr(raw, "peek", None)
+        if path == "-":
+            head = peek(6)[:6] if peek else b""
+        else:
+            head = raw.read(6)
+            raw.seek(0)
+        position: Callable[[], int] = (lambda: 0) if path == "-" else raw.tell
+        for magic, opener in _COMPRESSED:
+            if head.startswith(magic):
+                with opener(raw, "rb") as fh:
+                    yield fh, position
+                return
+        yield raw, position
+    finally:
+        if path != "-":
+            raw.close()
 
 
 def head_fingerprint(path: str) -> str:
     """SHA-256 of the file's first JSON line (empty for a file without one)."""
-    with open(path, "rb") as fh:
-        for _, payload in json_lines(fh):
-            return hashlib.sha256(payload).hexdigest()
+    with open_events(path) as (fh, _):
+        try:
+            for _, payload in json_lines(fh):
+                return hashlib.sha256(payload).hexdigest()
+        except CORRUPT:  # damaged before its first line: nothing to recognise it by
+            pass
     return ""
 
 
 def _line_count(path: str) -> int:
-    """Lines as `enumerate(file)` numbers them: newlines, plus a last line without one."""
-    lines, last = 0, b"\n"
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            lines += chunk.count(b"\n")
-            last = chunk[-1:]
-    return lines + (last != b"\n")
+    """Lines as replay numbers them (a truncated compressed file: the lines it still yields)."""
+    lines = 0
+    with open_events(path) as (fh, _):
+        try:
+            for _ in fh:
+                lines += 1
+        except CORRUPT:
+            pass
+    return lines
 
 
 def resume_point(pipeline: Pipeline, path: str) -> tuple[int, str | None]:
@@ -78,25 +134,26 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
         start = resume_point(pipeline, path)[0]
     meta = None if path == "-" else {FINGERPRINT + source: head_fingerprint(path)}
     total = BatchResult()
-    fh: BinaryIO = sys.stdin.buffer if path == "-" else open(path, "rb")
-    try:
+    failure: list[BaseException] = []
+    held: list[int] = []
+    with open_events(path) as (fh, position):
         batch: list[RawRecord] = []
-        consumed = 0
-        for rec in _records(fh, source, start):
+        for rec in _records(fh, source, start, failure, held):
             batch.append(rec)
             if len(batch) >= batch_size:
                 res = pipeline.process_batch(batch, meta=meta)
                 total.add(res)
-                consumed = fh.tell() if fh is not sys.stdin.buffer else 0
                 if on_batch:
-                    on_batch(res, consumed)
+                    on_batch(res, position())
                 batch = []
         if batch:
             res = pipeline.process_batch(batch, meta=meta)
             total.add(res)
             if on_batch:
-                on_batch(res, fh.tell() if fh is not sys.stdin.buffer else 0)
-    finally:
-        if fh is not sys.stdin.buffer:
-            fh.close()
+                on_batch(res, position())
+    if failure:  # a truncated or damaged compressed file: what was read is stored, then the reader says so
+        reached = pipeline.store.positions(source).get(0, start)
+        raise OSError(f"{path}: unreadable after line {reached:,} (the lines before it are stored; a re-run resumes "
+                      f"there): {failure[0]}")
+    total.held_back = held[0] if held and held[0] >= start else None
     return total

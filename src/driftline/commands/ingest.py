@@ -45,7 +45,10 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
     else:
         total = replay(pipeline, path, None, batch_size, start)
     maintenance = pipeline.maintain()
-    return summary(total, maintenance)
+    if total.held_back is not None:
+        ctx.err.print(f"[yellow]note:[/yellow] line {total.held_back:,} has no newline and is not valid JSON yet "
+                      "(is the file still being written?): left for the next replay, not dead-lettered")
+    return {**summary(total, maintenance), "held_back_line": total.held_back}
 
 
 def summary(total: BatchResult, maintenance: Counter[tuple[str, str]]) -> dict[str, object]:
@@ -77,7 +80,8 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
         return 0
     t = Table(title=f"replay {args.path}", title_justify="left", show_header=False)
     for k, v in doc.items():
-        t.add_row(k.replace("_", " "), f"{v:,}")
+        if v is not None:
+            t.add_row(k.replace("_", " "), f"{v:,}")
     ctx.console.print(t)
     if doc["dead_lettered"]:
         ctx.console.print("[yellow]some events were dead-lettered: `driftline dead-letters` shows why[/yellow]")
