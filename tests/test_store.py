@@ -124,6 +124,17 @@ def test_future_events_are_dead_lettered(store):
     assert res.dead == 1 and store.dead_letters()[0]["reason"] == "ts_in_future"
 
 
+def test_names_longer_than_the_key_columns_are_dead_letters_not_a_failed_batch(store):
+    """On PostgreSQL a 201-character id or variant used to fail the whole batch (VARCHAR(200)): a poison pill."""
+    p = Pipeline(from_dict({}), store, clock=lambda: T0 + 86400)
+    long = "x" * 201
+    res = p.process_batch(_records([pred(long, 0.5, T0), pred("ok", 0.5, T0, variant=long),
+                                    pred("ok2", 0.5, T0, model=long), pred("ok3", 0.5, T0, model_version=long),
+                                    outcome(long, 1, T0), pred("x" * 200, 0.5, T0, variant="v" * 200)]))
+    assert (res.accepted, res.dead) == (1, 5)
+    assert {d["reason"] for d in store.dead_letters()} == {"too_long"}
+
+
 def test_maintenance_implicit_negatives_and_expiry(store):
     config = from_dict({"labels": {"policy": "implicit_negative_after", "implicit_negative_after": "30d",
                                    "horizon": "60d"}})

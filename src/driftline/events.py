@@ -17,6 +17,9 @@ import msgspec
 RAW_LIMIT = 4096
 """Bytes of the raw payload kept in a dead letter."""
 
+MAX_NAME_LEN = 200
+"""Longest prediction id, model, model version or variant: the join and bucket keys are VARCHAR(200)."""
+Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME_LEN)]
 FeatureValue = float | int | str | bool | None
 Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 Timestamp = datetime | float | int
@@ -25,12 +28,12 @@ Timestamp = datetime | float | int
 class Prediction(msgspec.Struct, forbid_unknown_fields=False, gc=False):
     """A model's score for one case; `ts` is the prediction time (event time)."""
 
-    prediction_id: str
-    model: str
+    prediction_id: Name
+    model: Name
     ts: Timestamp
     score: Score
-    model_version: str | None = None
-    variant: str | None = None
+    model_version: Name | None = None
+    variant: Name | None = None
     threshold: Score | None = None
     features: dict[str, FeatureValue] | None = None
 
@@ -38,7 +41,7 @@ class Prediction(msgspec.Struct, forbid_unknown_fields=False, gc=False):
 class Outcome(msgspec.Struct, forbid_unknown_fields=False, gc=False):
     """The confirmed truth for a prediction; a later outcome with another label is a correction."""
 
-    prediction_id: str
+    prediction_id: Name
     label: Literal[0, 1] | bool
     ts: Timestamp
 
@@ -59,7 +62,7 @@ class _Probe(msgspec.Struct, forbid_unknown_fields=False, gc=False):
 
 REASONS = (
     "invalid_json", "not_an_object", "unknown_type", "missing_field", "wrong_type",
-    "score_out_of_range", "label_invalid", "ts_invalid", "empty_id", "other",
+    "score_out_of_range", "label_invalid", "ts_invalid", "empty_id", "too_long", "other",
 )
 
 
@@ -110,6 +113,8 @@ def _classify(err: Exception, kind: str) -> str:
         return "invalid_json"
     if "missing required field" in msg:
         return "missing_field"
+    if "of length <=" in msg:
+        return "too_long"
     if "$.score" in msg or "$.threshold" in msg:
         return "score_out_of_range" if ("<=" in msg or ">=" in msg or "out of range" in msg) else "wrong_type"
     if "$.label" in msg:
