@@ -135,6 +135,17 @@ def test_names_longer_than_the_key_columns_are_dead_letters_not_a_failed_batch(s
     assert {d["reason"] for d in store.dead_letters()} == {"too_long"}
 
 
+def test_nul_characters_are_dead_letters_not_a_failed_batch(store):
+    """PostgreSQL text cannot hold NUL: a `\\u0000` in an id used to fail the whole batch there."""
+    p = Pipeline(from_dict({}), store, clock=lambda: T0 + 86400)
+    raws = [pred("a\x00b", 0.5, T0), pred("ok", 0.5, T0, model="fr\x00aud"), outcome("z\x00", 1, T0),
+            pred("f", 0.5, T0, features={"c": "x\x00"}), pred("fine", 0.5, T0, features={"c": "\\u0000"}),
+            pred("extra", 0.5, T0, note="\x00")]
+    res = p.process_batch(_records(raws))
+    assert (res.accepted, res.dead) == (2, 4)
+    assert {d["reason"] for d in store.dead_letters()} == {"nul_in_text"}
+
+
 def test_maintenance_implicit_negatives_and_expiry(store):
     config = from_dict({"labels": {"policy": "implicit_negative_after", "implicit_negative_after": "30d",
                                    "horizon": "60d"}})

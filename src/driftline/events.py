@@ -62,7 +62,7 @@ class _Probe(msgspec.Struct, forbid_unknown_fields=False, gc=False):
 
 REASONS = (
     "invalid_json", "not_an_object", "unknown_type", "missing_field", "wrong_type",
-    "score_out_of_range", "label_invalid", "ts_invalid", "empty_id", "too_long", "other",
+    "score_out_of_range", "label_invalid", "ts_invalid", "empty_id", "too_long", "nul_in_text", "other",
 )
 
 
@@ -141,7 +141,7 @@ def decode(raw: bytes, source: str, partition: int, offset: int, kind: str | Non
     else:
         fast_kind = "prediction" if isinstance(fast, Prediction) else "outcome"
         if (kind is None or kind == fast_kind) and fast.prediction_id and (
-                fast_kind == "outcome" or fast.model):  # type: ignore[union-attr]
+                fast_kind == "outcome" or fast.model) and _NUL_ESCAPE not in raw:  # type: ignore[union-attr]
             ts = fast.ts
             try:
                 if type(ts) is datetime and ts.tzinfo is not None:
@@ -181,6 +181,11 @@ def decode(raw: bytes, source: str, partition: int, offset: int, kind: str | Non
         return dead("empty_id", "prediction_id is empty")
     if isinstance(event, Prediction) and not event.model:
         return dead("missing_field", "model is empty")
+    if _NUL_ESCAPE in raw:
+        where = _nul_field(event)
+        if where:
+            return dead("nul_in_text", f"{where} contains a NUL character (\\u0000): not accepted in event text "
+                        "(PostgreSQL cannot store it)")
     try:
         ts = to_epoch(event.ts)
         if not 0.0 <= ts <= MAX_EPOCH:
@@ -204,6 +209,20 @@ def json_lines(fh: Iterable[bytes], keep_unterminated: Callable[[int, bytes], bo
             payload = payload[len(UTF8_BOM):].strip()
         if payload and (keep_unterminated is None or line.endswith(b"\n") or keep_unterminated(lineno, payload)):
             yield lineno, payload
+
+
+_NUL_ESCAPE = b"\\u0000"
+"""A NUL can only reach a decoded string through this escape (raw NUL bytes are invalid JSON)."""
+
+
+def _nul_field(event: Prediction | Outcome) -> str | None:
+    """The first text field of the event (ids, names, feature names and values) holding a NUL, or None."""
+    texts: list[tuple[str, str | None]] = [("prediction_id", event.prediction_id)]
+    if isinstance(event, Prediction):
+        texts += [("model", event.model), ("model_version", event.model_version), ("variant", event.variant)]
+        for name, value in (event.features or {}).items():
+            texts += [(f"features name {name!r}", name), (f"features.{name}", value if isinstance(value, str) else None)]
+    return next((field for field, text in texts if text is not None and "\x00" in text), None)
 
 
 def label_value(outcome: Outcome) -> int:
