@@ -64,3 +64,20 @@ def make_stats(scores: Any, states: Any, threshold: float = 0.5) -> BucketStats:
     for state, s, sb in zip(states, scores, score_bin(scores)):
         b.add_prediction(int(state), bool(s >= threshold), int(sb), float(s))
     return b
+
+
+def refuse_database_writes_of(monkeypatch: Any, prediction_id: str) -> None:
+    """Make the store refuse (sqlalchemy DataError, as PostgreSQL does for a value a column cannot take) any batch
+    that writes this prediction id."""
+    from sqlalchemy.exc import DataError
+
+    from driftline import bulk
+
+    original = bulk.write_predictions
+
+    def refusing(conn: Any, dialect: str, records: Any) -> None:
+        if any(r.prediction_id == prediction_id for r in records):
+            raise DataError("INSERT INTO predictions ...", {}, ValueError(f"refused {prediction_id!r}"))
+        original(conn, dialect, records)
+
+    monkeypatch.setattr(bulk, "write_predictions", refusing)

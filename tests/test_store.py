@@ -199,3 +199,18 @@ def test_metrics_of_an_empty_database_say_so(store):
     doc = metrics_document(store, from_dict({}), MetricsQuery("fraud", 7 * 86400))
     assert doc["window"]["start"] is None and doc["note"] == "no predictions stored yet"
     assert doc["counts"]["predictions"] == 0 and doc["metrics"]["recall"]["value"] is None
+
+
+def test_replay_isolates_a_record_the_database_refuses(store, tmp_path, monkeypatch):
+    """A batch the database refuses is stored record by record: the refused one becomes a store_rejected dead
+    letter, the others are stored, and the position moves past all of them."""
+    from helpers import refuse_database_writes_of
+
+    refuse_database_writes_of(monkeypatch, "p7")
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"\n".join(_events()) + b"\n")
+    p = Pipeline(from_dict({}), store, clock=lambda: T0 + 100 * 86400)
+    total = replay(p, str(path), batch_size=64)
+    assert [d["reason"] for d in store.dead_letters(reason="store_rejected")] == ["store_rejected"]
+    assert total.dead == 2 and total.accepted == len(_events()) - 2  # {broken and p7
+    assert store.positions(f"file:{path}")[0] == len(_events())

@@ -12,10 +12,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import msgspec
+from sqlalchemy.exc import DataError
 
 from .config import Config
-from .engine import Engine, EngineSettings, JoinView
-from .events import Decoded, DeadLetter, decode
+from .engine import Engine, EngineResult, EngineSettings, JoinView
+from .events import RAW_LIMIT, Decoded, DeadLetter, decode
 from .store import Store
 
 MAX_FUTURE_S = 86400.0
@@ -107,6 +108,34 @@ class Pipeline:
                           max_ts=dict(result.max_ts))
         out.duplicates = sum(v for (name, _), v in result.counters.items() if name == "duplicates")
         return out
+
+    def process_isolating(self, records: Sequence[RawRecord], meta: dict[str, str] | None = None) -> BatchResult:
+        """`process_batch`, but when the database refuses the batch (DataError: a value the decoder let through and
+        a column does not take), its records are stored one by one and each refused one becomes a
+        `store_rejected` dead letter, so one bad record can neither stop nor drop the rest."""
+        try:
+            return self.process_batch(records, meta=meta)
+        except DataError:
+            total = BatchResult()
+            for raw in records:
+                result, _ = self.store_or_reject(raw, meta=meta)
+                total.add(result)
+            return total
+
+    def store_or_reject(self, raw: RawRecord, expected_positions: dict[tuple[str, int], int] | None = None,
+                        meta: dict[str, str] | None = None) -> tuple[BatchResult, DeadLetter | None]:
+        """Store one record; if the database refuses it, store a `store_rejected` dead letter for it instead (its
+        position advances with it) and return that letter too."""
+        try:
+            return self.process_batch([raw], None, expected_positions, meta), None
+        except DataError as err:
+            reason = str(err).splitlines()[0][:500]
+        letter = DeadLetter("store_rejected", reason, raw.source, raw.partition, raw.offset,
+                            bytes(raw.payload[:RAW_LIMIT]))
+        with self.store.begin() as conn:
+            self.store.commit_batch(conn, EngineResult(), [letter], {(raw.source, raw.partition): raw.offset + 1},
+                                    meta=meta, expected_positions=expected_positions)
+        return BatchResult(records=1, dead=1), letter
 
     def watermark(self) -> float | None:
         """Event-time watermark: the newest event time stored (drives maturity and expiry)."""

@@ -141,13 +141,13 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
         for rec in _records(fh, source, start, failure, held):
             batch.append(rec)
             if len(batch) >= batch_size:
-                res = pipeline.process_batch(batch, meta=meta)
+                res = pipeline.process_isolating(batch, meta)
                 total.add(res)
                 if on_batch:
                     on_batch(res, position())
                 batch = []
         if batch:
-            res = pipeline.process_batch(batch, meta=meta)
+            res = pipeline.process_isolating(batch, meta)
             total.add(res)
             if on_batch:
                 on_batch(res, position())

@@ -19,8 +19,6 @@ from kafka import OffsetAndMetadata, TopicPartition
 from kafka.errors import KafkaError
 from sqlalchemy.exc import DataError
 
-from ..engine import EngineResult
-from ..events import RAW_LIMIT, DeadLetter
 from ..exporter.ops import OpsMetrics
 from ..pipeline import Pipeline, RawRecord
 from ..store import StalePositions, StoreUnavailable
@@ -269,18 +267,11 @@ class LiveConsumer:
         key = (source_of(tp.topic), tp.partition)
         raw = RawRecord(key[0], tp.partition, rec.offset, rec.value if rec.value is not None else b"",
                         self.settings.kind_of(tp.topic))
-        try:
-            self.pipeline.process_batch([raw], None, {key: self.expected[tp]})
-            return
-        except DataError as err:
-            reason = str(err).splitlines()[0][:500]
-        letter = DeadLetter("store_rejected", reason, key[0], tp.partition, rec.offset, bytes(raw.payload[:RAW_LIMIT]))
-        with self.pipeline.store.begin() as conn:
-            self.pipeline.store.commit_batch(conn, EngineResult(), [letter], {key: rec.offset + 1},
-                                             expected_positions={key: self.expected[tp]})
-        log.warning("dead letter store_rejected: %s[%d]@%d: %s", tp.topic, tp.partition, rec.offset, reason)
-        if self.dlt is not None:
-            self.dlt.send([letter], {})
+        _, letter = self.pipeline.store_or_reject(raw, {key: self.expected[tp]})
+        if letter is not None:
+            log.warning("dead letter store_rejected: %s[%d]@%d: %s", tp.topic, tp.partition, rec.offset, letter.detail)
+            if self.dlt is not None:
+                self.dlt.send([letter], {})
 
     def _commit(self, offsets: dict[TopicPartition, int]) -> None:
         """Advisory Kafka commit (asynchronous): the database already holds these positions."""
