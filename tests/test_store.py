@@ -214,3 +214,17 @@ def test_replay_isolates_a_record_the_database_refuses(store, tmp_path, monkeypa
     assert [d["reason"] for d in store.dead_letters(reason="store_rejected")] == ["store_rejected"]
     assert total.dead == 2 and total.accepted == len(_events()) - 2  # {broken and p7
     assert store.positions(f"file:{path}")[0] == len(_events())
+
+
+def test_a_file_with_a_very_long_path_replays_and_resumes(store, tmp_path):
+    """The source column is 500 characters wide; a deeper path (PostgreSQL refused it) is cut and hashed."""
+    deep = tmp_path / ("d" * 200) / ("e" * 200) / ("f" * 150)
+    deep.mkdir(parents=True)
+    path = deep / "events.jsonl"
+    path.write_bytes(b"\n".join(_events()) + b"\n")
+    p = Pipeline(from_dict({}), store, clock=lambda: T0 + 100 * 86400)
+    assert replay(p, str(path)).records == len(_events())
+    assert replay(p, str(path)).records == 0
+    sibling = deep / "other.jsonl"  # same long prefix, another file: another source
+    sibling.write_bytes(b"\n".join(_events()[:5]) + b"\n")
+    assert replay(p, str(sibling)).records == 5

@@ -23,13 +23,24 @@ from .events import DeadLetter, decode, json_lines
 from .pipeline import BatchResult, Pipeline, RawRecord
 
 BATCH = 20000
-FINGERPRINT = "replay_head:"
-"""Meta key prefix (then the source name) of the stored first-line fingerprint of a replayed file."""
+def fingerprint_key(source: str) -> str:
+    """Meta key of a replayed file's stored first-line fingerprint (the source is hashed: keys are 200 wide)."""
+    return "replay_head:" + hashlib.sha256(source.encode()).hexdigest()
+
+
+MAX_SOURCE_LEN = 500
+"""The width of the `source` columns (positions, dead letters)."""
 
 
 def source_name(path: str) -> str:
-    """Stable source identity for positions: the absolute path, or 'stdin'."""
-    return "stdin" if path == "-" else "file:" + os.path.abspath(path)
+    """Stable source identity for positions: 'file:' and the absolute path (a path too long for the column is cut
+    and ends with a hash of the whole), or 'stdin'."""
+    if path == "-":
+        return "stdin"
+    name = "file:" + os.path.abspath(path)
+    if len(name) > MAX_SOURCE_LEN:
+        name = name[:MAX_SOURCE_LEN - 17] + "#" + hashlib.sha256(name.encode()).hexdigest()[:16]
+    return name
 
 
 def _records(fh: IO[bytes], source: str, start: int, failure: list[BaseException], held: list[int]
@@ -115,7 +126,7 @@ def resume_point(pipeline: Pipeline, path: str) -> tuple[int, str | None]:
     stored = pipeline.store.positions(source).get(0, 0)
     if stored == 0:
         return 0, None
-    known = pipeline.store.meta(FINGERPRINT + source)
+    known = pipeline.store.meta(fingerprint_key(source))
     if known is not None and known != head_fingerprint(path):
         return 0, (f"{path}: its first line changed since it was replayed up to line {stored:,}: replaying it from "
                    "the start (events already stored count as duplicates)")
@@ -132,7 +143,7 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
     source = source_name(path)
     if start is None:
         start = resume_point(pipeline, path)[0]
-    meta = None if path == "-" else {FINGERPRINT + source: head_fingerprint(path)}
+    meta = None if path == "-" else {fingerprint_key(source): head_fingerprint(path)}
     total = BatchResult()
     failure: list[BaseException] = []
     held: list[int] = []
