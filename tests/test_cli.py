@@ -47,6 +47,13 @@ def _row(out: str, name: str) -> str:
     raise AssertionError(f"no row {name!r} in:\n{out}")
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request, tmp_path) -> list[str]:
+    """--db of a fresh SQLite file or PostgreSQL database: the file-replay tests run on both stores."""
+    url = f"sqlite:///{tmp_path / 'd.db'}" if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    return ["--db", url]
+
+
 @pytest.fixture
 def wide(monkeypatch):
     monkeypatch.setenv("COLUMNS", "220")  # rich reads it when stdout is not a terminal: no wrapped cells
@@ -226,9 +233,9 @@ def _replay_json(capsys, db: list[str], path) -> tuple[dict, str]:
     return json.loads(captured.out), " ".join(captured.err.split())
 
 
-def test_a_new_file_at_a_replayed_path_is_not_skipped(tmp_path, capsys) -> None:
+def test_a_new_file_at_a_replayed_path_is_not_skipped(tmp_path, capsys, db) -> None:
     """A daily export overwritten at the same path: its first lines used to be skipped as 'already replayed'."""
-    path, db = tmp_path / "export.jsonl", ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    path = tmp_path / "export.jsonl"
     path.write_bytes(_day("mon", 100, T0))
     assert _replay_json(capsys, db, path)[0]["accepted"] == 100
     assert _replay_json(capsys, db, path)[0]["records"] == 0  # the same file again: a no-op
@@ -245,7 +252,7 @@ def test_a_new_file_at_a_replayed_path_is_not_skipped(tmp_path, capsys) -> None:
 
 
 @pytest.mark.parametrize("compress", ["gzip", "bz2", "lzma"])
-def test_compressed_exports_replay_as_they_are(tmp_path, capsys, compress) -> None:
+def test_compressed_exports_replay_as_they_are(tmp_path, capsys, compress, db) -> None:
     """gzip, bzip2 and xz files are told by their magic bytes (whatever their name) and replay like the plain file;
     `reference set --file` reads them too."""
     import importlib
@@ -254,8 +261,7 @@ def test_compressed_exports_replay_as_they_are(tmp_path, capsys, compress) -> No
     plain, packed = tmp_path / "plain.jsonl", tmp_path / "packed.jsonl"
     plain.write_bytes(data)
     packed.write_bytes(importlib.import_module(compress).compress(data))
-    want, _ = _replay_json(capsys, ["--db", f"sqlite:///{tmp_path / 'a.db'}"], plain)
-    db = ["--db", f"sqlite:///{tmp_path / 'b.db'}"]
+    want, _ = _replay_json(capsys, ["--db", f"sqlite:///{tmp_path / 'plain.db'}"], plain)
     got, err = _replay_json(capsys, db, packed)
     assert got == want and err == ""
     assert _replay_json(capsys, db, packed)[0]["records"] == 0  # resumes: nothing new
@@ -263,14 +269,13 @@ def test_compressed_exports_replay_as_they_are(tmp_path, capsys, compress) -> No
     assert json.loads(capsys.readouterr().out)["n"] == 130
 
 
-def test_a_truncated_compressed_file_keeps_what_it_read(tmp_path, capsys) -> None:
+def test_a_truncated_compressed_file_keeps_what_it_read(tmp_path, capsys, db) -> None:
     import gzip
 
     lines = _day("gz", 3000, T0)
     whole = gzip.compress(lines)
     path = tmp_path / "cut.jsonl.gz"
     path.write_bytes(whole[: len(whole) // 2])
-    db = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
     assert main([*db, "replay", str(path), "--batch-size", "500"]) == 2
     err = " ".join(capsys.readouterr().err.split())
     reached = int(re.search(r"unreadable after line ([\d,]+)", err).group(1).replace(",", ""))
@@ -280,11 +285,11 @@ def test_a_truncated_compressed_file_keeps_what_it_read(tmp_path, capsys) -> Non
     assert (doc["records"], doc["duplicates"]) == (3000 - reached, 0)
 
 
-def test_a_line_still_being_written_is_left_for_the_next_run(tmp_path, capsys) -> None:
+def test_a_line_still_being_written_is_left_for_the_next_run(tmp_path, capsys, db) -> None:
     """A last line without newline that is not valid JSON yet is neither dead-lettered nor skipped later; a valid
     last line without newline (a file saved without one) is taken."""
     last = pred("last", 0.9, T0 + 500)
-    path, db = tmp_path / "growing.jsonl", ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    path = tmp_path / "growing.jsonl"
     path.write_bytes(_day("g", 100, T0) + last[:25])
     doc, err = _replay_json(capsys, db, path)
     assert (doc["accepted"], doc["dead_lettered"], doc["held_back_line"]) == (100, 0, 100)
