@@ -298,3 +298,11 @@ def test_a_line_still_being_written_is_left_for_the_next_run(tmp_path, capsys, d
         fh.write(last[25:])  # complete now, still without a newline
     doc, err = _replay_json(capsys, db, path)
     assert (doc["records"], doc["accepted"], doc["held_back_line"], err) == (1, 1, None, "")
+
+
+def test_windows_and_times_outside_what_the_buckets_can_answer_are_refused(tmp_path, capsys) -> None:
+    db = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    assert main([*db, "metrics", "--window", "90m"]) == 2  # 1.5 hourly buckets: used to be labelled 90m, sum 1h
+    assert "not a whole number of buckets (1h each)" in " ".join(capsys.readouterr().err.split())
+    assert main([*db, "metrics", "--at", "99999999999999"]) == 2  # used to be a traceback
+    assert "outside 1970-01-01..9999-12-31" in " ".join(capsys.readouterr().err.split())

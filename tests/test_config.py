@@ -89,3 +89,11 @@ def test_zero_for_and_cooldown_mean_none():
                                                                                           allow_zero=True)
     with pytest.raises(ValueError):
         parse_duration("0s")
+
+
+def test_windows_are_whole_numbers_of_buckets():
+    with pytest.raises(ConfigError, match=r"field `window`: 36h is not a whole number of buckets \(1d each\)"):
+        from_dict({"bucket": "1d", "window": "36h"})
+    with pytest.raises(ConfigError, match=r"field `triggers\[0\].window`"):
+        from_dict({"triggers": [{"name": "r", "metric": "recall", "op": "<", "value": 0.7, "window": "90m"}]})
+    assert from_dict({"bucket": "15m", "window": "90m"}).window_s == 5400

@@ -226,6 +226,13 @@ class Config(Base):
             raise ValueError("bucket must not be longer than window")
         if 86400 % parse_duration(self.bucket) != 0 and parse_duration(self.bucket) % 86400 != 0:
             raise ValueError("bucket must divide a day (e.g. 15m, 1h, 1d)")
+        if parse_duration(self.window) % parse_duration(self.bucket):
+            raise ValueError(f"window: {self.window} is not a whole number of buckets ({self.bucket} each)")
+        for i, t in enumerate(self.triggers):
+            if parse_duration(t.window) % parse_duration(self.bucket) or parse_duration(t.window) < parse_duration(
+                    self.bucket):
+                raise ValueError(f"triggers[{i}].window: {t.window} is not a whole number of buckets "
+                                 f"({self.bucket} each)")
         names = [t.name for t in self.triggers]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -265,7 +272,7 @@ def from_dict(data: dict[str, Any] | None, origin: str = "config") -> Config:
         for pattern, help_ in _PATTERN_HELP.items():
             if repr(pattern) in msg:
                 msg = f"{help_}, got {_value_at(data, field)!r}"
-        sub = re.match(r"^(\w+): (.*)$", msg, re.S)  # a section's own check names its field: `section.field`
+        sub = re.match(r"^([\w.\[\]]+): (.*)$", msg, re.S)  # a section's own check names its field: `section.field`
         if sub:
             field = f"{field}.{sub.group(1)}" if field else sub.group(1)
             msg = sub.group(2)

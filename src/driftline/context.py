@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from rich.console import Console
 
 from .config import Config, ConfigError, parse_duration
+from .events import MAX_EPOCH
 from .store import DEFAULT_URL, Store
 
 
@@ -47,16 +48,18 @@ def parse_at(text: str | None, option: str = "--at") -> float | None:
     if text is None:
         return None
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
-        pass
-    try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ConfigError(f"{option}: cannot parse {text!r}; use RFC 3339 like 2026-11-30T00:00:00Z") from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.timestamp()
+        try:
+            dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ConfigError(f"{option}: cannot parse {text!r}; use RFC 3339 like 2026-11-30T00:00:00Z") from None
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=timezone.utc)
+        value = dt.timestamp()
+    if not 0.0 <= value <= MAX_EPOCH:  # also NaN: events outside 1970..9999 are rejected, so are such times
+        raise ConfigError(f"{option}: {text!r} is outside 1970-01-01..9999-12-31")
+    return value
 
 
 def parse_window(text: str | None, config: Config) -> float:
@@ -64,9 +67,13 @@ def parse_window(text: str | None, config: Config) -> float:
     if text is None:
         return config.window_s
     try:
-        return parse_duration(text)
+        seconds = parse_duration(text)
     except ValueError as err:
         raise ConfigError(f"--window: {err}") from None
+    if seconds % config.bucket_s:
+        raise ConfigError(f"--window: {text} is not a whole number of buckets ({config.bucket} each): windows "
+                          "are sums of buckets")
+    return seconds
 
 
 def port_number(text: str) -> int:
