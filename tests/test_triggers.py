@@ -17,7 +17,6 @@ from statsmodels.stats.proportion import proportion_confint
 
 from driftline import cli
 from driftline.analysis.drift import drift_report
-from driftline.analysis.profiles import build_profile_from_stats
 from driftline.analysis.rates import rate
 from driftline.config import ConfigError, from_dict, load
 from driftline.pipeline import Pipeline, RawRecord

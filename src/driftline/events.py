@@ -221,7 +221,8 @@ def _nul_field(event: Prediction | Outcome) -> str | None:
     if isinstance(event, Prediction):
         texts += [("model", event.model), ("model_version", event.model_version), ("variant", event.variant)]
         for name, value in (event.features or {}).items():
-            texts += [(f"features name {name!r}", name), (f"features.{name}", value if isinstance(value, str) else None)]
+            texts.append((f"features name {name!r}", name))
+            texts.append((f"features.{name}", value if isinstance(value, str) else None))
     return next((field for field, text in texts if text is not None and "\x00" in text), None)
 
 

@@ -90,8 +90,9 @@ class Pipeline:
             if type(d) is DeadLetter:
                 dead.append(d)
             elif d.ts > horizon:  # type: ignore[union-attr]
-                dead.append(DeadLetter("ts_in_future", f"ts {d.ts:.0f} is more than 1 day ahead of the clock",
-                                       r.source, r.partition, r.offset, bytes(r.payload[:4096])))
+                detail = f"ts {d.ts:.0f} is more than 1 day ahead of the clock"  # type: ignore[union-attr]
+                dead.append(DeadLetter("ts_in_future", detail, r.source, r.partition, r.offset,
+                                       bytes(r.payload[:RAW_LIMIT])))
             else:
                 ok.append((d, r.partition if shard_of is None else shard_of(r)))  # type: ignore[arg-type]
             key = (r.source, r.partition)

@@ -65,8 +65,8 @@ def metrics_table(doc: dict[str, Any], console: Console) -> None:
             v.add_column(col, justify="right")
         for g in doc["by_variant"]:
             gm = g["metrics"]
-            v.add_row(escape(g["variant"]), escape(g["model_version"]), str(g["counts"]["predictions"]), fmt_rate(gm["recall"]),
-                      fmt_rate(gm["fpr"]), fmt_rate(gm["precision"]), fmt_rate(gm["alert_rate"]))
+            v.add_row(escape(g["variant"]), escape(g["model_version"]), str(g["counts"]["predictions"]),
+                      fmt_rate(gm["recall"]), fmt_rate(gm["fpr"]), fmt_rate(gm["precision"]), fmt_rate(gm["alert_rate"]))
         console.print(v)
     console.print("[dim]* indicative: fewer than 30 cases behind the rate[/dim]")
 

@@ -57,8 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="end-to-end demo on SQLite: four simulated weeks, triggers, /metrics, report")
     add_sim_args(p)
     p.add_argument("--workdir", default="driftline-demo", help="where the events file and the report go")
-    p.add_argument("--port", type=port_number, help="port of /metrics while the demo runs (default: config exporter.port, "
-                                            "9108; 0 picks a free port)")
+    p.add_argument("--port", type=port_number,
+                   help="port of /metrics while the demo runs (default: config exporter.port, 9108; 0 picks a "
+                        "free port)")
     p.add_argument("--evaluate-every", default="1d", help="trigger evaluation step in event time (default 1d)")
     p.add_argument("--reset", action="store_true", help="start from an empty database even if it holds data "
                                                         "not written by a previous demo (SQLite files only)")

@@ -107,7 +107,8 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
         console.print(f"[bold]worst slices[/bold] (interval beyond recall {tg['recall']} / FPR {tg['fpr']}):")
         for s in doc["worst"]:
             m = s["shortfall_metric"]
-            console.print(f"  {escape(s['feature'])}={escape(s['value'])}: {m} {fmt_rate(s[m])}, {s['shortfall']:.3f} beyond target")
+            console.print(f"  {escape(s['feature'])}={escape(s['value'])}: {m} {fmt_rate(s[m])}, "
+                          f"{s['shortfall']:.3f} beyond target")
     else:
         console.print(f"no slice's interval lies beyond the targets (recall {tg['recall']}, FPR {tg['fpr']})")
     console.print("[dim]* indicative: fewer than 30 labelled predictions. shortfall = target recall − recall upper "
