@@ -49,6 +49,10 @@ def test_type_may_be_omitted_when_topic_says():
     (lambda e: e.update(prediction_id=""), "empty_id"),
     (lambda e: e.update(features={"x": [1, 2]}), "wrong_type"),
     (lambda e: e.update(type="click"), "unknown_type"),
+    (lambda e: e.update(prediction_id="x" * 201), "too_long"),
+    (lambda e: e.update(variant="v" * 201), "too_long"),
+    (lambda e: e.update(model_version="\x00"), "nul_in_text"),
+    (lambda e: e.update(features={"c\x00": 1}), "nul_in_text"),
 ])
 def test_bad_predictions_are_dead_lettered_with_reason(mutate, reason):
     e = dict(GOOD_PRED)
@@ -107,3 +111,11 @@ def test_fuzzing_never_raises_and_always_classifies(raw):
             assert 0.0 <= ev.score <= 1.0
         else:
             assert int(ev.label) in (0, 1)
+
+
+def test_epoch_milliseconds_are_refused_with_a_hint():
+    """A common integration mistake: the detail says what to send instead."""
+    e = dict(GOOD_PRED)
+    e["ts"] = 1_767_225_600_000
+    d = dec(e)
+    assert isinstance(d, DeadLetter) and d.reason == "ts_invalid" and "looks like epoch milliseconds" in d.detail

@@ -103,7 +103,9 @@ def to_epoch(ts: Timestamp) -> float:
         raise ValueError("boolean timestamp")
     value = float(ts)
     if not math.isfinite(value) or not 0.0 <= value <= MAX_EPOCH:
-        raise ValueError(f"timestamp {value!r} outside 1970..9999")
+        hint = ("; it looks like epoch milliseconds: send seconds (fractions allowed) or RFC 3339"
+                if MAX_EPOCH < value <= MAX_EPOCH * 1000 else "")
+        raise ValueError(f"timestamp {value!r} outside 1970..9999{hint}")
     return value
 
 
