@@ -28,7 +28,7 @@ from driftline.triggers.drift_hook import default_provider
 from driftline.triggers.model import (FIRING, INSUFFICIENT, OK, PENDING, RESOLVED, Observation, Rule, TriggerState,
                                       evaluate, replay)
 from driftline.triggers.rules import alert_name, render_rules, to_yaml
-from driftline.windows import merged
+from driftline.windows import iso, merged
 
 from services import require_binary
 
@@ -231,6 +231,24 @@ def test_alerts_evaluate_replays_history_and_alerts_json_shows_it(db, capsys):
     st = next(t for t in shown["triggers"] if t["name"] == "recall_below_target")["state"]
     assert st["state"] == FIRING
     assert history.load_states(store, "fraud")["recall_below_target"].firing_since == drifted + 900
+
+
+def test_a_look_back_with_at_leaves_the_live_states_alone(db, capsys):
+    """`alerts evaluate --at` before the stored states used to overwrite them: a firing critical alert became
+    'insufficient_data since <then>'. Now it starts afresh, stores nothing and notifies nobody."""
+    path, config, store = db
+    base = ["--config", str(EXAMPLE), "--db", f"sqlite:///{path}"]
+    live_at = END + 1800
+    assert cli.main(base + ["alerts", "evaluate", "--at", repr(live_at), "--json", "--no-notify"]) == 0
+    capsys.readouterr()
+    before = history.load_states(store, "fraud")
+    rows_before = len(history.history(store, "fraud", limit=1000))
+    assert cli.main(base + ["alerts", "evaluate", "--at", repr(END - 7 * 86400), "--json"]) == 0
+    out = capsys.readouterr()
+    doc = json.loads(out.out)
+    assert doc["stored_states_later"] == iso(live_at) and "live states are unchanged" in " ".join(out.err.split())
+    assert next(t for t in doc["triggers"] if t["name"] == "recall_below_target")["state"]["state"] == OK
+    assert history.load_states(store, "fraud") == before and len(history.history(store, "fraud", limit=1000)) == rows_before
 
 
 # --- rendered Prometheus rules ------------------------------------------------------------------------

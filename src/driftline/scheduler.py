@@ -143,6 +143,8 @@ class Jobs:
 
             now = float(self.clock())
             run = runner.run(self.store, self.config, now, at=now)
+            if run.states_later is not None:  # the clock went back: nothing was stored, nobody is told
+                return JobOutcome("evaluate", SKIPPED, {"reason": "the stored trigger states are newer than now"})
             firing = [(r, s) for r, s in zip(run.rules, run.states) if s.state == FIRING]
             Notifier(self.config.notify, self.config.model, clock=self.clock).notify(run.notices, firing)
             return JobOutcome("evaluate", DONE, {"transitions": len(run.transitions)})

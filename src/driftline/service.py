@@ -160,6 +160,10 @@ class Service:
                 return None
             self.last_run = run
             self.snapshot.invalidate()
+            if run.states_later is not None:  # the clock went back: nothing was stored, nobody is told
+                log.warning("trigger states were evaluated at %s, after now (%s): not stored, not notified",
+                            run.states_later, now)
+                return run
             firing = [(r, s) for r, s in zip(run.rules, run.states) if s.state == FIRING]
             if self.notifier is not None:
                 self.notifier.notify(run.notices, firing)

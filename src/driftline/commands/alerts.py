@@ -94,7 +94,11 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
     now = float(ctx.clock()) if at is None else at
     store = ctx.store()
     run = runner.run(store, ctx.config, now, at=now, drift=default_provider(), persist=not args.dry_run)
-    if not (args.dry_run or args.no_notify):
+    if run.states_later is not None:
+        ctx.err.print(f"[yellow]note:[/yellow] the stored trigger states were evaluated at {iso(run.states_later)}, "
+                      f"after {iso(now)}: this look back starts from no prior state, is not stored and notifies "
+                      "nobody (the live states are unchanged)")
+    if not (args.dry_run or args.no_notify) and run.states_later is None:
         notifier = Notifier(ctx.config.notify, ctx.config.model, clock=ctx.clock)
         firing = [(r, s) for r, s in zip(run.rules, run.states) if s.state == FIRING]
         notifier.notify(run.notices, firing)

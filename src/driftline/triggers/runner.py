@@ -55,6 +55,9 @@ class EvaluationRun:
     at: float
     rules: tuple[Rule, ...]
     evaluations: tuple[Evaluation, ...]
+    states_later: float | None = None
+    """When the stored states were evaluated after `now` (a look back with --at): when that was. The run then
+    started from no prior state and stored nothing, so the live states are untouched."""
 
     @property
     def states(self) -> list[TriggerState]:
@@ -69,7 +72,8 @@ class EvaluationRun:
         return [e.notice for e in self.evaluations if e.notice is not None]
 
     def to_json(self) -> dict[str, Any]:
-        return {"model": self.model, "now": iso(self.now), "at": iso(self.at), "triggers": [
+        return {"model": self.model, "now": iso(self.now), "at": iso(self.at),
+                "stored_states_later": None if self.states_later is None else iso(self.states_later), "triggers": [
             {**r.to_json(), "state": e.state.to_json(),
              "transition": e.transition.to_json() if e.transition else None,
              "notice": e.notice.kind if e.notice else None}
@@ -131,15 +135,20 @@ class Reader:
 
 def run(store: Store, config: Config, now: float, at: float | None = None, drift: DriftProvider | None = None,
         persist: bool = True, rules: Sequence[Rule] | None = None) -> EvaluationRun:
-    """Evaluate every configured trigger once; with persist, store the states and the transitions."""
+    """Evaluate every configured trigger once; with persist, store the states and the transitions (unless the
+    stored states are newer than `now`: see EvaluationRun.states_later)."""
     rules = list(rules) if rules is not None else compile_rules(config.triggers)
     at = now if at is None else at
     model = config.model
     prev = history.load_states(store, model)
+    latest = max((s.updated_at for s in prev.values()), default=None)
+    later = latest if latest is not None and latest > now else None
+    if later is not None:  # time does not run backwards for the stored state machine: a look back starts afresh
+        prev = {}
     reader = Reader(store, config, model, at, now, drift)
     evaluations = tuple(evaluate(r, prev.get(r.name), reader.observe(r), now) for r in rules)
-    out = EvaluationRun(model, now, at, tuple(rules), evaluations)
-    if persist:
+    out = EvaluationRun(model, now, at, tuple(rules), evaluations, later)
+    if persist and later is None:
         history.save(store, model, rules, out.states, out.transitions)
         history.prune_states(store, model, [r.name for r in rules])
     return out
