@@ -23,6 +23,8 @@ from .events import DeadLetter, decode, json_lines
 from .pipeline import BatchResult, Pipeline, RawRecord
 
 BATCH = 20000
+
+
 def fingerprint_key(source: str) -> str:
     """Meta key of a replayed file's stored first-line fingerprint (the source is hashed: keys are 200 wide)."""
     return "replay_head:" + hashlib.sha256(source.encode()).hexdigest()
