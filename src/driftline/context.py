@@ -98,3 +98,14 @@ def positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
             raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
         return value
     return parse
+
+
+def fraction(text: str) -> float:
+    """argparse type of a proportion strictly between 0 and 1 (e.g. a prevalence)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive), got {text}")
+    return value

@@ -19,7 +19,7 @@ from ..replay import replay, resume_point
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("replay", help="ingest JSON-lines events from a file or '-' (stdin)")
     p.add_argument("path", help="JSON-lines file, or - for stdin")
-    p.add_argument("--batch-size", type=int, default=20000)
+    p.add_argument("--batch-size", type=positive(int), default=20000, help="events per transaction (default 20000)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_replay)
     d = sub.add_parser("dead-letters", help="list rejected events with their reasons")

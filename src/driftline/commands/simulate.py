@@ -7,7 +7,7 @@ import sys
 
 import msgspec
 
-from ..context import Context, parse_at, positive
+from ..context import Context, fraction, parse_at, positive
 from ..simulate import SimSpec, stream
 
 
@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kafka", metavar="BOOTSTRAP",
                    help="produce to the predictions/outcomes topics instead of --out (keyed by prediction_id); "
                         "--rate alone also produces, to DRIFTLINE_KAFKA_BOOTSTRAP or config kafka.bootstrap")
-    p.add_argument("--rate", type=float, help="with --kafka: events per second of wall time (default: as fast as "
+    p.add_argument("--rate", type=positive(float), help="with --kafka: events per second of wall time (default: as fast as "
                                               "possible); event times still come from the simulation")
     p.set_defaults(func=cmd_simulate)
 
@@ -29,7 +29,7 @@ def add_sim_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--drift-day", type=float, default=21.0, help="day the drift starts; negative for none")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--end", help="end of the simulated span (RFC 3339; default now)")
-    p.add_argument("--prevalence", type=float, default=0.02)
+    p.add_argument("--prevalence", type=fraction, default=0.02, help="share of frauds (default 0.02)")
 
 
 def spec_from(ctx: Context, args: argparse.Namespace) -> tuple[SimSpec, float]:
