@@ -6,6 +6,7 @@ import argparse
 import os
 import time
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -76,36 +77,26 @@ def parse_window(text: str | None, config: Config) -> float:
     return seconds
 
 
-def port_number(text: str) -> int:
-    """argparse type of a TCP port: 0 (any free port) to 65535."""
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"port {port} is outside 0..65535")
-    return port
-
-
-def positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
-    """argparse type of a number greater than 0 (of `kind`)."""
-    def parse(text: str) -> int | float:
+def number_type(kind: Callable[[str], Any], ok: Callable[[Any], bool], why: str,
+                what: str = "a number") -> Callable[[str], Any]:
+    """An argparse type: `kind(text)` accepted when `ok`, else an error saying `why` ({text} is the input)."""
+    def parse(text: str) -> Any:
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(why.format(text=text))
         return value
     return parse
 
 
-def fraction(text: str) -> float:
-    """argparse type of a proportion strictly between 0 and 1 (e.g. a prevalence)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive), got {text}")
-    return value
+def positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    """argparse type of a number greater than 0 (of `kind`)."""
+    return number_type(kind, lambda v: v > 0, "must be greater than 0, got {text}")
+
+
+port_number = number_type(int, lambda v: 0 <= v <= 65535, "port {text} is outside 0..65535", "a port number")
+"""argparse type of a TCP port: 0 (any free port) to 65535."""
+fraction = number_type(float, lambda v: 0.0 < v < 1.0, "must be between 0 and 1 (exclusive), got {text}")
+"""argparse type of a proportion strictly between 0 and 1 (e.g. a prevalence)."""
