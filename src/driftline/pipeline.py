@@ -44,8 +44,6 @@ class BatchResult:
     duplicates: int = 0
     counters: Counter[tuple[str, str]] = field(default_factory=Counter)
     max_ts: dict[str, float] = field(default_factory=dict)
-    held_back: int | None = None
-    """replay: the line number of a last line without newline that is not valid JSON yet (left for the next run)."""
 
     def add(self, other: BatchResult) -> None:
         self.records += other.records

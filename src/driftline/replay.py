@@ -17,12 +17,23 @@ import sys
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import IO, Any
 
 from .events import DeadLetter, decode, json_lines
 from .pipeline import BatchResult, Pipeline, RawRecord
 
 BATCH = 20000
+
+
+@dataclass(slots=True)
+class ReplayResult(BatchResult):
+    """A replay's batches summed, and what it noticed about the file."""
+
+    held_back: int | None = None
+    """Line number of a last line without newline that is not valid JSON yet (left for the next run)."""
+    restarted: str | None = None
+    """Why the stored position was dropped and the file replayed from its start, when it was."""
 
 
 def fingerprint_key(source: str) -> str:
@@ -45,11 +56,12 @@ def source_name(path: str) -> str:
     return name
 
 
-def _records(fh: IO[bytes], source: str, start: int, failure: list[BaseException], held: list[int]
-             ) -> Iterator[RawRecord]:
-    """Records from line `start` on; a decompression error ends them and is appended to `failure`. A last line
-    without newline that is not valid JSON is held back (its number appended to `held`): it is probably still
-    being written, and dead-lettering it would move the position past it for good."""
+def _records(fh: IO[bytes], source: str, start: int, failure: list[BaseException], held: list[int],
+             last: list[int]) -> Iterator[RawRecord]:
+    """Records from line `start` on; `last[0]` follows the last line number read (lines before `start` too). A
+    decompression error ends them and is appended to `failure`. A last line without newline that is not valid
+    JSON is held back (its number appended to `held`): it is probably still being written, and dead-lettering it
+    would move the position past it for good."""
 
     def complete(lineno: int, payload: bytes) -> bool:
         d = decode(payload, source, 0, lineno)
@@ -60,6 +72,7 @@ def _records(fh: IO[bytes], source: str, start: int, failure: list[BaseException
 
     try:
         for lineno, payload in json_lines(fh, complete):
+            last[0] = lineno
             if lineno >= start:
                 yield RawRecord(source, 0, lineno, payload)
     except CORRUPT as err:
@@ -108,20 +121,9 @@ def head_fingerprint(path: str) -> str:
     return ""
 
 
-def _line_count(path: str) -> int:
-    """Lines as replay numbers them (a truncated compressed file: the lines it still yields)."""
-    lines = 0
-    with open_events(path) as (fh, _):
-        try:
-            for _ in fh:
-                lines += 1
-        except CORRUPT:
-            pass
-    return lines
-
-
 def resume_point(pipeline: Pipeline, path: str) -> tuple[int, str | None]:
-    """(line to resume at, why the stored position was not used, or None) for a file; stdin always starts at 0."""
+    """(line to resume at, why the stored position was not used, or None) for a file; stdin always starts at 0.
+    A file whose first line changed is a new file: it starts at 0."""
     if path == "-":
         return 0, None
     source = source_name(path)
@@ -132,26 +134,25 @@ def resume_point(pipeline: Pipeline, path: str) -> tuple[int, str | None]:
     if known is not None and known != head_fingerprint(path):
         return 0, (f"{path}: its first line changed since it was replayed up to line {stored:,}: replaying it from "
                    "the start (events already stored count as duplicates)")
-    if _line_count(path) < stored:
-        return 0, (f"{path}: now shorter than the {stored:,} lines already replayed: replaying it from the start "
-                   "(events already stored count as duplicates)")
-    return stored, None
+    return stored, None  # a file now shorter than `stored` is noticed while replay skips to it
 
 
 def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int], None] | None = None,
-           batch_size: int = BATCH, start: int | None = None) -> BatchResult:
+           batch_size: int = BATCH, start: int | None = None) -> ReplayResult:
     """Ingest a file (or '-' for stdin); a file already replayed resumes after its stored position (see
-    `resume_point`; `start` overrides it)."""
+    `resume_point`; `start` overrides it). A file that ends before `start` is shorter than the one measured: it is
+    replayed from its start and `restarted` says so."""
     source = source_name(path)
     if start is None:
         start = resume_point(pipeline, path)[0]
     meta = None if path == "-" else {fingerprint_key(source): head_fingerprint(path)}
-    total = BatchResult()
+    total = ReplayResult()
     failure: list[BaseException] = []
     held: list[int] = []
+    last = [-1]
     with open_events(path) as (fh, position):
         batch: list[RawRecord] = []
-        for rec in _records(fh, source, start, failure, held):
+        for rec in _records(fh, source, start, failure, held, last):
             batch.append(rec)
             if len(batch) >= batch_size:
                 res = pipeline.process_isolating(batch, meta)
@@ -168,5 +169,10 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
         reached = pipeline.store.positions(source).get(0, start)
         raise OSError(f"{path}: unreadable after line {reached:,} (the lines before it are stored; a re-run resumes "
                       f"there): {failure[0]}")
+    if start > 0 and last[0] + 1 < start:  # nothing read past the position: the file is shorter than it was
+        again = replay(pipeline, path, on_batch, batch_size, 0)
+        again.restarted = (f"{path}: now shorter than the {start:,} lines already replayed: replaying it from the "
+                           "start (events already stored count as duplicates)")
+        return again
     total.held_back = held[0] if held and held[0] >= start else None
     return total

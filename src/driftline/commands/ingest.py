@@ -45,6 +45,8 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
     else:
         total = replay(pipeline, path, None, batch_size, start)
     maintenance = pipeline.maintain()
+    if total.restarted:
+        ctx.err.print(f"[yellow]note:[/yellow] {escape(total.restarted)}")
     if total.held_back is not None:
         ctx.err.print(f"[yellow]note:[/yellow] line {total.held_back:,} has no newline and is not valid JSON yet "
                       "(is the file still being written?): left for the next replay, not dead-lettered")
