@@ -222,15 +222,15 @@ class Config(Base):
 
     def __post_init__(self) -> None:
         _positive_durations("", bucket=self.bucket, window=self.window)
-        if parse_duration(self.bucket) > parse_duration(self.window):
+        bucket, window = parse_duration(self.bucket), parse_duration(self.window)
+        if bucket > window:
             raise ValueError("bucket must not be longer than window")
-        if 86400 % parse_duration(self.bucket) != 0 and parse_duration(self.bucket) % 86400 != 0:
+        if 86400 % bucket != 0 and bucket % 86400 != 0:
             raise ValueError("bucket must divide a day (e.g. 15m, 1h, 1d)")
-        if parse_duration(self.window) % parse_duration(self.bucket):
+        if window % bucket:
             raise ValueError(f"window: {self.window} is not a whole number of buckets ({self.bucket} each)")
-        for i, t in enumerate(self.triggers):
-            if parse_duration(t.window) % parse_duration(self.bucket) or parse_duration(t.window) < parse_duration(
-                    self.bucket):
+        for i, t in enumerate(self.triggers):  # each trigger window is positive (Trigger checks it)
+            if parse_duration(t.window) % bucket:
                 raise ValueError(f"triggers[{i}].window: {t.window} is not a whole number of buckets "
                                  f"({self.bucket} each)")
         names = [t.name for t in self.triggers]
