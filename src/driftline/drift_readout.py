@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from .analysis.calibration import calibration_report
@@ -23,7 +24,6 @@ from .references import NoReference, Reference, active_reference_key, load_refer
 from .report_metrics import resolve_window
 from .stats import BucketStats
 from .store import Store
-from .triggers.drift_hook import DriftReading
 from .windows import Window, merged, window_ending, window_rows
 
 DEFAULT_TARGET_RECALL = 0.7
@@ -34,6 +34,20 @@ MATURITY_QUANTILE = 0.95
 _CACHE_SIZE = 8
 _profiles: dict[tuple[str, str, int, float], tuple[Reference, Profile]] = {}
 _lock = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class DriftReading:
+    """Drift of one feature (feature None = the model score) in a window against the reference."""
+
+    feature: str | None
+    psi: float | None
+    js: float | None
+    drifted: bool | None
+    n: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"feature": self.feature, "psi": self.psi, "js": self.js, "drifted": self.drifted, "n": self.n}
 
 
 def thresholds(config: Config) -> DriftThresholds:

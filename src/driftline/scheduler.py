@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
@@ -32,10 +32,8 @@ from .pipeline import Pipeline
 from .reports import table
 from .reports.generate import generate
 from .reports.weeks import has_data, week_of
+from .leader import LeaderLock
 from .store import Store
-
-if TYPE_CHECKING:
-    from .service import LeaderLock
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +72,6 @@ class Jobs:
     def __init__(self, store: Store, config: Config, clock: Callable[[], float] = time.time, *,
                  leader: LeaderLock | None = None, lock_key: int = JOBS_LOCK_KEY, report_dir: str | None = None,
                  evaluate: Callable[[], Any] | None = None) -> None:
-        from .service import LeaderLock  # imported here: service.py may import this module
 
         self.store, self.config, self.clock = store, config, clock
         self.leader = leader if leader is not None else LeaderLock(store, lock_key)

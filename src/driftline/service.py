@@ -16,7 +16,6 @@ from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
-from sqlalchemy import Connection, text
 
 from .config import Config, parse_duration
 from .exporter.collector import SnapshotCollector
@@ -28,50 +27,9 @@ from .triggers import history, runner
 from .triggers.drift_hook import DriftProvider, default_provider
 from .triggers.model import FIRING
 from .windows import default_at
+from .leader import LOCK_KEY, LeaderLock  # noqa: F401 - LOCK_KEY re-exported for callers
 
 log = logging.getLogger(__name__)
-
-LOCK_KEY = 0x6472_6966_746C
-"""PostgreSQL advisory lock key held by the replica that runs scheduled jobs ('driftl')."""
-
-
-class LeaderLock:
-    """Session advisory lock on PostgreSQL (held until the connection closes); always held on SQLite."""
-
-    def __init__(self, store: Store, key: int = LOCK_KEY) -> None:
-        self.store, self.key = store, key
-        self._conn: Connection | None = None
-        self._held = False
-
-    def held(self) -> bool:
-        """Acquire or confirm the lock; False when another replica holds it or the database is unreachable."""
-        if self.store.dialect != "postgresql":
-            return True
-        try:
-            if self._conn is None:
-                self._conn = self.store.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-                self._held = False
-            if self._held:
-                self._conn.execute(text("SELECT 1"))
-            else:
-                self._held = bool(self._conn.execute(text("SELECT pg_try_advisory_lock(:k)"),
-                                                     {"k": self.key}).scalar())
-            return self._held
-        except Exception as err:  # noqa: BLE001 - connection lost: the lock is gone with it
-            log.warning("leader lock check failed: %s", err)
-            self.release()
-            return False
-
-    def release(self) -> None:
-        """Give the lock up: the connection is discarded, not returned to the pool (which would keep it)."""
-        if self._conn is not None:
-            try:
-                self._conn.invalidate()
-                self._conn.close()
-            except Exception:  # noqa: BLE001 - closing a broken connection
-                pass
-        self._conn, self._held = None, False
-
 
 class Service:
     """Owns the exporter HTTP server and the scheduler running trigger evaluation every evaluate_every."""

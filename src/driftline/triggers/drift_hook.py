@@ -7,27 +7,12 @@ readings against the model's active stored reference (driftline.drift_readout.dr
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from ..config import Config
+from ..drift_readout import DriftReading, drift_readings
 from ..store import Store
 from ..windows import Window
 from .model import Observation
-
-
-@dataclass(frozen=True, slots=True)
-class DriftReading:
-    """Drift of one feature (feature None = the model score) in a window against the reference."""
-
-    feature: str | None
-    psi: float | None
-    js: float | None
-    drifted: bool | None
-    n: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"feature": self.feature, "psi": self.psi, "js": self.js, "drifted": self.drifted, "n": self.n}
 
 
 DriftProvider = Callable[[Store, Config, str, Window, "str | None"], Sequence[DriftReading]]
@@ -49,6 +34,4 @@ def default_provider() -> DriftProvider | None:
     Without a reference there are no readings: drift triggers show insufficient_data and no drift series are
     exported, so the CLI and Prometheus never disagree about what drift is measured against.
     """
-    from ..drift_readout import drift_readings  # imported here: drift_readout imports DriftReading from us
-
     return drift_readings

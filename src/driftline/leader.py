@@ -1,0 +1,52 @@
+"""The PostgreSQL advisory lock that elects which replica runs scheduled work (always held on SQLite)."""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy import Connection, text
+
+from .store import Store
+
+log = logging.getLogger(__name__)
+
+LOCK_KEY = 0x6472_6966_746C
+"""PostgreSQL advisory lock key held by the replica that runs scheduled jobs ('driftl')."""
+
+
+class LeaderLock:
+    """Session advisory lock on PostgreSQL (held until the connection closes); always held on SQLite."""
+
+    def __init__(self, store: Store, key: int = LOCK_KEY) -> None:
+        self.store, self.key = store, key
+        self._conn: Connection | None = None
+        self._held = False
+
+    def held(self) -> bool:
+        """Acquire or confirm the lock; False when another replica holds it or the database is unreachable."""
+        if self.store.dialect != "postgresql":
+            return True
+        try:
+            if self._conn is None:
+                self._conn = self.store.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+                self._held = False
+            if self._held:
+                self._conn.execute(text("SELECT 1"))
+            else:
+                self._held = bool(self._conn.execute(text("SELECT pg_try_advisory_lock(:k)"),
+                                                     {"k": self.key}).scalar())
+            return self._held
+        except Exception as err:  # noqa: BLE001 - connection lost: the lock is gone with it
+            log.warning("leader lock check failed: %s", err)
+            self.release()
+            return False
+
+    def release(self) -> None:
+        """Give the lock up: the connection is discarded, not returned to the pool (which would keep it)."""
+        if self._conn is not None:
+            try:
+                self._conn.invalidate()
+                self._conn.close()
+            except Exception:  # noqa: BLE001 - closing a broken connection
+                pass
+        self._conn, self._held = None, False
