@@ -26,7 +26,7 @@ from datetime import datetime
 
 import msgspec
 
-from driftline.events import Prediction, _tagged_dec
+from driftline.core.events import Prediction, _tagged_dec
 from driftline.store import Store
 from replay_bench import best_rate, simulated_stream
 

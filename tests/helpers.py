@@ -6,10 +6,10 @@ from typing import Any
 
 import msgspec
 
-from driftline.engine import Engine, EngineSettings, JoinView
-from driftline.events import Decoded, decode
-from driftline.grids import score_bin
-from driftline.stats import BucketStats, merge
+from driftline.core.engine import Engine, EngineSettings, JoinView
+from driftline.core.events import Decoded, decode
+from driftline.core.grids import score_bin
+from driftline.core.stats import BucketStats, merge
 
 _enc = msgspec.json.Encoder()
 

@@ -21,7 +21,7 @@ from driftline.analysis.power import recall_power
 from driftline.analysis.sequential import SequentialPlan, cs_difference
 from driftline.cli import main
 from driftline.config import AB, ConfigError, from_dict
-from driftline.grids import DELAY_EDGES
+from driftline.core.grids import DELAY_EDGES
 from driftline.pipeline import Pipeline, RawRecord
 from driftline.report_metrics import resolve_window
 from driftline.simulate import SimSpec, stream

@@ -24,7 +24,7 @@ from driftline.analysis.abstats import (
     srm_check,
     two_proportion_p_value,
 )
-from driftline.grids import DELAY_EDGES, N_DELAY_BINS
+from driftline.core.grids import DELAY_EDGES, N_DELAY_BINS
 
 
 def _random_pairs(seed: int, n: int = 300) -> list[tuple[int, int, int, int]]:

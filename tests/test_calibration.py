@@ -24,7 +24,7 @@ from driftline.analysis.calibration import (
     reliability_table,
     reliability_table_mass,
 )
-from driftline.stats import NEG, POS, BucketStats
+from driftline.core.stats import NEG, POS, BucketStats
 
 
 from helpers import make_stats  # noqa: E402

@@ -7,8 +7,8 @@ from sklearn.metrics import (average_precision_score, brier_score_loss, confusio
 
 from driftline.analysis.calibration import reliability_table
 from driftline.analysis.classification import classification
-from driftline.grids import score_bin
-from driftline.stats import NEG, POS, UNL, BucketStats
+from driftline.core.grids import score_bin
+from driftline.core.stats import NEG, POS, UNL, BucketStats
 
 from helpers import MemoryState, outcome, pred
 

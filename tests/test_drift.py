@@ -13,8 +13,8 @@ from scipy.spatial.distance import jensenshannon
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
-from driftline.grids import N_FEATURE_BINS, N_SCORE_BINS, feature_bin, feature_bin_lower, feature_bin_mid, score_bin
-from driftline.stats import NEG, POS, FeatureHist
+from driftline.core.grids import N_FEATURE_BINS, N_SCORE_BINS, feature_bin, feature_bin_lower, feature_bin_mid, score_bin
+from driftline.core.stats import NEG, POS, FeatureHist
 from driftline.analysis import drift_stats as ds
 from driftline.analysis.drift import categorical_drift, drift_report, numeric_drift, prevalence_drift
 from driftline.analysis.profiles import FineSample, build_profile, numeric_profile

@@ -19,7 +19,7 @@ from driftline.config import load
 from driftline.drift_readout import drift_document, drift_readings, query_window, slices_document
 from driftline.references import list_references, load_reference
 from driftline.simulate import SimSpec
-from driftline.stats import NEG, POS, UNL, BucketStats
+from driftline.core.stats import NEG, POS, UNL, BucketStats
 from driftline.store import Store
 from driftline.windows import Window, merged, window_rows
 

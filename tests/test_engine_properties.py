@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from driftline.engine import EngineSettings
-from driftline.stats import BucketStats, merge
+from driftline.core.engine import EngineSettings
+from driftline.core.stats import BucketStats, merge
 
 from helpers import MemoryState, outcome, pred
 
@@ -146,7 +146,7 @@ def test_duplicate_prediction_first_one_counts():
 
 
 def test_implicit_negative_then_late_fraud_report_moves_counts():
-    from driftline.engine import Engine
+    from driftline.core.engine import Engine
 
     s = MemoryState(SLICED)
     s.apply([pred("m", 0.2, T0)])
@@ -160,7 +160,7 @@ def test_implicit_negative_then_late_fraud_report_moves_counts():
 
 
 def test_expiry_counts_unlabelled_and_drops_join_state():
-    from driftline.engine import Engine
+    from driftline.core.engine import Engine
 
     s = MemoryState(SLICED)
     s.apply([pred("old", 0.7, T0), pred("done", 0.7, T0), outcome("done", 0, T0 + 5), outcome("orphan", 1, T0)])

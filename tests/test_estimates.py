@@ -16,8 +16,8 @@ from driftline.analysis.estimates import (
     implied_precision,
     realised_metrics,
 )
-from driftline.grids import score_bin
-from driftline.stats import NEG, POS, UNL, BucketStats
+from driftline.core.grids import score_bin
+from driftline.core.stats import NEG, POS, UNL, BucketStats
 
 
 from helpers import make_stats  # noqa: E402

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from driftline.events import RAW_LIMIT, REASONS, DeadLetter, Decoded, Outcome, Prediction, decode
+from driftline.core.events import RAW_LIMIT, REASONS, DeadLetter, Decoded, Outcome, Prediction, decode
 
 GOOD_PRED = {"type": "prediction", "prediction_id": "tx-1", "model": "fraud", "model_version": "v2",
              "variant": "B", "ts": "2026-11-30T03:10:00Z", "score": 0.83,

@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from driftline.engine import Engine, EngineSettings, JoinView
-from driftline.moves import _exact_bucket, feature_hists
-from driftline.stats import BucketStats, add_encoded
+from driftline.core.engine import Engine, EngineSettings, JoinView
+from driftline.core.moves import _exact_bucket, feature_hists
+from driftline.core.stats import BucketStats, add_encoded
 
 from helpers import decoded, outcome, pred
 from test_engine_properties import T0, assert_same

@@ -11,7 +11,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 
 from driftline.analysis.costs import Costs, cost_per_1000
 from driftline.analysis.paired import PairedTable, paired_bootstrap, paired_tests, sign_test
-from driftline.stats import NEG, POS
+from driftline.core.stats import NEG, POS
 
 COSTS = Costs(400.0, 5.0, 0.05, 20.0, 0.002)
 

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from driftline.grids import N_SCORE_BINS, feature_bin, score_bin
-from driftline.stats import NEG, POS, UNL, BucketStats, FeatureHist
+from driftline.core.grids import N_SCORE_BINS, feature_bin, score_bin
+from driftline.core.stats import NEG, POS, UNL, BucketStats, FeatureHist
 from driftline.analysis.drift import drift_report
 from driftline.analysis.profiles import (
     CATEGORICAL, MISSING, NUMERIC, OTHER, OVERFLOW, UNDERFLOW, CategoricalProfile, NumericProfile, Profile,

@@ -44,9 +44,9 @@ from .analysis.rates import rate
 from .analysis.sequential import SequentialPlan, cs_difference, mixture_margin
 from .config import AB, Config, ConfigError
 from .config import Costs as CostConfig
-from .grids import DELAY_EDGES
+from .core.grids import DELAY_EDGES
 from .report_metrics import resolve_window
-from .stats import NEG, POS, UNL, BucketStats
+from .core.stats import NEG, POS, UNL, BucketStats
 from .store import BucketRow, Store
 from .windows import Window, merged, window_ending, window_rows
 

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from rich.console import Console
 
 from .config import Config, ConfigError, parse_duration
-from .events import MAX_EPOCH
+from .core.events import MAX_EPOCH
 from .store import DEFAULT_URL, Store
 
 

@@ -22,7 +22,7 @@ from .analysis.slices import slices_of, worst_slices
 from .config import Config, format_duration
 from .references import NoReference, Reference, active_reference_key, load_reference
 from .report_metrics import resolve_window
-from .stats import BucketStats
+from .core.stats import BucketStats
 from .store import Store
 from .windows import Window, merged, window_ending, window_rows
 

@@ -15,8 +15,8 @@ import msgspec
 from sqlalchemy.exc import DataError
 
 from .config import Config
-from .engine import Engine, EngineResult, EngineSettings, JoinView
-from .events import RAW_LIMIT, Decoded, DeadLetter, decode
+from .core.engine import Engine, EngineResult, EngineSettings, JoinView
+from .core.events import RAW_LIMIT, Decoded, DeadLetter, decode
 from .store import Store
 
 MAX_FUTURE_S = 86400.0

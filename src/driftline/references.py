@@ -19,11 +19,11 @@ from sqlalchemy import BigInteger, Boolean, Column, Float, Index, Integer, MetaD
 
 from .analysis.profiles import Profile, ProfileSettings, build_profile_from_stats
 from .config import Config, ConfigError
-from .engine import Engine, JoinView
-from .events import DeadLetter, decode, json_lines
+from .core.engine import Engine, JoinView
+from .core.events import DeadLetter, decode, json_lines
 from .pipeline import settings_from
 from .replay import CORRUPT, open_events
-from .stats import BucketStats, merge
+from .core.stats import BucketStats, merge
 from .store import Store
 from .windows import iso
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from .analysis.classification import Metrics, classification
 from .config import Config
-from .stats import BucketStats
+from .core.stats import BucketStats
 from .store import Store
 from .windows import Window, default_at, merged, window_ending, window_rows
 

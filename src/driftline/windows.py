@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 from .config import format_duration
 from .store import BucketRow, Store
-from .stats import BucketStats, merge
+from .core.stats import BucketStats, merge
 
 
 @dataclass(frozen=True, slots=True)

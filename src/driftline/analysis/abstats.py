@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import chisquare, norm
 
-from ..stats import NEG, POS, UNL
+from ..core.stats import NEG, POS, UNL
 from .rates import Rate, rate, wilson_interval
 
 HEADLINE_METRICS = ("recall", "fpr", "precision", "alert_rate")

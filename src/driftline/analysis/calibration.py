@@ -16,8 +16,8 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import expit, log_expit, logit
 
-from ..grids import N_SCORE_BINS, SCORE_EDGES
-from ..stats import LOG_EPS, NEG, POS, SUM_NLL_NEG, SUM_NLL_POS, SUM_P2, BucketStats
+from ..core.grids import N_SCORE_BINS, SCORE_EDGES
+from ..core.stats import LOG_EPS, NEG, POS, SUM_NLL_NEG, SUM_NLL_POS, SUM_P2, BucketStats
 from .rates import Rate, rate
 
 STRATEGIES = ("width", "mass")

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..grids import DELAY_EDGES
-from ..stats import NEG, POS, BucketStats
+from ..core.grids import DELAY_EDGES
+from ..core.stats import NEG, POS, BucketStats
 from .calibration import ReliabilityTable, brier_score, log_loss, reliability_table
 from .rates import Rate, rate
 

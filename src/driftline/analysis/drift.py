@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..stats import NEG, POS, FeatureHist
+from ..core.stats import NEG, POS, FeatureHist
 from . import drift_stats as ds
 from .profiles import (
     CATEGORICAL, GRID_FEATURE, NUMERIC, CategoricalProfile, FineSample, NumericProfile, Profile, fine_sample, grid_mids,

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..grids import score_edge_index
-from ..stats import NEG, POS, SUM_P2, UNL, BucketStats
+from ..core.grids import score_edge_index
+from ..core.stats import NEG, POS, SUM_P2, UNL, BucketStats
 from .rates import Z95, Rate, rate
 
 SCOPES = ("unlabelled", "all")

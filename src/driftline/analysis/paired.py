@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binomtest
 
-from ..stats import NEG, POS, UNL
+from ..core.stats import NEG, POS, UNL
 from .abstats import ArmCounts
 from .costs import Costs, cost_per_prediction
 

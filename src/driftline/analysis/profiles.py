@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..grids import SCORE_EDGES, feature_bin_lower, feature_bin_mid
-from ..stats import NEG, POS, BucketStats, FeatureHist
+from ..core.grids import SCORE_EDGES, feature_bin_lower, feature_bin_mid
+from ..core.stats import NEG, POS, BucketStats, FeatureHist
 from .drift_stats import bridge_l1_quantile
 
 NUMERIC, CATEGORICAL = "numeric", "categorical"

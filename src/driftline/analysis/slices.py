@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..stats import NEG, POS, UNL
+from ..core.stats import NEG, POS, UNL
 from .rates import INDICATIVE_BELOW_N, Rate, rate
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from ..events import DeadLetter, decode
+from ..core.events import DeadLetter, decode
 from ..pipeline import MAX_FUTURE_S, RawRecord
 from .settings import KafkaSettings
 

@@ -14,7 +14,7 @@ import numpy as np
 from ..analysis.costs import BusinessKPIs, Costs, business_kpis
 from ..analysis.rates import rate
 from ..config import Costs as CostConfig
-from ..grids import SCORE_EDGES, score_edge_index
+from ..core.grids import SCORE_EDGES, score_edge_index
 
 THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))
 """Thresholds of the trade-off table (exact edges of the score grid)."""

@@ -17,9 +17,9 @@ import numpy as np
 
 from ..ab_readout import ABQuery, ab_document
 from ..config import Config
-from ..grids import score_edge_index
+from ..core.grids import score_edge_index
 from ..report_metrics import MetricsQuery, metrics_document
-from ..stats import NEG, POS, UNL
+from ..core.stats import NEG, POS, UNL
 from ..store import Store
 from ..triggers import history
 from ..triggers.model import INSUFFICIENT, Rule, breached, judged_value

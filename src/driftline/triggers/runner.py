@@ -12,7 +12,7 @@ from typing import Any
 
 from ..analysis.classification import Metrics, classification
 from ..config import Config, ConfigError, Trigger
-from ..stats import BucketStats
+from ..core.stats import BucketStats
 from ..store import BucketRow, Store
 from ..windows import Window, iso, merged, window_ending, window_rows
 from . import history
