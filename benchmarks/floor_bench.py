@@ -27,7 +27,7 @@ from datetime import datetime
 import msgspec
 
 from driftline.core.events import Prediction, _tagged_dec
-from driftline.store import Store
+from driftline.storage.store import Store
 from replay_bench import best_rate, simulated_stream
 
 BATCH = 20_000

@@ -21,7 +21,7 @@ import msgspec
 from driftline.config import Config
 from driftline.pipeline import Pipeline
 from driftline.replay import replay
-from driftline.store import Store
+from driftline.storage.store import Store
 
 
 def best_rate(n: int, work: Callable[[], object], repeats: int = 3) -> float:

@@ -71,7 +71,7 @@ def refuse_database_writes_of(monkeypatch: Any, prediction_id: str) -> None:
     that writes this prediction id."""
     from sqlalchemy.exc import DataError
 
-    from driftline import bulk
+    from driftline.storage import bulk
 
     original = bulk.write_predictions
 

@@ -183,13 +183,13 @@ class StoreProbe:
     """Reads positions and counters of the service's database (a separate connection pool)."""
 
     def __init__(self, db_url: str, topics: dict[str, str]) -> None:
-        from driftline.store import Store
+        from driftline.storage.store import Store
 
         self.store = Store(db_url)
         self.topics = topics
 
     def positions(self) -> dict[tuple[str, int], int]:
-        from driftline.store import StoreUnavailable
+        from driftline.storage.store import StoreUnavailable
 
         out: dict[tuple[str, int], int] = {}
         for kind, topic in self.topics.items():
@@ -215,7 +215,7 @@ class StoreProbe:
 
 def consistency(db_url: str, topics: dict[str, str]) -> tuple[int, int]:
     """(records up to the stored positions, records counted in state): equal when nothing is lost or doubled."""
-    from driftline.store import Store
+    from driftline.storage.store import Store
 
     store = Store(db_url)
     try:
@@ -231,7 +231,7 @@ def documents(db_url: str) -> dict[str, Any]:
     """What users see: `metrics --json` (default window, and per variant), counters and dead-letter totals."""
     from driftline.config import Config
     from driftline.report_metrics import MetricsQuery, metrics_document
-    from driftline.store import Store
+    from driftline.storage.store import Store
 
     config = Config()
     store = Store(db_url)

@@ -25,7 +25,7 @@ from driftline.core.grids import DELAY_EDGES
 from driftline.pipeline import Pipeline, RawRecord
 from driftline.report_metrics import resolve_window
 from driftline.simulate import SimSpec, stream
-from driftline.store import Store
+from driftline.storage.store import Store
 from driftline.windows import merged, window_rows
 
 from helpers import outcome, pred

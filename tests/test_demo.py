@@ -19,7 +19,7 @@ from driftline.cli import main
 from driftline.commands.demo import EXAMPLE_BASELINE, EXAMPLE_FEATURES, EXAMPLE_SLICES, demo_config, demo_end
 from driftline.config import Config, load
 from driftline.pipeline import Pipeline, RawRecord
-from driftline.store import Store
+from driftline.storage.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 ALERT = re.compile(r"^(\S+)  ALERT recall_below_target FIRING \(critical\): recall (0\.\d{3}) \[(0\.\d{3}), "

@@ -20,7 +20,7 @@ from driftline.drift_readout import drift_document, drift_readings, query_window
 from driftline.references import list_references, load_reference
 from driftline.simulate import SimSpec
 from driftline.core.stats import NEG, POS, UNL, BucketStats
-from driftline.store import Store
+from driftline.storage.store import Store
 from driftline.windows import Window, merged, window_rows
 
 from helpers import outcome, pred

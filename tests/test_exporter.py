@@ -29,7 +29,7 @@ from driftline.exporter.collector import SnapshotCollector
 from driftline.pipeline import Pipeline, RawRecord
 from driftline.service import Service
 from driftline.simulate import SimSpec, stream
-from driftline.store import Store
+from driftline.storage.store import Store
 from driftline.triggers import history
 from driftline.triggers.drift_hook import default_provider
 from driftline.windows import merged, window_ending

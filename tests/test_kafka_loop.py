@@ -19,7 +19,7 @@ from driftline.kafka.health import Backoff
 from driftline.kafka.settings import resolve
 from driftline.pipeline import Pipeline
 from driftline.replay import replay
-from driftline.store import Store, StoreUnavailable
+from driftline.storage.store import Store, StoreUnavailable
 from helpers import refuse_database_writes_of
 from kafka_service_support import assert_same_state, documents, make_events
 

@@ -17,7 +17,7 @@ from driftline.kafka.producer import Pacer, dead_letters_in
 from driftline.kafka.settings import SecretFilter, env_options, redacted, resolve
 from driftline.kafka.topics import TopicsError, copartition_problem, create
 from driftline.pipeline import Pipeline, RawRecord
-from driftline.store import StalePositions, Store
+from driftline.storage.store import StalePositions, Store
 
 
 def test_bootstrap_precedence_flag_then_env_then_config() -> None:

@@ -27,7 +27,7 @@ import yaml
 from driftline.config import load
 from driftline.pipeline import Pipeline, RawRecord
 from driftline.simulate import SimSpec, stream
-from driftline.store import Store
+from driftline.storage.store import Store
 
 from services import require_binary
 

@@ -29,7 +29,7 @@ from driftline.reports.generate import generate
 from driftline.reports.render import md_escape, render_markdown
 from driftline.reports.weeks import IsoWeek, default_week, parse_week, week_of
 from driftline.simulate import SimSpec, stream
-from driftline.store import Store
+from driftline.storage.store import Store
 from services import require_binary
 
 XSS = "<script>alert(1)</script>"

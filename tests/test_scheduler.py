@@ -13,7 +13,7 @@ import msgspec
 import pytest
 from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED
 
-from driftline.compaction import COMPACTED_SHARD, compact, compaction_cutoff
+from driftline.storage.compaction import COMPACTED_SHARD, compact, compaction_cutoff
 from driftline.config import Config, from_dict
 from driftline.pipeline import Pipeline, RawRecord
 from driftline.report_metrics import MetricsQuery, metrics_document
@@ -22,7 +22,7 @@ from driftline.scheduler import (DONE, EXISTS, JOBS_LOCK_KEY, MISFIRE_GRACE_S, N
                                  build_scheduler)
 from driftline.service import LOCK_KEY
 from driftline.simulate import SimSpec, stream
-from driftline.store import Store
+from driftline.storage.store import Store
 from driftline.triggers import history
 
 DAY = 86400.0

@@ -10,7 +10,7 @@ from driftline.config import from_dict
 from driftline.pipeline import Pipeline, RawRecord
 from driftline.replay import replay
 from driftline.report_metrics import MetricsQuery, metrics_document
-from driftline.store import Store
+from driftline.storage.store import Store
 
 from helpers import outcome, pred
 

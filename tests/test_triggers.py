@@ -22,7 +22,7 @@ from driftline.config import ConfigError, from_dict, load
 from driftline.pipeline import Pipeline, RawRecord
 from driftline.report_metrics import MetricsQuery, metrics_document
 from driftline.simulate import SimSpec, stream
-from driftline.store import Store
+from driftline.storage.store import Store
 from driftline.triggers import history, runner
 from driftline.triggers.drift_hook import default_provider
 from driftline.triggers.model import (FIRING, INSUFFICIENT, OK, PENDING, RESOLVED, Observation, Rule, TriggerState,

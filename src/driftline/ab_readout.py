@@ -32,7 +32,7 @@ import numpy as np
 from scipy.optimize import brentq
 from sqlalchemy import and_, func, select
 
-from . import schema
+from .storage import schema
 from .ab_verdict import verdict
 from .analysis.abstats import (HEADLINE_METRICS, ArmCounts, arm_metrics, compare_arms, compare_proportions,
                                holm, label_balance, srm_check)
@@ -47,7 +47,7 @@ from .config import Costs as CostConfig
 from .core.grids import DELAY_EDGES
 from .report_metrics import resolve_window
 from .core.stats import NEG, POS, UNL, BucketStats
-from .store import BucketRow, Store
+from .storage.store import BucketRow, Store
 from .windows import Window, merged, window_ending, window_rows
 
 ALPHA = 0.05

@@ -14,7 +14,7 @@ from rich.markup import escape
 from . import __version__
 from .config import ConfigError, load
 from .context import Context, resolve_db
-from .store import StoreUnavailable
+from .storage.store import StoreUnavailable
 
 COMMANDS = ("ingest", "query", "simulate", "demo", "alerts", "serve", "ab", "drift_cmds", "report", "kafka_cmds")
 """Modules of driftline.commands, each registering its subcommands."""

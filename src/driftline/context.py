@@ -14,7 +14,7 @@ from rich.console import Console
 
 from .config import Config, ConfigError, parse_duration
 from .core.events import MAX_EPOCH
-from .store import DEFAULT_URL, Store
+from .storage.store import DEFAULT_URL, Store
 
 
 @dataclass

@@ -23,7 +23,7 @@ from .config import Config, format_duration
 from .references import NoReference, Reference, active_reference_key, load_reference
 from .report_metrics import resolve_window
 from .core.stats import BucketStats
-from .store import Store
+from .storage.store import Store
 from .windows import Window, merged, window_ending, window_rows
 
 DEFAULT_TARGET_RECALL = 0.7

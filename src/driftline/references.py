@@ -24,7 +24,7 @@ from .core.events import DeadLetter, decode, json_lines
 from .pipeline import settings_from
 from .replay import CORRUPT, open_events
 from .core.stats import BucketStats, merge
-from .store import Store
+from .storage.store import Store
 from .windows import iso
 
 SOURCES = ("window", "file")

@@ -8,7 +8,7 @@ from typing import Any
 from .analysis.classification import Metrics, classification
 from .config import Config
 from .core.stats import BucketStats
-from .store import Store
+from .storage.store import Store
 from .windows import Window, default_at, merged, window_ending, window_rows
 
 

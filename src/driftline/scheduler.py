@@ -26,14 +26,14 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from .compaction import compact, compaction_cutoff
+from .storage.compaction import compact, compaction_cutoff
 from .config import Config, ConfigError, parse_duration
 from .pipeline import Pipeline
 from .reports import table
 from .reports.generate import generate
 from .reports.weeks import has_data, week_of
 from .leader import LeaderLock
-from .store import Store
+from .storage.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from .exporter.collector import SnapshotCollector
 from .exporter.http import ExporterServer, Readiness, build_registry
 from .exporter.ops import OpsMetrics
 from .notify import Notifier
-from .store import Store, StoreUnavailable
+from .storage.store import Store, StoreUnavailable
 from .triggers import history, runner
 from .triggers.drift_hook import DriftProvider, default_provider
 from .triggers.model import FIRING

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from .config import format_duration
-from .store import BucketRow, Store
+from .storage.store import BucketRow, Store
 from .core.stats import BucketStats, merge
 
 

@@ -25,7 +25,7 @@ from ..reports.generate import generate
 from ..reports.weeks import week_of
 from ..service import Service
 from ..simulate import SimSpec, stream
-from ..store import Store
+from ..storage.store import Store
 from ..triggers import runner
 from ..triggers.model import FIRING, Rule, Transition
 from ..windows import iso

@@ -19,7 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from .. import __version__
 from ..analysis.classification import Metrics, classification
 from ..config import Config, format_duration
-from ..store import BucketRow, Store, StoreUnavailable
+from ..storage.store import BucketRow, Store, StoreUnavailable
 from ..triggers import history
 from ..triggers.drift_hook import DriftProvider
 from ..triggers.model import FIRING, STATES, Rule

@@ -17,7 +17,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 from sqlalchemy import text
 
-from ..store import Store
+from ..storage.store import Store
 from .collector import SnapshotCollector
 from .ops import OpsMetrics
 

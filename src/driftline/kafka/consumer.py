@@ -21,7 +21,7 @@ from sqlalchemy.exc import DataError
 
 from ..exporter.ops import OpsMetrics
 from ..pipeline import Pipeline, RawRecord
-from ..store import StalePositions, StoreUnavailable
+from ..storage.store import StalePositions, StoreUnavailable
 from .batches import Batch, fill, fresh_records
 from .connect import open_consumer, open_dead_letter_sink
 from .faults import Faults

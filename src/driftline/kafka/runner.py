@@ -17,7 +17,7 @@ from ..config import Config
 from ..exporter.ops import OpsMetrics
 from ..pipeline import Pipeline
 from ..service import Service
-from ..store import Store, StoreUnavailable
+from ..storage.store import Store, StoreUnavailable
 from .consumer import LiveConsumer
 from .health import Backoff
 from .faults import Faults

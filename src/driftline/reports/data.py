@@ -20,7 +20,7 @@ from ..config import Config
 from ..core.grids import score_edge_index
 from ..report_metrics import MetricsQuery, metrics_document
 from ..core.stats import NEG, POS, UNL
-from ..store import Store
+from ..storage.store import Store
 from ..triggers import history
 from ..triggers.model import INSUFFICIENT, Rule, breached, judged_value
 from ..triggers.runner import Reader, compile_rules, group_stats

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config
-from ..store import Store
+from ..storage.store import Store
 from . import table
 from .data import report_document
 from .plots import all_plots

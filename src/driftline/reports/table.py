@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Boolean, Column, Float, MetaData, String, Table, Text, and_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ..store import Store
+from ..storage.store import Store
 
 metadata = MetaData()
 

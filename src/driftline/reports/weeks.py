@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 
 from ..config import ConfigError
-from ..store import Store
+from ..storage.store import Store
 from ..windows import Window
 
 WEEK_S = 7 * 86400

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from ..config import Config
 from ..drift_readout import DriftReading, drift_readings
-from ..store import Store
+from ..storage.store import Store
 from ..windows import Window
 from .model import Observation
 

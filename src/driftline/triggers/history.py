@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import and_, delete, select
 
-from ..store import Store
+from ..storage.store import Store
 from . import tables as tt
 from .model import Rule, Transition, TriggerState
 

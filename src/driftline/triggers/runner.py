@@ -13,7 +13,7 @@ from typing import Any
 from ..analysis.classification import Metrics, classification
 from ..config import Config, ConfigError, Trigger
 from ..core.stats import BucketStats
-from ..store import BucketRow, Store
+from ..storage.store import BucketRow, Store
 from ..windows import Window, iso, merged, window_ending, window_rows
 from . import history
 from .drift_hook import DriftProvider, DriftReading, observation as drift_observation

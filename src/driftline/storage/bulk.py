@@ -13,8 +13,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from .core.engine import JoinView, OutcomeRecord, PredRecord
-from .core.stats import BucketStats, add_encoded
+from ..core.engine import JoinView, OutcomeRecord, PredRecord
+from ..core.stats import BucketStats, add_encoded
 
 BucketKey = tuple[str, str, str, int, int]
 CHUNK = 500

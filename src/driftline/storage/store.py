@@ -20,9 +20,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from . import bulk
 from . import schema as t
-from .core.engine import EngineResult, JoinView, OutcomeRecord, PredKey, PredRecord
-from .core.events import DeadLetter
-from .core.stats import BucketStats
+from ..core.engine import EngineResult, JoinView, OutcomeRecord, PredKey, PredRecord
+from ..core.events import DeadLetter
+from ..core.stats import BucketStats
 
 DEFAULT_URL = "sqlite:///driftline.db"
 NEWEST_EVENT = "newest_event_us"

@@ -1,4 +1,4 @@
-"""Database tables (SQLAlchemy Core); Alembic migrations in driftline/migrations create them."""
+"""Database tables (SQLAlchemy Core); Alembic migrations in driftline/storage/migrations create them."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from sqlalchemy import and_, delete, select, tuple_, update
 
 from . import schema as t
-from .core.stats import BucketStats
+from ..core.stats import BucketStats
 from .store import Store
 
 COMPACTED_SHARD = -1

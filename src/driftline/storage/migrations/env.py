@@ -3,7 +3,7 @@
 from alembic import context
 from sqlalchemy import create_engine
 
-from driftline.schema import metadata
+from driftline.storage.schema import metadata
 
 config = context.config
 connection = config.attributes.get("connection")
