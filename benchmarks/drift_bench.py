@@ -17,7 +17,7 @@ import numpy as np
 
 from driftline.config import from_dict
 from driftline.drift_readout import drift_document
-from driftline.pipeline import Pipeline, RawRecord
+from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.references import build_reference_profile, save_reference, window_stats
 from driftline.storage.store import Store
 from driftline.windows import window_ending

@@ -30,8 +30,8 @@ from driftline.config import Config, Kafka  # noqa: E402
 from driftline.kafka.consumer import LiveConsumer  # noqa: E402
 from driftline.kafka.producer import Pacer  # noqa: E402
 from driftline.kafka.settings import resolve  # noqa: E402
-from driftline.pipeline import Pipeline  # noqa: E402
-from driftline.simulate import SimSpec, stream  # noqa: E402
+from driftline.ingest.pipeline import Pipeline  # noqa: E402
+from driftline.ingest.simulate import SimSpec, stream  # noqa: E402
 from driftline.storage.store import Store  # noqa: E402
 
 GROUP_OPTIONS = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 2000}

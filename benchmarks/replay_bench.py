@@ -19,8 +19,8 @@ from collections.abc import Callable
 import msgspec
 
 from driftline.config import Config
-from driftline.pipeline import Pipeline
-from driftline.replay import replay
+from driftline.ingest.pipeline import Pipeline
+from driftline.ingest.replay import replay
 from driftline.storage.store import Store
 
 

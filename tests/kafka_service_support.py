@@ -50,7 +50,7 @@ def make_events(tmp: Path, days: float = 2.0, per_day: int = 3000, seed: int = 1
     """Simulated fraud stream (the CLI's simulator) plus poison messages and one duplicated prediction."""
     from driftline.config import Config
     from driftline.context import parse_at
-    from driftline.simulate import SimSpec, stream
+    from driftline.ingest.simulate import SimSpec, stream
 
     end = parse_at(SIM_END)
     assert end is not None

@@ -22,9 +22,9 @@ from driftline.analysis.sequential import SequentialPlan, cs_difference
 from driftline.cli import main
 from driftline.config import AB, ConfigError, from_dict
 from driftline.core.grids import DELAY_EDGES
-from driftline.pipeline import Pipeline, RawRecord
+from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.report_metrics import resolve_window
-from driftline.simulate import SimSpec, stream
+from driftline.ingest.simulate import SimSpec, stream
 from driftline.storage.store import Store
 from driftline.windows import merged, window_rows
 

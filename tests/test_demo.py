@@ -18,7 +18,7 @@ import pytest
 from driftline.cli import main
 from driftline.commands.demo import EXAMPLE_BASELINE, EXAMPLE_FEATURES, EXAMPLE_SLICES, demo_config, demo_end
 from driftline.config import Config, load
-from driftline.pipeline import Pipeline, RawRecord
+from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.storage.store import Store
 
 REPO = Path(__file__).resolve().parent.parent

@@ -373,7 +373,7 @@ def _simulated_days(days: int) -> dict[int, tuple[dict[str, FeatureHist], np.nda
     """Daily windows of driftline.simulate's stream, binned as the engine does (bools as "true"/"false")."""
     from datetime import datetime
 
-    from driftline.simulate import SimSpec, stream
+    from driftline.ingest.simulate import SimSpec, stream
 
     start = 1_767_225_600.0  # 2026-01-01T00:00:00Z
     spec = SimSpec(start=start, days=float(days), per_day=2000)

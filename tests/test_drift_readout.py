@@ -18,7 +18,7 @@ from driftline.commands.simulate import write_stream
 from driftline.config import load
 from driftline.drift_readout import drift_document, drift_readings, query_window, slices_document
 from driftline.references import list_references, load_reference
-from driftline.simulate import SimSpec
+from driftline.ingest.simulate import SimSpec
 from driftline.core.stats import NEG, POS, UNL, BucketStats
 from driftline.storage.store import Store
 from driftline.windows import Window, merged, window_rows

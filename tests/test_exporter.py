@@ -26,9 +26,9 @@ import driftline
 from driftline import cli
 from driftline.config import from_dict, load
 from driftline.exporter.collector import SnapshotCollector
-from driftline.pipeline import Pipeline, RawRecord
+from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.service import Service
-from driftline.simulate import SimSpec, stream
+from driftline.ingest.simulate import SimSpec, stream
 from driftline.storage.store import Store
 from driftline.triggers import history
 from driftline.triggers.drift_hook import default_provider

@@ -17,8 +17,8 @@ from driftline.config import Config, Kafka
 from driftline.kafka.consumer import LiveConsumer
 from driftline.kafka.health import Backoff
 from driftline.kafka.settings import resolve
-from driftline.pipeline import Pipeline
-from driftline.replay import replay
+from driftline.ingest.pipeline import Pipeline
+from driftline.ingest.replay import replay
 from driftline.storage.store import Store, StoreUnavailable
 from helpers import refuse_database_writes_of
 from kafka_service_support import assert_same_state, documents, make_events

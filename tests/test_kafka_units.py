@@ -16,7 +16,7 @@ from driftline.kafka.handoff import Handoff
 from driftline.kafka.producer import Pacer, dead_letters_in
 from driftline.kafka.settings import SecretFilter, env_options, redacted, resolve
 from driftline.kafka.topics import TopicsError, copartition_problem, create
-from driftline.pipeline import Pipeline, RawRecord
+from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.storage.store import StalePositions, Store
 
 

@@ -25,8 +25,8 @@ import pytest
 import yaml
 
 from driftline.config import load
-from driftline.pipeline import Pipeline, RawRecord
-from driftline.simulate import SimSpec, stream
+from driftline.ingest.pipeline import Pipeline, RawRecord
+from driftline.ingest.simulate import SimSpec, stream
 from driftline.storage.store import Store
 
 from services import require_binary

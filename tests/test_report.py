@@ -21,14 +21,14 @@ from PIL import Image
 
 from driftline.cli import main
 from driftline.config import Costs, from_dict
-from driftline.pipeline import Pipeline, RawRecord
+from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.references import build_reference_profile, save_reference, window_stats
 from driftline.reports import table
 from driftline.reports.data import report_document
 from driftline.reports.generate import generate
 from driftline.reports.render import md_escape, render_markdown
 from driftline.reports.weeks import IsoWeek, default_week, parse_week, week_of
-from driftline.simulate import SimSpec, stream
+from driftline.ingest.simulate import SimSpec, stream
 from driftline.storage.store import Store
 from services import require_binary
 

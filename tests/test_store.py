@@ -7,8 +7,8 @@ import json
 import pytest
 
 from driftline.config import from_dict
-from driftline.pipeline import Pipeline, RawRecord
-from driftline.replay import replay
+from driftline.ingest.pipeline import Pipeline, RawRecord
+from driftline.ingest.replay import replay
 from driftline.report_metrics import MetricsQuery, metrics_document
 from driftline.storage.store import Store
 

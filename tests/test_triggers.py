@@ -19,9 +19,9 @@ from driftline import cli
 from driftline.analysis.drift import drift_report
 from driftline.analysis.rates import rate
 from driftline.config import ConfigError, from_dict, load
-from driftline.pipeline import Pipeline, RawRecord
+from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.report_metrics import MetricsQuery, metrics_document
-from driftline.simulate import SimSpec, stream
+from driftline.ingest.simulate import SimSpec, stream
 from driftline.storage.store import Store
 from driftline.triggers import history, runner
 from driftline.triggers.drift_hook import default_provider

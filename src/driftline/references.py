@@ -21,8 +21,8 @@ from .analysis.profiles import Profile, ProfileSettings, build_profile_from_stat
 from .config import Config, ConfigError
 from .core.engine import Engine, JoinView
 from .core.events import DeadLetter, decode, json_lines
-from .pipeline import settings_from
-from .replay import CORRUPT, open_events
+from .ingest.pipeline import settings_from
+from .ingest.replay import CORRUPT, open_events
 from .core.stats import BucketStats, merge
 from .storage.store import Store
 from .windows import iso

@@ -28,7 +28,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from .storage.compaction import compact, compaction_cutoff
 from .config import Config, ConfigError, parse_duration
-from .pipeline import Pipeline
+from .ingest.pipeline import Pipeline
 from .reports import table
 from .reports.generate import generate
 from .reports.weeks import has_data, week_of

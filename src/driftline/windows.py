@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
 from .config import format_duration
+from .core.events import iso
 from .storage.store import BucketRow, Store
 from .core.stats import BucketStats, merge
 
@@ -25,11 +25,6 @@ class Window:
     def to_json(self) -> dict[str, object]:
         return {"start": iso(self.start), "end": iso(self.end), "seconds": self.seconds,
                 "label": format_duration(self.seconds)}
-
-
-def iso(ts: float) -> str:
-    """RFC 3339 UTC timestamp."""
-    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def window_ending(at: float, length_s: float, bucket_s: int) -> Window:

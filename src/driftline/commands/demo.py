@@ -19,12 +19,12 @@ import msgspec
 
 from ..config import Config, ConfigError, Trigger, parse_duration
 from ..context import Context, parse_at, port_number
-from ..pipeline import Pipeline, RawRecord
-from ..replay import source_name
+from ..ingest.pipeline import Pipeline, RawRecord
+from ..ingest.replay import source_name
 from ..reports.generate import generate
 from ..reports.weeks import week_of
 from ..service import Service
-from ..simulate import SimSpec, stream
+from ..ingest.simulate import SimSpec, stream
 from ..storage.store import Store
 from ..triggers import runner
 from ..triggers.model import FIRING, Rule, Transition

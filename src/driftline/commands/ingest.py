@@ -12,8 +12,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, 
 from rich.table import Table
 
 from ..context import Context, positive
-from ..pipeline import BatchResult, Pipeline
-from ..replay import replay, resume_point
+from ..ingest.pipeline import BatchResult, Pipeline
+from ..ingest.replay import replay, resume_point
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -118,7 +118,7 @@ def simulate_to_kafka(ctx: Context, args: argparse.Namespace, spec: object, end:
 
     from ..kafka.producer import open_producer, produce_events
     from ..kafka.topics import check
-    from ..simulate import stream
+    from ..ingest.simulate import stream
     from .serve import install_stop_handlers
 
     if args.rate is not None and args.rate <= 0:

@@ -8,7 +8,7 @@ import sys
 import msgspec
 
 from ..context import Context, fraction, parse_at, positive
-from ..simulate import SimSpec, stream
+from ..ingest.simulate import SimSpec, stream
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -25,6 +25,11 @@ Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 Timestamp = datetime | float | int
 
 
+def iso(ts: float) -> str:
+    """RFC 3339 UTC timestamp."""
+    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
 class Prediction(msgspec.Struct, forbid_unknown_fields=False, gc=False):
     """A model's score for one case; `ts` is the prediction time (event time)."""
 

@@ -20,7 +20,7 @@ from kafka.errors import KafkaError
 from sqlalchemy.exc import DataError
 
 from ..exporter.ops import OpsMetrics
-from ..pipeline import Pipeline, RawRecord
+from ..ingest.pipeline import Pipeline, RawRecord
 from ..storage.store import StalePositions, StoreUnavailable
 from .batches import Batch, fill, fresh_records
 from .connect import open_consumer, open_dead_letter_sink

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from ..core.events import DeadLetter, decode
-from ..pipeline import MAX_FUTURE_S, RawRecord
+from ..ingest.pipeline import MAX_FUTURE_S, RawRecord
 from .settings import KafkaSettings
 
 log = logging.getLogger(__name__)

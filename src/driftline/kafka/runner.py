@@ -15,7 +15,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 from ..config import Config
 from ..exporter.ops import OpsMetrics
-from ..pipeline import Pipeline
+from ..ingest.pipeline import Pipeline
 from ..service import Service
 from ..storage.store import Store, StoreUnavailable
 from .consumer import LiveConsumer

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any
 
-from .core.events import DeadLetter, decode, json_lines
+from ..core.events import DeadLetter, decode, json_lines
 from .pipeline import BatchResult, Pipeline, RawRecord
 
 BATCH = 20000

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .windows import iso
+from ..core.events import iso
 
 COUNTRIES = ["FR", "DE", "ES", "IT", "NL", "BE", "PT", "GB", "US", "PL"]
 COUNTRY_P = np.array([0.35, 0.2, 0.12, 0.1, 0.06, 0.05, 0.04, 0.04, 0.02, 0.02])

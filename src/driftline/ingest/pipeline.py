@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 import msgspec
 from sqlalchemy.exc import DataError
 
-from .config import Config
-from .core.engine import Engine, EngineResult, EngineSettings, JoinView
-from .core.events import RAW_LIMIT, Decoded, DeadLetter, decode
-from .storage.store import Store
+from ..config import Config
+from ..core.engine import Engine, EngineResult, EngineSettings, JoinView
+from ..core.events import RAW_LIMIT, Decoded, DeadLetter, decode
+from ..storage.store import Store
 
 MAX_FUTURE_S = 86400.0
 """Events stamped more than this ahead of the injected clock are dead-lettered (ts_in_future)."""

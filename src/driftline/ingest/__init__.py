@@ -1,0 +1,1 @@
+"""Ingestion: sources (files, stdin, the simulator) through the core into storage, one transaction per batch."""
