@@ -16,11 +16,11 @@ import msgspec
 import numpy as np
 
 from driftline.config import from_dict
-from driftline.drift_readout import drift_document
+from driftline.readouts.drift import drift_document
 from driftline.ingest.pipeline import Pipeline, RawRecord
-from driftline.references import build_reference_profile, save_reference, window_stats
+from driftline.readouts.references import build_reference_profile, save_reference, window_stats
 from driftline.storage.store import Store
-from driftline.windows import window_ending
+from driftline.readouts.windows import window_ending
 
 DAY = 86400.0
 

@@ -48,7 +48,7 @@ def decode_rate(path: str) -> tuple[int, float]:
 
 
 def metrics_latency(store: Store, config: Config, repeats: int = 20) -> float:
-    from driftline.report_metrics import MetricsQuery, metrics_document  # scipy: imported after the replay's peak
+    from driftline.readouts.metrics import MetricsQuery, metrics_document  # scipy: imported after the replay's peak
 
     times = []
     for _ in range(repeats):

@@ -230,7 +230,7 @@ def consistency(db_url: str, topics: dict[str, str]) -> tuple[int, int]:
 def documents(db_url: str) -> dict[str, Any]:
     """What users see: `metrics --json` (default window, and per variant), counters and dead-letter totals."""
     from driftline.config import Config
-    from driftline.report_metrics import MetricsQuery, metrics_document
+    from driftline.readouts.metrics import MetricsQuery, metrics_document
     from driftline.storage.store import Store
 
     config = Config()

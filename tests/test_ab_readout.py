@@ -14,7 +14,7 @@ from scipy.stats import chisquare
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import confint_proportions_2indep
 
-from driftline.ab_readout import ABQuery, ab_document, costs_from_config, plan_arms, sequential_more_needed
+from driftline.readouts.ab import ABQuery, ab_document, costs_from_config, plan_arms, sequential_more_needed
 from driftline.analysis.abstats import ArmCounts, compare_proportions, holm, label_balance
 from driftline.analysis.costs import cost_difference, cost_per_1000
 from driftline.analysis.power import recall_power
@@ -23,10 +23,10 @@ from driftline.cli import main
 from driftline.config import AB, ConfigError, from_dict
 from driftline.core.grids import DELAY_EDGES
 from driftline.ingest.pipeline import Pipeline, RawRecord
-from driftline.report_metrics import resolve_window
+from driftline.readouts.metrics import resolve_window
 from driftline.ingest.simulate import SimSpec, stream
 from driftline.storage.store import Store
-from driftline.windows import merged, window_rows
+from driftline.readouts.windows import merged, window_rows
 
 from helpers import outcome, pred
 

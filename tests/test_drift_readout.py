@@ -16,12 +16,12 @@ from driftline.analysis.estimates import base_rate_effect, compare_estimate, ear
 from driftline.cli import main
 from driftline.commands.simulate import write_stream
 from driftline.config import load
-from driftline.drift_readout import drift_document, drift_readings, query_window, slices_document
-from driftline.references import list_references, load_reference
+from driftline.readouts.drift import drift_document, drift_readings, query_window, slices_document
+from driftline.readouts.references import list_references, load_reference
 from driftline.ingest.simulate import SimSpec
 from driftline.core.stats import NEG, POS, UNL, BucketStats
 from driftline.storage.store import Store
-from driftline.windows import Window, merged, window_rows
+from driftline.readouts.windows import Window, merged, window_rows
 
 from helpers import outcome, pred
 
@@ -317,7 +317,7 @@ def test_tables_render(sim, capsys) -> None:
 @pytest.mark.postgres
 def test_reference_versions_on_postgresql(pg_url, tmp_path) -> None:
     """The same table and functions on PostgreSQL: ids grow, one active version, activate rolls back."""
-    from driftline.references import activate_reference, build_reference_profile, file_stats, save_reference
+    from driftline.readouts.references import activate_reference, build_reference_profile, file_stats, save_reference
 
     cfg_path = tmp_path / "driftline.yaml"
     cfg_path.write_text(CONFIG)

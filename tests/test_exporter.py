@@ -32,7 +32,7 @@ from driftline.ingest.simulate import SimSpec, stream
 from driftline.storage.store import Store
 from driftline.triggers import history
 from driftline.triggers.drift_hook import default_provider
-from driftline.windows import merged, window_ending
+from driftline.readouts.windows import merged, window_ending
 
 from services import require_binary
 
@@ -286,7 +286,7 @@ def test_driftline_serve_exports_and_stops_cleanly_on_sigterm(db):
 
 def test_drift_series_for_declared_features_pass_promtool(db):
     path, config, store = db
-    from driftline.references import build_reference_profile, save_reference
+    from driftline.readouts.references import build_reference_profile, save_reference
 
     cfg = from_dict({**yaml.safe_load(EXAMPLE.read_text()), "window": "3d"})
     provider = default_provider()

@@ -22,7 +22,7 @@ from PIL import Image
 from driftline.cli import main
 from driftline.config import Costs, from_dict
 from driftline.ingest.pipeline import Pipeline, RawRecord
-from driftline.references import build_reference_profile, save_reference, window_stats
+from driftline.readouts.references import build_reference_profile, save_reference, window_stats
 from driftline.reports import table
 from driftline.reports.data import report_document
 from driftline.reports.generate import generate

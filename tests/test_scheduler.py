@@ -16,7 +16,7 @@ from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED
 from driftline.storage.compaction import COMPACTED_SHARD, compact, compaction_cutoff
 from driftline.config import Config, from_dict
 from driftline.ingest.pipeline import Pipeline, RawRecord
-from driftline.report_metrics import MetricsQuery, metrics_document
+from driftline.readouts.metrics import MetricsQuery, metrics_document
 from driftline.reports import table
 from driftline.scheduler import (DONE, EXISTS, JOBS_LOCK_KEY, MISFIRE_GRACE_S, NOT_LEADER, JobScheduler, Jobs,
                                  build_scheduler)

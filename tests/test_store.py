@@ -9,7 +9,7 @@ import pytest
 from driftline.config import from_dict
 from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.ingest.replay import replay
-from driftline.report_metrics import MetricsQuery, metrics_document
+from driftline.readouts.metrics import MetricsQuery, metrics_document
 from driftline.storage.store import Store
 
 from helpers import outcome, pred

@@ -20,7 +20,7 @@ from driftline.analysis.drift import drift_report
 from driftline.analysis.rates import rate
 from driftline.config import ConfigError, from_dict, load
 from driftline.ingest.pipeline import Pipeline, RawRecord
-from driftline.report_metrics import MetricsQuery, metrics_document
+from driftline.readouts.metrics import MetricsQuery, metrics_document
 from driftline.ingest.simulate import SimSpec, stream
 from driftline.storage.store import Store
 from driftline.triggers import history, runner
@@ -28,7 +28,7 @@ from driftline.triggers.drift_hook import default_provider
 from driftline.triggers.model import (FIRING, INSUFFICIENT, OK, PENDING, RESOLVED, Observation, Rule, TriggerState,
                                       evaluate, replay)
 from driftline.triggers.rules import alert_name, render_rules, to_yaml
-from driftline.windows import iso, merged
+from driftline.readouts.windows import iso, merged
 
 from services import require_binary
 
@@ -388,7 +388,7 @@ def test_every_metric_kind_renders_to_rules_promtool_accepts(tmp_path):
 
 
 def test_drift_trigger_reads_psi_of_a_declared_feature_against_the_stored_reference(db):
-    from driftline.references import build_reference_profile, save_reference
+    from driftline.readouts.references import build_reference_profile, save_reference
 
     path, config, store = db
     cfg = from_dict({**yaml.safe_load(EXAMPLE.read_text()), "triggers": [

@@ -24,7 +24,7 @@ from .exporter.ops import OpsMetrics
 from .triggers.metrics import canonical, info
 from .triggers.model import NOTICE_RESOLVED, Notice, Rule, TriggerState
 from .triggers.rules import alert_name
-from .windows import iso
+from .readouts.windows import iso
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from .storage.store import Store, StoreUnavailable
 from .triggers import history, runner
 from .triggers.drift_hook import DriftProvider, default_provider
 from .triggers.model import FIRING
-from .windows import default_at
+from .readouts.windows import default_at
 from .leader import LOCK_KEY, LeaderLock  # noqa: F401 - LOCK_KEY re-exported for callers
 
 log = logging.getLogger(__name__)

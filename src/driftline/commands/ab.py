@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..ab_readout import ABQuery, ab_document
+from ..readouts.ab import ABQuery, ab_document
 from ..context import Context, parse_at, parse_window
 from ..render import fmt_rate
 from .query import add_window_args

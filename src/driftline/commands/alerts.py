@@ -16,7 +16,7 @@ from ..triggers import history, runner
 from ..triggers.drift_hook import default_provider
 from ..triggers.model import FIRING, Rule
 from ..triggers.rules import render_rules, to_yaml
-from ..windows import iso
+from ..readouts.windows import iso
 
 _STYLE = {"ok": "green", "pending": "yellow", "firing": "bold red", "resolved": "cyan",
           "insufficient_data": "magenta"}

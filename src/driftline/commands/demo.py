@@ -28,7 +28,7 @@ from ..ingest.simulate import SimSpec, stream
 from ..storage.store import Store
 from ..triggers import runner
 from ..triggers.model import FIRING, Rule, Transition
-from ..windows import iso
+from ..readouts.windows import iso
 from .simulate import add_sim_args
 
 DAY = 86400.0
@@ -241,7 +241,7 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
                  step_s: float) -> list[str]:
     """Write and ingest the simulated stream in event-time order; at every step boundary run maintenance and
     one trigger evaluation at that instant (printing transitions); set the reference after week three."""
-    from ..references import build_reference_profile, save_reference, window_stats
+    from ..readouts.references import build_reference_profile, save_reference, window_stats
 
     pipeline = Pipeline(cfg, store, clock=ctx.clock)
     rules = runner.compile_rules(cfg.triggers)
@@ -309,7 +309,7 @@ def summary(ctx: Context, cfg: Config, store: Store, end: float) -> None:
     from rich.table import Table
 
     from ..render import fmt_rate
-    from ..report_metrics import MetricsQuery, metrics_document
+    from ..readouts.metrics import MetricsQuery, metrics_document
 
     t = Table(title_justify="left")
     t.add_column("7 days ending")

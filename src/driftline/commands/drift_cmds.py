@@ -13,8 +13,8 @@ from rich.table import Table
 
 from ..context import Context, parse_at, parse_window
 from ..config import ConfigError, parse_duration
-from ..drift_readout import calibration_document, drift_document, query_window, slices_document
-from ..references import (NoReference, ReferenceProblem, activate_reference, build_reference_profile, file_stats,
+from ..readouts.drift import calibration_document, drift_document, query_window, slices_document
+from ..readouts.references import (NoReference, ReferenceProblem, activate_reference, build_reference_profile, file_stats,
                           list_references, load_reference, save_reference, window_stats)
 from ..render import fmt_rate
 from .query import add_window_args

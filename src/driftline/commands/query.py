@@ -7,7 +7,7 @@ import json
 
 from ..context import Context, parse_at, parse_window
 from ..render import metrics_table
-from ..report_metrics import MetricsQuery, metrics_document
+from ..readouts.metrics import MetricsQuery, metrics_document
 
 
 def add_window_args(p: argparse.ArgumentParser) -> None:

@@ -25,7 +25,7 @@ from ..triggers.drift_hook import DriftProvider
 from ..triggers.model import FIRING, STATES, Rule
 from ..triggers.rules import AGGREGATE
 from ..triggers.runner import compile_rules, group_stats
-from ..windows import default_at, window_ending
+from ..readouts.windows import default_at, window_ending
 
 log = logging.getLogger(__name__)
 

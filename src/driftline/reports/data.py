@@ -15,16 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from ..ab_readout import ABQuery, ab_document
+from ..readouts.ab import ABQuery, ab_document
 from ..config import Config
 from ..core.grids import score_edge_index
-from ..report_metrics import MetricsQuery, metrics_document
+from ..readouts.metrics import MetricsQuery, metrics_document
 from ..core.stats import NEG, POS, UNL
 from ..storage.store import Store
 from ..triggers import history
 from ..triggers.model import INSUFFICIENT, Rule, breached, judged_value
 from ..triggers.runner import Reader, compile_rules, group_stats
-from ..windows import iso, window_rows
+from ..readouts.windows import iso, window_rows
 from .business import business_section, threshold_table
 from .weeks import IsoWeek
 
@@ -142,7 +142,7 @@ def label_maturity(store: Store, config: Config, model: str, week: IsoWeek, metr
     a day is provisional until the event-time watermark is one maturity period (`driftline calibration`'s
     label-delay p95, or implicit_negative_after) past its end."""
     try:
-        from ..drift_readout import maturity_period
+        from ..readouts.drift import maturity_period
 
         period, method = maturity_period(store, config, model, week.window)
     except ImportError:
@@ -170,7 +170,7 @@ def label_maturity(store: Store, config: Config, model: str, week: IsoWeek, metr
 def drift_section(store: Store, config: Config, model: str, week: IsoWeek) -> dict[str, Any]:
     """`driftline drift --json` of the week, or not available (e.g. no reference set)."""
     def build() -> dict[str, Any]:
-        from ..drift_readout import drift_document
+        from ..readouts.drift import drift_document
 
         return {"document": drift_document(store, config, model, week.window)}
     return guarded("drift", build)
@@ -179,7 +179,7 @@ def drift_section(store: Store, config: Config, model: str, week: IsoWeek) -> di
 def calibration_section(store: Store, config: Config, model: str, week: IsoWeek) -> dict[str, Any]:
     """`driftline calibration --json` of the week."""
     def build() -> dict[str, Any]:
-        from ..drift_readout import calibration_document
+        from ..readouts.drift import calibration_document
 
         return {"document": calibration_document(store, config, model, week.window)}
     return guarded("calibration", build)
@@ -188,7 +188,7 @@ def calibration_section(store: Store, config: Config, model: str, week: IsoWeek)
 def slices_section(store: Store, config: Config, model: str, week: IsoWeek) -> dict[str, Any]:
     """`driftline slices --json` of the week."""
     def build() -> dict[str, Any]:
-        from ..drift_readout import slices_document
+        from ..readouts.drift import slices_document
 
         return {"document": slices_document(store, config, model, week.window)}
     return guarded("slices", build)
@@ -215,7 +215,7 @@ def score_distribution(drift: dict[str, Any], hist_all: list[int]) -> dict[str, 
 
 def _drift_provider() -> Any:
     try:
-        from ..drift_readout import drift_readings
+        from ..readouts.drift import drift_readings
 
         return drift_readings
     except ImportError:

@@ -8,7 +8,7 @@ from datetime import date, datetime, timezone
 
 from ..config import ConfigError
 from ..storage.store import Store
-from ..windows import Window
+from ..readouts.windows import Window
 
 WEEK_S = 7 * 86400
 _WEEK = re.compile(r"^\s*(\d{4})-?W(\d{1,2})\s*$", re.IGNORECASE)

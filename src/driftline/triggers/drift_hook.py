@@ -1,7 +1,7 @@
 """Pluggable drift statistics for triggers and the exporter: a provider function returns per-feature readings.
 
 This hook keeps triggers and the exporter independent of the drift analysis; `default_provider()` gives the
-readings against the model's active stored reference (driftline.drift_readout.drift_readings).
+readings against the model's active stored reference (driftline.readouts.drift.drift_readings).
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..config import Config
-from ..drift_readout import DriftReading, drift_readings
+from ..readouts.drift import DriftReading, drift_readings
 from ..storage.store import Store
-from ..windows import Window
+from ..readouts.windows import Window
 from .model import Observation
 
 

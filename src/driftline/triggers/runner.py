@@ -14,7 +14,7 @@ from ..analysis.classification import Metrics, classification
 from ..config import Config, ConfigError, Trigger
 from ..core.stats import BucketStats
 from ..storage.store import BucketRow, Store
-from ..windows import Window, iso, merged, window_ending, window_rows
+from ..readouts.windows import Window, iso, merged, window_ending, window_rows
 from . import history
 from .drift_hook import DriftProvider, DriftReading, observation as drift_observation
 from .metrics import DRIFT, canonical, dead_letter_rate, from_metrics, info, silence

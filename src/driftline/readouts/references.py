@@ -17,14 +17,14 @@ from typing import Any
 import numpy as np
 from sqlalchemy import BigInteger, Boolean, Column, Float, Index, Integer, MetaData, String, Table, Text, select, update
 
-from .analysis.profiles import Profile, ProfileSettings, build_profile_from_stats
-from .config import Config, ConfigError
-from .core.engine import Engine, JoinView
-from .core.events import DeadLetter, decode, json_lines
-from .ingest.pipeline import settings_from
-from .ingest.replay import CORRUPT, open_events
-from .core.stats import BucketStats, merge
-from .storage.store import Store
+from ..analysis.profiles import Profile, ProfileSettings, build_profile_from_stats
+from ..config import Config, ConfigError
+from ..core.engine import Engine, JoinView
+from ..core.events import DeadLetter, decode, json_lines
+from ..ingest.pipeline import settings_from
+from ..ingest.replay import CORRUPT, open_events
+from ..core.stats import BucketStats, merge
+from ..storage.store import Store
 from .windows import iso
 
 SOURCES = ("window", "file")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .config import format_duration
-from .core.events import iso
-from .storage.store import BucketRow, Store
-from .core.stats import BucketStats, merge
+from ..config import format_duration
+from ..core.events import iso
+from ..storage.store import BucketRow, Store
+from ..core.stats import BucketStats, merge
 
 
 @dataclass(frozen=True, slots=True)

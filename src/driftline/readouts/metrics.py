@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .analysis.classification import Metrics, classification
-from .config import Config
-from .core.stats import BucketStats
-from .storage.store import Store
+from ..analysis.classification import Metrics, classification
+from ..config import Config
+from ..core.stats import BucketStats
+from ..storage.store import Store
 from .windows import Window, default_at, merged, window_ending, window_rows
 
 

@@ -13,17 +13,17 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from .analysis.calibration import calibration_report
-from .analysis.classification import delay_quantiles
-from .analysis.drift import DriftThresholds, drift_report
-from .analysis.estimates import base_rate_effect, compare_estimate, early_warning, realised_metrics
-from .analysis.profiles import Profile
-from .analysis.slices import slices_of, worst_slices
-from .config import Config, format_duration
+from ..analysis.calibration import calibration_report
+from ..analysis.classification import delay_quantiles
+from ..analysis.drift import DriftThresholds, drift_report
+from ..analysis.estimates import base_rate_effect, compare_estimate, early_warning, realised_metrics
+from ..analysis.profiles import Profile
+from ..analysis.slices import slices_of, worst_slices
+from ..config import Config, format_duration
 from .references import NoReference, Reference, active_reference_key, load_reference
-from .report_metrics import resolve_window
-from .core.stats import BucketStats
-from .storage.store import Store
+from .metrics import resolve_window
+from ..core.stats import BucketStats
+from ..storage.store import Store
 from .windows import Window, merged, window_ending, window_rows
 
 DEFAULT_TARGET_RECALL = 0.7

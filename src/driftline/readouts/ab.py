@@ -32,22 +32,22 @@ import numpy as np
 from scipy.optimize import brentq
 from sqlalchemy import and_, func, select
 
-from .storage import schema
+from ..storage import schema
 from .ab_verdict import verdict
-from .analysis.abstats import (HEADLINE_METRICS, ArmCounts, arm_metrics, compare_arms, compare_proportions,
+from ..analysis.abstats import (HEADLINE_METRICS, ArmCounts, arm_metrics, compare_arms, compare_proportions,
                                holm, label_balance, srm_check)
-from .analysis.classification import delay_quantiles
-from .analysis.costs import Costs, cost_difference, cost_per_1000
-from .analysis.paired import PairedTable, paired_bootstrap, paired_tests
-from .analysis.power import POWER, recall_power
-from .analysis.rates import rate
-from .analysis.sequential import SequentialPlan, cs_difference, mixture_margin
-from .config import AB, Config, ConfigError
-from .config import Costs as CostConfig
-from .core.grids import DELAY_EDGES
-from .report_metrics import resolve_window
-from .core.stats import NEG, POS, UNL, BucketStats
-from .storage.store import BucketRow, Store
+from ..analysis.classification import delay_quantiles
+from ..analysis.costs import Costs, cost_difference, cost_per_1000
+from ..analysis.paired import PairedTable, paired_bootstrap, paired_tests
+from ..analysis.power import POWER, recall_power
+from ..analysis.rates import rate
+from ..analysis.sequential import SequentialPlan, cs_difference, mixture_margin
+from ..config import AB, Config, ConfigError
+from ..config import Costs as CostConfig
+from ..core.grids import DELAY_EDGES
+from .metrics import resolve_window
+from ..core.stats import NEG, POS, UNL, BucketStats
+from ..storage.store import BucketRow, Store
 from .windows import Window, merged, window_ending, window_rows
 
 ALPHA = 0.05
