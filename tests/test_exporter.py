@@ -27,7 +27,7 @@ from driftline import cli
 from driftline.config import from_dict, load
 from driftline.exporter.collector import SnapshotCollector
 from driftline.ingest.pipeline import Pipeline, RawRecord
-from driftline.service import Service
+from driftline.service.process import Service
 from driftline.ingest.simulate import SimSpec, stream
 from driftline.storage.store import Store
 from driftline.triggers import history

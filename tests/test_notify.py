@@ -18,8 +18,8 @@ import pytest
 
 from driftline.analysis.rates import rate
 from driftline.config import Notify
-from driftline.exporter.ops import OpsMetrics
-from driftline.notify import ALERTMANAGER, WEBHOOK, Notifier
+from driftline.ops import OpsMetrics
+from driftline.triggers.notify import ALERTMANAGER, WEBHOOK, Notifier
 from driftline.triggers.model import Observation, Rule, evaluate, replay
 
 from services import require_binary
@@ -158,7 +158,7 @@ def test_gives_up_after_the_retries_and_a_4xx_is_not_retried(caplog):
         n = Notifier(Notify(alertmanager_url=rec.url, retries=2, backoff="1s"), "fraud", ops=ops,
                      sleep=sleeps.append)
         fire, _ = _firing_then_resolved()
-        with caplog.at_level(logging.WARNING, logger="driftline.notify"):
+        with caplog.at_level(logging.WARNING, logger="driftline.triggers.notify"):
             (d,) = n.notify([fire.notice])
         assert (d.ok, d.attempts, d.status) == (False, 3, 500) and sleeps == [1.0, 2.0]
         assert _sample(ops, "driftline_notifications_failed_total", ALERTMANAGER) == 3
@@ -189,7 +189,7 @@ def test_without_receivers_notices_are_logged_only(caplog):
     n = Notifier(Notify(), "fraud", ops=ops)
     assert n.receivers == []
     fire, resolve = _firing_then_resolved()
-    with caplog.at_level(logging.INFO, logger="driftline.notify"):
+    with caplog.at_level(logging.INFO, logger="driftline.triggers.notify"):
         assert n.notify([fire.notice, resolve.notice]) == []
     assert "trigger recall_below_target firing: recall of fraud is 50.0%" in caplog.text
     assert "trigger recall_below_target resolved" in caplog.text

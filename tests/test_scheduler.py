@@ -18,9 +18,9 @@ from driftline.config import Config, from_dict
 from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.readouts.metrics import MetricsQuery, metrics_document
 from driftline.reports import table
-from driftline.scheduler import (DONE, EXISTS, JOBS_LOCK_KEY, MISFIRE_GRACE_S, NOT_LEADER, JobScheduler, Jobs,
+from driftline.service.scheduler import (DONE, EXISTS, JOBS_LOCK_KEY, MISFIRE_GRACE_S, NOT_LEADER, JobScheduler, Jobs,
                                  build_scheduler)
-from driftline.service import LOCK_KEY
+from driftline.service.process import LOCK_KEY
 from driftline.ingest.simulate import SimSpec, stream
 from driftline.storage.store import Store
 from driftline.triggers import history

@@ -411,7 +411,7 @@ def test_drift_trigger_reads_psi_of_a_declared_feature_against_the_stored_refere
 
 @pytest.mark.postgres
 def test_states_history_and_leader_lock_on_postgresql(pg_url):
-    from driftline.service import LeaderLock
+    from driftline.service.process import LeaderLock
 
     config = load(EXAMPLE)
     store, other = Store(pg_url, clock=lambda: END), Store(pg_url, clock=lambda: END)

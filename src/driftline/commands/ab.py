@@ -12,7 +12,7 @@ from rich.table import Table
 
 from ..readouts.ab import ABQuery, ab_document
 from ..context import Context, parse_at, parse_window
-from ..render import fmt_rate
+from .render import fmt_rate
 from .query import add_window_args
 
 METRICS = (("recall", "recall"), ("fpr", "FPR"), ("precision", "precision"), ("alert_rate", "alert rate"))

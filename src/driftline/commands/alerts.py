@@ -11,7 +11,7 @@ from typing import Any
 from rich.table import Table
 
 from ..context import Context, parse_at
-from ..notify import Notifier, fmt_value
+from ..triggers.notify import Notifier, fmt_value
 from ..triggers import history, runner
 from ..triggers.drift_hook import default_provider
 from ..triggers.model import FIRING, Rule

@@ -23,7 +23,7 @@ from ..ingest.pipeline import Pipeline, RawRecord
 from ..ingest.replay import source_name
 from ..reports.generate import generate
 from ..reports.weeks import week_of
-from ..service import Service
+from ..service.process import Service
 from ..ingest.simulate import SimSpec, stream
 from ..storage.store import Store
 from ..triggers import runner
@@ -308,7 +308,7 @@ def summary(ctx: Context, cfg: Config, store: Store, end: float) -> None:
     """Recall, FPR and precision of week 3 and week 4 side by side (as `driftline metrics --at`)."""
     from rich.table import Table
 
-    from ..render import fmt_rate
+    from .render import fmt_rate
     from ..readouts.metrics import MetricsQuery, metrics_document
 
     t = Table(title_justify="left")

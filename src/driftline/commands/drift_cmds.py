@@ -16,7 +16,7 @@ from ..config import ConfigError, parse_duration
 from ..readouts.drift import calibration_document, drift_document, query_window, slices_document
 from ..readouts.references import (NoReference, ReferenceProblem, activate_reference, build_reference_profile, file_stats,
                           list_references, load_reference, save_reference, window_stats)
-from ..render import fmt_rate
+from .render import fmt_rate
 from .query import add_window_args
 from .readout_render import render_calibration, render_slices
 

@@ -44,7 +44,7 @@ def _settings(ctx: Context, args: argparse.Namespace) -> KafkaSettings:
 
 
 def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
-    from ..kafka.runner import run_service
+    from ..service.live import run_service
     from .serve import install_stop_handlers
 
     settings = _settings(ctx, args)

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from ..context import Context, parse_at, parse_window
-from ..render import metrics_table
+from .render import metrics_table
 from ..readouts.metrics import MetricsQuery, metrics_document
 
 

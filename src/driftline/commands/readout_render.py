@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..render import fmt_rate
+from .render import fmt_rate
 
 
 def _f(v: float | None, digits: int = 3) -> str:

@@ -8,7 +8,7 @@ import threading
 from types import FrameType
 
 from ..context import Context, port_number
-from ..service import Service, run_until_signalled
+from ..service.process import Service, run_until_signalled
 
 
 def register(sub: argparse._SubParsersAction) -> None:

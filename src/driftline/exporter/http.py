@@ -19,7 +19,7 @@ from sqlalchemy import text
 
 from ..storage.store import Store
 from .collector import SnapshotCollector
-from .ops import OpsMetrics
+from ..ops import OpsMetrics
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from kafka import OffsetAndMetadata, TopicPartition
 from kafka.errors import KafkaError
 from sqlalchemy.exc import DataError
 
-from ..exporter.ops import OpsMetrics
+from ..ops import OpsMetrics
 from ..ingest.pipeline import Pipeline, RawRecord
 from ..storage.store import StalePositions, StoreUnavailable
 from .batches import Batch, fill, fresh_records

@@ -10,7 +10,7 @@ from typing import Any
 
 from prometheus_client import Counter as PromCounter
 
-from ..exporter.ops import OpsMetrics
+from ..ops import OpsMetrics
 
 
 class Backoff:

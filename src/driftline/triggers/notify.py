@@ -19,12 +19,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .config import Notify, format_duration, parse_duration
-from .exporter.ops import OpsMetrics
-from .triggers.metrics import canonical, info
-from .triggers.model import NOTICE_RESOLVED, Notice, Rule, TriggerState
-from .triggers.rules import alert_name
-from .readouts.windows import iso
+from ..config import Notify, format_duration, parse_duration
+from ..ops import OpsMetrics
+from .metrics import canonical, info
+from .model import NOTICE_RESOLVED, Notice, Rule, TriggerState
+from .rules import alert_name
+from ..readouts.windows import iso
 
 log = logging.getLogger(__name__)
 

@@ -26,14 +26,14 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from .storage.compaction import compact, compaction_cutoff
-from .config import Config, ConfigError, parse_duration
-from .ingest.pipeline import Pipeline
-from .reports import table
-from .reports.generate import generate
-from .reports.weeks import has_data, week_of
+from ..storage.compaction import compact, compaction_cutoff
+from ..config import Config, ConfigError, parse_duration
+from ..ingest.pipeline import Pipeline
+from ..reports import table
+from ..reports.generate import generate
+from ..reports.weeks import has_data, week_of
 from .leader import LeaderLock
-from .storage.store import Store
+from ..storage.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -134,9 +134,9 @@ class Jobs:
             if self._evaluate is not None:
                 self._evaluate()
                 return JobOutcome("evaluate", DONE)
-            from .notify import Notifier
-            from .triggers import runner
-            from .triggers.model import FIRING
+            from ..triggers.notify import Notifier
+            from ..triggers import runner
+            from ..triggers.model import FIRING
 
             now = float(self.clock())
             run = runner.run(self.store, self.config, now, at=now)

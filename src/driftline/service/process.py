@@ -17,16 +17,16 @@ from typing import Any
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from .config import Config, parse_duration
-from .exporter.collector import SnapshotCollector
-from .exporter.http import ExporterServer, Readiness, build_registry
-from .exporter.ops import OpsMetrics
-from .notify import Notifier
-from .storage.store import Store, StoreUnavailable
-from .triggers import history, runner
-from .triggers.drift_hook import DriftProvider, default_provider
-from .triggers.model import FIRING
-from .readouts.windows import default_at
+from ..config import Config, parse_duration
+from ..exporter.collector import SnapshotCollector
+from ..exporter.http import ExporterServer, Readiness, build_registry
+from ..ops import OpsMetrics
+from ..triggers.notify import Notifier
+from ..storage.store import Store, StoreUnavailable
+from ..triggers import history, runner
+from ..triggers.drift_hook import DriftProvider, default_provider
+from ..triggers.model import FIRING
+from ..readouts.windows import default_at
 from .leader import LOCK_KEY, LeaderLock  # noqa: F401 - LOCK_KEY re-exported for callers
 
 log = logging.getLogger(__name__)

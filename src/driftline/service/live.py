@@ -14,14 +14,14 @@ from collections.abc import Callable
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 from ..config import Config
-from ..exporter.ops import OpsMetrics
+from ..ops import OpsMetrics
 from ..ingest.pipeline import Pipeline
-from ..service import Service
+from .process import Service
 from ..storage.store import Store, StoreUnavailable
-from .consumer import LiveConsumer
-from .health import Backoff
-from .faults import Faults
-from .settings import KafkaSettings, install_log_redaction
+from ..kafka.consumer import LiveConsumer
+from ..kafka.health import Backoff
+from ..kafka.faults import Faults
+from ..kafka.settings import KafkaSettings, install_log_redaction
 
 log = logging.getLogger(__name__)
 

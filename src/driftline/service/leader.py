@@ -6,7 +6,7 @@ import logging
 
 from sqlalchemy import Connection, text
 
-from .storage.store import Store
+from ..storage.store import Store
 
 log = logging.getLogger(__name__)
 
