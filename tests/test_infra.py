@@ -145,7 +145,7 @@ def test_tansu_two_members_split_co_partitioned(kafka_bootstrap: str) -> None:
     try:
         for name, c in consumers.items():
             c.subscribe([preds, outs], listener=listeners[name])
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60  # a hang guard: group joins are slow on a loaded machine
         while time.monotonic() < deadline:
             for c in consumers.values():
                 c.poll(timeout_ms=100)
@@ -161,7 +161,7 @@ def test_tansu_two_members_split_co_partitioned(kafka_bootstrap: str) -> None:
         assert {ev[2] for rec in listeners.values() for ev in rec.events} == {"kafka-io-infra-A", "kafka-io-infra-B"}
 
         consumers.pop("B").close()  # leaves the group: A is reassigned everything
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60
         while len(consumers["A"].assignment()) != 4 and time.monotonic() < deadline:
             consumers["A"].poll(timeout_ms=200)
         assert len(consumers["A"].assignment()) == 4
