@@ -14,11 +14,11 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from .limits import DEFAULT_LIMITS, MAX_NAME_LEN, Limits, duplicate_key, feature_problem, too_deep
+
 RAW_LIMIT = 4096
 """Bytes of the raw payload kept in a dead letter."""
 
-MAX_NAME_LEN = 200
-"""Longest prediction id, model, model version or variant: the join and bucket keys are VARCHAR(200)."""
 Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME_LEN)]
 FeatureValue = float | int | str | bool | None
 Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
@@ -67,8 +67,11 @@ class _Probe(msgspec.Struct, forbid_unknown_fields=False, gc=False):
 
 REASONS = (
     "invalid_json", "not_an_object", "unknown_type", "missing_field", "wrong_type",
-    "score_out_of_range", "label_invalid", "ts_invalid", "empty_id", "too_long", "nul_in_text", "other",
+    "score_out_of_range", "threshold_out_of_range", "label_invalid", "ts_invalid", "empty_id", "too_long",
+    "nul_in_text", "too_large", "too_deep", "duplicate_key", "too_many_features", "feature_name_too_long",
+    "feature_value_too_long", "feature_out_of_range", "internal_error",
 )
+"""Every reason `decode` gives (README, Event format); the pipeline adds ts_in_future and store_rejected."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,24 +125,51 @@ def _classify(err: Exception, kind: str) -> str:
         return "missing_field"
     if "of length <=" in msg:
         return "too_long"
-    if "$.score" in msg or "$.threshold" in msg:
-        return "score_out_of_range" if ("<=" in msg or ">=" in msg or "out of range" in msg) else "wrong_type"
+    out_of_range = "<=" in msg or ">=" in msg or "out of range" in msg
+    if "$.score" in msg:
+        return "score_out_of_range" if out_of_range else "wrong_type"
+    if "$.threshold" in msg:
+        return "threshold_out_of_range" if out_of_range else "wrong_type"
+    if "$.features" in msg and "out of range" in msg:
+        return "feature_out_of_range"
     if "$.label" in msg:
         return "label_invalid"
     if "$.ts" in msg:
         return "ts_invalid"
     if "Expected `object`" in msg and "$." not in msg:
         return "not_an_object"
-    if "Expected" in msg:
-        return "wrong_type"
-    return "other"
+    return "wrong_type"  # any other refusal of the decoder: a value of the wrong type or shape for its field
 
 
-def decode(raw: bytes, source: str, partition: int, offset: int, kind: str | None = None) -> Decoded | DeadLetter:
-    """Decode one JSON event; `kind` is the topic's type when the topic says which it is."""
+def decode(raw: bytes, source: str, partition: int, offset: int, kind: str | None = None,
+           limits: Limits = DEFAULT_LIMITS) -> Decoded | DeadLetter:
+    """Decode one JSON event; `kind` is the topic's type when the topic says which it is. Never raises: an
+    unexpected failure is an `internal_error` dead letter naming the exception class."""
+    try:
+        return _decode(raw, source, partition, offset, kind, limits)
+    except Exception as err:  # noqa: BLE001 - no single record may stop a source
+        return DeadLetter("internal_error", f"decode: {type(err).__name__}: {err}"[:500], source, partition, offset,
+                          bytes(raw[:RAW_LIMIT]))
 
+
+def _decode(raw: bytes, source: str, partition: int, offset: int, kind: str | None,
+            limits: Limits) -> Decoded | DeadLetter:
     def dead(reason: str, detail: str) -> DeadLetter:
         return DeadLetter(reason, detail[:500], source, partition, offset, bytes(raw[:RAW_LIMIT]))
+
+    def accept(event: Prediction | Outcome, epoch: float) -> Decoded | DeadLetter:
+        feats = event.features if isinstance(event, Prediction) else None
+        problem = feature_problem(feats, limits) if feats else None
+        return Decoded(event, epoch) if problem is None else dead(*problem)
+
+    if len(raw) > limits.max_event_bytes:
+        return dead("too_large", f"event larger than limits.max_event_bytes ({limits.max_event_bytes:,} bytes)")
+    depth = too_deep(raw, limits.max_depth)
+    if depth is not None:
+        return dead("too_deep", f"nested {depth} levels deep, more than limits.max_depth = {limits.max_depth}")
+    repeated = duplicate_key(raw)
+    if repeated is not None:
+        return dead("duplicate_key", f"key {repeated!r} appears more than once: the event is ambiguous")
 
     try:  # fast path: a well-formed event with its type parses once
         fast = _tagged_dec.decode(raw)
@@ -159,7 +189,7 @@ def decode(raw: bytes, source: str, partition: int, offset: int, kind: str | Non
                 pass  # the slow path below classifies the error
             else:
                 if 0.0 <= epoch <= MAX_EPOCH:
-                    return Decoded(fast, epoch)
+                    return accept(fast, epoch)
 
     try:
         probe = _probe_dec.decode(raw)
@@ -199,7 +229,7 @@ def decode(raw: bytes, source: str, partition: int, offset: int, kind: str | Non
             raise ValueError(f"timestamp {ts!r} outside 1970..9999")
     except (ValueError, OverflowError, OSError) as err:
         return dead("ts_invalid", str(err))
-    return Decoded(event, ts)
+    return accept(event, ts)
 
 
 UTF8_BOM = b"\xef\xbb\xbf"
