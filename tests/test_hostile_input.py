@@ -16,10 +16,12 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from driftline.config import Config
 from driftline.core.engine import Engine
-from driftline.core.events import REASONS
+from driftline.core.events import REASONS, decode
 from driftline.ingest.pipeline import Pipeline
 from driftline.ingest.replay import replay
 from driftline.storage.store import Store
@@ -314,3 +316,34 @@ def test_corpus_through_the_live_consumer(kafka_bootstrap: str, tmp_path: Path) 
     positions, counted = consistency(f"sqlite:///{db}", topics)
     assert positions == counted == len(records)
     assert _integrity(db) == "ok"
+
+
+_keys = st.sampled_from(["type", "prediction_id", "model", "ts", "score", "threshold", "variant", "label", "x",
+                         "features"])
+_values = st.sampled_from(['"prediction"', '"outcome"', '"p-1"', '"fraud"', '"2026-11-20T10:00:00Z"', "0.5", "1",
+                           "null", '"a"', "true"])
+_feature_pairs = st.lists(st.tuples(st.sampled_from(["a", "b", "model", "score"]), _values), max_size=4)
+
+
+def _obj(pairs: list[tuple[str, str]]) -> str:
+    return "{" + ",".join(f'"{k}":{v}' for k, v in pairs) + "}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_keys, _values), min_size=1, max_size=9), _feature_pairs, st.booleans(),
+       st.sampled_from([None, "prediction", "outcome"]))
+def test_duplicate_keys_are_always_refused_and_never_invented(pairs: list[tuple[str, str]],
+                                                               features: list[tuple[str, str]], spaced: bool,
+                                                               kind: str | None) -> None:
+    """Whatever the event: `duplicate_key` exactly when a key repeats in the event object or its features (the
+    cheap screen of the happy path never misses one, and never refuses an event without one)."""
+    pairs = [(k, _obj(features) if k == "features" else v) for k, v in pairs]
+    text = _obj(pairs)
+    if spaced:
+        text = text.replace('":', '" :')
+    raw = text.encode()
+    top = [k for k, _ in pairs]
+    feats = [k for k, _ in features] if "features" in top else []
+    repeated = len(set(top)) < len(top) or (top.count("features") == 1 and len(set(feats)) < len(feats))
+    d = decode(raw, "prop", 0, 0, kind)
+    assert (getattr(d, "reason", None) == "duplicate_key") == repeated, (raw, d)

@@ -14,7 +14,7 @@ from typing import IO, Annotated, Literal
 
 import msgspec
 
-from .limits import DEFAULT_LIMITS, MAX_NAME_LEN, Limits, duplicate_key, feature_problem, too_deep
+from .limits import DEFAULT_LIMITS, MAX_NAME_LEN, Limits, duplicate_key, feature_problem, string_tokens, too_deep
 
 RAW_LIMIT = 4096
 """Bytes of the raw payload kept in a dead letter."""
@@ -157,19 +157,33 @@ def _decode(raw: bytes, source: str, partition: int, offset: int, kind: str | No
     def dead(reason: str, detail: str) -> DeadLetter:
         return DeadLetter(reason, detail[:500], source, partition, offset, bytes(raw[:RAW_LIMIT]))
 
-    def accept(event: Prediction | Outcome, epoch: float) -> Decoded | DeadLetter:
-        feats = event.features if isinstance(event, Prediction) else None
-        problem = feature_problem(feats, limits) if feats else None
-        return Decoded(event, epoch) if problem is None else dead(*problem)
-
     if len(raw) > limits.max_event_bytes:
         return dead("too_large", f"event larger than limits.max_event_bytes ({limits.max_event_bytes:,} bytes)")
-    depth = too_deep(raw, limits.max_depth)
+    depth = too_deep(raw, limits.max_depth) if raw.count(b"{") + raw.count(b"[") > limits.max_depth else None
     if depth is not None:
         return dead("too_deep", f"nested {depth} levels deep, more than limits.max_depth = {limits.max_depth}")
+    typed = [True]
+    decoded = _decode_bounded(raw, kind, limits, dead, typed)
+    if type(decoded) is Decoded:  # duplicate keys: a cheap exact screen first (see string_tokens)
+        if b"\\" not in raw and raw.count(b'"') == 2 * string_tokens(decoded.event, typed[0]):
+            return decoded
+    elif decoded.reason in ("invalid_json", "not_an_object"):  # type: ignore[union-attr]
+        return decoded
     repeated = duplicate_key(raw)
-    if repeated is not None:
+    if repeated is not None:  # an ambiguous event is refused whatever a reading of it would give
         return dead("duplicate_key", f"key {repeated!r} appears more than once: the event is ambiguous")
+    return decoded
+
+
+def _decode_bounded(raw: bytes, kind: str | None, limits: Limits, dead: Callable[[str, str], DeadLetter],
+                    typed: list[bool]) -> Decoded | DeadLetter:
+    """Decode a payload already within the size and depth bounds, checking the features' bounds; `typed[0]` is
+    set to whether the payload carried a `type` field (the tagged fast path always does)."""
+
+    def accept(event: Prediction | Outcome, epoch: float) -> Decoded | DeadLetter:
+        feats = event.features if isinstance(event, Prediction) else None
+        problem = feature_problem(feats, limits, len(raw)) if feats else None
+        return Decoded(event, epoch) if problem is None else dead(*problem)
 
     try:  # fast path: a well-formed event with its type parses once
         fast = _tagged_dec.decode(raw)
@@ -194,6 +208,7 @@ def _decode(raw: bytes, source: str, partition: int, offset: int, kind: str | No
     try:
         probe = _probe_dec.decode(raw)
         declared = probe.type
+        typed[0] = declared is not None
     except msgspec.ValidationError as err:
         if "Expected `object`" in str(err) and "$." not in str(err):
             return dead("not_an_object", str(err))

@@ -96,16 +96,19 @@ def _exact_duplicate(raw: bytes) -> str | None:
     return None
 
 
-def feature_problem(features: dict[str, Any], limits: Limits) -> tuple[str, str] | None:
+def feature_problem(features: dict[str, Any], limits: Limits, raw_len: int) -> tuple[str, str] | None:
     """(reason, detail) when a decoded features object breaks a bound, else None: too many features, a name longer
-    than MAX_NAME_LEN, a string value longer than `limits.max_feature_value_len`, a number outside the float range."""
+    than MAX_NAME_LEN, a string value longer than `limits.max_feature_value_len`, a number outside the float range.
+    `raw_len` (the event's size) skips the checks that a payload that short cannot fail."""
     if len(features) > limits.max_features:
         return "too_many_features", (f"{len(features)} features, more than limits.max_features = "
                                      f"{limits.max_features}")
-    if features and max(map(len, features)) > MAX_NAME_LEN:
+    if raw_len > MAX_NAME_LEN and max(map(len, features)) > MAX_NAME_LEN:
         name = next(n for n in features if len(n) > MAX_NAME_LEN)
         return "feature_name_too_long", f"feature name {name[:60]!r}… has {len(name)} characters (> {MAX_NAME_LEN})"
     cap = limits.max_feature_value_len
+    if raw_len <= min(cap, _FLOAT_DIGITS):
+        return None
     for name, value in features.items():
         kind = type(value)
         if kind is str:
@@ -115,3 +118,25 @@ def feature_problem(features: dict[str, Any], limits: Limits) -> tuple[str, str]
         elif kind is int and not -FLOAT_MAX <= value <= FLOAT_MAX:
             return "feature_out_of_range", f"features.{name}: an integer of {value.bit_length()} bits is not a float"
     return None
+
+
+_FLOAT_DIGITS = 309
+"""An integer past the float range has at least this many digits."""
+
+
+def string_tokens(event: Any, typed: bool) -> int:
+    """How many JSON strings the decoded event accounts for (keys and string values): `typed` when the payload
+    carried `type`. A payload without backslashes holding exactly twice as many quote characters has no key
+    that the decoder dropped, so no duplicate key (every repeated key is one more string)."""
+    n = 2 if typed else 0  # "type" and its value
+    features = None
+    if hasattr(event, "score"):
+        n += 5  # prediction_id and model (key + value each), score (key)
+        n += (event.model_version is not None) * 2 + (event.variant is not None) * 2 + (event.threshold is not None)
+        features = event.features
+    else:
+        n += 3  # prediction_id (key + value), label (key)
+    n += 2 if type(event.ts) is not int and type(event.ts) is not float else 1
+    if features is not None:
+        n += 1 + len(features) + list(map(type, features.values())).count(str)
+    return n
