@@ -198,6 +198,15 @@ class DriftConfig(Base):
             raise ValueError("drift.psi_alert must not be below drift.psi_warning")
 
 
+class EventLimits(Base):
+    """Bounds on one event (a line or a Kafka message); an event past one is a dead letter with its own reason."""
+
+    max_event_bytes: Annotated[int, msgspec.Meta(ge=1024, le=64 << 20)] = 1 << 20
+    max_depth: Annotated[int, msgspec.Meta(ge=2, le=500)] = 64
+    max_features: Annotated[int, msgspec.Meta(ge=1)] = 1000
+    max_feature_value_len: Annotated[int, msgspec.Meta(ge=1)] = 1000
+
+
 class Config(Base):
     """The whole configuration; defaults give the embedded fraud example."""
 
@@ -219,6 +228,7 @@ class Config(Base):
     schedule: Schedule = Schedule()
     notify: Notify = Notify()
     drift: DriftConfig = DriftConfig()
+    limits: EventLimits = EventLimits()
 
     def __post_init__(self) -> None:
         _positive_durations("", bucket=self.bucket, window=self.window)

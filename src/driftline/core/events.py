@@ -7,18 +7,18 @@ the raw payload (truncated), so nothing crashes and nothing vanishes.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Annotated, Literal
+from typing import IO, Annotated, Literal
 
 import msgspec
+
+from .limits import DEFAULT_LIMITS, MAX_NAME_LEN, Limits, duplicate_key, feature_problem, string_tokens, too_deep
 
 RAW_LIMIT = 4096
 """Bytes of the raw payload kept in a dead letter."""
 
-MAX_NAME_LEN = 200
-"""Longest prediction id, model, model version or variant: the join and bucket keys are VARCHAR(200)."""
 Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME_LEN)]
 FeatureValue = float | int | str | bool | None
 Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
@@ -67,8 +67,11 @@ class _Probe(msgspec.Struct, forbid_unknown_fields=False, gc=False):
 
 REASONS = (
     "invalid_json", "not_an_object", "unknown_type", "missing_field", "wrong_type",
-    "score_out_of_range", "label_invalid", "ts_invalid", "empty_id", "too_long", "nul_in_text", "other",
+    "score_out_of_range", "threshold_out_of_range", "label_invalid", "ts_invalid", "empty_id", "too_long",
+    "nul_in_text", "too_large", "too_deep", "duplicate_key", "too_many_features", "feature_name_too_long",
+    "feature_value_too_long", "feature_out_of_range", "internal_error",
 )
+"""Every reason `decode` gives (README, Event format); the pipeline adds ts_in_future and store_rejected."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,24 +125,65 @@ def _classify(err: Exception, kind: str) -> str:
         return "missing_field"
     if "of length <=" in msg:
         return "too_long"
-    if "$.score" in msg or "$.threshold" in msg:
-        return "score_out_of_range" if ("<=" in msg or ">=" in msg or "out of range" in msg) else "wrong_type"
+    out_of_range = "<=" in msg or ">=" in msg or "out of range" in msg
+    if "$.score" in msg:
+        return "score_out_of_range" if out_of_range else "wrong_type"
+    if "$.threshold" in msg:
+        return "threshold_out_of_range" if out_of_range else "wrong_type"
+    if "$.features" in msg and "out of range" in msg:
+        return "feature_out_of_range"
     if "$.label" in msg:
         return "label_invalid"
     if "$.ts" in msg:
         return "ts_invalid"
     if "Expected `object`" in msg and "$." not in msg:
         return "not_an_object"
-    if "Expected" in msg:
-        return "wrong_type"
-    return "other"
+    return "wrong_type"  # any other refusal of the decoder: a value of the wrong type or shape for its field
 
 
-def decode(raw: bytes, source: str, partition: int, offset: int, kind: str | None = None) -> Decoded | DeadLetter:
-    """Decode one JSON event; `kind` is the topic's type when the topic says which it is."""
+def decode(raw: bytes, source: str, partition: int, offset: int, kind: str | None = None,
+           limits: Limits = DEFAULT_LIMITS) -> Decoded | DeadLetter:
+    """Decode one JSON event; `kind` is the topic's type when the topic says which it is. Never raises: an
+    unexpected failure is an `internal_error` dead letter naming the exception class."""
+    try:
+        return _decode(raw, source, partition, offset, kind, limits)
+    except Exception as err:  # noqa: BLE001 - no single record may stop a source
+        return DeadLetter("internal_error", f"decode: {type(err).__name__}: {err}"[:500], source, partition, offset,
+                          bytes(raw[:RAW_LIMIT]))
 
+
+def _decode(raw: bytes, source: str, partition: int, offset: int, kind: str | None,
+            limits: Limits) -> Decoded | DeadLetter:
     def dead(reason: str, detail: str) -> DeadLetter:
         return DeadLetter(reason, detail[:500], source, partition, offset, bytes(raw[:RAW_LIMIT]))
+
+    if len(raw) > limits.max_event_bytes:
+        return dead("too_large", f"event larger than limits.max_event_bytes ({limits.max_event_bytes:,} bytes)")
+    depth = too_deep(raw, limits.max_depth) if raw.count(b"{") + raw.count(b"[") > limits.max_depth else None
+    if depth is not None:
+        return dead("too_deep", f"nested {depth} levels deep, more than limits.max_depth = {limits.max_depth}")
+    typed = [True]
+    decoded = _decode_bounded(raw, kind, limits, dead, typed)
+    if type(decoded) is Decoded:  # duplicate keys: a cheap exact screen first (see string_tokens)
+        if b"\\" not in raw and raw.count(b'"') == 2 * string_tokens(decoded.event, typed[0]):
+            return decoded
+    elif decoded.reason in ("invalid_json", "not_an_object"):  # type: ignore[union-attr]
+        return decoded
+    repeated = duplicate_key(raw)
+    if repeated is not None:  # an ambiguous event is refused whatever a reading of it would give
+        return dead("duplicate_key", f"key {repeated!r} appears more than once: the event is ambiguous")
+    return decoded
+
+
+def _decode_bounded(raw: bytes, kind: str | None, limits: Limits, dead: Callable[[str, str], DeadLetter],
+                    typed: list[bool]) -> Decoded | DeadLetter:
+    """Decode a payload already within the size and depth bounds, checking the features' bounds; `typed[0]` is
+    set to whether the payload carried a `type` field (the tagged fast path always does)."""
+
+    def accept(event: Prediction | Outcome, epoch: float) -> Decoded | DeadLetter:
+        feats = event.features if isinstance(event, Prediction) else None
+        problem = feature_problem(feats, limits, len(raw)) if feats else None
+        return Decoded(event, epoch) if problem is None else dead(*problem)
 
     try:  # fast path: a well-formed event with its type parses once
         fast = _tagged_dec.decode(raw)
@@ -159,11 +203,12 @@ def decode(raw: bytes, source: str, partition: int, offset: int, kind: str | Non
                 pass  # the slow path below classifies the error
             else:
                 if 0.0 <= epoch <= MAX_EPOCH:
-                    return Decoded(fast, epoch)
+                    return accept(fast, epoch)
 
     try:
         probe = _probe_dec.decode(raw)
         declared = probe.type
+        typed[0] = declared is not None
     except msgspec.ValidationError as err:
         if "Expected `object`" in str(err) and "$." not in str(err):
             return dead("not_an_object", str(err))
@@ -199,23 +244,44 @@ def decode(raw: bytes, source: str, partition: int, offset: int, kind: str | Non
             raise ValueError(f"timestamp {ts!r} outside 1970..9999")
     except (ValueError, OverflowError, OSError) as err:
         return dead("ts_invalid", str(err))
-    return Decoded(event, ts)
+    return accept(event, ts)
 
 
 UTF8_BOM = b"\xef\xbb\xbf"
 
 
-def json_lines(fh: Iterable[bytes], keep_unterminated: Callable[[int, bytes], bool] | None = None
-               ) -> Iterator[tuple[int, bytes]]:
+def json_lines(fh: IO[bytes], keep_unterminated: Callable[[int, bytes], bool] | None = None,
+               max_bytes: int = DEFAULT_LIMITS.max_event_bytes) -> Iterator[tuple[int, bytes]]:
     """(line number from 0, payload) of each non-blank line, surrounding whitespace (CR too) stripped, and a
     UTF-8 byte-order mark at the start of the file dropped (editors on Windows write one). A last line without
-    its newline (perhaps still being written) is yielded only if `keep_unterminated(lineno, payload)` agrees."""
-    for lineno, line in enumerate(fh):
+    its newline (perhaps still being written) is yielded only if `keep_unterminated(lineno, payload)` agrees.
+
+    Memory is bounded: a line longer than `max_bytes` is yielded as its first `max_bytes + 1` bytes (so it decodes
+    as `too_large`) and the rest of it is read in chunks and discarded up to its newline."""
+    readline = fh.readline
+    cap = max_bytes + 2  # a line of max_bytes and CRLF still fits
+    lineno = -1
+    while True:
+        line = readline(cap)
+        if not line:
+            return
+        lineno += 1
+        if len(line) == cap and not line.endswith(b"\n"):
+            while True:  # oversized: skip the rest of the line without keeping it
+                rest = readline(_SKIP_CHUNK)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield lineno, line[:max_bytes + 1]
+            continue
         payload = line.strip()
         if lineno == 0 and payload.startswith(UTF8_BOM):
             payload = payload[len(UTF8_BOM):].strip()
         if payload and (keep_unterminated is None or line.endswith(b"\n") or keep_unterminated(lineno, payload)):
             yield lineno, payload
+
+
+_SKIP_CHUNK = 1 << 16
+"""Bytes read at a time while discarding the rest of an oversized line."""
 
 
 _NUL_ESCAPE = b"\\u0000"

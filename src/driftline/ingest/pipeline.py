@@ -6,6 +6,7 @@ transaction holding bucket deltas, join state, dead letters, counters and the po
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -17,7 +18,11 @@ from sqlalchemy.exc import DataError
 from ..config import Config
 from ..core.engine import Engine, EngineResult, EngineSettings, JoinView
 from ..core.events import RAW_LIMIT, Decoded, DeadLetter, decode
+from ..core.limits import Limits
 from ..storage.store import Store
+from .isolation import apply_isolating
+
+log = logging.getLogger(__name__)
 
 MAX_FUTURE_S = 86400.0
 """Events stamped more than this ahead of the injected clock are dead-lettered (ts_in_future)."""
@@ -44,6 +49,8 @@ class BatchResult:
     duplicates: int = 0
     counters: Counter[tuple[str, str]] = field(default_factory=Counter)
     max_ts: dict[str, float] = field(default_factory=dict)
+    letters: list[DeadLetter] = field(default_factory=list)
+    """The batch's dead letters (for the dead-letter topic); empty lists when summed over many batches."""
 
     def add(self, other: BatchResult) -> None:
         self.records += other.records
@@ -53,6 +60,13 @@ class BatchResult:
         self.counters.update(other.counters)
         for k, v in other.max_ts.items():
             self.max_ts[k] = max(v, self.max_ts.get(k, v))
+
+
+def limits_from(config: Config) -> Limits:
+    """Per-event bounds from the config's `limits` section."""
+    c = config.limits
+    return Limits(max_event_bytes=c.max_event_bytes, max_depth=c.max_depth, max_features=c.max_features,
+                  max_feature_value_len=c.max_feature_value_len)
 
 
 def settings_from(config: Config) -> EngineSettings:
@@ -69,6 +83,7 @@ class Pipeline:
         self.store = store
         self.clock = clock
         self.settings = settings_from(config)
+        self.limits = limits_from(config)
 
     def process_batch(self, records: Sequence[RawRecord], shard_of: Callable[[RawRecord], int] | None = None,
                       expected_positions: dict[tuple[str, int], int] | None = None,
@@ -80,11 +95,12 @@ class Pipeline:
         `meta` key/values are written in the same transaction (replay stores its file's fingerprint there).
         """
         ok: list[tuple[Decoded, int]] = []
+        ok_raw: list[RawRecord] = []
         dead: list[DeadLetter] = []
         horizon = self.clock() + MAX_FUTURE_S
         positions: dict[tuple[str, int], int] = {}
         for r in records:
-            d = decode(r.payload, r.source, r.partition, r.offset, r.kind)
+            d = decode(r.payload, r.source, r.partition, r.offset, r.kind, self.limits)
             if type(d) is DeadLetter:
                 dead.append(d)
             elif d.ts > horizon:  # type: ignore[union-attr]
@@ -93,18 +109,21 @@ class Pipeline:
                                        bytes(r.payload[:RAW_LIMIT])))
             else:
                 ok.append((d, r.partition if shard_of is None else shard_of(r)))  # type: ignore[arg-type]
+                ok_raw.append(r)
             key = (r.source, r.partition)
             if r.offset >= positions.get(key, 0):
                 positions[key] = r.offset + 1
+        for d in dead:
+            if d.reason == "internal_error":
+                log.error("dead letter internal_error: %s[%d]@%d: %s", d.source, d.partition, d.offset, d.detail)
         with self.store.begin() as conn:
-            view = self.store.load_join(conn, (d.event.prediction_id for d, _ in ok))
-            engine = Engine(self.settings, view)
-            for d, s in ok:
-                engine.apply(d, s)
-            result = engine.finish()
+            result, failed = apply_isolating(
+                self.settings, ok, lambda: self.store.load_join(conn, (d.event.prediction_id for d, _ in ok)),
+                lambda i: (ok_raw[i].source, ok_raw[i].partition, ok_raw[i].offset, ok_raw[i].payload))
+            dead += failed
             self.store.commit_batch(conn, result, dead, positions, meta=meta, expected_positions=expected_positions)
-        out = BatchResult(records=len(records), accepted=len(ok), dead=len(dead), counters=result.counters,
-                          max_ts=dict(result.max_ts))
+        out = BatchResult(records=len(records), accepted=len(ok) - len(failed), dead=len(dead),
+                          counters=result.counters, max_ts=dict(result.max_ts), letters=dead)
         out.duplicates = sum(v for (name, _), v in result.counters.items() if name == "duplicates")
         return out
 

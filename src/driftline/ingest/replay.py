@@ -21,9 +21,12 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from ..core.events import DeadLetter, decode, json_lines
+from ..core.limits import Limits
 from .pipeline import BatchResult, Pipeline, RawRecord
 
 BATCH = 20000
+BATCH_BYTES = 64 << 20
+"""A batch is also cut at this many payload bytes, so memory stays bounded whatever the lines' sizes."""
 
 
 @dataclass(slots=True)
@@ -57,21 +60,21 @@ def source_name(path: str) -> str:
 
 
 def _records(fh: IO[bytes], source: str, start: int, failure: list[BaseException], held: list[int],
-             last: list[int]) -> Iterator[RawRecord]:
+             last: list[int], limits: Limits) -> Iterator[RawRecord]:
     """Records from line `start` on; `last[0]` follows the last line number read (lines before `start` too). A
     decompression error ends them and is appended to `failure`. A last line without newline that is not valid
     JSON is held back (its number appended to `held`): it is probably still being written, and dead-lettering it
     would move the position past it for good."""
 
     def complete(lineno: int, payload: bytes) -> bool:
-        d = decode(payload, source, 0, lineno)
+        d = decode(payload, source, 0, lineno, None, limits)
         if isinstance(d, DeadLetter) and d.reason == "invalid_json":
             held.append(lineno)
             return False
         return True
 
     try:
-        for lineno, payload in json_lines(fh, complete):
+        for lineno, payload in json_lines(fh, complete, limits.max_event_bytes):
             last[0] = lineno
             if lineno >= start:
                 yield RawRecord(source, 0, lineno, payload)
@@ -152,14 +155,16 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
     last = [-1]
     with open_events(path) as (fh, position):
         batch: list[RawRecord] = []
-        for rec in _records(fh, source, start, failure, held, last):
+        size = 0
+        for rec in _records(fh, source, start, failure, held, last, pipeline.limits):
             batch.append(rec)
-            if len(batch) >= batch_size:
+            size += len(rec.payload)
+            if len(batch) >= batch_size or size >= BATCH_BYTES:
                 res = pipeline.process_isolating(batch, meta)
                 total.add(res)
                 if on_batch:
                     on_batch(res, position())
-                batch = []
+                batch, size = [], 0
         if batch:
             res = pipeline.process_isolating(batch, meta)
             total.add(res)

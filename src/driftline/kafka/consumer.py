@@ -27,7 +27,7 @@ from .connect import open_consumer, open_dead_letter_sink
 from .faults import Faults
 from .handoff import Handoff
 from .health import Backoff, ConsumerStatus, broker_connected, consumed_counter
-from .producer import DeadLetterSink, dead_letters_in
+from .producer import DeadLetterSink
 from .settings import KafkaSettings
 
 log = logging.getLogger(__name__)
@@ -234,7 +234,7 @@ class LiveConsumer:
         if was_held:
             self._release_held()
         if result.dead and self.dlt is not None:
-            letters = dead_letters_in(raws, self.pipeline.clock())
+            letters = result.letters  # exactly the letters stored (poison, bounds, internal errors)
             payloads = {(r.source, r.partition, r.offset): r.payload for r in raws}
             self.dlt.send(letters, payloads)
         self._commit({tp: self.expected[tp] for tp in batch})

@@ -126,7 +126,7 @@ class DeadLetterSink:
             headers = [("reason", d.reason.encode()), ("detail", d.detail.encode()[:1000]),
                        ("topic", topic.encode()), ("partition", str(d.partition).encode()),
                        ("offset", str(d.offset).encode())]
-            value = payloads.get((d.source, d.partition, d.offset), d.raw)
+            value = d.raw if d.reason == "too_large" else payloads.get((d.source, d.partition, d.offset), d.raw)
             self.producer.send(self.topic, value=value, headers=headers)
         if letters:
             try:
