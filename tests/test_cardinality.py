@@ -16,7 +16,8 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from driftline import cli
-from driftline.config import ConfigError, from_dict, load
+from driftline.config import ConfigError, parse_duration, from_dict, load
+from driftline.exporter.bounds import PIPELINE_SERIES, PROCESS_SERIES, series_bound
 from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.ingest.replay import replay
 from driftline.ingest.simulate import SimSpec, stream
@@ -72,8 +73,7 @@ def documented_bound(config) -> int:
     lim = config.limits
     m, v, r = lim.max_models, lim.max_variants_per_model, lim.max_versions_per_model
     f = max(config.max_features, len(config.features))
-    windows = len({config.window_s, *(t.window for t in config.triggers)})
-    from driftline.exporter.bounds import PIPELINE_SERIES, PROCESS_SERIES
+    windows = len({config.window_s, *(parse_duration(t.window) for t in config.triggers)})
     return (windows * m * (PER_GROUP * (1 + (v + 1) * (r + 1)) + 1 + 3 * f)
             + len(config.triggers) * (3 + len(STATES)) + 2 * m + 1 + PIPELINE_SERIES + PROCESS_SERIES)
 
@@ -93,7 +93,7 @@ def test_junk_models_variants_and_versions_stay_within_the_documented_bound(junk
     path, config, store, _ = junk_db
     series = _series(_scrape(config, store))
     assert len(series) == len(set(series))  # no duplicate series (a variant named `all` used to make some)
-    assert len(series) <= documented_bound(config)
+    assert len(series) <= documented_bound(config) == series_bound(config)
     variants = {dict(lbl)["variant"] for name, lbl in series if name == "driftline_window_predictions"}
     versions = {dict(lbl)["model_version"] for name, lbl in series if name == "driftline_window_predictions"}
     models = {dict(lbl)["model"] for name, lbl in series if name == "driftline_window_predictions"}

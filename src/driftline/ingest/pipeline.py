@@ -18,6 +18,7 @@ from ..config import Config
 from ..core.engine import Engine, EngineResult, EngineSettings, JoinView
 from ..core.events import RAW_LIMIT, Decoded, DeadLetter, decode
 from ..storage.store import Store
+from .labels import LabelPolicy
 
 MAX_FUTURE_S = 86400.0
 """Events stamped more than this ahead of the injected clock are dead-lettered (ts_in_future)."""
@@ -69,6 +70,7 @@ class Pipeline:
         self.store = store
         self.clock = clock
         self.settings = settings_from(config)
+        self.labels = LabelPolicy(config.limits, clock)
 
     def process_batch(self, records: Sequence[RawRecord], shard_of: Callable[[RawRecord], int] | None = None,
                       expected_positions: dict[tuple[str, int], int] | None = None,
@@ -80,6 +82,7 @@ class Pipeline:
         `meta` key/values are written in the same transaction (replay stores its file's fingerprint there).
         """
         ok: list[tuple[Decoded, int]] = []
+        kept: list[RawRecord] = []  # the record of each ok event (a refused label makes it a dead letter)
         dead: list[DeadLetter] = []
         horizon = self.clock() + MAX_FUTURE_S
         positions: dict[tuple[str, int], int] = {}
@@ -93,15 +96,18 @@ class Pipeline:
                                        bytes(r.payload[:RAW_LIMIT])))
             else:
                 ok.append((d, r.partition if shard_of is None else shard_of(r)))  # type: ignore[arg-type]
+                kept.append(r)
             key = (r.source, r.partition)
             if r.offset >= positions.get(key, 0):
                 positions[key] = r.offset + 1
         with self.store.begin() as conn:
+            ok, gate = self.labels.gate(self.store, conn, ok, kept, dead)
             view = self.store.load_join(conn, (d.event.prediction_id for d, _ in ok))
             engine = Engine(self.settings, view)
             for d, s in ok:
                 engine.apply(d, s)
             result = engine.finish()
+            self.labels.record(self.store, conn, gate, result.counters)
             self.store.commit_batch(conn, result, dead, positions, meta=meta, expected_positions=expected_positions)
         out = BatchResult(records=len(records), accepted=len(ok), dead=len(dead), counters=result.counters,
                           max_ts=dict(result.max_ts))
