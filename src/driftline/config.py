@@ -216,9 +216,9 @@ class Limits(Base):
     limit is folded into `__other__`. An allow-list admits exactly its values instead of the first ones seen.
     """
 
-    max_models: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 5
-    max_variants_per_model: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 8
-    max_versions_per_model: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 8
+    max_models: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 10
+    max_variants_per_model: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 5
+    max_versions_per_model: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 10
     models: list[Annotated[str, msgspec.Meta(min_length=1, max_length=200)]] | None = None
     variants: dict[str, list[Annotated[str, msgspec.Meta(min_length=1, max_length=200)]]] = {}
     versions: dict[str, list[Annotated[str, msgspec.Meta(min_length=1, max_length=200)]]] = {}

@@ -32,9 +32,9 @@ def overflow_counter(kind: str) -> str:
 class LabelLimits:
     """Limits and optional allow-lists (an allow-list, when given, admits exactly its values)."""
 
-    max_models: int = 5
-    max_variants: int = 8
-    max_versions: int = 8
+    max_models: int = 10
+    max_variants: int = 5
+    max_versions: int = 10
     models: frozenset[str] | None = None
     variants: Mapping[str, frozenset[str]] = field(default_factory=dict)
     versions: Mapping[str, frozenset[str]] = field(default_factory=dict)
