@@ -219,3 +219,32 @@ def test_bad_limits_fail_at_start_naming_the_field(limits, field):
 def test_example_config_loads_with_its_limits():
     data = yaml.safe_load(EXAMPLE.read_text())
     assert from_dict(data).limits.max_models >= 1
+
+
+def test_upgrade_admits_the_values_already_stored(tmp_path):
+    """Migration 0006_labels seeds the admitted set from the stored buckets, so an upgrade hides no series."""
+    from alembic import command
+    from alembic.config import Config as AlembicConfig
+    from importlib.resources import files
+    from sqlalchemy import create_engine, text
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    cfg = AlembicConfig()
+    cfg.set_main_option("script_location", str(files("driftline.storage") / "migrations"))
+    cfg.set_main_option("sqlalchemy.url", url)
+    for rev in ("0002", "0003", "0004", "0005"):
+        command.upgrade(cfg, rev)
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        for i, (model, variant, version) in enumerate([("fraud", "A", "v1"), ("fraud", "B", "v2"),
+                                                       ("churn", "default", "unknown")]):
+            conn.execute(text("INSERT INTO buckets VALUES (:m, :v, :a, :s, 0, x'')"),
+                         {"m": model, "v": version, "a": variant, "s": 3600 * i})
+    engine.dispose()
+    store = Store(url)
+    store.migrate()
+    assert store.admitted_labels_list() == [
+        ("churn", "model", ""), ("churn", "model_version", "unknown"), ("churn", "variant", "default"),
+        ("fraud", "model", ""), ("fraud", "model_version", "v1"), ("fraud", "model_version", "v2"),
+        ("fraud", "variant", "A"), ("fraud", "variant", "B")]
+    store.close()
