@@ -68,6 +68,10 @@ def metrics_table(doc: dict[str, Any], console: Console) -> None:
             v.add_row(escape(g["variant"]), escape(g["model_version"]), str(g["counts"]["predictions"]),
                       fmt_rate(gm["recall"]), fmt_rate(gm["fpr"]), fmt_rate(gm["precision"]), fmt_rate(gm["alert_rate"]))
         console.print(v)
+    over = {k: n for k, n in doc.get("label_overflow", {}).items() if n}
+    if over:
+        console.print("label limits: " + ", ".join(f"{n} events with a new {k} folded into __other__"
+                                                     for k, n in over.items()) + " (all time; see `limits:`)")
     console.print("[dim]* indicative: fewer than 30 cases behind the rate[/dim]")
 
 

@@ -19,6 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from .. import __version__
 from ..analysis.classification import Metrics, classification
 from ..config import Config, format_duration
+from ..core.labels import MODEL, OVERFLOW, VARIANT, VERSION, overflow_counter
 from ..storage.store import BucketRow, Store, StoreUnavailable
 from ..triggers import history
 from ..triggers.drift_hook import DriftProvider
@@ -245,6 +246,21 @@ class SnapshotCollector:
             f.gauge("driftline_trigger_firing", "1 while the trigger is firing.", lbl).add_metric(
                 lv, 1.0 if s.state == FIRING else 0.0)
 
+    def _overflow(self, f: _Families, counters: dict[tuple[str, str], int]) -> None:
+        """Events whose variant or version was folded into `__other__` per model, and events of refused new
+        models (model `__other__`, kind `model`: the model_limit dead letters), once there are any."""
+        rows = [(model, kind, n) for kind in (VARIANT, VERSION) for (name, model), n in counters.items()
+                if name == overflow_counter(kind)]
+        refused = counters.get(("dead_letters", "model_limit"), 0)
+        if refused:
+            rows.append((OVERFLOW, MODEL, refused))
+        if not rows:
+            return
+        fam = f.counter("driftline_label_overflow", "Events beyond limits: a new variant or model_version folded "
+                        "into __other__, or a new model refused (model_limit).", ["model", "kind"])
+        for model, kind, n in sorted(rows):
+            fam.add_metric([model, kind], float(n))
+
     def _pipeline(self, f: _Families) -> None:
         counters = self.store.counters()
         events = f.counter("driftline_events", "Events accepted (decoded and valid), all sources together.",
@@ -259,6 +275,7 @@ class SnapshotCollector:
             fam = f.counter("driftline_dead_letters", "Messages rejected, by machine-readable reason.", ["reason"])
             for reason, v in sorted(dead.items()):
                 fam.add_metric([reason], float(v))
+        self._overflow(f, counters)
         f.counter("driftline_expired_predictions", "Predictions dropped from the join state after the label "
                   "horizon.", []).add_metric([], float(counters.get(("expired_predictions", ""), 0)))
         for kind in EVENT_TYPES:

@@ -21,6 +21,7 @@ from ..core.events import RAW_LIMIT, Decoded, DeadLetter, decode
 from ..core.limits import Limits
 from ..storage.store import Store
 from .isolation import apply_isolating
+from .labels import LabelPolicy
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,7 @@ class Pipeline:
         self.clock = clock
         self.settings = settings_from(config)
         self.limits = limits_from(config)
+        self.labels = LabelPolicy(config.limits, clock)
 
     def process_batch(self, records: Sequence[RawRecord], shard_of: Callable[[RawRecord], int] | None = None,
                       expected_positions: dict[tuple[str, int], int] | None = None,
@@ -95,7 +97,7 @@ class Pipeline:
         `meta` key/values are written in the same transaction (replay stores its file's fingerprint there).
         """
         ok: list[tuple[Decoded, int]] = []
-        ok_raw: list[RawRecord] = []
+        ok_raw: list[RawRecord] = []  # the record of each ok event
         dead: list[DeadLetter] = []
         horizon = self.clock() + MAX_FUTURE_S
         positions: dict[tuple[str, int], int] = {}
@@ -117,10 +119,12 @@ class Pipeline:
             if d.reason == "internal_error":
                 log.error("dead letter internal_error: %s[%d]@%d: %s", d.source, d.partition, d.offset, d.detail)
         with self.store.begin() as conn:
+            ok, ok_raw, gate = self.labels.gate(self.store, conn, ok, ok_raw, dead)  # a refused label: dead letter
             result, failed = apply_isolating(
                 self.settings, ok, lambda: self.store.load_join(conn, (d.event.prediction_id for d, _ in ok)),
                 lambda i: (ok_raw[i].source, ok_raw[i].partition, ok_raw[i].offset, ok_raw[i].payload))
             dead += failed
+            self.labels.record(self.store, conn, gate, result.counters)
             self.store.commit_batch(conn, result, dead, positions, meta=meta, expected_positions=expected_positions)
         out = BatchResult(records=len(records), accepted=len(ok) - len(failed), dead=len(dead),
                           counters=result.counters, max_ts=dict(result.max_ts), letters=dead)

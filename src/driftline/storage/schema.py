@@ -77,3 +77,13 @@ meta = Table(
     Column("key", String(200), primary_key=True),
     Column("value", Text, nullable=False),
 )
+
+admitted_labels = Table(
+    "admitted_labels", metadata,
+    Column("model", String(200), primary_key=True),
+    Column("kind", String(16), primary_key=True),
+    Column("value", String(200), primary_key=True),
+    Column("admitted_at", Float, nullable=True),
+)
+"""Label values admitted under `limits:` (kind model/variant/model_version; a model's own row has value ''):
+the same set for every writer and across restarts. admitted_at is NULL for values stored before the limits."""

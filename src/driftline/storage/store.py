@@ -18,10 +18,11 @@ from alembic.config import Config as AlembicConfig
 from sqlalchemy import Connection, Engine, and_, case, create_engine, delete, event, func, select, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 
-from . import bulk
+from . import bulk, labels
 from . import schema as t
 from ..core.engine import EngineResult, JoinView, OutcomeRecord, PredKey, PredRecord
 from ..core.events import DeadLetter
+from ..core.labels import Admitted
 from ..core.stats import BucketStats
 
 DEFAULT_URL = "sqlite:///driftline.db"
@@ -203,6 +204,20 @@ class Store:
                                               .scalar_one_or_none())
         if stale:
             raise StalePositions(stale)
+
+    # --- admitted label values ----------------------------------------------------------------
+    def admitted_labels(self, conn: Connection) -> Admitted:
+        """The admitted models, variants and versions, read in the batch's transaction."""
+        return labels.load(conn)
+
+    def admit_labels(self, conn: Connection, rows: Sequence[tuple[str, str, str]]) -> None:
+        """Store (model, kind, value) rows a batch admitted, in its transaction (ON CONFLICT DO NOTHING)."""
+        labels.admit(conn, self._insert, rows, float(self.clock()))
+
+    def admitted_labels_list(self) -> list[tuple[str, str, str]]:
+        """(model, kind, value) of every admitted value, sorted (a model's own row has value '')."""
+        with self.begin() as conn:
+            return labels.listing(conn)
 
     # --- positions, meta, counters ------------------------------------------------------------
     def positions(self, source: str) -> dict[int, int]:

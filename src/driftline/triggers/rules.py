@@ -16,12 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..config import Config, format_duration
+from ..core.labels import AGGREGATE
 from .metrics import canonical, info
 from .model import Rule
 from .runner import compile_rules
-
-AGGREGATE = "all"
-"""`variant`/`model_version` label of the series covering every variant and version of a model."""
 
 EXPORTED_RATES = ("recall", "fpr", "precision", "alert_rate", "label_coverage", "prevalence", "specificity",
                   "accuracy")

@@ -1,0 +1,36 @@
+"""The documented upper bound on the number of series `/metrics` can hold (README, Label cardinality).
+
+series ≤ W·M·(G·(1 + (V+1)(R+1)) + 1 + 3F) + T·(3 + S) + (2M + 1) + PIPELINE_SERIES + PROCESS_SERIES
+         + P + 4·N
+W windows exported, M models, V variants and R versions per model (+1: `__other__`), G series per group,
+F drift features, T triggers with S states, P consumer partitions, N notification receivers.
+"""
+
+from __future__ import annotations
+
+from ..config import Config
+from ..core.events import REASONS
+from ..ops import BATCH_BUCKETS
+from ..triggers.model import STATES
+from ..triggers.runner import compile_rules
+from .collector import COUNT_HELP, RATE_HELP, SCORE_HELP, windows_of
+
+DEAD_LETTER_REASONS = frozenset(REASONS) | {"ts_in_future", "store_rejected", "model_limit", "reserved_label"}
+PER_GROUP = 3 * len(RATE_HELP) + len(COUNT_HELP) + len(SCORE_HELP) + 2
+"""Windowed series of one (variant, model_version) group: rates with both bounds, counts, scores, 2 quantiles."""
+PIPELINE_SERIES = 1 + 2 + 2 + len(DEAD_LETTER_REASONS) + 1 + 2 + 1 + 1
+"""build_info, events and duplicates per type, dead letters per reason, expired, newest event per type, pending
+outcomes, join-store size."""
+PROCESS_SERIES = len(BATCH_BUCKETS) + 4
+"""The batch-duration histogram of the process (buckets, +Inf, count, sum, created)."""
+
+
+def series_bound(config: Config, partitions: int = 0, receivers: int = 0) -> int:
+    """The most series one scrape can return under `config` (limits, features, triggers, windows)."""
+    lim = config.limits
+    m, v, r = lim.bound_models, lim.bound_values("variants"), lim.bound_values("versions")
+    f = max(config.max_features, len(config.features))
+    rules = compile_rules(config.triggers)
+    w = len(windows_of(config, rules))
+    return (w * m * (PER_GROUP * (1 + (v + 1) * (r + 1)) + 1 + 3 * f) + len(rules) * (3 + len(STATES))
+            + 2 * m + 1 + PIPELINE_SERIES + PROCESS_SERIES + partitions + 4 * receivers)

@@ -1,0 +1,107 @@
+"""The label gate inside a batch's transaction: loads the admitted values, folds or refuses predictions whose
+model, variant or version is beyond `limits:` (driftline.core.labels), stores new admissions, counts the
+overflow and logs it (once per model and kind, then at most once a minute per process)."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import msgspec
+from sqlalchemy import Connection
+
+from ..config import Limits
+from ..core.engine import DEFAULT_VARIANT, DEFAULT_VERSION
+from ..core.events import RAW_LIMIT, Decoded, DeadLetter, Prediction
+from ..core.labels import MODEL, OVERFLOW, VARIANT, LabelGate, LabelLimits, Refused, overflow_counter
+from ..storage.store import Store
+
+log = logging.getLogger(__name__)
+
+LOG_EVERY_S = 60.0
+"""After the first line per (model, kind), overflow is logged at most this often per process."""
+
+
+def label_limits(limits: Limits) -> LabelLimits:
+    """The pure gate's limits from the config section."""
+    return LabelLimits(limits.max_models, limits.max_variants_per_model, limits.max_versions_per_model,
+                       None if limits.models is None else frozenset(limits.models),
+                       {m: frozenset(v) for m, v in limits.variants.items()},
+                       {m: frozenset(v) for m, v in limits.versions.items()})
+
+
+class Positioned(Protocol):
+    """Where a record came from and its bytes (a pipeline RawRecord), for the dead letter of a refused one."""
+
+    source: str
+    partition: int
+    offset: int
+    payload: bytes
+
+
+class LabelPolicy:
+    """Applies `limits:` to each batch; keeps only the per-process log throttle (bounded by models × kinds)."""
+
+    def __init__(self, limits: Limits, clock: Callable[[], float]) -> None:
+        self.config = limits
+        self.limits = label_limits(limits)
+        self.clock = clock
+        self._logged: dict[tuple[str, str], tuple[float, int]] = {}
+
+    def gate(self, store: Store, conn: Connection, ok: Sequence[tuple[Decoded, int]], raws: Sequence[Positioned],
+             dead: list[DeadLetter]) -> tuple[list[tuple[Decoded, int]], list[Positioned], LabelGate]:
+        """The batch's events with folded labels and their records; refused predictions are appended to `dead`."""
+        gate = LabelGate(self.limits, store.admitted_labels(conn))
+        kept: list[tuple[Decoded, int]] = []
+        kept_raws: list[Positioned] = []
+        for (d, shard), raw in zip(ok, raws):
+            ev = d.event
+            if not isinstance(ev, Prediction):
+                kept.append((d, shard))
+                kept_raws.append(raw)
+                continue
+            variant, version = ev.variant or DEFAULT_VARIANT, ev.model_version or DEFAULT_VERSION
+            verdict = gate.decide(ev.model, variant, version)
+            if type(verdict) is Refused:
+                dead.append(DeadLetter(verdict.reason, verdict.detail, raw.source, raw.partition, raw.offset,
+                                       bytes(raw.payload[:RAW_LIMIT])))
+                continue
+            if verdict != (variant, version):
+                d = Decoded(msgspec.structs.replace(ev, variant=verdict[0], model_version=verdict[1]), d.ts)
+            kept.append((d, shard))
+            kept_raws.append(raw)
+        return kept, kept_raws, gate
+
+    def record(self, store: Store, conn: Connection, gate: LabelGate, counters: Counter[tuple[str, str]]) -> None:
+        """Store the batch's admissions, add its overflow to the counters and log it."""
+        store.admit_labels(conn, gate.new)
+        for (model, kind), n in gate.overflow.items():
+            if kind != MODEL:  # refused models are counted as dead letters (model_limit)
+                counters[(overflow_counter(kind), model)] += n
+        self._log(gate)
+
+    def _log(self, gate: LabelGate) -> None:
+        now = float(self.clock())
+        for key, n in sorted(gate.overflow.items()):
+            last, pending = self._logged.get(key, (None, 0))
+            if last is not None and now - last < LOG_EVERY_S:
+                self._logged[key] = (last, pending + n)
+                continue
+            self._logged[key] = (now, 0)
+            model, kind = key
+            examples = ", ".join(repr(v) for v in gate.examples.get(key, []))
+            if kind == MODEL:
+                limit = "limits.models" if self.config.models is not None else \
+                    f"limits.max_models={self.config.max_models}"
+                log.warning("label limit: %d events of new models dead-lettered (model_limit, %s reached), e.g. %s",
+                            n + pending, limit, examples)
+            else:
+                field = "max_variants_per_model" if kind == VARIANT else "max_versions_per_model"
+                limit = getattr(self.config, field)
+                listed = model in (self.config.variants if kind == VARIANT else self.config.versions)
+                why = f"limits.{'variants' if kind == VARIANT else 'versions'}.{model} allow-list" if listed \
+                    else f"limits.{field}={limit}"
+                log.warning("label limit: model %r: %d events with a new %s folded into %s (%s reached), e.g. %s",
+                            model, n + pending, kind, OVERFLOW, why, examples)
