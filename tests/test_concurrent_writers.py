@@ -138,3 +138,28 @@ def test_same_path_twice_at_once_applies_each_line_once(tmp_path: Path, stream: 
         assert store.positions(source_name(path)) == {0: len(stream)}
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_writer_that_cannot_get_the_lock_gives_up_with_one_line(tmp_path: Path, backend: str,
+                                                                  request: pytest.FixtureRequest) -> None:
+    """While another writer holds the write lock longer than the lock timeout, a batch fails with
+    StoreUnavailable naming the cause, and nothing of it is written; reads do not wait."""
+    from driftline.config import Config
+    from driftline.ingest.pipeline import Pipeline, RawRecord
+    from driftline.storage.store import StoreUnavailable
+    from helpers import pred
+
+    url = sqlite_url(tmp_path, "lock.db") if backend == "sqlite" else request.getfixturevalue("pg_url")
+    holder, waiter = Store(url), Store(url, lock_timeout_s=0.3)
+    holder.migrate()
+    try:
+        with holder.write():
+            with pytest.raises(StoreUnavailable, match="another driftline writer held the database write lock "
+                                                       r"for more than 0.3s \(nothing written"):
+                Pipeline(Config(), waiter).process_batch([RawRecord("file:/x", 0, 0, pred("a", 0.5, 1.7e9))])
+            assert waiter.join_size() == 0 and waiter.positions("file:/x") == {}  # a read does not wait
+        assert holder.join_size() == 0
+    finally:
+        holder.close()
+        waiter.close()
