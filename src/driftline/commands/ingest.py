@@ -41,9 +41,10 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
         with Progress(TextColumn("replay"), BarColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
                       console=ctx.err) as bar:
             task = bar.add_task("replay", total=size)
-            total = replay(pipeline, path, lambda _r, pos: bar.update(task, completed=pos), batch_size, start)
+            total = replay(pipeline, path, lambda _r, pos: bar.update(task, completed=pos), batch_size, start,
+                           rewind=why is not None)
     else:
-        total = replay(pipeline, path, None, batch_size, start)
+        total = replay(pipeline, path, None, batch_size, start, rewind=why is not None)
     maintenance = pipeline.maintain()
     if total.restarted:
         ctx.err.print(f"[yellow]note:[/yellow] {escape(total.restarted)}")
@@ -60,6 +61,7 @@ def summary(total: BatchResult, maintenance: Counter[tuple[str, str]]) -> dict[s
         "accepted": total.accepted,
         "dead_lettered": total.dead,
         "duplicates": total.duplicates,
+        "already_stored": total.already_stored,
         "predictions": c.get(("events", "prediction"), 0),
         "outcomes": c.get(("events", "outcome"), 0),
         "corrections": c.get(("corrections", ""), 0),

@@ -147,12 +147,15 @@ class SnapshotCollector:
 
     def __init__(self, store: Store, config: Config, clock: Callable[[], float] = time.time, *,
                  time_basis: str = "wall", drift: DriftProvider | None = None, cache_s: float = 2.0,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, schema_ready: threading.Event | None = None
+                 ) -> None:
         if time_basis not in ("wall", "event"):
             raise ValueError(f"time_basis must be 'wall' or 'event', got {time_basis!r}")
         self.store, self.config, self.clock = store, config, clock
         self.time_basis, self.drift, self.cache_s, self.monotonic = time_basis, drift, cache_s, monotonic
         self.rules = compile_rules(config.triggers)
+        self.schema_ready = schema_ready
+        """While given and not set (the schema is being migrated), scrapes serve build_info only."""
         self._lock = threading.Lock()
         self._cache: tuple[float, list[Metric]] | None = None
         self.builds = 0
@@ -182,6 +185,8 @@ class SnapshotCollector:
         f = _Families()
         f.gauge("driftline_build_info", "Always 1; the running driftline version.", ["version"]).add_metric(
             [__version__], 1.0)
+        if self.schema_ready is not None and not self.schema_ready.is_set():
+            return [f.fams["driftline_build_info"]]
         try:
             self._models(f)
             self._triggers(f)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.exc import DataError
 
 from ..config import Config
@@ -25,6 +26,8 @@ from .labels import LabelPolicy
 
 log = logging.getLogger(__name__)
 
+FILE_PREFIX = "file:"
+"""Sources of replayed files (their positions are fenced); stdin and Kafka are not file sources."""
 MAX_FUTURE_S = 86400.0
 """Events stamped more than this ahead of the injected clock are dead-lettered (ts_in_future)."""
 
@@ -48,6 +51,8 @@ class BatchResult:
     accepted: int = 0
     dead: int = 0
     duplicates: int = 0
+    already_stored: int = 0
+    """Lines of a file that another writer of the same path had stored already (skipped, see `_fence_files`)."""
     counters: Counter[tuple[str, str]] = field(default_factory=Counter)
     max_ts: dict[str, float] = field(default_factory=dict)
     letters: list[DeadLetter] = field(default_factory=list)
@@ -58,6 +63,7 @@ class BatchResult:
         self.accepted += other.accepted
         self.dead += other.dead
         self.duplicates += other.duplicates
+        self.already_stored += other.already_stored
         self.counters.update(other.counters)
         for k, v in other.max_ts.items():
             self.max_ts[k] = max(v, self.max_ts.get(k, v))
@@ -89,36 +95,51 @@ class Pipeline:
 
     def process_batch(self, records: Sequence[RawRecord], shard_of: Callable[[RawRecord], int] | None = None,
                       expected_positions: dict[tuple[str, int], int] | None = None,
-                      meta: dict[str, str] | None = None) -> BatchResult:
-        """Process records in one transaction; raises StoreUnavailable with nothing written.
+                      meta: dict[str, str] | None = None, rewind: bool = False) -> BatchResult:
+        """Process records in one write transaction (the database write lock is held from its first read, so
+        concurrent writers never lose an update); raises StoreUnavailable with nothing written.
 
         `expected_positions` ((source, partition) → offset the batch was read from) fences the batch: when a stored
         position moved meanwhile (another consumer owns the partition now) StalePositions is raised, nothing written.
+        Without it, file sources are fenced by `_fence_files` (`rewind`: this batch deliberately starts a file over).
         `meta` key/values are written in the same transaction (replay stores its file's fingerprint there).
         """
         ok: list[tuple[Decoded, int]] = []
         ok_raw: list[RawRecord] = []  # the record of each ok event
         dead: list[DeadLetter] = []
+        ok_at: list[int] = []
+        dead_at: list[int] = []
         horizon = self.clock() + MAX_FUTURE_S
         positions: dict[tuple[str, int], int] = {}
-        for r in records:
+        for i, r in enumerate(records):
             d = decode(r.payload, r.source, r.partition, r.offset, r.kind, self.limits)
             if type(d) is DeadLetter:
                 dead.append(d)
+                dead_at.append(i)
             elif d.ts > horizon:  # type: ignore[union-attr]
                 detail = f"ts {d.ts:.0f} is more than 1 day ahead of the clock"  # type: ignore[union-attr]
                 dead.append(DeadLetter("ts_in_future", detail, r.source, r.partition, r.offset,
                                        bytes(r.payload[:RAW_LIMIT])))
+                dead_at.append(i)
             else:
                 ok.append((d, r.partition if shard_of is None else shard_of(r)))  # type: ignore[arg-type]
                 ok_raw.append(r)
+                ok_at.append(i)
             key = (r.source, r.partition)
             if r.offset >= positions.get(key, 0):
                 positions[key] = r.offset + 1
-        for d in dead:
-            if d.reason == "internal_error":
-                log.error("dead letter internal_error: %s[%d]@%d: %s", d.source, d.partition, d.offset, d.detail)
-        with self.store.begin() as conn:
+        skipped = 0
+        with self.store.write() as conn:
+            if expected_positions is None and not rewind:
+                fresh, positions = self._fence_files(conn, records, positions)
+                if fresh is not None:
+                    skipped = fresh.count(False)
+                    ok = [x for x, i in zip(ok, ok_at) if fresh[i]]
+                    ok_raw = [x for x, i in zip(ok_raw, ok_at) if fresh[i]]
+                    dead = [x for x, i in zip(dead, dead_at) if fresh[i]]
+            for d in dead:
+                if d.reason == "internal_error":
+                    log.error("dead letter internal_error: %s[%d]@%d: %s", d.source, d.partition, d.offset, d.detail)
             ok, ok_raw, gate = self.labels.gate(self.store, conn, ok, ok_raw, dead)  # a refused label: dead letter
             result, failed = apply_isolating(
                 self.settings, ok, lambda: self.store.load_join(conn, (d.event.prediction_id for d, _ in ok)),
@@ -127,36 +148,57 @@ class Pipeline:
             self.labels.record(self.store, conn, gate, result.counters)
             self.store.commit_batch(conn, result, dead, positions, meta=meta, expected_positions=expected_positions)
         out = BatchResult(records=len(records), accepted=len(ok) - len(failed), dead=len(dead),
-                          counters=result.counters, max_ts=dict(result.max_ts), letters=dead)
+                          counters=result.counters, max_ts=dict(result.max_ts), letters=dead,
+                          already_stored=skipped)
         out.duplicates = sum(v for (name, _), v in result.counters.items() if name == "duplicates")
         return out
 
-    def process_isolating(self, records: Sequence[RawRecord], meta: dict[str, str] | None = None) -> BatchResult:
+    def _fence_files(self, conn: Connection, records: Sequence[RawRecord], positions: dict[tuple[str, int], int]
+                     ) -> tuple[list[bool] | None, dict[tuple[str, int], int]]:
+        """Fence file positions like Kafka partitions, inside the locked transaction: lines below the stored
+        position of their file were stored by another replay of the same path (skipped, not applied twice), and the
+        stored position never moves back. stdin has no stable positions: never fenced. Returns which records are
+        fresh (None: all of them) and the positions to store."""
+        keys = [k for k in positions if k[0].startswith(FILE_PREFIX)]
+        stored = self.store.stored_positions(conn, keys)
+        moved = {k: max(v, stored.get(k, 0)) for k, v in positions.items()}
+        fresh = [r.offset >= stored.get((r.source, r.partition), 0) for r in records]
+        return (None if all(fresh) else fresh), moved
+
+    def process_isolating(self, records: Sequence[RawRecord], meta: dict[str, str] | None = None,
+                          rewind: bool = False) -> BatchResult:
         """`process_batch`, but when the database refuses the batch (DataError: a value the decoder let through and
         a column does not take), its records are stored one by one and each refused one becomes a
         `store_rejected` dead letter, so one bad record can neither stop nor drop the rest."""
         try:
-            return self.process_batch(records, meta=meta)
+            return self.process_batch(records, meta=meta, rewind=rewind)
         except DataError:
             total = BatchResult()
-            for raw in records:
-                result, _ = self.store_or_reject(raw, meta=meta)
+            for i, raw in enumerate(records):
+                result, _ = self.store_or_reject(raw, meta=meta, rewind=rewind and i == 0)
                 total.add(result)
             return total
 
     def store_or_reject(self, raw: RawRecord, expected_positions: dict[tuple[str, int], int] | None = None,
-                        meta: dict[str, str] | None = None) -> tuple[BatchResult, DeadLetter | None]:
+                        meta: dict[str, str] | None = None, rewind: bool = False
+                        ) -> tuple[BatchResult, DeadLetter | None]:
         """Store one record; if the database refuses it, store a `store_rejected` dead letter for it instead (its
         position advances with it) and return that letter too."""
         try:
-            return self.process_batch([raw], None, expected_positions, meta), None
+            return self.process_batch([raw], None, expected_positions, meta, rewind), None
         except DataError as err:
             reason = str(err).splitlines()[0][:500]
         letter = DeadLetter("store_rejected", reason, raw.source, raw.partition, raw.offset,
                             bytes(raw.payload[:RAW_LIMIT]))
-        with self.store.begin() as conn:
-            self.store.commit_batch(conn, EngineResult(), [letter], {(raw.source, raw.partition): raw.offset + 1},
-                                    meta=meta, expected_positions=expected_positions)
+        with self.store.write() as conn:
+            positions = {(raw.source, raw.partition): raw.offset + 1}
+            if expected_positions is None and not rewind:
+                fresh, positions = self._fence_files(conn, [raw], positions)
+                if fresh is not None:
+                    self.store.commit_batch(conn, EngineResult(), [], positions, meta=meta)
+                    return BatchResult(records=1, already_stored=1), None
+            self.store.commit_batch(conn, EngineResult(), [letter], positions, meta=meta,
+                                    expected_positions=expected_positions)
         return BatchResult(records=1, dead=1), letter
 
     def watermark(self) -> float | None:
@@ -171,7 +213,7 @@ class Pipeline:
             return total
         labels = self.config.labels
         while True:
-            with self.store.begin() as conn:
+            with self.store.write() as conn:
                 engine = Engine(self.settings, JoinView())
                 mature = []
                 after = labels.implicit_after_s

@@ -141,13 +141,16 @@ def resume_point(pipeline: Pipeline, path: str) -> tuple[int, str | None]:
 
 
 def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int], None] | None = None,
-           batch_size: int = BATCH, start: int | None = None) -> ReplayResult:
+           batch_size: int = BATCH, start: int | None = None, rewind: bool = False) -> ReplayResult:
     """Ingest a file (or '-' for stdin); a file already replayed resumes after its stored position (see
     `resume_point`; `start` overrides it). A file that ends before `start` is shorter than the one measured: it is
-    replayed from its start and `restarted` says so."""
+    replayed from its start and `restarted` says so. `rewind`: `start` is deliberately below the stored position
+    (a new file at the path): the first batch moves it back; otherwise lines another replay of the same path
+    stored meanwhile are skipped (Pipeline._fence_files)."""
     source = source_name(path)
     if start is None:
-        start = resume_point(pipeline, path)[0]
+        start, why = resume_point(pipeline, path)
+        rewind = why is not None
     meta = None if path == "-" else {fingerprint_key(source): head_fingerprint(path)}
     total = ReplayResult()
     failure: list[BaseException] = []
@@ -160,13 +163,14 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
             batch.append(rec)
             size += len(rec.payload)
             if len(batch) >= batch_size or size >= BATCH_BYTES:
-                res = pipeline.process_isolating(batch, meta)
+                res = pipeline.process_isolating(batch, meta, rewind)
+                rewind = False
                 total.add(res)
                 if on_batch:
                     on_batch(res, position())
                 batch, size = [], 0
         if batch:
-            res = pipeline.process_isolating(batch, meta)
+            res = pipeline.process_isolating(batch, meta, rewind)
             total.add(res)
             if on_batch:
                 on_batch(res, position())
@@ -175,7 +179,7 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
         raise OSError(f"{path}: unreadable after line {reached:,} (the lines before it are stored; a re-run resumes "
                       f"there): {failure[0]}")
     if start > 0 and last[0] + 1 < start:  # nothing read past the position: the file is shorter than it was
-        again = replay(pipeline, path, on_batch, batch_size, 0)
+        again = replay(pipeline, path, on_batch, batch_size, 0, rewind=True)
         again.restarted = (f"{path}: now shorter than the {start:,} lines already replayed: replaying it from the "
                            "start (events already stored count as duplicates)")
         return again

@@ -133,7 +133,7 @@ def shadow_pairs(store: Store, model: str | None, window: Window, control: str, 
         and_(p.c.variant.in_([control, treatment]), p.c.ts >= window.start, p.c.ts < window.end,
              *([p.c.model == model] if model is not None else []))).group_by(p.c.variant)
     counts = np.zeros((3, 2, 2), dtype=np.int64)
-    with store.begin() as conn:
+    with store.read() as conn:
         for label, fc, ft, n in conn.execute(q):
             state = POS if label == 1 else NEG if label == 0 else UNL
             counts[state, int(bool(fc)), int(bool(ft))] += int(n)

@@ -206,7 +206,7 @@ def save_reference(store: Store, model: str, profile: Profile, source: str, star
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
     c = reference_profiles.c
-    with store.begin() as conn:
+    with store.write() as conn:
         if activate:
             conn.execute(update(reference_profiles).where(c.model == model).values(active=False))
         res = conn.execute(reference_profiles.insert().values(
@@ -219,7 +219,7 @@ def save_reference(store: Store, model: str, profile: Profile, source: str, star
 def activate_reference(store: Store, model: str, ref_id: int) -> None:
     """Make an existing version the model's active reference (e.g. roll back to an earlier one)."""
     c = reference_profiles.c
-    with store.begin() as conn:
+    with store.write() as conn:
         found = conn.execute(select(c.id).where(c.model == model, c.id == ref_id)).scalar_one_or_none()
         if found is None:
             raise ReferenceProblem(f"no reference {ref_id} for model {model!r} (see `driftline reference list`)")
@@ -242,7 +242,7 @@ def list_references(store: Store, model: str) -> list[Reference]:
     """Every stored version of a model's reference, newest first (profiles not loaded)."""
     c = reference_profiles.c
     q = select(*(getattr(c, k) for k in _SUMMARY_COLS)).where(c.model == model).order_by(c.id.desc())
-    with store.begin() as conn:
+    with store.read() as conn:
         return [_record(r, False) for r in conn.execute(q)]
 
 
@@ -253,7 +253,7 @@ def active_reference_key(store: Store, model: str) -> tuple[int, float] | None:
     """
     c = reference_profiles.c
     q = select(c.id, c.created_at).where(c.model == model, c.active.is_(True)).order_by(c.id.desc()).limit(1)
-    with store.begin() as conn:
+    with store.read() as conn:
         r = conn.execute(q).one_or_none()
     return None if r is None else (int(r.id), float(r.created_at))
 
@@ -271,6 +271,6 @@ def load_reference(store: Store, model: str, ref_id: int | None = None) -> Refer
         if ref_id is None:
             return None
     c = reference_profiles.c
-    with store.begin() as conn:
+    with store.read() as conn:
         r = conn.execute(select(reference_profiles).where(c.model == model, c.id == ref_id)).one_or_none()
     return None if r is None else _record(r, True)

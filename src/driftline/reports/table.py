@@ -66,21 +66,21 @@ def save(store: Store, r: StoredReport, replace: bool = True) -> bool:
                                           set_={k: stmt.excluded[k] for k in row if k not in ("model", "week")})
     else:
         stmt = stmt.on_conflict_do_nothing(index_elements=["model", "week"])
-    with store.begin() as conn:
+    with store.write() as conn:
         return bool(conn.execute(stmt).rowcount)
 
 
 def exists(store: Store, model: str, week: str) -> bool:
     """True when a report of this model and ISO week is stored."""
     c = reports.c
-    with store.begin() as conn:
+    with store.read() as conn:
         return conn.execute(select(c.week).where(and_(c.model == model, c.week == week))).first() is not None
 
 
 def load(store: Store, model: str, week: str) -> StoredReport | None:
     """The stored report of a model and ISO week, or None."""
     c = reports.c
-    with store.begin() as conn:
+    with store.read() as conn:
         r = conn.execute(select(reports).where(and_(c.model == model, c.week == week))).first()
     return None if r is None else StoredReport(**{k: r._mapping[k] for k in reports.c.keys()})
 
@@ -92,5 +92,5 @@ def listing(store: Store, model: str | None = None) -> list[dict[str, Any]]:
         .order_by(c.window_start.desc(), c.model)
     if model is not None:
         q = q.where(c.model == model)
-    with store.begin() as conn:
+    with store.read() as conn:
         return [dict(r._mapping) for r in conn.execute(q)]

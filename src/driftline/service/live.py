@@ -1,7 +1,9 @@
 """`driftline run`: exporter + trigger evaluation (Service) next to the live consumer, until SIGTERM/SIGINT.
 
 The exporter starts first so /healthz answers and /readyz explains while the database or the broker is still
-unreachable; the schema is migrated with retries; then the consumer connects (retrying) and consumes.
+unreachable; the schema is migrated with retries (serialised across replicas by the store's write lock); only then
+do scrapes read the store, the scheduler start (trigger evaluation, weekly-report catch-up) and the consumer
+connect (retrying) and consume.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def run_service(config: Config, db_url: str, settings: KafkaSettings, stop: thre
                             maintain_every_s=maintain_every_s)
     service = Service(config, store, clock=clock, ops=ops, readiness=consumer.ready, host=host, port=port,
                       evaluate=evaluate, jobs=True, jobs_maintain=False)  # the consumer maintains its partitions
-    service.start()
+    service.start_exporter()  # /healthz and /readyz answer while the database is unreachable or migrating
     if announce is not None:
         announce(f"driftline run: {settings.describe()}; exporter {service.url}/metrics")
     try:
@@ -77,6 +79,7 @@ def run_service(config: Config, db_url: str, settings: KafkaSettings, stop: thre
 
         if not migrate_with_retry(store, stop, on_wait=waiting):
             return
+        service.start_jobs()  # only now: the scheduler's catch-up and the scrapes need the tables
         consumer.status.error = ""
         consumer.run()
     finally:

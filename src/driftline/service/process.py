@@ -47,7 +47,10 @@ class Service:
         self.ops = ops if ops is not None else OpsMetrics()
         self.drift: DriftProvider | None = default_provider() if drift == "auto" else drift  # type: ignore[assignment]
         self.time_basis = time_basis
-        self.snapshot = SnapshotCollector(store, config, clock, time_basis=time_basis, drift=self.drift)
+        self.schema_ready = threading.Event()
+        """Set by start_jobs(): until then (the schema is being migrated) nothing queries the database."""
+        self.snapshot = SnapshotCollector(store, config, clock, time_basis=time_basis, drift=self.drift,
+                                          schema_ready=self.schema_ready)
         self.registry = build_registry(self.snapshot, self.ops)
         self.host = host if host is not None else config.exporter.host
         self.port = port if port is not None else config.exporter.port
@@ -67,13 +70,25 @@ class Service:
         return self.server.url
 
     def start(self) -> None:
-        """Bind the exporter, then schedule trigger evaluation (first run immediately)."""
+        """Bind the exporter, then schedule trigger evaluation (first run immediately) over a migrated store."""
+        self.start_exporter()
+        self.start_jobs()
+
+    def start_exporter(self) -> None:
+        """Bind and serve /metrics, /healthz, /readyz: before start_jobs() (schema still being migrated) scrapes
+        hold only build_info and the process's own metrics, so nothing queries tables that may not exist yet."""
         self.server = ExporterServer(self.registry, self.store, self.host, self.port, self.readiness,
                                      triggers_json=self.triggers_json)
         if self.notifier is None:
             self.notifier = Notifier(self.config.notify, self.config.model, ops=self.ops,
                                      generator_url=self.server.url + "/triggers")
         self.server.start()
+
+    def start_jobs(self) -> None:
+        """The schema is migrated: let scrapes read the store and schedule trigger evaluation and the jobs (with
+        the weekly-report catch-up)."""
+        self.schema_ready.set()
+        self.snapshot.invalidate()
         if self.evaluate_enabled and self.rules:
             every = parse_duration(self.config.schedule.evaluate_every)
             self.scheduler.add_job(self.evaluate_once, IntervalTrigger(seconds=every, timezone=timezone.utc),
@@ -129,6 +144,8 @@ class Service:
 
     def triggers_json(self) -> dict[str, Any]:
         """Current trigger states (the notifications' generatorURL points here)."""
+        if not self.schema_ready.is_set():
+            return {"model": self.config.model, "triggers": [], "waiting": "the database schema is being migrated"}
         states = history.load_states(self.store, self.config.model)
         return {"model": self.config.model, "triggers": [
             {**r.to_json(), "state": states[r.name].to_json() if r.name in states else None} for r in self.rules]}

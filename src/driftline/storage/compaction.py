@@ -57,7 +57,7 @@ def _pending_groups(store: Store, cutoff: float, width: int, model: str | None) 
     if model is not None:
         q = q.where(b.model == model)
     groups: dict[Key, list[Key]] = defaultdict(list)
-    with store.begin() as conn:
+    with store.read() as conn:
         for r in conn.execute(q):
             day = (int(r.bucket_start) // width) * width
             groups[(r.model, r.model_version, r.variant, day, COMPACTED_SHARD)].append(
@@ -68,7 +68,7 @@ def _pending_groups(store: Store, cutoff: float, width: int, model: str | None) 
 def _merge_group(store: Store, target: Key, keys: list[Key]) -> None:
     b = t.buckets.c
     cols = (b.model, b.model_version, b.variant, b.bucket_start, b.shard)
-    with store.begin() as conn:
+    with store.write() as conn:
         q = select(*cols, b.data).where(tuple_(*cols).in_(keys))
         if store.dialect == "postgresql":
             q = q.with_for_update()

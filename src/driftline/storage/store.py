@@ -15,10 +15,10 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
-from sqlalchemy import Connection, Engine, and_, case, create_engine, delete, event, func, select, tuple_
+from sqlalchemy import Connection, Engine, and_, case, create_engine, delete, func, select, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 
-from . import bulk, labels
+from . import bulk, labels, locking
 from . import schema as t
 from ..core.engine import EngineResult, JoinView, OutcomeRecord, PredKey, PredRecord
 from ..core.events import DeadLetter
@@ -64,49 +64,70 @@ def normalise_url(url: str) -> str:
     return url
 
 
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA busy_timeout=30000")
-    cur.close()
-
-
 class Store:
     """All database access of driftline; the rest of the code never sees SQL."""
 
-    def __init__(self, url: str = DEFAULT_URL, clock: Any = time.time) -> None:
+    def __init__(self, url: str = DEFAULT_URL, clock: Any = time.time,
+                 lock_timeout_s: float = locking.DEFAULT_LOCK_TIMEOUT_S) -> None:
         self.url = normalise_url(url)
         self.clock = clock
+        self.lock_timeout_s = lock_timeout_s
         # psycopg would prepare the hot IN (...) queries after 5 runs and PostgreSQL then switches to a generic
         # plan that scans the join table (seconds per batch): never prepare server-side.
         connect_args = {"prepare_threshold": None} if self.url.startswith("postgresql+psycopg") else {}
         self.engine: Engine = create_engine(self.url, pool_pre_ping=True, connect_args=connect_args)
         self.dialect = self.engine.dialect.name
         if self.dialect == "sqlite":
-            event.listen(self.engine, "connect", _sqlite_pragmas)
+            locking.install_sqlite(self.engine, lock_timeout_s)
         self._insert = sqlite.insert if self.dialect == "sqlite" else postgresql.insert
 
     # --- schema -------------------------------------------------------------------------------
     def migrate(self) -> None:
         """Bring the schema to the newest Alembic revisions (idempotent; feature migrations branch from 0001).
-        An unreachable or unopenable database raises StoreUnavailable, like every other store call."""
+        Serialised across processes by the write lock (replicas starting together: the second one waits, then
+        finds the schema current). An unreachable or unopenable database raises StoreUnavailable."""
         cfg = AlembicConfig()
         cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
         cfg.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
-        with self.begin() as conn:
+        with self.write() as conn:
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "heads")
 
     @contextmanager
-    def begin(self) -> Iterator[Connection]:
-        """A transaction; connection problems surface as StoreUnavailable."""
+    def write(self) -> Iterator[Connection]:
+        """A write transaction: every read-modify-write of the state (ingestion batches, maintenance, compaction,
+        trigger states, references) runs in one, holding the database write lock from its first statement
+        (SQLite BEGIN IMMEDIATE, a PostgreSQL advisory lock), so concurrent writers never lose an update. A lock
+        not obtained within `lock_timeout_s`, or a connection problem, raises StoreUnavailable (nothing written)."""
+        with self._transaction(write=True) as conn:
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read-only transaction (one consistent snapshot; never waits for writers)."""
+        with self._transaction(write=False) as conn:
+            yield conn
+
+    begin = write
+    """Any transaction that may write: prefer write() or read(), which say what they do."""
+
+    @contextmanager
+    def _transaction(self, write: bool) -> Iterator[Connection]:
         from sqlalchemy.exc import OperationalError, InterfaceError
 
         try:
-            with self.engine.begin() as conn:
-                yield conn
+            with self.engine.connect() as conn:
+                if write:
+                    conn = conn.execution_options(**{locking.WRITE: True})
+                with conn.begin():
+                    if write and self.dialect == "postgresql":
+                        locking.lock_postgres(conn, self.lock_timeout_s)
+                    yield conn
         except (OperationalError, InterfaceError) as err:
+            if write and locking.gave_up_waiting(err):
+                raise StoreUnavailable(
+                    f"another driftline writer held the database write lock for more than {self.lock_timeout_s:g}s"
+                    " (nothing written; run again when it is done)") from err
             raise StoreUnavailable(str(err).splitlines()[0]) from err
 
     def close(self) -> None:
@@ -216,30 +237,41 @@ class Store:
 
     def admitted_labels_list(self) -> list[tuple[str, str, str]]:
         """(model, kind, value) of every admitted value, sorted (a model's own row has value '')."""
-        with self.begin() as conn:
+        with self.read() as conn:
             return labels.listing(conn)
 
     # --- positions, meta, counters ------------------------------------------------------------
     def positions(self, source: str) -> dict[int, int]:
         """Next offset to read per partition of a source, as stored with the state."""
-        with self.begin() as conn:
+        with self.read() as conn:
             q = select(t.positions.c.partition, t.positions.c.next_offset).where(t.positions.c.source == source)
             return {r.partition: r.next_offset for r in conn.execute(q)}
+
+    def stored_positions(self, conn: Connection, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Next offsets stored for these (source, partition) keys, read in the caller's (write) transaction."""
+        p = t.positions.c
+        out: dict[tuple[str, int], int] = {}
+        for source, partition in sorted(keys):
+            q = select(p.next_offset).where(and_(p.source == source, p.partition == partition))
+            value = conn.execute(q).scalar_one_or_none()
+            if value is not None:
+                out[(source, partition)] = int(value)
+        return out
 
     def get_meta(self, conn: Connection, key: str) -> str | None:
         return conn.execute(select(t.meta.c.value).where(t.meta.c.key == key)).scalar_one_or_none()
 
     def meta(self, key: str) -> str | None:
-        with self.begin() as conn:
+        with self.read() as conn:
             return self.get_meta(conn, key)
 
     def set_meta(self, key: str, value: str) -> None:
-        with self.begin() as conn:
+        with self.write() as conn:
             self._upsert(conn, t.meta, [{"key": key, "value": value}], ["key"], ["value"])
 
     def counters(self) -> dict[tuple[str, str], int]:
         """Persistent pipeline counters: (name, label) → total."""
-        with self.begin() as conn:
+        with self.read() as conn:
             q = select(t.counters).where(t.counters.c.name != NEWEST_EVENT)
             return {(r.name, r.label): int(r.value) for r in conn.execute(q)}
 
@@ -250,13 +282,13 @@ class Store:
         q = select(func.max(c.value)).where(c.name == NEWEST_EVENT)
         if kind is not None:
             q = q.where(c.label == kind)
-        with self.begin() as conn:
+        with self.read() as conn:
             value = conn.execute(q).scalar_one_or_none()
         return None if value is None else value / 1e6
 
     def join_size(self) -> int:
         """Predictions held in the join state (waiting for, or keeping, their label until the horizon)."""
-        with self.begin() as conn:
+        with self.read() as conn:
             return int(conn.execute(select(func.count()).select_from(t.predictions)).scalar_one())
 
     def dead_letters(self, limit: int = 100, reason: str | None = None) -> list[dict[str, Any]]:
@@ -264,12 +296,12 @@ class Store:
         q = select(t.dead_letters).order_by(t.dead_letters.c.id.desc()).limit(limit)
         if reason:
             q = q.where(t.dead_letters.c.reason == reason)
-        with self.begin() as conn:
+        with self.read() as conn:
             return [dict(r._mapping) for r in conn.execute(q)]
 
     def pending_outcomes(self) -> int:
         """Outcomes still waiting for their prediction."""
-        with self.begin() as conn:
+        with self.read() as conn:
             q = select(func.count()).select_from(t.outcomes).where(t.outcomes.c.matched.is_(False))
             return int(conn.execute(q).scalar_one())
 
@@ -313,7 +345,7 @@ class Store:
             q = q.where(b.variant == variant)
         if model_version is not None:
             q = q.where(b.model_version == model_version)
-        with self.begin() as conn:
+        with self.read() as conn:
             return [BucketRow(r.model, r.model_version, r.variant, r.bucket_start, r.shard,
                               BucketStats.from_bytes(r.data, features)) for r in conn.execute(q)]
 
@@ -323,12 +355,12 @@ class Store:
         q = select(func.min(b.bucket_start), func.max(b.bucket_start))
         if model is not None:
             q = q.where(b.model == model)
-        with self.begin() as conn:
+        with self.read() as conn:
             lo, hi = conn.execute(q).one()
         return None if lo is None else (int(lo), int(hi))
 
     def models(self) -> list[str]:
-        with self.begin() as conn:
+        with self.read() as conn:
             return [r[0] for r in conn.execute(select(t.buckets.c.model).distinct().order_by(t.buckets.c.model))]
 
 

@@ -17,7 +17,7 @@ _NONE = "none"
 def load_states(store: Store, model: str) -> dict[str, TriggerState]:
     """Current state of every trigger of a model, by trigger name."""
     c = tt.trigger_states.c
-    with store.begin() as conn:
+    with store.read() as conn:
         rows = conn.execute(select(tt.trigger_states).where(c.model == model)).all()
     return {r.trigger: TriggerState(trigger=r.trigger, state=r.state, since=r.since, updated_at=r.updated_at,
                                     window=r.window, pending_since=r.pending_since, firing_since=r.firing_since,
@@ -30,7 +30,7 @@ def save(store: Store, model: str, rules: Sequence[Rule], states: Sequence[Trigg
     """Write the new states and append the transitions to the history, in one transaction."""
     by_name = {r.name: r for r in rules}
     c = tt.trigger_states.c
-    with store.begin() as conn:
+    with store.write() as conn:
         names = [s.trigger for s in states]
         if names:
             conn.execute(delete(tt.trigger_states).where(and_(c.model == model, c.trigger.in_(names))))
@@ -53,7 +53,7 @@ def _state_row(s: TriggerState) -> dict[str, Any]:
 def prune_states(store: Store, model: str, keep: Sequence[str]) -> None:
     """Forget the state of triggers no longer configured (their history stays)."""
     c = tt.trigger_states.c
-    with store.begin() as conn:
+    with store.write() as conn:
         q = delete(tt.trigger_states).where(c.model == model)
         if keep:
             q = q.where(c.trigger.not_in(list(keep)))
@@ -71,7 +71,7 @@ def history(store: Store, model: str | None = None, trigger: str | None = None, 
         q = q.where(h.trigger == trigger)
     if since is not None:
         q = q.where(h.at >= since)
-    with store.begin() as conn:
+    with store.read() as conn:
         rows = [dict(r._mapping) for r in conn.execute(q)]
     for r in rows:
         r["from_state"] = None if r["from_state"] == _NONE else r["from_state"]

@@ -1,0 +1,57 @@
+"""Write and read transactions for several writers on one database (no read-modify-write outside a lock).
+
+SQLite: pysqlite's legacy mode issues BEGIN only before the first INSERT/UPDATE/DELETE, so the reads of a batch
+ran outside its transaction and two writers could both read, both compute and both write (lost updates). The
+driver's own transaction handling is turned off and driftline emits BEGIN itself (SQLAlchemy's pysqlite recipe):
+`BEGIN IMMEDIATE` for write transactions (the database write lock is taken before anything is read; others wait
+up to the lock timeout), a deferred BEGIN for read transactions (WAL: readers never wait for writers).
+
+PostgreSQL: a write transaction first takes a transaction-scoped advisory lock (`pg_advisory_xact_lock`) under
+`SET LOCAL lock_timeout`, so write transactions run one at a time; reads take no lock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, Engine, event, text
+
+WRITE = "driftline_write"
+"""Execution option marking a connection's transaction as a write transaction."""
+WRITE_LOCK_KEY = 0x6472_6966_746C + 16
+"""PostgreSQL advisory lock key serialising write transactions (and migrations) of every driftline process."""
+DEFAULT_LOCK_TIMEOUT_S = 30.0
+
+
+def install_sqlite(engine: Engine, lock_timeout_s: float) -> None:
+    """Pragmas (WAL, busy timeout = the lock timeout) and explicit BEGIN / BEGIN IMMEDIATE on every connection."""
+
+    def connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # pysqlite must not BEGIN on its own (after our reads)
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute(f"PRAGMA busy_timeout={int(lock_timeout_s * 1000)}")
+        cur.close()
+
+    def begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(WRITE) else "BEGIN")
+
+    event.listen(engine, "connect", connect)
+    event.listen(engine, "begin", begin)
+
+
+def lock_postgres(conn: Connection, lock_timeout_s: float) -> None:
+    """Take the write lock in the connection's transaction (released at commit or rollback); a lock not
+    obtained within the timeout raises the driver's OperationalError (lock_not_available)."""
+    conn.execute(text(f"SET LOCAL lock_timeout = '{int(lock_timeout_s * 1000)}ms'"))
+    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": WRITE_LOCK_KEY})
+
+
+def gave_up_waiting(err: BaseException) -> bool:
+    """True when a driver error says a lock was not obtained in time (SQLite busy/locked, PostgreSQL 55P03)."""
+    orig = getattr(err, "orig", err)
+    if getattr(orig, "sqlstate", None) == "55P03":
+        return True
+    msg = str(orig).lower()
+    return "database is locked" in msg or "database is busy" in msg or "lock timeout" in msg
