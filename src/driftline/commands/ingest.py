@@ -11,7 +11,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
+from ..config import ConfigError
 from ..context import Context, positive
+from ..core.events import REASONS
 from ..ingest.pipeline import BatchResult, Pipeline
 from ..ingest.replay import replay, resume_point
 
@@ -24,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_replay)
     d = sub.add_parser("dead-letters", help="list rejected events with their reasons")
     d.add_argument("--limit", type=positive(int), default=20, help="how many of the latest to list (default 20)")
-    d.add_argument("--reason")
+    d.add_argument("--reason", help=f"only this reason, one of: {', '.join(REASONS)} (see README, Dead letters)")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=cmd_dead_letters)
 
@@ -104,6 +106,8 @@ def _unreadable(path: str) -> str | None:
 
 
 def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
+    if args.reason is not None and args.reason not in REASONS:
+        raise ConfigError(f"--reason: unknown reason {args.reason!r}; one of: {', '.join(REASONS)}")
     store = ctx.store()
     rows = store.dead_letters(args.limit, args.reason)
     totals = {lbl: v for (n, lbl), v in store.counters().items() if n == "dead_letters"}

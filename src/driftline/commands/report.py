@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..config import ConfigError
 from ..context import Context
 from ..reports.generate import generate
 from ..reports.weeks import default_week, parse_week
@@ -25,6 +26,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_report(ctx: Context, args: argparse.Namespace) -> int:
     store = ctx.store()
     model = args.model or ctx.config.model
+    models = store.models()
+    if model not in models:  # a report of nothing would be written and stored: refuse, say what exists
+        stored = ", ".join(repr(m) for m in models[:10]) + (f" and {len(models) - 10} more" if len(models) > 10
+                                                              else "") if models else "none yet"
+        raise ConfigError(f"report: no predictions of model {model!r} are stored (stored models: {stored})")
     now = float(ctx.clock())
     if args.week:
         week, reason = parse_week(args.week), "given"

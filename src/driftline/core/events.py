@@ -68,6 +68,7 @@ class _Probe(msgspec.Struct, forbid_unknown_fields=False, gc=False):
 REASONS = (
     "invalid_json", "not_an_object", "unknown_type", "missing_field", "wrong_type",
     "score_out_of_range", "label_invalid", "ts_invalid", "empty_id", "too_long", "nul_in_text", "other",
+    "ts_in_future", "store_rejected",  # set by the pipeline (clock check, a record the database refused)
 )
 
 
