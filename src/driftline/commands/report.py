@@ -10,6 +10,8 @@ from ..config import ConfigError
 from ..context import Context
 from ..reports.generate import generate
 from ..reports.weeks import default_week, parse_week
+from ..terminal import visible
+from .render import shown
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,7 +44,7 @@ def cmd_report(ctx: Context, args: argparse.Namespace) -> int:
         print(json.dumps({**result.to_json(), "report": result.doc}, allow_nan=False))
         return 0
     note = " (provisional: labels still maturing)" if result.provisional else ""
-    ctx.err.print(f"report of {model} for {week.label}: {reason}{note}; stored in the database")
+    ctx.err.print(f"report of {shown(model)} for {week.label}: {reason}{note}; stored in the database")
     for ext in ("html", "md", "json"):
-        print(result.paths[ext])
+        print(visible(result.paths[ext]))
     return 0
