@@ -54,10 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     if level is None:
         fail(err, f"--log-level: unknown level {args.log_level!r}; use debug, info, warning, error or critical")
         return 2
+    before = set(logging.getLogger().handlers)
     logging.basicConfig(level=level, format=LOG_FORMAT)
-    for handler in logging.getLogger().handlers:
-        if type(handler.formatter) is logging.Formatter:  # ours from basicConfig, not a test's capture handler
-            handler.setFormatter(VisibleFormatter(LOG_FORMAT))
+    for handler in set(logging.getLogger().handlers) - before:  # the one basicConfig added, if any
+        handler.setFormatter(VisibleFormatter(LOG_FORMAT))
     log = logging.getLogger("driftline")
     ctx: Context | None = None
     try:

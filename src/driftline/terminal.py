@@ -26,11 +26,6 @@ def visible(text: object) -> str:
     return _UNSAFE.sub(_escape, s) if _UNSAFE.search(s) else s
 
 
-def visible_lines(text: object) -> str:
-    """Like `visible()` but keeps newlines and tabs (multi-line messages composed by driftline itself)."""
-    return "\n".join(visible(line).replace("\\x09", "\t") for line in str(text).split("\n"))
-
-
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
