@@ -148,8 +148,8 @@ def test_camel_case_alert_names():
 
 
 def test_unknown_metric_is_a_config_error_naming_the_trigger():
-    cfg = from_dict({"triggers": [{"name": "x", "metric": "recal", "op": "<", "value": 0.7}]})
-    with pytest.raises(ConfigError, match=r"triggers\[0\].metric.*recal"):
+    with pytest.raises(ConfigError, match=r"triggers\[0\].metric.*recal"):  # when the config loads (issue 13)
+        cfg = from_dict({"triggers": [{"name": "x", "metric": "recal", "op": "<", "value": 0.7}]})
         runner.compile_rules(cfg.triggers)
 
 

@@ -10,8 +10,13 @@ from typing import Annotated, Any, Literal
 import msgspec
 import yaml
 
+from .metric_names import unknown_metric
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+MAX_WINDOW_DAYS = 36525
+"""The longest window (100 years): a window reaches back from its end, and must stay within the calendar."""
+MAX_WINDOW_S = MAX_WINDOW_DAYS * 86400.0
 
 
 class ConfigError(ValueError):
@@ -47,6 +52,12 @@ def _positive_durations(section: str, allow_zero: bool = False, **fields: str | 
                 parse_duration(text, allow_zero)
             except ValueError as err:
                 raise ValueError(f"{section}{name}: {err}") from None
+
+
+def window_too_long(field: str, text: str) -> None:
+    """Raise ValueError naming `field` when the window `text` is longer than MAX_WINDOW_DAYS."""
+    if parse_duration(text) > MAX_WINDOW_S:
+        raise ValueError(f"{field}: {text} is longer than {MAX_WINDOW_DAYS}d (100 years)")
 
 
 def format_duration(seconds: float) -> str:
@@ -122,7 +133,11 @@ class Trigger(Base):
     description: str | None = None
 
     def __post_init__(self) -> None:
+        problem = unknown_metric(self.metric)
+        if problem:
+            raise ValueError(f"metric: {problem}")
         _positive_durations("", window=self.window)
+        window_too_long("window", self.window)
         _positive_durations("", allow_zero=True, cooldown=self.cooldown, **{"for": self.for_})
 
 
@@ -271,6 +286,7 @@ class Config(Base):
 
     def __post_init__(self) -> None:
         _positive_durations("", bucket=self.bucket, window=self.window)
+        window_too_long("window", self.window)
         bucket, window = parse_duration(self.bucket), parse_duration(self.window)
         if bucket > window:
             raise ValueError("bucket must not be longer than window")
@@ -335,9 +351,12 @@ def load(path: str | os.PathLike[str] | None) -> Config:
         return Config()
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_bytes().decode("utf-8")
     except OSError as err:
         raise ConfigError(f"cannot read config {p}: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        line = err.object[:err.start].count(b"\n") + 1
+        raise ConfigError(f"{p}: not UTF-8 text (byte 0x{err.object[err.start]:02x} on line {line})") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:

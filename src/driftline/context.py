@@ -12,9 +12,14 @@ from datetime import datetime, timezone
 
 from rich.console import Console
 
-from .config import Config, ConfigError, parse_duration
+from .config import MAX_WINDOW_DAYS, MAX_WINDOW_S, Config, ConfigError, parse_duration
 from .core.events import MAX_EPOCH
 from .storage.store import DEFAULT_URL, Store
+from .storage.urls import UnusableURL, check_url
+
+LATEST_AT = 253370764800.0
+"""9999-01-01T00:00:00Z: the latest window end a query accepts (a window end is rounded up to a bucket
+boundary and must stay a calendar date; events after 9999-12-31 are rejected anyway)."""
 
 
 @dataclass
@@ -40,8 +45,17 @@ class Context:
 
 
 def resolve_db(flag: str | None, config: Config) -> str:
-    """--db, then DRIFTLINE_DB, then the config's `database`, then sqlite:///driftline.db."""
-    return flag or os.environ.get("DRIFTLINE_DB") or config.database or DEFAULT_URL
+    """--db, then DRIFTLINE_DB, then the config's `database`, then sqlite:///driftline.db; ConfigError naming
+    where the URL came from when driftline cannot use it."""
+    for source, url in (("--db", flag), ("DRIFTLINE_DB", os.environ.get("DRIFTLINE_DB")),
+                        ("config `database`", config.database)):
+        if url:
+            try:
+                check_url(url)
+            except UnusableURL as err:
+                raise ConfigError(f"{source}: {err}") from err
+            return url
+    return DEFAULT_URL
 
 
 def parse_at(text: str | None, option: str = "--at") -> float | None:
@@ -60,6 +74,8 @@ def parse_at(text: str | None, option: str = "--at") -> float | None:
         value = dt.timestamp()
     if not 0.0 <= value <= MAX_EPOCH:  # also NaN: events outside 1970..9999 are rejected, so are such times
         raise ConfigError(f"{option}: {text!r} is outside 1970-01-01..9999-12-31")
+    if value > LATEST_AT:
+        raise ConfigError(f"{option}: {text!r} is after 9999-01-01, the latest time a window may end")
     return value
 
 
@@ -71,6 +87,8 @@ def parse_window(text: str | None, config: Config) -> float:
         seconds = parse_duration(text)
     except ValueError as err:
         raise ConfigError(f"--window: {err}") from None
+    if seconds > MAX_WINDOW_S:  # first: a huge float is no longer a whole number of anything
+        raise ConfigError(f"--window: {text} is longer than {MAX_WINDOW_DAYS}d (100 years)")
     if seconds % config.bucket_s:
         raise ConfigError(f"--window: {text} is not a whole number of buckets ({config.bucket} each): windows "
                           "are sums of buckets")

@@ -7,12 +7,11 @@ import json
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from ..readouts.ab import ABQuery, ab_document
 from ..context import Context, parse_at, parse_window
-from .render import fmt_rate
+from .render import fmt_rate, shown
 from .query import add_window_args
 
 METRICS = (("recall", "recall"), ("fpr", "FPR"), ("precision", "precision"), ("alert_rate", "alert rate"))
@@ -63,10 +62,10 @@ def render_ab(doc: dict[str, Any], console: Console) -> None:
     """Print the readout: arms, comparisons (and paired tests), health checks, power, verdict."""
     w = doc["window"]
     span = "nothing stored" if w["start"] is None else f"{w['start']} → {w['end']}"
-    console.print(f"[bold]A/B readout[/bold] · {doc.get('model') or 'all models'} · {span} "
-                  f"({w['label']}) · design [bold]{doc['design']}[/bold], control [bold]{doc['control']}[/bold]")
+    console.print(f"[bold]A/B readout[/bold] · {shown(doc.get('model') or 'all models')} · {span} "
+                  f"({w['label']}) · design [bold]{doc['design']}[/bold], control [bold]{shown(doc['control'])}[/bold]")
     for note in doc.get("notes", []):
-        console.print(f"[yellow]note:[/yellow] {escape(note)}")
+        console.print(f"[yellow]note:[/yellow] {shown(note)}")
     if doc["arms"]:
         _arms_table(doc, console)
     for comp in doc["comparisons"]:
@@ -76,7 +75,7 @@ def render_ab(doc: dict[str, Any], console: Console) -> None:
     if doc["comparisons"]:
         _health(doc, console)
         _power(doc, console)
-    console.print(f"\n[bold]Verdict:[/bold] {escape(doc['verdict'])}")
+    console.print(f"\n[bold]Verdict:[/bold] {shown(doc['verdict'])}")
     console.print("[dim]* indicative: fewer than 30 cases behind the rate. Intervals 95 %: Wilson per arm, Newcombe "
                   "for differences; anytime = always-valid asymptotic confidence sequence, safe under repeated looks when the "
                   "window covers the experiment from its start.[/dim]")
@@ -89,7 +88,7 @@ def _arms_table(doc: dict[str, Any], console: Console) -> None:
     t.add_column("")
     for a in arms:
         versions = ",".join(arms[a].get("model_versions", [])) or "—"
-        t.add_column(f"{a}{' (control)' if a == doc['control'] else ''} · {versions}", justify="right")
+        t.add_column(shown(f"{a}{' (control)' if a == doc['control'] else ''} · {versions}"), justify="right")
     col = list(arms.values())
     t.add_row("predictions (expected share)",
               *[f"{x['predictions']:,} ({100 * x['expected_share']:.0f} %)" for x in col])
@@ -107,7 +106,7 @@ def _arms_table(doc: dict[str, Any], console: Console) -> None:
 
 
 def _comparison_table(doc: dict[str, Any], comp: dict[str, Any], console: Console) -> None:
-    tr, ct = comp["treatment"], comp["control"]
+    tr, ct = shown(comp["treatment"]), shown(comp["control"])
     t = Table(title=f"{tr} − {ct}", title_justify="left")
     for c in ("metric", "diff [95 % Newcombe]", "p", "p Holm", "relative lift", "anytime [95 %]", f"counts {tr} vs {ct}"):
         t.add_column(c, justify="right")
@@ -130,7 +129,7 @@ def _comparison_table(doc: dict[str, Any], comp: dict[str, Any], console: Consol
 
 def _paired_table(comp: dict[str, Any], console: Console) -> None:
     pr = comp["paired"]
-    tr, ct = comp["treatment"], comp["control"]
+    tr, ct = shown(comp["treatment"]), shown(comp["control"])
     t = Table(title=f"shadow pairs: {pr['pairs']:,} ids scored by both (unpaired: {ct} "
                     f"{pr['unpaired']['control']:,}, {tr} {pr['unpaired']['treatment']:,})", title_justify="left")
     for c in ("", f"{tr} only", f"{ct} only", "exact McNemar p", "p Holm", "paired bootstrap diff [95 %]"):
@@ -152,23 +151,24 @@ def _paired_table(comp: dict[str, Any], console: Console) -> None:
 def _health(doc: dict[str, Any], console: Console) -> None:
     srm = doc["srm"]
     obs, exp = srm.get("observed_share") or {}, srm.get("expected_share") or {}
-    shares = ", ".join(f"{a} {100 * (obs.get(a) or 0):.2f} % (expected {100 * exp[a]:.1f} %)" for a in exp)
+    shares = ", ".join(f"{shown(a)} {100 * (obs.get(a) or 0):.2f} % (expected {100 * exp[a]:.1f} %)" for a in exp)
     status = "[red]MISMATCH[/red]" if srm["mismatch"] else "[green]ok[/green]"
     chi2 = "—" if srm.get("chi2") is None else f"{srm['chi2']:.2f}"
     console.print(f"\n[bold]health checks[/bold]\n  sample ratio: {status} · χ² = {chi2}, p = {_p(srm.get('p_value'))}"
                   f" · {shares}")
     for comp in doc["comparisons"]:
         lb = comp["label_balance"]
-        cov = ", ".join(f"{a} {fmt_rate(r)}" for a, r in lb["coverage"].items())
-        delay = ", ".join(f"{a} {_dur(v)}" for a, v in lb["median_delay_s"].items())
+        cov = ", ".join(f"{shown(a)} {fmt_rate(r)}" for a, r in lb["coverage"].items())
+        delay = ", ".join(f"{shown(a)} {_dur(v)}" for a, v in lb["median_delay_s"].items())
         ok = "[green]ok[/green]" if not lb["warnings"] else "[yellow]WARNING[/yellow]"
-        console.print(f"  label balance {comp['treatment']} vs {comp['control']}: {ok} · coverage {cov} · "
+        tr, ct = shown(comp["treatment"]), shown(comp["control"])
+        console.print(f"  label balance {tr} vs {ct}: {ok} · coverage {cov} · "
                       f"median delay {delay} (p = {_p(lb.get('delay_p_value'))})")
         for wtext in lb["warnings"]:
-            console.print(f"    [yellow]![/yellow] {wtext}")
+            console.print(f"    [yellow]![/yellow] {shown(wtext)}")
         pr = comp.get("paired")
         if pr is not None and pr["labels_follow_control"]["warning"]:
-            console.print(f"    [yellow]![/yellow] labels follow {comp['control']}'s flags (see verdict)")
+            console.print(f"    [yellow]![/yellow] labels follow {ct}'s flags (see verdict)")
 
 
 def _power(doc: dict[str, Any], console: Console) -> None:
@@ -180,7 +180,8 @@ def _power(doc: dict[str, Any], console: Console) -> None:
         more = "—" if pw.get("more_per_arm") is None else f"{pw['more_per_arm']:,}"
         days = "—" if pw.get("days") is None else str(pw["days"])
         needed = "—" if pw.get("needed_per_arm") is None else f"{pw['needed_per_arm']:,}"
-        console.print(f"  {comp['treatment']} vs {comp['control']}: labelled positives {pw['n_treatment']:,} vs "
+        tr, ct = shown(comp["treatment"]), shown(comp["control"])
+        console.print(f"  {tr} vs {ct}: labelled positives {pw['n_treatment']:,} vs "
                       f"{pw['n_control']:,} ({rate_s} per arm per day) · minimum detectable gain "
                       f"{_num(pw.get('mde'))} · target {_num(pw.get('target_diff'))} needs "
                       f"{needed} per arm: "

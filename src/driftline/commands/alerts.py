@@ -17,6 +17,7 @@ from ..triggers.drift_hook import default_provider
 from ..triggers.model import FIRING, Rule
 from ..triggers.rules import render_rules, to_yaml
 from ..readouts.windows import iso
+from .render import shown
 
 _STYLE = {"ok": "green", "pending": "yellow", "firing": "bold red", "resolved": "cyan",
           "insufficient_data": "magenta"}
@@ -51,6 +52,13 @@ def _state_rows(ctx: Context, rules: list[Rule]) -> list[dict[str, Any]]:
     return out
 
 
+def _line(r: Rule) -> str:
+    """'psi[amount] > 0.25 · variant B': the trigger's line, its feature and variant shown escaped."""
+    feature = f"\\[{shown(r.feature)}]" if r.feature else ""  # \\[: a bracket, not rich markup
+    variant = f" · variant {shown(r.variant)}" if r.variant else ""
+    return f"{shown(r.metric)}{feature} {r.op} {fmt_value(r, r.value)}{variant}"
+
+
 def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
     rules = runner.compile_rules(ctx.config.triggers)
     states = _state_rows(ctx, rules)
@@ -60,18 +68,18 @@ def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
                           "history": [{**h, "at": iso(h["at"])} for h in rows]}))
         return 0
     by_name = {r.name: r for r in rules}
-    t = Table(title=f"triggers of {ctx.config.model}", title_justify="left")
+    t = Table(title=f"triggers of {shown(ctx.config.model)}", title_justify="left")
     for col in ("trigger", "severity", "line", "state", "since", "judged", "value [95 %]", "n", "window"):
         t.add_column(col, justify="right" if col in ("n",) else "left")
     for row in states:
         r = by_name[row["name"]]
         s = row["state"]
-        line = f"{r.metric}{'[' + r.feature + ']' if r.feature else ''} {r.op} {fmt_value(r, r.value)} ({r.mode})"
+        line = _line(r) + f" ({r.mode})"
         if s is None:
-            t.add_row(r.name, r.severity, line, "not evaluated", "", "", "", "", r.window)
+            t.add_row(shown(r.name), r.severity, line, "not evaluated", "", "", "", "", r.window)
             continue
         interval = f" [{fmt_value(r, s['low'])}, {fmt_value(r, s['high'])}]" if s["low"] is not None else ""
-        t.add_row(r.name, r.severity, line, f"[{_STYLE.get(s['state'], '')}]{s['state']}[/]", s["since"],
+        t.add_row(shown(r.name), r.severity, line, f"[{_STYLE.get(s['state'], '')}]{s['state']}[/]", s["since"],
                   fmt_value(r, s["judged"]), fmt_value(r, s["value"]) + interval,
                   "" if s["n"] is None else f"{s['n']:,}", s["window"])
     ctx.console.print(t)
@@ -82,7 +90,7 @@ def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
         r = by_name.get(row["trigger"])
         fmt = (lambda v: fmt_value(r, v)) if r is not None else (lambda v: "n/a" if v is None else f"{v:.4g}")
         interval = f" [{fmt(row['low'])}, {fmt(row['high'])}]" if row["low"] is not None else ""
-        h.add_row(iso(row["at"]), row["trigger"], f"{row['from_state'] or '—'} → {row['to_state']}",
+        h.add_row(iso(row["at"]), shown(row["trigger"]), f"{row['from_state'] or '—'} → {row['to_state']}",
                   fmt(row["value"]) + interval, "" if row["n"] is None else f"{row['n']:,}", row["window"],
                   "yes" if row["notified"] else "")
     ctx.console.print(h)
@@ -105,7 +113,7 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(run.to_json()))
         return 0
-    t = Table(title=f"triggers of {run.model} at {iso(run.at)}", title_justify="left")
+    t = Table(title=f"triggers of {shown(run.model)} at {iso(run.at)}", title_justify="left")
     for col in ("trigger", "line", "state", "judged", "value [95 %]", "n", "change"):
         t.add_column(col)
     for r, e in zip(run.rules, run.evaluations):
@@ -116,7 +124,7 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
             change = f"{e.transition.from_state or '—'} → {e.transition.to_state}"
         if e.notice is not None:
             change += f" (notify: {e.notice.kind})"
-        t.add_row(r.name, f"{r.metric} {r.op} {fmt_value(r, r.value)} ({r.mode}, min n {r.min_n})",
+        t.add_row(shown(r.name), f"{_line(r)} ({r.mode}, min n {r.min_n})",
                   f"[{_STYLE.get(s.state, '')}]{s.state}[/]", fmt_value(r, s.judged),
                   fmt_value(r, s.value) + interval, "" if s.n is None else f"{s.n:,}", change)
     ctx.console.print(t)

@@ -30,6 +30,7 @@ from ..triggers import runner
 from ..triggers.model import FIRING, Rule, Transition
 from ..readouts.windows import iso
 from .simulate import add_sim_args
+from .render import shown
 
 DAY = 86400.0
 BATCH = 20_000
@@ -274,7 +275,7 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
         by_name = {r.name: r for r in rules}
         for tr in run.transitions:
             if tr.to_state == FIRING or (tr.from_state == FIRING and tr.to_state != FIRING):
-                line = f"{iso(t)}  ALERT {alert_line(by_name[tr.trigger], tr)}"
+                line = shown(f"{iso(t)}  ALERT {alert_line(by_name[tr.trigger], tr)}")
                 ctx.console.print(f"[bold red]{line}[/bold red]" if tr.to_state == FIRING else line, soft_wrap=True)
                 if tr.to_state == FIRING:
                     fired.append(tr.trigger)

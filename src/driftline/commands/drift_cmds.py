@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from ..context import Context, parse_at, parse_window
@@ -16,7 +15,7 @@ from ..config import ConfigError, parse_duration
 from ..readouts.drift import calibration_document, drift_document, query_window, slices_document
 from ..readouts.references import (NoReference, ReferenceProblem, activate_reference, build_reference_profile, file_stats,
                           list_references, load_reference, save_reference, window_stats)
-from .render import fmt_rate
+from .render import fmt_rate, shown
 from .query import add_window_args
 from .readout_render import render_calibration, render_slices
 
@@ -106,11 +105,11 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(doc)
     else:
-        ctx.console.print(f"reference [bold]{ref_id}[/bold] set for {model}: {doc['n']:,} predictions "
+        ctx.console.print(f"reference [bold]{ref_id}[/bold] set for {shown(model)}: {doc['n']:,} predictions "
                           f"{doc['start']} → {doc['end']} ({source}), {len(doc['features'])} features tracked"
                           + (f", {dead} invalid lines skipped" if dead else ""))
         for item in doc["dropped"]:
-            ctx.console.print(f"  [yellow]not tracked:[/yellow] {escape(item['feature'])} ({item['reason']})")
+            ctx.console.print(f"  [yellow]not tracked:[/yellow] {shown(item['feature'])} ({item['reason']})")
     return 0
 
 
@@ -120,12 +119,12 @@ def cmd_reference_list(ctx: Context, args: argparse.Namespace) -> int:
     if args.json:
         _print_json([r.to_json() for r in refs])
         return 0
-    t = Table(title=f"reference versions of {model}", title_justify="left")
+    t = Table(title=f"reference versions of {shown(model)}", title_justify="left")
     for col in ("id", "active", "source", "start", "end", "n", "created"):
         t.add_column(col)
     for r in refs:
         j = r.to_json()
-        t.add_row(str(r.id), "✓" if r.active else "", escape(r.source + (f" {r.detail}" if r.detail else "")),
+        t.add_row(str(r.id), "✓" if r.active else "", shown(r.source + (f" {r.detail}" if r.detail else "")),
                   j["start"] or "—", j["end"] or "—", f"{r.n:,}", j["created_at"])
     ctx.console.print(t)
     return 0
@@ -144,24 +143,24 @@ def cmd_reference_show(ctx: Context, args: argparse.Namespace) -> int:
         return 0
     prev = doc["prevalence"] or {}
     prev_s = "—" if prev.get("value") is None else f"{prev['value']:.4f} ({prev['k']}/{prev['n']})"
-    ctx.console.print(f"reference [bold]{ref.id}[/bold]{' (active)' if ref.active else ''} · {model} · "
-                      f"{doc['start']} → {doc['end']} · {ref.n:,} predictions · source {ref.source} · "
+    ctx.console.print(f"reference [bold]{ref.id}[/bold]{' (active)' if ref.active else ''} · {shown(model)} · "
+                      f"{doc['start']} → {doc['end']} · {ref.n:,} predictions · source {shown(ref.source)} · "
                       f"prevalence {prev_s}")
     t = Table(title="tracked features (frozen bins)", title_justify="left")
     for col in ("feature", "kind", "n", "bins"):
         t.add_column(col)
     for f in ref.profile().features:
-        t.add_row(escape(f.feature), f.kind, f"{f.n:,}", escape(", ".join(f.labels)))
+        t.add_row(shown(f.feature), f.kind, f"{f.n:,}", shown(", ".join(f.labels)))
     ctx.console.print(t)
     for item in doc["dropped"]:
-        ctx.console.print(f"  [yellow]not tracked:[/yellow] {escape(item['feature'])} ({item['reason']})")
+        ctx.console.print(f"  [yellow]not tracked:[/yellow] {shown(item['feature'])} ({item['reason']})")
     return 0
 
 
 def cmd_reference_activate(ctx: Context, args: argparse.Namespace) -> int:
     model = args.model or ctx.config.model
     activate_reference(ctx.store(), model, args.id)
-    ctx.console.print(f"reference {args.id} is now the active reference of {model}")
+    ctx.console.print(f"reference {args.id} is now the active reference of {shown(model)}")
     return 0
 
 
@@ -209,7 +208,7 @@ _SEVERITY = {"alert": "[red]alert[/red]", "warning": "[yellow]warning[/yellow]",
 def _drift_row(t: Table, f: dict[str, Any]) -> None:
     test = f.get("ks") if f["kind"] == "numeric" else f.get("chi2")
     nf = f["noise_floor"]
-    t.add_row(escape(f["feature"]), f["kind"], _f(f["psi"]), _f(f["js"]),
+    t.add_row(shown(f["feature"]), f["kind"], _f(f["psi"]), _f(f["js"]),
               "—" if test is None else f"{'KS' if f['kind'] == 'numeric' else 'χ²'} {_p(test['p_adjusted'])}",
               f"{_f(nf.get('psi'))} / {_f(nf.get('js'))}", _SEVERITY.get(f["severity"], f["severity"]),
               "[bold red]yes[/bold red]" if f["drifted"] else "no", f"{f['n_current']:,}")
@@ -218,7 +217,8 @@ def _drift_row(t: Table, f: dict[str, Any]) -> None:
 def render_drift(doc: dict[str, Any], console: Console) -> None:
     """Ranked drift table: feature, kind, PSI, JS, adjusted p, noise floors, severity, drifted; then prevalence."""
     w, r = doc["window"], doc["reference"]
-    console.print(f"[bold]drift[/bold] · {doc['model']}{' · variant ' + doc['variant'] if doc['variant'] else ''} · "
+    variant = f" · variant {shown(doc['variant'])}" if doc["variant"] else ""
+    console.print(f"[bold]drift[/bold] · {shown(doc['model'])}{variant} · "
                   f"window {w['start']} → {w['end']} ({w['label']}, n={w['n']:,}) vs reference {r['id']} "
                   f"({r['start']} → {r['end']}, n={r['n']:,})")
     t = Table(title_justify="left")
@@ -240,4 +240,4 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
                   f"and a KS/χ² p < {th['alpha']} after Benjamini–Hochberg; alert when PSI ≥ {th['psi_alert']}. "
                   f"PSI floors empty bins at {th['psi_eps']}.[/dim]")
     if doc["untracked"]:
-        console.print(f"[dim]not in the reference (not compared): {escape(', '.join(doc['untracked']))}[/dim]")
+        console.print(f"[dim]not in the reference (not compared): {shown(', '.join(doc['untracked']))}[/dim]")

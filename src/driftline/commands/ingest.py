@@ -7,13 +7,15 @@ import json
 import os
 from collections import Counter
 
-from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
+from ..config import ConfigError
 from ..context import Context, positive
+from ..core.events import ALL_REASONS
 from ..ingest.pipeline import BatchResult, Pipeline
 from ..ingest.replay import replay, resume_point
+from .render import shown
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_replay)
     d = sub.add_parser("dead-letters", help="list rejected events with their reasons")
     d.add_argument("--limit", type=positive(int), default=20, help="how many of the latest to list (default 20)")
-    d.add_argument("--reason")
+    d.add_argument("--reason", help=f"only this reason, one of: {', '.join(ALL_REASONS)} (see README, Dead letters)")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=cmd_dead_letters)
 
@@ -34,7 +36,7 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
     pipeline = Pipeline(ctx.config, ctx.store(), clock=ctx.clock)
     start, why = resume_point(pipeline, path)
     if why:
-        ctx.err.print(f"[yellow]note:[/yellow] {escape(why)}")
+        ctx.err.print(f"[yellow]note:[/yellow] {shown(why)}")
     show = ctx.err.is_terminal if progress is None else progress
     size = os.path.getsize(path) if path != "-" else None
     if show and size:
@@ -47,7 +49,7 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
         total = replay(pipeline, path, None, batch_size, start, rewind=why is not None)
     maintenance = pipeline.maintain()
     if total.restarted:
-        ctx.err.print(f"[yellow]note:[/yellow] {escape(total.restarted)}")
+        ctx.err.print(f"[yellow]note:[/yellow] {shown(total.restarted)}")
     if total.held_back is not None:
         ctx.err.print(f"[yellow]note:[/yellow] line {total.held_back:,} has no newline and is not valid JSON yet "
                       "(is the file still being written?): left for the next replay, not dead-lettered")
@@ -76,13 +78,13 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
     if args.path != "-":
         problem = _unreadable(args.path)
         if problem:
-            ctx.err.print(f"[red]error:[/red] {escape(problem)}")
+            ctx.err.print(f"[red]error:[/red] {shown(problem)}")
             return 2
     doc = run_replay(ctx, args.path, args.batch_size)
     if args.json:
         print(json.dumps(doc))
         return 0
-    t = Table(title=f"replay {args.path}", title_justify="left", show_header=False)
+    t = Table(title=f"replay {shown(args.path)}", title_justify="left", show_header=False)
     for k, v in doc.items():
         if v is not None:
             t.add_row(k.replace("_", " "), f"{v:,}")
@@ -106,6 +108,8 @@ def _unreadable(path: str) -> str | None:
 
 
 def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
+    if args.reason is not None and args.reason not in ALL_REASONS:
+        raise ConfigError(f"--reason: unknown reason {args.reason!r}; one of: {', '.join(ALL_REASONS)}")
     store = ctx.store()
     rows = store.dead_letters(args.limit, args.reason)
     totals = {lbl: v for (n, lbl), v in store.counters().items() if n == "dead_letters"}
@@ -117,15 +121,15 @@ def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
     t.add_column("reason")
     t.add_column("count", justify="right")
     for reason, n in sorted(totals.items(), key=lambda kv: -kv[1]):
-        t.add_row(reason, f"{n:,}")
+        t.add_row(shown(reason), f"{n:,}")
     ctx.console.print(t)
     r = Table(title=f"latest {len(rows)}", title_justify="left")
     for col in ("reason", "source", "partition", "offset", "detail", "raw"):
         r.add_column(col, overflow="fold")
     for row in rows:
         raw = row["raw"].decode("utf-8", "replace")
-        r.add_row(row["reason"], escape(row["source"]), str(row["partition"]), str(row["offset"]),
-                  escape(row["detail"]), escape(raw[:120]) + ("…" if len(raw) > 120 else ""))  # payloads, not markup
+        r.add_row(shown(row["reason"]), shown(row["source"]), str(row["partition"]), str(row["offset"]),
+                  shown(row["detail"]), shown(raw[:120]) + ("…" if len(raw) > 120 else ""))  # payloads, not markup
     ctx.console.print(r)
     return 0
 

@@ -8,6 +8,7 @@ import threading
 from ..context import Context, port_number
 from ..kafka.settings import BOOTSTRAP_ENV, KafkaSettings, install_log_redaction, resolve
 from ..kafka.topics import TopicsError
+from .render import shown
 
 
 def _kafka_arg(p: argparse.ArgumentParser) -> None:
@@ -53,9 +54,9 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
     try:
         run_service(ctx.config, ctx.db_url, settings, stop, host=args.host, port=args.port,
                     evaluate=not args.no_evaluate, maintain_every_s=args.maintain_every, clock=ctx.clock,
-                    announce=ctx.err.print)
+                    announce=lambda line: ctx.err.print(shown(line), soft_wrap=True))
     except TopicsError as err:
-        ctx.err.print(f"[red]error:[/red] {err}")
+        ctx.err.print(f"[red]error:[/red] {shown(err)}")
         return 2
     ctx.err.print("driftline run: stopped")
     return 0
@@ -69,7 +70,7 @@ def _admin(ctx: Context, settings: KafkaSettings):  # type: ignore[no-untyped-de
     try:
         return open_admin(settings)
     except (KafkaError, OSError) as err:
-        ctx.err.print(f"[red]error:[/red] Kafka at {settings.bootstrap} unreachable: {err}")
+        ctx.err.print(f"[red]error:[/red] Kafka at {settings.bootstrap} unreachable: {shown(err)}")
         return None
 
 
@@ -83,7 +84,7 @@ def cmd_topics_create(ctx: Context, args: argparse.Namespace) -> int:
     try:
         n, created = create(admin, settings, args.partitions, args.replication_factor)
     except TopicsError as err:
-        ctx.err.print(f"[red]error:[/red] {err}")
+        ctx.err.print(f"[red]error:[/red] {shown(err)}")
         return 2
     finally:
         admin.close()
@@ -103,7 +104,7 @@ def cmd_topics_check(ctx: Context, args: argparse.Namespace) -> int:
     try:
         n = check(admin, settings)
     except TopicsError as err:
-        ctx.err.print(f"[red]error:[/red] {err}")
+        ctx.err.print(f"[red]error:[/red] {shown(err)}")
         return 2
     finally:
         admin.close()
@@ -131,14 +132,14 @@ def simulate_to_kafka(ctx: Context, args: argparse.Namespace, spec: object, end:
     try:
         n = check(admin, settings)  # before producing: a broker may auto-create a missing topic with any count
     except TopicsError as err:
-        ctx.err.print(f"[red]error:[/red] {err}")
+        ctx.err.print(f"[red]error:[/red] {shown(err)}")
         return 2
     finally:
         admin.close()
     try:
         producer = open_producer(settings, "-simulator")
     except (KafkaError, OSError) as err:
-        ctx.err.print(f"[red]error:[/red] Kafka at {settings.bootstrap} unreachable: {err}")
+        ctx.err.print(f"[red]error:[/red] Kafka at {settings.bootstrap} unreachable: {shown(err)}")
         return 1
     stop = threading.Event()
     install_stop_handlers(stop)

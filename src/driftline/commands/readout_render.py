@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from .render import fmt_rate
+from .render import fmt_rate, shown
 
 
 def _f(v: float | None, digits: int = 3) -> str:
@@ -25,7 +24,8 @@ def _est(e: dict[str, Any], digits: int = 3) -> str:
 def _head(doc: dict[str, Any], what: str) -> str:
     w = doc["window"]
     v = doc.get("variant")
-    return (f"[bold]{what}[/bold] · {doc['model']}{' · variant ' + v if v else ''} · {w['start']} → {w['end']} "
+    variant = f" · variant {shown(v)}" if v else ""
+    return (f"[bold]{what}[/bold] · {shown(doc['model'])}{variant} · {w['start']} → {w['end']} "
             f"({w['label']}, {w['n']:,} predictions, {w['labelled']:,} labelled)")
 
 
@@ -90,16 +90,16 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
     """One table per slice feature, then the worst slices against the targets."""
     console.print(_head({**doc, "variant": None}, "slices"))
     if doc.get("note"):
-        console.print(f"[yellow]{escape(doc['note'])}[/yellow]")
+        console.print(f"[yellow]{shown(doc['note'])}[/yellow]")
     tg = doc["targets"]
     for feat in doc["features"]:
-        t = Table(title=escape(feat["feature"]), title_justify="left")
+        t = Table(title=shown(feat["feature"]), title_justify="left")
         for col in ("value", "predictions", "recall", "FPR", "precision", "alert rate", "shortfall"):
             t.add_column(col, justify="right")
         for s in feat["values"]:
             short = s["shortfall"]
             mark = "" if short is None or short <= 0 else f" [red]{s['shortfall_metric']}[/red]"
-            t.add_row(escape(s["value"]) + ("*" if s["indicative"] else ""), f"{s['counts']['predictions']:,}",
+            t.add_row(shown(s["value"]) + ("*" if s["indicative"] else ""), f"{s['counts']['predictions']:,}",
                       fmt_rate(s["recall"]), fmt_rate(s["fpr"]), fmt_rate(s["precision"]), fmt_rate(s["alert_rate"]),
                       _f(short) + mark)
         console.print(t)
@@ -107,7 +107,7 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
         console.print(f"[bold]worst slices[/bold] (interval beyond recall {tg['recall']} / FPR {tg['fpr']}):")
         for s in doc["worst"]:
             m = s["shortfall_metric"]
-            console.print(f"  {escape(s['feature'])}={escape(s['value'])}: {m} {fmt_rate(s[m])}, "
+            console.print(f"  {shown(s['feature'])}={shown(s['value'])}: {m} {fmt_rate(s[m])}, "
                           f"{s['shortfall']:.3f} beyond target")
     else:
         console.print(f"no slice's interval lies beyond the targets (recall {tg['recall']}, FPR {tg['fpr']})")

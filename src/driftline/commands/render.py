@@ -8,6 +8,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..terminal import visible
+
+
+def shown(text: object) -> str:
+    """Event-derived text for a rich console: control characters escaped visibly, rich markup shown as written."""
+    return escape(visible(text))
+
 
 def fmt_rate(r: dict[str, Any], digits: int = 3) -> str:
     """'0.800 [0.490, 0.943] n=10*' — * marks an indicative rate (n < 30); '—' when n = 0."""
@@ -25,14 +32,14 @@ def metrics_table(doc: dict[str, Any], console: Console) -> None:
     """Print a metrics document as two tables: rates with intervals, then scores and counts."""
     w = doc["window"]
     if w["start"] is None:
-        console.print(f"{doc.get('model') or 'all models'}: no predictions stored yet "
+        console.print(f"{shown(doc.get('model') or 'all models')}: no predictions stored yet "
                       "(feed events with `driftline replay`, `driftline run`, or try `driftline demo`)")
         return
     title = f"{doc.get('model') or 'all models'} · {w['start']} → {w['end']} ({w['label']})"
     if doc.get("variant"):
         title += f" · variant {doc['variant']}"
     c = doc["counts"]
-    t = Table(title=escape(title), title_justify="left")
+    t = Table(title=shown(title), title_justify="left")
     t.add_column("metric")
     t.add_column("value [95 % Wilson]", justify="right")
     t.add_column("counts", justify="right")
@@ -65,7 +72,7 @@ def metrics_table(doc: dict[str, Any], console: Console) -> None:
             v.add_column(col, justify="right")
         for g in doc["by_variant"]:
             gm = g["metrics"]
-            v.add_row(escape(g["variant"]), escape(g["model_version"]), str(g["counts"]["predictions"]),
+            v.add_row(shown(g["variant"]), shown(g["model_version"]), str(g["counts"]["predictions"]),
                       fmt_rate(gm["recall"]), fmt_rate(gm["fpr"]), fmt_rate(gm["precision"]), fmt_rate(gm["alert_rate"]))
         console.print(v)
     over = {k: n for k, n in doc.get("label_overflow", {}).items() if n}

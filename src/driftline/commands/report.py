@@ -6,9 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..config import ConfigError
 from ..context import Context
 from ..reports.generate import generate
 from ..reports.weeks import default_week, parse_week
+from ..terminal import visible
+from .render import shown
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,6 +28,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_report(ctx: Context, args: argparse.Namespace) -> int:
     store = ctx.store()
     model = args.model or ctx.config.model
+    models = store.models()
+    if model not in models:  # a report of nothing would be written and stored: refuse, say what exists
+        stored = ", ".join(repr(m) for m in models[:10]) + (f" and {len(models) - 10} more" if len(models) > 10
+                                                              else "") if models else "none yet"
+        raise ConfigError(f"report: no predictions of model {model!r} are stored (stored models: {stored})")
     now = float(ctx.clock())
     if args.week:
         week, reason = parse_week(args.week), "given"
@@ -36,7 +44,7 @@ def cmd_report(ctx: Context, args: argparse.Namespace) -> int:
         print(json.dumps({**result.to_json(), "report": result.doc}, allow_nan=False))
         return 0
     note = " (provisional: labels still maturing)" if result.provisional else ""
-    ctx.err.print(f"report of {model} for {week.label}: {reason}{note}; stored in the database")
+    ctx.err.print(f"report of {shown(model)} for {week.label}: {reason}{note}; stored in the database")
     for ext in ("html", "md", "json"):
-        print(result.paths[ext])
+        print(visible(result.paths[ext]))
     return 0

@@ -9,6 +9,7 @@ from types import FrameType
 
 from ..context import Context, port_number
 from ..service.process import Service, run_until_signalled
+from .render import shown
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,7 +38,8 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
     install_stop_handlers(stop)
 
     def announce(svc: Service) -> None:
-        ctx.err.print(f"driftline serve: {svc.url}/metrics (model {ctx.config.model}, {len(svc.rules)} trigger(s), "
+        ctx.err.print(f"driftline serve: {svc.url}/metrics (model {shown(ctx.config.model)}, "
+                      f"{len(svc.rules)} trigger(s), "
                       f"evaluate every {ctx.config.schedule.evaluate_every}, windows end at {args.time} time)")
 
     run_until_signalled(service, stop, on_start=announce)

@@ -71,7 +71,11 @@ REASONS = (
     "nul_in_text", "too_large", "too_deep", "duplicate_key", "too_many_features", "feature_name_too_long",
     "feature_value_too_long", "feature_out_of_range", "internal_error",
 )
-"""Every reason `decode` gives (README, Event format); the pipeline adds ts_in_future and store_rejected."""
+"""Every reason `decode` gives (README, Event format)."""
+PIPELINE_REASONS = ("ts_in_future", "store_rejected", "model_limit", "reserved_label")
+"""Reasons the pipeline adds after decoding: the clock check, a record the database refused, the label limits."""
+ALL_REASONS = REASONS + PIPELINE_REASONS
+"""Every dead-letter reason there is (`dead-letters --reason`, the exporter's series at 0)."""
 
 
 @dataclass(frozen=True, slots=True)

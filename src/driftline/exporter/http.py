@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -56,6 +57,25 @@ def database_ready(store: Store) -> tuple[bool, str]:
         return False, f"database unreachable: {str(err).splitlines()[0]}"
 
 
+_HUNG_UP = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
+"""A scrape client that went away (Prometheus timed out, curl interrupted): routine, not an error."""
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer whose request errors go to the log: a client hanging up is a debug line, anything else
+    one logged exception (the socketserver default prints a traceback to stderr for both)."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        err = sys.exc_info()[1]
+        who = client_address[0] if isinstance(client_address, tuple) else client_address
+        if isinstance(err, _HUNG_UP):
+            log.debug("scrape client %s hung up early: %s", who, err)
+        else:
+            log.exception("exporter request from %s failed", who)
+
+
 class ExporterServer:
     """Threaded HTTP server for the exporter endpoints; start() returns at once, stop() joins the thread."""
 
@@ -63,7 +83,7 @@ class ExporterServer:
                  readiness: Readiness | None = None, triggers_json: Callable[[], Any] | None = None) -> None:
         self.registry, self.store, self.readiness, self.triggers_json = registry, store, readiness, triggers_json
         try:
-            self.httpd = ThreadingHTTPServer((host, port), self._handler())
+            self.httpd = _HTTPServer((host, port), self._handler())
         except OSError as err:  # the CLI prints it as one line: say which address
             raise OSError(err.errno, f"cannot serve /metrics on {host}:{port}: {err.strerror}") from err
         self.httpd.daemon_threads = True

@@ -14,6 +14,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from ..terminal import visible
+
 log = logging.getLogger(__name__)
 DPI = 100
 BLUE, ORANGE, GREY, RED, GREEN = "#1f77b4", "#ff7f0e", "#7f7f7f", "#d62728", "#2ca02c"
@@ -32,8 +34,9 @@ def _figure(nrows: int = 1, ncols: int = 1, **kw: Any) -> tuple[Figure, Any]:
 
 
 def _txt(value: Any, limit: int = 40) -> str:
-    """Text from events made inert for matplotlib: `$` would start mathtext (and can fail to parse)."""
-    return str(value)[:limit].replace("$", r"\$")
+    """Text from events made inert for matplotlib: `$` would start mathtext (and can fail to parse); control
+    characters are shown as escapes (no font has a glyph for them)."""
+    return visible(str(value)[:limit]).replace("$", r"\$")
 
 
 def trends_plot(doc: dict[str, Any]) -> str | None:

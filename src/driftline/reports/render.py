@@ -1,7 +1,8 @@
 """Render a report document as self-contained HTML (inline CSS and PNG plots, no external request), Markdown
 and JSON, with the jinja2 templates in driftline/templates.
 
-HTML is autoescaped, so text from events (feature names, category values, variant names) is shown, never run.
+HTML is autoescaped, so text from events (feature names, category values, variant names) is shown, never run;
+control characters in it are shown as escapes (`\\x1b`) in both HTML and Markdown.
 In Markdown every value is escaped (`| < > & * _ [ ] \\` and backquotes, newlines folded) unless it comes from
 one of the number formatters below.
 """
@@ -14,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from ..terminal import visible
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 _SYMBOLS = {"EUR": "€", "USD": "$", "GBP": "£", "JPY": "¥", "CHF": "CHF "}
@@ -91,8 +95,14 @@ def md_escape(value: Any) -> str:
         return ""
     if isinstance(value, Formatted):
         return str(value)
-    text = " ".join(str(value).splitlines())
+    text = visible(" ".join(str(value).splitlines()))  # control characters escaped too: `cat report.md` is safe
     return _MD.sub(lambda m: {"<": "&lt;", ">": "&gt;", "&": "&amp;"}.get(m.group(1), "\\" + m.group(1)), text)
+
+
+def html_text(value: Any) -> Any:
+    """Text for the HTML page with its control characters escaped visibly (autoescape then handles < > &);
+    markup the templates mark safe and numbers pass as they are."""
+    return visible(value) if isinstance(value, str) and not isinstance(value, Markup) else value
 
 
 def _env(markdown: bool) -> Environment:
@@ -100,8 +110,8 @@ def _env(markdown: bool) -> Environment:
         env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=False, finalize=md_escape,
                           undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     else:
-        env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
-                          trim_blocks=True, lstrip_blocks=True)
+        env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, finalize=html_text,
+                          undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(num=num, count=count, pct=pct, money=money, rate=rate, interval=interval, signed=signed,
                        pvalue=pvalue, duration=duration)
     return env

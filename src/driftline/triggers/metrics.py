@@ -12,17 +12,8 @@ from dataclasses import dataclass
 
 from ..analysis.classification import Metrics
 from ..analysis.rates import rate
+from ..metric_names import ALIASES, DELAYS, DRIFT, KNOWN, PIPELINE, RATES, SCORES, canonical  # noqa: F401 - re-exported
 from .model import Observation
-
-RATES = ("recall", "fpr", "precision", "specificity", "accuracy", "prevalence", "alert_rate", "npv")
-"""Proportions of the metrics document (each with value/low/high/n); label_coverage is one too."""
-
-SCORES = ("roc_auc", "average_precision", "brier", "log_loss", "ece", "f1")
-DELAYS = ("label_delay_p50", "label_delay_p95")
-PIPELINE = ("dead_letter_rate", "silence_seconds")
-DRIFT = ("psi", "js")
-ALIASES = {"brier_score": "brier", "js_distance": "js", "label_delay_median": "label_delay_p50",
-           "event_silence": "silence_seconds", "silence": "silence_seconds"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,11 +24,6 @@ class MetricInfo:
     unit: str
     windowed: bool
     has_interval: bool
-
-
-def canonical(metric: str) -> str:
-    """The catalogue name of a metric (accepts a few aliases such as brier_score, js_distance)."""
-    return ALIASES.get(metric, metric)
 
 
 def info(metric: str) -> MetricInfo:
@@ -57,8 +43,7 @@ def info(metric: str) -> MetricInfo:
         return MetricInfo(m, "seconds", False, False)
     if m in DRIFT:
         return MetricInfo(m, "", True, False)
-    known = sorted({*RATES, "label_coverage", *SCORES, *DELAYS, *PIPELINE, *DRIFT})
-    raise ValueError(f"unknown trigger metric {metric!r}; known: {', '.join(known)}")
+    raise ValueError(f"unknown trigger metric {metric!r}; known: {', '.join(KNOWN)}")
 
 
 def from_metrics(metric: str, m: Metrics) -> Observation:

@@ -1,0 +1,32 @@
+"""The names a trigger can watch (read by config validation at start and by triggers/metrics, which reads them)."""
+
+from __future__ import annotations
+
+import difflib
+
+RATES = ("recall", "fpr", "precision", "specificity", "accuracy", "prevalence", "alert_rate", "npv")
+"""Proportions of the metrics document (each with value/low/high/n); label_coverage is one too."""
+
+SCORES = ("roc_auc", "average_precision", "brier", "log_loss", "ece", "f1")
+DELAYS = ("label_delay_p50", "label_delay_p95")
+PIPELINE = ("dead_letter_rate", "silence_seconds")
+DRIFT = ("psi", "js")
+ALIASES = {"brier_score": "brier", "js_distance": "js", "label_delay_median": "label_delay_p50",
+           "event_silence": "silence_seconds", "silence": "silence_seconds"}
+KNOWN = tuple(sorted({*RATES, "label_coverage", *SCORES, *DELAYS, *PIPELINE, *DRIFT}))
+"""Every catalogue name (aliases aside)."""
+
+
+def canonical(metric: str) -> str:
+    """The catalogue name of a metric (accepts a few aliases such as brier_score, js_distance)."""
+    return ALIASES.get(metric, metric)
+
+
+def unknown_metric(metric: str) -> str | None:
+    """None for a known metric (or alias), else why not: the closest names, or the whole catalogue."""
+    if canonical(metric) in KNOWN:
+        return None
+    close = difflib.get_close_matches(metric, [*KNOWN, *ALIASES], n=3, cutoff=0.6)
+    if close:
+        return f"unknown metric {metric!r} (did you mean {' or '.join(repr(c) for c in close)}?)"
+    return f"unknown metric {metric!r}; known: {', '.join(KNOWN)}"

@@ -1,0 +1,34 @@
+"""Database URLs checked before use: a backend or driver driftline cannot use is one clear line, not a traceback."""
+
+from __future__ import annotations
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+from .store import normalise_url
+
+SUPPORTED = "use sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
+
+
+class UnusableURL(ValueError):
+    """A database URL driftline cannot open: unparseable, another backend, or a driver that is not there."""
+
+
+def check_url(url: str) -> None:
+    """Raise UnusableURL saying why `url` cannot hold driftline's store (the password is never repeated)."""
+    try:
+        u = make_url(normalise_url(url))
+    except ArgumentError:
+        shown = repr(url) if "@" not in url else "the URL"
+        raise UnusableURL(f"cannot parse {shown} as a database URL; {SUPPORTED}") from None
+    backend = u.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise UnusableURL(f"unsupported database {backend!r} ({u.drivername}); {SUPPORTED}")
+    try:
+        dialect = u.get_dialect()
+    except NoSuchModuleError as err:
+        raise UnusableURL(f"unknown driver {u.drivername!r}; {SUPPORTED}") from err
+    try:
+        dialect.import_dbapi()
+    except ImportError as err:
+        raise UnusableURL(f"driver {u.drivername!r} is not installed ({err}); {SUPPORTED}") from err

@@ -1,0 +1,160 @@
+"""Issue 13 part 4: a bad option, URL, window, config or name ends the CLI with one line `error: ...` (exit 2),
+never a traceback; `--log-level debug` still shows the traceback to developers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import outcome, pred
+
+T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+
+
+def cli(*args: str, cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m driftline.cli ARGS` in `cwd` (no DRIFTLINE_* settings leak in from the environment)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTLINE_")}
+    env["COLUMNS"] = "200"
+    return subprocess.run([sys.executable, "-m", "driftline.cli", *args], cwd=cwd, env=env, input=stdin,
+                          capture_output=True, timeout=120)  # type: ignore[call-overload]
+
+
+def one_line_error(p: subprocess.CompletedProcess, *needles: str) -> str:
+    """Exit 2, no traceback, exactly one stderr line starting `error:` that names every needle."""
+    err = p.stderr.decode() if isinstance(p.stderr, bytes) else p.stderr
+    assert p.returncode == 2, (p.returncode, err)
+    assert "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error:"), err
+    for n in needles:
+        assert n in lines[0], (n, err)
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """--db of a SQLite file holding a few predictions and outcomes of model `fraud` (built once: the tests
+    only read it, or are refused before writing)."""
+    tmp_path = tmp_path_factory.mktemp("stored")
+    db = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    events = [pred(f"p{i}", 0.9 if i % 3 else 0.1, T0 + 60 * i) for i in range(20)]
+    events += [outcome(f"p{i}", i % 2, T0 + 7200 + i) for i in range(20)]
+    f = tmp_path / "events.jsonl"
+    f.write_bytes(b"\n".join(events) + b"\n")
+    p = cli(*db, "replay", str(f), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    return db
+
+
+def test_unknown_log_level(tmp_path: Path) -> None:
+    one_line_error(cli("--log-level", "LOUD", "metrics", cwd=tmp_path), "--log-level", "LOUD", "debug")
+
+
+@pytest.mark.parametrize("url, needle", [("mysql://x", "mysql"), ("postgresql+nosuchdriver://", "nosuchdriver"),
+                                         ("not a url", "not a url")])
+def test_unsupported_database_url(tmp_path: Path, url: str, needle: str) -> None:
+    line = one_line_error(cli("--db", url, "metrics", cwd=tmp_path), "--db", needle)
+    assert "sqlite" in line and "postgresql" in line  # says what is supported
+
+
+def test_database_url_from_environment_is_named(tmp_path: Path) -> None:
+    env_cli = subprocess.run([sys.executable, "-m", "driftline.cli", "metrics"], cwd=tmp_path, capture_output=True,
+                             env={**os.environ, "DRIFTLINE_DB": "mysql://x"}, timeout=120)
+    one_line_error(env_cli, "DRIFTLINE_DB", "mysql")
+
+
+def test_debug_log_level_keeps_the_traceback(tmp_path: Path) -> None:
+    p = cli("--log-level", "debug", "--db", "mysql://x", "metrics", cwd=tmp_path)
+    assert p.returncode == 2
+    assert b"Traceback" in p.stderr and b"error: --db" in p.stderr
+
+
+@pytest.mark.parametrize("window", ["3000000d", "99999999999999d", "9" * 400 + "d", "40000w"])
+def test_window_too_long(tmp_path: Path, stored: list[str], window: str) -> None:
+    line = one_line_error(cli(*stored, "metrics", "--window", window, cwd=tmp_path), "--window", window)
+    assert "whole number of buckets" not in line and "longer than" in line
+
+
+@pytest.mark.parametrize("at", ["9999-12-31T23:30:00Z", "253402300799", "-1", "nan", "1e300", "10000-01-01"])
+def test_at_extremes(tmp_path: Path, stored: list[str], at: str) -> None:
+    one_line_error(cli(*stored, "metrics", f"--at={at}", cwd=tmp_path), "--at")
+
+
+@pytest.mark.parametrize("command", ["drift", "ab", "calibration", "slices", "alerts evaluate"])
+def test_at_at_the_end_of_time_in_every_window_command(tmp_path: Path, stored: list[str], command: str) -> None:
+    one_line_error(cli(*stored, *command.split(), "--at=9999-12-31T23:30:00Z", cwd=tmp_path), "--at")
+
+
+def test_at_edges_inside_the_range_work(tmp_path: Path, stored: list[str]) -> None:
+    for at in ("1970-01-01T00:00:00Z", "0", "9998-12-31T00:00:00Z"):
+        p = cli(*stored, "metrics", "--at", at, "--window", "36500d", "--json", cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+
+
+def test_config_not_utf8(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_bytes(b"model: fr\xffaud\n")
+    one_line_error(cli("--config", "bad.yaml", "metrics", cwd=tmp_path), "bad.yaml", "UTF-8")
+
+
+def test_config_window_too_long(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text("window: 3000000d\n")
+    one_line_error(cli("--config", "c.yaml", "metrics", cwd=tmp_path), "window", "longer than")
+
+
+def test_dead_letters_unknown_reason(tmp_path: Path, stored: list[str]) -> None:
+    line = one_line_error(cli(*stored, "dead-letters", "--reason", "nosuch", cwd=tmp_path), "--reason", "nosuch")
+    for reason in ("invalid_json", "score_out_of_range", "ts_in_future", "store_rejected"):
+        assert reason in line
+    ok = cli(*stored, "dead-letters", "--reason", "ts_in_future", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_dead_letters_help_lists_the_reasons(tmp_path: Path) -> None:
+    out = cli("dead-letters", "--help", cwd=tmp_path).stdout.decode()
+    for reason in ("invalid_json", "nul_in_text", "store_rejected"):
+        assert reason in out
+
+
+def test_report_for_an_unknown_model(tmp_path: Path, stored: list[str]) -> None:
+    out = tmp_path / "reports"
+    line = one_line_error(cli(*stored, "report", "--model", "nosuchmodel", "--out", str(out), cwd=tmp_path),
+                          "nosuchmodel", "fraud")
+    assert "no predictions" in line
+    assert not out.exists() or not any(out.iterdir())
+    listed = cli(*stored, "report", "--out", str(out), "--json", cwd=tmp_path)  # the stored model still works
+    assert listed.returncode == 0, listed.stderr
+
+
+TRIGGER_TYPO = """
+triggers:
+  - {name: recall_low, metric: recall, op: "<", value: 0.7}
+  - {name: fpr_high, metric: fpr, op: ">", value: 0.08}
+  - {name: typo, metric: recal, op: "<", value: 0.7}
+"""
+
+
+@pytest.mark.parametrize("command", [["metrics"], ["replay", "-"], ["serve", "--port", "0"],
+                                     ["run", "--kafka", "127.0.0.1:1"], ["alerts"], ["report"]])
+def test_trigger_metric_typo_fails_at_start(tmp_path: Path, command: list[str]) -> None:
+    (tmp_path / "c.yaml").write_text(TRIGGER_TYPO)
+    db = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    line = one_line_error(cli("--config", "c.yaml", *db, *command, cwd=tmp_path, stdin=b""),
+                          "triggers[2].metric", "'recal'", "did you mean 'recall'")
+    assert "c.yaml" in line
+    assert not (tmp_path / "d.db").exists()  # refused before anything was opened
+
+
+def test_unknown_trigger_metric_without_a_close_match_lists_the_known(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text('triggers: [{name: t, metric: zzzz, op: "<", value: 1}]\n')
+    one_line_error(cli("--config", "c.yaml", "metrics", cwd=tmp_path), "triggers[0].metric", "recall", "psi")
+
+
+def test_event_text_in_an_error_is_escaped(tmp_path: Path, stored: list[str]) -> None:
+    p = cli(*stored, "reference", "show", "--model", "m\x1b]0;pwned\x07\x1b[2J", cwd=tmp_path)
+    line = one_line_error(p)
+    assert "\x1b" not in line and "\x07" not in line and "\\x1b" in line

@@ -1,0 +1,72 @@
+"""Issue 13 part 4: a scrape client that hangs up before the answer leaves no traceback in the log, at most a
+debug line, and the exporter keeps serving."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+import threading
+import time
+import urllib.request
+from collections.abc import Iterable
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from driftline.exporter.http import ExporterServer
+from driftline.storage.store import Store
+
+
+class _Gate(Collector):
+    """A collector that holds the scrape until released, so the client can hang up first."""
+
+    def __init__(self) -> None:
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def collect(self) -> Iterable[Any]:
+        self.entered.set()
+        self.release.wait(10)
+        g = GaugeMetricFamily("gate", "a gauge")
+        g.add_metric([], 1.0)
+        yield g
+
+
+def _handlers_running() -> bool:
+    return any("process_request" in t.name for t in threading.enumerate())
+
+
+def test_client_hanging_up_mid_scrape_leaves_no_traceback(tmp_path, capsys, caplog) -> None:
+    gate = _Gate()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(gate)
+    store = Store(f"sqlite:///{tmp_path / 'd.db'}")
+    server = ExporterServer(registry, store, port=0)
+    server.start()
+    caplog.set_level(logging.DEBUG, logger="driftline")
+    try:
+        for _ in range(3):
+            gate.entered.clear()
+            gate.release.clear()
+            s = socket.create_connection(server.address)
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert gate.entered.wait(10)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()  # a reset: the answer meets a hung-up client
+            gate.release.set()
+            deadline = time.monotonic() + 10
+            while _handlers_running() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        gate.release.set()
+        with urllib.request.urlopen(f"{server.url}/metrics", timeout=10) as r:  # still serving
+            assert b"gate 1.0" in r.read()
+    finally:
+        gate.release.set()
+        server.stop()
+        store.close()
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "BrokenPipe" not in err and "ConnectionReset" not in err, err
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    assert any("hung up" in r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG), caplog.text

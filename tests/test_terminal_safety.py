@@ -1,0 +1,140 @@
+"""Issue 13 part 4: event text with terminal control sequences (retitle the terminal, clear the screen, colours,
+bidi overrides) and rich markup is shown escaped by every human-readable command, never acted on or swallowed.
+
+The hostile names and payloads go in the way real data does (`driftline replay`), then each command's output
+must hold no raw control character but newline and tab, and must still show the text (escaped)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from driftline.cli import main
+from driftline.terminal import visible
+
+from helpers import outcome, pred
+
+T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z, a Thursday
+DAY = 86400.0
+TITLE = "\x1b]0;pwned\x07\x1b[2J"  # set the terminal title, clear the screen
+VARIANT = "B\x1b[31m[red]red[/red]\u202e"
+VERSION = "v2\x1b[5m\x9b"
+FEATURE = "amo\x1b[2Junt"
+COUNTRY = "country"
+VALUE = "FR\x1b]0;title\x07"
+UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _events() -> bytes:
+    """Two weeks of a model with a hostile variant, version, feature name and category value, plus payloads that
+    are dead-lettered with control characters in them."""
+    lines = []
+    for d in range(14):
+        for i in range(120):
+            pid, ts = f"d{d}-{i}", T0 + d * DAY + i * 600
+            variant = "A" if i % 2 else VARIANT
+            feats = {FEATURE: float(i % 17 + (5 * d if d > 7 else 0)), COUNTRY: VALUE if i % 3 else "DE"}
+            label = int(i % 9 == 0)
+            lines.append(pred(pid, 0.8 if label or i % 7 == 0 else 0.2, ts, variant=variant, model_version=VERSION,
+                              features=feats))
+            lines.append(outcome(pid, label, ts + 3600))
+    lines.append(b'{"type":"prediction","prediction_id":"' + TITLE.encode() + b'"}')  # raw ESC: invalid JSON
+    lines.append(json.dumps({"type": "prediction", "prediction_id": "x" + TITLE, "model": "fraud",
+                             "ts": T0, "score": 7}).encode())  # score_out_of_range, detail may quote the id
+    lines.append(json.dumps({"type": TITLE, "prediction_id": "y"}).encode())  # unknown_type
+    return b"\n".join(lines) + b"\n"
+
+
+CONFIG = {
+    "model": "fraud",
+    "slices": [COUNTRY],
+    "ab": {"control": "A", "arms": {"A": 0.5, VARIANT: 0.5}},
+    "triggers": [{"name": "recall_low", "metric": "recall", "op": "<", "value": 0.9, "window": "7d", "min_n": 1,
+                  "variant": VARIANT},
+                 {"name": "feature_psi", "metric": "psi", "feature": FEATURE, "op": ">", "value": 0.01,
+                  "window": "7d", "min_n": 1}],
+}
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], Path]:
+    """Global options of a database holding the hostile events (replayed from a file whose name is hostile too)
+    with a reference set on the first week, and the working directory."""
+    tmp = tmp_path_factory.mktemp("hostile")
+    (tmp / "c.yaml").write_text(json.dumps(CONFIG))  # JSON is YAML; \\u001b escapes stay escapes
+    opts = ["--config", str(tmp / "c.yaml"), "--db", f"sqlite:///{tmp / 'd.db'}"]
+    path = tmp / f"events{TITLE}.jsonl"
+    path.write_bytes(_events())
+    assert main([*opts, "replay", str(path), "--json"]) == 0
+    assert main([*opts, "reference", "set", "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-08T00:00:00Z",
+                 "--json"]) == 0
+    assert main([*opts, "alerts", "evaluate", "--at", "2026-01-15T00:00:00Z", "--no-notify", "--json"]) == 0
+    return opts, tmp
+
+
+def _check(text: str, where: str) -> None:
+    bad = sorted({hex(ord(c)) for c in UNSAFE.findall(text)})
+    assert not bad, f"{where}: raw control characters {bad} in:\n{text!r}"
+
+
+COMMANDS = [
+    ["replay", "{path}"],
+    ["dead-letters"],
+    ["dead-letters", "--reason", "invalid_json"],
+    ["metrics"],
+    ["metrics", "--variant", VARIANT],
+    ["metrics", "--model-version", VERSION],
+    ["drift"],
+    ["drift", "--variant", VARIANT],
+    ["ab"],
+    ["calibration"],
+    ["calibration", "--variant", VARIANT],
+    ["slices"],
+    ["reference", "list"],
+    ["reference", "show"],
+    ["alerts"],
+    ["alerts", "evaluate", "--at", "2026-01-15T00:00:00Z", "--dry-run"],
+    ["reference", "show", "--model", TITLE],
+    ["metrics", "--model", TITLE],
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: visible(" ".join(c)))
+def test_every_readable_command_escapes_event_text(hostile, capsys, monkeypatch, command: list[str]) -> None:
+    opts, tmp = hostile
+    monkeypatch.setenv("COLUMNS", "400")
+    monkeypatch.chdir(tmp)
+    argv = [a.replace("{path}", str(tmp / f"events{TITLE}.jsonl")) for a in command]
+    main([*opts, *argv])
+    out, err = capsys.readouterr()
+    _check(out, "stdout")
+    _check(err, "stderr")
+    assert out or err
+
+
+def test_names_and_payloads_are_shown_escaped_not_dropped(hostile, capsys, monkeypatch) -> None:
+    opts, tmp = hostile
+    monkeypatch.setenv("COLUMNS", "400")
+    seen = {}
+    for cmd in (["dead-letters"], ["metrics"], ["drift"], ["ab"], ["slices"], ["reference", "show"]):
+        assert main([*opts, *cmd]) == 0, cmd
+        seen[cmd[0] if cmd[0] != "reference" else "reference"] = capsys.readouterr().out
+    assert "\\x1b]0;pwned\\x07\\x1b[2J" in seen["dead-letters"]  # the payload, readable
+    assert "[red]red[/red]" in seen["ab"] and "\\x1b[31m" in seen["ab"]  # markup shown as written, not applied
+    assert "amo\\x1b[2Junt" in seen["drift"] and "amo\\x1b[2Junt" in seen["reference"]
+    assert "FR\\x1b]0;title\\x07" in seen["slices"]
+    assert VARIANT not in seen["metrics"] and "\\u202e" in seen["metrics"]
+
+
+def test_report_files_hold_no_raw_control_characters(hostile, capsys, monkeypatch) -> None:
+    opts, tmp = hostile
+    monkeypatch.chdir(tmp)
+    assert main([*opts, "report", "--week", "2026-W02", "--out", str(tmp / "reports"), "--json"]) == 0
+    capsys.readouterr()
+    for ext in ("md", "html"):
+        text = (tmp / "reports" / f"report-fraud-2026-W02.{ext}").read_text()
+        _check(text, ext)
+    assert "amo\\x1b[2Junt" in (tmp / "reports" / "report-fraud-2026-W02.html").read_text()
