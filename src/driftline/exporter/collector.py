@@ -25,7 +25,7 @@ from ..triggers.drift_hook import DriftProvider
 from ..triggers.model import FIRING, STATES, Rule
 from ..triggers.rules import AGGREGATE
 from ..triggers.runner import compile_rules, group_stats
-from ..readouts.windows import default_at, window_ending
+from ..readouts.windows import default_at, window_ending, window_rows
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +199,7 @@ class SnapshotCollector:
             for length in windows:
                 w = window_ending(at, length, self.config.bucket_s)
                 label = format_duration(length)
-                add_window(f, model, label, groups_of(self.store.buckets(model, w.start, w.end, features=False)))
+                add_window(f, model, label, groups_of(window_rows(self.store, model, w, features=False)))
                 if self.drift is not None:
                     self._drift(f, model, label, w)
 

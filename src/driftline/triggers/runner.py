@@ -1,6 +1,6 @@
 """One evaluation pass: read every trigger's metric from the store, run the pure evaluator, persist the result.
 
-Windows end at `at` (default `now`); `now` drives for-durations, cooldowns and event silence. Both are given by
+Windows end at `at` (default `now`) aligned down to a bucket boundary; `now` drives for-durations, cooldowns and event silence. Both are given by
 the caller (service clock, or `--at` for a historical replay), never read here.
 """
 
