@@ -1,0 +1,36 @@
+"""The labelled (score, label) pairs of a window, read from the join state (`predictions` rows are held until
+the label horizon), for exact ROC AUC and average precision (readouts.ranking)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from sqlalchemy import and_, select
+
+from . import schema as t
+from .store import Store
+
+
+def labelled_scores(store: Store, model: str | None, start: float, end: float, shards: Sequence[int],
+                    variant: str | None = None, model_version: str | None = None, limit: int = 250_000
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Scores and labels (label in force) of the held labelled predictions made in [start, end) on `shards`
+    (the index is by shard and time); None when there are more than `limit` of them."""
+    p = t.predictions.c
+    q = select(p.score, p.label).where(and_(p.shard.in_(list(shards)), p.ts >= start, p.ts < end,
+                                            p.label.is_not(None)))
+    if model is not None:
+        q = q.where(p.model == model)
+    if variant is not None:
+        q = q.where(p.variant == variant)
+    if model_version is not None:
+        q = q.where(p.model_version == model_version)
+    with store.begin() as conn:
+        rows = conn.execute(q.limit(limit + 1)).all()
+    if len(rows) > limit:
+        return None
+    if not rows:
+        return np.zeros(0), np.zeros(0, dtype=np.int64)
+    arr = np.asarray(rows, dtype=np.float64)
+    return arr[:, 0], arr[:, 1].astype(np.int64)
