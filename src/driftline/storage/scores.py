@@ -30,7 +30,6 @@ def labelled_scores(store: Store, model: str | None, start: float, end: float, s
         rows = conn.execute(q.limit(limit + 1)).all()
     if len(rows) > limit:
         return None
-    if not rows:
-        return np.zeros(0), np.zeros(0, dtype=np.int64)
-    arr = np.asarray(rows, dtype=np.float64)
-    return arr[:, 0], arr[:, 1].astype(np.int64)
+    n = len(rows)
+    return (np.fromiter((r[0] for r in rows), dtype=np.float64, count=n),
+            np.fromiter((r[1] for r in rows), dtype=np.int64, count=n))
