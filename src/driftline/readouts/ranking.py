@@ -9,7 +9,7 @@ from ..analysis.classification import Metrics, classification
 from ..analysis.ranking import Ranking, exact_ranking, histogram_ranking
 from ..core.stats import NEG, POS, BucketStats
 from ..storage.compaction import COMPACTED_SHARD
-from ..storage.scores import labelled_scores
+from ..storage.scores import bucket_shards, labelled_scores
 from ..storage.store import BucketRow, Store
 from .windows import Window
 
@@ -22,15 +22,15 @@ EXACT_MAX_LABELLED = 250_000
 def window_ranking(store: Store, model: str | None, window: Window, rows: Sequence[BucketRow], stats: BucketStats,
                    variant: str | None = None, model_version: str | None = None) -> Ranking:
     """The histogram result when its bound is ≤ TOLERANCE; else the exact one when every labelled prediction of
-    the window is still held (same labelled and positive counts as the buckets, no compacted day) and there are
+    the window is still held (same labelled and positive counts as the buckets) and there are
     at most EXACT_MAX_LABELLED; else the histogram result with its bound."""
     hist = histogram_ranking(stats.hist[POS], stats.hist[NEG])
     labelled = int(stats.conf[POS].sum() + stats.conf[NEG].sum())
     if hist.bound <= TOLERANCE or labelled > EXACT_MAX_LABELLED or not rows:
         return hist
     shards = sorted({r.shard for r in rows})
-    if COMPACTED_SHARD in shards:  # compacted days are past the label horizon: their join rows are gone
-        return hist
+    if COMPACTED_SHARD in shards:  # a compacted day does not say its shards; its join rows are usually expired
+        shards = sorted(set(shards) - {COMPACTED_SHARD} | set(bucket_shards(store, model)))
     pairs = labelled_scores(store, model, window.start, window.end, shards, variant, model_version,
                             EXACT_MAX_LABELLED)
     if pairs is None:

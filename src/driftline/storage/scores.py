@@ -33,3 +33,15 @@ def labelled_scores(store: Store, model: str | None, start: float, end: float, s
     n = len(rows)
     return (np.fromiter((r[0] for r in rows), dtype=np.float64, count=n),
             np.fromiter((r[1] for r in rows), dtype=np.int64, count=n))
+
+
+def bucket_shards(store: Store, model: str | None) -> list[int]:
+    """Every ingestion shard (partition) with stored hourly buckets of the model: where the join rows behind
+    compacted days may still be held."""
+    b = t.buckets.c
+    q = select(b.shard).where(b.shard >= 0).distinct()
+    if model is not None:
+        q = q.where(b.model == model)
+    with store.begin() as conn:
+        return sorted(int(r[0]) for r in conn.execute(q))
+
