@@ -311,7 +311,11 @@ def test_unseen_categories_empty_window_and_prevalence() -> None:
     ch = next(f for f in r.features if f.feature == "channel")
     assert ch.unseen_share == pytest.approx(0.5) and ch.drifted and ch.severity == "alert"
     hour = next(f for f in r.features if f.feature == "hour")
-    assert hour.n_current == 0 and hour.psi is None and hour.ks is None and not hour.drifted
+    # issue 15.2: a tracked feature missing from every current prediction (its key dropped upstream) is all
+    # missing and drifted; only a window whose prediction count is unknown (no conf) has no current values
+    assert hour.n_current == 1000 and hour.missing_current == 1.0 and hour.drifted and hour.severity == "alert"
+    hour0 = next(f for f in drift_report(profile, cur, sh, None).features if f.feature == "hour")
+    assert hour0.n_current == 0 and hour0.psi is None and hour0.ks is None and not hour0.drifted
     assert r.prevalence.drifted and r.prevalence.current.value == pytest.approx(0.15)
     ref_prev = conf[POS].sum() / conf[:2].sum()
     assert r.prevalence.reference == pytest.approx(ref_prev)

@@ -45,7 +45,8 @@ def _events():
     return raws
 
 
-def _doc(store, config, at=T0 + 200 * 600):
+def _doc(store, config, at=(T0 + 200 * 600) // 3600 * 3600 + 3600):
+    # `at` is the bucket boundary after the last prediction: windows end at `at` aligned down (issue 15.3)
     return metrics_document(store, config, MetricsQuery("fraud", 7 * 86400, at=at))
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from ..core.grids import DELAY_EDGES
 from ..core.stats import NEG, POS, BucketStats
 from .calibration import ReliabilityTable, brier_score, log_loss, reliability_table
+from .ranking import Ranking, histogram_ranking
 from .rates import Rate, rate
 
 
@@ -61,12 +62,19 @@ class Metrics:
     rates: dict[str, Rate]
     label_coverage: Rate
     f1: float | None
-    roc_auc: float | None
-    average_precision: float | None
+    ranking: Ranking
     brier: float | None
     log_loss: float | None
     reliability: ReliabilityTable
     label_delay_s: dict[str, float | None]
+
+    @property
+    def roc_auc(self) -> float | None:
+        return self.ranking.roc_auc
+
+    @property
+    def average_precision(self) -> float | None:
+        return self.ranking.average_precision
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,8 +83,8 @@ class Metrics:
             "metrics": {
                 **{k: r.to_json() for k, r in self.rates.items()},
                 "f1": {"value": self.f1},
-                "roc_auc": {"value": self.roc_auc},
-                "average_precision": {"value": self.average_precision},
+                "roc_auc": self.ranking.auc_json(),
+                "average_precision": self.ranking.ap_json(),
                 "brier": {"value": self.brier},
                 "log_loss": {"value": self.log_loss},
                 "ece": {"value": self.reliability.ece, "bins": 10},
@@ -84,31 +92,6 @@ class Metrics:
             "reliability": self.reliability.to_json(),
             "label_delay_seconds": self.label_delay_s,
         }
-
-
-def roc_auc(pos_hist: np.ndarray, neg_hist: np.ndarray) -> float | None:
-    """ROC AUC from score histograms: P(score_pos > score_neg) + ½ P(same bin); None without both classes."""
-    n_pos, n_neg = int(pos_hist.sum()), int(neg_hist.sum())
-    if n_pos == 0 or n_neg == 0:
-        return None
-    neg_below = np.cumsum(neg_hist) - neg_hist
-    wins = float(np.dot(pos_hist, neg_below)) + 0.5 * float(np.dot(pos_hist, neg_hist))
-    return wins / (n_pos * n_neg)
-
-
-def average_precision(pos_hist: np.ndarray, neg_hist: np.ndarray) -> float | None:
-    """Average precision (scikit-learn's step definition) with each fine bin as one threshold."""
-    n_pos = int(pos_hist.sum())
-    if n_pos == 0:
-        return None
-    tp = np.cumsum(pos_hist[::-1])
-    fp = np.cumsum(neg_hist[::-1])
-    keep = (pos_hist[::-1] + neg_hist[::-1]) > 0
-    tp, fp = tp[keep], fp[keep]
-    precision = tp / (tp + fp)
-    recall = tp / n_pos
-    d_recall = np.diff(np.concatenate(([0.0], recall)))
-    return float(np.sum(d_recall * precision))
 
 
 def delay_quantiles(delay_hist: np.ndarray, qs: tuple[float, ...] = (0.5, 0.95)) -> dict[str, float | None]:
@@ -131,8 +114,9 @@ def delay_quantiles(delay_hist: np.ndarray, qs: tuple[float, ...] = (0.5, 0.95))
     return out
 
 
-def classification(stats: BucketStats) -> Metrics:
-    """All classifier metrics of a window, each proportion with its Wilson interval and n."""
+def classification(stats: BucketStats, ranking: Ranking | None = None) -> Metrics:
+    """All classifier metrics of a window, each proportion with its Wilson interval and n; ROC AUC and average
+    precision from `ranking` (readouts.ranking: exact when needed), else bounded from the score histograms."""
     c = counts(stats)
     rates = {
         "recall": rate(c.tp, c.positives),
@@ -151,8 +135,7 @@ def classification(stats: BucketStats) -> Metrics:
         rates=rates,
         label_coverage=rate(c.labelled, c.predictions),
         f1=(2 * c.tp / denom_f1) if denom_f1 else None,
-        roc_auc=roc_auc(pos_hist, neg_hist),
-        average_precision=average_precision(pos_hist, neg_hist),
+        ranking=ranking if ranking is not None else histogram_ranking(pos_hist, neg_hist),
         brier=brier_score(stats),
         log_loss=log_loss(stats),
         reliability=reliability_table(stats, 10),

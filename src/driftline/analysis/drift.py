@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..core.stats import NEG, POS, FeatureHist
+from ..core.stats import NEG, POS, FeatureHist, absent_as_missing
 from . import drift_stats as ds
 from .profiles import (
     CATEGORICAL, GRID_FEATURE, NUMERIC, CategoricalProfile, FineSample, NumericProfile, Profile, fine_sample, grid_mids,
@@ -360,12 +360,16 @@ def drift_report(profile: Profile, current_features: Mapping[str, FeatureHist],
                  config: DriftThresholds = DriftThresholds()) -> DriftResult:
     """Drift of a merged current window against a reference profile: ranked features, score, prevalence.
 
-    A tracked feature absent from current_features has no current values (statistics None, not drifted).
+    A tracked feature's key absent from current predictions counts as missing (current_conf gives their number);
+    without current_conf a feature absent from current_features has no current values (statistics None).
     One Benjamini–Hochberg family per report: every p-value of the features, the score and prevalence.
     """
     feats: list[FeatureDrift] = []
+    n_pred = None if current_conf is None else int(np.asarray(current_conf).sum())
     for p in profile.features:
         fh = current_features.get(p.feature)
+        if n_pred is not None:  # predictions without the key are missing, declared feature or inferred
+            fh = absent_as_missing(fh, n_pred)
         if isinstance(p, NumericProfile):
             feats.append(numeric_drift(p, fine_sample(fh), config))
         else:

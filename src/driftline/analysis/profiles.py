@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.grids import SCORE_EDGES, feature_bin_lower, feature_bin_mid
-from ..core.stats import NEG, POS, BucketStats, FeatureHist
+from ..core.stats import NEG, POS, BucketStats, FeatureHist, absent_as_missing
 from .drift_stats import bridge_l1_quantile
 
 NUMERIC, CATEGORICAL = "numeric", "categorical"
@@ -354,6 +354,9 @@ def build_profile(features: Mapping[str, FeatureHist], score_hist: np.ndarray | 
     Dropped features are listed with a reason: "no_values" or "over_limit".
     """
     declared = dict(declared or {})
+    if conf is not None:  # a prediction without the key is missing for every tracked feature (issue 15.2)
+        n_pred = int(np.asarray(conf).sum())
+        features = {k: absent_as_missing(fh, n_pred) or fh for k, fh in features.items()}
     dropped: list[tuple[str, str]] = []
     chosen: list[tuple[str, str]] = []
     for name, kind in declared.items():

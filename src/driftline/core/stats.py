@@ -66,6 +66,19 @@ class FeatureHist:
         return FeatureHist(dict(self.num), dict(self.cat), self.missing)
 
 
+def absent_as_missing(fh: FeatureHist | None, predictions: int) -> FeatureHist | None:
+    """The feature's histogram over a window of `predictions` with each prediction that lacked the key counted as
+    missing (predictions − values recorded): a tracked feature that drops out upstream shows as missing whether it
+    was declared (the engine already counts its absent keys) or inferred (it does not know them). None stays None
+    when nothing is absent."""
+    absent = predictions - (fh.total if fh is not None else 0)
+    if absent <= 0:
+        return fh
+    out = fh.copy() if fh is not None else FeatureHist()
+    out.missing += absent
+    return out
+
+
 def _zeros_i(*shape: int) -> np.ndarray:
     return np.zeros(shape, dtype=np.int64)
 

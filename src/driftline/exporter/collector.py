@@ -26,7 +26,9 @@ from ..triggers.drift_hook import DriftProvider
 from ..triggers.model import FIRING, STATES, Rule
 from ..triggers.rules import AGGREGATE
 from ..triggers.runner import compile_rules, group_stats
-from ..readouts.windows import default_at, window_ending
+from ..core.stats import BucketStats
+from ..readouts.ranking import window_metrics
+from ..readouts.windows import Window, default_at, window_ending, window_rows
 
 log = logging.getLogger(__name__)
 
@@ -74,13 +76,22 @@ def windows_of(config: Config, rules: Sequence[Rule]) -> list[float]:
     return sorted({config.window_s, *(r.window_s for r in rules)})
 
 
-def groups_of(rows: list[BucketRow]) -> list[Group]:
-    """The whole-model group then one group per (variant, model_version), each with its metrics."""
+def groups_of(rows: list[BucketRow], store: Store | None = None, model: str | None = None,
+              window: Window | None = None) -> list[Group]:
+    """The whole-model group then one group per (variant, model_version), each with its metrics (ROC AUC and
+    average precision as `driftline metrics --json`, exact when needed, given the store, model and window)."""
     if not rows:
         return []
     total, by = group_stats(rows)
-    return [Group(AGGREGATE, AGGREGATE, classification(total))] + [
-        Group(v, mv, classification(st)) for (v, mv), st in by.items()]
+
+    def metrics(st: BucketStats, sel: list[BucketRow], variant: str | None, mv: str | None) -> Metrics:
+        if store is None or window is None:
+            return classification(st)
+        return window_metrics(store, model, window, sel, st, variant, mv)
+
+    return [Group(AGGREGATE, AGGREGATE, metrics(total, rows, None, None))] + [
+        Group(v, mv, metrics(st, [r for r in rows if (r.variant, r.model_version) == (v, mv)], v, mv))
+        for (v, mv), st in by.items()]
 
 
 class _Families:
@@ -129,6 +140,11 @@ def add_window(f: _Families, model: str, window: str, groups: list[Group]) -> No
             if value is not None:
                 name, helptext = SCORE_HELP[key]
                 f.gauge(name, helptext, WINDOWED).add_metric(lv, float(value))
+        for name, bound in (("driftline_roc_auc_error_bound", m.ranking.roc_auc_bound),
+                            ("driftline_average_precision_error_bound", m.ranking.average_precision_bound)):
+            if bound is not None:
+                f.gauge(name, "Largest possible |exported value - exact value| (0 when computed exactly from the "
+                        "held scores; else the score-histogram bound).", WINDOWED).add_metric(lv, float(bound))
         for q, key in (("0.5", "p50"), ("0.95", "p95")):
             value = m.label_delay_s.get(key)
             if value is not None:
@@ -205,7 +221,8 @@ class SnapshotCollector:
             for length in windows:
                 w = window_ending(at, length, self.config.bucket_s)
                 label = format_duration(length)
-                add_window(f, model, label, groups_of(self.store.buckets(model, w.start, w.end, features=False)))
+                add_window(f, model, label, groups_of(window_rows(self.store, model, w, features=False), self.store,
+                                                      model, w))
                 if self.drift is not None:
                     self._drift(f, model, label, w)
 

@@ -10,6 +10,7 @@ from ..config import Config
 from ..core.labels import VARIANT, VERSION, overflow_counter
 from ..core.stats import BucketStats
 from ..storage.store import Store
+from .ranking import window_metrics
 from .windows import Window, default_at, merged, window_ending, window_rows
 
 
@@ -52,7 +53,7 @@ def metrics_document(store: Store, config: Config, q: MetricsQuery) -> dict[str,
     total = BucketStats()
     for st in group_stats.values():
         total.add(st)
-    m: Metrics = classification(total)
+    m: Metrics = window_metrics(store, q.model, window, rows, total, q.variant, q.model_version)
     doc["window"] = window.to_json()
     if empty:
         doc["window"].update(start=None, end=None)

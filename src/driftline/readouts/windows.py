@@ -1,4 +1,5 @@
-"""Window selection: `[at − window, at)` by prediction time, aligned to bucket boundaries."""
+"""Window selection: `[end − window, end)` by prediction time, where `end` is `at` aligned down to a bucket
+boundary, so a window never holds a prediction at or after `at` (a backtest never sees its future)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 
 from ..config import format_duration
 from ..core.events import iso
+from ..storage.compaction import COMPACTED_SHARD, DAY_S
 from ..storage.store import BucketRow, Store
 from ..core.stats import BucketStats, merge
 
@@ -28,15 +30,15 @@ class Window:
 
 
 def window_ending(at: float, length_s: float, bucket_s: int) -> Window:
-    """Window of `length_s` ending at `at` rounded up to a bucket boundary."""
-    end = math.ceil(at / bucket_s) * bucket_s
-    if end == at and at % bucket_s == 0:
-        end = int(at)
+    """Window of `length_s` ending at the last bucket boundary at or before `at`: buckets are the smallest unit
+    stored, so a bucket holding `at` would hold predictions after it (issue 15: `--at` must not leak the future)."""
+    end = math.floor(at / bucket_s) * bucket_s
     return Window(end - length_s, end)
 
 
 def default_at(store: Store, model: str | None, bucket_s: int) -> float | None:
-    """Newest prediction time stored, so a replayed history shows its last window."""
+    """The end of the bucket holding the newest prediction stored (a boundary after every stored prediction), so a
+    replayed history shows its last window, newest bucket included."""
     rng = store.bucket_range(model)
     if rng is None:
         return None
@@ -44,13 +46,15 @@ def default_at(store: Store, model: str | None, bucket_s: int) -> float | None:
     end_of_last_bucket = rng[1] + bucket_s
     if newest is None:
         return float(end_of_last_bucket)
-    return min(float(newest) + 1e-6, float(end_of_last_bucket))
+    return float(min(math.floor(newest / bucket_s) * bucket_s + bucket_s, end_of_last_bucket))
 
 
 def window_rows(store: Store, model: str | None, window: Window, variant: str | None = None,
                 model_version: str | None = None, features: bool | str = True) -> list[BucketRow]:
-    """The window's stored buckets (all shards, versions and variants unless filtered)."""
-    return store.buckets(model, window.start, window.end, variant, model_version, features)
+    """The window's stored buckets (all shards, versions and variants unless filtered). A compacted day row that
+    reaches past the window's end is left out: it would bring predictions at or after the end."""
+    rows = store.buckets(model, window.start, window.end, variant, model_version, features)
+    return [r for r in rows if r.shard != COMPACTED_SHARD or r.bucket_start + DAY_S <= window.end]
 
 
 def merged(rows: list[BucketRow]) -> BucketStats:

@@ -4,7 +4,7 @@ bucket per (model, model version, variant, UTC day), stored under shard COMPACTE
 Safe because buckets past the label horizon no longer change (their predictions' join state has expired) and
 buckets merge by addition: a window that covers whole days gives exactly the same numbers before and after
 (ISO-week reports, daily trends, 7-day windows ending at midnight). A window starting or ending mid-day over
-compacted history counts the compacted days whole. Nothing is dropped. The engine never writes shard -1, so a
+compacted history leaves out the day it cuts (readouts.windows.window_rows). Nothing is dropped. The engine never writes shard -1, so a
 late write to an old hourly bucket (a replayed old event) simply lands next to the compacted row and is merged
 by the next run; on PostgreSQL the rows are locked (FOR UPDATE) while merged, as the ingestion path does.
 """

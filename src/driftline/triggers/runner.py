@@ -1,6 +1,6 @@
 """One evaluation pass: read every trigger's metric from the store, run the pure evaluator, persist the result.
 
-Windows end at `at` (default `now`); `now` drives for-durations, cooldowns and event silence. Both are given by
+Windows end at `at` (default `now`) aligned down to a bucket boundary; `now` drives for-durations, cooldowns and event silence. Both are given by
 the caller (service clock, or `--at` for a historical replay), never read here.
 """
 
@@ -10,10 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.classification import Metrics, classification
+from ..analysis.classification import Metrics
 from ..config import Config, ConfigError, Trigger
 from ..core.stats import BucketStats
 from ..storage.store import BucketRow, Store
+from ..readouts.ranking import window_metrics
 from ..readouts.windows import Window, iso, merged, window_ending, window_rows
 from . import history
 from .drift_hook import DriftProvider, DriftReading, observation as drift_observation
@@ -101,8 +102,9 @@ class Reader:
         """Classifier metrics of the window (as `driftline metrics --at`), cached."""
         key = (window_s, variant)
         if key not in self._metrics:
-            rows = window_rows(self.store, self.model, self.window(window_s), variant, features=False)
-            self._metrics[key] = classification(group_stats(rows)[0])
+            window = self.window(window_s)
+            rows = window_rows(self.store, self.model, window, variant, features=False)
+            self._metrics[key] = window_metrics(self.store, self.model, window, rows, group_stats(rows)[0], variant)
         return self._metrics[key]
 
     def counters(self) -> dict[tuple[str, str], int]:

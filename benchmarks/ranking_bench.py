@@ -1,0 +1,84 @@
+"""Cost of exact ROC AUC / average precision: `metrics_document` for a 7-day window with the exact path (the
+held (score, label) join rows, taken when the histogram bound exceeds readouts.ranking.TOLERANCE) against the
+same query answered from the histograms only (the O(buckets) baseline), in the same run.
+
+Usage: python benchmarks/ranking_bench.py [--per-day 5000 20000]
+Ingests 7 days of simulated fraud traffic (labels included) into SQLite per volume and prints, per volume, the
+labelled predictions, the method used, the AP error of each path against sklearn, and the latency ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+
+import msgspec
+import numpy as np
+from sklearn.metrics import average_precision_score
+
+from driftline.config import from_dict
+from driftline.ingest.pipeline import Pipeline, RawRecord
+from driftline.ingest.simulate import SimSpec, stream
+from driftline.readouts import ranking
+from driftline.readouts.metrics import MetricsQuery, metrics_document
+from driftline.storage.store import Store
+
+DAY = 86400.0
+END = 1_795_996_800.0  # 2026-11-30T00:00:00Z
+
+
+def build(per_day: int, workdir: str) -> tuple[Store, float, float]:
+    """A store holding 7 days of traffic; returns it with sklearn's AP of its labelled predictions."""
+    config = from_dict({})
+    store = Store(f"sqlite:///{workdir}/rank-{per_day}.db", clock=lambda: END + 60 * DAY)
+    store.migrate()
+    enc = msgspec.json.Encoder()
+    events = list(stream(SimSpec(start=END - 7 * DAY, days=7, per_day=per_day, drift_day=99, seed=3),
+                         end=END + 60 * DAY))
+    scores = {e["prediction_id"]: e["score"] for e in events if e["type"] == "prediction"}
+    labels = {e["prediction_id"]: e["label"] for e in events if e["type"] == "outcome"}
+    ids = [i for i in labels if i in scores]
+    ap = float(average_precision_score([labels[i] for i in ids], [scores[i] for i in ids]))
+    raws = [enc.encode(e) for e in events]
+    pipe = Pipeline(config, store, clock=lambda: END + 60 * DAY)
+    for i in range(0, len(raws), 20_000):
+        pipe.process_batch([RawRecord("bench", 0, j, r) for j, r in enumerate(raws[i:i + 20_000], start=i)])
+    return store, ap, float(len(ids))
+
+
+def timed(store: Store, repeat: int = 7) -> tuple[float, dict]:
+    q = MetricsQuery("fraud", 7 * DAY, at=END)
+    config = from_dict({})
+    times, doc = [], {}
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        doc = metrics_document(store, config, q)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), doc
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--per-day", type=int, nargs="+", default=[5000, 20000])
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        for per_day in args.per_day:
+            store, sk_ap, labelled = build(per_day, d)
+            t_exact, doc_e = timed(store)
+            saved = ranking.TOLERANCE
+            ranking.TOLERANCE = float("inf")  # the histogram-only baseline
+            try:
+                t_hist, doc_h = timed(store)
+            finally:
+                ranking.TOLERANCE = saved
+            e, h = doc_e["metrics"]["average_precision"], doc_h["metrics"]["average_precision"]
+            print(f"per_day={per_day} labelled={labelled:.0f}: {e['method']} AP err {e['value'] - sk_ap:+.2e} "
+                  f"(bound {e['bound']:.1e}) in {t_exact * 1e3:.1f} ms; histogram AP err {h['value'] - sk_ap:+.2e} "
+                  f"(bound {h['bound']:.1e}) in {t_hist * 1e3:.1f} ms; ratio exact/histogram {t_exact / t_hist:.2f}")
+            store.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""ROC AUC and average precision of a window: from the histograms when their bound is tight enough, otherwise
+exact from the held (score, label) pairs of the join state, so `metrics`, triggers and the exporter agree."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..analysis.classification import Metrics, classification
+from ..analysis.ranking import Ranking, exact_ranking, histogram_ranking
+from ..core.stats import NEG, POS, BucketStats
+from ..storage.compaction import COMPACTED_SHARD
+from ..storage.scores import bucket_shards, labelled_scores
+from ..storage.store import BucketRow, Store
+from .windows import Window
+
+TOLERANCE = 5e-4
+"""Largest histogram bound accepted without trying the exact path."""
+EXACT_MAX_LABELLED = 250_000
+"""Windows with more labelled predictions keep the O(buckets) histogram result (with its bound)."""
+
+
+def window_ranking(store: Store, model: str | None, window: Window, rows: Sequence[BucketRow], stats: BucketStats,
+                   variant: str | None = None, model_version: str | None = None) -> Ranking:
+    """The histogram result when its bound is ≤ TOLERANCE; else the exact one when every labelled prediction of
+    the window is still held (same labelled and positive counts as the buckets) and there are
+    at most EXACT_MAX_LABELLED; else the histogram result with its bound."""
+    hist = histogram_ranking(stats.hist[POS], stats.hist[NEG])
+    labelled = int(stats.conf[POS].sum() + stats.conf[NEG].sum())
+    if hist.bound <= TOLERANCE or labelled > EXACT_MAX_LABELLED or not rows:
+        return hist
+    shards = sorted({r.shard for r in rows})
+    if COMPACTED_SHARD in shards:  # a compacted day does not say its shards; its join rows are usually expired
+        shards = sorted(set(shards) - {COMPACTED_SHARD} | set(bucket_shards(store, model)))
+    pairs = labelled_scores(store, model, window.start, window.end, shards, variant, model_version,
+                            EXACT_MAX_LABELLED)
+    if pairs is None:
+        return hist
+    scores, labels = pairs
+    if len(labels) != labelled or int(labels.sum()) != int(stats.conf[POS].sum()):
+        return hist  # some rows expired (or a batch landed between the two reads): keep the bounded result
+    return exact_ranking(scores, labels)
+
+
+def window_metrics(store: Store, model: str | None, window: Window, rows: Sequence[BucketRow], stats: BucketStats,
+                   variant: str | None = None, model_version: str | None = None) -> Metrics:
+    """`classification` of a window's merged statistics with its ranking metrics from `window_ranking`."""
+    return classification(stats, window_ranking(store, model, window, rows, stats, variant, model_version))

@@ -1,0 +1,166 @@
+"""Issue 15 part 1: ROC AUC and average precision equal scikit-learn's within 1e-3 on every stream.
+
+The pure pieces (exact formulas, histogram bounds that always contain the exact value) are property-tested
+against sklearn on random score distributions (narrow bands, ties, n from 2 to 10^5); the issue's cases run
+through the real store and `driftline metrics --json`, triggers and the exporter.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from driftline.analysis.ranking import (average_precision_bounds, exact_average_precision, exact_roc_auc,
+                                        histogram_ranking, roc_auc_bounds)
+from driftline.cli import main
+from driftline.config import from_dict
+from driftline.core.grids import N_SCORE_BINS, score_bin
+from driftline.exporter.collector import SnapshotCollector
+from driftline.ingest.pipeline import Pipeline, RawRecord
+from driftline.readouts.metrics import MetricsQuery, metrics_document
+from driftline.storage.store import Store
+from driftline.triggers import runner
+
+from helpers import outcome, pred
+
+T0 = 1_788_739_200.0  # 2026-09-07T00:00:00Z
+
+
+def _hists(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    b = score_bin(scores)
+    return (np.bincount(b[labels == 1], minlength=N_SCORE_BINS), np.bincount(b[labels == 0], minlength=N_SCORE_BINS))
+
+
+@st.composite
+def streams(draw) -> tuple[np.ndarray, np.ndarray]:
+    """Scores from a narrow band, a few tied values, a wide beta, or rounded; n from 2 to 10^5; both classes."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    n = draw(st.sampled_from([2, 3, 5, 17, 100, 1000, 4000, 20_000, 100_000]))
+    kind = draw(st.sampled_from(["band", "ties", "beta", "rounded", "close"]))
+    rng = np.random.default_rng(seed)
+    if kind == "band":
+        lo = rng.uniform(0, 0.99)
+        s = rng.uniform(lo, min(1.0, lo + 10 ** rng.uniform(-7, -0.5)), n)
+    elif kind == "ties":
+        s = rng.choice(rng.uniform(0, 1, int(rng.integers(1, 6))), n)
+    elif kind == "beta":
+        s = rng.beta(rng.uniform(0.2, 3), rng.uniform(0.2, 8), n)
+    elif kind == "rounded":
+        s = np.round(rng.uniform(0.25, 0.74, n), int(rng.integers(1, 4)))
+    else:
+        s = 0.5 + rng.integers(0, 3, n) * 1e-3
+    p_pos = rng.uniform(0.02, 0.9)
+    y = (rng.random(n) < p_pos * (0.5 + s)).astype(np.int64)
+    y[0], y[-1] = 1, 0  # both classes
+    return s, y
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams())
+def test_exact_equals_sklearn_and_histogram_bounds_contain_it(data) -> None:
+    s, y = data
+    auc, ap = roc_auc_score(y, s), average_precision_score(y, s)
+    assert exact_roc_auc(s, y) == pytest.approx(auc, abs=1e-12)
+    assert exact_average_precision(s, y) == pytest.approx(ap, abs=1e-12)
+    pos, neg = _hists(s, y)
+    lo, hi = roc_auc_bounds(pos, neg)
+    assert lo - 1e-12 <= auc <= hi + 1e-12
+    lo, hi = average_precision_bounds(pos, neg)
+    assert lo - 1e-12 <= ap <= hi + 1e-12
+    h = histogram_ranking(pos, neg)
+    assert abs(h.roc_auc - auc) <= h.roc_auc_bound + 1e-12
+    assert abs(h.average_precision - ap) <= h.average_precision_bound + 1e-12
+
+
+def _ingest(store: Store, scores: np.ndarray, labels: np.ndarray, variant: str = "A") -> None:
+    raws = [pred(f"{variant}{i}", float(s), T0 + (i % 3600), variant=variant) for i, s in enumerate(scores)]
+    raws += [outcome(f"{variant}{i}", int(y), T0 + 7200) for i, y in enumerate(labels)]
+    pipe = Pipeline(from_dict({}), store, clock=lambda: T0 + 86400)
+    for i in range(0, len(raws), 20_000):
+        pipe.process_batch([RawRecord("t", 0, j, r) for j, r in enumerate(raws[i:i + 20_000], start=i)])
+
+
+def _issue_streams() -> list[tuple[str, np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(15)
+    out = [("two close scores", np.array([0.501, 0.500]), np.array([1, 0]))]
+    for name, lo, hi, n in (("narrow band", 0.42, 0.61, 4000), ("wide band", 0.25, 0.74, 20_000)):
+        s = rng.uniform(lo, hi, n)
+        y = (rng.random(n) < (s - lo) / (hi - lo)).astype(np.int64)
+        out.append((name, s, y))
+    s = np.array([0.9, 0.8, 0.7, 0.62, 0.61, 0.504, 0.503, 0.502, 0.501, 0.5, 0.45, 0.4, 0.35, 0.3, 0.2, 0.15, 0.1])
+    y = np.array([1, 0, 1, 1, 0, 0, 1, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0])
+    out.append(("17 events", s, y))
+    return out
+
+
+@pytest.mark.parametrize("name,scores,labels", _issue_streams(), ids=lambda v: v if isinstance(v, str) else "")
+def test_metrics_json_triggers_and_exporter_agree_with_sklearn(tmp_path, capsys, name, scores, labels) -> None:
+    """The issue's cases: two predictions 0.501/0.500 (was 0.5 and 0.5, sklearn 1 and 1), a narrow score band
+    (AP was −0.0069 off), a wider band at n = 20,000 (−0.0026) and a 17-event example."""
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    store = Store(url)
+    store.migrate()
+    try:
+        _ingest(store, scores, labels)
+        auc, ap = roc_auc_score(labels, scores), average_precision_score(labels, scores)
+        cfg = from_dict({"window": "1d", "triggers": [
+            {"name": "auc", "metric": "roc_auc", "op": "<", "value": 0.1, "window": "1d", "min_n": 1},
+            {"name": "ap", "metric": "average_precision", "op": "<", "value": 0.1, "window": "1d", "min_n": 1}]})
+        at = T0 + 86400
+        doc = metrics_document(store, cfg, MetricsQuery("fraud", 86400, at=at))
+        m = doc["metrics"]
+        assert m["roc_auc"]["value"] == pytest.approx(auc, abs=1e-3)
+        assert m["average_precision"]["value"] == pytest.approx(ap, abs=1e-3)
+        assert m["roc_auc"]["bound"] <= 1e-3 and m["average_precision"]["bound"] <= 1e-3
+        run = runner.run(store, cfg, now=at, at=at, persist=False)
+        by = {r.name: e.state for r, e in zip(run.rules, run.evaluations)}
+        assert by["auc"].value == m["roc_auc"]["value"] and by["ap"].value == m["average_precision"]["value"]
+        fams = {f.name: f for f in SnapshotCollector(store, cfg, clock=lambda: at).collect()}
+        exported = {f: next(s.value for s in fams[f].samples if s.labels["variant"] == "all")
+                    for f in ("driftline_roc_auc", "driftline_average_precision")}
+        assert exported == {"driftline_roc_auc": m["roc_auc"]["value"],
+                            "driftline_average_precision": m["average_precision"]["value"]}
+    finally:
+        store.close()
+    assert main(["--db", url, "metrics", "--window", "1d", "--at", str(at), "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)["metrics"]
+    assert cli["roc_auc"] == m["roc_auc"] and cli["average_precision"] == m["average_precision"]
+
+
+def test_two_close_scores_are_exact() -> None:
+    """The issue's smallest case, straight from the pure functions: the histogram cannot order 0.501 and 0.500
+    (one bin) and says so with a bound of ½; the exact path gives sklearn's 1 and 1."""
+    s, y = np.array([0.501, 0.500]), np.array([1, 0])
+    h = histogram_ranking(*_hists(s, y))
+    assert (h.roc_auc, h.roc_auc_bound) == (0.5, 0.5) and h.average_precision_bound == 0.25
+    assert exact_roc_auc(s, y) == 1.0 and exact_average_precision(s, y) == 1.0
+
+
+def test_variant_filter_and_expired_join_rows_fall_back_to_the_bounded_histogram(tmp_path) -> None:
+    """Per variant the exact path reads only that variant's rows; once the join rows are gone (label horizon)
+    the histogram result comes back with its bound, which still contains sklearn's value."""
+    store = Store(f"sqlite:///{tmp_path / 'v.db'}")
+    store.migrate()
+    try:
+        rng = np.random.default_rng(3)
+        sa, sb = rng.uniform(0.45, 0.55, 3000), rng.uniform(0.1, 0.9, 500)
+        ya, yb = (rng.random(3000) < sa).astype(int), (rng.random(500) < sb).astype(int)
+        _ingest(store, sa, ya, "A")
+        _ingest(store, sb, yb, "B")
+        cfg = from_dict({})
+        doc = metrics_document(store, cfg, MetricsQuery("fraud", 86400, at=T0 + 86400, variant="A"))
+        assert doc["metrics"]["roc_auc"]["method"] == "exact"
+        assert doc["metrics"]["roc_auc"]["value"] == pytest.approx(roc_auc_score(ya, sa), abs=1e-12)
+        with store.begin() as conn:
+            conn.exec_driver_sql("DELETE FROM predictions WHERE variant = 'A' AND prediction_id LIKE 'A1%'")
+        doc = metrics_document(store, cfg, MetricsQuery("fraud", 86400, at=T0 + 86400, variant="A"))
+        r = doc["metrics"]["roc_auc"]
+        assert r["method"] == "histogram" and r["bound"] > 1e-3
+        assert abs(r["value"] - roc_auc_score(ya, sa)) <= r["bound"]
+    finally:
+        store.close()
