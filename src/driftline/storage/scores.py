@@ -26,7 +26,7 @@ def labelled_scores(store: Store, model: str | None, start: float, end: float, s
         q = q.where(p.variant == variant)
     if model_version is not None:
         q = q.where(p.model_version == model_version)
-    with store.begin() as conn:
+    with store.read() as conn:
         rows = conn.execute(q.limit(limit + 1)).all()
     if len(rows) > limit:
         return None
@@ -42,6 +42,6 @@ def bucket_shards(store: Store, model: str | None) -> list[int]:
     q = select(b.shard).where(b.shard >= 0).distinct()
     if model is not None:
         q = q.where(b.model == model)
-    with store.begin() as conn:
+    with store.read() as conn:
         return sorted(int(r[0]) for r in conn.execute(q))
 
