@@ -18,6 +18,7 @@ from ..config import Config
 from ..core.engine import Engine, EngineResult, EngineSettings, JoinView
 from ..core.events import RAW_LIMIT, Decoded, DeadLetter, decode
 from ..storage.store import Store
+from .keys import key_detail, key_problem
 
 MAX_FUTURE_S = 86400.0
 """Events stamped more than this ahead of the injected clock are dead-lettered (ts_in_future)."""
@@ -32,6 +33,8 @@ class RawRecord(msgspec.Struct, frozen=True, gc=False):
     offset: int
     payload: bytes
     kind: str | None = None
+    key: bytes | None = None
+    """Kafka record key (b"" when null), checked against the prediction_id; None: the source has no keys."""
 
 
 @dataclass(slots=True)
@@ -43,6 +46,8 @@ class BatchResult:
     dead: int = 0
     duplicates: int = 0
     counters: Counter[tuple[str, str]] = field(default_factory=Counter)
+    key_problems: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """(source, key_missing|key_mismatch) → records accepted with a wrong key (policy accept)."""
     max_ts: dict[str, float] = field(default_factory=dict)
 
     def add(self, other: BatchResult) -> None:
@@ -51,6 +56,7 @@ class BatchResult:
         self.dead += other.dead
         self.duplicates += other.duplicates
         self.counters.update(other.counters)
+        self.key_problems.update(other.key_problems)
         for k, v in other.max_ts.items():
             self.max_ts[k] = max(v, self.max_ts.get(k, v))
 
@@ -69,6 +75,7 @@ class Pipeline:
         self.store = store
         self.clock = clock
         self.settings = settings_from(config)
+        self.key_policy = config.kafka.on_key_mismatch
 
     def process_batch(self, records: Sequence[RawRecord], shard_of: Callable[[RawRecord], int] | None = None,
                       expected_positions: dict[tuple[str, int], int] | None = None,
@@ -83,6 +90,7 @@ class Pipeline:
         dead: list[DeadLetter] = []
         horizon = self.clock() + MAX_FUTURE_S
         positions: dict[tuple[str, int], int] = {}
+        key_problems: Counter[tuple[str, str]] = Counter()
         for r in records:
             d = decode(r.payload, r.source, r.partition, r.offset, r.kind)
             if type(d) is DeadLetter:
@@ -91,6 +99,13 @@ class Pipeline:
                 detail = f"ts {d.ts:.0f} is more than 1 day ahead of the clock"  # type: ignore[union-attr]
                 dead.append(DeadLetter("ts_in_future", detail, r.source, r.partition, r.offset,
                                        bytes(r.payload[:RAW_LIMIT])))
+            elif r.key is not None and (kp := key_problem(r.key, d.event.prediction_id)):  # type: ignore[union-attr]
+                if self.key_policy == "dead_letter":
+                    dead.append(DeadLetter(kp, key_detail(kp, r.key, d.event.prediction_id),  # type: ignore
+                                           r.source, r.partition, r.offset, bytes(r.payload[:RAW_LIMIT])))
+                else:
+                    key_problems[(r.source, kp)] += 1
+                    ok.append((d, r.partition if shard_of is None else shard_of(r)))  # type: ignore[arg-type]
             else:
                 ok.append((d, r.partition if shard_of is None else shard_of(r)))  # type: ignore[arg-type]
             key = (r.source, r.partition)
@@ -104,7 +119,7 @@ class Pipeline:
             result = engine.finish()
             self.store.commit_batch(conn, result, dead, positions, meta=meta, expected_positions=expected_positions)
         out = BatchResult(records=len(records), accepted=len(ok), dead=len(dead), counters=result.counters,
-                          max_ts=dict(result.max_ts))
+                          max_ts=dict(result.max_ts), key_problems=key_problems)
         out.duplicates = sum(v for (name, _), v in result.counters.items() if name == "duplicates")
         return out
 

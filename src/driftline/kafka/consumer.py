@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafka import OffsetAndMetadata, TopicPartition
-from kafka.errors import KafkaError
+from kafka.errors import KafkaError, OffsetOutOfRangeError
 from sqlalchemy.exc import DataError
 
 from ..ops import OpsMetrics
@@ -24,11 +24,15 @@ from ..ingest.pipeline import Pipeline, RawRecord
 from ..storage.store import StalePositions, StoreUnavailable
 from .batches import Batch, fill, fresh_records
 from .connect import open_consumer, open_dead_letter_sink
+from .dlt import DeadLetterCopies
 from .faults import Faults
 from .handoff import Handoff
 from .health import Backoff, ConsumerStatus, broker_connected, consumed_counter
-from .producer import DeadLetterSink, dead_letters_in
+from .lag import end_offsets, lags_from
+from .producer import dead_letters_in
+from .resets import Placement, move_position, place, record_problem, recorded_problem
 from .settings import KafkaSettings
+from .signals import signals
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +59,13 @@ class LiveConsumer:
         self.status = ConsumerStatus()
         self.consumer: Any = None
         self.handoff: Handoff | None = None
-        self.dlt: DeadLetterSink | None = None
+        self.dlt: DeadLetterCopies | None = None
+        self.sig = signals(self.ops)
+        self.unresolved: dict[TopicPartition, str] = {}
+        """Partitions stopped by an offset-reset problem under policy `fail` → what is wrong."""
+        self.unowned_since: float | None = monotonic()
+        self.next_lag = 0.0
+        self.all_lags: dict[tuple[str, int], int] = {}
         self.owned: set[TopicPartition] = set()
         self.pending: set[TopicPartition] = set()
         self.expected: dict[TopicPartition, int] = {}
@@ -70,7 +80,8 @@ class LiveConsumer:
 
     # --- readiness ------------------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
-        """(ready, reason) for /readyz: broker connected and database reachable."""
+        """(ready, reason) for /readyz: broker connected, database reachable, partitions owned (after a grace
+        period) and no offset-reset problem left unresolved."""
         s = self.status
         if s.phase != "consuming":
             return False, f"kafka {s.phase}" + (f": {s.error}" if s.error else "")
@@ -78,6 +89,14 @@ class LiveConsumer:
             return False, f"kafka unreachable for {self.monotonic() - s.since:.0f}s"
         if not s.db_ok:
             return False, "database unavailable: consuming paused, batch held"
+        unresolved = dict(self.unresolved)
+        if unresolved:
+            return False, ("offset reset unresolved (kafka.on_offset_reset: fail; restart with earliest or latest "
+                           "to resume): " + "; ".join(unresolved[tp] for tp in sorted(unresolved)))
+        since = self.unowned_since
+        if since is not None and self.monotonic() - since > self.settings.unassigned_grace_s:
+            return False, (f"no partition assigned for {self.monotonic() - since:.0f}s (group rebalancing, or more "
+                           "processes than partitions)")
         lag = "" if s.lag is None else f", lag {s.lag}"
         return True, f"kafka ok: {s.assigned} partitions assigned{lag}"
 
@@ -93,7 +112,8 @@ class LiveConsumer:
             return False
         self.attach(consumer)
         consumer.subscribe(list(self.settings.topics), listener=self.handoff)
-        self.dlt = open_dead_letter_sink(self.settings)
+        sink = open_dead_letter_sink(self.settings, self.sig)
+        self.dlt = None if sink is None else DeadLetterCopies(sink, self.pipeline.store, self.monotonic)
         return True
 
     def attach(self, consumer: Any) -> Handoff:
@@ -130,7 +150,10 @@ class LiveConsumer:
         except KafkaError as err:
             log.warning("poll failed: %s", err)
             polled = {}
-            self.stop.wait(0.5)
+            if isinstance(err, OffsetOutOfRangeError) and err.args and isinstance(err.args[0], dict):
+                self._recheck(set(err.args[0]), "a fetch was out of range")
+            else:
+                self.stop.wait(0.5)
         self._apply_handoff()
         now = self.monotonic()
         if self.held is not None:
@@ -152,6 +175,9 @@ class LiveConsumer:
             self.owned.discard(tp)
             self.pending.discard(tp)
             self.expected.pop(tp, None)
+            self._unresolve(tp)
+            if self.dlt is not None:
+                self.dlt.forget((source_of(tp.topic), tp.partition))
             if self.held is not None:
                 self.held.pop(tp, None)
         if self.held is not None and not self.held:
@@ -161,6 +187,11 @@ class LiveConsumer:
             self.pending |= assigned
         if dropped or assigned:
             self.status.assigned = len(self.owned)
+            self.sig.partitions_owned.set(len(self.owned))
+            if self.owned:
+                self.unowned_since = None
+            elif self.unowned_since is None:
+                self.unowned_since = self.monotonic()
             self._check_copartitioned()
 
     def _check_copartitioned(self) -> None:
@@ -176,22 +207,85 @@ class LiveConsumer:
             self.stop.set()
 
     def _position_pending(self) -> None:
-        """Seek newly assigned partitions to the positions stored with the state, then resume them."""
+        """Check the positions stored with the state against the log's start and end, apply
+        kafka.on_offset_reset to any outside it, seek and resume (a `fail` partition stays paused)."""
         tps = sorted(self.pending, key=lambda tp: (tp.topic, tp.partition))
+        store = self.pipeline.store
         try:
-            stored = {t: self.pipeline.store.positions(source_of(t)) for t in {tp.topic for tp in tps}}
+            stored = {t: store.positions(source_of(t)) for t in {tp.topic for tp in tps}}
+            recorded = {tp: recorded_problem(store, source_of(tp.topic), tp.partition) for tp in tps}
         except StoreUnavailable as err:
             self._db_down(err, f"reading stored positions of {len(tps)} partitions")
             return
         self._db_up()
+        try:
+            starts = self.consumer.beginning_offsets(tps, timeout_ms=5000)
+            ends = self.consumer.end_offsets(tps, timeout_ms=5000)
+        except KafkaError as err:
+            log.warning("cannot read the log start/end offsets of %d partitions (%s); retrying", len(tps), err)
+            self.db_retry_at = self.monotonic() + 1.0
+            return
+        resumed = []
         for tp in tps:
-            offset = stored[tp.topic].get(tp.partition, 0)
-            self.consumer.seek(tp, offset)
-            self.expected[tp] = offset
-        self.consumer.resume(*tps)
-        self.pending.clear()
+            pl = place(stored[tp.topic].get(tp.partition), starts[tp], ends[tp], self.settings.on_offset_reset,
+                       recorded[tp])
+            try:
+                if not self._apply_placement(tp, pl, recorded[tp] is not None):
+                    continue
+            except StoreUnavailable as err:
+                self._db_down(err, "storing an offset reset")
+                return
+            except StalePositions as err:
+                log.warning("%s; another consumer stored this partition meanwhile: re-reading", err)
+                continue
+            resumed.append(tp)
+        if resumed:
+            self.consumer.resume(*resumed)
+        self.pending -= set(resumed) | set(self.unresolved)
         log.info("resuming at stored positions: %s",
-                 ", ".join(f"{tp.topic}[{tp.partition}]@{self.expected[tp]}" for tp in tps))
+                 ", ".join(f"{tp.topic}[{tp.partition}]@{self.expected[tp]}" for tp in resumed) or "none")
+        if self.dlt is not None:
+            for tp in resumed:
+                self.dlt.adopt((source_of(tp.topic), tp.partition), self.expected[tp])
+
+    def _apply_placement(self, tp: TopicPartition, pl: Placement, was_recorded: bool) -> bool:
+        """Log, count and apply an offset-reset decision; False when the partition stays stopped."""
+        source, policy = source_of(tp.topic), self.settings.on_offset_reset
+        if pl.problem is not None:
+            what = pl.problem.describe(tp.topic, tp.partition)
+            if pl.seek is None:
+                if not was_recorded:
+                    record_problem(self.pipeline.store, source, tp.partition, pl.problem)
+                    self.sig.offset_resets.labels(topic=tp.topic, problem=pl.problem.kind, policy=policy).inc()
+                log.error("offset reset: %s; kafka.on_offset_reset is fail: partition stopped until a restart "
+                          "with earliest or latest", what)
+                self.unresolved[tp] = what
+                self.sig.offset_unresolved.labels(topic=tp.topic, partition=str(tp.partition)).set(1)
+                return False
+            self.sig.offset_resets.labels(topic=tp.topic, problem=pl.problem.kind, policy=policy).inc()
+            log.error("offset reset: %s; kafka.on_offset_reset is %s: resuming at offset %d", what, policy, pl.seek)
+        if pl.move_to is not None and pl.problem is not None:
+            move_position(self.pipeline.store, source, tp.partition, pl.problem.stored, pl.move_to)
+        self._unresolve(tp)
+        assert pl.seek is not None
+        self.consumer.seek(tp, pl.seek)
+        self.expected[tp] = pl.expected
+        return True
+
+    def _unresolve(self, tp: TopicPartition) -> None:
+        if self.unresolved.pop(tp, None) is not None:
+            self.sig.offset_unresolved.remove(tp.topic, str(tp.partition))
+
+    def _recheck(self, tps: set[TopicPartition], why: str) -> None:
+        """A position left the log while consuming: pause, forget it and check it again like a new assignment."""
+        tps = {tp for tp in tps if tp in self.owned and tp not in self.pending}
+        if not tps:
+            return
+        log.warning("%s for %s: checking the stored positions against the log again", why, _fmt(tps))
+        self.consumer.pause(*tps)
+        for tp in tps:
+            self.expected.pop(tp, None)
+            self.pending.add(tp)
 
     def _store(self, batch: Batch) -> None:
         """One fenced transaction for the batch; then dead-letter copies and the advisory Kafka commit."""
@@ -205,8 +299,9 @@ class LiveConsumer:
         raws = []
         for tp, recs in batch.items():
             source, partition, kind = source_of(tp.topic), tp.partition, self.settings.kind_of(tp.topic)
-            raws.extend([RawRecord(source, partition, r.offset, r.value if r.value is not None else b"", kind)
-                         for r in recs])
+            raws.extend([RawRecord(source, partition, r.offset, r.value if r.value is not None else b"", kind,
+                                   _key(r)) for r in recs])
+        starts = {tp: self.expected[tp] for tp in batch}
         expected = {(source_of(tp.topic), tp.partition): self.expected[tp] for tp in batch}
         t0 = time.perf_counter()
         try:
@@ -233,10 +328,12 @@ class LiveConsumer:
         self._db_up()
         if was_held:
             self._release_held()
-        if result.dead and self.dlt is not None:
-            letters = dead_letters_in(raws, self.pipeline.clock())
-            payloads = {(r.source, r.partition, r.offset): r.payload for r in raws}
-            self.dlt.send(letters, payloads)
+        self._count_keys(result.key_problems)
+        if self.dlt is not None:
+            letters = dead_letters_in(raws, self.pipeline.clock(), self.settings.on_key_mismatch) if result.dead else []
+            payloads = {(r.source, r.partition, r.offset): r.payload for r in letters and raws}
+            self.dlt.after_batch(letters, payloads, {(source_of(tp.topic), tp.partition): (starts[tp], self.expected[tp])
+                                                     for tp in batch})
         self._commit({tp: self.expected[tp] for tp in batch})
 
     def _isolate(self, batch: Batch) -> None:
@@ -266,12 +363,25 @@ class LiveConsumer:
     def _store_single(self, tp: TopicPartition, rec: Any) -> None:
         key = (source_of(tp.topic), tp.partition)
         raw = RawRecord(key[0], tp.partition, rec.offset, rec.value if rec.value is not None else b"",
-                        self.settings.kind_of(tp.topic))
-        _, letter = self.pipeline.store_or_reject(raw, {key: self.expected[tp]})
+                        self.settings.kind_of(tp.topic), _key(rec))
+        start = self.expected[tp]
+        result, letter = self.pipeline.store_or_reject(raw, {key: start})
+        self._count_keys(result.key_problems)
         if letter is not None:
             log.warning("dead letter store_rejected: %s[%d]@%d: %s", tp.topic, tp.partition, rec.offset, letter.detail)
-            if self.dlt is not None:
-                self.dlt.send([letter], {})
+        if self.dlt is not None:
+            letters = [letter] if letter is not None else (
+                dead_letters_in([raw], self.pipeline.clock(), self.settings.on_key_mismatch) if result.dead else [])
+            self.dlt.after_batch(letters, {}, {key: (start, rec.offset + 1)})
+
+    def _count_keys(self, problems: Any) -> None:
+        """Records accepted with a wrong or missing key (policy accept): counted per topic and warned."""
+        for (source, problem), n in problems.items():
+            topic = source.split(":", 1)[1]
+            self.sig.key_mismatches.labels(topic=topic, problem=problem, action="accepted").inc(n)
+            log.warning("%d records on %s accepted with %s (kafka.on_key_mismatch: accept): both topics must be "
+                        "keyed by prediction_id, or outcomes can miss their prediction", n, topic,
+                        "no key" if problem == "key_missing" else "a key other than their prediction_id")
 
     def _commit(self, offsets: dict[TopicPartition, int]) -> None:
         """Advisory Kafka commit (asynchronous): the database already holds these positions."""
@@ -333,20 +443,41 @@ class LiveConsumer:
 
     # --- housekeeping ---------------------------------------------------------------------------
     def _housekeeping(self) -> None:
-        """Once a second: broker status, lag gauge; every maintain_every_s: maturity/expiry of our shards."""
+        """Once a second: broker status, positions left behind by the log; every 5 s: lag of every partition;
+        every maintain_every_s: maturity/expiry of our shards; dead-letter copies still missing."""
         now = self.monotonic()
         self.next_housekeeping = now + 1.0
         self._broker_status(now)
-        lags: dict[tuple[str, int], int] = {}
+        if now >= self.next_lag and self.status.broker_ok:
+            self.next_lag = now + 5.0
+            self._refresh_all_lags()
+        lags, behind = dict(self.all_lags), set()
         for tp, start in self.expected.items():
             hw = self.consumer.highwater(tp)
             if hw is not None:
                 lags[(tp.topic, tp.partition)] = max(0, hw - start)
+                if hw < start and self.held is None:
+                    behind.add(tp)
         self.ops.set_lags(lags)
         self.status.lag = sum(lags.values()) if lags else None
+        if behind:
+            self._recheck(behind, "the log end fell below the stored position")
+        if self.dlt is not None and self.held is None:
+            self.dlt.maybe_retry({(source_of(tp.topic), tp.partition): off for tp, off in self.expected.items()})
         if now >= self.next_maintain and self.held is None and self.expected:
             self.next_maintain = now + self.maintain_every_s
             self.maintain()
+
+    def _refresh_all_lags(self) -> None:
+        """Lag of every partition of both topics (owned or not) from the stored positions and the log ends
+        (owned partitions are refreshed every second from the fetch high-water marks)."""
+        try:
+            ends = end_offsets(self.consumer, self.settings.topics)
+            stored = {t: self.pipeline.store.positions(source_of(t)) for t in self.settings.topics}
+        except (KafkaError, StoreUnavailable) as err:
+            log.debug("lag of unowned partitions not updated: %s", err)
+            return
+        self.all_lags = lags_from(ends, stored, self.expected)
 
     def maintain(self) -> None:
         """Implicit negatives and expiry for the partitions (shards) this process owns."""
@@ -392,6 +523,12 @@ class LiveConsumer:
             self.dlt.close()
         self.consumer = None
         log.info("consumer closed after %d stored batches", self.stored_batches)
+
+
+def _key(rec: Any) -> bytes:
+    """A record's key for the co-partitioning check (b"" when null)."""
+    key = getattr(rec, "key", None)
+    return key if isinstance(key, bytes) else b"" if key is None else str(key).encode()
 
 
 def _fmt(tps: set[TopicPartition]) -> str:
