@@ -9,7 +9,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pytest
 from kafka import TopicPartition as TP
 
 from driftline.config import Config, Kafka

@@ -24,25 +24,20 @@ from ..ingest.pipeline import Pipeline, RawRecord
 from ..storage.store import StalePositions, StoreUnavailable
 from .batches import Batch, fill, fresh_records
 from .connect import open_consumer, open_dead_letter_sink
+from .assignment import Ownership, fmt, source_of
 from .dlt import DeadLetterCopies
 from .faults import Faults
 from .handoff import Handoff
 from .health import Backoff, ConsumerStatus, broker_connected, consumed_counter
 from .lag import end_offsets, lags_from
 from .producer import dead_letters_in
-from .resets import Placement, move_position, place, record_problem, recorded_problem
 from .settings import KafkaSettings
 from .signals import signals
 
 log = logging.getLogger(__name__)
 
 
-def source_of(topic: str) -> str:
-    """Position source name of a topic in the store."""
-    return f"kafka:{topic}"
-
-
-class LiveConsumer:
+class LiveConsumer(Ownership):
     """One consumer-group member; `run()` blocks until `stop` is set, then closes cleanly."""
 
     def __init__(self, pipeline: Pipeline, settings: KafkaSettings, stop: threading.Event, *,
@@ -125,7 +120,7 @@ class LiveConsumer:
 
     def _rebalance_event(self, kind: str, tps: set[TopicPartition]) -> None:
         """Runs on kafka-python's IO thread inside poll(): log and the crash-test hook only."""
-        log.info("partitions %s: %s", "revoked" if kind == "revoke" else "assigned", _fmt(tps))
+        log.info("partitions %s: %s", "revoked" if kind == "revoke" else "assigned", fmt(tps))
         self.faults.hit(kind)
 
     # --- main loop ------------------------------------------------------------------------------
@@ -167,125 +162,6 @@ class LiveConsumer:
                 self._store(batch)
         if now >= self.next_housekeeping:
             self._housekeeping()
-
-    def _apply_handoff(self) -> None:
-        assert self.handoff is not None
-        assigned, dropped = self.handoff.take()
-        for tp in dropped:
-            self.owned.discard(tp)
-            self.pending.discard(tp)
-            self.expected.pop(tp, None)
-            self._unresolve(tp)
-            if self.dlt is not None:
-                self.dlt.forget((source_of(tp.topic), tp.partition))
-            if self.held is not None:
-                self.held.pop(tp, None)
-        if self.held is not None and not self.held:
-            self._release_held()
-        if assigned:
-            self.owned |= assigned
-            self.pending |= assigned
-        if dropped or assigned:
-            self.status.assigned = len(self.owned)
-            self.sig.partitions_owned.set(len(self.owned))
-            if self.owned:
-                self.unowned_since = None
-            elif self.unowned_since is None:
-                self.unowned_since = self.monotonic()
-            self._check_copartitioned()
-
-    def _check_copartitioned(self) -> None:
-        """Both topics must keep equal partition numbers (someone may add partitions to one of them)."""
-        by_topic: dict[str, set[int]] = {t: set() for t in self.settings.topics}
-        for tp in self.owned:
-            by_topic.setdefault(tp.topic, set()).add(tp.partition)
-        a, b = (by_topic[t] for t in self.settings.topics)
-        if a != b:
-            log.error("assignment is not co-partitioned (%s: %s, %s: %s): the topics' partition counts differ; "
-                      "stopping", self.settings.topics[0], sorted(a), self.settings.topics[1], sorted(b))
-            self.status.phase, self.status.error = "stopped", "topics not co-partitioned"
-            self.stop.set()
-
-    def _position_pending(self) -> None:
-        """Check the positions stored with the state against the log's start and end, apply
-        kafka.on_offset_reset to any outside it, seek and resume (a `fail` partition stays paused)."""
-        tps = sorted(self.pending, key=lambda tp: (tp.topic, tp.partition))
-        store = self.pipeline.store
-        try:
-            stored = {t: store.positions(source_of(t)) for t in {tp.topic for tp in tps}}
-            recorded = {tp: recorded_problem(store, source_of(tp.topic), tp.partition) for tp in tps}
-        except StoreUnavailable as err:
-            self._db_down(err, f"reading stored positions of {len(tps)} partitions")
-            return
-        self._db_up()
-        try:
-            starts = self.consumer.beginning_offsets(tps, timeout_ms=5000)
-            ends = self.consumer.end_offsets(tps, timeout_ms=5000)
-        except KafkaError as err:
-            log.warning("cannot read the log start/end offsets of %d partitions (%s); retrying", len(tps), err)
-            self.db_retry_at = self.monotonic() + 1.0
-            return
-        resumed = []
-        for tp in tps:
-            pl = place(stored[tp.topic].get(tp.partition), starts[tp], ends[tp], self.settings.on_offset_reset,
-                       recorded[tp])
-            try:
-                if not self._apply_placement(tp, pl, recorded[tp] is not None):
-                    continue
-            except StoreUnavailable as err:
-                self._db_down(err, "storing an offset reset")
-                return
-            except StalePositions as err:
-                log.warning("%s; another consumer stored this partition meanwhile: re-reading", err)
-                continue
-            resumed.append(tp)
-        if resumed:
-            self.consumer.resume(*resumed)
-        self.pending -= set(resumed) | set(self.unresolved)
-        log.info("resuming at stored positions: %s",
-                 ", ".join(f"{tp.topic}[{tp.partition}]@{self.expected[tp]}" for tp in resumed) or "none")
-        if self.dlt is not None:
-            for tp in resumed:
-                self.dlt.adopt((source_of(tp.topic), tp.partition), self.expected[tp])
-
-    def _apply_placement(self, tp: TopicPartition, pl: Placement, was_recorded: bool) -> bool:
-        """Log, count and apply an offset-reset decision; False when the partition stays stopped."""
-        source, policy = source_of(tp.topic), self.settings.on_offset_reset
-        if pl.problem is not None:
-            what = pl.problem.describe(tp.topic, tp.partition)
-            if pl.seek is None:
-                if not was_recorded:
-                    record_problem(self.pipeline.store, source, tp.partition, pl.problem)
-                    self.sig.offset_resets.labels(topic=tp.topic, problem=pl.problem.kind, policy=policy).inc()
-                log.error("offset reset: %s; kafka.on_offset_reset is fail: partition stopped until a restart "
-                          "with earliest or latest", what)
-                self.unresolved[tp] = what
-                self.sig.offset_unresolved.labels(topic=tp.topic, partition=str(tp.partition)).set(1)
-                return False
-            self.sig.offset_resets.labels(topic=tp.topic, problem=pl.problem.kind, policy=policy).inc()
-            log.error("offset reset: %s; kafka.on_offset_reset is %s: resuming at offset %d", what, policy, pl.seek)
-        if pl.move_to is not None and pl.problem is not None:
-            move_position(self.pipeline.store, source, tp.partition, pl.problem.stored, pl.move_to)
-        self._unresolve(tp)
-        assert pl.seek is not None
-        self.consumer.seek(tp, pl.seek)
-        self.expected[tp] = pl.expected
-        return True
-
-    def _unresolve(self, tp: TopicPartition) -> None:
-        if self.unresolved.pop(tp, None) is not None:
-            self.sig.offset_unresolved.remove(tp.topic, str(tp.partition))
-
-    def _recheck(self, tps: set[TopicPartition], why: str) -> None:
-        """A position left the log while consuming: pause, forget it and check it again like a new assignment."""
-        tps = {tp for tp in tps if tp in self.owned and tp not in self.pending}
-        if not tps:
-            return
-        log.warning("%s for %s: checking the stored positions against the log again", why, _fmt(tps))
-        self.consumer.pause(*tps)
-        for tp in tps:
-            self.expected.pop(tp, None)
-            self.pending.add(tp)
 
     def _store(self, batch: Batch) -> None:
         """One fenced transaction for the batch; then dead-letter copies and the advisory Kafka commit."""
@@ -529,7 +405,3 @@ def _key(rec: Any) -> bytes:
     """A record's key for the co-partitioning check (b"" when null)."""
     key = getattr(rec, "key", None)
     return key if isinstance(key, bytes) else b"" if key is None else str(key).encode()
-
-
-def _fmt(tps: set[TopicPartition]) -> str:
-    return ", ".join(f"{tp.topic}[{tp.partition}]" for tp in sorted(tps, key=lambda t: (t.topic, t.partition)))
