@@ -40,13 +40,15 @@ class DeadLetterSink:
         self.producer, self.topic, self.max_bytes, self.sig = producer, topic, max_bytes, sig
         self.flush_timeout_s = flush_timeout_s
 
-    def _send_one(self, d: DeadLetter, value: bytes) -> Any | None:
+    def _send_one(self, d: DeadLetter, value: bytes, from_db: bool) -> Any | None:
         """Queue one letter; a synchronous refusal (too large for the producer, no metadata) is counted."""
         value, original = bounded(value, self.max_bytes)
         topic = d.source.split(":", 1)[1] if d.source.startswith("kafka:") else d.source
         headers = [("reason", d.reason.encode()), ("detail", d.detail.encode()[:1000]),
                    ("topic", topic.encode()), ("partition", str(d.partition).encode()),
                    ("offset", str(d.offset).encode())]
+        if from_db:
+            headers.append(("copy", b"database"))  # re-sent from the database: the payload's first 4 KiB
         if original is not None:
             headers.append(("original_size", str(original).encode()))
             self.sig.dlt_truncated.inc()
@@ -69,7 +71,8 @@ class DeadLetterSink:
 
     def send(self, letters: Sequence[DeadLetter], payloads: dict[tuple[str, int, int], bytes]) -> list[bool]:
         """Send each letter (its full original payload when known, bounded), flush, and say which arrived."""
-        futures = [self._send_one(d, payloads.get((d.source, d.partition, d.offset), d.raw)) for d in letters]
+        futures = [self._send_one(d, payloads.get((d.source, d.partition, d.offset), d.raw), not payloads)
+                   for d in letters]
         if any(f is not None for f in futures):
             try:
                 self.producer.flush(timeout=self.flush_timeout_s)
@@ -121,6 +124,10 @@ class DeadLetterCopies:
         else:
             self.done[key] = int(raw)
             self.catch_up(key, stored)
+
+    def close(self) -> None:
+        """Close the producer (queued copies get a few seconds; unconfirmed ones are re-sent from the database)."""
+        self.sink.close()
 
     def forget(self, key: Key) -> None:
         self.done.pop(key, None)
