@@ -145,3 +145,49 @@ def test_dead_letter_topic_survives_a_5mb_poison_and_a_crash_before_sending(kafk
     (cut_headers, cut_value), = [x for x in by_reason["invalid_json"] if "original_size" in x[0]]
     assert cut_headers["original_size"] == str(len(big)) and len(cut_value) == 65536
     assert consistency(db, topics) == (n, n)
+
+
+@pytest.mark.postgres
+def test_member_without_partitions_exports_every_lag_and_is_not_ready(kafka_bootstrap: str, pg_url: str,
+                                                                      tmp_path: Path) -> None:
+    """One partition per topic, two processes: one owns both partitions, the other none. The idle one exports
+    the lag of both partitions (from the stored positions and the log ends) and answers /readyz 503 once past
+    kafka.unassigned_grace; after kill -9 of the owner it takes over and stores everything exactly once."""
+    topics = {"predictions": unique_name("predictions"), "outcomes": unique_name("outcomes")}
+    create_topics(kafka_bootstrap, topics.values(), 1)
+    config = _with(write_config(tmp_path, topics, unique_name("g")), unassigned_grace="3s")
+    events = make_events(tmp_path, days=0.5)
+    probe = StoreProbe(pg_url, topics)
+    a = start_service(tmp_path, config, pg_url, kafka_bootstrap, name="a")
+    b = start_service(tmp_path, config, pg_url, kafka_bootstrap, name="b")
+    try:
+        def idle_and_owner() -> Any:
+            states = {s: s.get("/readyz") for s in (a, b)}
+            idle = [s for s, (code, body) in states.items() if code == 503 and "no partition assigned" in body]
+            owner = [s for s, (code, body) in states.items() if code == 200 and "2 partitions assigned" in body]
+            return (idle[0], owner[0]) if idle and owner else None
+
+        idle, owner = wait_until(idle_and_owner, 120, "one owner, one idle member", procs=(a, b))
+        half = len(events.records) // 2
+        produce(kafka_bootstrap, topics, events.records[:half])
+        wait_until(lambda: probe.total() == half, 60, "first half stored", procs=(a, b))
+        owner.kill()
+        produce(kafka_bootstrap, topics, events.records[half:])
+
+        def lags() -> dict[str, float] | None:
+            _, body = idle.get("/metrics")
+            found = {t: float(v) for t, v in re.findall(
+                r'driftline_consumer_lag_messages\{partition="0",topic="([^"]+)"\} (\S+)', body)}
+            return found if set(found) == set(topics.values()) and sum(found.values()) > 0 else None
+
+        seen = wait_until(lags, 30, "lag of partitions the idle member does not own", procs=(idle,))
+        assert sum(seen.values()) <= len(events.records) - half
+        wait_until(lambda: probe.done(events), 120, "every record stored by the survivor", procs=(idle,))
+        wait_until(lambda: idle.get("/readyz")[0] == 200, 30, "survivor ready", procs=(idle,))
+        assert idle.terminate() == 0
+    finally:
+        a.kill()
+        b.kill()
+        probe.close()
+    assert consistency(pg_url, topics) == (len(events.records), len(events.records))
+    assert_same_state(documents(pg_url), replay_documents(events, tmp_path))
