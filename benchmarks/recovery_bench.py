@@ -26,9 +26,9 @@ from kafka_fixtures import create_topics, start_tansu, unique_name  # noqa: E402
 from kafka_service_support import start_service  # noqa: E402
 
 SETS = {
-    "kafka-python defaults (session 10 s, heartbeat 3 s, max_poll 60 s)": {},
-    "recommended (session 10 s, heartbeat 3 s, max_poll 30 s)": {
-        "session_timeout_ms": 10000, "heartbeat_interval_ms": 3000, "max_poll_interval_ms": 30000},
+    "previous defaults (session 10 s, heartbeat 3 s, max_poll 60 s)": {
+        "session_timeout_ms": 10000, "heartbeat_interval_ms": 3000, "max_poll_interval_ms": 60000},
+    "defaults = recommended (session 10 s, heartbeat 3 s, max_poll 30 s)": {},
     "tight (session 6 s, heartbeat 2 s, max_poll 15 s)": {
         "session_timeout_ms": 6000, "heartbeat_interval_ms": 2000, "max_poll_interval_ms": 15000},
 }

@@ -159,12 +159,14 @@ def test_member_without_partitions_exports_every_lag_and_is_not_ready(kafka_boot
     events = make_events(tmp_path, days=0.5)
     probe = StoreProbe(pg_url, topics)
     a = start_service(tmp_path, config, pg_url, kafka_bootstrap, name="a")
-    b = start_service(tmp_path, config, pg_url, kafka_bootstrap, name="b")
+    b = a
     try:
+        wait_until(lambda: "resuming at stored positions" in a.log(), 60, "A positioned", procs=(a,))
+        b = start_service(tmp_path, config, pg_url, kafka_bootstrap, name="b")
         def idle_and_owner() -> Any:
-            states = {s: s.get("/readyz") for s in (a, b)}
-            idle = [s for s, (code, body) in states.items() if code == 503 and "no partition assigned" in body]
-            owner = [s for s, (code, body) in states.items() if code == 200 and "2 partitions assigned" in body]
+            states = [(s, *s.get("/readyz")) for s in (a, b)]
+            idle = [s for s, code, body in states if code == 503 and "no partition assigned" in body]
+            owner = [s for s, code, body in states if code == 200 and "2 partitions assigned" in body]
             return (idle[0], owner[0]) if idle and owner else None
 
         idle, owner = wait_until(idle_and_owner, 120, "one owner, one idle member", procs=(a, b))

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafka import OffsetAndMetadata, TopicPartition
-from kafka.errors import KafkaError, OffsetOutOfRangeError
+from kafka.errors import KafkaError, NoOffsetForPartitionError, OffsetOutOfRangeError
 from sqlalchemy.exc import DataError
 
 from ..ops import OpsMetrics
@@ -142,6 +142,9 @@ class LiveConsumer(Ownership):
             if self.held is None and self.handoff is not None:
                 polled = fill(self.consumer.poll, polled, self.settings.batch_max_records,
                               self.settings.batch_linger_ms / 1000.0, self.stop, self.handoff.pending, self.monotonic)
+        except NoOffsetForPartitionError as err:  # new partitions, paused until seeked to the stored positions
+            log.debug("poll before positioning: %s", err)
+            polled = {}
         except KafkaError as err:
             log.warning("poll failed: %s", err)
             polled = {}

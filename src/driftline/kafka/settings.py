@@ -35,10 +35,14 @@ CONSUMER_DEFAULTS: dict[str, Any] = {
     "auto_offset_reset": "none",
     "reconnect_backoff_max_ms": 1000,
     "bootstrap_timeout_ms": 5000,
-    "max_poll_interval_ms": 60_000,
+    "session_timeout_ms": 10_000,
+    "heartbeat_interval_ms": 3_000,
+    "max_poll_interval_ms": 30_000,
     "allow_auto_create_topics": False,
 }
-"""Defaults suited to a DB-positioned consumer (overridable through options)."""
+"""Defaults suited to a DB-positioned consumer (overridable through options). max_poll_interval_ms is also the
+rebalance timeout: after a member dies, the others own nothing until it passes (benchmarks/recovery_bench.py:
+68 s of no ownership at 60 s, 13.5 s at 30 s on tansu); one batch takes seconds, the loop polls while paused."""
 
 PRODUCER_DEFAULTS: dict[str, Any] = {
     "reconnect_backoff_max_ms": 1000,
