@@ -6,7 +6,6 @@ no partition (lag of every partition, /readyz)."""
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import Any
 
