@@ -54,6 +54,7 @@ class Ownership:
     db_retry_at: float
 
     # provided by LiveConsumer
+    record_exists: Callable[[TopicPartition, int], bool]
     _release_held: Callable[[], None]
     _db_down: Callable[[Exception, str], None]
     _db_up: Callable[[], None]
@@ -117,8 +118,13 @@ class Ownership:
             return
         resumed = []
         for tp in tps:
-            pl = place(stored[tp.topic].get(tp.partition), starts[tp], ends[tp], self.settings.on_offset_reset,
-                       recorded[tp])
+            pos = stored[tp.topic].get(tp.partition)
+            end = ends[tp]
+            if recorded[tp] is None and pos is not None and pos > end and self.record_exists(tp, pos - 1):
+                log.info("%s[%d]: the broker reports end offset %d but the record at %d exists: trusting the "
+                         "stored position", tp.topic, tp.partition, end, pos - 1)
+                end = pos
+            pl = place(pos, starts[tp], end, self.settings.on_offset_reset, recorded[tp])
             try:
                 if not self._apply_placement(tp, pl, recorded[tp] is not None):
                     continue

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass
+
+from kafka import TopicPartition
+from kafka.errors import OffsetOutOfRangeError
 
 from ..core.engine import EngineResult
 from ..storage.store import Store
+from .settings import KafkaSettings
 
 log = logging.getLogger(__name__)
 
@@ -87,3 +92,30 @@ def move_position(store: Store, source: str, partition: int, old: int, new: int)
     with store.begin() as conn:
         store.commit_batch(conn, EngineResult(), [], {key: new}, meta={meta_key(source, partition): ""},
                            expected_positions={key: old})
+
+
+def record_exists(settings: KafkaSettings, tp: TopicPartition, offset: int, timeout_s: float = 5.0) -> bool:
+    """Whether the log still holds a record at `offset` (or later), read by a group-less consumer of its own.
+
+    Confirms a suspected `beyond_end` before anything moves: a broker's end offset can lag what was already read
+    (tansu's ListOffsets answers the base offset of the last batch), and a false reset would re-read records."""
+    from kafka import KafkaConsumer
+
+    kwargs = settings.consumer_kwargs()
+    kwargs.update(group_id=None, client_id=settings.client_id + "-probe")
+    kwargs.pop("partition_assignment_strategy", None)
+    probe = KafkaConsumer(**kwargs)
+    try:
+        probe.assign([tp])
+        probe.seek(tp, offset)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                got = probe.poll(timeout_ms=500).get(tp, [])
+            except OffsetOutOfRangeError:
+                return False
+            if any(r.offset >= offset for r in got):
+                return True
+        return False
+    finally:
+        probe.close(autocommit=False)
