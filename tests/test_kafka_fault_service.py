@@ -67,9 +67,9 @@ def test_broker_restarted_empty_is_an_error_then_earliest_stores_every_new_event
         status, body = wait_until(lambda: (lambda r: r if r[0] == 503 and "offset reset" in r[1] else None)(
             svc.get("/readyz")), 30, "not ready: offset reset", procs=(svc,))
         assert "beyond the log end" in body
-        _, metrics = svc.get("/metrics")
-        assert re.search(r'driftline_consumer_offset_reset_unresolved\{partition="\d",topic="predictions"\} 1\.0',
-                         metrics)
+        _, metrics = wait_until(lambda: (lambda r: r if re.search(
+            r'driftline_consumer_offset_reset_unresolved\{partition="\d",topic="predictions"\} 1\.0', r[1])
+            else None)(svc.get("/metrics")), 30, "unresolved reset exported", procs=(svc,))
         assert re.search(r'driftline_consumer_offset_resets_total\{policy="fail",problem="beyond_end",'
                          r'topic="predictions"\} [12]\.0', metrics)
         assert probe.total() == len(old.records)  # nothing of the new log stored and nothing skipped

@@ -29,7 +29,7 @@ def consumer(store: Store, logs: Any, clock: Clock, **kafka: Any) -> tuple[LiveC
     fake = FakeConsumer(logs, store)
     lc = LiveConsumer(Pipeline(config, store, clock=lambda: 1.9e9), settings, threading.Event(),
                       db_backoff=Backoff(1.0, 4.0), monotonic=clock, maintain_every_s=1e9,
-                      record_exists=lambda tp, offset: offset < len(fake.logs[tp]))
+                      records_exist=lambda wanted: {tp for tp, off in wanted.items() if off < len(fake.logs[tp])})
     fake.listener = lc.attach(fake)
     return lc, fake
 

@@ -54,7 +54,7 @@ class Ownership:
     db_retry_at: float
 
     # provided by LiveConsumer
-    record_exists: Callable[[TopicPartition, int], bool]
+    records_exist: Callable[[dict[TopicPartition, int]], set[TopicPartition]]
     _release_held: Callable[[], None]
     _db_down: Callable[[Exception, str], None]
     _db_up: Callable[[], None]
@@ -116,14 +116,21 @@ class Ownership:
             log.warning("cannot read the log start/end offsets of %d partitions (%s); retrying", len(tps), err)
             self.db_retry_at = self.monotonic() + 1.0
             return
+        suspect = {tp: stored[tp.topic][tp.partition] - 1 for tp in tps if recorded[tp] is None
+                   and stored[tp.topic].get(tp.partition, 0) > ends[tp]}
+        try:
+            exist = self.records_exist(suspect) if suspect else set()
+        except KafkaError as err:
+            log.warning("cannot confirm positions beyond the reported log end (%s); retrying", err)
+            self.db_retry_at = self.monotonic() + 1.0
+            return
+        for tp in exist:
+            log.info("%s[%d]: the broker reports end offset %d but the record at %d exists: trusting the stored "
+                     "position", tp.topic, tp.partition, ends[tp], suspect[tp])
         resumed = []
         for tp in tps:
             pos = stored[tp.topic].get(tp.partition)
-            end = ends[tp]
-            if recorded[tp] is None and pos is not None and pos > end and self.record_exists(tp, pos - 1):
-                log.info("%s[%d]: the broker reports end offset %d but the record at %d exists: trusting the "
-                         "stored position", tp.topic, tp.partition, end, pos - 1)
-                end = pos
+            end = pos if tp in exist and pos is not None else ends[tp]
             pl = place(pos, starts[tp], end, self.settings.on_offset_reset, recorded[tp])
             try:
                 if not self._apply_placement(tp, pl, recorded[tp] is not None):

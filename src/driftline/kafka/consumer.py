@@ -30,7 +30,7 @@ from .faults import Faults
 from .handoff import Handoff
 from .health import Backoff, ConsumerStatus, broker_connected, consumed_counter
 from .lag import end_offsets, lags_from
-from .resets import record_exists as record_exists_in
+from .resets import records_exist as records_exist_in
 from .producer import dead_letters_in
 from .settings import KafkaSettings
 from .signals import signals
@@ -45,7 +45,7 @@ class LiveConsumer(Ownership):
                  ops: OpsMetrics | None = None, faults: Faults | None = None, poll_ms: int = 500,
                  maintain_every_s: float = 30.0, connect_backoff: Backoff | None = None,
                  db_backoff: Backoff | None = None, monotonic: Callable[[], float] = time.monotonic,
-                 record_exists: Callable[[TopicPartition, int], bool] | None = None) -> None:
+                 records_exist: Callable[[dict[TopicPartition, int]], set[TopicPartition]] | None = None) -> None:
         self.pipeline, self.settings, self.stop = pipeline, settings, stop
         self.ops = ops if ops is not None else OpsMetrics()
         self.faults = faults or Faults()
@@ -58,7 +58,8 @@ class LiveConsumer(Ownership):
         self.handoff: Handoff | None = None
         self.dlt: DeadLetterCopies | None = None
         self.sig = signals(self.ops)
-        self.record_exists = record_exists or (lambda tp, offset: record_exists_in(settings, tp, offset))
+        self.records_exist = records_exist or (lambda wanted: records_exist_in(settings, wanted))
+        """Which partitions still hold a record at an offset (confirms a position beyond the reported end)."""
         self.unresolved: dict[TopicPartition, str] = {}
         """Partitions stopped by an offset-reset problem under policy `fail` → what is wrong."""
         self.unowned_since: float | None = monotonic()

@@ -94,8 +94,10 @@ def move_position(store: Store, source: str, partition: int, old: int, new: int)
                            expected_positions={key: old})
 
 
-def record_exists(settings: KafkaSettings, tp: TopicPartition, offset: int, timeout_s: float = 5.0) -> bool:
-    """Whether the log still holds a record at `offset` (or later), read by a group-less consumer of its own.
+def records_exist(settings: KafkaSettings, wanted: dict[TopicPartition, int], timeout_s: float = 3.0
+                  ) -> set[TopicPartition]:
+    """The partitions whose log still holds a record at the given offset (or later), read by one group-less
+    consumer of its own within `timeout_s`.
 
     Confirms a suspected `beyond_end` before anything moves: a broker's end offset can lag what was already read
     (tansu's ListOffsets answers the base offset of the last batch), and a false reset would re-read records."""
@@ -105,17 +107,29 @@ def record_exists(settings: KafkaSettings, tp: TopicPartition, offset: int, time
     kwargs.update(group_id=None, client_id=settings.client_id + "-probe")
     kwargs.pop("partition_assignment_strategy", None)
     probe = KafkaConsumer(**kwargs)
+    found: set[TopicPartition] = set()
+    left = dict(wanted)
     try:
-        probe.assign([tp])
-        probe.seek(tp, offset)
+        probe.assign(list(left))
+        for tp, offset in left.items():
+            probe.seek(tp, offset)
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        while left and time.monotonic() < deadline:
             try:
-                got = probe.poll(timeout_ms=500).get(tp, [])
-            except OffsetOutOfRangeError:
-                return False
-            if any(r.offset >= offset for r in got):
-                return True
-        return False
+                polled = probe.poll(timeout_ms=300)
+            except OffsetOutOfRangeError as err:
+                gone = set(err.args[0]) if err.args and isinstance(err.args[0], dict) else set(left)
+                for tp in gone:
+                    left.pop(tp, None)
+                if left:
+                    probe.assign(list(left))
+                    for tp, offset in left.items():
+                        probe.seek(tp, offset)
+                continue
+            for tp, recs in polled.items():
+                if tp in left and any(r.offset >= left[tp] for r in recs):
+                    found.add(tp)
+                    left.pop(tp)
+        return found
     finally:
         probe.close(autocommit=False)
