@@ -1,7 +1,7 @@
 """The live consumer: poll → decode → engine → one store transaction (state + positions, fenced) → Kafka commit.
 
-The database is the source of truth: on every assignment the consumer seeks to the positions stored with the
-state, and Kafka offsets are committed only after the transaction (advisory, for tools that read them). A batch
+The database is the source of truth: on every assignment the consumer checks the positions stored with the
+state against the log (assignment.py, resets.py: kafka.on_offset_reset) and seeks to them, and Kafka offsets are committed only after the transaction (advisory, for tools that read them). A batch
 is stored only if each partition's stored position still equals where the batch was read from, so a consumer that
 lost its partitions (evicted, slow) cannot double-count. Broker away: kafka-python reconnects by itself, the
 consumer reports not-ready. Database away: consuming pauses, the batch is kept and retried with backoff.
