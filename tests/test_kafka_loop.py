@@ -29,14 +29,16 @@ TOPICS = {"predictions": "p", "outcomes": "o"}
 class Rec(NamedTuple):
     offset: int
     value: bytes
+    key: bytes | None = None
 
 
 class FakeConsumer:
     """Enough of KafkaConsumer for the loop: partition logs, positions, pause/resume/seek, queued rebalances
     delivered inside poll() like kafka-python does, and commits checked against the database."""
 
-    def __init__(self, logs: dict[TP, list[bytes]], store: Store) -> None:
+    def __init__(self, logs: dict[TP, list[tuple[bytes | None, bytes]]], store: Store) -> None:
         self.logs, self.store = logs, store
+        self.starts: dict[TP, int] = {}
         self.pos: dict[TP, int] = {}
         self.paused: set[TP] = set()
         self.assigned: set[TP] = set()
@@ -63,7 +65,8 @@ class FakeConsumer:
         budget = max_records or 500
         for tp in sorted(self.assigned - self.paused):
             start = self.pos.get(tp, 0)
-            recs = [Rec(o, self.logs[tp][o]) for o in range(start, min(len(self.logs[tp]), start + budget))]
+            recs = [Rec(o, self.logs[tp][o][1], self.logs[tp][o][0])
+                    for o in range(max(start, self.starts.get(tp, 0)), min(len(self.logs[tp]), start + budget))]
             if recs:
                 out[tp] = recs
                 self.pos[tp] = recs[-1].offset + 1
@@ -90,6 +93,15 @@ class FakeConsumer:
     def highwater(self, tp: TP) -> int:
         return len(self.logs[tp])
 
+    def beginning_offsets(self, tps: list[TP], timeout_ms: int | None = None) -> dict[TP, int]:
+        return {tp: self.starts.get(tp, 0) for tp in tps}
+
+    def end_offsets(self, tps: list[TP], timeout_ms: int | None = None) -> dict[TP, int]:
+        return {tp: len(self.logs[tp]) for tp in tps}
+
+    def partitions_for_topic(self, topic: str) -> set[int]:
+        return {tp.partition for tp in self.logs if tp.topic == topic}
+
     def metrics(self) -> dict[str, Any]:
         return {}
 
@@ -97,11 +109,11 @@ class FakeConsumer:
         self.listener.on_partitions_revoked(set(self.assigned))
 
 
-def partitioned(records: list[tuple[str, bytes, bytes]], n: int = 2) -> dict[TP, list[bytes]]:
+def partitioned(records: list[tuple[str, bytes, bytes]], n: int = 2) -> dict[TP, list[tuple[bytes | None, bytes]]]:
     """Kafka's default partitioner (murmur2 of the key), so predictions and outcomes are co-partitioned."""
-    logs: dict[TP, list[bytes]] = {TP(TOPICS[k], p): [] for k in TOPICS for p in range(n)}
+    logs: dict[TP, list[tuple[bytes | None, bytes]]] = {TP(TOPICS[k], p): [] for k in TOPICS for p in range(n)}
     for kind, key, value in records:
-        logs[TP(TOPICS[kind], (murmur2(key) & 0x7FFFFFFF) % n)].append(value)
+        logs[TP(TOPICS[kind], (murmur2(key) & 0x7FFFFFFF) % n)].append((key, value))
     return logs
 
 

@@ -159,7 +159,19 @@ class Kafka(Base):
     client_id: str = "driftline"
     batch_max_records: Annotated[int, msgspec.Meta(ge=1)] = 20000
     batch_linger_ms: Annotated[int, msgspec.Meta(ge=0, le=60000)] = 250
+    on_offset_reset: Literal["fail", "earliest", "latest"] = "earliest"
+    """A stored position beyond the log end (topic or broker reset) or before its start (retention deleted
+    unread data): stop that partition until resolved, or resume at the log's start or end (always logged)."""
+    on_key_mismatch: Literal["dead_letter", "accept"] = "dead_letter"
+    """A record whose key is not its prediction_id (or null): dead-letter it, or accept it (counted, warned)."""
+    dead_letter_max_bytes: Annotated[int, msgspec.Meta(ge=4096, le=100_000_000)] = 524288
+    """Bound on the payload copied to the dead-letter topic (longer ones are cut, with an `original_size` header)."""
+    unassigned_grace: Duration = "30s"
+    """/readyz turns 503 when this process has owned no partition for longer than this."""
     options: dict[str, Any] = {}
+
+    def __post_init__(self) -> None:
+        _positive_durations("", unassigned_grace=self.unassigned_grace)
 
 
 class AB(Base):

@@ -22,6 +22,7 @@ from ..core.events import RAW_LIMIT, Decoded, DeadLetter, decode
 from ..core.limits import Limits
 from ..storage.store import Store
 from .isolation import apply_isolating
+from .keys import key_detail, key_problem
 from .labels import LabelPolicy
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,8 @@ class RawRecord(msgspec.Struct, frozen=True, gc=False):
     offset: int
     payload: bytes
     kind: str | None = None
+    key: bytes | None = None
+    """Kafka record key (b"" when null), checked against the prediction_id; None: the source has no keys."""
 
 
 @dataclass(slots=True)
@@ -54,6 +57,8 @@ class BatchResult:
     already_stored: int = 0
     """Lines of a file that another writer of the same path had stored already (skipped, see `_fence_files`)."""
     counters: Counter[tuple[str, str]] = field(default_factory=Counter)
+    key_problems: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """(source, key_missing|key_mismatch) → records accepted with a wrong key (policy accept)."""
     max_ts: dict[str, float] = field(default_factory=dict)
     letters: list[DeadLetter] = field(default_factory=list)
     """The batch's dead letters (for the dead-letter topic); empty lists when summed over many batches."""
@@ -65,6 +70,7 @@ class BatchResult:
         self.duplicates += other.duplicates
         self.already_stored += other.already_stored
         self.counters.update(other.counters)
+        self.key_problems.update(other.key_problems)
         for k, v in other.max_ts.items():
             self.max_ts[k] = max(v, self.max_ts.get(k, v))
 
@@ -92,6 +98,7 @@ class Pipeline:
         self.settings = settings_from(config)
         self.limits = limits_from(config)
         self.labels = LabelPolicy(config.limits, clock)
+        self.key_policy = config.kafka.on_key_mismatch
 
     def process_batch(self, records: Sequence[RawRecord], shard_of: Callable[[RawRecord], int] | None = None,
                       expected_positions: dict[tuple[str, int], int] | None = None,
@@ -111,6 +118,7 @@ class Pipeline:
         dead_at: list[int] = []
         horizon = self.clock() + MAX_FUTURE_S
         positions: dict[tuple[str, int], int] = {}
+        key_problems: Counter[tuple[str, str]] = Counter()
         for i, r in enumerate(records):
             d = decode(r.payload, r.source, r.partition, r.offset, r.kind, self.limits)
             if type(d) is DeadLetter:
@@ -121,7 +129,14 @@ class Pipeline:
                 dead.append(DeadLetter("ts_in_future", detail, r.source, r.partition, r.offset,
                                        bytes(r.payload[:RAW_LIMIT])))
                 dead_at.append(i)
+            elif (r.key is not None and self.key_policy == "dead_letter"
+                  and (kp := key_problem(r.key, d.event.prediction_id))):  # type: ignore[union-attr]
+                dead.append(DeadLetter(kp, key_detail(kp, r.key, d.event.prediction_id),  # type: ignore
+                                       r.source, r.partition, r.offset, bytes(r.payload[:RAW_LIMIT])))
+                dead_at.append(i)
             else:
+                if r.key is not None and (kp := key_problem(r.key, d.event.prediction_id)):  # type: ignore
+                    key_problems[(r.source, kp)] += 1  # policy accept: stored, counted, warned
                 ok.append((d, r.partition if shard_of is None else shard_of(r)))  # type: ignore[arg-type]
                 ok_raw.append(r)
                 ok_at.append(i)
@@ -149,7 +164,7 @@ class Pipeline:
             self.store.commit_batch(conn, result, dead, positions, meta=meta, expected_positions=expected_positions)
         out = BatchResult(records=len(records), accepted=len(ok) - len(failed), dead=len(dead),
                           counters=result.counters, max_ts=dict(result.max_ts), letters=dead,
-                          already_stored=skipped)
+                          already_stored=skipped, key_problems=key_problems)
         out.duplicates = sum(v for (name, _), v in result.counters.items() if name == "duplicates")
         return out
 

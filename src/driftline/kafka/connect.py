@@ -12,7 +12,8 @@ from kafka.errors import KafkaConfigurationError, KafkaError
 from ..config import ConfigError
 from . import topics
 from .health import Backoff, ConsumerStatus, describe_error
-from .producer import DeadLetterSink, open_producer
+from .dlt import DeadLetterSink
+from .signals import KafkaSignals
 from .settings import KafkaSettings
 
 log = logging.getLogger(__name__)
@@ -52,12 +53,22 @@ def open_consumer(settings: KafkaSettings, stop: threading.Event, backoff: Backo
     return None
 
 
-def open_dead_letter_sink(settings: KafkaSettings) -> DeadLetterSink | None:
-    """The dead-letter topic's producer when one is configured (None, logged, when it cannot be opened)."""
+def open_dead_letter_sink(settings: KafkaSettings, sig: KafkaSignals) -> DeadLetterSink | None:
+    """The dead-letter topic's producer when one is configured (None, logged, when it cannot be opened).
+
+    Its sends never block the consumer long (max_block_ms 5 s) and it accepts records up to the payload bound
+    plus headers (the broker's own limit may still refuse one: counted, re-sent with the 4 KiB copy)."""
     if not settings.dead_letter_topic:
         return None
     try:
-        return DeadLetterSink(open_producer(settings, "-dead-letters"), settings.dead_letter_topic)
+        from kafka import KafkaProducer
+
+        kwargs = settings.producer_kwargs("-dead-letters")
+        kwargs.setdefault("max_block_ms", 5000)
+        kwargs["max_request_size"] = max(int(kwargs.get("max_request_size", 1048576)),
+                                         settings.dead_letter_max_bytes + 65536)
+        return DeadLetterSink(KafkaProducer(**kwargs), settings.dead_letter_topic, settings.dead_letter_max_bytes,
+                              sig)
     except (KafkaError, OSError) as err:
         log.warning("dead-letter topic producer unavailable (%s): dead letters go to the database only", err)
         return None

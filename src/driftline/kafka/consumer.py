@@ -1,7 +1,7 @@
 """The live consumer: poll → decode → engine → one store transaction (state + positions, fenced) → Kafka commit.
 
-The database is the source of truth: on every assignment the consumer seeks to the positions stored with the
-state, and Kafka offsets are committed only after the transaction (advisory, for tools that read them). A batch
+The database is the source of truth: on every assignment the consumer checks the positions stored with the
+state against the log (assignment.py, resets.py: kafka.on_offset_reset) and seeks to them, and Kafka offsets are committed only after the transaction (advisory, for tools that read them). A batch
 is stored only if each partition's stored position still equals where the batch was read from, so a consumer that
 lost its partitions (evicted, slow) cannot double-count. Broker away: kafka-python reconnects by itself, the
 consumer reports not-ready. Database away: consuming pauses, the batch is kept and retried with backoff.
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafka import OffsetAndMetadata, TopicPartition
-from kafka.errors import KafkaError
+from kafka.errors import KafkaError, NoOffsetForPartitionError, OffsetOutOfRangeError
 from sqlalchemy.exc import DataError
 
 from ..ops import OpsMetrics
@@ -24,27 +24,27 @@ from ..ingest.pipeline import Pipeline, RawRecord
 from ..storage.store import StalePositions, StoreUnavailable
 from .batches import Batch, fill, fresh_records
 from .connect import open_consumer, open_dead_letter_sink
+from .assignment import Ownership, fmt, source_of
+from .dlt import DeadLetterCopies
 from .faults import Faults
 from .handoff import Handoff
 from .health import Backoff, ConsumerStatus, broker_connected, consumed_counter
-from .producer import DeadLetterSink
+from .lag import end_offsets, lags_from
+from .resets import records_exist as records_exist_in
 from .settings import KafkaSettings
+from .signals import signals
 
 log = logging.getLogger(__name__)
 
 
-def source_of(topic: str) -> str:
-    """Position source name of a topic in the store."""
-    return f"kafka:{topic}"
-
-
-class LiveConsumer:
+class LiveConsumer(Ownership):
     """One consumer-group member; `run()` blocks until `stop` is set, then closes cleanly."""
 
     def __init__(self, pipeline: Pipeline, settings: KafkaSettings, stop: threading.Event, *,
                  ops: OpsMetrics | None = None, faults: Faults | None = None, poll_ms: int = 500,
                  maintain_every_s: float = 30.0, connect_backoff: Backoff | None = None,
-                 db_backoff: Backoff | None = None, monotonic: Callable[[], float] = time.monotonic) -> None:
+                 db_backoff: Backoff | None = None, monotonic: Callable[[], float] = time.monotonic,
+                 records_exist: Callable[[dict[TopicPartition, int]], set[TopicPartition]] | None = None) -> None:
         self.pipeline, self.settings, self.stop = pipeline, settings, stop
         self.ops = ops if ops is not None else OpsMetrics()
         self.faults = faults or Faults()
@@ -55,7 +55,15 @@ class LiveConsumer:
         self.status = ConsumerStatus()
         self.consumer: Any = None
         self.handoff: Handoff | None = None
-        self.dlt: DeadLetterSink | None = None
+        self.dlt: DeadLetterCopies | None = None
+        self.sig = signals(self.ops)
+        self.records_exist = records_exist or (lambda wanted: records_exist_in(settings, wanted))
+        """Which partitions still hold a record at an offset (confirms a position beyond the reported end)."""
+        self.unresolved: dict[TopicPartition, str] = {}
+        """Partitions stopped by an offset-reset problem under policy `fail` → what is wrong."""
+        self.unowned_since: float | None = monotonic()
+        self.next_lag = 0.0
+        self.all_lags: dict[tuple[str, int], int] = {}
         self.owned: set[TopicPartition] = set()
         self.pending: set[TopicPartition] = set()
         self.expected: dict[TopicPartition, int] = {}
@@ -70,7 +78,8 @@ class LiveConsumer:
 
     # --- readiness ------------------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
-        """(ready, reason) for /readyz: broker connected and database reachable."""
+        """(ready, reason) for /readyz: broker connected, database reachable, partitions owned (after a grace
+        period) and no offset-reset problem left unresolved."""
         s = self.status
         if s.phase != "consuming":
             return False, f"kafka {s.phase}" + (f": {s.error}" if s.error else "")
@@ -78,6 +87,14 @@ class LiveConsumer:
             return False, f"kafka unreachable for {self.monotonic() - s.since:.0f}s"
         if not s.db_ok:
             return False, "database unavailable: consuming paused, batch held"
+        unresolved = dict(self.unresolved)
+        if unresolved:
+            return False, ("offset reset unresolved (kafka.on_offset_reset: fail; restart with earliest or latest "
+                           "to resume): " + "; ".join(unresolved[tp] for tp in sorted(unresolved)))
+        since = self.unowned_since
+        if since is not None and self.monotonic() - since > self.settings.unassigned_grace_s:
+            return False, (f"no partition assigned for {self.monotonic() - since:.0f}s (group rebalancing, or more "
+                           "processes than partitions)")
         lag = "" if s.lag is None else f", lag {s.lag}"
         return True, f"kafka ok: {s.assigned} partitions assigned{lag}"
 
@@ -93,7 +110,8 @@ class LiveConsumer:
             return False
         self.attach(consumer)
         consumer.subscribe(list(self.settings.topics), listener=self.handoff)
-        self.dlt = open_dead_letter_sink(self.settings)
+        sink = open_dead_letter_sink(self.settings, self.sig)
+        self.dlt = None if sink is None else DeadLetterCopies(sink, self.pipeline.store, self.monotonic)
         return True
 
     def attach(self, consumer: Any) -> Handoff:
@@ -105,7 +123,7 @@ class LiveConsumer:
 
     def _rebalance_event(self, kind: str, tps: set[TopicPartition]) -> None:
         """Runs on kafka-python's IO thread inside poll(): log and the crash-test hook only."""
-        log.info("partitions %s: %s", "revoked" if kind == "revoke" else "assigned", _fmt(tps))
+        log.info("partitions %s: %s", "revoked" if kind == "revoke" else "assigned", fmt(tps))
         self.faults.hit(kind)
 
     # --- main loop ------------------------------------------------------------------------------
@@ -127,10 +145,16 @@ class LiveConsumer:
             if self.held is None and self.handoff is not None:
                 polled = fill(self.consumer.poll, polled, self.settings.batch_max_records,
                               self.settings.batch_linger_ms / 1000.0, self.stop, self.handoff.pending, self.monotonic)
+        except NoOffsetForPartitionError as err:  # new partitions, paused until seeked to the stored positions
+            log.debug("poll before positioning: %s", err)
+            polled = {}
         except KafkaError as err:
             log.warning("poll failed: %s", err)
             polled = {}
-            self.stop.wait(0.5)
+            if isinstance(err, OffsetOutOfRangeError) and err.args and isinstance(err.args[0], dict):
+                self._recheck(set(err.args[0]), "a fetch was out of range")
+            else:
+                self.stop.wait(0.5)
         self._apply_handoff()
         now = self.monotonic()
         if self.held is not None:
@@ -145,54 +169,6 @@ class LiveConsumer:
         if now >= self.next_housekeeping:
             self._housekeeping()
 
-    def _apply_handoff(self) -> None:
-        assert self.handoff is not None
-        assigned, dropped = self.handoff.take()
-        for tp in dropped:
-            self.owned.discard(tp)
-            self.pending.discard(tp)
-            self.expected.pop(tp, None)
-            if self.held is not None:
-                self.held.pop(tp, None)
-        if self.held is not None and not self.held:
-            self._release_held()
-        if assigned:
-            self.owned |= assigned
-            self.pending |= assigned
-        if dropped or assigned:
-            self.status.assigned = len(self.owned)
-            self._check_copartitioned()
-
-    def _check_copartitioned(self) -> None:
-        """Both topics must keep equal partition numbers (someone may add partitions to one of them)."""
-        by_topic: dict[str, set[int]] = {t: set() for t in self.settings.topics}
-        for tp in self.owned:
-            by_topic.setdefault(tp.topic, set()).add(tp.partition)
-        a, b = (by_topic[t] for t in self.settings.topics)
-        if a != b:
-            log.error("assignment is not co-partitioned (%s: %s, %s: %s): the topics' partition counts differ; "
-                      "stopping", self.settings.topics[0], sorted(a), self.settings.topics[1], sorted(b))
-            self.status.phase, self.status.error = "stopped", "topics not co-partitioned"
-            self.stop.set()
-
-    def _position_pending(self) -> None:
-        """Seek newly assigned partitions to the positions stored with the state, then resume them."""
-        tps = sorted(self.pending, key=lambda tp: (tp.topic, tp.partition))
-        try:
-            stored = {t: self.pipeline.store.positions(source_of(t)) for t in {tp.topic for tp in tps}}
-        except StoreUnavailable as err:
-            self._db_down(err, f"reading stored positions of {len(tps)} partitions")
-            return
-        self._db_up()
-        for tp in tps:
-            offset = stored[tp.topic].get(tp.partition, 0)
-            self.consumer.seek(tp, offset)
-            self.expected[tp] = offset
-        self.consumer.resume(*tps)
-        self.pending.clear()
-        log.info("resuming at stored positions: %s",
-                 ", ".join(f"{tp.topic}[{tp.partition}]@{self.expected[tp]}" for tp in tps))
-
     def _store(self, batch: Batch) -> None:
         """One fenced transaction for the batch; then dead-letter copies and the advisory Kafka commit."""
         batch = {tp: [r for r in recs if r.offset >= self.expected[tp]] for tp, recs in batch.items()
@@ -205,8 +181,9 @@ class LiveConsumer:
         raws = []
         for tp, recs in batch.items():
             source, partition, kind = source_of(tp.topic), tp.partition, self.settings.kind_of(tp.topic)
-            raws.extend([RawRecord(source, partition, r.offset, r.value if r.value is not None else b"", kind)
-                         for r in recs])
+            raws.extend([RawRecord(source, partition, r.offset, r.value if r.value is not None else b"", kind,
+                                   _key(r)) for r in recs])
+        starts = {tp: self.expected[tp] for tp in batch}
         expected = {(source_of(tp.topic), tp.partition): self.expected[tp] for tp in batch}
         t0 = time.perf_counter()
         try:
@@ -233,10 +210,12 @@ class LiveConsumer:
         self._db_up()
         if was_held:
             self._release_held()
-        if result.dead and self.dlt is not None:
-            letters = result.letters  # exactly the letters stored (poison, bounds, internal errors)
-            payloads = {(r.source, r.partition, r.offset): r.payload for r in raws}
-            self.dlt.send(letters, payloads)
+        self._count_keys(result.key_problems)
+        if self.dlt is not None:
+            letters = result.letters if result.dead else []  # exactly the letters stored (poison, bounds, keys...)
+            payloads = {(r.source, r.partition, r.offset): r.payload for r in letters and raws}
+            self.dlt.after_batch(letters, payloads, {(source_of(tp.topic), tp.partition): (starts[tp], self.expected[tp])
+                                                     for tp in batch})
         self._commit({tp: self.expected[tp] for tp in batch})
 
     def _isolate(self, batch: Batch) -> None:
@@ -266,12 +245,24 @@ class LiveConsumer:
     def _store_single(self, tp: TopicPartition, rec: Any) -> None:
         key = (source_of(tp.topic), tp.partition)
         raw = RawRecord(key[0], tp.partition, rec.offset, rec.value if rec.value is not None else b"",
-                        self.settings.kind_of(tp.topic))
-        _, letter = self.pipeline.store_or_reject(raw, {key: self.expected[tp]})
+                        self.settings.kind_of(tp.topic), _key(rec))
+        start = self.expected[tp]
+        result, letter = self.pipeline.store_or_reject(raw, {key: start})
+        self._count_keys(result.key_problems)
         if letter is not None:
             log.warning("dead letter store_rejected: %s[%d]@%d: %s", tp.topic, tp.partition, rec.offset, letter.detail)
-            if self.dlt is not None:
-                self.dlt.send([letter], {})
+        if self.dlt is not None:
+            letters = [letter] if letter is not None else result.letters
+            self.dlt.after_batch(letters, {}, {key: (start, rec.offset + 1)})
+
+    def _count_keys(self, problems: Any) -> None:
+        """Records accepted with a wrong or missing key (policy accept): counted per topic and warned."""
+        for (source, problem), n in problems.items():
+            topic = source.split(":", 1)[1]
+            self.sig.key_mismatches.labels(topic=topic, problem=problem, action="accepted").inc(n)
+            log.warning("%d records on %s accepted with %s (kafka.on_key_mismatch: accept): both topics must be "
+                        "keyed by prediction_id, or outcomes can miss their prediction", n, topic,
+                        "no key" if problem == "key_missing" else "a key other than their prediction_id")
 
     def _commit(self, offsets: dict[TopicPartition, int]) -> None:
         """Advisory Kafka commit (asynchronous): the database already holds these positions."""
@@ -333,20 +324,41 @@ class LiveConsumer:
 
     # --- housekeeping ---------------------------------------------------------------------------
     def _housekeeping(self) -> None:
-        """Once a second: broker status, lag gauge; every maintain_every_s: maturity/expiry of our shards."""
+        """Once a second: broker status, positions left behind by the log; every 5 s: lag of every partition;
+        every maintain_every_s: maturity/expiry of our shards; dead-letter copies still missing."""
         now = self.monotonic()
         self.next_housekeeping = now + 1.0
         self._broker_status(now)
-        lags: dict[tuple[str, int], int] = {}
+        if now >= self.next_lag and self.status.broker_ok:
+            self.next_lag = now + 5.0
+            self._refresh_all_lags()
+        lags, behind = dict(self.all_lags), set()
         for tp, start in self.expected.items():
             hw = self.consumer.highwater(tp)
             if hw is not None:
                 lags[(tp.topic, tp.partition)] = max(0, hw - start)
+                if hw < start and self.held is None:
+                    behind.add(tp)
         self.ops.set_lags(lags)
         self.status.lag = sum(lags.values()) if lags else None
+        if behind:
+            self._recheck(behind, "the log end fell below the stored position")
+        if self.dlt is not None and self.held is None:
+            self.dlt.maybe_retry({(source_of(tp.topic), tp.partition): off for tp, off in self.expected.items()})
         if now >= self.next_maintain and self.held is None and self.expected:
             self.next_maintain = now + self.maintain_every_s
             self.maintain()
+
+    def _refresh_all_lags(self) -> None:
+        """Lag of every partition of both topics (owned or not) from the stored positions and the log ends
+        (owned partitions are refreshed every second from the fetch high-water marks)."""
+        try:
+            ends = end_offsets(self.consumer, self.settings.topics)
+            stored = {t: self.pipeline.store.positions(source_of(t)) for t in self.settings.topics}
+        except (KafkaError, StoreUnavailable) as err:
+            log.debug("lag of unowned partitions not updated: %s", err)
+            return
+        self.all_lags = lags_from(ends, stored, self.expected)
 
     def maintain(self) -> None:
         """Implicit negatives and expiry for the partitions (shards) this process owns."""
@@ -394,5 +406,7 @@ class LiveConsumer:
         log.info("consumer closed after %d stored batches", self.stored_batches)
 
 
-def _fmt(tps: set[TopicPartition]) -> str:
-    return ", ".join(f"{tp.topic}[{tp.partition}]" for tp in sorted(tps, key=lambda t: (t.topic, t.partition)))
+def _key(rec: Any) -> bytes:
+    """A record's key for the co-partitioning check (b"" when null)."""
+    key = getattr(rec, "key", None)
+    return key if isinstance(key, bytes) else b"" if key is None else str(key).encode()

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from ..core.events import DeadLetter, decode
+from ..ingest.keys import key_detail, key_problem
 from ..ingest.pipeline import MAX_FUTURE_S, RawRecord
 from .settings import KafkaSettings
 
@@ -95,7 +96,7 @@ def produce_events(producer: Any, settings: KafkaSettings, events: Iterable[dict
     return ProduceReport(sent, failed[0], time.perf_counter() - t0)
 
 
-def dead_letters_in(records: Sequence[RawRecord], now: float) -> list[DeadLetter]:
+def dead_letters_in(records: Sequence[RawRecord], now: float, key_policy: str = "accept") -> list[DeadLetter]:
     """The dead letters a batch produced (decode again: only called when the batch had some)."""
     out: list[DeadLetter] = []
     horizon = now + MAX_FUTURE_S
@@ -106,38 +107,7 @@ def dead_letters_in(records: Sequence[RawRecord], now: float) -> list[DeadLetter
         elif d.ts > horizon:
             out.append(DeadLetter("ts_in_future", f"ts {d.ts:.0f} is more than 1 day ahead of the clock",
                                   r.source, r.partition, r.offset, bytes(r.payload[:4096])))
+        elif key_policy == "dead_letter" and r.key is not None and (kp := key_problem(r.key, d.event.prediction_id)):
+            out.append(DeadLetter(kp, key_detail(kp, r.key, d.event.prediction_id), r.source, r.partition,
+                                  r.offset, bytes(r.payload[:4096])))
     return out
-
-
-class DeadLetterSink:
-    """Copies dead letters to the optional dead-letter topic with reason/topic/partition/offset headers.
-
-    Sent after the database transaction that recorded them (the database copy is authoritative); a copy can be
-    repeated after a crash or lost when the broker stays away past the producer's delivery timeout.
-    """
-
-    def __init__(self, producer: Any, topic: str, flush_timeout_s: float = 5.0) -> None:
-        self.producer, self.topic, self.flush_timeout_s = producer, topic, flush_timeout_s
-
-    def send(self, letters: Sequence[DeadLetter], payloads: dict[tuple[str, int, int], bytes]) -> int:
-        """Send each letter with its full original payload when known; returns how many were queued."""
-        for d in letters:
-            topic = d.source.split(":", 1)[1] if d.source.startswith("kafka:") else d.source
-            headers = [("reason", d.reason.encode()), ("detail", d.detail.encode()[:1000]),
-                       ("topic", topic.encode()), ("partition", str(d.partition).encode()),
-                       ("offset", str(d.offset).encode())]
-            value = d.raw if d.reason == "too_large" else payloads.get((d.source, d.partition, d.offset), d.raw)
-            self.producer.send(self.topic, value=value, headers=headers)
-        if letters:
-            try:
-                self.producer.flush(timeout=self.flush_timeout_s)
-            except Exception as err:  # noqa: BLE001 - KafkaTimeoutError: keeps retrying in the background
-                log.warning("dead-letter topic %s: flush not complete yet (%s); delivery continues in the "
-                            "background", self.topic, err)
-        return len(letters)
-
-    def close(self) -> None:
-        try:
-            self.producer.close(timeout=5)
-        except Exception as err:  # noqa: BLE001 - closing on shutdown
-            log.warning("dead-letter producer close: %s", err)

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from ..config import ConfigError, Kafka
+from ..config import ConfigError, Kafka, parse_duration
 
 BOOTSTRAP_ENV = "DRIFTLINE_KAFKA_BOOTSTRAP"
 OPTION_ENV_PREFIX = "DRIFTLINE_KAFKA_OPT_"
@@ -26,17 +26,23 @@ SECRET_KEY = re.compile(r"password|secret|token|credential|jaas|private", re.IGN
 MASK = "***"
 
 FORCED = ("enable_auto_commit", "partition_assignment_strategy", "group_id", "key_deserializer",
-          "value_deserializer", "key_serializer", "value_serializer", "bootstrap_servers", "client_id")
-"""Settings driftline owns: manual commits, Range assignment, the group and (de)serialisation."""
+          "value_deserializer", "key_serializer", "value_serializer", "bootstrap_servers", "client_id",
+          "auto_offset_reset")
+"""Settings driftline owns: manual commits, Range assignment, the group, (de)serialisation and offset resets
+(kafka-python's own reset would move a position silently; `kafka.on_offset_reset` decides, with a log line)."""
 
 CONSUMER_DEFAULTS: dict[str, Any] = {
-    "auto_offset_reset": "earliest",
+    "auto_offset_reset": "none",
     "reconnect_backoff_max_ms": 1000,
     "bootstrap_timeout_ms": 5000,
-    "max_poll_interval_ms": 60_000,
+    "session_timeout_ms": 10_000,
+    "heartbeat_interval_ms": 3_000,
+    "max_poll_interval_ms": 30_000,
     "allow_auto_create_topics": False,
 }
-"""Defaults suited to a DB-positioned consumer (overridable through options)."""
+"""Defaults suited to a DB-positioned consumer (overridable through options). max_poll_interval_ms is also the
+rebalance timeout: after a member dies, the others own nothing until it passes (benchmarks/recovery_bench.py:
+68 s of no ownership at 60 s, 13.5 s at 30 s on tansu); one batch takes seconds, the loop polls while paused."""
 
 PRODUCER_DEFAULTS: dict[str, Any] = {
     "reconnect_backoff_max_ms": 1000,
@@ -72,6 +78,11 @@ class KafkaSettings:
     batch_max_records: int = 20000
     batch_linger_ms: int = 250
     """How long a batch may keep filling after its first records (few large transactions on a busy stream)."""
+    on_offset_reset: str = "earliest"
+    """fail | earliest | latest: what to do with a stored position outside the log (see resets.py)."""
+    on_key_mismatch: str = "dead_letter"
+    dead_letter_max_bytes: int = 524288
+    unassigned_grace_s: float = 30.0
     options: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -96,7 +107,7 @@ class KafkaSettings:
         from kafka.coordinator.assignors.range import RangePartitionAssignor
 
         out = self._kwargs("consumer", CONSUMER_DEFAULTS, "")
-        out.update(group_id=self.group_id, enable_auto_commit=False,
+        out.update(group_id=self.group_id, enable_auto_commit=False, auto_offset_reset="none",
                    partition_assignment_strategy=[RangePartitionAssignor])
         return out
 
@@ -156,7 +167,8 @@ def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | No
     if forced:
         raise ConfigError(f"kafka.options: {', '.join(forced)} cannot be set there (driftline sets them: "
                           "manual commits after the database transaction, RangePartitionAssignor, "
-                          "bootstrap/client_id/group_id from their own settings)")
+                          "bootstrap/client_id/group_id from their own settings, offset resets from "
+                          "kafka.on_offset_reset)")
     known = _accepted("consumer") | _accepted("producer") | _accepted("admin")
     unknown = sorted(k for k in options if k not in known)
     if unknown:
@@ -166,8 +178,10 @@ def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | No
     return KafkaSettings(bootstrap=bootstrap.strip(), client_id=section.client_id, group_id=section.group_id,
                          predictions_topic=section.predictions_topic, outcomes_topic=section.outcomes_topic,
                          dead_letter_topic=section.dead_letter_topic, batch_max_records=section.batch_max_records,
-                         batch_linger_ms=section.batch_linger_ms,
-                         options=options)
+                         batch_linger_ms=section.batch_linger_ms, on_offset_reset=section.on_offset_reset,
+                         on_key_mismatch=section.on_key_mismatch,
+                         dead_letter_max_bytes=section.dead_letter_max_bytes,
+                         unassigned_grace_s=parse_duration(section.unassigned_grace), options=options)
 
 
 class SecretFilter(logging.Filter):

@@ -1,0 +1,191 @@
+"""Partition ownership for the live consumer: rebalance hand-over applied in the main loop, and positioning of
+newly assigned partitions — stored positions checked against the log (resets.py) before they are trusted."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from kafka import TopicPartition
+from kafka.errors import KafkaError
+
+from ..ingest.pipeline import Pipeline
+from ..storage.store import StalePositions, StoreUnavailable
+from .dlt import DeadLetterCopies
+from .handoff import Handoff
+from .health import ConsumerStatus
+from .resets import Placement, move_position, place, record_problem, recorded_problem
+from .settings import KafkaSettings
+from .signals import KafkaSignals
+
+log = logging.getLogger("driftline.kafka.consumer")
+
+
+def source_of(topic: str) -> str:
+    """Position source name of a topic in the store."""
+    return f"kafka:{topic}"
+
+
+def fmt(tps: set[TopicPartition]) -> str:
+    """'topic[0], topic[1]' for log lines."""
+    return ", ".join(f"{tp.topic}[{tp.partition}]" for tp in sorted(tps, key=lambda t: (t.topic, t.partition)))
+
+
+class Ownership:
+    """The partitions a LiveConsumer owns, where each resumes, and which are stopped by an offset reset."""
+
+    pipeline: Pipeline
+    settings: KafkaSettings
+    stop: threading.Event
+    consumer: Any
+    handoff: Handoff | None
+    dlt: DeadLetterCopies | None
+    sig: KafkaSignals
+    status: ConsumerStatus
+    monotonic: Callable[[], float]
+    owned: set[TopicPartition]
+    pending: set[TopicPartition]
+    expected: dict[TopicPartition, int]
+    unresolved: dict[TopicPartition, str]
+    unowned_since: float | None
+    held: Any
+    db_retry_at: float
+
+    # provided by LiveConsumer
+    records_exist: Callable[[dict[TopicPartition, int]], set[TopicPartition]]
+    _release_held: Callable[[], None]
+    _db_down: Callable[[Exception, str], None]
+    _db_up: Callable[[], None]
+
+    def _apply_handoff(self) -> None:
+        assert self.handoff is not None
+        assigned, dropped = self.handoff.take()
+        for tp in dropped:
+            self.owned.discard(tp)
+            self.pending.discard(tp)
+            self.expected.pop(tp, None)
+            self._unresolve(tp)
+            if self.dlt is not None:
+                self.dlt.forget((source_of(tp.topic), tp.partition))
+            if self.held is not None:
+                self.held.pop(tp, None)
+        if self.held is not None and not self.held:
+            self._release_held()
+        if assigned:
+            self.owned |= assigned
+            self.pending |= assigned
+        if dropped or assigned:
+            self.status.assigned = len(self.owned)
+            self.sig.partitions_owned.set(len(self.owned))
+            if self.owned:
+                self.unowned_since = None
+            elif self.unowned_since is None:
+                self.unowned_since = self.monotonic()
+            self._check_copartitioned()
+
+    def _check_copartitioned(self) -> None:
+        """Both topics must keep equal partition numbers (someone may add partitions to one of them)."""
+        by_topic: dict[str, set[int]] = {t: set() for t in self.settings.topics}
+        for tp in self.owned:
+            by_topic.setdefault(tp.topic, set()).add(tp.partition)
+        a, b = (by_topic[t] for t in self.settings.topics)
+        if a != b:
+            log.error("assignment is not co-partitioned (%s: %s, %s: %s): the topics' partition counts differ; "
+                      "stopping", self.settings.topics[0], sorted(a), self.settings.topics[1], sorted(b))
+            self.status.phase, self.status.error = "stopped", "topics not co-partitioned"
+            self.stop.set()
+
+    def _position_pending(self) -> None:
+        """Check the positions stored with the state against the log's start and end, apply
+        kafka.on_offset_reset to any outside it, seek and resume (a `fail` partition stays paused)."""
+        tps = sorted(self.pending, key=lambda tp: (tp.topic, tp.partition))
+        store = self.pipeline.store
+        try:
+            stored = {t: store.positions(source_of(t)) for t in {tp.topic for tp in tps}}
+            recorded = {tp: recorded_problem(store, source_of(tp.topic), tp.partition) for tp in tps}
+        except StoreUnavailable as err:
+            self._db_down(err, f"reading stored positions of {len(tps)} partitions")
+            return
+        self._db_up()
+        try:
+            starts = self.consumer.beginning_offsets(tps, timeout_ms=5000)
+            ends = self.consumer.end_offsets(tps, timeout_ms=5000)
+        except KafkaError as err:
+            log.warning("cannot read the log start/end offsets of %d partitions (%s); retrying", len(tps), err)
+            self.db_retry_at = self.monotonic() + 1.0
+            return
+        suspect = {tp: stored[tp.topic][tp.partition] - 1 for tp in tps if recorded[tp] is None
+                   and stored[tp.topic].get(tp.partition, 0) > ends[tp]}
+        try:
+            exist = self.records_exist(suspect) if suspect else set()
+        except KafkaError as err:
+            log.warning("cannot confirm positions beyond the reported log end (%s); retrying", err)
+            self.db_retry_at = self.monotonic() + 1.0
+            return
+        for tp in exist:
+            log.info("%s[%d]: the broker reports end offset %d but the record at %d exists: trusting the stored "
+                     "position", tp.topic, tp.partition, ends[tp], suspect[tp])
+        resumed = []
+        for tp in tps:
+            pos = stored[tp.topic].get(tp.partition)
+            end = pos if tp in exist and pos is not None else ends[tp]
+            pl = place(pos, starts[tp], end, self.settings.on_offset_reset, recorded[tp])
+            try:
+                if not self._apply_placement(tp, pl, recorded[tp] is not None):
+                    continue
+            except StoreUnavailable as err:
+                self._db_down(err, "storing an offset reset")
+                return
+            except StalePositions as err:
+                log.warning("%s; another consumer stored this partition meanwhile: re-reading", err)
+                continue
+            resumed.append(tp)
+        if resumed:
+            self.consumer.resume(*resumed)
+        self.pending -= set(resumed) | set(self.unresolved)
+        log.info("resuming at stored positions: %s",
+                 ", ".join(f"{tp.topic}[{tp.partition}]@{self.expected[tp]}" for tp in resumed) or "none")
+        if self.dlt is not None:
+            for tp in resumed:
+                self.dlt.adopt((source_of(tp.topic), tp.partition), self.expected[tp])
+
+    def _apply_placement(self, tp: TopicPartition, pl: Placement, was_recorded: bool) -> bool:
+        """Log, count and apply an offset-reset decision; False when the partition stays stopped."""
+        source, policy = source_of(tp.topic), self.settings.on_offset_reset
+        if pl.problem is not None:
+            what = pl.problem.describe(tp.topic, tp.partition)
+            if pl.seek is None:
+                if not was_recorded:
+                    record_problem(self.pipeline.store, source, tp.partition, pl.problem)
+                    self.sig.offset_resets.labels(topic=tp.topic, problem=pl.problem.kind, policy=policy).inc()
+                log.error("offset reset: %s; kafka.on_offset_reset is fail: partition stopped until a restart "
+                          "with earliest or latest", what)
+                self.unresolved[tp] = what
+                self.sig.offset_unresolved.labels(topic=tp.topic, partition=str(tp.partition)).set(1)
+                return False
+            self.sig.offset_resets.labels(topic=tp.topic, problem=pl.problem.kind, policy=policy).inc()
+            log.error("offset reset: %s; kafka.on_offset_reset is %s: resuming at offset %d", what, policy, pl.seek)
+        if pl.move_to is not None and pl.problem is not None:
+            move_position(self.pipeline.store, source, tp.partition, pl.problem.stored, pl.move_to)
+        self._unresolve(tp)
+        assert pl.seek is not None
+        self.consumer.seek(tp, pl.seek)
+        self.expected[tp] = pl.expected
+        return True
+
+    def _unresolve(self, tp: TopicPartition) -> None:
+        if self.unresolved.pop(tp, None) is not None:
+            self.sig.offset_unresolved.remove(tp.topic, str(tp.partition))
+
+    def _recheck(self, tps: set[TopicPartition], why: str) -> None:
+        """A position left the log while consuming: pause, forget it and check it again like a new assignment."""
+        tps = {tp for tp in tps if tp in self.owned and tp not in self.pending}
+        if not tps:
+            return
+        log.warning("%s for %s: checking the stored positions against the log again", why, fmt(tps))
+        self.consumer.pause(*tps)
+        for tp in tps:
+            self.expected.pop(tp, None)
+            self.pending.add(tp)

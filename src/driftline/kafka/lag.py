@@ -1,0 +1,30 @@
+"""Lag for every partition of both topics — owned by this process or not — from the positions stored in the
+database and the log end offsets, so a group that owns nothing (a stalled rebalance) still shows its lag."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kafka import TopicPartition
+
+Lags = dict[tuple[str, int], int]
+
+
+def lags_from(ends: Mapping[TopicPartition, int], stored: Mapping[str, Mapping[int, int]],
+              expected: Mapping[TopicPartition, int]) -> Lags:
+    """(topic, partition) → end offset − stored position (the newer of the database's and this process's own;
+    never negative: a position beyond the end is an offset-reset problem, reported separately)."""
+    out: Lags = {}
+    for tp, end in ends.items():
+        pos = max(stored.get(tp.topic, {}).get(tp.partition, 0), expected.get(tp, 0))
+        out[(tp.topic, tp.partition)] = max(0, int(end) - pos)
+    return out
+
+
+def end_offsets(consumer: Any, topics: Iterable[str], timeout_ms: int = 2000) -> dict[TopicPartition, int]:
+    """End offsets of every partition of `topics` known to the consumer's metadata (raises KafkaError)."""
+    tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
+    if not tps:
+        return {}
+    return dict(consumer.end_offsets(tps, timeout_ms=timeout_ms))

@@ -1,0 +1,135 @@
+"""Stored positions are checked against the log before they are trusted (on every assignment, and when a fetch
+or the high-water mark says the position left the log): a position beyond the log end (the topic or the broker
+was reset) or before its start (retention deleted unread data) is logged, counted, alerted on and handled by
+`kafka.on_offset_reset` — `fail` (partition stopped, /readyz 503, recorded in the database until a restart with
+another policy), `earliest` (resume at the log start) or `latest` (resume at the log end)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+
+from kafka import TopicPartition
+from kafka.errors import OffsetOutOfRangeError
+
+from ..core.engine import EngineResult
+from ..storage.store import Store
+from .settings import KafkaSettings
+
+log = logging.getLogger(__name__)
+
+POLICIES = ("fail", "earliest", "latest")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A stored position outside the log: `beyond_end` (log reset or truncated) or `before_start` (retention)."""
+
+    kind: str
+    stored: int
+    start: int
+    end: int
+
+    def describe(self, topic: str, partition: int) -> str:
+        where = "beyond the log end" if self.kind == "beyond_end" else "before the log start"
+        return (f"{topic}[{partition}] stored position {self.stored} is {where} (log {self.start}..{self.end}): "
+                + ("the topic or the broker was reset" if self.kind == "beyond_end"
+                   else "retention deleted records never read"))
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a partition resumes: `seek` (None: stays paused), the stored position the first batch is fenced
+    against (`expected`), the problem found, and the new stored position to write first (`move_to`)."""
+
+    seek: int | None
+    expected: int
+    problem: Problem | None = None
+    move_to: int | None = None
+
+
+def place(stored: int | None, start: int, end: int, policy: str, recorded: Problem | None = None) -> Placement:
+    """Pure decision for one partition. `stored` None: never read (start at the log start, nothing to lose);
+    `recorded`: a problem found earlier under policy `fail` and not yet resolved (it stays one even if the new
+    log has meanwhile grown past the stored position)."""
+    if recorded is None and stored is None:
+        return Placement(seek=start, expected=0)
+    if recorded is None and stored is not None and start <= stored <= end:
+        return Placement(seek=stored, expected=stored)
+    cur = stored if stored is not None else 0
+    problem = recorded or Problem("beyond_end" if cur > end else "before_start", cur, start, end)
+    if policy == "fail":
+        return Placement(seek=None, expected=cur, problem=problem)
+    target = start if policy == "earliest" else end
+    return Placement(seek=target, expected=target, problem=problem, move_to=target)
+
+
+def meta_key(source: str, partition: int) -> str:
+    """Meta row holding an unresolved problem of a partition (empty value: none)."""
+    return f"offset_reset:{source}:{partition}"
+
+
+def recorded_problem(store: Store, source: str, partition: int) -> Problem | None:
+    """The problem recorded under policy `fail` for this partition, if still unresolved."""
+    raw = store.meta(meta_key(source, partition))
+    if not raw:
+        return None
+    d = json.loads(raw)
+    return Problem(d["kind"], int(d["stored"]), int(d["start"]), int(d["end"]))
+
+
+def record_problem(store: Store, source: str, partition: int, problem: Problem) -> None:
+    """Remember an unresolved problem in the database, so no process resumes the partition silently later."""
+    store.set_meta(meta_key(source, partition), json.dumps(problem.__dict__))
+
+
+def move_position(store: Store, source: str, partition: int, old: int, new: int) -> None:
+    """Compare-and-set the stored position old → new and clear any recorded problem, in one transaction
+    (StalePositions when another consumer moved it meanwhile)."""
+    key = (source, partition)
+    with store.write() as conn:
+        store.commit_batch(conn, EngineResult(), [], {key: new}, meta={meta_key(source, partition): ""},
+                           expected_positions={key: old})
+
+
+def records_exist(settings: KafkaSettings, wanted: dict[TopicPartition, int], timeout_s: float = 3.0
+                  ) -> set[TopicPartition]:
+    """The partitions whose log still holds a record at the given offset (or later), read by one group-less
+    consumer of its own within `timeout_s`.
+
+    Confirms a suspected `beyond_end` before anything moves: a broker's end offset can lag what was already read
+    (tansu's ListOffsets answers the base offset of the last batch), and a false reset would re-read records."""
+    from kafka import KafkaConsumer
+
+    kwargs = settings.consumer_kwargs()
+    kwargs.update(group_id=None, client_id=settings.client_id + "-probe")
+    kwargs.pop("partition_assignment_strategy", None)
+    probe = KafkaConsumer(**kwargs)
+    found: set[TopicPartition] = set()
+    left = dict(wanted)
+    try:
+        probe.assign(list(left))
+        for tp, offset in left.items():
+            probe.seek(tp, offset)
+        deadline = time.monotonic() + timeout_s
+        while left and time.monotonic() < deadline:
+            try:
+                polled = probe.poll(timeout_ms=300)
+            except OffsetOutOfRangeError as err:
+                gone = set(err.args[0]) if err.args and isinstance(err.args[0], dict) else set(left)
+                for tp in gone:
+                    left.pop(tp, None)
+                if left:
+                    probe.assign(list(left))
+                    for tp, offset in left.items():
+                        probe.seek(tp, offset)
+                continue
+            for tp, recs in polled.items():
+                if tp in left and any(r.offset >= left[tp] for r in recs):
+                    found.add(tp)
+                    left.pop(tp)
+        return found
+    finally:
+        probe.close(autocommit=False)

@@ -1,0 +1,53 @@
+"""The live consumer's own fault signals (process-local, in the OpsMetrics registry): offset resets, partitions
+owned, key checks and dead-letter topic deliveries. Documented in docs/METRICS.md (Pipeline)."""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import Counter, Gauge
+
+from ..ops import OpsMetrics
+
+
+@dataclass(frozen=True)
+class KafkaSignals:
+    """Series written by the consumer; one set per OpsMetrics registry."""
+
+    offset_resets: Counter
+    offset_unresolved: Gauge
+    partitions_owned: Gauge
+    key_mismatches: Counter
+    dlt_sent: Counter
+    dlt_failed: Counter
+    dlt_truncated: Counter
+
+
+_SIGNALS: weakref.WeakKeyDictionary[Any, KafkaSignals] = weakref.WeakKeyDictionary()
+
+
+def signals(ops: OpsMetrics) -> KafkaSignals:
+    """The consumer's series in `ops.registry` (created once per registry)."""
+    reg = ops.registry
+    if reg not in _SIGNALS:
+        _SIGNALS[reg] = KafkaSignals(
+            offset_resets=Counter("driftline_consumer_offset_resets", "Stored positions found outside the log "
+                                  "(problem: beyond_end = topic/broker reset, before_start = retention), by the "
+                                  "policy applied.", ["topic", "problem", "policy"], registry=reg),
+            offset_unresolved=Gauge("driftline_consumer_offset_reset_unresolved", "1 while a partition is stopped "
+                                    "under kafka.on_offset_reset: fail.", ["topic", "partition"], registry=reg),
+            partitions_owned=Gauge("driftline_consumer_partitions_owned", "Partitions this process owns now.",
+                                   registry=reg),
+            key_mismatches=Counter("driftline_kafka_key_mismatches", "Records whose Kafka key is not their "
+                                   "prediction_id (problem: mismatch, missing), by topic and the action taken.",
+                                   ["topic", "problem", "action"], registry=reg),
+            dlt_sent=Counter("driftline_dead_letter_topic_sent", "Dead letters delivered to the dead-letter topic.",
+                             registry=reg),
+            dlt_failed=Counter("driftline_dead_letter_topic_failed", "Failed deliveries to the dead-letter topic "
+                               "(each attempt; the database copy stays and is re-sent).", ["error"], registry=reg),
+            dlt_truncated=Counter("driftline_dead_letter_topic_truncated", "Dead-letter payloads cut to "
+                                  "kafka.dead_letter_max_bytes before sending.", registry=reg),
+        )
+    return _SIGNALS[reg]
