@@ -319,3 +319,17 @@ def _poll(check, timeout_s: float, what: str):
             return found
         time.sleep(0.1)
     raise AssertionError(what)
+
+
+def test_a_standby_replica_exports_no_series_read_from_the_database(db):
+    """Issue 16.4: replicas over one database must not count twice; only the exporter-lock holder exports them."""
+    path, config, store = db
+    leading = [False]
+    col = SnapshotCollector(store, config, clock=lambda: END, cache_s=0.0, leader=lambda: leading[0])
+    standby = {m.name: m for m in col.collect()}
+    assert set(standby) == {"driftline_build_info", "driftline_leader"}
+    assert standby["driftline_leader"].samples[0].value == 0.0
+    leading[0] = True
+    leader = {m.name: m for m in col.collect()}
+    assert leader["driftline_leader"].samples[0].value == 1.0
+    assert {"driftline_window_predictions", "driftline_events", "driftline_recall_ratio"} <= set(leader)

@@ -261,8 +261,9 @@ def test_render_of_the_example_matches_the_agreed_triggers(tmp_path, capsys):
     assert rec["labels"] == {"severity": "critical", "trigger": "recall_below_target"}
     assert fpr["labels"] == {"severity": "warning", "trigger": "fpr_above_target"}
     assert (rec["for"], rec["keep_firing_for"]) == ("15m", "1h")
-    assert rec["expr"].split() == ('driftline_recall_ratio{model="fraud", variant="all", window="7d"} < 0.7 and '
-                                   'driftline_window_positives{model="fraud", variant="all", window="7d"} >= 30'
+    assert rec["expr"].split() == ('max without (instance) ( '
+                                   'driftline_recall_ratio{model="fraud", variant="all", window="7d"} < 0.7 and '
+                                   'driftline_window_positives{model="fraud", variant="all", window="7d"} >= 30 )'
                                    ).split()
     assert set(rec["annotations"]) == {"summary", "description", "runbook_url"}
     out = tmp_path / "triggers.rules.yml"
@@ -323,7 +324,7 @@ def test_rendered_recall_alert_fires_after_for_with_enough_positives_promtool_te
                     exp_annotations:
                       summary: "Recall of fraud is 62% over 7d (line 70%)"
                       description: {json.dumps(desc, ensure_ascii=False)}
-                      runbook_url: "docs/METRICS.md#recallbelowtarget"
+                      runbook_url: "https://github.com/driftline/driftline/blob/main/docs/RUNBOOKS.md#recallbelowtarget"
               - eval_time: 16m
                 alertname: FprAboveTarget
                 exp_alerts: []
@@ -353,7 +354,7 @@ def test_min_n_guard_and_hysteresis_in_the_rendered_rule_promtool_test_rules(tmp
                     exp_annotations:
                       summary: "Recall of fraud is 71% over 7d (line 70%)"
                       description: "Recall of model fraud (version all, variant all) over the last 7d is 71%, under the agreed line of 70% (95% interval n/a to n/a, n = 40 labelled positives). Hysteresis: it stays firing until back above 72%."
-                      runbook_url: "docs/METRICS.md#recallbelowtarget"
+                      runbook_url: "https://github.com/driftline/driftline/blob/main/docs/RUNBOOKS.md#recallbelowtarget"
               - eval_time: 35m
                 alertname: RecallBelowTarget
                 exp_alerts: []

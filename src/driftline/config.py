@@ -60,6 +60,20 @@ def window_too_long(field: str, text: str) -> None:
         raise ValueError(f"{field}: {text} is longer than {MAX_WINDOW_DAYS}d (100 years)")
 
 
+DEFAULT_RUNBOOK_BASE_URL = "https://github.com/driftline/driftline/blob/main/docs/RUNBOOKS.md"
+"""Where runbooks live unless `notify.runbook_base_url` says otherwise: docs/RUNBOOKS.md, one section per alert."""
+
+
+def _absolute_url(name: str, url: str | None, anchor: bool = True) -> None:
+    """Raise ValueError naming the field unless `url` is an absolute http(s) URL (a pager must open it)."""
+    if url is None:
+        return
+    if not re.fullmatch(r"https?://[^/\s#]+[^\s]*", url):
+        raise ValueError(f"{name}: must be an absolute http(s) URL a pager can open, got {url!r}")
+    if not anchor and "#" in url:
+        raise ValueError(f"{name}: must not contain '#' (the alert's anchor is appended), got {url!r}")
+
+
 def format_duration(seconds: float) -> str:
     """Compact label for a duration ('7d', '1h', '90s'), used in metric labels and reports."""
     for unit in ("w", "d", "h", "m"):
@@ -138,6 +152,7 @@ class Trigger(Base):
             raise ValueError(f"metric: {problem}")
         _positive_durations("", window=self.window)
         window_too_long("window", self.window)
+        _absolute_url("runbook_url", self.runbook_url)
         _positive_durations("", allow_zero=True, cooldown=self.cooldown, **{"for": self.for_})
 
 
@@ -204,9 +219,12 @@ class Notify(Base):
     retries: Annotated[int, msgspec.Meta(ge=0, le=20)] = 3
     backoff: Duration = "1s"
     generator_url: str | None = None
+    runbook_base_url: str = DEFAULT_RUNBOOK_BASE_URL
 
     def __post_init__(self) -> None:
         _positive_durations("", timeout=self.timeout, backoff=self.backoff)
+        _absolute_url("runbook_base_url", self.runbook_base_url, anchor=False)
+        _absolute_url("generator_url", self.generator_url)
 
 
 class DriftConfig(Base):

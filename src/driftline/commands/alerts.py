@@ -107,7 +107,9 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
                       f"after {iso(now)}: this look back starts from no prior state, is not stored and notifies "
                       "nobody (the live states are unchanged)")
     if not (args.dry_run or args.no_notify) and run.states_later is None:
-        notifier = Notifier(ctx.config.notify, ctx.config.model, clock=ctx.clock)
+        # One shot: no next pass refreshes the alerts, so a firing one must not expire by itself (refresh_s None),
+        # and no process serves /triggers for a generatorURL (only notify.generator_url, when set).
+        notifier = Notifier(ctx.config.notify, ctx.config.model, clock=ctx.clock, refresh_s=None)
         firing = [(r, s) for r, s in zip(run.rules, run.states) if s.state == FIRING]
         notifier.notify(run.notices, firing)
     if args.json:

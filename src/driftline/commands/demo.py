@@ -39,11 +39,9 @@ DEMO_MARKER = "demo:end"
 EXAMPLE_TRIGGERS: list[dict[str, Any]] = [
     {"name": "recall_below_target", "metric": "recall", "op": "<", "value": 0.70, "window": "7d", "min_n": 30,
      "mode": "point", "severity": "critical", "for": "15m", "cooldown": "1h", "hysteresis": 0.0,
-     "runbook_url": "docs/METRICS.md#recallbelowtarget",
      "description": "Fewer frauds caught than agreed; fraud losses grow (€400 per missed fraud)."},
     {"name": "fpr_above_target", "metric": "fpr", "op": ">", "value": 0.08, "window": "7d", "min_n": 30,
      "mode": "point", "severity": "warning", "for": "15m", "cooldown": "1h", "hysteresis": 0.0,
-     "runbook_url": "docs/METRICS.md#fprabovetarget",
      "description": "More genuine customers flagged than agreed; review hours and complaints grow."},
 ]
 """The review triggers of driftline.example.yaml (seed 000 step 8: recall < 70 %, FPR > 8 %, weekly)."""

@@ -4,6 +4,11 @@ Every scrape rebuilds the families from the database (no stale label sets), cach
 quick succession share one read. Windowed series exist per model, per configured window (config window and
 trigger windows) for the whole model (`variant="all", model_version="all"`) and per (variant, model_version);
 a rate whose denominator is 0 is absent, never 0 or NaN.
+
+Replicas over one database would export the same numbers once each, and dashboards and rules that sum across
+instances would count them twice. So only the replica holding the exporter lock (a PostgreSQL advisory lock;
+another replica takes it over at its next scrape when that one stops) exports the series read from the database; every replica exports `driftline_leader` (1 or 0), build_info and
+its own process metrics (consumer lag of its partitions, batch durations, notifications).
 """
 
 from __future__ import annotations
@@ -163,8 +168,8 @@ class SnapshotCollector:
 
     def __init__(self, store: Store, config: Config, clock: Callable[[], float] = time.time, *,
                  time_basis: str = "wall", drift: DriftProvider | None = None, cache_s: float = 2.0,
-                 monotonic: Callable[[], float] = time.monotonic, schema_ready: threading.Event | None = None
-                 ) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, schema_ready: threading.Event | None = None,
+                 leader: Callable[[], bool] | None = None) -> None:
         if time_basis not in ("wall", "event"):
             raise ValueError(f"time_basis must be 'wall' or 'event', got {time_basis!r}")
         self.store, self.config, self.clock = store, config, clock
@@ -172,6 +177,8 @@ class SnapshotCollector:
         self.rules = compile_rules(config.triggers)
         self.schema_ready = schema_ready
         """While given and not set (the schema is being migrated), scrapes serve build_info only."""
+        self.leader = leader
+        """Whether this replica holds the leader lock (None: a single process, always exports the store)."""
         self._lock = threading.Lock()
         self._cache: tuple[float, list[Metric]] | None = None
         self.builds = 0
@@ -203,6 +210,12 @@ class SnapshotCollector:
             [__version__], 1.0)
         if self.schema_ready is not None and not self.schema_ready.is_set():
             return [f.fams["driftline_build_info"]]
+        if self.leader is not None:
+            leading = self.leader()
+            f.gauge("driftline_leader", "1 on the replica that exports the series read from the database (it holds "
+                    "the exporter lock); 0 on a standby replica.", []).add_metric([], 1.0 if leading else 0.0)
+            if not leading:
+                return list(f.fams.values())
         try:
             self._models(f)
             self._triggers(f)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 
 from sqlalchemy import Connection, text
 
@@ -11,7 +12,10 @@ from ..storage.store import Store
 log = logging.getLogger(__name__)
 
 LOCK_KEY = 0x6472_6966_746C
-"""PostgreSQL advisory lock key held by the replica that runs scheduled jobs ('driftl')."""
+"""PostgreSQL advisory lock key held by the replica that evaluates triggers ('driftl')."""
+EXPORT_LOCK_KEY = LOCK_KEY + 2
+"""Advisory lock of the replica that exports the series read from the database (LOCK_KEY + 1 is the jobs' lock).
+Separate from evaluation, so a `--no-evaluate` replica can export and an evaluating one need not."""
 
 
 class LeaderLock:
@@ -21,11 +25,16 @@ class LeaderLock:
         self.store, self.key = store, key
         self._conn: Connection | None = None
         self._held = False
+        self._mutex = threading.RLock()  # the scheduler (evaluation) and scrapes (what to export) both ask
 
     def held(self) -> bool:
         """Acquire or confirm the lock; False when another replica holds it or the database is unreachable."""
         if self.store.dialect != "postgresql":
             return True
+        with self._mutex:
+            return self._check()
+
+    def _check(self) -> bool:
         try:
             if self._conn is None:
                 self._conn = self.store.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
@@ -38,11 +47,15 @@ class LeaderLock:
             return self._held
         except Exception as err:  # noqa: BLE001 - connection lost: the lock is gone with it
             log.warning("leader lock check failed: %s", err)
-            self.release()
+            self._discard()
             return False
 
     def release(self) -> None:
         """Give the lock up: the connection is discarded, not returned to the pool (which would keep it)."""
+        with self._mutex:
+            self._discard()
+
+    def _discard(self) -> None:
         if self._conn is not None:
             try:
                 self._conn.invalidate()

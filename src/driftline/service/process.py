@@ -2,7 +2,8 @@
 
 `driftline serve` runs it over an existing database; `driftline run` (Kafka) runs it next to the consumer,
 passing its OpsMetrics and readiness check. Jobs run on an APScheduler 3 BackgroundScheduler in UTC; on
-PostgreSQL only the holder of an advisory lock evaluates triggers, so replicas do not notify twice.
+PostgreSQL only the holder of an advisory lock evaluates triggers, and only the holder of another exports the series
+read from the database, so replicas neither notify twice nor count twice in dashboards and rules.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ..triggers import history, runner
 from ..triggers.drift_hook import DriftProvider, default_provider
 from ..triggers.model import FIRING
 from ..readouts.windows import default_at
-from .leader import LOCK_KEY, LeaderLock  # noqa: F401 - LOCK_KEY re-exported for callers
+from .leader import EXPORT_LOCK_KEY, LOCK_KEY, LeaderLock  # noqa: F401 - LOCK_KEY re-exported for callers
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +50,11 @@ class Service:
         self.time_basis = time_basis
         self.schema_ready = threading.Event()
         """Set by start_jobs(): until then (the schema is being migrated) nothing queries the database."""
+        self.leader = LeaderLock(store)
+        self.exporter_lock = LeaderLock(store, EXPORT_LOCK_KEY)
+        """Held by the one replica that exports the database's series (replicas must not count twice)."""
         self.snapshot = SnapshotCollector(store, config, clock, time_basis=time_basis, drift=self.drift,
-                                          schema_ready=self.schema_ready)
+                                          schema_ready=self.schema_ready, leader=self.exporter_lock.held)
         self.registry = build_registry(self.snapshot, self.ops)
         self.host = host if host is not None else config.exporter.host
         self.port = port if port is not None else config.exporter.port
@@ -58,7 +62,6 @@ class Service:
         self.server: ExporterServer | None = None
         self.notifier = notifier
         self.evaluate_enabled = evaluate
-        self.leader = LeaderLock(store)
         self.scheduler = BackgroundScheduler(timezone=timezone.utc)
         self.last_run: runner.EvaluationRun | None = None
         self._lock = threading.Lock()
@@ -112,6 +115,7 @@ class Service:
         if self.server is not None:
             self.server.stop()
         self.leader.release()
+        self.exporter_lock.release()
 
     def evaluate_once(self) -> runner.EvaluationRun | None:
         """One evaluation pass (leader only): store states and transitions, then notify; None when skipped."""

@@ -2,7 +2,10 @@
 
 Alertmanager gets every firing trigger on each evaluation (its endsAt a few evaluation intervals ahead, as
 Prometheus does, so a driftline that stops evaluating lets them expire) and a resolved alert (endsAt = the
-resolve time) when one clears. The webhook gets one POST per evaluation that produced notices (firing,
+resolve time) when one clears. A one-shot evaluation (`alerts evaluate`, refresh_s None) has no next pass to
+refresh its alerts, so a firing alert's endsAt is a year ahead: it resolves only when an evaluation says so.
+The labels are {alertname, model, trigger, severity}; with notify.alertmanager_url set driftline is the only
+sender of trigger alerts (`alerts render` renders no rule for them), so Alertmanager pages once per condition. The webhook gets one POST per evaluation that produced notices (firing,
 repeat after the cooldown, resolved). Failed attempts are retried with exponential backoff (sleep injected),
 counted in driftline_notifications_failed_total{receiver} and logged. With no receiver configured, notices are
 only logged (the alert history stores them either way).
@@ -23,13 +26,15 @@ from ..config import Notify, format_duration, parse_duration
 from ..ops import OpsMetrics
 from .metrics import canonical, info
 from .model import NOTICE_RESOLVED, Notice, Rule, TriggerState
-from .rules import alert_name
+from .rules import alert_name, runbook_url
 from ..readouts.windows import iso
 
 log = logging.getLogger(__name__)
 
 ALERTMANAGER, WEBHOOK = "alertmanager", "webhook"
 MAX_BACKOFF_S = 60.0
+ONE_SHOT_HOLD_S = 365 * 86400.0
+"""endsAt of a firing alert sent by a one-shot evaluation: far enough that only a resolve ends it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +91,12 @@ class Notifier:
 
     def __init__(self, settings: Notify, model: str, *, ops: OpsMetrics | None = None,
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.time,
-                 generator_url: str | None = None, refresh_s: float = 300.0) -> None:
+                 generator_url: str | None = None, refresh_s: float | None = 300.0) -> None:
         self.settings, self.model, self.ops = settings, model, ops
         self.sleep, self.clock, self.refresh_s = sleep, clock, refresh_s
-        self.generator_url = settings.generator_url or generator_url or "http://127.0.0.1:9108/triggers"
+        self.generator_url = settings.generator_url or generator_url
+        """Where the alert links back to: notify.generator_url, else the serving process's /triggers; None (no
+        link) for a one-shot evaluation, where nothing listens."""
         self.timeout = parse_duration(settings.timeout)
         self.backoff = parse_duration(settings.backoff)
         if ops is not None:
@@ -107,11 +114,14 @@ class Notifier:
         name = alert_name(rule.name)
         annotations = {"summary": summary(rule, self.model, state, kind),
                        "description": description(rule, self.model, state, kind),
-                       "runbook_url": rule.runbook_url or f"docs/METRICS.md#{name.lower()}"}
-        end = ends_at if ends_at is not None else max(self.clock(), state.updated_at) + self.refresh_s
-        return {"labels": {"alertname": name, "severity": rule.severity, "model": self.model, "trigger": rule.name},
-                "annotations": annotations, "startsAt": iso(starts_at), "endsAt": iso(end),
-                "generatorURL": self.generator_url}
+                       "runbook_url": runbook_url(rule, self.settings.runbook_base_url)}
+        hold = ONE_SHOT_HOLD_S if self.refresh_s is None else self.refresh_s
+        end = ends_at if ends_at is not None else max(self.clock(), state.updated_at) + hold
+        out = {"labels": {"alertname": name, "severity": rule.severity, "model": self.model, "trigger": rule.name},
+               "annotations": annotations, "startsAt": iso(starts_at), "endsAt": iso(end)}
+        if self.generator_url:
+            out["generatorURL"] = self.generator_url
+        return out
 
     def notify(self, notices: Sequence[Notice], firing: Sequence[tuple[Rule, TriggerState]] = ()
                ) -> list[Delivery]:
@@ -143,7 +153,7 @@ class Notifier:
              "starts_at": iso(n.starts_at), "ends_at": iso(n.ends_at) if n.ends_at is not None else None,
              "summary": summary(n.rule, self.model, n.state, n.kind),
              "description": description(n.rule, self.model, n.state, n.kind),
-             "runbook_url": n.rule.runbook_url, "generator_url": self.generator_url}
+             "runbook_url": runbook_url(n.rule, self.settings.runbook_base_url), "generator_url": self.generator_url}
             for n in notices]}
 
     def post(self, receiver: str, url: str, body: Any) -> Delivery:

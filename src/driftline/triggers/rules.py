@@ -6,7 +6,12 @@ cooldown. The expression judges the estimate (`point`) or the interval bound nea
 is guarded by the trigger's minimum n, and, with hysteresis, keeps a firing alert until the value is back past
 line ± hysteresis (via the ALERTS series), like driftline's own evaluator. Metrics exported without interval
 series (scores, label delay, drift, dead-letter rate, silence) are judged on their value in both modes; the
-dead-letter rate and silence are computed from the pipeline series per job/instance.
+dead-letter rate and silence are computed from the pipeline series per job. Every alert's identity leaves
+`instance` out (`max without (instance)`), so replicas and a change of leader give one alert per condition.
+
+One sender per trigger alert: with `notify.alertmanager_url` set, driftline's own notifier sends the trigger
+alerts to Alertmanager, so no alerting rule is rendered for them (Prometheus would page a second time for the
+same condition); without it, these rules are the sender.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ _TITLES = {"recall": ("Recall", "Recall"), "fpr": ("FPR", "False positive rate")
            "silence_seconds": ("Event silence", "Time since the newest event"),
            "psi": ("PSI", "Population stability index"), "js": ("JS distance", "Jensen-Shannon distance")}
 _WINDOWED_ON = ("model", "model_version", "variant", "window")
+NOTIFIER_SENDS = ("notify.alertmanager_url is set: driftline's notifier sends the trigger alerts to Alertmanager, "
+                  "so no Prometheus alerting rule is rendered for them (one sender, one page per condition)")
 
 
 def alert_name(trigger_name: str) -> str:
@@ -68,6 +75,8 @@ class Rendered:
 
     alerts: list[RenderedAlert]
     skipped: list[str] = field(default_factory=list)
+    sender: str | None = None
+    """Why no trigger alert is rendered (driftline's notifier sends them), or None."""
 
 
 def _sel(labels: dict[str, str]) -> str:
@@ -107,14 +116,14 @@ def _series(rule: Rule, model: str) -> tuple[str, str, tuple[str, ...]] | None:
         return (f"{name}{_sel({'model': model, 'window': rule.window, 'feature': rule.feature})}", "",
                 ("model", "window", "feature"))
     if m == "dead_letter_rate":
-        dead = "sum by (job, instance) (driftline_dead_letters_total)"
-        events = "sum by (job, instance) (driftline_events_total)"
-        total = f"(\n    {events}\n  + on (job, instance)\n    ({dead} or 0 * {events})\n)"
-        return (f"(\n  ({dead} or 0 * {events})\n/ on (job, instance)\n  {total}\n)",
-                f"{total} >= {n_min}", ("job", "instance"))
+        dead = "sum by (job) (driftline_dead_letters_total)"
+        events = "sum by (job) (driftline_events_total)"
+        total = f"(\n    {events}\n  + on (job)\n    ({dead} or 0 * {events})\n)"
+        return (f"(\n  ({dead} or 0 * {events})\n/ on (job)\n  {total}\n)",
+                f"{total} >= {n_min}", ("job",))
     if m == "silence_seconds":
-        return ("(time() - max by (job, instance) (driftline_last_event_timestamp_seconds))",
-                f"sum by (job, instance) (driftline_events_total) >= {n_min}", ("job", "instance"))
+        return ("(time() - max by (job) (driftline_last_event_timestamp_seconds))",
+                f"sum by (job) (driftline_events_total) >= {n_min}", ("job",))
     return None
 
 
@@ -126,9 +135,10 @@ def _expr(rule: Rule, name: str, series: str, guard: str, on: tuple[str, ...]) -
         judged = (f"(\n  {series} {rule.op} {line}\nor\n  (\n    {series} {rule.op} {num(back)}\n"
                   f"    and on ({', '.join(on)})\n    ALERTS{_sel({'alertname': name, 'alertstate': 'firing'})}\n"
                   f"  )\n)")
-    if rule.min_n > 0 and guard:
-        return f"{judged}\nand\n{guard}\n"
-    return judged + "\n"
+    body = f"{judged}\nand\n{guard}" if rule.min_n > 0 and guard else judged
+    # One alert per condition whatever the number of replicas: the series' identity without `instance` (only
+    # the leader replica exports them, and a new leader continues the same alert).
+    return "max without (instance) (\n" + "\n".join("  " + ln if ln else ln for ln in body.split("\n")) + "\n)\n"
 
 
 def _pct(v: float) -> str:
@@ -151,7 +161,12 @@ def _value_tpl(unit: str) -> str:
     return '{{ $value | printf "%.3f" }}'
 
 
-def _annotations(rule: Rule, name: str, model: str) -> dict[str, str]:
+def runbook_url(rule: Rule, base: str) -> str:
+    """The absolute runbook link of a trigger's alert: its own `runbook_url`, else base#<alertname lowercased>."""
+    return rule.runbook_url or f"{base}#{alert_name(rule.name).lower()}"
+
+
+def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]:
     m = canonical(rule.metric)
     unit = info(m).unit
     short, long = _TITLES.get(m, (m, m))
@@ -161,10 +176,10 @@ def _annotations(rule: Rule, name: str, model: str) -> dict[str, str]:
     confident = rule.mode == "confident" and m in EXPORTED_RATES
     what_short = (f"{'Upper' if rule.below else 'Lower'} 95% bound of {short} of {{{{ $labels.model }}}}"
                   if confident else f"{short} of {{{{ $labels.model }}}}")
-    runbook = rule.runbook_url or f"docs/METRICS.md#{name.lower()}"
+    runbook = runbook_url(rule, base)
     if m in ("dead_letter_rate", "silence_seconds"):
-        summary = f"{short} of driftline at {{{{ $labels.instance }}}} is {value} (line {line})"
-        desc = (f"{long} on {{{{ $labels.instance }}}} is {value}, {direction} the agreed line of {line} "
+        summary = f"{short} of driftline job {{{{ $labels.job }}}} is {value} (line {line})"
+        desc = (f"{long} of driftline job {{{{ $labels.job }}}} is {value}, {direction} the agreed line of {line} "
                 f"(trigger {rule.name}, model {model}).")
         return {"summary": summary, "description": _with_user(rule, desc), "runbook_url": runbook}
     if m in ("psi", "js"):
@@ -214,6 +229,8 @@ def render_rules(config: Config, rules: Sequence[Rule] | None = None) -> Rendere
     rules = list(rules) if rules is not None else compile_rules(config.triggers)
     alerts: list[RenderedAlert] = []
     skipped: list[str] = []
+    if config.notify.alertmanager_url:
+        return Rendered([], [], sender=NOTIFIER_SENDS)
     for r in rules:
         name = alert_name(r.name)
         parts = _series(r, config.model)
@@ -226,7 +243,7 @@ def render_rules(config: Config, rules: Sequence[Rule] | None = None) -> Rendere
             for_=format_duration(r.for_s) if r.for_s > 0 else None,
             keep_firing_for=format_duration(r.cooldown_s) if r.cooldown_s > 0 else None,
             labels={"severity": r.severity, "trigger": r.name},
-            annotations=_annotations(r, name, config.model)))
+            annotations=_annotations(r, name, config.model, config.notify.runbook_base_url)))
     return Rendered(alerts, skipped)
 
 
@@ -245,6 +262,8 @@ def to_yaml(rendered: Rendered, source: str | None = None) -> str:
            "groups:", "  - name: driftline-triggers", "    rules:"]
     if rendered.skipped:
         out[1:1] = [f"# skipped {s}" for s in rendered.skipped]
+    if rendered.sender:
+        out[1:1] = [f"# {rendered.sender}."]
     if not rendered.alerts:
         out[-1] = "    rules: []"
     for i, a in enumerate(rendered.alerts):
