@@ -72,6 +72,10 @@ REASONS = (
     "feature_value_too_long", "feature_out_of_range", "internal_error",
 )
 """Every reason `decode` gives (README, Event format); the pipeline adds ts_in_future and store_rejected."""
+PIPELINE_REASONS = ("ts_in_future", "store_rejected", "model_limit", "reserved_label")
+"""Reasons given after decoding: by the pipeline (clock, store) and by the label gate (core/labels)."""
+DEAD_LETTER_REASONS = REASONS + PIPELINE_REASONS
+"""Every dead-letter reason; the exporter exports each at 0 from the start, so rate panels show 0, not no data."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,13 +9,12 @@ F drift features, T triggers with S states, P consumer partitions, N notificatio
 from __future__ import annotations
 
 from ..config import Config
-from ..core.events import REASONS
+from ..core.events import DEAD_LETTER_REASONS
 from ..ops import BATCH_BUCKETS
 from ..triggers.model import STATES
 from ..triggers.runner import compile_rules
 from .collector import COUNT_HELP, RATE_HELP, SCORE_HELP, windows_of
 
-DEAD_LETTER_REASONS = frozenset(REASONS) | {"ts_in_future", "store_rejected", "model_limit", "reserved_label"}
 PER_GROUP = 3 * len(RATE_HELP) + len(COUNT_HELP) + len(SCORE_HELP) + 2
 """Windowed series of one (variant, model_version) group: rates with both bounds, counts, scores, 2 quantiles."""
 PIPELINE_SERIES = 1 + 2 + 2 + len(DEAD_LETTER_REASONS) + 1 + 2 + 1 + 1
