@@ -14,11 +14,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-OUT_DIR = Path(__file__).resolve().parent.parent / "deploy" / "grafana" / "dashboards"
+from driftline.triggers.mixin import DEFAULT as CONFIG   # the mixin's `_config`: job, instance, cluster labels
+
+DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
+OUT_DIR = DEPLOY / "grafana" / "dashboards"
+CONFIGMAP = DEPLOY / "kubernetes" / "grafana-dashboards.yaml"
+"""The same dashboards as ConfigMaps for the Grafana sidecar (label grafana_dashboard: "1"), one per dashboard."""
 DS: dict[str, str] = {"type": "prometheus", "uid": "${datasource}"}
-M = 'model="$model", variant=~"$variant", window="$window"'   # windowed series of the selected model and arms
-MW = 'model="$model", window="$window"'
-ALL = 'model="$model", variant="all", window="$window"'       # the exporter's whole-model group (every arm)
+SEL = CONFIG.dashboard_selector           # every query: cluster=~"$cluster", job=~"$job", instance=~"$instance"
+JOB = f'{CONFIG.cluster_label}=~"$cluster", {CONFIG.job_label}=~"$job"'   # recorded series (aggregated per job)
+MOD = f'{SEL}, model="$model"'
+M = f'{MOD}, variant=~"$variant", window="$window"'   # windowed series of the selected model and arms
+MW = f'{MOD}, window="$window"'
+ALL = f'{MOD}, variant="all", window="$window"'       # the exporter's whole-model group (every arm)
+REPLICAS = f"{CONFIG.cluster_label}, {CONFIG.job_label}, {CONFIG.instance_label}"
+"""Labels that only say which replica exported a database-derived series (every replica exports the same)."""
 LOWER, UPPER = "lower 95 %", "upper 95 %"
 Panel = dict[str, Any]
 
@@ -38,12 +48,12 @@ def panel(kind: str, title: str, description: str, unit: str, targets: list[dict
           pos: tuple[int, int, int, int], *, min_: float | None = None, max_: float | None = None,
           decimals: int | None = None, custom: dict[str, Any] | None = None, overrides: list[Any] | None = None,
           thresholds: list[tuple[float | None, str]] | None = None, mappings: list[Any] | None = None,
-          options: dict[str, Any] | None = None, **extra: Any) -> Panel:
+          options: dict[str, Any] | None = None, no_value: str | None = None, **extra: Any) -> Panel:
     """A panel with a unit, a description and grid position (x, y, w, h); ids are set by `dashboard`."""
     defaults: dict[str, Any] = {"unit": unit, "custom": custom or {}, "mappings": mappings or [],
                                 "thresholds": {"mode": "absolute", "steps": [
                                     {"color": c, "value": v} for v, c in (thresholds or [(None, "green")])]}}
-    for key, val in (("min", min_), ("max", max_), ("decimals", decimals)):
+    for key, val in (("min", min_), ("max", max_), ("decimals", decimals), ("noValue", no_value)):
         if val is not None:
             defaults[key] = val
     x, y, w, h = pos
@@ -95,26 +105,27 @@ def ratio_band(title: str, metric: str, description: str, pos: tuple[int, int, i
     targets = [target(f"driftline_{metric}_ratio{{{M}}}", metric.replace("_", " "), "A"),
                target(f"driftline_{metric}_lower_ratio{{{M}}}", LOWER, "B"),
                target(f"driftline_{metric}_upper_ratio{{{M}}}", UPPER, "C")]
-    if trigger:
-        targets.append(target(f'driftline_trigger_threshold{{model="$model", trigger=~"(?i).*{trigger}.*"}}',
+    if trigger:   # the line of every trigger judging this metric (any name), once however many replicas export it
+        targets.append(target(f'max by (trigger) (driftline_trigger_threshold{{{MOD}, metric="{trigger}"}})',
                               "trigger {{trigger}}", "T"))
     return timeseries(f"{title} — $variant", description, "percentunit", targets, pos, min_=0, max_=1,
                       overrides=band_overrides(), repeat="variant", repeatDirection="h", maxPerRow=4)
 
 
 def by_variant(title: str, expr: str, description: str, unit: str, pos: tuple[int, int, int, int],
-               **kw: Any) -> Panel:
-    """One line per A/B arm (estimates only, same axis, for comparison)."""
-    return timeseries(title, description, unit, [target(expr, "{{variant}} {{model_version}}")], pos, **kw)
+               legend: str = "{{variant}} {{model_version}}", **kw: Any) -> Panel:
+    """One line per A/B arm (estimates only, same axis, for comparison); the legend names only kept labels."""
+    return timeseries(title, description, unit, [target(expr, legend)], pos, **kw)
 
 
 def stat(title: str, expr: str, description: str, unit: str, pos: tuple[int, int, int, int],
-         thresholds: list[tuple[float | None, str]] | None = None, mappings: list[Any] | None = None) -> Panel:
+         thresholds: list[tuple[float | None, str]] | None = None, mappings: list[Any] | None = None,
+         no_value: str | None = None) -> Panel:
     """A single-number panel (last value)."""
     opts = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
             "colorMode": "value", "graphMode": "area", "textMode": "auto", "justifyMode": "auto"}
     return panel("stat", title, description, unit, [target(expr, title)], pos, thresholds=thresholds,
-                 mappings=mappings, options=opts)
+                 mappings=mappings, options=opts, no_value=no_value)
 
 
 def value_map(pairs: dict[str, tuple[str, str]]) -> list[dict[str, Any]]:
@@ -124,16 +135,21 @@ def value_map(pairs: dict[str, tuple[str, str]]) -> list[dict[str, Any]]:
 
 
 def template_vars(extra: list[dict[str, Any]] | None = None, variant: str = "all") -> dict[str, Any]:
-    """$datasource, $model, $variant (multi, All = .*; default `variant`) and $window, plus dashboard-specific ones.
+    """$datasource, the mixin's $cluster/$job/$instance, $model, $variant (multi, All = .*; default `variant`) and
+    $window, plus dashboard-specific ones.
 
-    The default variant "all" is the exporter's whole-model group; "$__all" selects every arm.
+    The default variant "all" is the exporter's whole-model group; "$__all" selects every arm. $job defaults to
+    the job the rule files select; All of $job or $instance is the list of driftline's own (never `.*`, which
+    would pull every scrape target into `up`); All of $cluster is `.*`, which also matches no cluster label.
     """
-    def query_var(name: str, label: str, query: str, *, multi: bool, current: str | None = None) -> dict[str, Any]:
+    def query_var(name: str, label: str, query: str, *, multi: bool, current: str | None = None,
+                  all_value: str | None = ".*") -> dict[str, Any]:
         v: dict[str, Any] = {"type": "query", "name": name, "label": label, "datasource": DS, "query": query,
                              "definition": query, "refresh": 2, "sort": 1, "multi": multi, "includeAll": multi,
                              "hide": 0, "regex": "", "options": []}
         if multi:
-            v["allValue"] = ".*"
+            if all_value is not None:
+                v["allValue"] = all_value
             text = "All" if current == "$__all" else current
             v["current"] = {"selected": True, "text": [text], "value": [current]}
         else:
@@ -142,10 +158,16 @@ def template_vars(extra: list[dict[str, Any]] | None = None, variant: str = "all
     return {"list": [
         {"type": "datasource", "name": "datasource", "label": "Data source", "query": "prometheus", "hide": 0,
          "refresh": 1, "regex": "", "current": {}, "options": []},
-        query_var("model", "Model", "label_values(driftline_window_predictions, model)", multi=False),
-        query_var("variant", "Variant", 'label_values(driftline_window_predictions{model="$model"}, variant)',
+        query_var("cluster", "Cluster", f"label_values(driftline_build_info, {CONFIG.cluster_label})",
+                  multi=True, current="$__all"),
+        query_var("job", "Job", f'label_values(driftline_build_info{{{CONFIG.cluster_label}=~"$cluster"}}, '
+                  f'{CONFIG.job_label})', multi=True, current=CONFIG.job, all_value=None),
+        query_var("instance", "Instance", f"label_values(driftline_build_info{{{JOB}}}, {CONFIG.instance_label})",
+                  multi=True, current="$__all", all_value=None),
+        query_var("model", "Model", f"label_values(driftline_window_predictions{{{SEL}}}, model)", multi=False),
+        query_var("variant", "Variant", f"label_values(driftline_window_predictions{{{MOD}}}, variant)",
                   multi=True, current=variant),
-        query_var("window", "Window", 'label_values(driftline_window_predictions{model="$model"}, window)',
+        query_var("window", "Window", f"label_values(driftline_window_predictions{{{MOD}}}, window)",
                   multi=False, current="7d"),
         *(extra or []),
     ]}
@@ -168,7 +190,7 @@ def dashboard(uid: str, title: str, description: str, panels: list[Panel],
              "hide": True, "iconColor": "rgba(0, 211, 255, 1)", "name": "Annotations & Alerts",
              "type": "dashboard"},
             {"datasource": DS, "enable": True, "iconColor": "red", "name": "Firing alerts",
-             "expr": 'ALERTS{alertstate="firing", model="$model"}', "step": "60s",
+             "expr": f'ALERTS{{alertstate="firing", {JOB}, model="$model"}}', "step": "60s",
              "titleFormat": "{{alertname}}", "tagKeys": "severity,trigger", "useValueForTime": False},
         ]},
         "templating": template_vars(extra_vars, variant),
@@ -178,24 +200,27 @@ def dashboard(uid: str, title: str, description: str, panels: list[Panel],
 
 # --- dashboards -------------------------------------------------------------------------------------------
 
+NO_TRIGGER = "no trigger configured for this model (config triggers:)"
 WILSON = "The band is the 95 % Wilson interval; a panel is empty while its denominator is 0 in the window."
 
 
 def overview() -> dict[str, Any]:
     """Online metrics against the pre-agreed trigger lines, label maturity and trigger states."""
     panels = [
-        stat("Triggers firing", 'sum(driftline_trigger_firing{model="$model"})',
-             "Number of pre-agreed triggers of this model currently firing.", "short", (0, 0, 6, 4),
-             thresholds=[(None, "green"), (1, "red")]),
+        stat("Triggers firing",
+             f"sum by (model) (max by (model, trigger) (driftline_trigger_firing{{{MOD}}}))",
+             "Number of pre-agreed triggers of this model currently firing (each replica exports the same "
+             "states, so each trigger counts once).", "short", (0, 0, 6, 4),
+             thresholds=[(None, "green"), (1, "red")], no_value=NO_TRIGGER),
         stat("Triggers with insufficient data",
-             'sum(driftline_trigger_state{model="$model", state="insufficient_data"})',
+             f'sum by (model) (max by (model, trigger) (driftline_trigger_state{{{MOD}, state="insufficient_data"}}))',
              "Triggers whose window has fewer labelled cases than their minimum n: they cannot fire, so they are "
              "shown here instead of staying silent.", "short", (6, 0, 6, 4),
-             thresholds=[(None, "green"), (1, "orange")]),
-        stat("Predictions in window", f"sum(driftline_window_predictions{{{ALL}}})",
+             thresholds=[(None, "green"), (1, "orange")], no_value=NO_TRIGGER),
+        stat("Predictions in window", f"max by (model) (driftline_window_predictions{{{ALL}}})",
              "Predictions of the whole model (every arm and version) in the window, labelled or not.", "short",
              (12, 0, 6, 4)),
-        stat("Labelled positives in window", f"sum(driftline_window_positives{{{ALL}}})",
+        stat("Labelled positives in window", f"max by (model) (driftline_window_positives{{{ALL}}})",
              "Labelled positive outcomes of the whole model in the window: the n behind recall (a trigger needs "
              "at least its minimum n).", "short", (18, 0, 6, 4), thresholds=[(None, "orange"), (30, "green")]),
         ratio_band("Recall", "recall",
@@ -235,13 +260,13 @@ def overview() -> dict[str, Any]:
                    (0, 52, 12, 8), min_=0, max_=1),
         panel("table", "Trigger states", "Current state of each pre-agreed trigger (ok, pending, firing, "
               "resolved, insufficient_data) with the value it judged and its line.", "none",
-              [target('max without (job, instance) (driftline_trigger_state{model="$model"} == 1)', "", "A",
+              [target(f"max without ({REPLICAS}) (driftline_trigger_state{{{MOD}}} == 1)", "", "A",
                       instant=True),
-               target('max without (job, instance) (driftline_trigger_value{model="$model"})', "", "B",
+               target(f"max without ({REPLICAS}) (driftline_trigger_value{{{MOD}}})", "", "B",
                       instant=True),
-               target('max without (job, instance) (driftline_trigger_threshold{model="$model"})', "", "C",
+               target(f"max without ({REPLICAS}, metric) (driftline_trigger_threshold{{{MOD}}})", "", "C",
                       instant=True)],
-              (12, 52, 12, 8), decimals=3,
+              (12, 52, 12, 8), decimals=3, no_value=NO_TRIGGER,
               overrides=[override("byName", "state", {"custom.cellOptions": {"type": "color-text"},
                                                       "mappings": value_map({
                                                           "ok": ("ok", "green"), "pending": ("pending", "orange"),
@@ -255,7 +280,8 @@ def overview() -> dict[str, Any]:
               options={"showHeader": True, "cellHeight": "sm"}),
         panel("state-timeline", "Trigger firing history", "When each trigger was firing (red) or not (green) "
               "over the selected time range.", "none",
-              [target('driftline_trigger_firing{model="$model"}', "{{trigger}}", "A")], (0, 60, 24, 6),
+              [target(f"max by (trigger) (driftline_trigger_firing{{{MOD}}})", "{{trigger}}", "A")], (0, 60, 24, 6),
+              no_value=NO_TRIGGER,
               mappings=value_map({"0": ("not firing", "green"), "1": ("firing", "red")}),
               custom={"fillOpacity": 80, "lineWidth": 0},
               options={"showValue": "never", "mergeValues": True, "rowHeight": 0.8,
@@ -268,8 +294,8 @@ def overview() -> dict[str, Any]:
 def drift() -> dict[str, Any]:
     """Per-feature and score drift against the reference profile."""
     feature_var = {"type": "query", "name": "feature", "label": "Feature", "datasource": DS,
-                   "query": 'label_values(driftline_feature_psi{model="$model"}, feature)',
-                   "definition": 'label_values(driftline_feature_psi{model="$model"}, feature)',
+                   "query": f"label_values(driftline_feature_psi{{{MOD}}}, feature)",
+                   "definition": f"label_values(driftline_feature_psi{{{MOD}}}, feature)",
                    "refresh": 2, "sort": 1, "multi": True, "includeAll": True, "allValue": ".*", "hide": 0,
                    "regex": "", "options": [], "current": {"selected": True, "text": ["All"], "value": ["$__all"]}}
     fsel = f'{MW}, feature=~"$feature"'
@@ -344,12 +370,13 @@ def calibration() -> dict[str, Any]:
 
 def ab() -> dict[str, Any]:
     """A/B arms side by side: traffic split, n, and recall/FPR/precision with their intervals per arm."""
-    total = f'scalar(sum(driftline_window_predictions{{{ALL}}}))'
+    total = f"scalar(max by (model) (driftline_window_predictions{{{ALL}}}))"
+    per_arm = f"sum by (variant) (max by (variant, model_version) (driftline_window_predictions{{{M}}}))"
     panels = [
-        by_variant("Traffic share", f"sum by (variant) (driftline_window_predictions{{{M}}}) / {total}",
+        by_variant("Traffic share", f"{per_arm} / {total}",
                    "Share of the window's predictions served by each arm (the whole-model series \"all\" is "
                    "100 %); compare with the planned split.",
-                   "percentunit", (0, 0, 12, 7), min_=0, max_=1),
+                   "percentunit", (0, 0, 12, 7), legend="{{variant}}", min_=0, max_=1),
         by_variant("Labelled positives per arm", f"driftline_window_positives{{{M}}}",
                    "Labelled positives per arm in the window: the n behind each arm's recall.", "short",
                    (12, 0, 12, 7), min_=0),
@@ -378,54 +405,63 @@ def ab() -> dict[str, Any]:
                      variant="$__all")
 
 
+NOT_RUNNING = "not running: only `driftline run` (the Kafka consumer) reports this"
+
+
 def pipeline() -> dict[str, Any]:
     """Ingestion health: throughput, lag, rejects, duplicates, latency, freshness and notifications."""
     panels = [
-        stat("Exporter up", 'min(up{job="driftline"})', "Whether Prometheus can scrape every driftline "
-             "exporter (1 = up).", "none", (0, 0, 6, 4), thresholds=[(None, "red"), (1, "green")],
-             mappings=value_map({"0": ("down", "red"), "1": ("up", "green")})),
-        stat("Pending outcomes", "sum(driftline_pending_outcomes)", "Outcomes waiting for their prediction "
-             "to arrive (they are joined when it does).", "short", (6, 0, 6, 4)),
-        stat("Dead-letter ratio (10 m)", "max(job:driftline_dead_letters:ratio_rate10m)", "Share of messages "
-             "rejected over the last 10 minutes (alert above 1 %).", "percentunit", (12, 0, 6, 4),
-             thresholds=[(None, "green"), (0.01, "red")]),
+        stat("Exporter up", f"min by (job) (up{{{SEL}}})", "Whether Prometheus can scrape every driftline "
+             "exporter of the job (1 = up).", "none", (0, 0, 6, 4), thresholds=[(None, "red"), (1, "green")],
+             mappings=value_map({"0": ("down", "red"), "1": ("up", "green")}),
+             no_value="no scrape target: Prometheus has no driftline job"),
+        stat("Pending outcomes", f"max by (job) (driftline_pending_outcomes{{{SEL}}})", "Outcomes waiting for "
+             "their prediction to arrive (they are joined when it does).", "short", (6, 0, 6, 4)),
+        stat("Dead-letter ratio (10 m)", f"max by (job) (job:driftline_dead_letters:ratio_rate10m{{{JOB}}})",
+             "Share of messages rejected over the last 10 minutes (alert above 1 %).", "percentunit",
+             (12, 0, 6, 4), thresholds=[(None, "green"), (0.01, "red")],
+             no_value="idle: no message read in 10 minutes"),
         panel("table", "Build", "Version of each running driftline process.", "none",
-              [target("driftline_build_info", "", "A", instant=True)], (18, 0, 6, 4),
+              [target(f"driftline_build_info{{{SEL}}}", "", "A", instant=True)], (18, 0, 6, 4),
               transformations=[{"id": "organize", "options": {
                   "excludeByName": {"Time": True, "Value": True, "__name__": True, "job": True}}}],
               options={"showHeader": True, "cellHeight": "sm"}),
         timeseries("Events per second", "Events accepted per second by type (5 m rate).", "cps",
-                   [target("job_type:driftline_events:rate5m", "{{type}}")], (0, 4, 12, 8), min_=0),
+                   [target(f"job_type:driftline_events:rate5m{{{JOB}}}", "{{type}}")], (0, 4, 12, 8), min_=0),
         timeseries("Consumer lag", "Messages between the end of each partition and the consumer group's "
                    "committed offset (alert when a topic is above 10 000 for 15 m).", "short",
-                   [target("driftline_consumer_lag_messages", "{{topic}}/{{partition}}")], (12, 4, 12, 8),
-                   min_=0, thresholds=[(None, "green"), (10000, "red")], thresholds_style="dashed"),
+                   [target(f"driftline_consumer_lag_messages{{{SEL}}}", "{{instance}} {{topic}}/{{partition}}")],
+                   (12, 4, 12, 8), min_=0, thresholds=[(None, "green"), (10000, "red")], thresholds_style="dashed",
+                   no_value=NOT_RUNNING),
         timeseries("Dead letters per second", "Messages rejected per second, by machine-readable reason.",
-                   "cps", [target("job_reason:driftline_dead_letters:rate5m", "{{reason}}")], (0, 12, 12, 8),
+                   "cps", [target(f"job_reason:driftline_dead_letters:rate5m{{{JOB}}}", "{{reason}}")], (0, 12, 12, 8),
                    min_=0),
         timeseries("Dead-letter ratio", "Dead letters ÷ (accepted events + dead letters) over 10 m; the red "
                    "line is the 1 % alert threshold.", "percentunit",
-                   [target("job:driftline_dead_letters:ratio_rate10m", "{{job}}")], (12, 12, 12, 8), min_=0,
+                   [target(f"job:driftline_dead_letters:ratio_rate10m{{{JOB}}}", "{{job}}")], (12, 12, 12, 8), min_=0,
                    thresholds=[(None, "green"), (0.01, "red")], thresholds_style="dashed"),
         timeseries("Duplicates per second", "Events whose id was already seen, per second by type (the first "
                    "copy counts, later copies only here).", "cps",
-                   [target("job_type:driftline_duplicates:rate5m", "{{type}}")], (0, 20, 12, 8), min_=0),
+                   [target(f"job_type:driftline_duplicates:rate5m{{{JOB}}}", "{{type}}")], (0, 20, 12, 8), min_=0),
         timeseries("Batch duration", "Wall time to decode, accumulate and commit one batch: 50th, 95th and "
                    "99th percentiles over 5 m.", "s",
-                   [target("job:driftline_batch_duration_seconds:quantile_rate5m", "p{{quantile}}")],
-                   (12, 20, 12, 8), min_=0),
+                   [target(f"job:driftline_batch_duration_seconds:quantile_rate5m{{{JOB}}}", "p{{quantile}}")],
+                   (12, 20, 12, 8), min_=0, no_value=NOT_RUNNING + " (no batch in 5 minutes)"),
         timeseries("Time since last event", "Seconds since the newest prediction and outcome seen (event "
                    "time): rising steadily means the feed stopped.", "s",
-                   [target("job_type:driftline_last_event_age_seconds:min", "{{type}}")], (0, 28, 12, 8),
+                   [target(f"job_type:driftline_last_event_age_seconds:min{{{JOB}}}", "{{type}}")], (0, 28, 12, 8),
                    min_=0),
         timeseries("Expired predictions per second", "Predictions dropped from the join state after the "
                    "label horizon without an outcome.", "cps",
-                   [target("job:driftline_expired_predictions:rate5m", "expired")], (12, 28, 12, 8), min_=0),
+                   [target(f"job:driftline_expired_predictions:rate5m{{{JOB}}}", "expired")], (12, 28, 12, 8),
+                   min_=0),
         timeseries("Notifications", "Notifications delivered and failed attempts per second, by receiver "
                    "(Alertmanager API, webhook).", "cps",
-                   [target("job_receiver:driftline_notifications_sent:rate5m", "sent {{receiver}}", "A"),
-                    target("job_receiver:driftline_notifications_failed:rate5m", "failed {{receiver}}", "B")],
-                   (0, 36, 24, 8), min_=0,
+                   [target(f"job_receiver:driftline_notifications_sent:rate5m{{{JOB}}}", "sent {{receiver}}", "A"),
+                    target(f"job_receiver:driftline_notifications_failed:rate5m{{{JOB}}}", "failed {{receiver}}",
+                           "B")],
+                   (0, 36, 24, 8), min_=0, no_value="no receiver: config notify: has no alertmanager_url or "
+                   "webhook_url (alerts are only logged and stored)",
                    overrides=[override("byFrameRefID", "B", {"color": {"mode": "fixed", "fixedColor": "red"}})]),
     ]
     return dashboard("driftline-pipeline", "driftline / Pipeline",
@@ -443,20 +479,39 @@ def render_all() -> dict[str, str]:
             for uid, build in DASHBOARDS.items()}
 
 
+def configmaps(rendered: dict[str, str]) -> str:
+    """The dashboards as Kubernetes ConfigMaps (one YAML document each) for the Grafana sidecar, which loads every
+    ConfigMap labelled grafana_dashboard="1" into the folder named by its grafana_folder annotation."""
+    docs = []
+    for name, text in rendered.items():
+        cm = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": f"grafana-dashboard-{name.removesuffix('.json')}",
+                           "labels": {"app.kubernetes.io/name": "driftline", "grafana_dashboard": "1"},
+                           "annotations": {"grafana_folder": "driftline"}},
+              "data": {name: text}}
+        docs.append(json.dumps(cm, indent=2, ensure_ascii=False))   # JSON is YAML: no YAML emitter needed
+    return ("# Generated by scripts/gen_dashboards.py (the Grafana dashboards of deploy/grafana/dashboards as\n"
+            "# ConfigMaps for the Grafana sidecar); do not edit by hand.\n" + "\n---\n".join(docs) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the dashboards, or with --check report (exit 1) the ones that differ from the committed files."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare instead of writing")
     parser.add_argument("--out", type=Path, default=OUT_DIR, help="output directory")
+    parser.add_argument("--configmap", type=Path, default=CONFIGMAP, help="Kubernetes ConfigMap file")
     args = parser.parse_args(argv)
     stale = []
-    for name, text in render_all().items():
-        path = args.out / name
+    rendered = render_all()
+    files = {args.out / name: text for name, text in rendered.items()}
+    files[args.configmap] = configmaps(rendered)
+    for path, text in files.items():
+        name = path.name
         if args.check:
             if not path.exists() or path.read_text() != text:
                 stale.append(name)
         else:
-            args.out.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
     if stale:
         print("out of date (run scripts/gen_dashboards.py): " + ", ".join(stale), file=sys.stderr)

@@ -31,7 +31,8 @@ DASHBOARD_FILES = sorted((GRAFANA / "dashboards").glob("*.json"))
 METRICS_DOC = ROOT / "docs" / "METRICS.md"
 STABLE_UIDS = {"driftline-overview", "driftline-drift", "driftline-calibration", "driftline-ab", "driftline-pipeline"}
 # Values substituted for dashboard variables when a query is checked as PromQL.
-VARS = {"$model": "fraud", "$variant": ".*", "$window": "7d", "$feature": ".*"}
+VARS = {"$model": "fraud", "$variant": ".*", "$window": "7d", "$feature": ".*", "$cluster": ".*", "$job": "driftline",
+        "$instance": ".*"}
 
 
 def _yaml(path: Path) -> Any:
@@ -442,3 +443,95 @@ def test_dashboard_queries_parse_as_promql(tmp_path: Path) -> None:
     res = _run(promtool, "check", "rules", str(path))
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"SUCCESS: {len(rules)} rules found" in res.stdout
+
+
+
+# --- the monitoring mixin: selectors, aggregations, legends, empty panels (issue 16 part 5) -------------------
+
+_SERIES = re.compile(r"\b((?:[a-z_]+:)?driftline_[a-zA-Z0-9_:]*|up|ALERTS)\b(\{[^}]*\})?")
+_AGG = re.compile(r"\b(sum|min|max|avg|count|stddev|group)\s*\(")
+
+
+def _selectors(expr: str) -> list[tuple[str, str]]:
+    """(series name, its `{...}` selector or '') of every series an expression reads."""
+    return [(m.group(1), m.group(2) or "") for m in _SERIES.finditer(expr)]
+
+
+def _targets(dash: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [(p["title"], t) for p in _panels(dash) for t in p["targets"]]
+
+
+def test_every_dashboard_query_carries_the_job_instance_and_cluster_selector() -> None:
+    """Every series a panel, variable or annotation reads is filtered by $cluster/$job/$instance (the mixin's
+    `_config`), so a second driftline job or a replica set never mixes into a panel; the variables exist and $job
+    defaults to the job the rule files select."""
+    from driftline.triggers.mixin import DEFAULT
+    for name, dash in _dashboards().items():
+        variables = {v["name"]: v for v in dash["templating"]["list"]}
+        assert {"cluster", "job", "instance"} <= set(variables), name
+        assert variables["job"]["current"]["value"] == [DEFAULT.job], name
+        exprs = _queries(dash) + [a["expr"] for a in dash["annotations"]["list"] if "expr" in a]
+        for expr in exprs:
+            found = _selectors(expr)
+            assert found, (name, expr)
+            for series, sel in found:
+                if re.fullmatch(r"label_values\(driftline_build_info[^,]*, (cluster|job)\)", expr):
+                    continue   # the $cluster and $job variables themselves
+                assert 'job=~"$job"' in sel, (name, series, expr)
+                if not series.startswith(("job", "model_severity", "ALERTS")):   # recorded: no instance
+                    assert 'instance=~"$instance"' in sel or "label_values" in expr, (name, series, expr)
+
+
+def test_dashboard_aggregations_say_what_they_keep_and_legends_use_kept_labels() -> None:
+    """No bare `sum(...)`/`max(...)` (every aggregation names `by` or `without`), and a legend only uses labels the
+    outermost `by (...)` keeps (the A/B traffic-share legend used model_version, which `sum by (variant)` drops)."""
+    for name, dash in _dashboards().items():
+        for title, t in _targets(dash):
+            assert not _AGG.search(t["expr"]), (name, title, t["expr"])
+            kept = re.match(r"^\s*\w+ by \(([^)]*)\)", t["expr"])
+            if kept:
+                legend = set(re.findall(r"\{\{\s*(\w+)\s*\}\}", t.get("legendFormat", "")))
+                assert legend <= {x.strip() for x in kept.group(1).split(",")}, (name, title, legend)
+
+
+def test_trigger_lines_select_the_trigger_metric_not_a_name_pattern() -> None:
+    """The trigger line (refId T) of a ratio panel selects driftline_trigger_threshold{metric="<metric>"}: a
+    precision trigger called `ppv_floor` is drawn; a recall trigger is never drawn on the precision panel."""
+    seen = set()
+    for name, dash in _dashboards().items():
+        for title, t in _targets(dash):
+            if t["refId"] == "T":
+                metric = re.search(r'metric="(\w+)"', t["expr"])
+                assert metric and "trigger=~" not in t["expr"], (name, title, t["expr"])
+                seen.add(metric.group(1))
+    assert seen == {"recall", "fpr", "precision"}
+
+
+def test_panels_that_can_be_empty_say_why() -> None:
+    """A panel whose query is legitimately empty (no trigger configured, no Kafka consumer under `serve`, no
+    notification receiver, no batch yet) shows an explicit text instead of "No data"."""
+    needs = {"driftline-overview.json": {"Triggers firing", "Triggers with insufficient data",
+                                         "Trigger states", "Trigger firing history"},
+             "driftline-pipeline.json": {"Consumer lag", "Batch duration", "Notifications"}}
+    for name, titles in needs.items():
+        panels = {p["title"]: p for p in _panels(_dashboards()[name])}
+        for title in titles:
+            no_value = panels[title]["fieldConfig"]["defaults"].get("noValue", "")
+            assert len(no_value) > 8, (name, title)
+
+
+def test_hand_written_rules_select_the_mixin_job() -> None:
+    """Every series read by the meta-alerts and recording rules carries the mixin's job selector (`job="driftline"`,
+    driftline.triggers.mixin.DEFAULT), so `alerts render --job` re-targets all of them and no rule reads another
+    job's series; aggregations keep the cluster label where they keep job."""
+    from driftline.triggers.mixin import DEFAULT
+    for path in (ALERTS / "meta.rules.yml", ALERTS / "recording.rules.yml"):
+        for group in _yaml(path)["groups"]:
+            for rule in group["rules"]:
+                for series, sel in _selectors(rule["expr"]):
+                    if series.startswith(("job", "model_severity")) or series == "ALERTS":
+                        continue
+                    assert DEFAULT.selector in sel, (path.name, rule.get("alert") or rule["record"], series)
+                for kept in re.findall(r"\bby \(([^)]*)\)", rule["expr"]):
+                    labels = {x.strip() for x in kept.split(",")}
+                    assert "job" not in labels or "cluster" in labels, (path.name, kept)

@@ -149,7 +149,7 @@ def test_trigger_counter_and_build_series(service, db):
     for t in config.triggers:
         lbl = {"model": "fraud", "trigger": t.name, "severity": t.severity}
         st = states[t.name]
-        assert _val(s, "driftline_trigger_threshold", **lbl) == t.value
+        assert _val(s, "driftline_trigger_threshold", metric=t.metric, **lbl) == t.value
         assert _val(s, "driftline_trigger_value", **lbl) == st.judged
         one_hot = {k: _val(s, "driftline_trigger_state", state=k, **lbl)
                    for k in ("ok", "pending", "firing", "resolved", "insufficient_data")}
@@ -333,3 +333,37 @@ def test_a_standby_replica_exports_no_series_read_from_the_database(db):
     leader = {m.name: m for m in col.collect()}
     assert leader["driftline_leader"].samples[0].value == 1.0
     assert {"driftline_window_predictions", "driftline_events", "driftline_recall_ratio"} <= set(leader)
+
+
+def test_every_known_dead_letter_reason_is_exported_from_the_start(tmp_path):
+    """An empty database exports driftline_dead_letters_total at 0 for every documented reason, so the Pipeline
+    dashboard's dead-letter panels show 0 rather than "no data" (issue 16 part 5); a stored reason keeps its count."""
+    from driftline.core.events import DEAD_LETTER_REASONS
+    store = Store(f"sqlite:///{tmp_path / 'empty.db'}", clock=lambda: END)
+    store.migrate()
+    try:
+        col = SnapshotCollector(store, load(EXAMPLE), clock=lambda: END)
+        reg = CollectorRegistry()
+        reg.register(col)
+        s = _samples(generate_latest(reg).decode())
+        exported = {dict(k)["reason"]: v for (n, k), v in s.items() if n == "driftline_dead_letters_total"}
+        assert exported == {r: 0.0 for r in DEAD_LETTER_REASONS}
+        assert {"invalid_json", "ts_in_future", "store_rejected", "model_limit", "reserved_label",
+                "internal_error"} <= set(exported)
+    finally:
+        store.close()
+
+
+def test_trigger_threshold_says_which_metric_it_judges(db):
+    """driftline_trigger_threshold carries the trigger's metric, so a dashboard draws the precision line of a
+    trigger whatever its name (the old name regex never matched a trigger called e.g. `ppv_floor`)."""
+    path, config, store = db
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["triggers"].append({"name": "ppv_floor", "metric": "precision", "op": "<", "value": 0.2, "window": "7d"})
+    col = SnapshotCollector(store, from_dict(raw), clock=lambda: END)
+    reg = CollectorRegistry()
+    reg.register(col)
+    s = _samples(generate_latest(reg).decode())
+    lines = {(dict(k)["trigger"], dict(k).get("metric")) for (n, k), v in s.items()
+             if n == "driftline_trigger_threshold"}
+    assert lines == {("recall_below_target", "recall"), ("fpr_above_target", "fpr"), ("ppv_floor", "precision")}

@@ -15,10 +15,12 @@ from ..triggers.notify import Notifier, fmt_value
 from ..triggers import history, runner
 from ..triggers.drift_hook import default_provider
 from ..triggers.model import FIRING, Rule
+from ..triggers.mixin import DEFAULT, RULE_FILES, prometheus_rule
 from ..triggers.rules import render_rules, to_yaml
 from ..readouts.windows import iso
 from .render import shown
 
+DEFAULT_JOB = DEFAULT.job
 _STYLE = {"ok": "green", "pending": "yellow", "firing": "bold red", "resolved": "cyan",
           "insufficient_data": "magenta"}
 
@@ -38,7 +40,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.set_defaults(func=cmd_evaluate)
     r = s.add_parser("render", help="Prometheus alerting rules generated from the config's triggers")
     r.add_argument("--out", default="-", help="output file (default: stdout), e.g. alerts/triggers.rules.yml")
-    r.add_argument("--check", action="store_true", help="exit 1 when --out differs from the rendered rules")
+    r.add_argument("--check", action="store_true", help="exit 1 when --out (or --kubernetes) differs from the "
+                   "rendered rules")
+    r.add_argument("--kubernetes", metavar="PATH", help="also write a Prometheus Operator PrometheusRule with these "
+                   "alerts and alerts/meta + recording rules, e.g. deploy/kubernetes/prometheusrule.yaml")
+    r.add_argument("--rules-dir", default="alerts", help="where meta.rules.yml and recording.rules.yml are "
+                   "(default: alerts)")
+    r.add_argument("--job", default=DEFAULT_JOB, help="scrape job the rules select (default: %(default)s; a "
+                   "ServiceMonitor's job is its Service's name)")
     r.set_defaults(func=cmd_render)
 
 
@@ -138,17 +147,35 @@ def cmd_render(ctx: Context, args: argparse.Namespace) -> int:
     text = to_yaml(rendered)
     for s in rendered.skipped:
         ctx.err.print(f"[yellow]skipped[/yellow] {s}")
-    if args.out == "-":
+    outputs: list[tuple[Path, str]] = []
+    if args.out != "-":
+        outputs.append((Path(args.out), text))
+    if args.kubernetes:
+        rules_dir = Path(args.rules_dir)
+        texts = {"triggers.rules.yml": text}
+        for name in RULE_FILES[1:]:
+            path = rules_dir / name
+            if not path.is_file():
+                ctx.err.print(f"[red]--rules-dir: {path} not found (run from the repository root or pass "
+                              f"--rules-dir)[/red]")
+                return 2
+            texts[name] = path.read_text()
+        try:
+            manifest = prometheus_rule(texts, job=args.job)
+        except ValueError as err:
+            ctx.err.print(f"[red]{err}[/red]")
+            return 2
+        outputs.append((Path(args.kubernetes), manifest))
+    elif args.out == "-":
         sys.stdout.write(text)
         return 0
-    out = Path(args.out)
     if args.check:
-        current = out.read_text() if out.exists() else ""
-        if current != text:
+        stale = [str(out) for out, body in outputs if (out.read_text() if out.exists() else "") != body]
+        for out in stale:
             ctx.err.print(f"[red]{out} is not what `driftline alerts render` produces; re-render it[/red]")
-            return 1
-        return 0
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
-    ctx.err.print(f"wrote {len(rendered.alerts)} alert rule(s) to {out}")
+        return 1 if stale else 0
+    for out, body in outputs:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(body)
+        ctx.err.print(f"wrote {len(rendered.alerts)} trigger alert rule(s) to {out}")
     return 0

@@ -77,6 +77,8 @@ PIPELINE_REASONS = ("ts_in_future", "store_rejected", "model_limit", "reserved_l
 the Kafka key check (ingest/keys.py)."""
 ALL_REASONS = REASONS + PIPELINE_REASONS
 """Every dead-letter reason there is (`dead-letters --reason`, the exporter's series at 0)."""
+DEAD_LETTER_REASONS = ALL_REASONS
+"""The name the exporter uses: it exports each at 0 from the start, so rate panels show 0, not no data."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,10 +24,12 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from .. import __version__
 from ..analysis.classification import Metrics, classification
 from ..config import Config, format_duration
+from ..core.events import DEAD_LETTER_REASONS
 from ..core.labels import MODEL, OVERFLOW, VARIANT, VERSION, overflow_counter
 from ..storage.store import BucketRow, Store, StoreUnavailable
 from ..triggers import history
 from ..triggers.drift_hook import DriftProvider
+from ..triggers.metrics import canonical
 from ..triggers.model import FIRING, STATES, Rule
 from ..triggers.rules import AGGREGATE
 from ..triggers.runner import compile_rules, group_stats
@@ -268,7 +270,8 @@ class SnapshotCollector:
         for r in self.rules:
             s = states.get(r.name)
             lv = [model, r.name, r.severity]
-            f.gauge("driftline_trigger_threshold", "The pre-agreed line of the trigger.", lbl).add_metric(lv, r.value)
+            f.gauge("driftline_trigger_threshold", "The pre-agreed line of the trigger (metric: what it judges).",
+                    lbl + ["metric"]).add_metric(lv + [canonical(r.metric)], r.value)
             if s is None:
                 continue
             if s.judged is not None:
@@ -305,11 +308,12 @@ class SnapshotCollector:
         for kind in EVENT_TYPES:
             events.add_metric([EVENTS_SOURCE, kind], float(counters.get(("events", kind), 0)))
             dups.add_metric([kind], float(counters.get(("duplicates", kind), 0)))
-        dead = {lbl: v for (name, lbl), v in counters.items() if name == "dead_letters"}
-        if dead:
-            fam = f.counter("driftline_dead_letters", "Messages rejected, by machine-readable reason.", ["reason"])
-            for reason, v in sorted(dead.items()):
-                fam.add_metric([reason], float(v))
+        dead = {reason: 0 for reason in DEAD_LETTER_REASONS}
+        dead.update({lbl: v for (name, lbl), v in counters.items() if name == "dead_letters"})
+        fam = f.counter("driftline_dead_letters", "Messages rejected, by machine-readable reason (every known "
+                        "reason from the start, at 0 until one occurs).", ["reason"])
+        for reason, v in sorted(dead.items()):
+            fam.add_metric([reason], float(v))
         self._overflow(f, counters)
         f.counter("driftline_expired_predictions", "Predictions dropped from the join state after the label "
                   "horizon.", []).add_metric([], float(counters.get(("expired_predictions", ""), 0)))
