@@ -98,6 +98,16 @@ def cs_difference(k_t: int, n_t: int, k_c: int, n_c: int,
     return SeqInterval(diff, diff - half, diff + half, t)
 
 
+def cs_from_standard_error(diff: float | None, se: float | None, t: int,
+                           plan: SequentialPlan = SequentialPlan()) -> SeqInterval:
+    """The same CS for any asymptotically normal difference (e.g. a delta-method cost difference) whose
+    fixed-horizon standard error after t observations is se: σ̂ = se·√t, half-width σ̂·margin(t)."""
+    if diff is None or se is None or t <= 0:
+        return SeqInterval(diff, None, None, t)
+    half = se * math.sqrt(t) * mixture_margin(t, plan.rho2, plan.alpha)
+    return SeqInterval(diff, diff - half, diff + half, t)
+
+
 def cs_path(looks: Sequence[tuple[int, int, int, int]], plan: SequentialPlan = SequentialPlan(),
             running_intersection: bool = True) -> tuple[SeqInterval, ...]:
     """The CS at successive looks of cumulative (k_t, n_t, k_c, n_c); optionally the running intersection.
