@@ -18,7 +18,7 @@ from driftline.readouts.ab import ABQuery, ab_document, costs_from_config, plan_
 from driftline.analysis.abstats import ArmCounts, compare_proportions, holm, label_balance
 from driftline.analysis.costs import cost_difference, cost_per_1000
 from driftline.analysis.power import recall_power
-from driftline.analysis.sequential import SequentialPlan, cs_difference
+from driftline.analysis.sequential import SequentialPlan, cs_difference, cs_from_standard_error
 from driftline.cli import main
 from driftline.config import AB, ConfigError, from_dict
 from driftline.core.grids import DELAY_EDGES
@@ -135,7 +135,15 @@ def test_comparisons_equal_the_pure_functions(split_db) -> None:
     assert comp["metrics"]["fpr"]["seq_planned_per_arm"] == pytest.approx(SequentialPlan(500).for_negatives(prev)
                                                                           .planned_per_arm)
     costs = costs_from_config(config.costs)
-    assert comp["cost_per_1000"] == {**cost_difference(t, c, costs).to_json(), "method": "delta"}
+    cost = comp["cost_per_1000"]
+    cd = cost_difference(t, c, costs)
+    assert {k: v for k, v in cost.items() if not k.startswith("seq_")} == {**cd.to_json(), "method": "delta"}
+    # its always-valid interval: the delta-method standard error on the CS boundary, one observation per prediction
+    se = (cd.high - cd.low) / (2 * 1.959963984540054)
+    n_pred = t.predictions + c.predictions
+    cost_seq = cs_from_standard_error(cd.diff, se, n_pred, SequentialPlan(500.0 * n_pred / pos))
+    assert (cost["seq_low"], cost["seq_high"]) == pytest.approx((cost_seq.low, cost_seq.high), rel=1e-9)
+    assert cost["seq_low"] < cost["low"] and cost["seq_high"] > cost["high"]
     assert doc["arms"]["A"]["cost_per_1000"] == cost_per_1000(c, costs).to_json()
     days = doc["window"]["days_observed"]
     assert days == 7.0
@@ -253,6 +261,7 @@ def _arm(variant: str, model: str, tp: int, fn: int, fp: int, tn: int, unl: int 
 
 SCENARIOS = {  # model → B's caught positives (of 150), A catches 90 of 150; 60 FPs and 3,000 TNs each
     "both": 125, "fixed_only": 113, "unadjusted_only": 110, "none": 92, "few": None, "labels": None,
+    "alert_only": None,
 }
 
 
@@ -262,6 +271,8 @@ def verdict_db(tmp_path_factory: pytest.TempPathFactory) -> Store:
     for model, kt in SCENARIOS.items():
         if model == "few":  # too few labelled positives: 12 vs 9
             raws += _arm("A", model, 6, 6, 30, 2000, 40) + _arm("B", model, 6, 3, 30, 2000, 40)
+        elif model == "alert_only":  # same recall; B flags 50 more genuine ones: FPR and alert rate differ
+            raws += _arm("A", model, 90, 60, 60, 3000) + _arm("B", model, 90, 60, 110, 3000)
         elif model == "labels":  # every flag labelled, 30 % of the rest; B flags 4× more
             raws += _arm("A", model, 90, 40, 60, 920, 2240) + _arm("B", model, 120, 30, 480, 795, 1925)
         else:
@@ -286,13 +297,45 @@ def test_verdict_fixed_excludes_but_sequential_does_not(verdict_db) -> None:
     rec = comp["metrics"]["recall"]
     assert rec["fixed_excludes_zero"] and not rec["seq_excludes_zero"] and rec["p_holm"] < 0.05
     v = doc["verdict"]
-    assert v.startswith(f"B's recall is higher than A's by 0.153 [{rec['low']:.3f}, {rec['high']:.3f}] "
-                        f"(fixed-horizon 95 % interval, Holm p = {rec['p_holm']:.2g}")
+    # no claim: the interval appropriate to continuous monitoring (always-valid) still includes 0
+    assert v.startswith(f"Not established under repeated looks: B - A recall = +0.153; the fixed-horizon 95 % "
+                        f"interval [{rec['low']:.3f}, {rec['high']:.3f}] (Holm p = {rec['p_holm']:.2g}")
+    assert "recall is higher" not in v
+    assert f"the always-valid interval [{rec['seq_low']:.3f}, {rec['seq_high']:.3f}] still includes 0" in v
     more = rec["seq_more_needed"]
     days = math.ceil(more / comp["power"]["positives_per_day"])
     assert f"still includes 0, so keep collecting before acting on repeated looks: ~{more} more labelled " \
            f"positives (~{days} day{'s' if days != 1 else ''})" in v
     assert comp["power"]["positives_per_day"] == pytest.approx(300 / 5, rel=0.05)
+
+
+def test_verdict_never_claims_a_difference_the_always_valid_interval_does_not_support(verdict_db) -> None:
+    """Issue 15 §6: the alert-rate difference was stated as established although its always-valid interval
+    contained 0. A claim now needs the always-valid interval (and the Holm-adjusted fixed test); each claim
+    names the interval it rests on."""
+    doc = _doc(verdict_db, model="alert_only")
+    m = doc["comparisons"][0]["metrics"]
+    ar, fpr = m["alert_rate"], m["fpr"]
+    assert ar["fixed_excludes_zero"] and ar["p_holm"] < 0.05 and not ar["seq_excludes_zero"]
+    assert fpr["fixed_excludes_zero"] and fpr["p_holm"] < 0.05 and fpr["seq_excludes_zero"]
+    v = doc["verdict"]
+    assert "alert rate is higher" not in v
+    assert (f"B - A alert rate = +{ar['diff']:.3f}: the fixed-horizon interval [{ar['low']:.3f}, {ar['high']:.3f}] "
+            f"excludes 0 but the always-valid interval [{ar['seq_low']:.3f}, {ar['seq_high']:.3f}] does not") in v
+    assert (f"B's FPR is higher by {fpr['diff']:.3f} [{fpr['low']:.3f}, {fpr['high']:.3f}] (fixed-horizon 95 % "
+            f"interval, Holm p") in v
+    assert f"always-valid interval [{fpr['seq_low']:.3f}, {fpr['seq_high']:.3f}] also excludes 0" in v
+    # the cost difference carries an always-valid interval too, and is claimed only when it excludes 0
+    cost = doc["comparisons"][0]["cost_per_1000"]
+    assert cost["seq_low"] <= cost["low"] and cost["seq_high"] >= cost["high"]
+    if cost["low"] > 0 and cost["seq_low"] <= 0:
+        assert "Cost per 1,000 predictions is higher" not in v
+    for d in (_doc(verdict_db, model=k) for k in SCENARIOS):  # no scenario claims beyond its always-valid interval
+        for comp in d["comparisons"]:
+            for name, e in comp["metrics"].items():
+                if e["diff"] is not None and not e["seq_excludes_zero"]:
+                    label = {"fpr": "FPR", "alert_rate": "alert rate"}.get(name, name)
+                    assert f"{label} is higher" not in d["verdict"] and f"{label} is lower" not in d["verdict"]
 
 
 def test_verdict_unadjusted_only_and_no_difference(verdict_db) -> None:

@@ -433,3 +433,36 @@ def test_states_history_and_leader_lock_on_postgresql(pg_url):
     finally:
         store.close()
         other.close()
+
+
+def test_drifted_trigger_judges_the_calibrated_call_per_feature_and_in_total(db, tmp_path):
+    """Issue 15 §4: `metric: drifted` pages on the report's call (per-report false-alarm rate drift.alpha), not on
+    a raw PSI line; per feature it is 1/0, without a feature the number of features called drifted; its
+    Prometheus rule reads driftline_feature_drifted and passes promtool."""
+    from driftline.readouts.references import build_reference_profile, save_reference
+
+    path, config, store = db
+    cfg = from_dict({**yaml.safe_load(EXAMPLE.read_text()), "triggers": [
+        {"name": "country_drifted", "metric": "drifted", "feature": "country", "op": ">", "value": 0,
+         "window": "3d", "min_n": 100, "for": "6h"},
+        {"name": "any_drifted", "metric": "drifted", "op": ">", "value": 0, "window": "3d", "min_n": 100}]})
+    provider = default_provider()
+    start = store.bucket_range("fraud")[0]
+    ref_stats = merged(store.buckets("fraud", start, start + 3 * 86400))
+    ref = build_reference_profile(ref_stats, cfg)
+    save_reference(store, "fraud", ref, "window", start, start + 3 * 86400, confusion=ref_stats)
+    before = runner.run(store, cfg, now=END - 7 * 86400, drift=provider, persist=False).states
+    assert [s.state for s in before] == [OK, OK] and [s.value for s in before] == [0.0, 0.0]
+    after = runner.run(store, cfg, now=END, drift=provider, persist=False).states
+    cur = merged(store.buckets("fraud", END - 3 * 86400, END))
+    report = drift_report(ref, cur.features, cur.hist, cur.conf)
+    assert "country" in report.drifted
+    assert after[0].state == PENDING and after[0].value == 1.0  # for: 6h before it pages
+    assert after[1].state == FIRING and after[1].value == float(len(report.drifted))
+    rendered = to_yaml(render_rules(cfg))
+    assert 'driftline_feature_drifted{model="fraud", window="3d", feature="country"} > 0' in rendered
+    assert 'sum by (model, window) (driftline_feature_drifted{model="fraud", window="3d"}) > 0' in rendered
+    rules = tmp_path / "drifted.rules.yml"
+    rules.write_text(rendered)
+    res = subprocess.run([require_binary("promtool"), "check", "rules", str(rules)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr

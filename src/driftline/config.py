@@ -228,12 +228,13 @@ class Notify(Base):
 
 
 class DriftConfig(Base):
-    """Drift thresholds and reference binning (defaults: PSI 0.1 warning / 0.25 alert, JS 0.1, p < 0.05 after BH)."""
+    """Drift thresholds and reference binning (defaults: PSI 0.1 warning / 0.25 alert, JS 0.1, p < 0.01 after BH;
+    alpha is the per-report false-alarm rate under no drift)."""
 
     psi_warning: NonNeg = 0.1
     psi_alert: NonNeg = 0.25
     js: Probability = 0.1
-    alpha: Annotated[float, msgspec.Meta(gt=0.0, lt=1.0)] = 0.05
+    alpha: Annotated[float, msgspec.Meta(gt=0.0, lt=1.0)] = 0.01
     prevalence_change: NonNeg = 0.2
     numeric_bins: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 10
     top_k: Annotated[int, msgspec.Meta(ge=1, le=10000)] = 20

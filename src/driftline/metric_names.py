@@ -10,7 +10,9 @@ RATES = ("recall", "fpr", "precision", "specificity", "accuracy", "prevalence", 
 SCORES = ("roc_auc", "average_precision", "brier", "log_loss", "ece", "f1")
 DELAYS = ("label_delay_p50", "label_delay_p95")
 PIPELINE = ("dead_letter_rate", "silence_seconds")
-DRIFT = ("psi", "js")
+DRIFT = ("psi", "js", "drifted")
+"""Drift readings: a feature's (or the score's) PSI or JS, and `drifted`, the report's calibrated call (1/0 for a
+feature; without a feature the number of features called drifted) whose per-report false-alarm rate is drift.alpha."""
 ALIASES = {"brier_score": "brier", "js_distance": "js", "label_delay_median": "label_delay_p50",
            "event_silence": "silence_seconds", "silence": "silence_seconds"}
 KNOWN = tuple(sorted({*RATES, "label_coverage", *SCORES, *DELAYS, *PIPELINE, *DRIFT}))

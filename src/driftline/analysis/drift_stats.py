@@ -96,6 +96,44 @@ def chi2_test(ref: np.ndarray, cur: np.ndarray) -> Chi2:
     return Chi2(float(res.statistic), float(res.pvalue), int(res.dof))
 
 
+SPARSE_EXPECTED = 5.0
+"""Below this expected count in any cell the asymptotic χ² p-value is too small (anti-conservative): the
+Monte-Carlo permutation p-value is used instead (Cochran's rule)."""
+MC_DRAWS = (2_000, 50_000)
+"""Permutation draws of the sparse χ² test: a first pass, and a refined pass when its p-value is small."""
+
+
+def _chi2_stats(sim: np.ndarray, cols: np.ndarray, n_ref: int, n_cur: int) -> np.ndarray:
+    """Pearson χ² of 2×k tables [cols − sim; sim] (rows of sim are the current sample's counts)."""
+    total = n_ref + n_cur
+    e_cur, e_ref = cols * (n_cur / total), cols * (n_ref / total)
+    return (((sim - e_cur) ** 2 / e_cur).sum(axis=-1) + (((cols - sim) - e_ref) ** 2 / e_ref).sum(axis=-1))
+
+
+def chi2_test_sparse(ref: np.ndarray, cur: np.ndarray, rng: np.random.Generator) -> Chi2:
+    """chi2_test, with the exact-conditional (permutation) p-value by Monte Carlo when an expected count is
+    below SPARSE_EXPECTED: the current row drawn from the multivariate hypergeometric given the column totals,
+    p = (1 + #{χ²_sim ≥ χ²_obs}) / (1 + draws), which is valid at every sample size (seeded, so repeatable)."""
+    res = chi2_test(ref, cur)
+    if res.dof == 0:
+        return res
+    r, c = np.asarray(ref, np.int64), np.asarray(cur, np.int64)
+    keep = (r + c) > 0
+    r, c = r[keep], c[keep]
+    cols, n_r, n_c = r + c, int(r.sum()), int(c.sum())
+    if float((np.minimum(n_r, n_c) * cols / (n_r + n_c)).min()) >= SPARSE_EXPECTED:
+        return res
+    obs = float(_chi2_stats(c.astype(np.float64), cols.astype(np.float64), n_r, n_c))
+    p = 1.0
+    for draws in MC_DRAWS:
+        sim = rng.multivariate_hypergeometric(cols, n_c, size=draws).astype(np.float64)
+        hits = int(np.count_nonzero(_chi2_stats(sim, cols.astype(np.float64), n_r, n_c) >= obs * (1 - 1e-12)))
+        p = (1.0 + hits) / (1.0 + draws)
+        if p > 0.01:  # refine only p-values that could matter after multiple-testing adjustment
+            break
+    return Chi2(res.stat, p, res.dof)
+
+
 def chi2_critical(dof: int) -> float | None:
     """χ² value with a 5 % upper tail: the test statistic's no-drift floor (None when dof = 0)."""
     return float(chi2.isf(1.0 - NOISE_QUANTILE, dof)) if dof > 0 else None

@@ -23,6 +23,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from scipy.special import lambertw
 
 PLANNED_POSITIVES_PER_ARM = 500
@@ -95,6 +96,34 @@ def cs_difference(k_t: int, n_t: int, k_c: int, n_c: int,
     pt, pc = (k_t + 1.0) / (n_t + 2.0), (k_c + 1.0) / (n_c + 2.0)
     sigma = math.sqrt(t * (pt * (1 - pt) / n_t + pc * (1 - pc) / n_c))
     half = sigma * mixture_margin(t, plan.rho2, plan.alpha)
+    return SeqInterval(diff, diff - half, diff + half, t)
+
+
+def cs_bounds(k_t: np.ndarray, n_t: np.ndarray, k_c: np.ndarray, n_c: np.ndarray,
+              plan: SequentialPlan = SequentialPlan()) -> tuple[np.ndarray, np.ndarray]:
+    """cs_difference over arrays of cumulative counts (any shape): (low, high), NaN where an arm has fewer
+    than MIN_PER_ARM observations. For simulations of many experiments × looks at numpy speed."""
+    k_t, n_t, k_c, n_c = (np.asarray(x, dtype=np.float64) for x in (k_t, n_t, k_c, n_c))
+    ok = np.minimum(n_t, n_c) >= MIN_PER_ARM
+    nt, nc = np.where(ok, n_t, 1.0), np.where(ok, n_c, 1.0)
+    k_t, k_c = np.where(ok, k_t, 0.0), np.where(ok, k_c, 0.0)
+    t = nt + nc
+    pt, pc = (k_t + 1.0) / (nt + 2.0), (k_c + 1.0) / (nc + 2.0)
+    sigma = np.sqrt(t * (pt * (1 - pt) / nt + pc * (1 - pc) / nc))
+    r2 = plan.rho2
+    margin = np.sqrt(2.0 * (t * r2 + 1.0) / (t * t * r2) * np.log(np.sqrt(t * r2 + 1.0) / plan.alpha))
+    diff = k_t / nt - k_c / nc
+    half = sigma * margin
+    return np.where(ok, diff - half, np.nan), np.where(ok, diff + half, np.nan)
+
+
+def cs_from_standard_error(diff: float | None, se: float | None, t: int,
+                           plan: SequentialPlan = SequentialPlan()) -> SeqInterval:
+    """The same CS for any asymptotically normal difference (e.g. a delta-method cost difference) whose
+    fixed-horizon standard error after t observations is se: σ̂ = se·√t, half-width σ̂·margin(t)."""
+    if diff is None or se is None or t <= 0:
+        return SeqInterval(diff, None, None, t)
+    half = se * math.sqrt(t) * mixture_margin(t, plan.rho2, plan.alpha)
     return SeqInterval(diff, diff - half, diff + half, t)
 
 

@@ -35,13 +35,13 @@ from sqlalchemy import and_, func, select
 from ..storage import schema
 from .ab_verdict import verdict
 from ..analysis.abstats import (HEADLINE_METRICS, ArmCounts, arm_metrics, compare_arms, compare_proportions,
-                               holm, label_balance, srm_check)
+                               holm, label_balance, srm_check, z_for)
 from ..analysis.classification import delay_quantiles
 from ..analysis.costs import Costs, cost_difference, cost_per_1000
 from ..analysis.paired import PairedTable, paired_bootstrap, paired_tests
 from ..analysis.power import POWER, recall_power
 from ..analysis.rates import rate
-from ..analysis.sequential import SequentialPlan, cs_difference, mixture_margin
+from ..analysis.sequential import SequentialPlan, cs_difference, cs_from_standard_error, mixture_margin
 from ..config import AB, Config, ConfigError
 from ..config import Costs as CostConfig
 from ..core.grids import DELAY_EDGES
@@ -211,6 +211,17 @@ def _seq_plan(ab: AB, metric: str, t: ArmCounts, c: ArmCounts) -> SequentialPlan
     return SequentialPlan(ab.planned_positives * n / pos, ALPHA)
 
 
+def _cost_sequential(diff: float | None, low: float | None, high: float | None, t: ArmCounts, c: ArmCounts,
+                     ab: AB) -> dict[str, Any]:
+    """Always-valid interval of the cost difference from its delta-method interval (one observation = one
+    prediction; the plan is planned positives × pooled predictions / positives)."""
+    n, pos = t.predictions + c.predictions, t.positives + c.positives
+    se = None if low is None or high is None else (high - low) / (2.0 * z_for(ALPHA))
+    plan = SequentialPlan(ab.planned_positives * (n / pos if pos else 1.0), ALPHA)
+    s = cs_from_standard_error(diff, se, n, plan)
+    return {"seq_low": s.low, "seq_high": s.high, "seq_excludes_zero": s.excludes_zero}
+
+
 def comparison_readout(treatment: str, control: str, t: ArmCounts, c: ArmCounts, st: BucketStats,
                        sc: BucketStats, config: Config, days: float) -> dict[str, Any]:
     """Treatment − control: four headline metrics (Newcombe, score p, Holm, lift, always-valid interval),
@@ -229,12 +240,13 @@ def comparison_readout(treatment: str, control: str, t: ArmCounts, c: ArmCounts,
         metrics[m] = entry
     costs = costs_from_config(config.costs)
     cd = cost_difference(t, c, costs, ALPHA)
+    cost_seq = _cost_sequential(cd.diff, cd.low, cd.high, t, c, config.ab)
     lb = label_balance(t, c, names=(treatment, control), delay_t=st.delay, delay_c=sc.delay,
                        delay_edges=DELAY_EDGES)
     per_day = min(t.positives, c.positives) / days if days > 0 else None
     pw = recall_power(c.tp, c.positives, t.positives, config.ab.target_recall_diff, per_day)
     return {"treatment": treatment, "control": control, "metrics": metrics,
-            "cost_per_1000": {**cd.to_json(), "method": "delta"},
+            "cost_per_1000": {**cd.to_json(), "method": "delta", **cost_seq},
             "label_balance": lb.to_json(),
             "power": {**pw.to_json(), "positives_per_arm_per_day": per_day,
                       "positives_per_day": (t.positives + c.positives) / days if days > 0 else None}}
@@ -312,9 +324,12 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
             comp["paired"] = paired_readout(pairs, costs, q.seed, q.n_boot)
             boot_cost = comp["paired"]["bootstrap"]["cost_per_1000"]
             if pairs.table.n > 0:
+                indep = comp["cost_per_1000"]  # the always-valid interval stays the unpaired (conservative) one
                 comp["cost_per_1000"] = {"diff": boot_cost["diff"], "low": boot_cost["low"],
                                          "high": boot_cost["high"], "method": "paired_bootstrap",
-                                         "delta_independent": comp["cost_per_1000"]}
+                                         "seq_low": indep["seq_low"], "seq_high": indep["seq_high"],
+                                         "seq_excludes_zero": indep["seq_excludes_zero"],
+                                         "delta_independent": indep}
             else:  # nothing joined (e.g. join state past the label horizon): keep the independent estimate
                 doc["notes"].append(f"no ids scored by both {ctl} and {tr} in the window's join state")
         doc["comparisons"].append(comp)

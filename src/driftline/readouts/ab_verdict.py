@@ -1,10 +1,12 @@
 """The verdict line of an A/B readout: what the numbers support, and no more.
 
-A pure function of the readout document (ab_readout.ab_document). It claims a recall difference only when
-the fixed-horizon interval excludes 0 and the Holm-adjusted p is below α (in shadow mode: the paired
-bootstrap interval and the exact McNemar test), says whether the always-valid interval agrees, says when
-there are too few labelled positives, and puts sample-ratio mismatch and label imbalance in front of the
-reader instead of hiding them.
+A pure function of the readout document (ab_readout.ab_document). A monitor looks at an experiment again and
+again, so the interval a claim rests on is the always-valid one: a difference (recall, FPR, precision, alert
+rate, cost) is stated only when the always-valid interval excludes 0 **and** the fixed-horizon test agrees
+(Holm-adjusted p < α; in shadow mode the paired bootstrap interval and the exact McNemar test). A difference
+only the fixed-horizon interval supports is reported as "not established under repeated looks", with both
+intervals. It says when there are too few labelled positives, and puts sample-ratio mismatch and label
+imbalance in front of the reader instead of hiding them.
 """
 
 from __future__ import annotations
@@ -132,6 +134,15 @@ def _power(comp: dict[str, Any]) -> str:
     return s + f"; a true gain of {_n(target)} would probably (80 %) have shown up."
 
 
+def _not_established(doc: dict[str, Any], comp: dict[str, Any], fixed: str) -> str:
+    """A recall difference only the fixed-horizon interval supports: say so, with both intervals, and no claim."""
+    tr, ct = comp["treatment"], comp["control"]
+    rec = comp["metrics"]["recall"]
+    return (f"Not established under repeated looks: {tr} - {ct} recall = {rec['diff']:+.3f}; {fixed} excludes 0, "
+            f"which would support a difference only at a single look planned in advance"
+            f"{_seq_clause(doc, comp)}")
+
+
 def _split_recall(doc: dict[str, Any], comp: dict[str, Any]) -> str:
     tr, ct = comp["treatment"], comp["control"]
     rec = comp["metrics"]["recall"]
@@ -141,6 +152,9 @@ def _split_recall(doc: dict[str, Any], comp: dict[str, Any]) -> str:
     caught = (f"caught {cnt['treatment']['k']}/{cnt['treatment']['n']} vs "
               f"{cnt['control']['k']}/{cnt['control']['n']}")
     if _excludes(lo, hi) and ph is not None and ph < alpha:
+        if not rec["seq_excludes_zero"]:
+            return _not_established(doc, comp, f"the fixed-horizon 95 % interval {_iv(lo, hi)} (Holm p {_p(ph)}; "
+                                                f"{caught})")
         return (f"{tr}'s recall is {_word(d)} than {ct}'s by {_magnitude(d, lo, hi)} (fixed-horizon 95 % "
                 f"interval, Holm p {_p(ph)}; {caught}){_seq_clause(doc, comp)}")
     if _excludes(lo, hi):
@@ -162,18 +176,24 @@ def _paired_recall(doc: dict[str, Any], comp: dict[str, Any]) -> str:
             f"{tr} misses; exact McNemar p {_p(t['p_value'])}, Holm over recall and FPR p {_p(t['p_holm'])}")
     head = f"Shadow mode, {pr['pairs']} ids scored by both: "
     if _excludes(lo, hi) and t["p_holm"] is not None and t["p_holm"] < alpha:
+        label = "the always-valid interval (unpaired, conservative)"
+        if not comp["metrics"]["recall"]["seq_excludes_zero"]:
+            return (head + f"not established under repeated looks: {tr} - {ct} recall = {d:+.3f}; the paired "
+                    f"bootstrap 95 % interval {_iv(lo, hi)} ({disc}) excludes 0, which would support a difference "
+                    f"only at a single look planned in advance" + _seq_clause(doc, comp, label))
         return (head + f"{tr}'s recall is {_word(d)} than {ct}'s by {_magnitude(d, lo, hi)} (paired bootstrap "
-                f"95 % interval; {disc})"
-                + _seq_clause(doc, comp, "the always-valid interval (unpaired, conservative)"))
+                f"95 % interval; {disc})" + _seq_clause(doc, comp, label))
     return (head + f"no significant recall difference: {d:+.3f} {_iv(lo, hi)} (paired bootstrap; {disc}); "
             f"the interval includes 0, which does not show they are equal. {_power(comp)}")
 
 
 def _others(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
-    tr = comp["treatment"]
+    """FPR, precision, alert rate and cost: a difference is stated only when the always-valid interval
+    excludes 0 as well as the (Holm-adjusted) fixed-horizon test; fixed-only differences are named as such."""
+    tr, ct = comp["treatment"], comp["control"]
     alpha = doc.get("alpha", 0.05)
     paired = comp.get("paired")
-    found, quiet = [], []
+    found, fixed_only, quiet = [], [], []
     for m in ("fpr", "precision", "alert_rate"):
         e = comp["metrics"][m]
         p = e["p_holm"]
@@ -181,31 +201,46 @@ def _others(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
             p = paired["fpr"]["p_holm"]
         if e["diff"] is None:
             continue
+        name, seq = METRIC_NAMES[m], _iv(e.get("seq_low"), e.get("seq_high"))
         if _excludes(e["low"], e["high"]) and p is not None and p < alpha:
+            if not e.get("seq_excludes_zero"):
+                fixed_only.append(f"{tr} - {ct} {name} = {e['diff']:+.3f}: the fixed-horizon interval "
+                                  f"{_iv(e['low'], e['high'])} excludes 0 but the always-valid interval {seq} does "
+                                  f"not (Holm p {_p(p)}), so it is not established under repeated looks.")
+                continue
             c = e["counts"]
             size = _magnitude(e["diff"], e["low"], e["high"])
-            found.append(f"{tr}'s {METRIC_NAMES[m]} is {_word(e['diff'])} by {size}"
-                         f" (Holm p {_p(p)}; {c['treatment']['k']}/{c['treatment']['n']} vs "
-                         f"{c['control']['k']}/{c['control']['n']})")
+            found.append(f"{tr}'s {name} is {_word(e['diff'])} by {size} (fixed-horizon 95 % interval, Holm p "
+                         f"{_p(p)}; {c['treatment']['k']}/{c['treatment']['n']} vs {c['control']['k']}/"
+                         f"{c['control']['n']}); the always-valid interval {seq} also excludes 0.")
         else:
-            quiet.append(METRIC_NAMES[m])
-    out = []
-    if found:
-        out.append("; ".join(found) + ".")
+            quiet.append(name)
+    out = found + fixed_only
     if quiet:
         names = quiet[0] if len(quiet) == 1 else ", ".join(quiet[:-1]) + " or " + quiet[-1]
         out.append(f"No significant difference in {names}.")
-    cd = comp.get("cost_per_1000") or {}
-    cur = doc.get("currency", "")
-    if cd.get("diff") is not None:
-        if _excludes(cd.get("low"), cd.get("high")):
-            lo, hi = (cd["low"], cd["high"]) if cd["diff"] >= 0 else (-cd["high"], -cd["low"])
-            out.append(f"Cost per 1,000 predictions is {_word(cd['diff'])} for {tr} by {abs(cd['diff']):.2f} {cur} "
-                       f"[{lo:.2f}, {hi:.2f}].")
-        else:
-            out.append(f"Cost per 1,000 predictions: {cd['diff']:+.2f} {cur} [{cd['low']:.2f}, {cd['high']:.2f}], "
-                       f"which includes 0.")
+    out.extend(_cost(doc, comp))
     return out
+
+
+def _cost(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
+    """The cost per 1,000 predictions, stated as a difference only when its always-valid interval excludes 0."""
+    cd = comp.get("cost_per_1000") or {}
+    cur, tr = doc.get("currency", ""), comp["treatment"]
+    if cd.get("diff") is None:
+        return []
+    seq = f"[{cd['seq_low']:.2f}, {cd['seq_high']:.2f}]" if cd.get("seq_low") is not None else "[n/a]"
+    if _excludes(cd.get("low"), cd.get("high")) and cd.get("seq_excludes_zero"):
+        lo, hi = (cd["low"], cd["high"]) if cd["diff"] >= 0 else (-cd["high"], -cd["low"])
+        return [f"Cost per 1,000 predictions is {_word(cd['diff'])} for {tr} by {abs(cd['diff']):.2f} {cur} "
+                f"[{lo:.2f}, {hi:.2f}] (fixed-horizon 95 % interval); the always-valid interval {seq} also "
+                f"excludes 0."]
+    if _excludes(cd.get("low"), cd.get("high")):
+        return [f"Cost per 1,000 predictions: {cd['diff']:+.2f} {cur}; the fixed-horizon interval "
+                f"[{cd['low']:.2f}, {cd['high']:.2f}] excludes 0 but the always-valid interval {seq} does not, so "
+                f"it is not established under repeated looks."]
+    return [f"Cost per 1,000 predictions: {cd['diff']:+.2f} {cur} [{cd['low']:.2f}, {cd['high']:.2f}], "
+            f"which includes 0."]
 
 
 def _cautions(comp: dict[str, Any]) -> list[str]:

@@ -20,7 +20,18 @@ DriftProvider = Callable[[Store, Config, str, Window, "str | None"], Sequence[Dr
 
 
 def observation(readings: Sequence[DriftReading], metric: str, feature: str | None) -> Observation:
-    """The psi/js reading of one feature (None: the score) as a trigger observation."""
+    """The psi/js reading of one feature (None: the score) as a trigger observation; `drifted`: 1/0 for a
+    feature, or without one the number of features the report calls drifted."""
+    if metric == "drifted":
+        if feature is None:
+            feats = [r for r in readings if r.feature is not None and r.drifted is not None]
+            if not feats:
+                return Observation(None, n=0)
+            return Observation(float(sum(1 for r in feats if r.drifted)), n=max(r.n for r in feats))
+        for r in readings:
+            if r.feature == feature:
+                return Observation(None if r.drifted is None else float(r.drifted), n=r.n)
+        return Observation(None, n=0)
     for r in readings:
         if r.feature == feature:
             value = r.psi if metric == "psi" else r.js

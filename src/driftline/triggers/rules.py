@@ -41,7 +41,8 @@ _TITLES = {"recall": ("Recall", "Recall"), "fpr": ("FPR", "False positive rate")
            "label_delay_p95": ("95th percentile label delay", "95th percentile label delay"),
            "dead_letter_rate": ("Dead-letter rate", "Share of messages dead-lettered"),
            "silence_seconds": ("Event silence", "Time since the newest event"),
-           "psi": ("PSI", "Population stability index"), "js": ("JS distance", "Jensen-Shannon distance")}
+           "psi": ("PSI", "Population stability index"), "js": ("JS distance", "Jensen-Shannon distance"),
+           "drifted": ("Drifted features", "Number of features the drift report calls drifted")}
 _WINDOWED_ON = ("model", "model_version", "variant", "window")
 NOTIFIER_SENDS = ("notify.alertmanager_url is set: driftline's notifier sends the trigger alerts to Alertmanager, "
                   "so no Prometheus alerting rule is rendered for them (one sender, one page per condition)")
@@ -107,6 +108,12 @@ def _series(rule: Rule, model: str) -> tuple[str, str, tuple[str, ...]] | None:
         q = "0.5" if m == "label_delay_p50" else "0.95"
         return (f"driftline_label_delay_seconds{_sel({**win, 'quantile': q})}",
                 f"{lab} >= {n_min}", _WINDOWED_ON)
+    if m == "drifted":
+        sel = _sel({'model': model, 'window': rule.window})
+        if rule.feature is None:
+            return f"sum by (model, window) (driftline_feature_drifted{sel})", "", ("model", "window")
+        return (f"driftline_feature_drifted{_sel({'model': model, 'window': rule.window, 'feature': rule.feature})}",
+                "", ("model", "window", "feature"))
     if m in ("psi", "js"):
         if rule.feature is None:
             if m == "js":
@@ -182,8 +189,9 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
         desc = (f"{long} of driftline job {{{{ $labels.job }}}} is {value}, {direction} the agreed line of {line} "
                 f"(trigger {rule.name}, model {model}).")
         return {"summary": summary, "description": _with_user(rule, desc), "runbook_url": runbook}
-    if m in ("psi", "js"):
-        subject = "the score" if rule.feature is None else "feature {{ $labels.feature }}"
+    if m in ("psi", "js", "drifted"):
+        subject = ("the score" if m != "drifted" else "all features") if rule.feature is None \
+            else "feature {{ $labels.feature }}"
         summary = f"{short} of {subject} of {{{{ $labels.model }}}} is {value} over {{{{ $labels.window }}}} (line {line})"
         desc = (f"{long} of {subject} of model {{{{ $labels.model }}}} over the last {{{{ $labels.window }}}} "
                 f"against the reference is {value}, {direction} the agreed line of {line}.")
