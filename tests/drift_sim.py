@@ -19,12 +19,12 @@ CHANNELS = np.array(["web", "app", "pos", "atm"])
 KINDS = ("amount", "hour", "n_tx", "balance", "age_days", "country", "card_present", "channel")
 
 
-def _num(values: np.ndarray, missing: int = 0) -> FeatureHist:
+def num_hist(values: np.ndarray, missing: int = 0) -> FeatureHist:
     idx, cnt = np.unique(feature_bin(values), return_counts=True)
     return FeatureHist(dict(zip(idx.tolist(), cnt.tolist())), {}, int(missing))
 
 
-def _cat(labels: np.ndarray, codes: np.ndarray, missing: int = 0) -> FeatureHist:
+def cat_hist(labels: np.ndarray, codes: np.ndarray, missing: int = 0) -> FeatureHist:
     cnt = np.bincount(codes, minlength=len(labels))
     return FeatureHist({}, {str(labels[i]): int(c) for i, c in enumerate(cnt) if c}, int(missing))
 
@@ -43,22 +43,22 @@ def feature(rng: np.random.Generator, kind: str, n: int, amount_scale: float = 1
     """One feature's histogram of n draws of its kind (the drift knobs act on amount and country)."""
     if kind == "amount":
         miss = rng.random(n) < missing
-        return _num(rng.lognormal(3.5, 1.2, int((~miss).sum())) * amount_scale, int(miss.sum()))
+        return num_hist(rng.lognormal(3.5, 1.2, int((~miss).sum())) * amount_scale, int(miss.sum()))
     if kind == "hour":
-        return _num(rng.integers(0, 24, n).astype(float))
+        return num_hist(rng.integers(0, 24, n).astype(float))
     if kind == "n_tx":
-        return _num(rng.poisson(3.0, n).astype(float))
+        return num_hist(rng.poisson(3.0, n).astype(float))
     if kind == "balance":
-        return _num(rng.normal(1000.0, 2500.0, n))
+        return num_hist(rng.normal(1000.0, 2500.0, n))
     if kind == "age_days":
-        return _num(rng.gamma(2.0, 300.0, n))
+        return num_hist(rng.gamma(2.0, 300.0, n))
     if kind == "country":
-        return _cat(COUNTRIES, rng.choice(len(COUNTRIES), n, p=country_weights(country_shift)))
+        return cat_hist(COUNTRIES, rng.choice(len(COUNTRIES), n, p=country_weights(country_shift)))
     if kind == "card_present":
         miss = rng.random(n) < 0.05
-        return _cat(np.array(["false", "true"]), (rng.random(int((~miss).sum())) < 0.7).astype(np.int64),
+        return cat_hist(np.array(["false", "true"]), (rng.random(int((~miss).sum())) < 0.7).astype(np.int64),
                     int(miss.sum()))
-    return _cat(CHANNELS, rng.choice(4, n, p=[0.4, 0.3, 0.25, 0.05]))
+    return cat_hist(CHANNELS, rng.choice(4, n, p=[0.4, 0.3, 0.25, 0.05]))
 
 
 def window(rng: np.random.Generator, n: int, k: int, **drift: float) -> tuple[dict[str, FeatureHist], np.ndarray,

@@ -18,33 +18,13 @@ from driftline.analysis import drift_stats as ds
 from driftline.analysis.drift import DriftThresholds, categorical_drift, drift_report, numeric_drift, prevalence_drift
 from driftline.analysis.profiles import FineSample, build_profile, numeric_profile
 
-COUNTRIES = np.array(["FR", "DE", "ES", "IT", "GB", "US", "NL", "BE", "PL", "PT", "SE", "AT", "CH", "IE",
-                      "DK", "NO", "FI", "CZ", "GR", "HU", "RO", "BG", "HR", "SK", "SI", "LT", "LV", "EE"])
-CHANNELS = np.array(["web", "app", "pos", "atm"])
+from drift_sim import CHANNELS, COUNTRIES, cat_hist, country_weights, num_hist  # noqa: E402 - shared with the bench
 
 
 # --- helpers ---------------------------------------------------------------------------------------
-def num_hist(values: np.ndarray, missing: int = 0) -> FeatureHist:
-    idx, cnt = np.unique(feature_bin(values), return_counts=True)
-    return FeatureHist(dict(zip(idx.tolist(), cnt.tolist())), {}, int(missing))
-
-
-def cat_hist(labels: np.ndarray, codes: np.ndarray, missing: int = 0) -> FeatureHist:
-    cnt = np.bincount(codes, minlength=len(labels))
-    return FeatureHist({}, {str(labels[i]): int(c) for i, c in enumerate(cnt) if c}, int(missing))
-
-
 def fine(values: np.ndarray) -> FineSample:
     idx, cnt = np.unique(feature_bin(values), return_counts=True)
     return FineSample(idx.astype(np.int64), cnt.astype(np.int64))
-
-
-def country_weights(shift: float = 0.0) -> np.ndarray:
-    w = 1.0 / np.arange(1, len(COUNTRIES) + 1) ** 1.2
-    w /= w.sum()
-    w[0] -= shift
-    w[1] += shift
-    return w
 
 
 def draw_window(rng: np.random.Generator, n: int, amount_scale: float = 1.0, country_shift: float = 0.0,
