@@ -131,12 +131,13 @@ def test_reserved_values_are_dead_lettered_never_merged_into_whole_model_series(
     store = Store(f"sqlite:///{tmp_path / 'r.db'}", clock=lambda: END)
     store.migrate()
     raws = [_pred(1), _pred(2, variant="all"), _pred(3, version="all"), _pred(4, variant="__other__"),
-            _pred(5, version="__other__"), _pred(6, model="__other__"), _pred(7, model="all")]
+            _pred(5, version="__other__"), _pred(6, model="__other__"), _pred(7, model="all"),
+            _pred(8, variant=" all"), _pred(9, variant="ALL"), _pred(10, version="All ")]  # read as `all`
     res = Pipeline(config, store, clock=lambda: END).process_batch(
         [RawRecord("t", 0, i, r) for i, r in enumerate(raws)])
-    assert (res.accepted, res.dead) == (1, 6)
+    assert (res.accepted, res.dead) == (1, 9)
     letters = store.dead_letters(reason="reserved_label")
-    assert len(letters) == 6 and all("reserved" in d["detail"] for d in letters)
+    assert len(letters) == 9 and all("reserved" in d["detail"] for d in letters)
     series = _series(_scrape(config, store))
     assert len(series) == len(set(series))
     whole = [dict(lbl) for name, lbl in series if name == "driftline_window_predictions"]

@@ -251,6 +251,23 @@ def test_a_look_back_with_at_leaves_the_live_states_alone(db, capsys):
     assert history.load_states(store, "fraud") == before and len(history.history(store, "fraud", limit=1000)) == rows_before
 
 
+def test_a_look_ahead_with_at_leaves_the_live_states_alone(db, capsys):
+    """`alerts evaluate --at` after now used to store its states in the future: a firing alert was resolved
+    (notified) and every live evaluation was refused until the clock reached that date. Now it is a what-if."""
+    path, config, store = db
+    base = ["--config", str(EXAMPLE), "--db", f"sqlite:///{path}"]
+    assert cli.main(base + ["alerts", "evaluate", "--at", repr(END + 1800), "--json", "--no-notify"]) == 0
+    capsys.readouterr()
+    before = history.load_states(store, "fraud")
+    rows_before = len(history.history(store, "fraud", limit=1000))
+    assert cli.main(base + ["alerts", "evaluate", "--at", "3000-01-01T00:00:00Z", "--json"]) == 0
+    out = capsys.readouterr()
+    assert "look ahead is not stored" in " ".join(out.err.split())
+    assert history.load_states(store, "fraud") == before and len(history.history(store, "fraud", limit=1000)) == rows_before
+    assert cli.main(base + ["alerts", "evaluate", "--at", repr(END + 3600), "--json", "--no-notify"]) == 0
+    assert max(s.updated_at for s in history.load_states(store, "fraud").values()) == END + 3600  # live goes on
+
+
 # --- rendered Prometheus rules ------------------------------------------------------------------------
 def test_render_of_the_example_matches_the_agreed_triggers(tmp_path, capsys):
     assert cli.main(["--config", str(EXAMPLE), "alerts", "render"]) == 0

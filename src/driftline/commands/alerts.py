@@ -108,14 +108,21 @@ def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
 
 def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
     at = parse_at(args.at)
-    now = float(ctx.clock()) if at is None else at
+    clock_now = float(ctx.clock())
+    now = clock_now if at is None else at
+    ahead = at is not None and at > clock_now
     store = ctx.store()
-    run = runner.run(store, ctx.config, now, at=now, drift=default_provider(), persist=not args.dry_run)
-    if run.states_later is not None:
+    # An evaluation after now is a what-if: storing its states would move the live ones into the future, where
+    # every live evaluation would be refused (stored states newer than the clock) until the clock got there.
+    run = runner.run(store, ctx.config, now, at=now, drift=default_provider(), persist=not (args.dry_run or ahead))
+    if ahead:
+        ctx.err.print(f"[yellow]note:[/yellow] {iso(now)} is after now ({iso(clock_now)}): this look ahead is not "
+                      "stored and notifies nobody (the live states are unchanged)")
+    elif run.states_later is not None:
         ctx.err.print(f"[yellow]note:[/yellow] the stored trigger states were evaluated at {iso(run.states_later)}, "
                       f"after {iso(now)}: this look back starts from no prior state, is not stored and notifies "
                       "nobody (the live states are unchanged)")
-    if not (args.dry_run or args.no_notify) and run.states_later is None:
+    if not (args.dry_run or args.no_notify or ahead) and run.states_later is None:
         # One shot: no next pass refreshes the alerts, so a firing one must not expire by itself (refresh_s None),
         # and no process serves /triggers for a generatorURL (only notify.generator_url, when set).
         notifier = Notifier(ctx.config.notify, ctx.config.model, clock=ctx.clock, refresh_s=None)

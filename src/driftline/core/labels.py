@@ -79,9 +79,9 @@ class LabelGate:
     def decide(self, model: str, variant: str, version: str) -> tuple[str, str] | Refused:
         """The (variant, version) to store the prediction under, or why it is refused."""
         for kind, value in ((MODEL, model), (VARIANT, variant), (VERSION, version)):
-            if value in RESERVED:
-                return Refused("reserved_label", f"{kind} {value!r} is reserved ('{AGGREGATE}' is the whole-model "
-                               f"series, '{OVERFLOW}' the overflow of values beyond a limit)")
+            if value.strip().lower() in RESERVED:  # ' all', 'ALL' read as `all` on a dashboard and in `ab`
+                return Refused("reserved_label", f"{kind} {value!r} is reserved or reads as reserved ('{AGGREGATE}' "
+                               f"is the whole-model series, '{OVERFLOW}' the overflow of values beyond a limit)")
         if model not in self.admitted.models:
             allow = self.limits.models
             if allow is not None and model not in allow or (

@@ -27,7 +27,7 @@ from ..storage.store import Store, StoreUnavailable
 from ..triggers import history, runner
 from ..triggers.drift_hook import DriftProvider, default_provider
 from ..triggers.model import FIRING
-from ..readouts.windows import default_at
+from ..readouts.windows import default_at, iso
 from .leader import EXPORT_LOCK_KEY, LOCK_KEY, LeaderLock  # noqa: F401 - LOCK_KEY re-exported for callers
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ class Service:
             self.snapshot.invalidate()
             if run.states_later is not None:  # the clock went back: nothing was stored, nobody is told
                 log.warning("trigger states were evaluated at %s, after now (%s): not stored, not notified",
-                            run.states_later, now)
+                            iso(run.states_later), iso(now))
                 return run
             firing = [(r, s) for r, s in zip(run.rules, run.states) if s.state == FIRING]
             if self.notifier is not None:
