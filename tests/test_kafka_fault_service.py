@@ -77,7 +77,7 @@ def test_broker_restarted_empty_is_an_error_then_earliest_stores_every_new_event
         svc = start_service(tmp_path, _with(config, on_offset_reset="earliest"), db, broker.bootstrap,
                             name="svc2")
         new_events = Events(tmp_path / "unused", new)
-        wait_until(lambda: probe.done(new_events), 120, "every new event stored", procs=(svc,))
+        wait_until(lambda: probe.done(new_events), 240, "every new event stored", procs=(svc,))
         wait_until(lambda: svc.get("/readyz")[0] == 200, 30, "ready again", procs=(svc,))
         assert "kafka.on_offset_reset is earliest: resuming at offset 0" in svc.log()
         assert svc.terminate() == 0
