@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -169,6 +170,22 @@ def test_trigger_counter_and_build_series(service, db):
     assert _val(s, "driftline_join_predictions") == store.join_size() > 0
     assert _val(s, "driftline_pending_outcomes") == store.pending_outcomes()
     assert _val(s, "driftline_build_info", version=driftline.__version__) == 1.0
+    assert _val(s, "driftline_time_basis", basis="wall") == 1.0
+
+
+def test_the_time_basis_is_exported_from_the_first_scrape(db):
+    """Meta-alerts (DriftlineNoPredictions, DriftlineLabelsStalled) expect no flow on replayed history: the exporter
+    says which basis it serves, even before the schema is ready, on a standby and with the database down."""
+    path, config, store = db
+    migrating = threading.Event()
+    for basis in ("wall", "event"):
+        col = SnapshotCollector(store, config, clock=lambda: END, cache_s=0.0, time_basis=basis,
+                                schema_ready=migrating)
+        s = {m.name: m for m in col.collect()}
+        assert [(x.labels, x.value) for x in s["driftline_time_basis"].samples] == [({"basis": basis}, 1.0)]
+        standby = SnapshotCollector(store, config, clock=lambda: END, cache_s=0.0, time_basis=basis,
+                                    leader=lambda: False)
+        assert "driftline_time_basis" in {m.name for m in standby.collect()}
 
 
 def test_live_ops_metrics_are_served_and_lost_partitions_disappear(service):
@@ -327,7 +344,7 @@ def test_a_standby_replica_exports_no_series_read_from_the_database(db):
     leading = [False]
     col = SnapshotCollector(store, config, clock=lambda: END, cache_s=0.0, leader=lambda: leading[0])
     standby = {m.name: m for m in col.collect()}
-    assert set(standby) == {"driftline_build_info", "driftline_leader"}
+    assert set(standby) == {"driftline_build_info", "driftline_time_basis", "driftline_leader"}
     assert standby["driftline_leader"].samples[0].value == 0.0
     leading[0] = True
     leader = {m.name: m for m in col.collect()}

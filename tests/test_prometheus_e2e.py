@@ -270,6 +270,18 @@ def stack(tmp_path_factory) -> Iterator[Stack]:
             _stop(proc)
 
 
+def test_serve_time_event_over_static_history_raises_no_meta_alert(stack: Stack) -> None:
+    """Issue 16.6: `serve --time event` over history nobody adds to says so (driftline_time_basis), and no
+    meta-alert is even pending: DriftlineNoPredictions (increase == 0 after two scrapes) used to be."""
+    assert stack.poll('driftline_time_basis{job="driftline", basis="event"} == 1')
+    assert stack.poll('count_over_time(driftline_events_total{job="driftline", type="prediction"}[1m]) >= 4')
+    time.sleep(3)  # more rule evaluations (every 1 s) over the flat counter
+    meta = [r["alert"] for g in yaml.safe_load(RULE_FILES[1].read_text())["groups"] for r in g["rules"]]
+    assert len(meta) >= 10
+    pending = {n: stack.alert_states(n) for n in meta if stack.alert_states(n)}
+    assert not pending, pending
+
+
 def test_dashboard_queries_and_recall_alert_with_real_prometheus(stack: Stack) -> None:
     """Every panel query returns data (except the explicit allow-list), and RecallBelowTarget is quiet before
     the drift and reaches firing after it (seed 000: recall < 0.70 over 7 days)."""

@@ -103,7 +103,7 @@ def test_service_waits_for_the_schema_before_scrapes_and_jobs(tmp_path: Path) ->
         svc.start_exporter()
         assert not svc.scheduler.running and svc.scheduler.get_jobs() == []
         names = [m.name for m in svc.snapshot.snapshot()]
-        assert names == ["driftline_build_info"]
+        assert names == ["driftline_build_info", "driftline_time_basis"]
         assert svc.triggers_json()["triggers"] == []
         store.migrate()
         svc.start_jobs()

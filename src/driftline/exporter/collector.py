@@ -205,13 +205,17 @@ class SnapshotCollector:
         return float(self.clock())
 
     def snapshot(self) -> list[Metric]:
-        """Build every family from the store now; on a database error only build_info is returned (logged)."""
+        """Build every family from the store now; on a database error only build_info and the time basis are
+        returned (logged)."""
         self.builds += 1
         f = _Families()
         f.gauge("driftline_build_info", "Always 1; the running driftline version.", ["version"]).add_metric(
             [__version__], 1.0)
+        f.gauge("driftline_time_basis", "Always 1; where windows end: wall (the clock, live data) or event (the "
+                "newest prediction: replayed history, no flow expected).", ["basis"]).add_metric([self.time_basis], 1.0)
+        always = [f.fams["driftline_build_info"], f.fams["driftline_time_basis"]]
         if self.schema_ready is not None and not self.schema_ready.is_set():
-            return [f.fams["driftline_build_info"]]
+            return always
         if self.leader is not None:
             leading = self.leader()
             f.gauge("driftline_leader", "1 on the replica that exports the series read from the database (it holds "
@@ -224,7 +228,7 @@ class SnapshotCollector:
             self._pipeline(f)
         except StoreUnavailable as err:
             log.warning("metrics snapshot skipped: database unavailable: %s", err)
-            return [f.fams["driftline_build_info"]]
+            return always
         return list(f.fams.values())
 
     def _models(self, f: _Families) -> None:

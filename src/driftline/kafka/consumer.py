@@ -32,7 +32,7 @@ from .health import Backoff, ConsumerStatus, broker_connected, consumed_counter
 from .lag import end_offsets, lags_from
 from .resets import records_exist as records_exist_in
 from .settings import KafkaSettings
-from .signals import signals
+from .signals import signals, zero_series
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,7 @@ class LiveConsumer(Ownership):
         self.handoff: Handoff | None = None
         self.dlt: DeadLetterCopies | None = None
         self.sig = signals(self.ops)
+        zero_series(self.sig, settings.topics, settings.on_offset_reset, settings.on_key_mismatch)
         self.records_exist = records_exist or (lambda wanted: records_exist_in(settings, wanted))
         """Which partitions still hold a record at an offset (confirms a position beyond the reported end)."""
         self.unresolved: dict[TopicPartition, str] = {}

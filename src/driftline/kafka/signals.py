@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 from prometheus_client import Counter, Gauge
 
+from ..ingest.keys import KEY_REASONS
 from ..ops import OpsMetrics
+
+RESET_PROBLEMS = ("beyond_end", "before_start")
 
 
 @dataclass(frozen=True)
@@ -51,3 +55,14 @@ def signals(ops: OpsMetrics) -> KafkaSignals:
                                   "kafka.dead_letter_max_bytes before sending.", registry=reg),
         )
     return _SIGNALS[reg]
+
+
+def zero_series(sig: KafkaSignals, topics: Iterable[str], on_offset_reset: str, on_key_mismatch: str) -> None:
+    """Create the labelled counters the meta-alerts watch at 0 for these topics and policies: a series born at 1
+    has no increase in Prometheus, so the first offset reset after a start (when resets are found) would not alert."""
+    for topic in topics:
+        for problem in RESET_PROBLEMS:
+            sig.offset_resets.labels(topic=topic, problem=problem, policy=on_offset_reset)
+        if on_key_mismatch == "accept":
+            for reason in KEY_REASONS:
+                sig.key_mismatches.labels(topic=topic, problem=reason, action="accepted")
