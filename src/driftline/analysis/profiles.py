@@ -307,6 +307,9 @@ class Profile:
     n: int
     dropped: tuple[tuple[str, str], ...] = ()
     settings: ProfileSettings = field(default_factory=ProfileSettings)
+    score_labels: np.ndarray | None = None
+    """Labelled fine score histograms, rows (negative, positive), for the calibration map of label-free
+    estimates (analysis.calibrated); None in references stored before they were kept."""
 
     @property
     def prevalence(self) -> float | None:
@@ -325,7 +328,8 @@ class Profile:
                 "features": [f.to_json() for f in self.features],
                 "score": None if self.score is None else self.score.to_json(),
                 "prevalence": {"k": self.positives, "n": self.labelled, "value": self.prevalence},
-                "dropped": [{"feature": f, "reason": r} for f, r in self.dropped]}
+                "dropped": [{"feature": f, "reason": r} for f, r in self.dropped],
+                "score_labels": None if self.score_labels is None else _sparse_rows(self.score_labels)}
 
     @classmethod
     def from_json(cls, d: Mapping[str, object]) -> Profile:
@@ -340,7 +344,23 @@ class Profile:
         return cls(tuple(feats), None if sc is None else NumericProfile.from_json(sc),  # type: ignore[arg-type]
                    int(prev["k"]), int(prev["n"]), int(d["n"]),  # type: ignore[index]
                    tuple((x["feature"], x["reason"]) for x in d.get("dropped", [])),  # type: ignore[attr-defined]
-                   ProfileSettings(**d.get("settings", {})))  # type: ignore[arg-type]
+                   ProfileSettings(**d.get("settings", {})),  # type: ignore[arg-type]
+                   _dense_rows(d.get("score_labels")))  # type: ignore[arg-type]
+
+
+def _sparse_rows(h: np.ndarray) -> list[dict[str, list[int]]]:
+    """Rows of a fine histogram as populated indices and counts (compact JSON)."""
+    return [{"idx": np.flatnonzero(r).tolist(), "counts": r[r > 0].astype(np.int64).tolist()} for r in h]
+
+
+def _dense_rows(rows: list[Mapping[str, list[int]]] | None) -> np.ndarray | None:
+    """Inverse of _sparse_rows on the fine score grid."""
+    if rows is None:
+        return None
+    h = np.zeros((len(rows), len(SCORE_EDGES) - 1), np.int64)
+    for i, r in enumerate(rows):
+        h[i, np.asarray(r["idx"], np.int64)] = np.asarray(r["counts"], np.int64)
+    return h
 
 
 def build_profile(features: Mapping[str, FeatureHist], score_hist: np.ndarray | None = None,
@@ -392,7 +412,10 @@ def build_profile(features: Mapping[str, FeatureHist], score_hist: np.ndarray | 
     c = np.zeros((3, 2), np.int64) if conf is None else np.asarray(conf, dtype=np.int64)
     pos, neg = int(c[POS].sum()), int(c[NEG].sum())
     n = int(c.sum()) if conf is not None else (ss.total if ss.n_numeric else max((f.n for f in profs), default=0))
-    return Profile(tuple(profs), score, pos, pos + neg, n, tuple(sorted(dropped)), settings)
+    labelled = None
+    if score_hist is not None and np.ndim(score_hist) == 2:
+        labelled = np.asarray(score_hist, np.int64)[[NEG, POS]].copy()
+    return Profile(tuple(profs), score, pos, pos + neg, n, tuple(sorted(dropped)), settings, labelled)
 
 
 def build_profile_from_stats(stats: BucketStats, settings: ProfileSettings = ProfileSettings(),
