@@ -310,6 +310,8 @@ class Profile:
     score_labels: np.ndarray | None = None
     """Labelled fine score histograms, rows (negative, positive), for the calibration map of label-free
     estimates (analysis.calibrated); None in references stored before they were kept."""
+    score_labels_by_variant: Mapping[str, np.ndarray] | None = None
+    """The same per variant (references built from stored buckets): variants' score-label relations differ."""
 
     @property
     def prevalence(self) -> float | None:
@@ -329,7 +331,9 @@ class Profile:
                 "score": None if self.score is None else self.score.to_json(),
                 "prevalence": {"k": self.positives, "n": self.labelled, "value": self.prevalence},
                 "dropped": [{"feature": f, "reason": r} for f, r in self.dropped],
-                "score_labels": None if self.score_labels is None else _sparse_rows(self.score_labels)}
+                "score_labels": None if self.score_labels is None else _sparse_rows(self.score_labels),
+                "score_labels_by_variant": None if self.score_labels_by_variant is None else {
+                    v: _sparse_rows(h) for v, h in self.score_labels_by_variant.items()}}
 
     @classmethod
     def from_json(cls, d: Mapping[str, object]) -> Profile:
@@ -345,7 +349,9 @@ class Profile:
                    int(prev["k"]), int(prev["n"]), int(d["n"]),  # type: ignore[index]
                    tuple((x["feature"], x["reason"]) for x in d.get("dropped", [])),  # type: ignore[attr-defined]
                    ProfileSettings(**d.get("settings", {})),  # type: ignore[arg-type]
-                   _dense_rows(d.get("score_labels")))  # type: ignore[arg-type]
+                   _dense_rows(d.get("score_labels")),  # type: ignore[arg-type]
+                   None if d.get("score_labels_by_variant") is None else {  # type: ignore[union-attr]
+                       v: _dense_rows(r) for v, r in d["score_labels_by_variant"].items()})  # type: ignore[attr-defined]
 
 
 def _sparse_rows(h: np.ndarray) -> list[dict[str, list[int]]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from ..core.engine import Engine, JoinView
 from ..core.events import DeadLetter, decode, json_lines
 from ..ingest.pipeline import settings_from
 from ..ingest.replay import CORRUPT, open_events
-from ..core.stats import BucketStats, merge
+from ..core.stats import NEG, POS, BucketStats, merge
 from ..storage.store import Store
 from .windows import iso
 
@@ -124,9 +124,23 @@ def profile_settings(config: Config) -> ProfileSettings:
                            max_features=config.max_features)
 
 
-def build_reference_profile(stats: BucketStats, config: Config) -> Profile:
-    """The reference profile of a merged window, declared features from the config."""
-    return build_profile_from_stats(stats, profile_settings(config), declared=dict(config.features))
+def build_reference_profile(stats: BucketStats, config: Config,
+                            by_variant: dict[str, np.ndarray] | None = None) -> Profile:
+    """The reference profile of a merged window, declared features from the config; by_variant: the labelled
+    score histograms per variant (variant_labels), kept for per-variant calibrated estimates."""
+    p = build_profile_from_stats(stats, profile_settings(config), declared=dict(config.features))
+    return p if by_variant is None else replace(p, score_labels_by_variant=by_variant)
+
+
+def variant_labels(store: Store, config: Config, model: str, start: float, end: float,
+                   variant: str | None = None) -> dict[str, np.ndarray]:
+    """Per variant, the (negative, positive) fine score histograms of [start, end) widened to whole buckets."""
+    lo, hi = bucket_range(start, end, config.bucket_s)
+    out: dict[str, np.ndarray] = {}
+    for row in store.buckets(model, lo, hi, variant, None, features=False):
+        h = row.stats.hist[[NEG, POS]]
+        out[row.variant] = out[row.variant] + h if row.variant in out else h.astype(np.int64)
+    return out
 
 
 # --- building the merged reference window -----------------------------------------------------------
