@@ -19,6 +19,7 @@ import numpy as np
 from ..core.grids import SCORE_EDGES, feature_bin_lower, feature_bin_mid
 from ..core.stats import NEG, POS, BucketStats, FeatureHist, absent_as_missing
 from .drift_stats import bridge_l1_quantile
+from .sparse_rows import dense_rows, sparse_rows
 
 NUMERIC, CATEGORICAL = "numeric", "categorical"
 GRID_FEATURE, GRID_SCORE = "feature", "score"
@@ -331,9 +332,9 @@ class Profile:
                 "score": None if self.score is None else self.score.to_json(),
                 "prevalence": {"k": self.positives, "n": self.labelled, "value": self.prevalence},
                 "dropped": [{"feature": f, "reason": r} for f, r in self.dropped],
-                "score_labels": None if self.score_labels is None else _sparse_rows(self.score_labels),
+                "score_labels": None if self.score_labels is None else sparse_rows(self.score_labels),
                 "score_labels_by_variant": None if self.score_labels_by_variant is None else {
-                    v: _sparse_rows(h) for v, h in self.score_labels_by_variant.items()}}
+                    v: sparse_rows(h) for v, h in self.score_labels_by_variant.items()}}
 
     @classmethod
     def from_json(cls, d: Mapping[str, object]) -> Profile:
@@ -349,24 +350,9 @@ class Profile:
                    int(prev["k"]), int(prev["n"]), int(d["n"]),  # type: ignore[index]
                    tuple((x["feature"], x["reason"]) for x in d.get("dropped", [])),  # type: ignore[attr-defined]
                    ProfileSettings(**d.get("settings", {})),  # type: ignore[arg-type]
-                   _dense_rows(d.get("score_labels")),  # type: ignore[arg-type]
+                   dense_rows(d.get("score_labels")),  # type: ignore[arg-type]
                    None if d.get("score_labels_by_variant") is None else {  # type: ignore[union-attr]
-                       v: _dense_rows(r) for v, r in d["score_labels_by_variant"].items()})  # type: ignore[attr-defined]
-
-
-def _sparse_rows(h: np.ndarray) -> list[dict[str, list[int]]]:
-    """Rows of a fine histogram as populated indices and counts (compact JSON)."""
-    return [{"idx": np.flatnonzero(r).tolist(), "counts": r[r > 0].astype(np.int64).tolist()} for r in h]
-
-
-def _dense_rows(rows: list[Mapping[str, list[int]]] | None) -> np.ndarray | None:
-    """Inverse of _sparse_rows on the fine score grid."""
-    if rows is None:
-        return None
-    h = np.zeros((len(rows), len(SCORE_EDGES) - 1), np.int64)
-    for i, r in enumerate(rows):
-        h[i, np.asarray(r["idx"], np.int64)] = np.asarray(r["counts"], np.int64)
-    return h
+                       v: dense_rows(r) for v, r in d["score_labels_by_variant"].items()})  # type: ignore[attr-defined]
 
 
 def build_profile(features: Mapping[str, FeatureHist], score_hist: np.ndarray | None = None,
