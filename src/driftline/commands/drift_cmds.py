@@ -86,9 +86,9 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
     if args.file is not None and (start is None) != (end is None):
         raise ConfigError("reference set: with --file, give both --from and --to or neither")
     if args.file is not None:
-        stats, lo, hi, dead = file_stats(args.file, ctx.config, model, start, end, args.variant)
+        by_variant: dict[str, Any] = {}
+        stats, lo, hi, dead = file_stats(args.file, ctx.config, model, start, end, args.variant, by_variant)
         source, detail = "file", args.file
-        by_variant = None
     else:
         assert start is not None and end is not None
         stats, lo, hi = window_stats(ctx.store(), ctx.config, model, start, end, args.variant)

@@ -160,12 +160,14 @@ def window_stats(store: Store, config: Config, model: str, start: float, end: fl
 
 
 def file_stats(path: str, config: Config, model: str, start: float | None = None, end: float | None = None,
-               variant: str | None = None) -> tuple[BucketStats, float | None, float | None, int]:
+               variant: str | None = None, by_variant: dict[str, np.ndarray] | None = None
+               ) -> tuple[BucketStats, float | None, float | None, int]:
     """Merged statistics of an events file run through the pure engine with a fresh join view.
 
     The store's join state is never read or written. Returns (stats, first bucket start, end of the last
     bucket, dead letters skipped); only the model's buckets (and variant's, and those starting in
-    [start, end) widened to whole buckets, when given) are kept.
+    [start, end) widened to whole buckets, when given) are kept. by_variant, when given, receives each
+    variant's (negative, positive) fine score histograms, as variant_labels gives for stored buckets.
     """
     settings = settings_from(config)
     view = JoinView()
@@ -185,6 +187,9 @@ def file_stats(path: str, config: Config, model: str, start: float | None = None
             if m != model or (variant is not None and v != variant) or not lo <= b0 < hi:
                 continue
             total.add(delta)
+            if by_variant is not None:
+                h = delta.hist[[NEG, POS]]
+                by_variant[v] = by_variant[v] + h if v in by_variant else h.astype(np.int64)
             first = b0 if first is None else min(first, b0)
             last = b0 if last is None else max(last, b0)
 
