@@ -47,20 +47,35 @@ def pav(pos: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 @dataclass(frozen=True, slots=True)
 class CalibrationMap:
-    """Isotonic P(y=1 | fine score bin) from reference labels, as blocks of fine bins.
+    """Isotonic P(y=1 | fine score bin) from reference labels: PAV blocks, interpolated linearly in the fine-bin
+    index between the blocks' reference-weighted centres (constant beyond the first and last).
 
-    block_of[i] is the block of fine bin i (empty bins take the block of the nearest populated bin
-    below, or the first block); p and m are each block's positive rate and reference label count.
-    lo_bin/hi_bin: the reference's labelled score range (populated fine bins).
+    Fine bin i takes (1 − frac[i])·p[left[i]] + frac[i]·p[left[i] + 1]; p and m are each block's positive rate
+    and reference label count. lo_bin/hi_bin: the reference's labelled score range (populated fine bins).
+    Interpolation keeps the map monotone and, unlike a step function, unbiased when a window's scores sit
+    differently inside a wide block than the reference's did (covariate shift).
     """
 
-    block_of: np.ndarray
+    left: np.ndarray
+    frac: np.ndarray
     p: np.ndarray
     m: np.ndarray
     positives: int
     negatives: int
     lo_bin: int
     hi_bin: int
+
+    def bin_p(self) -> np.ndarray:
+        """P(y=1) of every fine score bin."""
+        right = np.minimum(self.left + 1, len(self.p) - 1)
+        return (1.0 - self.frac) * self.p[self.left] + self.frac * self.p[right]
+
+    def block_weights(self, counts: np.ndarray) -> np.ndarray:
+        """Σ over fine bins of counts × each block's interpolation weight (per block)."""
+        nb = len(self.p)
+        right = np.minimum(self.left + 1, nb - 1)
+        return (np.bincount(self.left, weights=counts * (1.0 - self.frac), minlength=nb)
+                + np.bincount(right, weights=counts * self.frac, minlength=nb))
 
     def to_json(self) -> dict[str, object]:
         return {"blocks": len(self.p), "positives": self.positives, "negatives": self.negatives}
@@ -70,21 +85,22 @@ def fit_map(pos_hist: np.ndarray, neg_hist: np.ndarray) -> CalibrationMap | None
     """The isotonic calibration map of labelled fine score histograms; None without both labels."""
     pos = np.asarray(pos_hist, np.float64)
     neg = np.asarray(neg_hist, np.float64)
-    tot = pos + neg
-    cells = np.flatnonzero(tot > 0)
     if pos.sum() == 0 or neg.sum() == 0:
         return None
+    tot = pos + neg
+    cells = np.flatnonzero(tot > 0)
     starts, ks, ns = pav(pos[cells], tot[cells])
     block_of_cell = np.zeros(len(cells), np.int64)
     block_of_cell[starts[1:]] = 1
     block_of_cell = np.cumsum(block_of_cell)
-    block_of = np.zeros(N_SCORE_BINS, np.int64)
-    marks = np.zeros(N_SCORE_BINS, np.int64)
-    marks[cells] = 1
-    # fine bin i → block of the last populated cell at or below it (first block below every cell)
-    last_cell = np.cumsum(marks) - 1
-    block_of = np.where(last_cell >= 0, block_of_cell[np.clip(last_cell, 0, None)], 0)
-    return CalibrationMap(block_of, ks / ns, ns, int(pos.sum()), int(neg.sum()), int(cells[0]), int(cells[-1]))
+    centres = np.bincount(block_of_cell, weights=cells * tot[cells]) / ns
+    i = np.arange(N_SCORE_BINS, dtype=np.float64)
+    left = np.clip(np.searchsorted(centres, i, side="right") - 1, 0, len(ns) - 1)
+    nxt = np.minimum(left + 1, len(ns) - 1)
+    span = centres[nxt] - centres[left]
+    frac = np.where(span > 0, np.clip((i - centres[left]) / np.where(span > 0, span, 1.0), 0.0, 1.0), 0.0)
+    return CalibrationMap(left.astype(np.int64), frac, ks / ns, ns, int(pos.sum()), int(neg.sum()),
+                          int(cells[0]), int(cells[-1]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +152,7 @@ def estimate(counts: np.ndarray, cmap: CalibrationMap | None, threshold: float,
 
     Expected TP = Σ_flagged n·p, FN = Σ_unflagged n·p (p from the map). Variance by the delta method over
     the label randomness (Poisson-binomial, Σ n·p(1−p) per side) and the map's error (each block's p with
-    variance p̃(1−p̃)/m, p̃ = (k+½)/(m+1), shared by every window bin in the block).
+    variance p̃(1−p̃)/m, p̃ = (k+½)/(m+1), shared by every window bin interpolated from the block).
     """
     c = np.asarray(counts, np.float64)
     t = score_edge_index(threshold)
@@ -152,13 +168,13 @@ def estimate(counts: np.ndarray, cmap: CalibrationMap | None, threshold: float,
         outside = float((c[:cmap.lo_bin].sum() + c[cmap.hi_bin + 1:].sum()) / n)
         if outside > MAX_OUTSIDE:
             reasons.append("outside_reference_support")
-    nb = len(cmap.p)
-    a = np.bincount(cmap.block_of[t:], weights=c[t:], minlength=nb)  # flagged per block
-    u = np.bincount(cmap.block_of[:t], weights=c[:t], minlength=nb)  # unflagged per block
-    p = cmap.p
-    tp, fn = float(a @ p), float(u @ p)
+    flag = np.zeros(N_SCORE_BINS)
+    flag[t:] = 1.0
+    a, u = cmap.block_weights(c * flag), cmap.block_weights(c * (1.0 - flag))  # flagged/unflagged per block
+    q = cmap.bin_p()
+    tp, fn = float(c[t:] @ q[t:]), float(c[:t] @ q[:t])
     fp, tn = flagged - tp, (n - flagged) - fn
-    var_tp, var_fn = float(a @ (p * (1 - p))), float(u @ (p * (1 - p)))
+    var_tp, var_fn = float(c[t:] @ (q[t:] * (1 - q[t:]))), float(c[:t] @ (q[:t] * (1 - q[:t])))
     pt = (cmap.p * cmap.m + 0.5) / (cmap.m + 1.0)
     v_map = pt * (1 - pt) / cmap.m
 
