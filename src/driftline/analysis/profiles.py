@@ -19,6 +19,7 @@ import numpy as np
 from ..core.grids import SCORE_EDGES, feature_bin_lower, feature_bin_mid
 from ..core.stats import NEG, POS, BucketStats, FeatureHist, absent_as_missing
 from .drift_stats import bridge_l1_quantile
+from .sparse_rows import dense_rows, sparse_rows
 
 NUMERIC, CATEGORICAL = "numeric", "categorical"
 GRID_FEATURE, GRID_SCORE = "feature", "score"
@@ -307,6 +308,11 @@ class Profile:
     n: int
     dropped: tuple[tuple[str, str], ...] = ()
     settings: ProfileSettings = field(default_factory=ProfileSettings)
+    score_labels: np.ndarray | None = None
+    """Labelled fine score histograms, rows (negative, positive), for the calibration map of label-free
+    estimates (analysis.calibrated); None in references stored before they were kept."""
+    score_labels_by_variant: Mapping[str, np.ndarray] | None = None
+    """The same per variant (references built from stored buckets): variants' score-label relations differ."""
 
     @property
     def prevalence(self) -> float | None:
@@ -325,7 +331,10 @@ class Profile:
                 "features": [f.to_json() for f in self.features],
                 "score": None if self.score is None else self.score.to_json(),
                 "prevalence": {"k": self.positives, "n": self.labelled, "value": self.prevalence},
-                "dropped": [{"feature": f, "reason": r} for f, r in self.dropped]}
+                "dropped": [{"feature": f, "reason": r} for f, r in self.dropped],
+                "score_labels": None if self.score_labels is None else sparse_rows(self.score_labels),
+                "score_labels_by_variant": None if self.score_labels_by_variant is None else {
+                    v: sparse_rows(h) for v, h in self.score_labels_by_variant.items()}}
 
     @classmethod
     def from_json(cls, d: Mapping[str, object]) -> Profile:
@@ -340,7 +349,10 @@ class Profile:
         return cls(tuple(feats), None if sc is None else NumericProfile.from_json(sc),  # type: ignore[arg-type]
                    int(prev["k"]), int(prev["n"]), int(d["n"]),  # type: ignore[index]
                    tuple((x["feature"], x["reason"]) for x in d.get("dropped", [])),  # type: ignore[attr-defined]
-                   ProfileSettings(**d.get("settings", {})))  # type: ignore[arg-type]
+                   ProfileSettings(**d.get("settings", {})),  # type: ignore[arg-type]
+                   dense_rows(d.get("score_labels")),  # type: ignore[arg-type]
+                   None if d.get("score_labels_by_variant") is None else {  # type: ignore[union-attr]
+                       v: dense_rows(r) for v, r in d["score_labels_by_variant"].items()})  # type: ignore[attr-defined]
 
 
 def build_profile(features: Mapping[str, FeatureHist], score_hist: np.ndarray | None = None,
@@ -392,7 +404,10 @@ def build_profile(features: Mapping[str, FeatureHist], score_hist: np.ndarray | 
     c = np.zeros((3, 2), np.int64) if conf is None else np.asarray(conf, dtype=np.int64)
     pos, neg = int(c[POS].sum()), int(c[NEG].sum())
     n = int(c.sum()) if conf is not None else (ss.total if ss.n_numeric else max((f.n for f in profs), default=0))
-    return Profile(tuple(profs), score, pos, pos + neg, n, tuple(sorted(dropped)), settings)
+    labelled = None
+    if score_hist is not None and np.ndim(score_hist) == 2:
+        labelled = np.asarray(score_hist, np.int64)[[NEG, POS]].copy()
+    return Profile(tuple(profs), score, pos, pos + neg, n, tuple(sorted(dropped)), settings, labelled)
 
 
 def build_profile_from_stats(stats: BucketStats, settings: ProfileSettings = ProfileSettings(),

@@ -240,7 +240,7 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
                  step_s: float) -> list[str]:
     """Write and ingest the simulated stream in event-time order; at every step boundary run maintenance and
     one trigger evaluation at that instant (printing transitions); set the reference after week three."""
-    from ..readouts.references import build_reference_profile, save_reference, window_stats
+    from ..readouts.references import build_reference_profile, save_reference, variant_labels, window_stats
 
     pipeline = Pipeline(cfg, store, clock=ctx.clock)
     rules = runner.compile_rules(cfg.triggers)
@@ -265,7 +265,8 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
         if not reference_set and t >= ref_at:
             stats, lo, hi = window_stats(store, cfg, cfg.model, spec.start, spec.start + 14 * DAY)
             if stats.predictions:
-                save_reference(store, cfg.model, build_reference_profile(stats, cfg), "window", lo, hi,
+                by_variant = variant_labels(store, cfg, cfg.model, spec.start, spec.start + 14 * DAY)
+                save_reference(store, cfg.model, build_reference_profile(stats, cfg, by_variant), "window", lo, hi,
                                confusion=stats, detail="demo: weeks 1-2")
                 ctx.err.print(f"      {iso(t)}  drift reference set from weeks 1–2 ({stats.predictions:,} predictions)")
             reference_set = True

@@ -14,7 +14,7 @@ from ..context import Context, parse_at, parse_window
 from ..config import ConfigError, parse_duration
 from ..readouts.drift import calibration_document, drift_document, query_window, slices_document
 from ..readouts.references import (NoReference, ReferenceProblem, activate_reference, build_reference_profile, file_stats,
-                          list_references, load_reference, save_reference, window_stats)
+                                   list_references, load_reference, save_reference, variant_labels, window_stats)
 from .render import fmt_rate, shown
 from .query import add_window_args
 from .readout_render import render_calibration, render_slices
@@ -86,16 +86,18 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
     if args.file is not None and (start is None) != (end is None):
         raise ConfigError("reference set: with --file, give both --from and --to or neither")
     if args.file is not None:
-        stats, lo, hi, dead = file_stats(args.file, ctx.config, model, start, end, args.variant)
+        by_variant: dict[str, Any] = {}
+        stats, lo, hi, dead = file_stats(args.file, ctx.config, model, start, end, args.variant, by_variant)
         source, detail = "file", args.file
     else:
         assert start is not None and end is not None
         stats, lo, hi = window_stats(ctx.store(), ctx.config, model, start, end, args.variant)
         source, detail, dead = "window", None, 0
+        by_variant = variant_labels(ctx.store(), ctx.config, model, start, end, args.variant)
     if stats.predictions == 0:
         where = args.file or f"{args.start} → {args.end}"
         raise ReferenceProblem(f"no predictions of model {model!r} in {where}: nothing to build a reference from")
-    profile = build_reference_profile(stats, ctx.config)
+    profile = build_reference_profile(stats, ctx.config, by_variant)
     store = ctx.store()
     ref_id = save_reference(store, model, profile, source, lo, hi, confusion=stats, variant=args.variant,
                             detail=detail)

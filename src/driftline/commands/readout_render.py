@@ -83,7 +83,31 @@ def render_calibration(doc: dict[str, Any], console: Console) -> None:
             t2.add_row(row["metric"], _est(row["estimated"]), fmt_rate(row["realised"]), _f(row["error"]),
                        "—" if inside is None else ("yes" if inside else "[yellow]no[/yellow]"))
         console.print(t2)
+    render_calibrated(doc.get("calibrated"), console)
     console.print("[dim]~ estimated: label-free, valid if the scores are calibrated; * indicative: n < 30[/dim]")
+
+
+def render_calibrated(c: dict[str, Any] | None, console: Console) -> None:
+    """The estimate from scores calibrated on the reference's labels, its trust, and its matured check."""
+    if c is None:
+        return
+    trust = "trusted" if c["trusted"] else "[bold red]NOT TRUSTED[/bold red]: " + ", ".join(c["reasons"])
+    console.print(f"\n[bold]calibrated estimate[/bold] ([italic]estimated[/italic] from the scores of all {c['n']:,} "
+                  f"predictions, calibrated on the reference's labels; assumes its score-label relation): recall "
+                  f"{_est(c['recall'])}, precision {_est(c['precision'])}, FPR {_est(c['fpr'], 4)}, prevalence "
+                  f"{_est(c['prevalence'], 4)} — {trust}")
+    m = c.get("matured")
+    if m and m["metrics"]:
+        t = Table(title="calibrated estimate vs realised, one maturity period earlier"
+                        + (" — [bold red]contradicted by matured labels[/bold red]" if m["contradicted"] else ""),
+                  title_justify="left")
+        for col in ("metric", "estimated (calibrated)", "realised (labels)", "error", "inside interval"):
+            t.add_column(col, justify="right")
+        for row in m["metrics"]:
+            inside = row["within_interval"]
+            t.add_row(row["metric"], _est(row["estimated"]), fmt_rate(row["realised"]), _f(row["error"]),
+                      "—" if inside is None else ("yes" if inside else "[yellow]no[/yellow]"))
+        console.print(t)
 
 
 def render_slices(doc: dict[str, Any], console: Console) -> None:

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
@@ -26,6 +27,7 @@ from ..analysis.classification import Metrics, classification
 from ..config import Config, format_duration
 from ..core.events import DEAD_LETTER_REASONS
 from ..core.labels import MODEL, OVERFLOW, VARIANT, VERSION, overflow_counter
+from ..readouts.drift import estimated_block
 from ..storage.store import BucketRow, Store, StoreUnavailable
 from ..triggers import history
 from ..triggers.drift_hook import DriftProvider
@@ -161,6 +163,31 @@ def add_window(f: _Families, model: str, window: str, groups: list[Group]) -> No
                                dict(zip(WINDOWED, lv), quantile=q), float(value))
 
 
+def add_estimated(f: _Families, model: str, window: str, block: dict[str, Any] | None) -> None:
+    """driftline_estimated_*: label-free metrics from scores calibrated on the active reference's labels, their
+    delta-method bounds, whether the estimate can be trusted, and whether matured labels contradicted it."""
+    if block is None:
+        return
+    lbl, lv = ["model", "window"], [model, window]
+    for name in ("recall", "precision", "fpr", "prevalence"):
+        e = block[name]
+        if e["value"] is None:
+            continue
+        f.gauge(f"driftline_estimated_{name}_ratio", f"Label-free estimate of {name} (scores calibrated on the "
+                "reference's labels; assumes its score-label relation).", lbl).add_metric(lv, e["value"])
+        f.gauge(f"driftline_estimated_{name}_lower_ratio", f"Lower 95% bound of the estimated {name}.",
+                lbl).add_metric(lv, e["low"])
+        f.gauge(f"driftline_estimated_{name}_upper_ratio", f"Upper 95% bound of the estimated {name}.",
+                lbl).add_metric(lv, e["high"])
+    f.gauge("driftline_estimated_trusted", "1 when the label-free estimate can be trusted (reference labels, "
+            "support, not contradicted by matured labels).", lbl).add_metric(lv, 1.0 if block["trusted"] else 0.0)
+    matured = block["matured"]
+    if matured is not None:
+        f.gauge("driftline_estimated_contradicted", "1 when matured labels one maturity period earlier fell outside "
+                "the estimate's interval (the score-label relation changed).", lbl).add_metric(
+            lv, 1.0 if matured["contradicted"] else 0.0)
+
+
 class SnapshotCollector:
     """prometheus_client custom collector reading the store at scrape time (cached for `cache_s` seconds).
 
@@ -244,6 +271,7 @@ class SnapshotCollector:
                                                       model, w))
                 if self.drift is not None:
                     self._drift(f, model, label, w)
+                add_estimated(f, model, label, estimated_block(self.store, self.config, model, w))
 
     def _drift(self, f: _Families, model: str, label: str, window: object) -> None:
         assert self.drift is not None

@@ -20,6 +20,7 @@ from ..analysis.estimates import base_rate_effect, compare_estimate, early_warni
 from ..analysis.profiles import Profile
 from ..analysis.slices import slices_of, worst_slices
 from ..config import Config, format_duration
+from .estimated import calibrated_block
 from .references import NoReference, Reference, active_reference_key, load_reference
 from .metrics import resolve_window
 from ..core.stats import BucketStats
@@ -182,13 +183,28 @@ def calibration_document(store: Store, config: Config, model: str, window: Windo
     if period is None:
         doc["matured"] = {"maturity": {"seconds": None, "method": method}, "window": None, "comparison": None,
                           "note": "no labelled predictions yet: no maturity period to look back"}
+        doc["calibrated"] = calibrated_block(stats, None, profile, config.threshold, variant)
         return doc
     earlier = Window(window.start - period, window.end - period)
     old = _stats(store, model, earlier, variant, False)
     comparison = compare_estimate(early_warning(old, config.threshold, "all"), realised_metrics(old))
     doc["matured"] = {"maturity": {"seconds": period, "label": format_duration(period), "method": method},
                       "window": _window_json(earlier, old), "comparison": comparison.to_json()}
+    doc["calibrated"] = calibrated_block(stats, old, profile, config.threshold, variant)
     return doc
+
+
+def estimated_block(store: Store, config: Config, model: str, window: Window, variant: str | None = None
+                    ) -> dict[str, Any] | None:
+    """The `calibrated` block of calibration_document alone (for the exporter); None without a reference."""
+    active = active_reference(store, model)
+    if active is None:
+        return None
+    stats = _stats(store, model, window, variant, False)
+    period, _ = maturity_period(store, config, model, window, variant)
+    old = None if period is None else _stats(store, model, Window(window.start - period, window.end - period),
+                                             variant, False)
+    return calibrated_block(stats, old, active[1], config.threshold, variant)
 
 
 # --- slices -------------------------------------------------------------------------------------------------

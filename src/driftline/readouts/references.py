@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from ..core.engine import Engine, JoinView
 from ..core.events import DeadLetter, decode, json_lines
 from ..ingest.pipeline import settings_from
 from ..ingest.replay import CORRUPT, open_events
-from ..core.stats import BucketStats, merge
+from ..core.stats import NEG, POS, BucketStats, merge
 from ..storage.store import Store
 from .windows import iso
 
@@ -124,9 +124,23 @@ def profile_settings(config: Config) -> ProfileSettings:
                            max_features=config.max_features)
 
 
-def build_reference_profile(stats: BucketStats, config: Config) -> Profile:
-    """The reference profile of a merged window, declared features from the config."""
-    return build_profile_from_stats(stats, profile_settings(config), declared=dict(config.features))
+def build_reference_profile(stats: BucketStats, config: Config,
+                            by_variant: dict[str, np.ndarray] | None = None) -> Profile:
+    """The reference profile of a merged window, declared features from the config; by_variant: the labelled
+    score histograms per variant (variant_labels), kept for per-variant calibrated estimates."""
+    p = build_profile_from_stats(stats, profile_settings(config), declared=dict(config.features))
+    return p if by_variant is None else replace(p, score_labels_by_variant=by_variant)
+
+
+def variant_labels(store: Store, config: Config, model: str, start: float, end: float,
+                   variant: str | None = None) -> dict[str, np.ndarray]:
+    """Per variant, the (negative, positive) fine score histograms of [start, end) widened to whole buckets."""
+    lo, hi = bucket_range(start, end, config.bucket_s)
+    out: dict[str, np.ndarray] = {}
+    for row in store.buckets(model, lo, hi, variant, None, features=False):
+        h = row.stats.hist[[NEG, POS]]
+        out[row.variant] = out[row.variant] + h if row.variant in out else h.astype(np.int64)
+    return out
 
 
 # --- building the merged reference window -----------------------------------------------------------
@@ -146,12 +160,14 @@ def window_stats(store: Store, config: Config, model: str, start: float, end: fl
 
 
 def file_stats(path: str, config: Config, model: str, start: float | None = None, end: float | None = None,
-               variant: str | None = None) -> tuple[BucketStats, float | None, float | None, int]:
+               variant: str | None = None, by_variant: dict[str, np.ndarray] | None = None
+               ) -> tuple[BucketStats, float | None, float | None, int]:
     """Merged statistics of an events file run through the pure engine with a fresh join view.
 
     The store's join state is never read or written. Returns (stats, first bucket start, end of the last
     bucket, dead letters skipped); only the model's buckets (and variant's, and those starting in
-    [start, end) widened to whole buckets, when given) are kept.
+    [start, end) widened to whole buckets, when given) are kept. by_variant, when given, receives each
+    variant's (negative, positive) fine score histograms, as variant_labels gives for stored buckets.
     """
     settings = settings_from(config)
     view = JoinView()
@@ -171,6 +187,9 @@ def file_stats(path: str, config: Config, model: str, start: float | None = None
             if m != model or (variant is not None and v != variant) or not lo <= b0 < hi:
                 continue
             total.add(delta)
+            if by_variant is not None:
+                h = delta.hist[[NEG, POS]]
+                by_variant[v] = by_variant[v] + h if v in by_variant else h.astype(np.int64)
             first = b0 if first is None else min(first, b0)
             last = b0 if last is None else max(last, b0)
 

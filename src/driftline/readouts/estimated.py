@@ -1,0 +1,68 @@
+"""Label-free estimates of a window from scores calibrated on the active reference's labels (issue 15.5), and
+the check that matured labels do not contradict them: the `calibrated` block of `driftline calibration`, the
+exporter's driftline_estimated_* series and the weekly report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..analysis.calibrated import METRICS, CalibratedEstimate, CalibrationMap, estimate, fit_map
+from ..analysis.estimates import MetricComparison
+from ..analysis.profiles import Profile
+from ..analysis.rates import INDICATIVE_BELOW_N as MIN_N, rate
+from ..core.stats import NEG, POS, BucketStats
+
+CONTRADICTED = "contradicted_by_matured_labels"
+"""Trust reason: one maturity period earlier, matured labels contradicted the estimate (see `comparison`)."""
+
+
+def calibration_map(profile: Profile | None, variant: str | None = None) -> CalibrationMap | None:
+    """The isotonic map of the reference's labelled score histograms: the variant's when kept (variants'
+    score-label relations differ), else all variants' (None: no reference or no labels kept)."""
+    if profile is None:
+        return None
+    h = profile.score_labels
+    if variant is not None and profile.score_labels_by_variant and variant in profile.score_labels_by_variant:
+        h = profile.score_labels_by_variant[variant]
+    return None if h is None else fit_map(h[1], h[0])
+
+
+def calibrated(stats: BucketStats, profile: Profile | None, threshold: float, variant: str | None = None,
+               reasons: tuple[str, ...] = ()) -> CalibratedEstimate:
+    """Estimated recall/precision/FPR/prevalence of all the window's predictions (label-free: it depends only
+    on the scores, so it is also what was estimated before any label arrived)."""
+    base = reasons if profile is not None else ("no_reference", *reasons)
+    return estimate(stats.hist.sum(axis=0), calibration_map(profile, variant), threshold, base)
+
+
+def comparison(old: BucketStats, profile: Profile | None, threshold: float, variant: str | None = None
+               ) -> tuple[list[MetricComparison], bool]:
+    """The earlier window's estimate next to its realised (labelled) values per metric, and whether matured
+    labels contradict it: a realised Wilson interval (at least MIN_N in its denominator) disjoint from the
+    estimate's interval — stricter than "realised outside the interval" (which misses ~5 % of the time per
+    metric by chance), so a no-drift week rarely raises it."""
+    est = calibrated(old, profile, threshold, variant)
+    tp, fn, fp, tn = old.tp, old.fn, old.fp, old.tn
+    realised = {"recall": rate(tp, tp + fn), "precision": rate(tp, tp + fp), "fpr": rate(fp, fp + tn),
+                "prevalence": rate(tp + fn, int(old.conf[[NEG, POS]].sum()))}
+    rows = [MetricComparison(k, est.metric(k), realised[k]) for k in METRICS]
+    bad = any(_disjoint(r) and r.realised.n >= MIN_N for r in rows)
+    return rows, bad
+
+
+def _disjoint(r: MetricComparison) -> bool:
+    e, q = r.estimated, r.realised
+    if None in (e.low, e.high, q.low, q.high):
+        return False
+    return bool(q.low > e.high or q.high < e.low)  # type: ignore[operator]
+
+
+def calibrated_block(stats: BucketStats, old: BucketStats | None, profile: Profile | None,
+                     threshold: float, variant: str | None = None) -> dict[str, Any]:
+    """The `calibrated` block: the window's estimate (untrusted when matured labels contradicted the earlier
+    window's), and that earlier window's estimated-vs-realised rows (None without a maturity period)."""
+    rows, bad = comparison(old, profile, threshold, variant) if old is not None else ([], False)
+    est = calibrated(stats, profile, threshold, variant, (CONTRADICTED,) if bad else ())
+    return {**est.to_json(), "matured": None if old is None else {
+        "contradicted": bad, "metrics": [r.to_json() for r in rows]}}
