@@ -40,13 +40,14 @@ def imported_by(argv: list[str], tmp_path: Path) -> tuple[int, set[str]]:
 
 @pytest.fixture(scope="module")
 def migrated_db(tmp_path_factory) -> list[str]:
-    """A migrated SQLite database holding two simulated days (replayed through the CLI)."""
+    """A migrated SQLite database holding two simulated days (replayed through the CLI) and a drift reference."""
     tmp = tmp_path_factory.mktemp("lazycli")
     events = tmp / "events.jsonl"
     db = ["--db", f"sqlite:///{tmp / 'd.db'}"]
     assert main([*db, "simulate", "--days", "2", "--per-day", "300", "--end", "2026-11-30T00:00:00Z",
                  "--out", str(events)]) == 0
     assert main([*db, "replay", str(events)]) == 0
+    assert main([*db, "reference", "set", "--from", "2026-11-28", "--to", "2026-11-29"]) == 0  # for `drift`
     return db
 
 
