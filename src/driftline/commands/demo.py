@@ -24,7 +24,6 @@ from ..ingest.replay import source_name
 from ..reports.weeks import week_of
 from ..ingest.simulate import SimSpec, stream
 from ..storage.store import Store
-from ..triggers import runner
 from ..triggers.model import FIRING, Rule, Transition
 from ..readouts.windows import iso
 from .simulate import add_sim_args
@@ -246,6 +245,7 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
     """Write and ingest the simulated stream in event-time order; at every step boundary run maintenance and
     one trigger evaluation at that instant (printing transitions); set the reference after week three."""
     from ..readouts.references import build_reference_profile, save_reference, window_stats
+    from ..triggers import runner  # lazy: every command module is imported to build the parser
 
     pipeline = Pipeline(cfg, store, clock=ctx.clock)
     rules = runner.compile_rules(cfg.triggers)
