@@ -85,3 +85,11 @@ def test_script_heads_read_without_alembic_equal_alembics() -> None:
     cfg.set_main_option("script_location", str(VERSIONS.parent))
     assert script_heads() == frozenset(ScriptDirectory.from_config(cfg).get_heads())
     assert len(script_heads()) > 1  # branches from 0001: several heads, all must be stored
+
+
+def test_the_wilson_z_literal_is_scipys_quantile() -> None:
+    from scipy.stats import norm
+
+    from driftline.analysis.rates import Z95
+
+    assert Z95 == float(norm.ppf(0.975))

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 from scipy.special import digamma
-from scipy.stats import rankdata
 
 EXACT, HISTOGRAM = "exact", "histogram"
 
@@ -51,6 +50,8 @@ def exact_roc_auc(scores: np.ndarray, labels: np.ndarray) -> float | None:
     n_neg = len(y) - n_pos
     if n_pos == 0 or n_neg == 0:
         return None
+    from scipy.stats import rankdata  # lazy: exact AUC only; scipy.stats costs every query command ~1 s
+
     ranks = rankdata(np.asarray(scores, dtype=np.float64))
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
