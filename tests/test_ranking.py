@@ -164,3 +164,15 @@ def test_variant_filter_and_expired_join_rows_fall_back_to_the_bounded_histogram
         assert abs(r["value"] - roc_auc_score(ya, sa)) <= r["bound"]
     finally:
         store.close()
+
+
+def test_average_ranks_equal_scipys_rankdata() -> None:
+    """The numpy ranks used for the exact AUC (no scipy.stats import, issue 17) are scipy's, float for float."""
+    from scipy.stats import rankdata
+
+    from driftline.analysis.ranking import average_ranks
+
+    rng = np.random.default_rng(3)
+    for x in (rng.random(1000), np.round(rng.random(1000), 2), np.zeros(5), np.array([0.5]), np.array([]),
+              np.array([0.3, 0.1, 0.3, 0.2, 0.1, 0.3])):
+        assert np.array_equal(average_ranks(x), rankdata(x))

@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 from scipy.special import expit, log_expit, logit
 
 from ..core.grids import N_SCORE_BINS, SCORE_EDGES
@@ -341,6 +340,8 @@ def fit_temperature(stats: BucketStats, n_bins: int = 10,
 
     def loss(tau: float) -> float:
         return float(-(w_pos @ log_expit(z_pos / tau) + w_neg @ log_expit(-z_neg / tau)) / n)
+
+    from scipy.optimize import minimize_scalar  # lazy: only this fit needs scipy.optimize (issue 17)
 
     lo, hi = math.log(bounds[0]), math.log(bounds[1])
     res = minimize_scalar(lambda u: loss(math.exp(u)), bounds=(lo, hi), method="bounded",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy.stats import norm
-
-Z95 = float(norm.ppf(0.975))
+Z95 = 1.959963984540054
+"""scipy.stats.norm.ppf(0.975) as a literal (a test checks it): importing scipy.stats would cost every query
+command most of a second (issue 17)."""
 INDICATIVE_BELOW_N = 30
 
 

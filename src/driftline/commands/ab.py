@@ -9,7 +9,6 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..readouts.ab import ABQuery, ab_document
 from ..context import Context, parse_at, parse_window
 from .render import fmt_rate, shown
 from .query import add_window_args
@@ -25,6 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_ab(ctx: Context, args: argparse.Namespace) -> int:
+    from ..readouts.ab import ABQuery, ab_document  # lazy: the parser imports every command module
+
     q = ABQuery(model=args.model or ctx.config.model, window_s=parse_window(args.window, ctx.config),
                 at=parse_at(args.at), seed=args.seed)
     doc = ab_document(ctx.store(), ctx.config, q)

@@ -11,14 +11,14 @@ from typing import Any
 from rich.table import Table
 
 from ..context import Context, parse_at
-from ..triggers.notify import Notifier, fmt_value
-from ..triggers import history, runner
-from ..triggers.drift_hook import default_provider
+from ..triggers import history
 from ..triggers.model import FIRING, Rule
 from ..triggers.mixin import DEFAULT, RULE_FILES, prometheus_rule
-from ..triggers.rules import render_rules, to_yaml
 from ..readouts.windows import iso
 from .render import shown
+
+# notify, runner, drift_hook and rules (scipy) are imported inside the handlers: the parser imports every command
+# module, and --help or --version must not pay for them (issue 17).
 
 DEFAULT_JOB = DEFAULT.job
 _STYLE = {"ok": "green", "pending": "yellow", "firing": "bold red", "resolved": "cyan",
@@ -63,12 +63,17 @@ def _state_rows(ctx: Context, rules: list[Rule]) -> list[dict[str, Any]]:
 
 def _line(r: Rule) -> str:
     """'psi[amount] > 0.25 · variant B': the trigger's line, its feature and variant shown escaped."""
+    from ..triggers.notify import fmt_value
+
     feature = f"\\[{shown(r.feature)}]" if r.feature else ""  # \\[: a bracket, not rich markup
     variant = f" · variant {shown(r.variant)}" if r.variant else ""
     return f"{shown(r.metric)}{feature} {r.op} {fmt_value(r, r.value)}{variant}"
 
 
 def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
+    from ..triggers import runner
+    from ..triggers.notify import fmt_value
+
     rules = runner.compile_rules(ctx.config.triggers)
     states = _state_rows(ctx, rules)
     rows = history.history(ctx.store(), ctx.config.model, args.trigger, args.limit)
@@ -107,6 +112,10 @@ def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
+    from ..triggers import runner
+    from ..triggers.drift_hook import default_provider
+    from ..triggers.notify import Notifier, fmt_value
+
     at = parse_at(args.at)
     clock_now = float(ctx.clock())
     now = clock_now if at is None else at
@@ -150,6 +159,8 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_render(ctx: Context, args: argparse.Namespace) -> int:
+    from ..triggers.rules import render_rules, to_yaml
+
     rendered = render_rules(ctx.config)
     text = to_yaml(rendered)
     for s in rendered.skipped:

@@ -13,7 +13,7 @@ import time
 import urllib.request
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -21,16 +21,16 @@ from ..config import Config, ConfigError, Trigger, parse_duration
 from ..context import Context, parse_at, port_number
 from ..ingest.pipeline import Pipeline, RawRecord
 from ..ingest.replay import source_name
-from ..reports.generate import generate
 from ..reports.weeks import week_of
-from ..service.process import Service
 from ..ingest.simulate import SimSpec, stream
 from ..storage.store import Store
-from ..triggers import runner
 from ..triggers.model import FIRING, Rule, Transition
 from ..readouts.windows import iso
 from .simulate import add_sim_args
 from .render import shown
+
+if TYPE_CHECKING:
+    from ..service.process import Service
 
 DAY = 86400.0
 BATCH = 20_000
@@ -165,6 +165,8 @@ def _ts(ev: dict[str, Any]) -> float:
 def _start_service(cfg: Config, store: Store, ctx: Context, port: int | None) -> tuple[Service, str | None]:
     """The exporter over the demo database (event-time windows, no wall-clock evaluation); a busy default
     port falls back to a free one."""
+    from ..service.process import Service  # lazy: every command module is imported to build the parser
+
     # the demo evaluates triggers itself, in event time; wall-clock scheduled jobs would race its ingestion
     service = Service(cfg, store, clock=ctx.clock, port=port, time_basis="event", evaluate=False, jobs=False)
     try:
@@ -179,6 +181,8 @@ def _start_service(cfg: Config, store: Store, ctx: Context, port: int | None) ->
 
 
 def cmd_demo(ctx: Context, args: argparse.Namespace) -> int:
+    from ..reports.generate import generate  # lazy: every command module is imported to build the parser
+
     t0 = time.monotonic()
     cfg, filled = demo_config(ctx.config)
     step_s = parse_duration(args.evaluate_every)
@@ -241,6 +245,7 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
     """Write and ingest the simulated stream in event-time order; at every step boundary run maintenance and
     one trigger evaluation at that instant (printing transitions); set the reference after week three."""
     from ..readouts.references import build_reference_profile, save_reference, variant_labels, window_stats
+    from ..triggers import runner  # lazy: every command module is imported to build the parser
 
     pipeline = Pipeline(cfg, store, clock=ctx.clock)
     rules = runner.compile_rules(cfg.triggers)

@@ -12,12 +12,12 @@ from rich.table import Table
 
 from ..context import Context, parse_at, parse_window
 from ..config import ConfigError, parse_duration
-from ..readouts.drift import calibration_document, drift_document, query_window, slices_document
-from ..readouts.references import (NoReference, ReferenceProblem, activate_reference, build_reference_profile, file_stats,
-                                   list_references, load_reference, save_reference, variant_labels, window_stats)
 from .render import fmt_rate, shown
 from .query import add_window_args
 from .readout_render import render_calibration, render_slices
+
+# readouts.* (scipy) are imported inside the handlers: the parser imports every command module, and --help or
+# --version must not pay for them (issue 17).
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -79,6 +79,9 @@ def _emit(ctx: Context, args: argparse.Namespace, doc: Any, render: Callable[[An
 
 # --- reference -----------------------------------------------------------------------------------------
 def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
+    from ..readouts.references import (ReferenceProblem, build_reference_profile, file_stats, load_reference,
+                                       save_reference, variant_labels, window_stats)
+
     model = args.model or ctx.config.model
     start, end = parse_at(args.start, "--from"), parse_at(args.end, "--to")
     if args.file is None and (start is None or end is None):
@@ -116,6 +119,8 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_reference_list(ctx: Context, args: argparse.Namespace) -> int:
+    from ..readouts.references import list_references
+
     model = args.model or ctx.config.model
     refs = list_references(ctx.store(), model)
     if args.json:
@@ -133,6 +138,8 @@ def cmd_reference_list(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_reference_show(ctx: Context, args: argparse.Namespace) -> int:
+    from ..readouts.references import NoReference, ReferenceProblem, load_reference
+
     model = args.model or ctx.config.model
     ref = load_reference(ctx.store(), model, args.id)
     if ref is None:
@@ -160,6 +167,8 @@ def cmd_reference_show(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_reference_activate(ctx: Context, args: argparse.Namespace) -> int:
+    from ..readouts.references import activate_reference
+
     model = args.model or ctx.config.model
     activate_reference(ctx.store(), model, args.id)
     ctx.console.print(f"reference {args.id} is now the active reference of {shown(model)}")
@@ -168,16 +177,22 @@ def cmd_reference_activate(ctx: Context, args: argparse.Namespace) -> int:
 
 # --- drift, calibration, slices ------------------------------------------------------------------------
 def _window(ctx: Context, args: argparse.Namespace, model: str) -> Any:
+    from ..readouts.drift import query_window
+
     return query_window(ctx.store(), ctx.config, model, parse_window(args.window, ctx.config), parse_at(args.at))
 
 
 def cmd_drift(ctx: Context, args: argparse.Namespace) -> int:
+    from ..readouts.drift import drift_document
+
     model = args.model or ctx.config.model
     doc = drift_document(ctx.store(), ctx.config, model, _window(ctx, args, model), args.variant)
     return _emit(ctx, args, doc, render_drift)
 
 
 def cmd_calibration(ctx: Context, args: argparse.Namespace) -> int:
+    from ..readouts.drift import calibration_document
+
     model = args.model or ctx.config.model
     matured = None
     if args.matured_after is not None:
@@ -190,6 +205,8 @@ def cmd_calibration(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_slices(ctx: Context, args: argparse.Namespace) -> int:
+    from ..readouts.drift import slices_document
+
     model = args.model or ctx.config.model
     doc = slices_document(ctx.store(), ctx.config, model, _window(ctx, args, model))
     return _emit(ctx, args, doc, render_slices)

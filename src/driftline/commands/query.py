@@ -7,7 +7,6 @@ import json
 
 from ..context import Context, parse_at, parse_window
 from .render import metrics_table
-from ..readouts.metrics import MetricsQuery, metrics_document
 
 
 def add_window_args(p: argparse.ArgumentParser) -> None:
@@ -27,6 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_metrics(ctx: Context, args: argparse.Namespace) -> int:
+    # lazy (as in every command module): the parser imports them all, so --help and --version must stay cheap
+    from ..readouts.metrics import MetricsQuery, metrics_document
+
     q = MetricsQuery(model=args.model or ctx.config.model, window_s=parse_window(args.window, ctx.config),
                      at=parse_at(args.at), variant=args.variant, model_version=args.model_version)
     doc = metrics_document(ctx.store(), ctx.config, q)

@@ -8,7 +8,6 @@ import json
 
 from ..config import ConfigError
 from ..context import Context
-from ..reports.generate import generate
 from ..reports.weeks import default_week, parse_week
 from ..terminal import visible
 from .render import shown
@@ -26,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_report(ctx: Context, args: argparse.Namespace) -> int:
+    from ..reports.generate import generate  # lazy: matplotlib and jinja2 only for a report
+
     store = ctx.store()
     model = args.model or ctx.config.model
     models = store.models()

@@ -6,10 +6,13 @@ import argparse
 import signal
 import threading
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from ..context import Context, port_number
-from ..service.process import Service, run_until_signalled
 from .render import shown
+
+if TYPE_CHECKING:
+    from ..service.process import Service
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,6 +35,9 @@ def install_stop_handlers(stop: threading.Event) -> None:
 
 
 def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
+    # lazy: every command module is imported to build the parser, and only serve needs APScheduler
+    from ..service.process import Service, run_until_signalled
+
     service = Service(ctx.config, ctx.store(), clock=ctx.clock, host=args.host, port=args.port,
                       time_basis=args.time, evaluate=not args.no_evaluate, jobs=True)
     stop = threading.Event()

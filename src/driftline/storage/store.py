@@ -13,12 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config as AlembicConfig
 from sqlalchemy import Connection, Engine, and_, case, create_engine, delete, func, select, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 
-from . import bulk, labels, locking
+from . import bulk, labels, locking, revisions
 from . import schema as t
 from ..core.engine import EngineResult, JoinView, OutcomeRecord, PredKey, PredRecord
 from ..core.events import DeadLetter
@@ -84,14 +82,26 @@ class Store:
     # --- schema -------------------------------------------------------------------------------
     def migrate(self) -> None:
         """Bring the schema to the newest Alembic revisions (idempotent; feature migrations branch from 0001).
-        Serialised across processes by the write lock (replicas starting together: the second one waits, then
-        finds the schema current). An unreachable or unopenable database raises StoreUnavailable."""
+        A database already at the script heads is only read (Alembic is not even imported, so a query command
+        starts fast). Otherwise serialised across processes by the write lock (replicas starting together: the
+        second one waits, then finds the schema current). An unreachable or unopenable database raises
+        StoreUnavailable."""
+        if self.schema_is_current():
+            return
+        from alembic import command  # only here: importing Alembic costs more than most queries
+        from alembic.config import Config as AlembicConfig
+
         cfg = AlembicConfig()
         cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
         cfg.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
         with self.write() as conn:
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "heads")
+
+    def schema_is_current(self) -> bool:
+        """Whether the database records exactly the migration scripts' heads (one read, no Alembic)."""
+        with self.read() as conn:
+            return revisions.stored_revisions(conn) == revisions.script_heads()
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
