@@ -43,7 +43,7 @@ def test_broker_restarted_empty_is_an_error_then_earliest_stores_every_new_event
     (tmp_path / "old").mkdir()
     (tmp_path / "new").mkdir()
     old = make_events(tmp_path / "old", days=1.0)
-    new = renamed(make_events(tmp_path / "new", days=0.4, seed=5), "n-")
+    new = renamed(make_events(tmp_path / "new", days=0.15, seed=5), "n-")  # every partition: fewer than its old position
     db = f"sqlite:///{tmp_path / 'live.db'}"
     svc = start_service(tmp_path, config, db, broker.bootstrap)
     probe = StoreProbe(db, topics)
