@@ -53,6 +53,29 @@ class Alertmanager:
             return [a for a in json.loads(r.read()) if a["labels"].get("alertname") == alertname]
 
 
+def start_alertmanager(binary: str, config: Path, storage: Path, log_path: Path, timeout_s: float = 30.0
+                       ) -> tuple[subprocess.Popen[bytes], str]:
+    """A real Alertmanager on a free loopback port with `config`, waited for until /-/ready (a hang guard)."""
+    port = free_port()
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen([binary, f"--config.file={config}", f"--storage.path={storage}",
+                                 f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="],
+                                stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/-/ready", timeout=1) as r:
+                if r.status == 200:
+                    return proc, url
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"alertmanager did not start: {log_path.read_text()[-2000:]}")
+        time.sleep(0.1)
+
+
 def _sink_server(sink: Sink) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 - http.server API
@@ -84,24 +107,7 @@ def alertmanager_sink(tmp_path: Path) -> Iterator[Alertmanager]:
         for hook in rec.get("webhook_configs", []):
             hook["url"] = f"http://127.0.0.1:{server.server_address[1]}/{rec['name']}"
     (tmp_path / "am.yml").write_text(yaml.safe_dump(cfg))
-    port = free_port()
-    log = (tmp_path / "alertmanager.log").open("wb")
-    proc = subprocess.Popen([binary, f"--config.file={tmp_path / 'am.yml'}", f"--storage.path={tmp_path / 'am'}",
-                             f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="],
-                            stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/-/ready", timeout=1) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"alertmanager did not start: {(tmp_path / 'alertmanager.log').read_text()[-2000:]}")
-        time.sleep(0.1)
+    proc, url = start_alertmanager(binary, tmp_path / "am.yml", tmp_path / "am", tmp_path / "alertmanager.log")
     try:
         yield Alertmanager(url, sink)
     finally:

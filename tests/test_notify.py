@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import subprocess
 import threading
 import time
 import urllib.request
@@ -15,6 +14,8 @@ from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
+from am_fixtures import start_alertmanager
 
 from driftline.analysis.rates import rate
 from driftline.config import Notify
@@ -197,33 +198,12 @@ def test_without_receivers_notices_are_logged_only(caplog):
 
 
 # --- a real Alertmanager ---------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def alertmanager(tmp_path):
     binary = require_binary("prometheus-alertmanager")
     (tmp_path / "am.yml").write_text('route:\n  receiver: "null"\nreceivers:\n  - name: "null"\n')
-    port = _free_port()
-    proc = subprocess.Popen([binary, f"--config.file={tmp_path / 'am.yml'}", f"--storage.path={tmp_path / 'data'}",
-                             f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/-/ready", timeout=1) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"alertmanager did not start: {proc.stderr.read().decode()[-2000:]}")
-        time.sleep(0.1)
+    proc, url = start_alertmanager(binary, tmp_path / "am.yml", tmp_path / "data", tmp_path / "alertmanager.log",
+                                   timeout_s=20)
     yield url
     proc.terminate()
     proc.wait(timeout=10)
