@@ -68,6 +68,17 @@ def test_bad_yaml_file(tmp_path):
         load(tmp_path / "missing.yaml")
 
 
+def test_yaml_syntax_error_is_one_line_with_its_position(tmp_path):
+    """An unclosed quote: the message names line and column on one line, without PyYAML's multi-line excerpt."""
+    p = tmp_path / "c.yaml"
+    p.write_text('database:\n  url: "sqlite:///x.db\nthreshold: 0.5\n')
+    with pytest.raises(ConfigError) as info:
+        load(p)
+    msg = str(info.value)
+    assert "\n" not in msg and "^" not in msg
+    assert "at line 4, column 1" in msg and "starts at line 2, column 8" in msg
+
+
 def test_error_messages_say_what_is_expected_not_a_regex():
     with pytest.raises(ConfigError) as err:
         from_dict({"triggers": [{"name": "r", "metric": "recall", "op": "<", "value": 0.7, "window": "7x"}]})

@@ -376,6 +376,18 @@ def from_dict(data: dict[str, Any] | None, origin: str = "config") -> Config:
         raise ConfigError(f"{origin}: invalid {where}: {msg}") from None
 
 
+def _yaml_where(err: yaml.YAMLError) -> str:
+    """One line for a YAML syntax error: where (1-based line and column) and what, without PyYAML's source excerpt."""
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    context = getattr(err, "context", None)
+    started = getattr(err, "context_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    if context and started is not None:
+        context += f" that starts at line {started.line + 1}, column {started.column + 1}"
+    return f"{where}: {problem}" + (f" ({context})" if context else "")
+
+
 def load(path: str | os.PathLike[str] | None) -> Config:
     """Load and validate a YAML config file; None gives the defaults (embedded fraud example)."""
     if path is None:
@@ -391,7 +403,7 @@ def load(path: str | os.PathLike[str] | None) -> Config:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise ConfigError(f"{p}: not valid YAML: {err}") from None
+        raise ConfigError(f"{p}: not valid YAML{_yaml_where(err)}") from None
     if data is not None and not isinstance(data, dict):
         raise ConfigError(f"{p}: top level must be a mapping of settings")
     return from_dict(data, str(p))
