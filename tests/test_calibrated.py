@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from driftline.analysis.calibrated import estimate, fit_map, pav
+from driftline.analysis.calibrated import METRICS, CalibratedEstimate, estimate, fit_map, pav
 from driftline.analysis.estimates import early_warning
 from driftline.analysis.profiles import Profile, build_profile
 from driftline.core.grids import N_SCORE_BINS, score_edge_index
@@ -130,20 +130,26 @@ def _covariate_day(rng: np.random.Generator, n: int, mu: float, sd: float) -> np
     return h
 
 
-def covariate_shift_run(seed: int, days: int = 20) -> tuple[dict[str, float], dict[str, float]]:
-    """Per metric: mean absolute error and interval coverage over `days` days of traffic drifting away from a
-    14-day reference (mean 0 → 0.7, prevalence ~1.8 % → ~5 %) with the same score-label relation."""
+def covariate_shift_days(seed: int, days: int = 20) -> list[tuple[CalibratedEstimate, dict[str, float]]]:
+    """(estimate, realised) of each of `days` days of traffic drifting away from a 14-day reference (mean 0 → 0.7,
+    prevalence ~1.8 % → ~5 %) with the same score-label relation."""
     rng = np.random.default_rng(seed)
     ref = sum(_covariate_day(rng, 5000, 0.0, 1.0) for _ in range(14))
     cmap = fit_map(ref[1], ref[0])
-    names = ("recall", "precision", "fpr", "prevalence")
-    err = {k: 0.0 for k in names}
-    inside = {k: 0.0 for k in names}
+    out = []
     for d in range(days):
         h = _covariate_day(rng, 5000, 0.3 + 0.02 * d, 1.1)
-        e, real = estimate(h.sum(0), cmap, T), _realised(h)
+        out.append((estimate(h.sum(0), cmap, T), _realised(h)))
+    return out
+
+
+def covariate_shift_run(seed: int, days: int = 20) -> tuple[dict[str, float], dict[str, float]]:
+    """Per metric: mean absolute error and interval coverage over the days of `covariate_shift_days`."""
+    err = {k: 0.0 for k in METRICS}
+    inside = {k: 0.0 for k in METRICS}
+    for e, real in covariate_shift_days(seed, days):
         assert e.trusted
-        for k in names:
+        for k in METRICS:
             m = e.metric(k)
             err[k] += abs(m.value - real[k]) / days  # type: ignore[operator]
             inside[k] += (m.low <= real[k] <= m.high) / days  # type: ignore[operator]
@@ -219,3 +225,30 @@ def test_untrusted_when_the_window_piles_up_where_the_reference_had_few_labels()
     counts[np.flatnonzero(ref[:2].sum(0))[:200]] = 50
     e = estimate(counts, cmap, T)
     assert e.outside_support == 0.0 and e.reasons == ("sparse_reference_labels",)
+
+
+def _stats(h: np.ndarray) -> BucketStats:
+    """A window's BucketStats from its labelled fine histograms (conf at threshold T)."""
+    t = score_edge_index(T)
+    conf = np.stack([h[:, :t].sum(1), h[:, t:].sum(1)], axis=1).astype(np.int64)
+    return BucketStats(hist=h.copy(), conf=conf)
+
+
+def test_matured_labels_contradict_concept_drift_but_not_calm_days(
+        days: dict[tuple[str, int], np.ndarray]) -> None:
+    """No calm day after the reference (days 14–20, both variants) is contradicted; every 3-day window starting
+    on days 21–24 of the concept-drift week is, its realised value sitting > Z_CONTRADICT estimate sd away
+    (variant B's drift fades: its days 25–27 sit 2.8 sd away on the pooled map)."""
+    from driftline.readouts.estimated import Z_CONTRADICT, comparison
+    ref = _reference(days)
+    conf = np.array([[ref[0].sum(), 0], [ref[1].sum(), 0], [0, 0]])
+    profile = build_profile({}, ref, conf)
+    for v in "AB":
+        for d in range(14, 21):
+            rows, bad = comparison(_stats(days[(v, d)]), profile, T)
+            assert not bad, (v, d)
+        for d in range(21, 25):
+            h = sum(days[(v, e)] for e in range(d, d + 3))
+            rows, bad = comparison(_stats(h), profile, T)  # type: ignore[arg-type]
+            z = max(abs(r.realised.value - r.estimated.value) / r.estimated.sd for r in rows)  # type: ignore[operator]
+            assert bad and z > Z_CONTRADICT, (v, d)
