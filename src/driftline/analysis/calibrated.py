@@ -148,11 +148,9 @@ class CalibratedEstimate:
 _NONE = Estimate(None, None, None, None, METHOD)
 
 
-def _est(value: float | None, sd_labels: float, sd_map: float) -> Estimate:
+def _est(value: float, sd_labels: float, sd_map: float) -> Estimate:
     """value ± Z95·(sd_labels + sd_map): the map's error is one fixed offset shared by every window estimated
     against this reference (it does not average out over days), so its bound adds to the label noise's."""
-    if value is None:
-        return _NONE
     sd = sd_labels + sd_map
     return Estimate(value, max(0.0, value - Z95 * sd), min(1.0, value + Z95 * sd), sd, METHOD)
 
@@ -207,14 +205,12 @@ def estimate(counts: np.ndarray, cmap: CalibrationMap | None, threshold: float,
                 math.sqrt(float(((g_tp * a + g_fn * u) ** 2) @ v_map)))
 
     s, neg = tp + fn, fp + tn
-    sds = {"recall": spread(fn / s ** 2, -tp / s ** 2) if s > 0 else None,
-           "precision": spread(1 / flagged, 0.0) if flagged else None,
-           "fpr": spread(-tn / neg ** 2, fp / neg ** 2) if neg > 0 else None,
-           "prevalence": spread(1 / n, 1 / n) if n else None}
-    values = {"recall": tp / s if s > 0 else None, "precision": tp / flagged if flagged else None,
-              "fpr": fp / neg if neg > 0 else None, "prevalence": s / n if n else None}
-    est = {k: _NONE if sds[k] is None else _est(values[k], *sds[k]) for k in METRICS}  # type: ignore[misc]
+    d_s, d_f, d_neg, d_n = s or 1.0, flagged or 1, neg or 1.0, n or 1  # safe denominators, masked by `ok`
+    forms = {"recall": (s > 0, tp / d_s, fn / d_s ** 2, -tp / d_s ** 2),  # (ok, value, ∂/∂TP, ∂/∂FN)
+             "precision": (flagged > 0, tp / d_f, 1 / d_f, 0.0),
+             "fpr": (neg > 0, fp / d_neg, -tn / d_neg ** 2, fp / d_neg ** 2),
+             "prevalence": (n > 0, s / d_n, 1 / d_n, 1 / d_n)}
+    spreads = {k: spread(g_tp, g_fn) for k, (ok, _, g_tp, g_fn) in forms.items() if ok}
+    est = {k: _est(forms[k][1], *spreads[k]) if k in spreads else _NONE for k in METRICS}
     return CalibratedEstimate(threshold, n, flagged, outside, est["recall"], est["precision"], est["fpr"],
-                              est["prevalence"], tuple(reasons), cmap,
-                              {k: v for k, v in sds.items() if v is not None})
-
+                              est["prevalence"], tuple(reasons), cmap, spreads)
