@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from driftline.analysis.calibrated import estimate, fit_map, pav
+from driftline.analysis.calibrated import METRICS, CalibratedEstimate, estimate, fit_map, pav
 from driftline.analysis.estimates import early_warning
 from driftline.analysis.profiles import Profile, build_profile
 from driftline.core.grids import N_SCORE_BINS, score_edge_index
@@ -130,20 +130,26 @@ def _covariate_day(rng: np.random.Generator, n: int, mu: float, sd: float) -> np
     return h
 
 
-def covariate_shift_run(seed: int, days: int = 20) -> tuple[dict[str, float], dict[str, float]]:
-    """Per metric: mean absolute error and interval coverage over `days` days of traffic drifting away from a
-    14-day reference (mean 0 → 0.7, prevalence ~1.8 % → ~5 %) with the same score-label relation."""
+def covariate_shift_days(seed: int, days: int = 20) -> list[tuple[CalibratedEstimate, dict[str, float]]]:
+    """(estimate, realised) of each of `days` days of traffic drifting away from a 14-day reference (mean 0 → 0.7,
+    prevalence ~1.8 % → ~5 %) with the same score-label relation."""
     rng = np.random.default_rng(seed)
     ref = sum(_covariate_day(rng, 5000, 0.0, 1.0) for _ in range(14))
     cmap = fit_map(ref[1], ref[0])
-    names = ("recall", "precision", "fpr", "prevalence")
-    err = {k: 0.0 for k in names}
-    inside = {k: 0.0 for k in names}
+    out = []
     for d in range(days):
         h = _covariate_day(rng, 5000, 0.3 + 0.02 * d, 1.1)
-        e, real = estimate(h.sum(0), cmap, T), _realised(h)
+        out.append((estimate(h.sum(0), cmap, T), _realised(h)))
+    return out
+
+
+def covariate_shift_run(seed: int, days: int = 20) -> tuple[dict[str, float], dict[str, float]]:
+    """Per metric: mean absolute error and interval coverage over the days of `covariate_shift_days`."""
+    err = {k: 0.0 for k in METRICS}
+    inside = {k: 0.0 for k in METRICS}
+    for e, real in covariate_shift_days(seed, days):
         assert e.trusted
-        for k in names:
+        for k in METRICS:
             m = e.metric(k)
             err[k] += abs(m.value - real[k]) / days  # type: ignore[operator]
             inside[k] += (m.low <= real[k] <= m.high) / days  # type: ignore[operator]
@@ -153,7 +159,96 @@ def covariate_shift_run(seed: int, days: int = 20) -> tuple[dict[str, float], di
 @pytest.mark.parametrize("seed", [11, 12, 13])
 def test_over_confident_model_under_covariate_shift_only(seed: int) -> None:
     """Covariate shift keeps P(y | score): the calibrated recall follows the shifted traffic as well as CBPE's
-    on the demo. Precision/FPR/prevalence coverage falls to 75–85 % on some seeds under this strong a shift
-    (README; benchmarks/calibrated_bench.py), so only recall is held to ≥ 90 % here."""
-    err, inside = covariate_shift_run(seed)
-    assert err["recall"] <= CBPE_RECALL_MAE and inside["recall"] >= 0.9
+    on the demo."""
+    err, _ = covariate_shift_run(seed)
+    assert err["recall"] <= CBPE_RECALL_MAE
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13, 14])
+def test_covariate_shift_intervals_cover_every_metric_on_90_percent_of_days(seed: int) -> None:
+    """Every metric's interval covers the realised value on ≥ 90 % of days, on each seed. The map's error is one
+    offset shared by all days (seeds 13 and 14 draw references whose top blocks are off by ~2 map sd; seed 14's
+    recall MAE is 0.065), so summed with the label noise in quadrature it left 60–85 % of days covered there."""
+    _, inside = covariate_shift_run(seed)
+    assert all(inside[k] >= 0.9 for k in inside), inside
+
+
+def _sim_reference(rng: np.random.Generator, n: int) -> np.ndarray:
+    """The covariate simulation's 14-day reference (x ~ N(0, 1)) drawn at once: labelled fine histograms."""
+    return _covariate_day(rng, n, 0.0, 1.0)
+
+
+def test_map_spread_bounds_the_maps_error_against_the_true_curve() -> None:
+    """sd_map against the truth: over 120 references drawn from the same curve, the estimate of a fixed shifted
+    window made with each reference's map, minus the window's expected value under the true P(y | score)
+    (σ(½·logit s − 2)), lies within Z95·sd_map for ≥ 90 % of references, per metric."""
+    from scipy.special import expit, logit
+
+    from driftline.core.grids import SCORE_EDGES
+    rng = np.random.default_rng(5)
+    win = sum(_covariate_day(rng, 5000, 0.5, 1.1) for _ in range(4)).sum(0).astype(float)
+    mids = np.clip((SCORE_EDGES[:-1] + SCORE_EDGES[1:]) / 2.0, 1e-12, 1 - 1e-12)
+    truth = estimate(win, fit_map(win * expit(0.5 * logit(mids) - 2.0), win * (1 - expit(0.5 * logit(mids) - 2.0))),
+                     T)
+    inside = {k: 0 for k in ("recall", "precision", "fpr", "prevalence")}
+    runs = 120
+    for _ in range(runs):
+        ref = _sim_reference(rng, 70_000)
+        e = estimate(win, fit_map(ref[1], ref[0]), T)
+        for k in inside:
+            inside[k] += abs(e.metric(k).value - truth.metric(k).value) <= 1.96 * e.spread[k][1]  # type: ignore[operator]
+    assert all(v / runs >= 0.9 for v in inside.values()), inside
+
+
+def test_interval_adds_label_and_map_spread_and_json_shows_both(days: dict[tuple[str, int], np.ndarray]) -> None:
+    ref = _reference(days)
+    e = estimate(days[("A", 15)].sum(0), fit_map(ref[1], ref[0]), T)
+    doc = e.to_json()
+    for k in ("recall", "precision", "fpr", "prevalence"):
+        sl, sm = e.spread[k]
+        m = e.metric(k)
+        assert sl > 0 and sm > 0 and m.sd == pytest.approx(sl + sm)
+        assert m.high == pytest.approx(min(1.0, m.value + 1.959963984540054 * (sl + sm)))  # type: ignore[operator]
+        assert doc[k]["sd_labels"] == sl and doc[k]["sd_map"] == sm  # type: ignore[index]
+
+
+def test_untrusted_when_the_window_piles_up_where_the_reference_had_few_labels() -> None:
+    """A window whose flagged scores sit in blocks holding a handful of reference labels: sparse_reference_labels,
+    although every score is inside the reference's labelled range."""
+    rng = np.random.default_rng(3)
+    ref = _sim_reference(rng, 70_000)
+    cmap = fit_map(ref[1], ref[0])
+    assert estimate(_covariate_day(rng, 5000, 0.3, 1.1).sum(0), cmap, T).trusted
+    counts = np.zeros(N_SCORE_BINS)
+    top = np.flatnonzero(ref[:2].sum(0))[-40:]  # the reference's 40 highest labelled fine bins
+    counts[top] = 100
+    counts[np.flatnonzero(ref[:2].sum(0))[:200]] = 50
+    e = estimate(counts, cmap, T)
+    assert e.outside_support == 0.0 and e.reasons == ("sparse_reference_labels",)
+
+
+def _stats(h: np.ndarray) -> BucketStats:
+    """A window's BucketStats from its labelled fine histograms (conf at threshold T)."""
+    t = score_edge_index(T)
+    conf = np.stack([h[:, :t].sum(1), h[:, t:].sum(1)], axis=1).astype(np.int64)
+    return BucketStats(hist=h.copy(), conf=conf)
+
+
+def test_matured_labels_contradict_concept_drift_but_not_calm_days(
+        days: dict[tuple[str, int], np.ndarray]) -> None:
+    """No calm day after the reference (days 14–20, both variants) is contradicted; every 3-day window starting
+    on days 21–24 of the concept-drift week is, its realised value sitting > Z_CONTRADICT estimate sd away
+    (variant B's drift fades: its days 25–27 sit 2.8 sd away on the pooled map)."""
+    from driftline.readouts.estimated import Z_CONTRADICT, comparison
+    ref = _reference(days)
+    conf = np.array([[ref[0].sum(), 0], [ref[1].sum(), 0], [0, 0]])
+    profile = build_profile({}, ref, conf)
+    for v in "AB":
+        for d in range(14, 21):
+            rows, bad = comparison(_stats(days[(v, d)]), profile, T)
+            assert not bad, (v, d)
+        for d in range(21, 25):
+            h = sum(days[(v, e)] for e in range(d, d + 3))
+            rows, bad = comparison(_stats(h), profile, T)  # type: ignore[arg-type]
+            z = max(abs(r.realised.value - r.estimated.value) / r.estimated.sd for r in rows)  # type: ignore[operator]
+            assert bad and z > Z_CONTRADICT, (v, d)

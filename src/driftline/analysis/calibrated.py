@@ -21,7 +21,9 @@ MIN_CLASS = 30
 """Fewest reference positives (and negatives) to fit a calibration map worth trusting."""
 MAX_OUTSIDE = 0.05
 """Largest share of a window's predictions outside the reference's labelled score range still trusted."""
-METHOD = "isotonic map on reference labels; delta method (labels + map)"
+MIN_EFFECTIVE = 100
+"""Fewest effective reference labels (see `effective_labels`) under each side of the threshold still trusted."""
+METHOD = "isotonic map on reference labels; delta method, label sd + map sd"
 METRICS = ("recall", "precision", "fpr", "prevalence")
 
 
@@ -120,6 +122,9 @@ class CalibratedEstimate:
     prevalence: Estimate
     reasons: tuple[str, ...]
     calibration: CalibrationMap | None
+    spread: dict[str, tuple[float, float]]
+    """Per metric: (sd from the window's label noise, sd from the map's error); the interval is
+    value ± Z95·(sum of the two)."""
 
     @property
     def trusted(self) -> bool:
@@ -133,26 +138,39 @@ class CalibratedEstimate:
                 "threshold": self.threshold, "n": self.n, "flagged": self.flagged,
                 "outside_support": self.outside_support, "trusted": self.trusted, "reasons": list(self.reasons),
                 "calibration": None if self.calibration is None else self.calibration.to_json(),
-                **{k: self.metric(k).to_json() for k in METRICS}}
+                **{k: {**self.metric(k).to_json(), **self._spread_json(k)} for k in METRICS}}
+
+    def _spread_json(self, name: str) -> dict[str, float | None]:
+        sd = self.spread.get(name)
+        return {"sd_labels": None if sd is None else sd[0], "sd_map": None if sd is None else sd[1]}
 
 
 _NONE = Estimate(None, None, None, None, METHOD)
 
 
-def _est(value: float | None, var: float) -> Estimate:
-    if value is None:
-        return _NONE
-    sd = math.sqrt(max(var, 0.0))
+def _est(value: float, sd_labels: float, sd_map: float) -> Estimate:
+    """value ± Z95·(sd_labels + sd_map): the map's error is one fixed offset shared by every window estimated
+    against this reference (it does not average out over days), so its bound adds to the label noise's."""
+    sd = sd_labels + sd_map
     return Estimate(value, max(0.0, value - Z95 * sd), min(1.0, value + Z95 * sd), sd, METHOD)
+
+
+def effective_labels(cmap: CalibrationMap, counts: np.ndarray) -> float:
+    """Reference labels the window's score distribution effectively rests on (Kish's n_eff of the reference
+    reweighted to the window per map block: (Σ w)² / Σ w²/m); few where the window piles up on sparse blocks."""
+    w = cmap.block_weights(np.asarray(counts, np.float64))
+    den = float(np.sum(w * w / cmap.m))
+    return float(w.sum()) ** 2 / den if den > 0 else 0.0
 
 
 def estimate(counts: np.ndarray, cmap: CalibrationMap | None, threshold: float,
              base_reasons: tuple[str, ...] = ()) -> CalibratedEstimate:
     """Estimate a window's metrics from its fine score histogram `counts` (summed over the rows estimated).
 
-    Expected TP = Σ_flagged n·p, FN = Σ_unflagged n·p (p from the map). Variance by the delta method over
-    the label randomness (Poisson-binomial, Σ n·p(1−p) per side) and the map's error (each block's p with
-    variance p̃(1−p̃)/m, p̃ = (k+½)/(m+1), shared by every window bin interpolated from the block).
+    Expected TP = Σ_flagged n·p, FN = Σ_unflagged n·p (p from the map). Spread by the delta method over
+    the label randomness (Poisson-binomial, Σ n·p(1−p) per side) and, separately, the map's error (each block's p
+    with variance p̃(1−p̃)/m, p̃ = (k+½)/(m+1), shared by every window bin interpolated from the block); the
+    interval adds the two (see `_est`).
     """
     c = np.asarray(counts, np.float64)
     t = score_edge_index(threshold)
@@ -160,7 +178,7 @@ def estimate(counts: np.ndarray, cmap: CalibrationMap | None, threshold: float,
     reasons = list(base_reasons)
     if cmap is None:
         return CalibratedEstimate(threshold, n, flagged, None, _NONE, _NONE, _NONE, _NONE,
-                                  tuple(reasons or ["no_reference_labels"]), None)
+                                  tuple(reasons or ["no_reference_labels"]), None, {})
     if min(cmap.positives, cmap.negatives) < MIN_CLASS:
         reasons.append("few_reference_labels")
     outside = None
@@ -174,17 +192,25 @@ def estimate(counts: np.ndarray, cmap: CalibrationMap | None, threshold: float,
     q = cmap.bin_p()
     tp, fn = float(c[t:] @ q[t:]), float(c[:t] @ q[:t])
     fp, tn = flagged - tp, (n - flagged) - fn
+    if min(effective_labels(cmap, c * flag) if flagged else math.inf,
+           effective_labels(cmap, c * (1.0 - flag)) if n > flagged else math.inf) < MIN_EFFECTIVE:
+        reasons.append("sparse_reference_labels")
     var_tp, var_fn = float(c[t:] @ (q[t:] * (1 - q[t:]))), float(c[:t] @ (q[:t] * (1 - q[:t])))
     pt = (cmap.p * cmap.m + 0.5) / (cmap.m + 1.0)
     v_map = pt * (1 - pt) / cmap.m
 
-    def var(g_tp: float, g_fn: float) -> float:
-        return g_tp ** 2 * var_tp + g_fn ** 2 * var_fn + float(((g_tp * a + g_fn * u) ** 2) @ v_map)
+    def spread(g_tp: float, g_fn: float) -> tuple[float, float]:
+        """(sd from label noise, sd from the map's error) of a metric with gradient (g_tp, g_fn)."""
+        return (math.sqrt(g_tp ** 2 * var_tp + g_fn ** 2 * var_fn),
+                math.sqrt(float(((g_tp * a + g_fn * u) ** 2) @ v_map)))
 
     s, neg = tp + fn, fp + tn
-    recall = _est(tp / s, var(fn / s ** 2, -tp / s ** 2)) if s > 0 else _NONE
-    precision = _est(tp / flagged, var(1 / flagged, 0.0)) if flagged else _NONE
-    fpr = _est(fp / neg, var(-tn / neg ** 2, fp / neg ** 2)) if neg > 0 else _NONE
-    prevalence = _est(s / n, var(1 / n, 1 / n)) if n else _NONE
-    return CalibratedEstimate(threshold, n, flagged, outside, recall, precision, fpr, prevalence,
-                              tuple(reasons), cmap)
+    d_s, d_f, d_neg, d_n = s or 1.0, flagged or 1, neg or 1.0, n or 1  # safe denominators, masked by `ok`
+    forms = {"recall": (s > 0, tp / d_s, fn / d_s ** 2, -tp / d_s ** 2),  # (ok, value, ∂/∂TP, ∂/∂FN)
+             "precision": (flagged > 0, tp / d_f, 1 / d_f, 0.0),
+             "fpr": (neg > 0, fp / d_neg, -tn / d_neg ** 2, fp / d_neg ** 2),
+             "prevalence": (n > 0, s / d_n, 1 / d_n, 1 / d_n)}
+    spreads = {k: spread(g_tp, g_fn) for k, (ok, _, g_tp, g_fn) in forms.items() if ok}
+    est = {k: _est(forms[k][1], *spreads[k]) if k in spreads else _NONE for k in METRICS}
+    return CalibratedEstimate(threshold, n, flagged, outside, est["recall"], est["precision"], est["fpr"],
+                              est["prevalence"], tuple(reasons), cmap, spreads)
