@@ -29,7 +29,7 @@ def _good(i: int, draw_kind: str | None) -> bytes:
 
 
 DIRTY = [b"", b"   ", b"not json", b"[1,2]", b'{"a":1}\n{"b":2}', b'{"type":"outcome","prediction_id":"a","label":1,'
-         b'"ts":1,"label":0}', json.dumps({**GOOD_PRED, "model": "m\\u0000"}).encode(),
+         b'"ts":1,"label":0}', json.dumps({**GOOD_PRED, "model": "m\x00"}).encode(),
          json.dumps({**GOOD_PRED, "ts": 1.7e9}).encode(), json.dumps({**GOOD_PRED, "ts": "2026-01-01T00:00:00"}).encode(),
          json.dumps({**GOOD_PRED, "features": {"x" * 300: 1}}).encode(), json.dumps({**GOOD_PRED, "pad": "é"}).encode(),
          json.dumps({**GOOD_PRED, "features": {"n": 10 ** 400}}).encode(), json.dumps({**GOOD_PRED, "prediction_id": ""}).encode(),
