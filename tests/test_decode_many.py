@@ -58,3 +58,13 @@ def test_runs_longer_than_one_call_and_a_bad_record_in_one_run():
     records[RUN + 3] = Rec("t", 0, RUN + 3, b"{broken")
     _same(records)
     assert sum(type(d).__name__ == "Decoded" for d in decode_many(records)) == 2 * RUN + 6
+
+
+def test_each_dirty_payload_among_good_ones_and_under_each_kind():
+    """A run that parses whole: each refusal must still come from `decode`'s own checks."""
+    for dirty in DIRTY:
+        for kind in (None, "prediction", "outcome"):
+            records = [Rec("t", 0, i, _good(i, None), kind) for i in range(6)]
+            records.insert(3, Rec("t", 0, 99, dirty, kind))
+            _same(records)
+            _same(records, Limits(max_depth=5, max_feature_value_len=40))
