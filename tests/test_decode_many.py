@@ -34,7 +34,7 @@ DIRTY = [b"", b"   ", b"not json", b"[1,2]", b'{"a":1}\n{"b":2}', b'{"type":"out
          json.dumps({**GOOD_PRED, "features": {"x" * 300: 1}}).encode(), json.dumps({**GOOD_PRED, "pad": "é"}).encode(),
          json.dumps({**GOOD_PRED, "features": {"n": 10 ** 400}}).encode(), json.dumps({**GOOD_PRED, "prediction_id": ""}).encode(),
          b'{"type":"prediction","prediction_id":"a","model":"m","ts":"2026-01-01T00:00:00Z","score":0.5,"x":[[[[[[1]]]]]]}',
-         json.dumps({**GOOD_PRED, "features": {"a": "v" * 50}}).encode()]
+         json.dumps({**GOOD_PRED, "features": {"a": "v" * 50}}).encode(), b"[" * 200_000, b'{"a":' * 100_000]
 
 
 def _same(records, limits=Limits()):
