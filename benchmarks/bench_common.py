@@ -43,7 +43,7 @@ def simulated_stream(per_day: int) -> tuple[str, str]:
     ap.add_argument("--per-day", type=int, default=per_day)
     ap.add_argument("--days", type=float, default=28)
     ap.add_argument("--workdir", default=None)
-    args = ap.parse_args()
+    args, _ = ap.parse_known_args()  # a bench may add options of its own
     work = args.workdir or tempfile.mkdtemp(prefix="driftline-bench-")
     os.makedirs(work, exist_ok=True)
     path = os.path.join(work, "events.jsonl")
