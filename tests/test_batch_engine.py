@@ -63,7 +63,8 @@ class JoinStore:
     def maintain(self, s: EngineSettings, watermark: float, implicit_after: float, horizon: float) -> EngineResult:
         """Implicit negatives, then expiry, with the per-event engine (as Pipeline.maintain does)."""
         engine = Engine(s, JoinView())
-        mature = [_copy(r) for _, r in sorted(self.preds.items()) if r.label is None and r.ts < watermark - implicit_after]
+        mature = [_copy(r) for _, r in sorted(self.preds.items())
+                  if r.label is None and r.ts < watermark - implicit_after]
         engine.mature(mature)
         matured = {r.key: r for r in mature}
         old = [matured.get(k, _copy(r)) for k, r in sorted(self.preds.items()) if r.ts < watermark - horizon]
