@@ -23,6 +23,7 @@ MAX_CATEGORY_LEN = 200
 OTHER = "__other__"
 _ABSENT: Any = object()
 _NUMERIC = {float, int}
+_BOOL_NAMES = {True: "true", False: "false"}
 NO_FEATURES: dict[str, Any] = {}
 
 
@@ -237,6 +238,8 @@ def _one_feature(name: str, bidx: np.ndarray, buckets: list[int], vals: list[Any
         _numeric(name, bidx, np.asarray(vals, dtype=np.float64), out)
     elif types == {str} and max(map(len, vals)) <= MAX_CATEGORY_LEN:
         _categories(name, Counter(zip(buckets, vals)), out)
+    elif types == {bool}:  # what the general loop below does with booleans, in C
+        _categories(name, Counter(zip(buckets, map(_BOOL_NAMES.__getitem__, vals))), out)
     else:
         nb: list[int] = []
         nv: list[float] = []
