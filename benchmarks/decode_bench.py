@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
-from collections.abc import Callable
 
 import driftline.core.events as events
 from driftline.config import Config
@@ -20,15 +18,7 @@ from driftline.context import parse_at
 from driftline.core.limits import _exact_duplicate, duplicate_key
 from driftline.ingest.simulate import SimSpec, stream
 
-
-def best(n: int, work: Callable[[], object], repeats: int = 5) -> float:
-    """Events per second of the best of a few runs (noise only ever slows a run)."""
-    fastest = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        work()
-        fastest = min(fastest, time.perf_counter() - t)
-    return n / fastest
+from bench_common import best_rate
 
 
 def main() -> None:
@@ -47,15 +37,15 @@ def main() -> None:
         for i, raw in enumerate(lines):
             events.decode(raw, "bench", 0, i)
 
-    shipped = best(n, run)
+    shipped = best_rate(n, run, 5)
     saved = events.too_deep, events.duplicate_key, events.feature_problem
     events.too_deep, events.duplicate_key, events.feature_problem = (  # type: ignore[assignment]
         lambda raw, depth: None, lambda raw: None, lambda feats, limits: None)
     try:
-        unchecked = best(n, run)
+        unchecked = best_rate(n, run, 5)
     finally:
         events.too_deep, events.duplicate_key, events.feature_problem = saved
-    raw_rate = best(n, lambda: [events._tagged_dec.decode(raw) for raw in lines])
+    raw_rate = best_rate(n, lambda: [events._tagged_dec.decode(raw) for raw in lines], 5)
     slow = 0
     original = _exact_duplicate
     import driftline.core.limits as limits

@@ -28,7 +28,7 @@ import msgspec
 
 from driftline.core.events import Prediction, _tagged_dec
 from driftline.storage.store import Store
-from replay_bench import best_rate, simulated_stream
+from bench_common import best_rate, simulated_stream
 
 BATCH = 20_000
 

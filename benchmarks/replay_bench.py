@@ -6,45 +6,17 @@ Prints rates as ratios against a baseline measured in the same run (raw msgspec 
 
 from __future__ import annotations
 
-import argparse
 import os
 import resource
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from collections.abc import Callable
-
-import msgspec
 
 from driftline.config import Config
 from driftline.ingest.pipeline import Pipeline
 from driftline.ingest.replay import replay
 from driftline.storage.store import Store
 
-
-def best_rate(n: int, work: Callable[[], object], repeats: int = 3) -> float:
-    """Events per second of the best of a few runs: the machine's noise and cold caches only ever slow a run."""
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - t)
-    return n / best
-
-
-def decode_rate(path: str) -> tuple[int, float]:
-    """Raw msgspec decode of every line of the file (read line by line), events per second (best of three)."""
-    dec = msgspec.json.Decoder()
-    with open(path, "rb") as fh:
-        n = sum(1 for _ in fh)
-
-    def decode_all() -> None:
-        with open(path, "rb") as fh:
-            for line in fh:
-                dec.decode(line)
-    return n, best_rate(n, decode_all)
+from bench_common import decode_rate, simulated_stream
 
 
 def metrics_latency(store: Store, config: Config, repeats: int = 20) -> float:
@@ -56,22 +28,6 @@ def metrics_latency(store: Store, config: Config, repeats: int = 20) -> float:
         metrics_document(store, config, MetricsQuery("fraud", 7 * 86400))
         times.append(time.perf_counter() - t)
     return statistics.median(times) * 1000
-
-
-def simulated_stream(per_day: int) -> tuple[str, str]:
-    """Parse --per-day/--days/--workdir and write the simulated stream there: (work dir, events file). The
-    simulator runs in a child process so its memory does not count in this process's peak RSS."""
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--per-day", type=int, default=per_day)
-    ap.add_argument("--days", type=float, default=28)
-    ap.add_argument("--workdir", default=None)
-    args = ap.parse_args()
-    work = args.workdir or tempfile.mkdtemp(prefix="driftline-bench-")
-    os.makedirs(work, exist_ok=True)
-    path = os.path.join(work, "events.jsonl")
-    subprocess.run([sys.executable, "-m", "driftline.cli", "simulate", "--days", str(args.days), "--per-day",
-                    str(args.per_day), "--out", path], check=True, stdout=subprocess.DEVNULL)
-    return work, path
 
 
 def main() -> None:

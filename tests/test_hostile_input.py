@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from driftline.config import Config
 from driftline.core.engine import Engine
 from driftline.core.events import REASONS, decode
+from driftline.ingest import isolation
 from driftline.ingest.pipeline import Pipeline
 from driftline.ingest.replay import replay
 from driftline.storage.store import Store
@@ -209,20 +210,34 @@ def test_stream_without_newlines_is_bounded_in_memory(tmp_path: Path) -> None:
 
 
 def _failing_engine(monkeypatch: pytest.MonkeyPatch, pid: str, where: str) -> None:
-    """Make the engine raise on one prediction id: in `apply` (state half-mutated) or in `finish` (batch-wide)."""
+    """Make the engine raise on one prediction id: in `apply` (state half-mutated) or in `finish` (batch-wide), on
+    the per-event path and on the batch path (core/batch.py) alike."""
     apply = Engine.apply
+    apply_batch = isolation.apply_batch
+
+    def poisoned(decoded: Any) -> Any:
+        if decoded.event.prediction_id != pid or not hasattr(decoded.event, "score"):
+            return decoded
+        return decoded.__class__(decoded.event.__class__(**{
+            **{f: getattr(decoded.event, f) for f in decoded.event.__struct_fields__},
+            "features": {"poison": object()}}), decoded.ts)
 
     def raising_apply(self: Engine, decoded: Any, shard: int = 0) -> None:
         if decoded.event.prediction_id == pid and hasattr(decoded.event, "score"):
             if where == "apply":
                 apply(self, decoded, shard)  # mutate the join view first, then fail
                 raise KeyError("injected")
-            decoded = decoded.__class__(decoded.event.__class__(**{
-                **{f: getattr(decoded.event, f) for f in decoded.event.__struct_fields__},
-                "features": {"poison": object()}}), decoded.ts)
-        apply(self, decoded, shard)
+        apply(self, poisoned(decoded) if where == "finish" else decoded, shard)
+
+    def raising_batch(engine: Engine, ok: Any) -> None:
+        if where == "finish":
+            ok = [(poisoned(d), shard) for d, shard in ok]
+        apply_batch(engine, ok)  # mutate the engine's state first, then fail
+        if where == "apply" and any(d.event.prediction_id == pid and hasattr(d.event, "score") for d, _ in ok):
+            raise KeyError("injected")
 
     monkeypatch.setattr(Engine, "apply", raising_apply)
+    monkeypatch.setattr(isolation, "apply_batch", raising_batch)
 
 
 @pytest.mark.parametrize("where", ["apply", "finish"])

@@ -13,7 +13,7 @@ from driftline.config import Config, ConfigError, Kafka
 from driftline.kafka.health import Backoff, describe_error
 from driftline.kafka.faults import Faults, parse
 from driftline.kafka.handoff import Handoff
-from driftline.kafka.producer import Pacer, dead_letters_in
+from driftline.kafka.producer import Pacer
 from driftline.kafka.settings import SecretFilter, env_options, redacted, resolve
 from driftline.kafka.topics import TopicsError, copartition_problem, create
 from driftline.ingest.pipeline import Pipeline, RawRecord
@@ -199,14 +199,6 @@ def test_backoff_doubles_to_its_cap_and_resets() -> None:
     assert [b.next() for _ in range(6)] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
     b.reset()
     assert b.next() == 0.5
-
-
-def test_dead_letters_of_a_batch_carry_reason_and_position() -> None:
-    recs = [RawRecord("kafka:p", 1, 7, b"nope", "prediction"), RawRecord("kafka:p", 1, 8, _pred(1), "prediction"),
-            RawRecord("kafka:o", 1, 3, b'{"prediction_id":"a","label":1,"ts":4102444800}', "outcome")]
-    letters = dead_letters_in(recs, now=1_700_100_000.0)
-    assert [(d.reason, d.source, d.partition, d.offset) for d in letters] == [
-        ("invalid_json", "kafka:p", 1, 7), ("ts_in_future", "kafka:o", 1, 3)]
 
 
 def test_error_descriptions_do_not_repeat_the_class_name() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
@@ -22,6 +23,7 @@ MAX_CATEGORY_LEN = 200
 OTHER = "__other__"
 _ABSENT: Any = object()
 _NUMERIC = {float, int}
+_BOOL_NAMES = {True: "true", False: "false"}
 NO_FEATURES: dict[str, Any] = {}
 
 
@@ -29,7 +31,7 @@ class Moves:
     """Columns of one batch's moves, delays and feature dicts, each tagged with a bucket index."""
 
     __slots__ = ("bucket", "state", "flag", "score", "sign", "d_bucket", "d_delay", "d_sign", "f_bucket",
-                 "f_dicts", "slice_moves", "expired", "implicit")
+                 "f_dicts", "slice_moves", "expired", "implicit", "at", "m_seq", "d_seq", "f_seq", "s_seq", "columns")
 
     def __init__(self) -> None:
         self.bucket: list[int] = []
@@ -45,6 +47,14 @@ class Moves:
         self.slice_moves: list[tuple[int, str, str, int, int, int]] = []
         self.expired: Counter[int] = Counter()
         self.implicit: Counter[int] = Counter()
+        self.at = 0
+        """Sequence number of the event being applied (set by the batch path; 0 otherwise)."""
+        self.m_seq: list[int] = []
+        self.d_seq: list[int] = []
+        self.f_seq: list[int] = []
+        self.s_seq: list[int] = []
+        self.columns: list[MoveColumns] = []
+        """Moves computed as arrays by the batch path (core/batch.py), merged in sequence order by `deltas()`."""
 
     def move(self, b: int, state: int, flagged: bool, score: float, sign: int,
              slice_values: dict[str, str] | None = None) -> None:
@@ -52,6 +62,8 @@ class Moves:
         if slice_values:
             for name, value in slice_values.items():
                 self.slice_moves.append((b, name, value, state, int(flagged), sign))
+                self.s_seq.append(self.at)
+        self.m_seq.append(self.at)
         self.bucket.append(b)
         self.state.append(state)
         self.flag.append(flagged)
@@ -59,11 +71,13 @@ class Moves:
         self.sign.append(sign)
 
     def delay(self, b: int, seconds: float, sign: int = 1) -> None:
+        self.d_seq.append(self.at)
         self.d_bucket.append(b)
         self.d_delay.append(seconds)
         self.d_sign.append(sign)
 
     def features(self, b: int, feats: dict[str, Any] | None) -> None:
+        self.f_seq.append(self.at)
         self.f_bucket.append(b)
         self.f_dicts.append(feats or NO_FEATURES)
 
@@ -75,25 +89,25 @@ class Moves:
         Each kind of array is one allocation for the whole batch, filled in one step, and every bucket's
         BucketStats holds views of its row (np.zeros is calloc: rows never written cost no memory)."""
         nb = n_buckets
+        cols = self._merged()
         conf = np.zeros((nb, 3, 2), dtype=np.int64)
         hist = np.zeros((nb, 3, N_SCORE_BINS), dtype=np.int64)
         psum = np.zeros((nb, 3, N_SCORE_BINS), dtype=np.float64)
         sums = np.zeros((nb, 3, 3), dtype=np.float64)
         delay = np.zeros((nb, N_DELAY_BINS), dtype=np.int64)
-        if self.bucket:
-            self._scores(conf, hist, psum, sums)
-        if self.d_bucket:
-            key = np.asarray(self.d_bucket, dtype=np.int64) * N_DELAY_BINS + delay_bin(
-                np.asarray(self.d_delay, dtype=np.float64))
-            delay[:] = _summed(key, np.asarray(self.d_sign, dtype=np.float64), nb * N_DELAY_BINS).reshape(nb, -1)
+        if len(cols.bucket):
+            _scores(cols, conf, hist, psum, sums)
+        if len(cols.d_bucket):
+            key = cols.d_bucket * N_DELAY_BINS + delay_bin(cols.d_delay)
+            delay[:] = _summed(key, cols.d_sign, nb * N_DELAY_BINS).reshape(nb, -1)
         out = [BucketStats(conf[i], hist[i], psum[i], sums[i], delay[i]) for i in range(nb)]
-        if self.f_dicts:
-            feature_hists(self.f_bucket, self.f_dicts, declared, max_features, out, counters)
+        if cols.f_dicts:
+            feature_hists(cols.f_bucket, cols.f_dicts, declared, max_features, out, counters)
         for b, n in self.expired.items():
             out[b].expired += n
         for b, n in self.implicit.items():
             out[b].implicit += n
-        for b, name, value, state, flagged, sign in self.slice_moves:
+        for b, name, value, state, flagged, sign in cols.slice_moves:
             per = out[b].slices.setdefault(name, {})
             cell = per.get(value)
             if cell is None:
@@ -108,24 +122,73 @@ class Moves:
                     del stats.slices[name]
         return out
 
-    def _scores(self, conf: np.ndarray, hist: np.ndarray, psum: np.ndarray, sums: np.ndarray) -> None:
-        """Confusion cells, fine score histograms and score sums of every bucket, each in one numpy step: the flat
-        index bucket·(3·bins) + state·bins + bin of a move is its cell in the (buckets, 3, bins) arrays."""
-        nb = len(conf)
-        bk = np.asarray(self.bucket, dtype=np.int64)
-        st = np.asarray(self.state, dtype=np.int64)
-        sc = np.asarray(self.score, dtype=np.float64)
-        sg = np.asarray(self.sign, dtype=np.float64)
-        conf[:] = _summed(bk * 6 + st * 2 + np.asarray(self.flag, dtype=np.int64), sg, nb * 6).reshape(nb, 3, 2)
-        p = np.clip(sc, LOG_EPS, 1.0 - LOG_EPS)
-        cell = bk * 3 + st
-        flat = sums.reshape(nb * 3, 3)
-        flat[:, SUM_P2] = np.bincount(cell, weights=sg * sc * sc, minlength=nb * 3)
-        flat[:, SUM_NLL_POS] = np.bincount(cell, weights=sg * -np.log(p), minlength=nb * 3)
-        flat[:, SUM_NLL_NEG] = np.bincount(cell, weights=sg * -np.log1p(-p), minlength=nb * 3)
-        keys, inv = np.unique(bk * (3 * N_SCORE_BINS) + st * N_SCORE_BINS + score_bin(sc), return_inverse=True)
-        hist.reshape(-1)[keys] = np.rint(np.bincount(inv, weights=sg)).astype(np.int64)
-        psum.reshape(-1)[keys] = np.bincount(inv, weights=sg * sc)
+    def _merged(self) -> MoveColumns:
+        """All moves as arrays in sequence order: the recorded lists, merged with the batch path's columns by a
+        stable sort on sequence numbers, so every sum adds its terms in the order the per-event engine would."""
+        own = MoveColumns(
+            np.asarray(self.m_seq, dtype=np.int64), np.asarray(self.bucket, dtype=np.int64),
+            np.asarray(self.state, dtype=np.int64), np.asarray(self.flag, dtype=np.int64),
+            np.asarray(self.score, dtype=np.float64), np.asarray(self.sign, dtype=np.float64),
+            np.asarray(self.d_seq, dtype=np.int64), np.asarray(self.d_bucket, dtype=np.int64),
+            np.asarray(self.d_delay, dtype=np.float64), np.asarray(self.d_sign, dtype=np.float64),
+            self.f_seq, self.f_bucket, self.f_dicts, self.s_seq, self.slice_moves)
+        if not self.columns:
+            return own
+        parts = [own, *self.columns]
+        m = np.argsort(np.concatenate([c.m_seq for c in parts]), kind="stable")
+        d = np.argsort(np.concatenate([c.d_seq for c in parts]), kind="stable")
+        f = np.argsort(np.asarray(list(chain.from_iterable(c.f_seq for c in parts)), dtype=np.int64), kind="stable")
+        s = np.argsort(np.asarray(list(chain.from_iterable(c.s_seq for c in parts)), dtype=np.int64), kind="stable")
+
+        def cat(name: str, order: np.ndarray) -> np.ndarray:
+            return np.concatenate([getattr(c, name) for c in parts])[order]
+
+        def seq(name: str, order: np.ndarray) -> list[Any]:
+            items = list(chain.from_iterable(getattr(c, name) for c in parts))
+            return [items[i] for i in order.tolist()]
+
+        return MoveColumns(cat("m_seq", m), cat("bucket", m), cat("state", m), cat("flag", m), cat("score", m),
+                           cat("sign", m), cat("d_seq", d), cat("d_bucket", d), cat("d_delay", d), cat("d_sign", d),
+                           seq("f_seq", f), seq("f_bucket", f), seq("f_dicts", f), seq("s_seq", s),
+                           seq("slice_moves", s))
+
+
+@dataclass(slots=True)
+class MoveColumns:
+    """Moves, delays, feature dicts and slice moves of many events as columns, each with its sequence number."""
+
+    m_seq: np.ndarray
+    bucket: np.ndarray
+    state: np.ndarray
+    flag: np.ndarray
+    score: np.ndarray
+    sign: np.ndarray
+    d_seq: np.ndarray
+    d_bucket: np.ndarray
+    d_delay: np.ndarray
+    d_sign: np.ndarray
+    f_seq: list[int]
+    f_bucket: list[int]
+    f_dicts: list[dict[str, Any]]
+    s_seq: list[int]
+    slice_moves: list[tuple[int, str, str, int, int, int]]
+
+
+def _scores(c: MoveColumns, conf: np.ndarray, hist: np.ndarray, psum: np.ndarray, sums: np.ndarray) -> None:
+    """Confusion cells, fine score histograms and score sums of every bucket, each in one numpy step: the flat
+    index bucket·(3·bins) + state·bins + bin of a move is its cell in the (buckets, 3, bins) arrays."""
+    nb = len(conf)
+    bk, st, sc, sg = c.bucket, c.state, c.score, c.sign
+    conf[:] = _summed(bk * 6 + st * 2 + c.flag, sg, nb * 6).reshape(nb, 3, 2)
+    p = np.clip(sc, LOG_EPS, 1.0 - LOG_EPS)
+    cell = bk * 3 + st
+    flat = sums.reshape(nb * 3, 3)
+    flat[:, SUM_P2] = np.bincount(cell, weights=sg * sc * sc, minlength=nb * 3)
+    flat[:, SUM_NLL_POS] = np.bincount(cell, weights=sg * -np.log(p), minlength=nb * 3)
+    flat[:, SUM_NLL_NEG] = np.bincount(cell, weights=sg * -np.log1p(-p), minlength=nb * 3)
+    keys, inv = np.unique(bk * (3 * N_SCORE_BINS) + st * N_SCORE_BINS + score_bin(sc), return_inverse=True)
+    hist.reshape(-1)[keys] = np.rint(np.bincount(inv, weights=sg)).astype(np.int64)
+    psum.reshape(-1)[keys] = np.bincount(inv, weights=sg * sc)
 
 
 def _summed(index: np.ndarray, signs: np.ndarray, size: int) -> np.ndarray:
@@ -175,6 +238,8 @@ def _one_feature(name: str, bidx: np.ndarray, buckets: list[int], vals: list[Any
         _numeric(name, bidx, np.asarray(vals, dtype=np.float64), out)
     elif types == {str} and max(map(len, vals)) <= MAX_CATEGORY_LEN:
         _categories(name, Counter(zip(buckets, vals)), out)
+    elif types == {bool}:  # what the general loop below does with booleans, in C
+        _categories(name, Counter(zip(buckets, map(_BOOL_NAMES.__getitem__, vals))), out)
     else:
         nb: list[int] = []
         nv: list[float] = []
@@ -280,4 +345,4 @@ def _exact_bucket(dicts: list[dict[str, Any]], declared: Sequence[str], max_feat
         stats.features[name] = fh
 
 
-__all__ = ["Moves", "feature_hists", "bound_categories", "MAX_CATEGORY_LEN", "NO_FEATURES"]
+__all__ = ["Moves", "MoveColumns", "feature_hists", "bound_categories", "MAX_CATEGORY_LEN", "NO_FEATURES"]

@@ -56,6 +56,8 @@ class LabelPolicy:
         gate = LabelGate(self.limits, store.admitted_labels(conn))
         kept: list[tuple[Decoded, int]] = []
         kept_raws: list[Positioned] = []
+        kept_as_is: set[tuple[str, str, str]] = set()
+        """Labels already decided as themselves in this batch: admitted then, so deciding again changes nothing."""
         for (d, shard), raw in zip(ok, raws):
             ev = d.event
             if not isinstance(ev, Prediction):
@@ -63,7 +65,13 @@ class LabelPolicy:
                 kept_raws.append(raw)
                 continue
             variant, version = ev.variant or DEFAULT_VARIANT, ev.model_version or DEFAULT_VERSION
+            if (ev.model, variant, version) in kept_as_is:
+                kept.append((d, shard))
+                kept_raws.append(raw)
+                continue
             verdict = gate.decide(ev.model, variant, version)
+            if verdict == (variant, version):
+                kept_as_is.add((ev.model, variant, version))
             if type(verdict) is Refused:
                 dead.append(DeadLetter(verdict.reason, verdict.detail, raw.source, raw.partition, raw.offset,
                                        bytes(raw.payload[:RAW_LIMIT])))

@@ -18,7 +18,8 @@ from sqlalchemy.exc import DataError
 
 from ..config import Config
 from ..core.engine import Engine, EngineResult, EngineSettings, JoinView
-from ..core.events import RAW_LIMIT, Decoded, DeadLetter, decode
+from ..core.decode_many import decode_many
+from ..core.events import RAW_LIMIT, Decoded, DeadLetter
 from ..core.limits import Limits
 from ..storage.store import Store
 from .isolation import apply_isolating
@@ -119,8 +120,7 @@ class Pipeline:
         horizon = self.clock() + MAX_FUTURE_S
         positions: dict[tuple[str, int], int] = {}
         key_problems: Counter[tuple[str, str]] = Counter()
-        for i, r in enumerate(records):
-            d = decode(r.payload, r.source, r.partition, r.offset, r.kind, self.limits)
+        for i, (r, d) in enumerate(zip(records, decode_many(records, self.limits))):
             if type(d) is DeadLetter:
                 dead.append(d)
                 dead_at.append(i)

@@ -1,19 +1,16 @@
-"""Producing to Kafka: the simulated stream (keyed by prediction_id, paced in wall time) and the dead-letter topic."""
+"""Producing the simulated stream to Kafka (keyed by prediction_id, paced in wall time)."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
-from ..core.events import DeadLetter, decode
-from ..ingest.keys import key_detail, key_problem
-from ..ingest.pipeline import MAX_FUTURE_S, RawRecord
 from .settings import KafkaSettings
 
 log = logging.getLogger(__name__)
@@ -94,20 +91,3 @@ def produce_events(producer: Any, settings: KafkaSettings, events: Iterable[dict
         sent[topic] += 1
     producer.flush()
     return ProduceReport(sent, failed[0], time.perf_counter() - t0)
-
-
-def dead_letters_in(records: Sequence[RawRecord], now: float, key_policy: str = "accept") -> list[DeadLetter]:
-    """The dead letters a batch produced (decode again: only called when the batch had some)."""
-    out: list[DeadLetter] = []
-    horizon = now + MAX_FUTURE_S
-    for r in records:
-        d = decode(r.payload, r.source, r.partition, r.offset, r.kind)
-        if isinstance(d, DeadLetter):
-            out.append(d)
-        elif d.ts > horizon:
-            out.append(DeadLetter("ts_in_future", f"ts {d.ts:.0f} is more than 1 day ahead of the clock",
-                                  r.source, r.partition, r.offset, bytes(r.payload[:4096])))
-        elif key_policy == "dead_letter" and r.key is not None and (kp := key_problem(r.key, d.event.prediction_id)):
-            out.append(DeadLetter(kp, key_detail(kp, r.key, d.event.prediction_id), r.source, r.partition,
-                                  r.offset, bytes(r.payload[:4096])))
-    return out

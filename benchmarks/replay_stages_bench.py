@@ -1,0 +1,83 @@
+"""Where `replay` spends its CPU time, stage by stage, and its rate as a ratio of raw msgspec decode, both in CPU
+seconds of this process (on a machine shared with other work, CPU time moves far less than wall time).
+
+Usage: python benchmarks/replay_stages_bench.py [--per-day N] [--days D] [--workdir DIR]
+To compare two commits, run it alternately with PYTHONPATH pointing at each one's src/ (the stage hooks wrap
+functions by name and skip the ones a commit does not have).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+import driftline.core.engine as engine
+import driftline.ingest.labels as labels
+import driftline.ingest.pipeline as pipeline
+import driftline.storage.store as store
+from driftline.config import Config
+from driftline.ingest.replay import replay
+
+from bench_common import simulated_stream
+
+SPENT: dict[str, float] = defaultdict(float)
+
+
+def _timed(owner: Any, name: str, stage: str) -> None:
+    """Wrap owner.name so its CPU time adds to SPENT[stage] (missing names are skipped)."""
+    inner: Callable[..., Any] | None = getattr(owner, name, None)
+    if inner is None:
+        return
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        t = time.process_time()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            SPENT[stage] += time.process_time() - t
+
+    setattr(owner, name, wrapper)
+
+
+def main() -> None:
+    work, path = simulated_stream(1800)
+    with open(path, "rb") as fh:
+        n = sum(1 for _ in fh)
+    _timed(pipeline, "decode_many", "decode")
+    _timed(pipeline, "decode", "decode")
+    _timed(labels.LabelPolicy, "gate", "label gate")
+    _timed(store.Store, "load_join", "join lookup")
+    _timed(engine.Engine, "finish", "bucket deltas (finish)")
+    _timed(pipeline, "apply_isolating", "engine incl. lookup+finish")
+    _timed(store.Store, "commit_batch", "store writes")
+    db = os.path.join(work, "stages.db")
+    if os.path.exists(db):
+        os.remove(db)
+    st = store.Store(f"sqlite:///{db}")
+    st.migrate()
+    t = time.process_time()
+    replay(pipeline.Pipeline(Config(), st), path)
+    total = time.process_time() - t
+    dec = msgspec.json.Decoder()
+    raw = float("inf")
+    for _ in range(3):
+        t = time.process_time()
+        with open(path, "rb") as fh:
+            for line in fh:
+                dec.decode(line)
+        raw = min(raw, time.process_time() - t)
+    print(f"events                     {n:,}")
+    print(f"replay into SQLite         {total:.2f} CPU s, {n / total:,.0f} events per CPU second")
+    print(f"raw msgspec decode         {n / raw:,.0f} events per CPU second (baseline)")
+    print(f"replay / raw decode        {raw / total:.4f}")
+    for stage, spent in SPENT.items():
+        print(f"  {stage:<26} {spent:6.2f} s  {spent / total:4.0%}")
+
+
+if __name__ == "__main__":
+    main()
