@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from . import __version__
-from .config import ConfigError, load
+from .config import ConfigError, load_named
 from .context import Context, resolve_db
 from .storage.store import StoreUnavailable
 from .terminal import LOG_FORMAT, VisibleFormatter, visible
@@ -62,12 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     ctx: Context | None = None
     try:
         try:
-            config = load(args.config)
+            config, keys = load_named(args.config)
         except ConfigError as e:
             log.debug("config refused", exc_info=True)
             fail(err, f"config error: {e}")
             return 2
-        ctx = Context(config=config, db_url=resolve_db(args.db, config), console=Console(), err=err)
+        ctx = Context(config=config, db_url=resolve_db(args.db, config), console=Console(), err=err,
+                      model_named="model" in keys)
         return int(args.func(ctx, args) or 0)
     except ConfigError as e:
         log.debug("command refused", exc_info=True)

@@ -31,6 +31,8 @@ class Context:
     console: Console
     err: Console
     clock: Callable[[], float] = time.time
+    model_named: bool = False
+    """Whether the config file itself names `model:` (else config.model is only the built-in default)."""
     _store: Store | None = field(default=None, repr=False)
 
     def store(self) -> Store:

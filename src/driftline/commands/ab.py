@@ -12,6 +12,7 @@ from rich.table import Table
 from ..context import Context, parse_at, parse_window
 from .render import fmt_rate, shown
 from .query import add_window_args
+from .which_model import pick_model
 
 METRICS = (("recall", "recall"), ("fpr", "FPR"), ("precision", "precision"), ("alert_rate", "alert rate"))
 
@@ -26,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_ab(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.ab import ABQuery, ab_document  # lazy: the parser imports every command module
 
-    q = ABQuery(model=args.model or ctx.config.model, window_s=parse_window(args.window, ctx.config),
+    q = ABQuery(model=pick_model(ctx, args.model), window_s=parse_window(args.window, ctx.config),
                 at=parse_at(args.at), seed=args.seed)
     doc = ab_document(ctx.store(), ctx.config, q)
     if args.json:

@@ -14,6 +14,7 @@ from ..context import Context, parse_at, parse_window
 from ..config import ConfigError, parse_duration
 from .render import fmt_rate, shown
 from .query import add_window_args
+from .which_model import pick_model
 from .readout_render import render_calibration, render_slices
 
 # readouts.* (scipy) are imported inside the handlers: the parser imports every command module, and --help or
@@ -30,22 +31,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--to", dest="end", help="end of the reference range (RFC 3339), e.g. go-live + 14 days")
     s.add_argument("--file", help="JSON-lines events file (run through the engine; the database's join state "
                                   "is not touched)")
-    s.add_argument("--model", help="model name (default: config model)")
+    s.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
     s.add_argument("--variant", help="only this variant's predictions")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_reference_set)
     ls = rs.add_parser("list", help="stored reference versions, newest first")
-    ls.add_argument("--model")
+    ls.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_reference_list)
     sh = rs.add_parser("show", help="the active reference (or --id) with its frozen bins")
-    sh.add_argument("--model")
+    sh.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
     sh.add_argument("--id", type=int)
     sh.add_argument("--json", action="store_true")
     sh.set_defaults(func=cmd_reference_show)
     ac = rs.add_parser("activate", help="make an earlier version the active reference")
     ac.add_argument("id", type=int)
-    ac.add_argument("--model")
+    ac.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
     ac.set_defaults(func=cmd_reference_activate)
 
     d = sub.add_parser("drift", help="input, score and prevalence drift of a window vs the active reference")
@@ -82,7 +83,8 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.references import (ReferenceProblem, build_reference_profile, file_stats, load_reference,
                                        save_reference, variant_labels, window_stats)
 
-    model = args.model or ctx.config.model
+    # from a file the model need not be stored yet (a reference set before go-live)
+    model = args.model if args.file is not None and args.model else pick_model(ctx, args.model)
     start, end = parse_at(args.start, "--from"), parse_at(args.end, "--to")
     if args.file is None and (start is None or end is None):
         raise ConfigError("reference set: give --from and --to (stored buckets) or --file PATH (events)")
@@ -119,9 +121,9 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_reference_list(ctx: Context, args: argparse.Namespace) -> int:
-    from ..readouts.references import list_references
+    from ..readouts.references import list_references, reference_models
 
-    model = args.model or ctx.config.model
+    model = pick_model(ctx, args.model, reference_models(ctx.store()))
     refs = list_references(ctx.store(), model)
     if args.json:
         _print_json([r.to_json() for r in refs])
@@ -138,9 +140,9 @@ def cmd_reference_list(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_reference_show(ctx: Context, args: argparse.Namespace) -> int:
-    from ..readouts.references import NoReference, ReferenceProblem, load_reference
+    from ..readouts.references import NoReference, ReferenceProblem, load_reference, reference_models
 
-    model = args.model or ctx.config.model
+    model = pick_model(ctx, args.model, reference_models(ctx.store()))
     ref = load_reference(ctx.store(), model, args.id)
     if ref is None:
         if args.id is None:
@@ -167,9 +169,9 @@ def cmd_reference_show(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_reference_activate(ctx: Context, args: argparse.Namespace) -> int:
-    from ..readouts.references import activate_reference
+    from ..readouts.references import activate_reference, reference_models
 
-    model = args.model or ctx.config.model
+    model = pick_model(ctx, args.model, reference_models(ctx.store()))
     activate_reference(ctx.store(), model, args.id)
     ctx.console.print(f"reference {args.id} is now the active reference of {shown(model)}")
     return 0
@@ -185,7 +187,7 @@ def _window(ctx: Context, args: argparse.Namespace, model: str) -> Any:
 def cmd_drift(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.drift import drift_document
 
-    model = args.model or ctx.config.model
+    model = pick_model(ctx, args.model)
     doc = drift_document(ctx.store(), ctx.config, model, _window(ctx, args, model), args.variant)
     return _emit(ctx, args, doc, render_drift)
 
@@ -193,7 +195,7 @@ def cmd_drift(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_calibration(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.drift import calibration_document
 
-    model = args.model or ctx.config.model
+    model = pick_model(ctx, args.model)
     matured = None
     if args.matured_after is not None:
         try:
@@ -207,7 +209,7 @@ def cmd_calibration(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_slices(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.drift import slices_document
 
-    model = args.model or ctx.config.model
+    model = pick_model(ctx, args.model)
     doc = slices_document(ctx.store(), ctx.config, model, _window(ctx, args, model))
     return _emit(ctx, args, doc, render_slices)
 

@@ -7,13 +7,14 @@ import json
 
 from ..context import Context, parse_at, parse_window
 from .render import metrics_table
+from .which_model import pick_model
 
 
 def add_window_args(p: argparse.ArgumentParser) -> None:
     """--window/--at/--model/--variant/--json, shared by the query commands."""
     p.add_argument("--window", help="window length, e.g. 7d (default: config window)")
     p.add_argument("--at", help="window end (RFC 3339); default: newest prediction stored")
-    p.add_argument("--model", help="model name (default: config model)")
+    p.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -29,7 +30,7 @@ def cmd_metrics(ctx: Context, args: argparse.Namespace) -> int:
     # lazy (as in every command module): the parser imports them all, so --help and --version must stay cheap
     from ..readouts.metrics import MetricsQuery, metrics_document
 
-    q = MetricsQuery(model=args.model or ctx.config.model, window_s=parse_window(args.window, ctx.config),
+    q = MetricsQuery(model=pick_model(ctx, args.model), window_s=parse_window(args.window, ctx.config),
                      at=parse_at(args.at), variant=args.variant, model_version=args.model_version)
     doc = metrics_document(ctx.store(), ctx.config, q)
     if args.json:

@@ -265,6 +265,14 @@ def list_references(store: Store, model: str) -> list[Reference]:
         return [_record(r, False) for r in conn.execute(q)]
 
 
+def reference_models(store: Store) -> list[str]:
+    """Models that have at least one stored reference version (a reference can come from a file before any
+    prediction of the model is stored)."""
+    c = reference_profiles.c
+    with store.read() as conn:
+        return [r[0] for r in conn.execute(select(c.model).distinct().order_by(c.model))]
+
+
 def active_reference_key(store: Store, model: str) -> tuple[int, float] | None:
     """(id, created_at) of the model's active reference (the newest active one), None when none is set.
 
