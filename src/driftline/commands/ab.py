@@ -65,7 +65,7 @@ def render_ab(doc: dict[str, Any], console: Console) -> None:
     w = doc["window"]
     span = "nothing stored" if w["start"] is None else f"{w['start']} → {w['end']}"
     console.print(f"[bold]A/B readout[/bold] · {shown(doc.get('model') or 'all models')} · {span} "
-                  f"({w['label']}) · design [bold]{doc['design']}[/bold], control [bold]{shown(doc['control'])}[/bold]")
+                  f"({w['label']}) · {shown(doc['design_text'])}")
     for note in doc.get("notes", []):
         console.print(f"[yellow]note:[/yellow] {shown(note)}")
     if doc["arms"]:
@@ -162,7 +162,8 @@ def _health(doc: dict[str, Any], console: Console) -> None:
         lb = comp["label_balance"]
         cov = ", ".join(f"{shown(a)} {fmt_rate(r)}" for a, r in lb["coverage"].items())
         delay = ", ".join(f"{shown(a)} {_dur(v)}" for a, v in lb["median_delay_s"].items())
-        ok = "[green]ok[/green]" if not lb["warnings"] else "[yellow]WARNING[/yellow]"
+        ok = {"ok": "[green]ok[/green]", "warning": "[yellow]WARNING[/yellow]"}.get(
+            lb["status"], f"[yellow]cannot judge[/yellow] ({shown(lb['cannot_judge'] or '')})")
         tr, ct = shown(comp["treatment"]), shown(comp["control"])
         console.print(f"  label balance {tr} vs {ct}: {ok} · coverage {cov} · "
                       f"median delay {delay} (p = {_p(lb.get('delay_p_value'))})")

@@ -275,8 +275,18 @@ def paired_readout(pairs: ShadowPairs, costs: Costs, seed: int, n_boot: int) -> 
     return doc
 
 
+DESIGN_WORDS = {"split": "split test (one arm per prediction)", "shadow": "shadow test (every arm scores each prediction)"}
+
+
+def design_text(design: str, control: str | None) -> str:
+    """The readout's header words, whatever the variants are called: "split test (…), control arm 'x'"."""
+    words = DESIGN_WORDS.get(design, f"{design} test")
+    return words if control is None else f"{words}, control arm {control!r}"
+
+
 def _empty_doc(config: Config, q: ABQuery, window: Window, plan: ArmPlan) -> dict[str, Any]:
     return {"design": config.ab.design, "control": plan.control, "model": q.model, "window": window.to_json(),
+            "design_text": design_text(config.ab.design, plan.control),
             "arms": {}, "comparisons": [], "srm": {"chi2": None, "p_value": None, "mismatch": False},
             "label_balance": {}, "power": {}, "notes": list(plan.notes)}
 
