@@ -33,6 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                   "is not touched)")
     s.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
     s.add_argument("--variant", help="only this variant's predictions")
+    s.add_argument("--force", action="store_true", help="store a new version even when an identical one (same "
+                   "range, variant, file, data and profile settings) exists; without it that one is reported, "
+                   "made active, and nothing is added")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_reference_set)
     ls = rs.add_parser("list", help="stored reference versions, newest first")
@@ -80,7 +83,8 @@ def _emit(ctx: Context, args: argparse.Namespace, doc: Any, render: Callable[[An
 
 # --- reference -----------------------------------------------------------------------------------------
 def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
-    from ..readouts.references import (ReferenceProblem, build_reference_profile, file_stats, load_reference,
+    from ..readouts.references import (ReferenceProblem, activate_reference, active_reference_id,
+                                       build_reference_profile, file_stats, load_reference, same_reference,
                                        save_reference, variant_labels, window_stats)
 
     # from a file the model need not be stored yet (a reference set before go-live)
@@ -104,13 +108,25 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
         raise ReferenceProblem(f"no predictions of model {model!r} in {where}: nothing to build a reference from")
     profile = build_reference_profile(stats, ctx.config, by_variant)
     store = ctx.store()
-    ref_id = save_reference(store, model, profile, source, lo, hi, confusion=stats, variant=args.variant,
-                            detail=detail)
+    ref_id = None if args.force else same_reference(store, model, profile, source, lo, hi, confusion=stats,
+                                                    variant=args.variant, detail=detail)
+    unchanged = ref_id is not None
+    if ref_id is None:
+        ref_id = save_reference(store, model, profile, source, lo, hi, confusion=stats, variant=args.variant,
+                                detail=detail)
+    else:
+        was_active = active_reference_id(store, model) == ref_id
+        activate_reference(store, model, ref_id)
     ref = load_reference(store, model, ref_id)
     assert ref is not None
-    doc = {**ref.to_json(), "dead_letters_skipped": dead}
+    doc = {**ref.to_json(), "dead_letters_skipped": dead, "unchanged": unchanged}
     if args.json:
         _print_json(doc)
+    elif unchanged:
+        again = "" if was_active else " (made active again)"
+        ctx.console.print(f"reference [bold]{ref_id}[/bold] of {shown(model)} unchanged{again}: the same "
+                          f"{doc['n']:,} predictions {doc['start']} → {doc['end']} ({source}) with the same profile "
+                          "settings are already stored (--force stores a new version anyway)")
     else:
         ctx.console.print(f"reference [bold]{ref_id}[/bold] set for {shown(model)}: {doc['n']:,} predictions "
                           f"{doc['start']} → {doc['end']} ({source}), {len(doc['features'])} features tracked"
