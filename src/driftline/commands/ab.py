@@ -9,9 +9,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..context import Context, parse_at, parse_window
+from ..context import Context, parse_window
 from .render import fmt_rate, shown
-from .query import add_window_args
+from .query import add_matured_arg, add_window_args, window_end
 from .which_model import pick_model
 
 METRICS = (("recall", "recall"), ("fpr", "FPR"), ("precision", "precision"), ("alert_rate", "alert rate"))
@@ -21,14 +21,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ab", help="A/B readout: arms, differences with intervals, SRM, label balance, power")
     add_window_args(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the paired bootstrap (shadow mode)")
+    add_matured_arg(p)
     p.set_defaults(func=cmd_ab)
 
 
 def cmd_ab(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.ab import ABQuery, ab_document  # lazy: the parser imports every command module
 
-    q = ABQuery(model=pick_model(ctx, args.model), window_s=parse_window(args.window, ctx.config),
-                at=parse_at(args.at), seed=args.seed)
+    model = pick_model(ctx, args.model)
+    q = ABQuery(model=model, window_s=parse_window(args.window, ctx.config), at=window_end(ctx, args, model),
+                seed=args.seed)
     doc = ab_document(ctx.store(), ctx.config, q)
     if args.json:
         print(json.dumps(doc, allow_nan=False))
@@ -68,6 +70,8 @@ def render_ab(doc: dict[str, Any], console: Console) -> None:
                   f"({w['label']}) · {shown(doc['design_text'])}")
     for note in doc.get("notes", []):
         console.print(f"[yellow]note:[/yellow] {shown(note)}")
+    if doc.get("label_maturity"):
+        console.print(f"[yellow]note:[/yellow] {shown(doc['label_maturity']['note'])}")
     if doc["arms"]:
         _arms_table(doc, console)
     for comp in doc["comparisons"]:

@@ -13,7 +13,7 @@ from rich.table import Table
 from ..context import Context, parse_at, parse_window
 from ..config import ConfigError, parse_duration
 from .render import fmt_rate, shown
-from .query import add_window_args
+from .query import add_matured_arg, add_window_args, window_end
 from .which_model import pick_model
 from .readout_render import render_calibration, render_slices
 
@@ -62,9 +62,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--variant")
     c.add_argument("--matured-after", help="label maturity period for the estimate-vs-realised comparison "
                                            "(default: implicit_negative_after, else p95 label delay)")
+    add_matured_arg(c)
     c.set_defaults(func=cmd_calibration)
     sl = sub.add_parser("slices", help="recall, FPR, precision, alert rate per configured slice, worst first")
     add_window_args(sl)
+    add_matured_arg(sl)
     sl.set_defaults(func=cmd_slices)
 
 
@@ -197,7 +199,8 @@ def cmd_reference_activate(ctx: Context, args: argparse.Namespace) -> int:
 def _window(ctx: Context, args: argparse.Namespace, model: str) -> Any:
     from ..readouts.drift import query_window
 
-    return query_window(ctx.store(), ctx.config, model, parse_window(args.window, ctx.config), parse_at(args.at))
+    return query_window(ctx.store(), ctx.config, model, parse_window(args.window, ctx.config),
+                        window_end(ctx, args, model))
 
 
 def cmd_drift(ctx: Context, args: argparse.Namespace) -> int:
