@@ -262,3 +262,26 @@ def test_the_ab_header_reads_for_any_variant_names(db, tmp_path, capsys) -> None
     assert code == 0
     html = Path(json.loads(out)["paths"]["html"]).read_text()
     assert "Split test (one arm per prediction), control arm" in html and "control <b>control</b>" not in html
+
+
+# --- leftovers: misspelled trigger names, a negative window ---------------------------------------------
+def test_a_trigger_on_an_unseen_variant_or_feature_is_named(db, tmp_path, capsys) -> None:
+    cfg = _config(tmp_path, "features: {plan: categorical}\ntriggers:\n"
+                            "  - {name: typo_variant, metric: recall, op: '<', value: 0.5, variant: treatmnet}\n"
+                            "  - {name: typo_feature, metric: psi, op: '>', value: 0.2, feature: plna}\n"
+                            "  - {name: fine, metric: psi, op: '>', value: 0.2, feature: plan, variant: holdout}\n")
+    code, _, err = _run(capsys, *cfg, *db, "alerts", "validate")
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 2 and "'typo_variant'" in lines[0] and "'treatmnet'" in lines[0]
+    assert "'typo_feature'" in lines[1] and "'plna'" in lines[1] and "'fine'" not in err
+    code, _, err = _run(capsys, *cfg, *db, "alerts", "evaluate", "--dry-run", "--at", "2026-10-20", "--json")
+    assert code == 0 and "'treatmnet'" in err and "'plna'" in err
+    ok = _config(tmp_path, "triggers:\n  - {name: fine, metric: recall, op: '<', value: 0.5, variant: holdout}\n")
+    code, out, err = _run(capsys, *ok, *db, "alerts", "validate")
+    assert code == 0 and err == "" and "every variant and feature named is known" in out
+
+
+def test_a_negative_window_is_a_clear_error_not_usage(db, capsys) -> None:
+    code, out, err = _run(capsys, *db, "metrics", "--window", "-7d")
+    assert code == 2 and "usage:" not in err and "--window: invalid duration '-7d'" in err

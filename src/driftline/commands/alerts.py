@@ -28,7 +28,7 @@ _STYLE = {"ok": "green", "pending": "yellow", "firing": "bold red", "resolved": 
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("alerts", help="trigger states and alert history (subcommands: evaluate, render)")
+    p = sub.add_parser("alerts", help="trigger states and alert history (subcommands: evaluate, validate, render)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--limit", type=int, default=50, help="history rows (newest first)")
     p.add_argument("--trigger", help="only this trigger's history")
@@ -42,6 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--dry-run", action="store_true", help="neither store nor notify")
     e.add_argument("--model", default=argparse.SUPPRESS, help=MODEL_HELP)  # SUPPRESS: keeps `alerts --model X`
     e.set_defaults(func=cmd_evaluate)
+    v = s.add_parser("validate", help="check the triggers against stored data: a variant or feature never seen "
+                     "would stay insufficient_data forever (exit 1 when one does)")
+    v.add_argument("--model", default=argparse.SUPPRESS, help=MODEL_HELP)
+    v.set_defaults(func=cmd_validate)
     r = s.add_parser("render", help="Prometheus alerting rules generated from the config's triggers")
     r.add_argument("--out", default="-", help="output file (default: stdout), e.g. alerts/triggers.rules.yml")
     r.add_argument("--check", action="store_true", help="exit 1 when --out (or --kubernetes) differs from the "
@@ -120,6 +124,7 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
     from ..triggers import runner
     from ..triggers.drift_hook import default_provider
     from ..triggers.notify import Notifier, fmt_value
+    from ..triggers.unseen import unseen_names
 
     at = parse_at(args.at)
     clock_now = float(ctx.clock())
@@ -129,6 +134,8 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
     model = pick_model(ctx, args.model)
     # An evaluation after now is a what-if: storing its states would move the live ones into the future, where
     # every live evaluation would be refused (stored states newer than the clock) until the clock got there.
+    for line in unseen_names(store, ctx.config, model, runner.compile_rules(ctx.config.triggers)):
+        ctx.err.print(f"[yellow]warning:[/yellow] {shown(line)}", soft_wrap=True)
     run = runner.run(store, ctx.config, now, at=now, drift=default_provider(), persist=not (args.dry_run or ahead),
                      model=model)
     if ahead:
@@ -163,6 +170,20 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
                   fmt_value(r, s.value) + interval, "" if s.n is None else f"{s.n:,}", change)
     ctx.console.print(t)
     return 0
+
+
+def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
+    from ..triggers import runner
+    from ..triggers.unseen import unseen_names
+
+    model = pick_model(ctx, args.model)
+    rules = runner.compile_rules(ctx.config.triggers)
+    problems = unseen_names(ctx.store(), ctx.config, model, rules)
+    for line in problems:
+        ctx.err.print(f"[yellow]warning:[/yellow] {shown(line)}", soft_wrap=True)
+    if not problems:
+        ctx.console.print(f"{len(rules)} trigger(s) of {shown(model)}: every variant and feature named is known")
+    return 1 if problems else 0
 
 
 def cmd_render(ctx: Context, args: argparse.Namespace) -> int:
