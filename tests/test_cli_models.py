@@ -285,3 +285,19 @@ def test_a_trigger_on_an_unseen_variant_or_feature_is_named(db, tmp_path, capsys
 def test_a_negative_window_is_a_clear_error_not_usage(db, capsys) -> None:
     code, out, err = _run(capsys, *db, "metrics", "--window", "-7d")
     assert code == 2 and "usage:" not in err and "--window: invalid duration '-7d'" in err
+
+
+def test_counts_read_without_a_full_decode_equal_the_full_decode(churn) -> None:
+    from driftline.core.stats import merge
+    from driftline.storage.store import Store
+    from driftline.storage.summaries import delay_histogram, model_summaries
+
+    store = Store(f"sqlite:///{churn[1]}")
+    try:
+        rows = store.buckets("churn", 0, 1e12, features=False)
+        full = merge(r.stats for r in rows)
+        hist, first = delay_histogram(store, "churn")
+        assert hist.tolist() == full.delay.tolist() and first == min(r.bucket_start for r in rows)
+        assert model_summaries(store) == [("churn", full.predictions, max(r.bucket_start for r in rows))]
+    finally:
+        store.close()

@@ -21,7 +21,9 @@ class UnknownModel(ConfigError):
 
 def listing(ctx: Context) -> str:
     """'churn (7,200 predictions, newest bucket 2026-10-30T23:00:00Z), fraud (…)', or 'none yet'."""
-    rows = ctx.store().model_summaries()
+    from ..storage.summaries import model_summaries
+
+    rows = model_summaries(ctx.store())
     if not rows:
         return "none yet"
     parts = [f"{visible(m)!r} ({n:,} predictions, newest bucket {iso(newest)})" for m, n, newest in rows[:SHOWN]]

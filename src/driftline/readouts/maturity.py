@@ -12,14 +12,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ..analysis.classification import delay_quantiles
 from ..analysis.rates import INDICATIVE_BELOW_N
 from ..config import Config
 from ..core.events import iso
 from ..storage.store import Store
-from .windows import Window, window_rows
+from ..storage.summaries import delay_histogram
+from .windows import Window
 
 DAY_S = 86400.0
 
@@ -48,17 +47,13 @@ def _days(seconds: float | None) -> str:
 
 def label_maturity(store: Store, config: Config, model: str | None, window_s: float) -> Maturity:
     """The model's label delays (whole stored history) and the end of the newest matured window of `window_s`."""
-    span = store.bucket_range(model)
-    rows = [] if span is None else window_rows(store, model, Window(span[0], span[1] + 2 * DAY_S), features=False)
-    hist = np.zeros(0, dtype=np.int64)
-    for r in rows:
-        hist = r.stats.delay.copy() if hist.size == 0 else hist + r.stats.delay
+    hist, first = delay_histogram(store, model)
     n = int(hist.sum())
     q = delay_quantiles(hist) if n else {"p50": None, "p95": None}
     implicit = config.labels.implicit_after_s
     wait, source = (implicit, "labels.implicit_negative_after") if implicit is not None else (
         q["p95"], "stored label-delay histogram")
-    newest, first = store.newest_event(), min((r.bucket_start for r in rows), default=None)
+    newest = store.newest_event()
     end = None
     if wait is not None and newest is not None and first is not None:
         b = config.bucket_s

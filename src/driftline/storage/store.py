@@ -373,18 +373,5 @@ class Store:
         with self.read() as conn:
             return [r[0] for r in conn.execute(select(t.buckets.c.model).distinct().order_by(t.buckets.c.model))]
 
-    def model_summaries(self) -> list[tuple[str, int, int]]:
-        """Per stored model: (name, predictions, newest bucket start), by name; reads every bucket's counts, so
-        it is for telling people which models exist (an unknown or missing --model), not for a hot path."""
-        b = t.buckets.c
-        out: dict[str, list[int]] = {}
-        with self.read() as conn:
-            for r in conn.execute(select(b.model, b.bucket_start, b.data)):
-                n = BucketStats.from_bytes(r.data, features=False).predictions
-                acc = out.setdefault(r.model, [0, int(r.bucket_start)])
-                acc[0] += n
-                acc[1] = max(acc[1], int(r.bucket_start))
-        return [(m, n, newest) for m, (n, newest) in sorted(out.items())]
-
 
 __all__ = ["Store", "StoreUnavailable", "StalePositions", "BucketRow", "DEFAULT_URL", "PredKey"]
