@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from . import __version__
-from .config import ConfigError, load
+from .config import ConfigError, load_named
 from .context import Context, resolve_db
 from .storage.store import StoreUnavailable
 from .terminal import LOG_FORMAT, VisibleFormatter, visible
@@ -46,9 +46,22 @@ def fail(err: Console, message: str) -> None:
     err.print(f"[red]error:[/red] {escape(visible(message))}", soft_wrap=True)
 
 
+def negative_values(argv: list[str]) -> list[str]:
+    """`--window -7d` as `--window=-7d`: argparse takes a value starting with '-' and a digit for an option and
+    prints its usage; joined, the option's own check names the problem ("--window: invalid duration '-7d'")."""
+    out: list[str] = []
+    for token in argv:
+        if (out and out[-1].startswith("--") and "=" not in out[-1] and len(token) > 1 and token[0] == "-"
+                and token[1].isdigit() and not token[1:].replace(".", "", 1).isdigit()):
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(negative_values(sys.argv[1:] if argv is None else argv))
     err = Console(stderr=True, highlight=False)
     level = log_level(args.log_level)
     if level is None:
@@ -62,12 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     ctx: Context | None = None
     try:
         try:
-            config = load(args.config)
+            config, keys = load_named(args.config)
         except ConfigError as e:
             log.debug("config refused", exc_info=True)
             fail(err, f"config error: {e}")
             return 2
-        ctx = Context(config=config, db_url=resolve_db(args.db, config), console=Console(), err=err)
+        ctx = Context(config=config, db_url=resolve_db(args.db, config), console=Console(), err=err,
+                      model_named="model" in keys)
         return int(args.func(ctx, args) or 0)
     except ConfigError as e:
         log.debug("command refused", exc_info=True)

@@ -390,8 +390,14 @@ def _yaml_where(err: yaml.YAMLError) -> str:
 
 def load(path: str | os.PathLike[str] | None) -> Config:
     """Load and validate a YAML config file; None gives the defaults (embedded fraud example)."""
+    return load_named(path)[0]
+
+
+def load_named(path: str | os.PathLike[str] | None) -> tuple[Config, frozenset[str]]:
+    """The config and the top-level keys its file sets (so a command can tell `model: fraud` written in the file
+    from the built-in default, which only applies when the database cannot tell which model is meant)."""
     if path is None:
-        return Config()
+        return Config(), frozenset()
     p = Path(path)
     try:
         text = p.read_bytes().decode("utf-8")
@@ -406,4 +412,4 @@ def load(path: str | os.PathLike[str] | None) -> Config:
         raise ConfigError(f"{p}: not valid YAML{_yaml_where(err)}") from None
     if data is not None and not isinstance(data, dict):
         raise ConfigError(f"{p}: top level must be a mapping of settings")
-    return from_dict(data, str(p))
+    return from_dict(data, str(p)), frozenset(str(k) for k in (data or {}))

@@ -8,12 +8,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
 from rich.console import Console
 
 from .config import MAX_WINDOW_DAYS, MAX_WINDOW_S, Config, ConfigError, parse_duration
-from .core.events import MAX_EPOCH
+from .core.events import MAX_EPOCH, parse_time_text
 from .storage.store import DEFAULT_URL, Store
 from .storage.urls import UnusableURL, check_url
 
@@ -31,6 +30,8 @@ class Context:
     console: Console
     err: Console
     clock: Callable[[], float] = time.time
+    model_named: bool = False
+    """Whether the config file itself names `model:` (else config.model is only the built-in default)."""
     _store: Store | None = field(default=None, repr=False)
 
     def store(self) -> Store:
@@ -59,19 +60,15 @@ def resolve_db(flag: str | None, config: Config) -> str:
 
 
 def parse_at(text: str | None, option: str = "--at") -> float | None:
-    """--at (or another time option, named in errors) as RFC 3339 (naive means UTC), a date, or epoch seconds."""
+    """--at (or another time option, named in errors) under the one timestamp rule of events (TIME_RULE)."""
     if text is None:
         return None
     try:
-        value = float(text)
-    except ValueError:
-        try:
-            dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            raise ConfigError(f"{option}: cannot parse {text!r}; use RFC 3339 like 2026-11-30T00:00:00Z") from None
-        if dt.tzinfo is None:
-            dt = dt.replace(tzinfo=timezone.utc)
-        value = dt.timestamp()
+        value = parse_time_text(text)
+    except (ValueError, OverflowError) as err:
+        if "outside" in str(err) or isinstance(err, OverflowError):
+            raise ConfigError(f"{option}: {text!r} is outside 1970-01-01..9999-12-31") from None
+        raise ConfigError(f"{option}: {err}") from None
     if not 0.0 <= value <= MAX_EPOCH:  # also NaN: events outside 1970..9999 are rejected, so are such times
         raise ConfigError(f"{option}: {text!r} is outside 1970-01-01..9999-12-31")
     if value > LATEST_AT:

@@ -288,6 +288,9 @@ LABEL_ALPHA = 0.01
 LABEL_MIN_RELATIVE_GAP = 0.10
 """A label-balance warning needs p < 0.01 and a relative gap above 10 % (delays: medians off by > 20 %)."""
 DELAY_MIN_RELATIVE_GAP = 0.20
+LABEL_MIN_JUDGE = 30
+"""Labelled predictions each arm needs before label balance is judged: with fewer (0 % coverage while labels
+are still arriving, say) no difference could be seen, so "ok" would claim what was never checked."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,9 +304,18 @@ class LabelBalance:
     median_delay_s: Mapping[str, float | None]
     delay_p_value: float | None
     warnings: tuple[str, ...]
+    cannot_judge: str | None = None
+    """Why balance cannot be judged (too few labels in an arm), or None when it was judged."""
+
+    @property
+    def status(self) -> str:
+        """'cannot_judge', 'warning' or 'ok'."""
+        return "cannot_judge" if self.cannot_judge else ("warning" if self.warnings else "ok")
 
     def to_json(self) -> dict[str, object]:
-        return {"coverage": {a: r.to_json() for a, r in self.coverage.items()},
+        return {"status": self.status, "cannot_judge": self.cannot_judge,
+                "min_labelled_per_arm": LABEL_MIN_JUDGE,
+                "coverage": {a: r.to_json() for a, r in self.coverage.items()},
                 "coverage_flagged": {a: r.to_json() for a, r in self.coverage_flagged.items()},
                 "coverage_unflagged": {a: r.to_json() for a, r in self.coverage_unflagged.items()},
                 "coverage_diff": self.coverage_diff.to_json(), "median_delay_s": dict(self.median_delay_s),
@@ -402,7 +414,10 @@ def label_balance(treatment: ArmCounts, control: ArmCounts, names: tuple[str, st
             warnings.append(f"labels arrive later for {slow} (median delay {mt / 86400:.2f} d for {tn_} vs "
                             f"{mc / 86400:.2f} d for {cn_}, p = {delay_p:.2g}): the recent part of the window "
                             f"is less mature for {slow}.")
-    return LabelBalance(cov, cov_f, cov_u, diff, med, delay_p, tuple(warnings))
+    few = any(c.labelled < LABEL_MIN_JUDGE for c in arms.values())
+    why = None if not few else (f"too few labels: {LABEL_MIN_JUDGE} labelled predictions needed in each arm, "
+                                f"{tn_} has {treatment.labelled:,} and {cn_} {control.labelled:,}")
+    return LabelBalance(cov, cov_f, cov_u, diff, med, delay_p, tuple(warnings), why)
 
 
 def _material(c: ProportionComparison, alpha: float, v1: float | None, v2: float | None, gap: float) -> bool:

@@ -9,9 +9,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..context import Context, parse_at, parse_window
+from ..context import Context, parse_window
 from .render import fmt_rate, shown
-from .query import add_window_args
+from .query import add_matured_arg, add_window_args, window_end
+from .which_model import pick_model
 
 METRICS = (("recall", "recall"), ("fpr", "FPR"), ("precision", "precision"), ("alert_rate", "alert rate"))
 
@@ -20,14 +21,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ab", help="A/B readout: arms, differences with intervals, SRM, label balance, power")
     add_window_args(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the paired bootstrap (shadow mode)")
+    add_matured_arg(p)
     p.set_defaults(func=cmd_ab)
 
 
 def cmd_ab(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.ab import ABQuery, ab_document  # lazy: the parser imports every command module
 
-    q = ABQuery(model=args.model or ctx.config.model, window_s=parse_window(args.window, ctx.config),
-                at=parse_at(args.at), seed=args.seed)
+    model = pick_model(ctx, args.model)
+    q = ABQuery(model=model, window_s=parse_window(args.window, ctx.config), at=window_end(ctx, args, model),
+                seed=args.seed)
     doc = ab_document(ctx.store(), ctx.config, q)
     if args.json:
         print(json.dumps(doc, allow_nan=False))
@@ -64,9 +67,11 @@ def render_ab(doc: dict[str, Any], console: Console) -> None:
     w = doc["window"]
     span = "nothing stored" if w["start"] is None else f"{w['start']} → {w['end']}"
     console.print(f"[bold]A/B readout[/bold] · {shown(doc.get('model') or 'all models')} · {span} "
-                  f"({w['label']}) · design [bold]{doc['design']}[/bold], control [bold]{shown(doc['control'])}[/bold]")
+                  f"({w['label']}) · {shown(doc['design_text'])}")
     for note in doc.get("notes", []):
         console.print(f"[yellow]note:[/yellow] {shown(note)}")
+    if doc.get("label_maturity"):
+        console.print(f"[yellow]note:[/yellow] {shown(doc['label_maturity']['note'])}")
     if doc["arms"]:
         _arms_table(doc, console)
     for comp in doc["comparisons"]:
@@ -161,7 +166,8 @@ def _health(doc: dict[str, Any], console: Console) -> None:
         lb = comp["label_balance"]
         cov = ", ".join(f"{shown(a)} {fmt_rate(r)}" for a, r in lb["coverage"].items())
         delay = ", ".join(f"{shown(a)} {_dur(v)}" for a, v in lb["median_delay_s"].items())
-        ok = "[green]ok[/green]" if not lb["warnings"] else "[yellow]WARNING[/yellow]"
+        ok = {"ok": "[green]ok[/green]", "warning": "[yellow]WARNING[/yellow]"}.get(
+            lb["status"], f"[yellow]cannot judge[/yellow] ({shown(lb['cannot_judge'] or '')})")
         tr, ct = shown(comp["treatment"]), shown(comp["control"])
         console.print(f"  label balance {tr} vs {ct}: {ok} · coverage {cov} · "
                       f"median delay {delay} (p = {_p(lb.get('delay_p_value'))})")

@@ -16,20 +16,23 @@ from ..triggers.model import FIRING, Rule
 from ..triggers.mixin import DEFAULT, RULE_FILES, prometheus_rule
 from ..readouts.windows import iso
 from .render import shown
+from .which_model import pick_model
 
 # notify, runner, drift_hook and rules (scipy) are imported inside the handlers: the parser imports every command
 # module, and --help or --version must not pay for them (issue 17).
 
 DEFAULT_JOB = DEFAULT.job
+MODEL_HELP = "model whose triggers to show or evaluate (default: the config's `model:`, else the only model stored)"
 _STYLE = {"ok": "green", "pending": "yellow", "firing": "bold red", "resolved": "cyan",
           "insufficient_data": "magenta"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("alerts", help="trigger states and alert history (subcommands: evaluate, render)")
+    p = sub.add_parser("alerts", help="trigger states and alert history (subcommands: evaluate, validate, render)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--limit", type=int, default=50, help="history rows (newest first)")
     p.add_argument("--trigger", help="only this trigger's history")
+    p.add_argument("--model", help=MODEL_HELP)
     p.set_defaults(func=cmd_show)
     s = p.add_subparsers(dest="alerts_command", metavar="SUBCOMMAND")
     e = s.add_parser("evaluate", help="evaluate every trigger once, store the result and notify")
@@ -37,7 +40,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--json", action="store_true", help="print JSON")
     e.add_argument("--no-notify", action="store_true", help="store states and history but send nothing")
     e.add_argument("--dry-run", action="store_true", help="neither store nor notify")
+    e.add_argument("--model", default=argparse.SUPPRESS, help=MODEL_HELP)  # SUPPRESS: keeps `alerts --model X`
     e.set_defaults(func=cmd_evaluate)
+    v = s.add_parser("validate", help="check the triggers against stored data: a variant or feature never seen "
+                     "would stay insufficient_data forever (exit 1 when one does)")
+    v.add_argument("--model", default=argparse.SUPPRESS, help=MODEL_HELP)
+    v.set_defaults(func=cmd_validate)
     r = s.add_parser("render", help="Prometheus alerting rules generated from the config's triggers")
     r.add_argument("--out", default="-", help="output file (default: stdout), e.g. alerts/triggers.rules.yml")
     r.add_argument("--check", action="store_true", help="exit 1 when --out (or --kubernetes) differs from the "
@@ -51,8 +59,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(func=cmd_render)
 
 
-def _state_rows(ctx: Context, rules: list[Rule]) -> list[dict[str, Any]]:
-    states = history.load_states(ctx.store(), ctx.config.model)
+def _state_rows(ctx: Context, model: str, rules: list[Rule]) -> list[dict[str, Any]]:
+    states = history.load_states(ctx.store(), model)
     out = []
     for r in rules:
         s = states.get(r.name)
@@ -74,15 +82,16 @@ def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
     from ..triggers import runner
     from ..triggers.notify import fmt_value
 
+    model = pick_model(ctx, args.model)
     rules = runner.compile_rules(ctx.config.triggers)
-    states = _state_rows(ctx, rules)
-    rows = history.history(ctx.store(), ctx.config.model, args.trigger, args.limit)
+    states = _state_rows(ctx, model, rules)
+    rows = history.history(ctx.store(), model, args.trigger, args.limit)
     if args.json:
-        print(json.dumps({"model": ctx.config.model, "triggers": states,
+        print(json.dumps({"model": model, "triggers": states,
                           "history": [{**h, "at": iso(h["at"])} for h in rows]}))
         return 0
     by_name = {r.name: r for r in rules}
-    t = Table(title=f"triggers of {shown(ctx.config.model)}", title_justify="left")
+    t = Table(title=f"triggers of {shown(model)}", title_justify="left")
     for col in ("trigger", "severity", "line", "state", "since", "judged", "value [95 %]", "n", "window"):
         t.add_column(col, justify="right" if col in ("n",) else "left")
     for row in states:
@@ -115,15 +124,20 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
     from ..triggers import runner
     from ..triggers.drift_hook import default_provider
     from ..triggers.notify import Notifier, fmt_value
+    from ..triggers.unseen import unseen_names
 
     at = parse_at(args.at)
     clock_now = float(ctx.clock())
     now = clock_now if at is None else at
     ahead = at is not None and at > clock_now
     store = ctx.store()
+    model = pick_model(ctx, args.model)
     # An evaluation after now is a what-if: storing its states would move the live ones into the future, where
     # every live evaluation would be refused (stored states newer than the clock) until the clock got there.
-    run = runner.run(store, ctx.config, now, at=now, drift=default_provider(), persist=not (args.dry_run or ahead))
+    for line in unseen_names(store, ctx.config, model, runner.compile_rules(ctx.config.triggers)):
+        ctx.err.print(f"[yellow]warning:[/yellow] {shown(line)}", soft_wrap=True)
+    run = runner.run(store, ctx.config, now, at=now, drift=default_provider(), persist=not (args.dry_run or ahead),
+                     model=model)
     if ahead:
         ctx.err.print(f"[yellow]note:[/yellow] {iso(now)} is after now ({iso(clock_now)}): this look ahead is not "
                       "stored and notifies nobody (the live states are unchanged)")
@@ -134,7 +148,7 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
     if not (args.dry_run or args.no_notify or ahead) and run.states_later is None:
         # One shot: no next pass refreshes the alerts, so a firing one must not expire by itself (refresh_s None),
         # and no process serves /triggers for a generatorURL (only notify.generator_url, when set).
-        notifier = Notifier(ctx.config.notify, ctx.config.model, clock=ctx.clock, refresh_s=None)
+        notifier = Notifier(ctx.config.notify, model, clock=ctx.clock, refresh_s=None)
         firing = [(r, s) for r, s in zip(run.rules, run.states) if s.state == FIRING]
         notifier.notify(run.notices, firing)
     if args.json:
@@ -156,6 +170,20 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
                   fmt_value(r, s.value) + interval, "" if s.n is None else f"{s.n:,}", change)
     ctx.console.print(t)
     return 0
+
+
+def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
+    from ..triggers import runner
+    from ..triggers.unseen import unseen_names
+
+    model = pick_model(ctx, args.model)
+    rules = runner.compile_rules(ctx.config.triggers)
+    problems = unseen_names(ctx.store(), ctx.config, model, rules)
+    for line in problems:
+        ctx.err.print(f"[yellow]warning:[/yellow] {shown(line)}", soft_wrap=True)
+    if not problems:
+        ctx.console.print(f"{len(rules)} trigger(s) of {shown(model)}: every variant and feature named is known")
+    return 1 if problems else 0
 
 
 def cmd_render(ctx: Context, args: argparse.Namespace) -> int:

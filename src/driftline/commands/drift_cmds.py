@@ -13,7 +13,8 @@ from rich.table import Table
 from ..context import Context, parse_at, parse_window
 from ..config import ConfigError, parse_duration
 from .render import fmt_rate, shown
-from .query import add_window_args
+from .query import add_matured_arg, add_window_args, window_end
+from .which_model import pick_model
 from .readout_render import render_calibration, render_slices
 
 # readouts.* (scipy) are imported inside the handlers: the parser imports every command module, and --help or
@@ -30,22 +31,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--to", dest="end", help="end of the reference range (RFC 3339), e.g. go-live + 14 days")
     s.add_argument("--file", help="JSON-lines events file (run through the engine; the database's join state "
                                   "is not touched)")
-    s.add_argument("--model", help="model name (default: config model)")
+    s.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
     s.add_argument("--variant", help="only this variant's predictions")
+    s.add_argument("--force", action="store_true", help="store a new version even when an identical one (same "
+                   "range, variant, file, data and profile settings) exists; without it that one is reported, "
+                   "made active, and nothing is added")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_reference_set)
     ls = rs.add_parser("list", help="stored reference versions, newest first")
-    ls.add_argument("--model")
+    ls.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_reference_list)
     sh = rs.add_parser("show", help="the active reference (or --id) with its frozen bins")
-    sh.add_argument("--model")
+    sh.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
     sh.add_argument("--id", type=int)
     sh.add_argument("--json", action="store_true")
     sh.set_defaults(func=cmd_reference_show)
     ac = rs.add_parser("activate", help="make an earlier version the active reference")
     ac.add_argument("id", type=int)
-    ac.add_argument("--model")
+    ac.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
     ac.set_defaults(func=cmd_reference_activate)
 
     d = sub.add_parser("drift", help="input, score and prevalence drift of a window vs the active reference")
@@ -58,9 +62,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--variant")
     c.add_argument("--matured-after", help="label maturity period for the estimate-vs-realised comparison "
                                            "(default: implicit_negative_after, else p95 label delay)")
+    add_matured_arg(c)
     c.set_defaults(func=cmd_calibration)
     sl = sub.add_parser("slices", help="recall, FPR, precision, alert rate per configured slice, worst first")
     add_window_args(sl)
+    add_matured_arg(sl)
     sl.set_defaults(func=cmd_slices)
 
 
@@ -79,10 +85,12 @@ def _emit(ctx: Context, args: argparse.Namespace, doc: Any, render: Callable[[An
 
 # --- reference -----------------------------------------------------------------------------------------
 def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
-    from ..readouts.references import (ReferenceProblem, build_reference_profile, file_stats, load_reference,
+    from ..readouts.references import (ReferenceProblem, activate_reference, active_reference_id,
+                                       build_reference_profile, file_stats, load_reference, same_reference,
                                        save_reference, variant_labels, window_stats)
 
-    model = args.model or ctx.config.model
+    # from a file the model need not be stored yet (a reference set before go-live)
+    model = args.model if args.file is not None and args.model else pick_model(ctx, args.model)
     start, end = parse_at(args.start, "--from"), parse_at(args.end, "--to")
     if args.file is None and (start is None or end is None):
         raise ConfigError("reference set: give --from and --to (stored buckets) or --file PATH (events)")
@@ -102,13 +110,25 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
         raise ReferenceProblem(f"no predictions of model {model!r} in {where}: nothing to build a reference from")
     profile = build_reference_profile(stats, ctx.config, by_variant)
     store = ctx.store()
-    ref_id = save_reference(store, model, profile, source, lo, hi, confusion=stats, variant=args.variant,
-                            detail=detail)
+    ref_id = None if args.force else same_reference(store, model, profile, source, lo, hi, confusion=stats,
+                                                    variant=args.variant, detail=detail)
+    unchanged = ref_id is not None
+    if ref_id is None:
+        ref_id = save_reference(store, model, profile, source, lo, hi, confusion=stats, variant=args.variant,
+                                detail=detail)
+    else:
+        was_active = active_reference_id(store, model) == ref_id
+        activate_reference(store, model, ref_id)
     ref = load_reference(store, model, ref_id)
     assert ref is not None
-    doc = {**ref.to_json(), "dead_letters_skipped": dead}
+    doc = {**ref.to_json(), "dead_letters_skipped": dead, "unchanged": unchanged}
     if args.json:
         _print_json(doc)
+    elif unchanged:
+        again = "" if was_active else " (made active again)"
+        ctx.console.print(f"reference [bold]{ref_id}[/bold] of {shown(model)} unchanged{again}: the same "
+                          f"{doc['n']:,} predictions {doc['start']} → {doc['end']} ({source}) with the same profile "
+                          "settings are already stored (--force stores a new version anyway)")
     else:
         ctx.console.print(f"reference [bold]{ref_id}[/bold] set for {shown(model)}: {doc['n']:,} predictions "
                           f"{doc['start']} → {doc['end']} ({source}), {len(doc['features'])} features tracked"
@@ -119,9 +139,9 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_reference_list(ctx: Context, args: argparse.Namespace) -> int:
-    from ..readouts.references import list_references
+    from ..readouts.references import list_references, reference_models
 
-    model = args.model or ctx.config.model
+    model = pick_model(ctx, args.model, reference_models(ctx.store()))
     refs = list_references(ctx.store(), model)
     if args.json:
         _print_json([r.to_json() for r in refs])
@@ -138,9 +158,9 @@ def cmd_reference_list(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_reference_show(ctx: Context, args: argparse.Namespace) -> int:
-    from ..readouts.references import NoReference, ReferenceProblem, load_reference
+    from ..readouts.references import NoReference, ReferenceProblem, load_reference, reference_models
 
-    model = args.model or ctx.config.model
+    model = pick_model(ctx, args.model, reference_models(ctx.store()))
     ref = load_reference(ctx.store(), model, args.id)
     if ref is None:
         if args.id is None:
@@ -167,9 +187,9 @@ def cmd_reference_show(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_reference_activate(ctx: Context, args: argparse.Namespace) -> int:
-    from ..readouts.references import activate_reference
+    from ..readouts.references import activate_reference, reference_models
 
-    model = args.model or ctx.config.model
+    model = pick_model(ctx, args.model, reference_models(ctx.store()))
     activate_reference(ctx.store(), model, args.id)
     ctx.console.print(f"reference {args.id} is now the active reference of {shown(model)}")
     return 0
@@ -179,13 +199,14 @@ def cmd_reference_activate(ctx: Context, args: argparse.Namespace) -> int:
 def _window(ctx: Context, args: argparse.Namespace, model: str) -> Any:
     from ..readouts.drift import query_window
 
-    return query_window(ctx.store(), ctx.config, model, parse_window(args.window, ctx.config), parse_at(args.at))
+    return query_window(ctx.store(), ctx.config, model, parse_window(args.window, ctx.config),
+                        window_end(ctx, args, model))
 
 
 def cmd_drift(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.drift import drift_document
 
-    model = args.model or ctx.config.model
+    model = pick_model(ctx, args.model)
     doc = drift_document(ctx.store(), ctx.config, model, _window(ctx, args, model), args.variant)
     return _emit(ctx, args, doc, render_drift)
 
@@ -193,7 +214,7 @@ def cmd_drift(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_calibration(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.drift import calibration_document
 
-    model = args.model or ctx.config.model
+    model = pick_model(ctx, args.model)
     matured = None
     if args.matured_after is not None:
         try:
@@ -207,7 +228,7 @@ def cmd_calibration(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_slices(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.drift import slices_document
 
-    model = args.model or ctx.config.model
+    model = pick_model(ctx, args.model)
     doc = slices_document(ctx.store(), ctx.config, model, _window(ctx, args, model))
     return _emit(ctx, args, doc, render_slices)
 

@@ -5,16 +5,44 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..config import ConfigError
 from ..context import Context, parse_at, parse_window
 from .render import metrics_table
+from .which_model import pick_model
 
 
 def add_window_args(p: argparse.ArgumentParser) -> None:
     """--window/--at/--model/--variant/--json, shared by the query commands."""
     p.add_argument("--window", help="window length, e.g. 7d (default: config window)")
     p.add_argument("--at", help="window end (RFC 3339); default: newest prediction stored")
-    p.add_argument("--model", help="model name (default: config model)")
+    p.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
     p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def add_matured_arg(p: argparse.ArgumentParser) -> None:
+    """--matured: the newest window whose labels have arrived, instead of the newest window."""
+    p.add_argument("--matured", action="store_true", help="end the window where labels have matured: the 95th "
+                   "percentile label delay (stored label-delay histogram; labels.implicit_negative_after under "
+                   "the implicit policy) before the newest event stored, instead of at the newest prediction")
+
+
+def window_end(ctx: Context, args: argparse.Namespace, model: str | None) -> float | None:
+    """--at, or with --matured the end of the newest window whose labels have matured (ConfigError if none)."""
+    at = parse_at(args.at)
+    if not getattr(args, "matured", False):
+        return at
+    if at is not None:
+        raise ConfigError("--matured picks the window's end itself: give --at or --matured, not both")
+    from ..readouts.maturity import label_maturity
+
+    window_s = parse_window(args.window, ctx.config)
+    m = label_maturity(ctx.store(), ctx.config, model, window_s)
+    if m.matured_end is None:
+        why = ("no labels are stored for it yet" if m.labels == 0 and m.p95_s is None else
+               f"the stored history is shorter than the label delay ({m.source}) plus the window")
+        raise ConfigError(f"--matured: no {args.window or ctx.config.window} window of model {model!r} has matured "
+                          f"labels: {why}")
+    return m.matured_end
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_window_args(p)
     p.add_argument("--variant")
     p.add_argument("--model-version")
+    add_matured_arg(p)
     p.set_defaults(func=cmd_metrics)
 
 
@@ -29,8 +58,9 @@ def cmd_metrics(ctx: Context, args: argparse.Namespace) -> int:
     # lazy (as in every command module): the parser imports them all, so --help and --version must stay cheap
     from ..readouts.metrics import MetricsQuery, metrics_document
 
-    q = MetricsQuery(model=args.model or ctx.config.model, window_s=parse_window(args.window, ctx.config),
-                     at=parse_at(args.at), variant=args.variant, model_version=args.model_version)
+    model = pick_model(ctx, args.model)
+    q = MetricsQuery(model=model, window_s=parse_window(args.window, ctx.config),
+                     at=window_end(ctx, args, model), variant=args.variant, model_version=args.model_version)
     doc = metrics_document(ctx.store(), ctx.config, q)
     if args.json:
         print(json.dumps(doc))

@@ -127,6 +127,8 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
                       fmt_rate(s["recall"]), fmt_rate(s["fpr"]), fmt_rate(s["precision"]), fmt_rate(s["alert_rate"]),
                       _f(short) + mark)
         console.print(t)
+        if feat.get("note"):
+            console.print(f"[yellow]note:[/yellow] {shown(feat['note'])}")
     if doc["worst"]:
         console.print(f"[bold]worst slices[/bold] (interval beyond recall {tg['recall']} / FPR {tg['fpr']}):")
         for s in doc["worst"]:

@@ -58,6 +58,8 @@ def metrics_table(doc: dict[str, Any], console: Console) -> None:
     t.add_row("label coverage", fmt_rate(doc["label_coverage"]),
               f"labelled={c['labelled']} of predictions={c['predictions']}")
     console.print(t)
+    if doc.get("label_maturity"):
+        console.print(f"[yellow]note:[/yellow] {shown(doc['label_maturity']['note'])}", soft_wrap=True)
     s = Table(show_header=True, title="threshold-free scores and label delay", title_justify="left")
     for col in ("F1", "ROC AUC", "avg precision", "Brier", "log loss", "ECE (10 bins)", "delay p50", "delay p95"):
         s.add_column(col, justify="right")

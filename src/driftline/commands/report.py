@@ -11,6 +11,7 @@ from ..context import Context
 from ..reports.weeks import default_week, parse_week
 from ..terminal import visible
 from .render import shown
+from .which_model import pick_model
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                   "predictions, else the last complete week before the newest prediction, else "
                                   "the newest prediction's week)")
     p.add_argument("--out", help="output directory (default: config schedule.report_dir, 'reports')")
-    p.add_argument("--model", help="model name (default: config model)")
+    p.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
     p.add_argument("--json", action="store_true", help="print the paths and the report document as JSON")
     p.set_defaults(func=cmd_report)
 
@@ -28,12 +29,10 @@ def cmd_report(ctx: Context, args: argparse.Namespace) -> int:
     from ..reports.generate import generate  # lazy: matplotlib and jinja2 only for a report
 
     store = ctx.store()
-    model = args.model or ctx.config.model
-    models = store.models()
-    if model not in models:  # a report of nothing would be written and stored: refuse, say what exists
-        stored = ", ".join(repr(m) for m in models[:10]) + (f" and {len(models) - 10} more" if len(models) > 10
-                                                              else "") if models else "none yet"
-        raise ConfigError(f"report: no predictions of model {model!r} are stored (stored models: {stored})")
+    model = pick_model(ctx, args.model)
+    if model not in store.models():  # a report of nothing would be written and stored
+        raise ConfigError(f"report: no predictions of model {model!r} are stored yet (feed events with "
+                          "`driftline replay` or `driftline run`)")
     now = float(ctx.clock())
     if args.week:
         week, reason = parse_week(args.week), "given"

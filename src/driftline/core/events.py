@@ -7,6 +7,7 @@ the raw payload (truncated), so nothing crashes and nothing vanishes.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -124,6 +125,41 @@ def to_epoch(ts: Timestamp) -> float:
     return value
 
 
+DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
+"""A bare calendar date (YYYY-MM-DD): by the one timestamp rule, 00:00:00 UTC of that day."""
+TIME_RULE = ("RFC 3339 date-time like 2026-11-30T10:00:00Z (offset optional, none means UTC), a date like "
+             "2026-11-30 (00:00 UTC), or epoch seconds")
+"""The one rule for every time driftline reads, events' `ts` and the CLI's time options alike (README)."""
+_DT = msgspec.json.Decoder(datetime)
+
+
+def parse_time_text(text: str) -> float:
+    """Epoch seconds of a time written as text under TIME_RULE (the CLI's form: a number is epoch seconds);
+    ValueError naming the rule otherwise, or when outside 1970..9999."""
+    try:
+        return to_epoch(float(text))
+    except ValueError as err:
+        if "outside" in str(err):
+            raise
+    full = text + "T00:00:00Z" if DATE_ONLY.fullmatch(text) else text
+    try:
+        dt = _DT.decode(msgspec.json.encode(full))
+    except msgspec.ValidationError:
+        raise ValueError(f"cannot parse {text!r} as a time: use {TIME_RULE}") from None
+    return to_epoch(dt)
+
+
+def _dated(raw: bytes, kind: str) -> Prediction | Outcome | None:
+    """The event when its `ts` is a bare date (read as 00:00 UTC, TIME_RULE), else None (stays ts_invalid).
+    Only on the dead-letter path: the decoder's fast datetime parsing stays the common case."""
+    doc = msgspec.json.decode(raw)
+    ts = doc.get("ts") if isinstance(doc, dict) else None
+    if not isinstance(ts, str) or not DATE_ONLY.fullmatch(ts):
+        return None
+    doc["ts"] = ts + "T00:00:00Z"
+    return msgspec.convert(doc, Prediction if kind == "prediction" else Outcome)
+
+
 def _classify(err: Exception, kind: str) -> str:
     msg = str(err)
     if isinstance(err, msgspec.DecodeError) and not isinstance(err, msgspec.ValidationError):
@@ -235,7 +271,13 @@ def _decode_bounded(raw: bytes, kind: str | None, limits: Limits, dead: Callable
     try:
         event: Prediction | Outcome = (_pred_dec if kind == "prediction" else _out_dec).decode(raw)
     except (msgspec.ValidationError, msgspec.DecodeError) as err:
-        return dead(_classify(err, kind), str(err))
+        try:
+            dated = _dated(raw, kind) if _classify(err, kind) == "ts_invalid" else None
+        except (msgspec.ValidationError, msgspec.DecodeError) as again:  # a date, and another field is wrong
+            return dead(_classify(again, kind), str(again))
+        if dated is None:
+            return dead(_classify(err, kind), str(err))
+        event = dated
     if not event.prediction_id:
         return dead("empty_id", "prediction_id is empty")
     if isinstance(event, Prediction) and not event.model:

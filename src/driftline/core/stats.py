@@ -241,6 +241,32 @@ class BucketStats:
         return b
 
 
+class _Counts(msgspec.Struct):
+    """The parts of an encoded bucket that say how many predictions and which label delays (the rest skipped)."""
+
+    conf: list[int]
+    di: bytes
+    dc: bytes
+
+
+_counts_dec = msgspec.msgpack.Decoder(_Counts)
+
+
+def encoded_counts(data: bytes) -> tuple[int, bytes, bytes]:
+    """(predictions, delay bin indexes, delay counts) of an encoded bucket, without decoding its score and
+    feature histograms: listing models and label maturity read every bucket of a model (see delay_sum)."""
+    doc = _counts_dec.decode(data)
+    return int(sum(doc.conf)), doc.di, doc.dc
+
+
+def delay_sum(indexes: list[bytes], counts: list[bytes]) -> np.ndarray:
+    """The label-delay histogram summed over many buckets' (indexes, counts) parts, in one numpy pass."""
+    delay = _zeros_i(N_DELAY_BINS)
+    np.add.at(delay, np.frombuffer(b"".join(indexes), dtype=np.int32),
+              np.frombuffer(b"".join(counts), dtype=np.int64))
+    return delay
+
+
 def add_encoded(data: bytes, delta: BucketStats) -> bytes:
     """`BucketStats.from_bytes(data).add(delta).to_bytes()` without building dense or dict forms of the stored
     bucket: the sparse score bins, packed feature bins and counts are summed as they are stored (the store's

@@ -45,8 +45,9 @@ from ..analysis.sequential import SequentialPlan, cs_difference, cs_from_standar
 from ..config import AB, Config, ConfigError
 from ..config import Costs as CostConfig
 from ..core.grids import DELAY_EDGES
+from .maturity import maturity_hint
 from .metrics import resolve_window
-from ..core.stats import NEG, POS, UNL, BucketStats
+from ..core.stats import NEG, POS, UNL, BucketStats, merge
 from ..storage.store import BucketRow, Store
 from .windows import Window, merged, window_ending, window_rows
 
@@ -275,10 +276,20 @@ def paired_readout(pairs: ShadowPairs, costs: Costs, seed: int, n_boot: int) -> 
     return doc
 
 
+DESIGN_WORDS = {"split": "split test (one arm per prediction)", "shadow": "shadow test (every arm scores each prediction)"}
+
+
+def design_text(design: str, control: str | None) -> str:
+    """The readout's header words, whatever the variants are called: "split test (…), control arm 'x'"."""
+    words = DESIGN_WORDS.get(design, f"{design} test")
+    return words if control is None else f"{words}, control arm {control!r}"
+
+
 def _empty_doc(config: Config, q: ABQuery, window: Window, plan: ArmPlan) -> dict[str, Any]:
     return {"design": config.ab.design, "control": plan.control, "model": q.model, "window": window.to_json(),
+            "design_text": design_text(config.ab.design, plan.control),
             "arms": {}, "comparisons": [], "srm": {"chi2": None, "p_value": None, "mismatch": False},
-            "label_balance": {}, "power": {}, "notes": list(plan.notes)}
+            "label_balance": {}, "power": {}, "notes": list(plan.notes), "label_maturity": None}
 
 
 def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
@@ -338,5 +349,8 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
         doc["label_balance"] = {"treatment": first["treatment"], **first["label_balance"]}
         doc["power"] = {"treatment": first["treatment"], "target_recall_diff": config.ab.target_recall_diff,
                         "alpha": ALPHA, "power": POWER, **first["power"]}
+    total = merge(stats.values())
+    doc["label_maturity"] = maturity_hint(store, config, q.model, window, total.predictions,
+                                          total.predictions - int(total.conf[UNL].sum()), "ab")
     doc["verdict"] = verdict(doc)
     return doc

@@ -214,6 +214,22 @@ def slice_targets(config: Config) -> tuple[float, float]:
             float(config.targets.get("fpr", DEFAULT_TARGET_FPR)))
 
 
+SLICES_AT_INGESTION = ("slice values are recorded at ingestion, only from when the feature was listed in `slices:`; "
+                       "the raw features are not stored, so earlier predictions cannot be sliced afterwards: replay "
+                       "the original events into a fresh database with this config to slice them")
+
+
+def _unrecorded(feature: str, recorded: int, predictions: int) -> dict[str, Any]:
+    """How many of the window's predictions have a recorded value of a slice feature, and a note when some
+    have none (the feature was added to `slices:` after they were ingested)."""
+    missing = predictions - recorded
+    out: dict[str, Any] = {"recorded": recorded, "unrecorded": missing, "note": None}
+    if missing > 0:
+        out["note"] = (f"{missing:,} of {predictions:,} predictions in the window have no recorded value of "
+                       f"{feature!r}: {SLICES_AT_INGESTION}")
+    return out
+
+
 def slices_document(store: Store, config: Config, model: str, window: Window) -> dict[str, Any]:
     """`driftline slices --json`: per configured slice feature and value, recall, FPR, precision and alert
     rate with Wilson intervals and counts (indicative below 30 labelled), and the worst slices ranked by
@@ -224,7 +240,9 @@ def slices_document(store: Store, config: Config, model: str, window: Window) ->
     doc: dict[str, Any] = {
         "model": model, "window": _window_json(window, stats),
         "targets": {"recall": t_recall, "fpr": t_fpr},
-        "features": [{"feature": f, "values": [s.to_json() for s in vals]} for f, vals in per.items()],
+        "features": [{"feature": f, "values": [s.to_json() for s in vals],
+                      **_unrecorded(f, sum(v.predictions for v in vals), stats.predictions)}
+                     for f, vals in per.items()],
         "worst": [s.to_json() for s in worst_slices(s for vals in per.values() for s in vals)],
     }
     if not config.slices:

@@ -8,8 +8,9 @@ from typing import Any
 from ..analysis.classification import Metrics, classification
 from ..config import Config
 from ..core.labels import VARIANT, VERSION, overflow_counter
-from ..core.stats import BucketStats
+from ..core.stats import UNL, BucketStats
 from ..storage.store import Store
+from .maturity import maturity_hint
 from .ranking import window_metrics
 from .windows import Window, default_at, merged, window_ending, window_rows
 
@@ -61,6 +62,9 @@ def metrics_document(store: Store, config: Config, q: MetricsQuery) -> dict[str,
     doc.update(m.to_json())
     doc["by_variant"] = [{"variant": v, "model_version": mv, **_brief(classification(st))}
                          for (v, mv), st in group_stats.items()]
+    doc["label_maturity"] = None if empty else maturity_hint(store, config, q.model, window, total.predictions,
+                                                             total.predictions - int(total.conf[UNL].sum()),
+                                                             "metrics")
     counters = store.counters()
     doc["label_overflow"] = {kind: counters.get((overflow_counter(kind), q.model), 0) for kind in (VARIANT, VERSION)}
     return doc

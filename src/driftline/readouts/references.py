@@ -235,6 +235,24 @@ def save_reference(store: Store, model: str, profile: Profile, source: str, star
         return int(res.inserted_primary_key[0])
 
 
+def same_reference(store: Store, model: str, profile: Profile, source: str, start: float | None,
+                   end: float | None, *, confusion: BucketStats | None = None, variant: str | None = None,
+                   detail: str | None = None) -> int | None:
+    """The newest stored version identical to the one about to be saved (same source, range, variant, file,
+    counts and profile: so same data and profile settings), or None; setting it again changes nothing."""
+    want = json.loads(json.dumps(profile.to_json(), allow_nan=False))
+    conf = None if confusion is None else confusion.conf.tolist()
+    for ref in list_references(store, model):
+        if (ref.source, ref.start, ref.end, ref.variant, ref.detail, ref.n) != (source, start, end, variant, detail,
+                                                                                profile.n):
+            continue
+        full = load_reference(store, model, ref.id)
+        if full is not None and full.profile_json == want and (
+                None if full.confusion is None else full.confusion.tolist()) == conf:
+            return ref.id
+    return None
+
+
 def activate_reference(store: Store, model: str, ref_id: int) -> None:
     """Make an existing version the model's active reference (e.g. roll back to an earlier one)."""
     c = reference_profiles.c
@@ -263,6 +281,14 @@ def list_references(store: Store, model: str) -> list[Reference]:
     q = select(*(getattr(c, k) for k in _SUMMARY_COLS)).where(c.model == model).order_by(c.id.desc())
     with store.read() as conn:
         return [_record(r, False) for r in conn.execute(q)]
+
+
+def reference_models(store: Store) -> list[str]:
+    """Models that have at least one stored reference version (a reference can come from a file before any
+    prediction of the model is stored)."""
+    c = reference_profiles.c
+    with store.read() as conn:
+        return [r[0] for r in conn.execute(select(c.model).distinct().order_by(c.model))]
 
 
 def active_reference_key(store: Store, model: str) -> tuple[int, float] | None:

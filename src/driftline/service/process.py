@@ -17,6 +17,7 @@ from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
+from sqlalchemy.exc import SQLAlchemyError
 
 from ..config import Config, parse_duration
 from ..exporter.collector import SnapshotCollector
@@ -27,6 +28,7 @@ from ..storage.store import Store, StoreUnavailable
 from ..triggers import history, runner
 from ..triggers.drift_hook import DriftProvider, default_provider
 from ..triggers.model import FIRING
+from ..triggers.unseen import unseen_names
 from ..readouts.windows import default_at, iso
 from .leader import EXPORT_LOCK_KEY, LOCK_KEY, LeaderLock  # noqa: F401 - LOCK_KEY re-exported for callers
 
@@ -93,6 +95,11 @@ class Service:
         self.schema_ready.set()
         self.snapshot.invalidate()
         if self.evaluate_enabled and self.rules:
+            try:
+                for line in unseen_names(self.store, self.config, self.config.model, self.rules):
+                    log.warning("%s", line)
+            except (StoreUnavailable, SQLAlchemyError) as err:  # a check only: the database may be briefly unavailable at start
+                log.warning("trigger names not checked against stored data: %s", err)
             every = parse_duration(self.config.schedule.evaluate_every)
             self.scheduler.add_job(self.evaluate_once, IntervalTrigger(seconds=every, timezone=timezone.utc),
                                    id="evaluate-triggers", max_instances=1, coalesce=True,

@@ -136,12 +136,12 @@ class Reader:
 
 
 def run(store: Store, config: Config, now: float, at: float | None = None, drift: DriftProvider | None = None,
-        persist: bool = True, rules: Sequence[Rule] | None = None) -> EvaluationRun:
-    """Evaluate every configured trigger once; with persist, store the states and the transitions (unless the
-    stored states are newer than `now`: see EvaluationRun.states_later)."""
+        persist: bool = True, rules: Sequence[Rule] | None = None, model: str | None = None) -> EvaluationRun:
+    """Evaluate every configured trigger once on `model` (default: the config's); with persist, store the states
+    and the transitions (unless the stored states are newer than `now`: see EvaluationRun.states_later)."""
     rules = list(rules) if rules is not None else compile_rules(config.triggers)
     at = now if at is None else at
-    model = config.model
+    model = config.model if model is None else model
     prev = history.load_states(store, model)
     latest = max((s.updated_at for s in prev.values()), default=None)
     later = latest if latest is not None and latest > now else None

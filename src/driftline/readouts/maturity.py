@@ -1,0 +1,87 @@
+"""Label maturity: why a window has no (or few) labels, and the newest window whose labels have arrived.
+
+A window's labels have matured when its end lies at least the 95th-percentile label delay (from the model's
+stored label-delay histogram; `labels.implicit_negative_after` under the implicit policy) before the newest
+event stored. With month-long delays the default 7-day window never has, so every rate is "— (n=0)" (issue 17):
+the readouts say why and `--matured` picks the newest matured window instead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..analysis.classification import delay_quantiles
+from ..analysis.rates import INDICATIVE_BELOW_N
+from ..config import Config
+from ..core.events import iso
+from ..storage.store import Store
+from ..storage.summaries import delay_histogram
+from .windows import Window
+
+DAY_S = 86400.0
+
+
+@dataclass(frozen=True, slots=True)
+class Maturity:
+    """How long labels take for a model, where that came from, and the newest matured window end."""
+
+    median_s: float | None
+    p95_s: float | None
+    labels: int
+    source: str
+    matured_end: float | None
+    """End of the newest window (of the asked length) whose labels have matured; None when none has."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"median_delay_s": self.median_s, "p95_delay_s": self.p95_s, "delay_labels": self.labels,
+                "delay_source": self.source, "matured_at": None if self.matured_end is None else iso(self.matured_end)}
+
+
+def _days(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    return f"{seconds / DAY_S:.0f} d" if seconds >= 2 * DAY_S else f"{seconds / 3600:.0f} h"
+
+
+def label_maturity(store: Store, config: Config, model: str | None, window_s: float) -> Maturity:
+    """The model's label delays (whole stored history) and the end of the newest matured window of `window_s`."""
+    hist, first = delay_histogram(store, model)
+    n = int(hist.sum())
+    q = delay_quantiles(hist) if n else {"p50": None, "p95": None}
+    implicit = config.labels.implicit_after_s
+    wait, source = (implicit, "labels.implicit_negative_after") if implicit is not None else (
+        q["p95"], "stored label-delay histogram")
+    newest = store.newest_event()
+    end = None
+    if wait is not None and newest is not None and first is not None:
+        b = config.bucket_s
+        candidate = math.floor((newest - wait) / b) * b
+        end = float(candidate) if candidate - window_s >= first else None
+    return Maturity(q["p50"], q["p95"], n, source, end)
+
+
+def maturity_hint(store: Store, config: Config, model: str | None, window: Window, predictions: int,
+                  labelled: int, command: str = "metrics") -> dict[str, Any] | None:
+    """Why a window with predictions has fewer than 30 labelled ones, and which window to read instead (JSON
+    fields: `note` and the Maturity fields); None when the window has enough labels or no predictions."""
+    if predictions == 0 or labelled >= INDICATIVE_BELOW_N:
+        return None
+    m = label_maturity(store, config, model, window.seconds)
+    have = f"{labelled:,} of {predictions:,} predictions labelled"
+    if m.labels == 0 and m.source != "labels.implicit_negative_after":
+        note = f"no labels stored for this model yet ({have}): label delay unknown"
+    else:
+        delay = (f"median label delay {_days(m.median_s)}, 95th percentile {_days(m.p95_s)}, from the stored "
+                 f"label-delay histogram ({m.labels:,} labels)")
+        if m.source == "labels.implicit_negative_after":
+            delay = f"labels count as matured after labels.implicit_negative_after ({_days(config.labels.implicit_after_s)})"
+        young = m.matured_end is None or window.end > m.matured_end
+        note = (f"labels for this window have not arrived yet ({have}): {delay}" if young else
+                f"this window's labels should have arrived but few did ({have}): {delay}")
+        if young:
+            note += ("; no window has matured labels yet" if m.matured_end is None else
+                     f"; the newest window with matured labels ends {iso(m.matured_end)}: `driftline {command} "
+                     f"--at {iso(m.matured_end)}` or `--matured`")
+    return {"note": note, "labelled": labelled, "predictions": predictions, **m.to_json()}

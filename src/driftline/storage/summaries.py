@@ -1,0 +1,43 @@
+"""Whole-model summaries read from every stored bucket of a model, decoding only counts and label delays: which
+models are stored (for an unknown or missing --model) and a model's label-delay histogram (label maturity)."""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlalchemy import select
+
+from ..core.stats import delay_sum, encoded_counts
+from . import schema as t
+from .store import Store
+
+
+def model_summaries(store: Store) -> list[tuple[str, int, int]]:
+    """Per stored model: (name, predictions, newest bucket start), by name."""
+    b = t.buckets.c
+    out: dict[str, list[int]] = {}
+    with store.read() as conn:
+        for r in conn.execute(select(b.model, b.bucket_start, b.data)):
+            n = encoded_counts(r.data)[0]
+            acc = out.setdefault(r.model, [0, int(r.bucket_start)])
+            acc[0] += n
+            acc[1] = max(acc[1], int(r.bucket_start))
+    return [(m, n, newest) for m, (n, newest) in sorted(out.items())]
+
+
+def delay_histogram(store: Store, model: str | None) -> tuple[np.ndarray, int | None]:
+    """The model's label-delay histogram over its whole stored history (grids.DELAY_EDGES bins) and its earliest
+    bucket start (None when nothing is stored)."""
+    b = t.buckets.c
+    q = select(b.bucket_start, b.data)
+    if model is not None:
+        q = q.where(b.model == model)
+    indexes: list[bytes] = []
+    counts: list[bytes] = []
+    first: int | None = None
+    with store.read() as conn:
+        for r in conn.execute(q):
+            _, di, dc = encoded_counts(r.data)
+            indexes.append(di)
+            counts.append(dc)
+            first = int(r.bucket_start) if first is None else min(first, int(r.bucket_start))
+    return delay_sum(indexes, counts), first
