@@ -3,7 +3,8 @@
 The rule (README, "Reading the output"):
 - proportions (rates, shares, precision, AUC, F1 …) as decimals with 3 places, an interval in brackets and the
   count behind it: `0.588 [0.547, 0.627] n=550`; `*` marks an indicative rate (fewer than 30 cases);
-- differences of proportions signed: `+0.056 [-0.018, 0.130]`;
+- differences signed, their interval as any interval: `+0.056 [-0.018, 0.130]`;
+- relative changes as signed percentages: `+8.2 % [-19.0 %, +40.1 %]`;
 - small error and divergence statistics (ECE, Brier, log loss, PSI, JS) with 4 places: `0.0123`;
 - counts and money with thousands separators (`12,345`; money whole from 100, else 2 places), with an interval
   wherever one exists: `1,234 [1,100, 1,380]`;
@@ -58,7 +59,7 @@ def diff(d: float | None, lo: float | None = None, hi: float | None = None) -> s
     """'+0.056 [-0.018, 0.130]': a signed difference of proportions with its interval, '—' when undefined."""
     if d is None:
         return MISSING
-    iv = "" if lo is None or hi is None else f" [{lo:+.{PLACES}f}, {hi:+.{PLACES}f}]"
+    iv = "" if lo is None or hi is None else " " + interval(lo, hi)
     return f"{d:+.{PLACES}f}{iv}"
 
 
@@ -72,13 +73,12 @@ def _money_places(*vs: float | None) -> int:
 
 
 def money(v: float | None, lo: float | None = None, hi: float | None = None, signed: bool = False) -> str:
-    """'1,234 [1,100, 1,380]' (whole from 100, else 2 places; the interval when given); `signed`: '+1,234'."""
+    """'1,234 [1,100, 1,380]' (whole from 100, else 2 places; the interval when given); `signed`: '+1,234 [-20, 2,400]'."""
     if v is None:
         return MISSING
     d = _money_places(v, lo, hi)
-    sign = "+" if signed else ""
-    iv = "" if lo is None or hi is None else f" [{lo:{sign},.{d}f}, {hi:{sign},.{d}f}]"
-    return f"{v:{sign},.{d}f}{iv}"
+    iv = "" if lo is None or hi is None else f" [{lo:,.{d}f}, {hi:,.{d}f}]"
+    return f"{v:{'+' if signed else ''},.{d}f}{iv}"
 
 
 def pvalue(p: float | None) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from .. import numbers
 from ..config import Config, ConfigError, Trigger, parse_duration
 from ..context import Context, parse_at, port_number
 from ..ingest.pipeline import Pipeline, RawRecord
@@ -131,15 +132,11 @@ def prepare_database(ctx: Context, reset: bool) -> str | None:
 
 
 # --- printing ----------------------------------------------------------------------------------------------
-def _fmt(v: float | None) -> str:
-    return "—" if v is None else f"{v:.3f}"
-
-
 def alert_line(rule: Rule, t: Transition) -> str:
     """'recall_below_target FIRING (critical): recall 0.612 [0.571, 0.651] n=245 over 7d, line < 0.7'."""
-    interval = f" [{_fmt(t.low)}, {_fmt(t.high)}]" if t.low is not None else ""
-    return (f"{rule.name} {t.to_state.upper()} ({rule.severity}): {rule.metric} {_fmt(t.value)}{interval} "
-            f"n={t.n if t.n is not None else 0:,} over {t.window}, line {rule.op} {rule.value:g}")
+    interval = f" {numbers.interval(t.low, t.high)}" if t.low is not None else ""
+    return (f"{rule.name} {t.to_state.upper()} ({rule.severity}): {rule.metric} {numbers.prop(t.value)}{interval} "
+            f"n={numbers.count(t.n or 0)} over {t.window}, line {rule.op} {rule.value:g}")
 
 
 def scrape(url: str) -> dict[str, float]:
@@ -311,21 +308,25 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
 
 def summary(ctx: Context, cfg: Config, store: Store, end: float) -> None:
     """Recall, FPR and precision of week 3 and week 4 side by side (as `driftline metrics --at`)."""
-    from rich.table import Table
-
-    from .render import fmt_rate
+    from .render import fmt_rate, footnote_if
+    from .tables import Col, print_table
+    from ..numbers import count, indicative_used
     from ..readouts.metrics import MetricsQuery, metrics_document
 
-    t = Table(title_justify="left")
-    t.add_column("7 days ending")
-    for col in ("predictions", "recall", "FPR", "precision", "label coverage"):
-        t.add_column(col, justify="right")
+    cols = [Col("7 days ending", "left"), Col("predictions", drop=2), Col("recall"), Col("FPR"),
+            Col("precision", drop=1), Col("label coverage", drop=3)]
+    rows, used = [], []
     for at in (end - 7 * DAY, end):
         doc = metrics_document(store, cfg, MetricsQuery(cfg.model, 7 * DAY, at=at))
         m = doc["metrics"]
-        t.add_row(iso(at), f"{doc['counts']['predictions']:,}", fmt_rate(m["recall"]), fmt_rate(m["fpr"]),
-                  fmt_rate(m["precision"]), fmt_rate(doc["label_coverage"]))
-    ctx.console.print(t)
+        used += [m["recall"], m["fpr"], m["precision"], doc["label_coverage"]]
+        stamp = iso(at)
+        rows.append([stamp.removesuffix("T00:00:00Z"), count(doc["counts"]["predictions"]), fmt_rate(m["recall"]),
+                     fmt_rate(m["fpr"]), fmt_rate(m["precision"]), fmt_rate(doc["label_coverage"])])
+    if all(iso(at).endswith("T00:00:00Z") for at in (end - 7 * DAY, end)):
+        cols[0] = Col("7 days ending (00:00 UTC)", "left")
+    print_table(ctx.console, cols, rows)
+    footnote_if(ctx.console, indicative_used(used))
 
 
 __all__ = ["cmd_demo", "demo_config", "EXAMPLE_TRIGGERS"]

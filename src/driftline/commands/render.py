@@ -69,8 +69,8 @@ def metrics_table(doc: dict[str, Any], console: Console) -> None:
         title="threshold-free scores and label delay")
     used = [m[k] for k in keys] + [doc["label_coverage"]]
     if len(doc.get("by_variant", [])) > 1:
-        vcols = [Col("variant", "left"), Col("version", "left", drop=2), Col("predictions"), Col("recall"),
-                 Col("fpr"), Col("precision", drop=1), Col("alert rate", drop=3)]
+        vcols = [Col("variant", "left"), Col("version", "left", drop=3), Col("predictions", drop=1), Col("recall"),
+                 Col("fpr"), Col("precision", drop=2), Col("alert rate", drop=4)]
         vrows = []
         for g in doc["by_variant"]:
             gm = g["metrics"]

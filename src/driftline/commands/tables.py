@@ -52,9 +52,12 @@ def fit_table(console: Console, cols: Sequence[Col], rows: Sequence[Sequence[str
     """The rich table of `rows` under `cols` that fits `console.width`, and the headers it left out. `sections`:
     row indices before which a section rule is drawn."""
     keep = kept_columns(cols, rows, console.width)
+    widths = [max([cell_width(cols[i].header)] + [cell_width(r[i]) for r in rows]) for i in keep]
+    whole = table_width(widths) <= console.width  # else even the essential columns wrap (never cut with …)
     t = Table(title=title, title_justify="left", **kw)
     for i in keep:
-        t.add_column(cols[i].header, justify=cols[i].justify, no_wrap=True)  # type: ignore[arg-type]
+        t.add_column(cols[i].header, justify=cols[i].justify, no_wrap=whole,  # type: ignore[arg-type]
+                     overflow="ellipsis" if whole else "fold")
     for n, r in enumerate(rows):
         if n in sections:
             t.add_section()
