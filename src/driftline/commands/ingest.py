@@ -8,14 +8,15 @@ import os
 from collections import Counter
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
-from rich.table import Table
 
 from ..config import ConfigError
 from ..context import Context, positive
-from ..core.events import ALL_REASONS
-from ..ingest.pipeline import BatchResult, Pipeline
+from ..core.events import ALL_REASONS, iso
+from ..ingest.pipeline import FILE_PREFIX, BatchResult, Pipeline
 from ..ingest.replay import replay, resume_point
+from ..numbers import count
 from .render import shown
+from .tables import Col, print_table
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -84,11 +85,9 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(doc))
         return 0
-    t = Table(title=f"replay {shown(args.path)}", title_justify="left", show_header=False)
-    for k, v in doc.items():
-        if v is not None:
-            t.add_row(k.replace("_", " "), f"{v:,}")
-    ctx.console.print(t)
+    print_table(ctx.console, [Col("", "left"), Col("")],
+                [[k.replace("_", " "), count(v)] for k, v in doc.items() if v is not None],
+                title=f"replay {shown(args.path)}", show_header=False)
     if doc["dead_lettered"]:
         ctx.console.print("[yellow]some events were dead-lettered: `driftline dead-letters` shows why[/yellow]")
     return 0
@@ -117,20 +116,31 @@ def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
         print(json.dumps({"totals": totals, "recent": [
             {k: (v.decode("utf-8", "replace") if isinstance(v, bytes) else v) for k, v in r.items()} for r in rows]}))
         return 0
-    t = Table(title="dead letters by reason", title_justify="left")
-    t.add_column("reason")
-    t.add_column("count", justify="right")
-    for reason, n in sorted(totals.items(), key=lambda kv: -kv[1]):
-        t.add_row(shown(reason), f"{n:,}")
-    ctx.console.print(t)
-    r = Table(title=f"latest {len(rows)}", title_justify="left")
-    for col in ("reason", "source", "partition", "offset", "detail", "raw"):
-        r.add_column(col, overflow="fold")
+    if not rows and not any(totals.values()):
+        ctx.console.print("no dead letters" + (f" with reason {args.reason}" if args.reason else "")
+                          + " stored (all time)")
+        return 0
+    print_table(ctx.console, [Col("reason", "left"), Col("count")],
+                [[shown(reason), count(n)] for reason, n in sorted(totals.items(), key=lambda kv: -kv[1])],
+                title="by reason (all time)")
+    if not rows:
+        ctx.console.print(f"no stored dead letters with reason {args.reason}")
+        return 0
+    cols = [Col("received", "left", drop=3), Col("reason", "left"), Col("where", "left"), Col("source", "left", drop=2),
+            Col("detail", "left", drop=1), Col("raw (first 60 bytes)", "left", drop=4)]
+    out = []
     for row in rows:
         raw = row["raw"].decode("utf-8", "replace")
-        r.add_row(shown(row["reason"]), shown(row["source"]), str(row["partition"]), str(row["offset"]),
-                  shown(row["detail"]), shown(raw[:120]) + ("…" if len(raw) > 120 else ""))  # payloads, not markup
-    ctx.console.print(r)
+        out.append([iso(row["received_at"]), shown(row["reason"]), where(row["source"], row["partition"], row["offset"]),
+                    shown(row["source"]), shown(row["detail"]), shown(raw[:60]) + ("…" if len(raw) > 60 else "")])
+    filt = f" with reason {args.reason}" if args.reason else ""
+    print_table(ctx.console, cols, out, title=f"latest {len(rows)}{filt}, newest first")
     return 0
 
 
+def where(source: str, partition: int, offset: int) -> str:
+    """Where a dead letter came from, as its reader counts: 'line 977' (1-based) for a file or stdin, 'partition 2
+    offset 1,234' for Kafka (offsets stay offsets)."""
+    if source.startswith(FILE_PREFIX) or source == "stdin":
+        return f"line {offset + 1:,}"
+    return f"partition {partition} offset {offset:,}"
