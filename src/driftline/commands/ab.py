@@ -71,23 +71,24 @@ def render_ab(doc: dict[str, Any], console: Console) -> None:
 
 
 def _arms_table(doc: dict[str, Any], console: Console) -> None:
+    """One row per arm (so any number of arms fits), columns dropped by importance when narrow."""
     arms = doc["arms"]
     cur = doc.get("currency", "")
-    cols = [Col("", "left")]
-    for a in arms:
-        versions = ",".join(arms[a].get("model_versions", [])) or MISSING
-        cols.append(Col(shown(f"{a}{' (control)' if a == doc['control'] else ''} · {versions}")))
-    col = list(arms.values())
-    rows = [["predictions (expected share)", *[f"{count(x['predictions'])} ({prop(x['expected_share'])})" for x in col]],
-            ["labelled / positives", *[f"{count(x['labelled'])} / {count(x['positives'])}" for x in col]]]
-    rows += [[name, *[fmt_rate(x[key]) for x in col]] for key, name in METRICS]
-    rows.append(["label coverage", *[fmt_rate(x["label_coverage"]) for x in col]])
-    rows.append(["label delay p50 / p95", *[f"{duration(x['label_delay_seconds'].get('p50'))} / "
-                                            f"{duration(x['label_delay_seconds'].get('p95'))}" for x in col]])
-    rows.append([f"cost per 1,000 ({cur})", *[money(x["cost_per_1000"]["value"], x["cost_per_1000"]["low"],
-                                                     x["cost_per_1000"]["high"]) for x in col]])
-    rows.append([f"cost per month ({cur})", *[money(x["monthly"]["cost"]["value"]) for x in col]])
-    print_table(console, cols, rows, title="arms")
+    versions = "; ".join(f"{a} {','.join(x.get('model_versions', [])) or MISSING}" for a, x in arms.items())
+    cols = [Col("arm", "left"), Col("predictions (share)", drop=4), Col("labelled / pos.", drop=5), Col("recall"),
+            Col("FPR"), Col("precision", drop=1), Col("alert rate", drop=3), Col("label coverage", drop=2),
+            Col("delay p50 / p95", drop=6), Col(f"cost / 1,000 ({cur})", drop=1), Col(f"cost / month ({cur})", drop=7)]
+    rows = []
+    for a, x in arms.items():
+        c = x["cost_per_1000"]
+        rows.append([shown(a), f"{count(x['predictions'])} ({prop(x['expected_share'])})",
+                     f"{count(x['labelled'])} / {count(x['positives'])}",
+                     *[fmt_rate(x[key]) for key, _ in METRICS[:2]], fmt_rate(x["precision"]),
+                     fmt_rate(x["alert_rate"]), fmt_rate(x["label_coverage"]),
+                     f"{duration(x['label_delay_seconds'].get('p50'))} / {duration(x['label_delay_seconds'].get('p95'))}",
+                     money(c["value"], c["low"], c["high"]), money(x["monthly"]["cost"]["value"])])
+    print_table(console, cols, rows, title=f"arms (control {shown(doc['control'])}; versions {shown(versions)}; "
+                                           "share: the expected share of traffic)")
 
 
 def _comparison_table(doc: dict[str, Any], comp: dict[str, Any], console: Console) -> None:

@@ -27,8 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_replay)
     d = sub.add_parser("dead-letters", help="list rejected events with their reasons")
     d.add_argument("--limit", type=positive(int), default=20, help="how many of the latest to list (default 20)")
-    d.add_argument("--reason", help=f"only this reason, one of: {', '.join(ALL_REASONS)} (see README, Dead letters)")
-    d.add_argument("--json", action="store_true")
+    d.add_argument("--reason", metavar="REASON",
+                   help=f"only this reason, one of: {', '.join(ALL_REASONS)} (see README, Dead letters)")
+    d.add_argument("--json", action="store_true", help="print the totals and the latest dead letters as JSON")
     d.set_defaults(func=cmd_dead_letters)
 
 
@@ -124,7 +125,7 @@ def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
                 [[shown(reason), count(n)] for reason, n in sorted(totals.items(), key=lambda kv: -kv[1])],
                 title="by reason (all time)")
     if not rows:
-        ctx.console.print(f"no stored dead letters with reason {args.reason}")
+        ctx.console.print(f"no dead letters with reason {args.reason} stored (all time)")
         return 0
     cols = [Col("received", "left", drop=3), Col("reason", "left"), Col("where", "left"), Col("source", "left", drop=2),
             Col("detail", "left", drop=1), Col("raw (first 60 bytes)", "left", drop=4)]

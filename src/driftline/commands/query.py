@@ -20,8 +20,9 @@ def add_window_args(p: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("metrics", help="classifier metrics over a window, every rate with a Wilson interval")
     add_window_args(p)
-    p.add_argument("--variant")
-    p.add_argument("--model-version")
+    p.add_argument("--variant", help="only this variant's predictions (e.g. B of an A/B split); the table then "
+                   "has no by-variant part")
+    p.add_argument("--model-version", help="only predictions of this model version (the events' model_version)")
     p.set_defaults(func=cmd_metrics)
 
 

@@ -79,7 +79,7 @@ def render_calibration(doc: dict[str, Any], console: Console) -> None:
 
 def _vs_table(console: Console, estimated: str, rows: list[dict[str, Any]], title: str) -> None:
     """Estimate against realised rate, its error and whether the realised value lies inside the interval."""
-    cols = [Col("metric"), Col(estimated), Col("realised (labels) n"), Col("error", drop=1), Col("inside interval")]
+    cols = [Col("metric"), Col(estimated), Col("realised (labels) n"), Col("error", drop=1), Col("inside")]
     print_table(console, cols, [[row["metric"], _est(row["estimated"]), fmt_rate(row["realised"]),
                                  prop(row["error"]), _INSIDE[row["within_interval"]]] for row in rows], title=title)
 
