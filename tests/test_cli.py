@@ -113,7 +113,7 @@ def test_metrics_table_shows_rates_intervals_and_counts(tmp_path, capsys, wide) 
     assert "0.800 [0.490, 0.943] n=10*" in out  # the seeds' recall, indicative (n < 30)
     assert "* indicative: fewer than 30 cases" in out
     scores = out[out.index("threshold-free scores"):out.index("by variant")]
-    assert re.search(r"│\s*0\.6667\s*│", scores)  # the seeds' F1 of 8/2/6/84
+    assert re.search(r"│\s*0\.667\s*│", scores)  # the seeds' F1 of 8/2/6/84 (3 places: a proportion)
     by_variant = out[out.index("by variant"):]
     assert re.search(r"\bA\b.*\b100\b", _row(by_variant, "A")) and re.search(r"\b30\b", _row(by_variant, "B"))
     assert "— (n=0)" in _row(by_variant, "B")  # B has no labels: its recall is null, shown as a dash

@@ -127,16 +127,27 @@ def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
     if not rows:
         ctx.console.print(f"no dead letters with reason {args.reason} stored (all time)")
         return 0
-    cols = [Col("received", "left", drop=3), Col("reason", "left"), Col("where", "left"), Col("source", "left", drop=2),
-            Col("detail", "left", drop=1), Col("raw (first 60 bytes)", "left", drop=4)]
-    out = []
+    cols = [Col("received", "left", drop=3), Col("reason", "left"), Col("source", "left", drop=2),
+            Col("where", "left"), Col("detail", "left", drop=1)]
+    out, payloads = [], []
     for row in rows:
         raw = row["raw"].decode("utf-8", "replace")
-        out.append([iso(row["received_at"]), shown(row["reason"]), where(row["source"], row["partition"], row["offset"]),
-                    shown(row["source"]), shown(row["detail"]), shown(raw[:60]) + ("…" if len(raw) > 60 else "")])
+        src, at = shown(short_source(row["source"])), where(row["source"], row["partition"], row["offset"])
+        out.append([iso(float(int(row["received_at"]))), shown(row["reason"]), src, at, shown(row["detail"])])
+        payloads.append(f"  {src} {at}: {shown(raw[:120])}" + ("…" if len(raw) > 120 else ""))  # data, not markup
     filt = f" with reason {args.reason}" if args.reason else ""
     print_table(ctx.console, cols, out, title=f"latest {len(rows)}{filt}, newest first")
+    ctx.console.print("raw payloads (first 120 characters), newest first:")
+    for line in payloads:
+        ctx.console.print(line, soft_wrap=True)
+    for src in sorted({row["source"] for row in rows}):  # whole, as running text: a path is never cut in a cell
+        ctx.console.print(f"[dim]source {shown(short_source(src))} is {shown(src)}[/dim]", soft_wrap=True)
     return 0
+
+
+def short_source(source: str) -> str:
+    """A file source's file name ('e.jsonl' for 'file:/x/e.jsonl'); stdin and Kafka topics as they are."""
+    return os.path.basename(source[len(FILE_PREFIX):]) if source.startswith(FILE_PREFIX) else source
 
 
 def where(source: str, partition: int, offset: int) -> str:
