@@ -27,6 +27,7 @@ from ..ingest.simulate import SimSpec, stream
 from ..storage.store import Store
 from ..triggers.model import FIRING, Rule, Transition
 from ..readouts.windows import iso
+from .progress import IngestProgress, Pacer
 from .simulate import add_sim_args
 from .render import shown
 
@@ -209,7 +210,11 @@ def cmd_demo(ctx: Context, args: argparse.Namespace) -> int:
         ctx.err.print(f"[bold]1/3[/bold] simulating {args.days:g} days ({iso(start)} → {iso(end)}), "
                       f"{args.per_day:,} predictions a day, {drift_txt}; "
                       f"ingesting into {ctx.db_url} and evaluating triggers every {args.evaluate_every} of event time")
-        fired = run_timeline(dctx, cfg, store, spec, end, events, step_s)
+        if ctx.err.is_terminal and ctx.console.is_terminal:
+            with IngestProgress(ctx.err, "simulate + ingest", end - start, time.monotonic) as bar:
+                fired = run_timeline(dctx, cfg, store, spec, end, events, step_s, bar)
+        else:
+            fired = run_timeline(dctx, cfg, store, spec, end, events, step_s)
         ctx.err.print("[bold]2/3[/bold] week 3 against week 4 (7-day windows)")
         summary(dctx, cfg, store, end)
         samples = scrape(service.url)
@@ -238,9 +243,10 @@ def cmd_demo(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: float, events: Path,
-                 step_s: float) -> list[str]:
+                 step_s: float, bar: IngestProgress | None = None) -> list[str]:
     """Write and ingest the simulated stream in event-time order; at every step boundary run maintenance and
-    one trigger evaluation at that instant (printing transitions); set the reference after week three."""
+    one trigger evaluation at that instant (printing transitions); set the reference after week three. `bar`:
+    progress in event time, with batches paced so it moves at least every second."""
     from ..readouts.references import build_reference_profile, save_reference, variant_labels, window_stats
     from ..triggers import runner  # lazy: every command module is imported to build the parser
 
@@ -254,10 +260,18 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
     next_eval = spec.start + step_s
     reference_set = False
     n = 0
+    pacer = Pacer(time.monotonic, BATCH) if bar is not None else None
+    limit = BATCH if pacer is None else pacer.next_size()
 
     def flush() -> None:
+        nonlocal limit
         if batch:
-            pipeline.process_batch(batch)
+            res = pipeline.process_batch(batch)
+            if bar is not None and pacer is not None:
+                pacer.done(len(batch))
+                bar.add(res)
+                bar.update(min(_ts_of(batch[-1]), end) - spec.start)
+                limit = pacer.next_size()
             batch.clear()
 
     def at_boundary(t: float) -> None:
@@ -292,7 +306,7 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
             buf += line + b"\n"
             batch.append(RawRecord(source, 0, n, line))
             n += 1
-            if len(batch) >= BATCH:
+            if len(batch) >= limit:
                 flush()
             if len(buf) > 1 << 20:
                 fh.write(buf)
@@ -304,6 +318,11 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
     flush()
     ctx.err.print(f"      {n:,} events → {events}")
     return fired
+
+
+def _ts_of(rec: RawRecord) -> float:
+    """Event time of a simulated record (for the progress bar)."""
+    return _ts(msgspec.json.decode(rec.payload))
 
 
 def summary(ctx: Context, cfg: Config, store: Store, end: float) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 from collections import Counter
+from collections.abc import Callable
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
 from ..config import ConfigError
 from ..context import Context, positive
@@ -15,6 +16,7 @@ from ..core.events import ALL_REASONS, iso
 from ..ingest.pipeline import FILE_PREFIX, BatchResult, Pipeline
 from ..ingest.replay import replay, resume_point
 from ..numbers import count
+from .progress import IngestProgress, Pacer
 from .render import shown
 from .tables import Col, print_table
 
@@ -33,20 +35,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.set_defaults(func=cmd_dead_letters)
 
 
-def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool | None = None) -> dict[str, object]:
-    """Replay a file and run maintenance; returns the summary document."""
+def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool | None = None,
+               monotonic: Callable[[], float] = time.monotonic) -> dict[str, object]:
+    """Replay a file and run maintenance; returns the summary document. `progress`: show a progress bar on ctx.err
+    (default: when both stdout and stderr are terminals); `monotonic` times it."""
     pipeline = Pipeline(ctx.config, ctx.store(), clock=ctx.clock)
     start, why = resume_point(pipeline, path)
     if why:
         ctx.err.print(f"[yellow]note:[/yellow] {shown(why)}")
-    show = ctx.err.is_terminal if progress is None else progress
+    show = (ctx.err.is_terminal and ctx.console.is_terminal) if progress is None else progress
     size = os.path.getsize(path) if path != "-" else None
-    if show and size:
-        with Progress(TextColumn("replay"), BarColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
-                      console=ctx.err) as bar:
-            task = bar.add_task("replay", total=size)
-            total = replay(pipeline, path, lambda _r, pos: bar.update(task, completed=pos), batch_size, start,
-                           rewind=why is not None)
+    if show:
+        pacer = Pacer(monotonic, batch_size)
+
+        with IngestProgress(ctx.err, "replay", size or None, monotonic) as bar:
+            def on_batch(res: BatchResult, pos: int) -> None:
+                pacer.done(res.records)
+                bar.add(res)
+                bar.update(pos)
+
+            total = replay(pipeline, path, on_batch, pacer.next_size, start, rewind=why is not None)
     else:
         total = replay(pipeline, path, None, batch_size, start, rewind=why is not None)
     maintenance = pipeline.maintain()
@@ -82,7 +90,7 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
         if problem:
             ctx.err.print(f"[red]error:[/red] {shown(problem)}")
             return 2
-    doc = run_replay(ctx, args.path, args.batch_size)
+    doc = run_replay(ctx, args.path, args.batch_size, progress=False if args.json else None)
     if args.json:
         print(json.dumps(doc))
         return 0

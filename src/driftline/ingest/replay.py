@@ -141,12 +141,15 @@ def resume_point(pipeline: Pipeline, path: str) -> tuple[int, str | None]:
 
 
 def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int], None] | None = None,
-           batch_size: int = BATCH, start: int | None = None, rewind: bool = False) -> ReplayResult:
+           batch_size: int | Callable[[], int] = BATCH, start: int | None = None, rewind: bool = False
+           ) -> ReplayResult:
     """Ingest a file (or '-' for stdin); a file already replayed resumes after its stored position (see
     `resume_point`; `start` overrides it). A file that ends before `start` is shorter than the one measured: it is
     replayed from its start and `restarted` says so. `rewind`: `start` is deliberately below the stored position
     (a new file at the path): the first batch moves it back; otherwise lines another replay of the same path
-    stored meanwhile are skipped (Pipeline._fence_files)."""
+    stored meanwhile are skipped (Pipeline._fence_files). `batch_size` may be a function giving each batch's size
+    when it starts (a progress display paces batches so it can update often; see commands/progress.py)."""
+    size_of: Callable[[], int] = batch_size if callable(batch_size) else (lambda: batch_size)  # type: ignore[misc]
     source = source_name(path)
     if start is None:
         start, why = resume_point(pipeline, path)
@@ -159,16 +162,17 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
     with open_events(path) as (fh, position):
         batch: list[RawRecord] = []
         size = 0
+        limit = size_of()
         for rec in _records(fh, source, start, failure, held, last, pipeline.limits):
             batch.append(rec)
             size += len(rec.payload)
-            if len(batch) >= batch_size or size >= BATCH_BYTES:
+            if len(batch) >= limit or size >= BATCH_BYTES:
                 res = pipeline.process_isolating(batch, meta, rewind)
                 rewind = False
                 total.add(res)
                 if on_batch:
                     on_batch(res, position())
-                batch, size = [], 0
+                batch, size, limit = [], 0, size_of()
         if batch:
             res = pipeline.process_isolating(batch, meta, rewind)
             total.add(res)
