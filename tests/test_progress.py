@@ -9,19 +9,9 @@ from pathlib import Path
 from rich.console import Console
 
 from driftline.commands.ingest import run_replay
-from driftline.commands.progress import Pacer
+from driftline.commands.progress import Ramp
 from driftline.config import Config
 from driftline.context import Context
-
-
-class FakeClock:
-    """A monotonic clock that advances only when the test moves it."""
-
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def _lines(n: int, bad: set[int] = frozenset()) -> str:  # type: ignore[assignment]
@@ -30,23 +20,34 @@ def _lines(n: int, bad: set[int] = frozenset()) -> str:  # type: ignore[assignme
     return "".join(("{oops" if i in bad else good % i) + "\n" for i in range(n))
 
 
-def test_pacer_starts_small_follows_the_rate_and_stays_bounded() -> None:
-    clock = FakeClock()
-    p = Pacer(clock, cap=20_000, first=500, target_s=0.5)
-    sizes = []
-    for _ in range(8):  # a machine doing 2,000 events/s: batches settle at ~1,000 (0.5 s)
-        n = p.next_size()
-        sizes.append(n)
-        clock.t += n / 2000
-        p.done(n)
-    assert sizes[0] == 500 and all(s == 1000 for s in sizes[1:])
-    assert all(s / 2000 <= 1.0 for s in sizes)  # every batch, hence every update, within a second
-    fast = Pacer(clock, cap=3000)
-    seen = []
-    for _ in range(6):  # instant batches: growth at most 4x a step, capped at the configured batch size
-        seen.append(fast.next_size())
-        fast.done(seen[-1])
-    assert seen == [500, 2000, 3000, 3000, 3000, 3000]
+def test_ramp_starts_small_and_doubles_to_the_batch_size() -> None:
+    r = Ramp(20_000)
+    assert [r.next_size() for _ in range(8)] == [500, 1000, 2000, 4000, 8000, 16000, 20000, 20000]
+    assert [Ramp(300).next_size() for _ in range(2)] == [300, 300]
+
+
+def test_a_batch_reports_its_progress_while_it_runs(tmp_path: Path) -> None:
+    """One 5,000-event batch tells the display how far it got, several times, before it is stored."""
+    from driftline.ingest.isolation import TICK
+    from driftline.ingest.pipeline import Pipeline
+    from driftline.ingest.replay import replay
+    from driftline.storage.store import Store
+
+    f = tmp_path / "e.jsonl"
+    f.write_text(_lines(5000, bad={3}))
+    store = Store(f"sqlite:///{tmp_path / 't.db'}")
+    store.migrate()
+    seen: list[tuple[str, int, int]] = []
+    batches: list[int] = []
+    try:
+        total = replay(Pipeline(Config(), store), str(f), lambda r, _pos: batches.append(r.records), 20_000,
+                       tick=lambda *t: seen.append(t))
+    finally:
+        store.close()
+    assert batches == [5000] and total.accepted == 4999
+    assert [t for t in seen if t[0] == "decoding"] == [("decoding", i, 5000) for i in range(0, 5000, TICK)]
+    assert [t for t in seen if t[0] == "applying"] == [("applying", i, 4999) for i in range(0, 4999, TICK)]
+    assert seen[-1] == ("storing", 5000, 5000)
 
 
 def _ctx(tmp_path: Path, terminal: bool) -> tuple[Context, io.StringIO, io.StringIO]:

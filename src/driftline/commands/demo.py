@@ -27,7 +27,7 @@ from ..ingest.simulate import SimSpec, stream
 from ..storage.store import Store
 from ..triggers.model import FIRING, Rule, Transition
 from ..readouts.windows import iso
-from .progress import IngestProgress, Pacer
+from .progress import IngestProgress, Ramp
 from .simulate import add_sim_args
 from .render import shown
 
@@ -260,18 +260,17 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
     next_eval = spec.start + step_s
     reference_set = False
     n = 0
-    pacer = Pacer(time.monotonic, BATCH) if bar is not None else None
-    limit = BATCH if pacer is None else pacer.next_size()
+    ramp = Ramp(BATCH) if bar is not None else None
+    limit = BATCH if ramp is None else ramp.next_size()
 
     def flush() -> None:
         nonlocal limit
         if batch:
-            res = pipeline.process_batch(batch)
-            if bar is not None and pacer is not None:
-                pacer.done(len(batch))
+            res = pipeline.process_batch(batch, tick=None if bar is None else bar.tick)
+            if bar is not None and ramp is not None:
                 bar.add(res)
                 bar.update(min(_ts_of(batch[-1]), end) - spec.start)
-                limit = pacer.next_size()
+                limit = ramp.next_size()
             batch.clear()
 
     def at_boundary(t: float) -> None:

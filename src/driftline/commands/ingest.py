@@ -16,7 +16,7 @@ from ..core.events import ALL_REASONS, iso
 from ..ingest.pipeline import FILE_PREFIX, BatchResult, Pipeline
 from ..ingest.replay import replay, resume_point
 from ..numbers import count
-from .progress import IngestProgress, Pacer
+from .progress import IngestProgress, Ramp
 from .render import shown
 from .tables import Col, print_table
 
@@ -46,15 +46,13 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
     show = (ctx.err.is_terminal and ctx.console.is_terminal) if progress is None else progress
     size = os.path.getsize(path) if path != "-" else None
     if show:
-        pacer = Pacer(monotonic, batch_size)
-
         with IngestProgress(ctx.err, "replay", size or None, monotonic) as bar:
             def on_batch(res: BatchResult, pos: int) -> None:
-                pacer.done(res.records)
                 bar.add(res)
                 bar.update(pos)
 
-            total = replay(pipeline, path, on_batch, pacer.next_size, start, rewind=why is not None)
+            total = replay(pipeline, path, on_batch, Ramp(batch_size).next_size, start, rewind=why is not None,
+                           tick=bar.tick)
     else:
         total = replay(pipeline, path, None, batch_size, start, rewind=why is not None)
     maintenance = pipeline.maintain()
