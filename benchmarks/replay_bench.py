@@ -133,7 +133,7 @@ def main() -> None:
     print(f"raw msgspec decode     {raw_rate:,.0f} events/s (baseline)")
     print(f"replay into SQLite     {rate:,.0f} events/s  ratio {rate / raw_rate:.3f} of raw decode")
     print(f"replay with progress   {paced_rate:,.0f} events/s  ratio {paced_rate / plain_rate:.3f} of replay without "
-          "(first batches 500, 1,000, … 20,000; ticks inside each batch; bar drawn to a console in memory)")
+          "(first batches 1,000, 4,000, 16,000, then 20,000; ticks inside each batch; bar drawn to a console in memory)")
     print(f"metrics 7d window      {latency:.1f} ms (median of 20)")
     print(f"peak RSS               {rss_mb:.0f} MB after the replay (what `driftline replay` holds), "
           f"{rss_all_mb:.0f} MB after the metrics queries in the same process (scipy loaded)")

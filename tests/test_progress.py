@@ -20,9 +20,9 @@ def _lines(n: int, bad: set[int] = frozenset()) -> str:  # type: ignore[assignme
     return "".join(("{oops" if i in bad else good % i) + "\n" for i in range(n))
 
 
-def test_ramp_starts_small_and_doubles_to_the_batch_size() -> None:
+def test_ramp_starts_small_and_grows_to_the_batch_size() -> None:
     r = Ramp(20_000)
-    assert [r.next_size() for _ in range(8)] == [500, 1000, 2000, 4000, 8000, 16000, 20000, 20000]
+    assert [r.next_size() for _ in range(5)] == [1000, 4000, 16000, 20000, 20000]
     assert [Ramp(300).next_size() for _ in range(2)] == [300, 300]
 
 
@@ -58,9 +58,24 @@ def _ctx(tmp_path: Path, terminal: bool) -> tuple[Context, io.StringIO, io.Strin
     return ctx, out, err
 
 
-def test_progress_shows_events_rate_accepted_and_dead_letters(tmp_path: Path) -> None:
+def test_progress_shows_events_rate_accepted_and_dead_letters(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from driftline.commands.progress import IngestProgress
+
+    calls: list[tuple[str, object]] = []
+    update, tick = IngestProgress.update, IngestProgress.tick
+
+    def spy_update(self: IngestProgress, completed: float) -> None:
+        calls.append(("update", self.events))
+        update(self, completed)
+
+    def spy_tick(self: IngestProgress, stage: str, done: int, of: int) -> None:
+        calls.append(("tick", stage))
+        tick(self, stage, done, of)
+
+    monkeypatch.setattr(IngestProgress, "update", spy_update)
+    monkeypatch.setattr(IngestProgress, "tick", spy_tick)
     f = tmp_path / "e.jsonl"
-    f.write_text(_lines(3000, bad={5, 2500}))
+    f.write_text(_lines(3000, bad={5, 2500}))  # batches of 1,000 then 2,000
     ctx, _, err = _ctx(tmp_path, terminal=True)
     try:
         doc = run_replay(ctx, str(f), batch_size=20_000)
@@ -68,9 +83,12 @@ def test_progress_shows_events_rate_accepted_and_dead_letters(tmp_path: Path) ->
         ctx.close()
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", err.getvalue())
     assert doc["accepted"] == 2998 and doc["dead_lettered"] == 2
+    # the last state drawn when the bar stops
     assert "3,000 events" in text and "accepted 2,998" in text and "dead letters 2" in text and "/s" in text
-    # more than one update before the end: the first (500-event) batch is shown before the rest is read
-    assert "500 events" in text
+    # an update after the first 1,000-event batch, before the rest; inside each batch, its stages
+    assert [c for c in calls if c[0] == "update"] == [("update", 1000), ("update", 3000)]
+    stages = [c[1] for c in calls if c[0] == "tick"]
+    assert stages == ["decoding", "applying", "storing"] * 2
 
 
 def test_paced_replay_stores_what_an_unpaced_one_does(tmp_path: Path) -> None:
@@ -98,3 +116,18 @@ def test_no_progress_off_a_terminal(tmp_path: Path) -> None:
     finally:
         ctx.close()
     assert err.getvalue() == "" and out.getvalue() == ""
+
+
+def test_no_progress_with_json_even_on_a_terminal(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import argparse
+
+    from driftline.commands.ingest import cmd_replay
+
+    f = tmp_path / "e.jsonl"
+    f.write_text(_lines(1000))
+    ctx, out, err = _ctx(tmp_path, terminal=True)
+    try:
+        assert cmd_replay(ctx, argparse.Namespace(path=str(f), batch_size=20_000, json=True)) == 0
+    finally:
+        ctx.close()
+    assert err.getvalue() == "" and '"accepted": 1000' in capsys.readouterr().out
