@@ -298,8 +298,8 @@ def test_a_line_still_being_written_is_left_for_the_next_run(tmp_path, capsys, d
     path = tmp_path / "growing.jsonl"
     path.write_bytes(_day("g", 100, T0) + last[:25])
     doc, err = _replay_json(capsys, db, path)
-    assert (doc["accepted"], doc["dead_lettered"], doc["held_back_line"]) == (100, 0, 100)
-    assert "line 100 has no newline and is not valid JSON yet" in err
+    assert (doc["accepted"], doc["dead_lettered"], doc["held_back_line"]) == (100, 0, 100)  # JSON: 0-based index
+    assert "line 101 has no newline and is not valid JSON yet" in err
     with path.open("ab") as fh:
         fh.write(last[25:])  # complete now, still without a newline
     doc, err = _replay_json(capsys, db, path)

@@ -59,7 +59,7 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
     if total.restarted:
         ctx.err.print(f"[yellow]note:[/yellow] {shown(total.restarted)}")
     if total.held_back is not None:
-        ctx.err.print(f"[yellow]note:[/yellow] line {total.held_back:,} has no newline and is not valid JSON yet "
+        ctx.err.print(f"[yellow]note:[/yellow] line {total.held_back + 1:,} has no newline and is not valid JSON yet "
                       "(is the file still being written?): left for the next replay, not dead-lettered")
     return {**summary(total, maintenance), "held_back_line": total.held_back}
 
