@@ -57,7 +57,7 @@ class IngestProgress:
                             TextColumn("{task.fields[events]} events · {task.fields[rate]}/s · accepted "
                                        "{task.fields[accepted]} · dead letters {task.fields[dead]} "
                                        "[dim]{task.fields[stage]}[/dim]"),
-                            TimeElapsedColumn(), TimeRemainingColumn(), console=console)
+                            TimeElapsedColumn(), TimeRemainingColumn(), console=console, refresh_per_second=4)
         self.task = self.bar.add_task(what, total=total, **_fmt_fields(0, 0.0, 0, 0))
 
     def __enter__(self) -> IngestProgress:
