@@ -113,7 +113,7 @@ def test_metrics_table_shows_rates_intervals_and_counts(tmp_path, capsys, wide) 
     assert "0.800 [0.490, 0.943] n=10*" in out  # the seeds' recall, indicative (n < 30)
     assert "* indicative: fewer than 30 cases" in out
     scores = out[out.index("threshold-free scores"):out.index("by variant")]
-    assert re.search(r"│\s*0\.6667\s*│", scores)  # the seeds' F1 of 8/2/6/84
+    assert re.search(r"│\s*0\.667\s*│", scores)  # the seeds' F1 of 8/2/6/84 (3 places: a proportion)
     by_variant = out[out.index("by variant"):]
     assert re.search(r"\bA\b.*\b100\b", _row(by_variant, "A")) and re.search(r"\b30\b", _row(by_variant, "B"))
     assert "— (n=0)" in _row(by_variant, "B")  # B has no labels: its recall is null, shown as a dash
@@ -298,8 +298,8 @@ def test_a_line_still_being_written_is_left_for_the_next_run(tmp_path, capsys, d
     path = tmp_path / "growing.jsonl"
     path.write_bytes(_day("g", 100, T0) + last[:25])
     doc, err = _replay_json(capsys, db, path)
-    assert (doc["accepted"], doc["dead_lettered"], doc["held_back_line"]) == (100, 0, 100)
-    assert "line 100 has no newline and is not valid JSON yet" in err
+    assert (doc["accepted"], doc["dead_lettered"], doc["held_back_line"]) == (100, 0, 100)  # JSON: 0-based index
+    assert "line 101 has no newline and is not valid JSON yet" in err
     with path.open("ab") as fh:
         fh.write(last[25:])  # complete now, still without a newline
     doc, err = _replay_json(capsys, db, path)

@@ -21,13 +21,38 @@ COMMANDS = ("ingest", "query", "simulate", "demo", "alerts", "serve", "ab", "dri
 """Modules of driftline.commands, each registering its subcommands."""
 
 
+DESCRIPTION = """\
+driftline watches a deployed binary classifier: it joins predictions with their
+delayed labels and reports recall, FPR, precision, alert rate, calibration and
+input drift over time windows (every rate with a 95 % interval and its count),
+compares model variants (A/B, shadow), fires pre-agreed triggers and writes a
+weekly report.
+
+commands by task:
+  feed events    replay (files, stdin), run (Kafka: the live service),
+                 simulate, demo
+  read results   metrics, drift, calibration, slices, ab, dead-letters
+  references     reference set | list | show | activate
+  alerts         alerts (states, history), alerts evaluate, alerts render
+  serve, report  serve (exporter over a database), report (weekly report)
+  Kafka topics   topics create | check"""
+
+EPILOG = """\
+Start with `driftline demo`; `driftline COMMAND --help` lists a command's
+options. Documentation: README.md (Quick start, CLI, "Reading the output")
+and docs/ in the source tree."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="driftline", description=__doc__)
+    parser = argparse.ArgumentParser(prog="driftline", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default=os.environ.get("DRIFTLINE_CONFIG"),
                         help="YAML config (env DRIFTLINE_CONFIG; default: built-in fraud example)")
     parser.add_argument("--db", default=None,
                         help="database URL (env DRIFTLINE_DB; default sqlite:///driftline.db)")
-    parser.add_argument("--log-level", default=os.environ.get("DRIFTLINE_LOG_LEVEL", "WARNING"))
+    parser.add_argument("--log-level", default=os.environ.get("DRIFTLINE_LOG_LEVEL", "WARNING"), metavar="LEVEL",
+                        help="log detail: debug, info, warning, error or critical, any case (env DRIFTLINE_LOG_LEVEL; "
+                             "default warning; debug adds tracebacks to errors)")
     parser.add_argument("--version", action="version", version=f"driftline {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:

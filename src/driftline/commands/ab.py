@@ -7,10 +7,11 @@ import json
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from ..context import Context, parse_window
-from .render import fmt_rate, shown
+from ..numbers import MISSING, count, diff, duration, indicative_used, interval, money, percent, prop, pvalue
+from .render import fmt_rate, footnote_if, shown
+from .tables import Col, print_table
 from .query import add_matured_arg, add_window_args, window_end
 from .which_model import pick_model
 
@@ -39,27 +40,12 @@ def cmd_ab(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
-def _num(v: float | None, digits: int = 3) -> str:
-    return "—" if v is None else f"{v:.{digits}f}"
-
-
-def _iv(lo: float | None, hi: float | None, digits: int = 3) -> str:
-    return "—" if lo is None or hi is None else f"[{lo:.{digits}f}, {hi:.{digits}f}]"
-
-
-def _diff(d: float | None, lo: float | None, hi: float | None, digits: int = 3) -> str:
-    """'+0.056 [-0.018, 0.130]', or '—' when the difference is undefined."""
-    return "—" if d is None else f"{d:+.{digits}f} {_iv(lo, hi, digits)}"
-
-
-def _p(p: float | None) -> str:
-    return "—" if p is None else ("<0.0001" if p < 1e-4 else f"{p:.2g}")
-
-
-def _dur(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    return f"{seconds / 86400:.1f} d" if seconds >= 86400 else f"{seconds / 3600:.1f} h"
+def _lift(v: float | None, lo: float | None, hi: float | None) -> str:
+    """'+8.2 % [-19.0 %, +40.1 %]': a relative change."""
+    if v is None:
+        return MISSING
+    iv = "" if lo is None or hi is None else f" [{percent(lo, signed=True)}, {percent(hi, signed=True)}]"
+    return percent(v, signed=True) + iv
 
 
 def render_ab(doc: dict[str, Any], console: Console) -> None:
@@ -82,95 +68,93 @@ def render_ab(doc: dict[str, Any], console: Console) -> None:
         _health(doc, console)
         _power(doc, console)
     console.print(f"\n[bold]Verdict:[/bold] {shown(doc['verdict'])}")
-    console.print("[dim]* indicative: fewer than 30 cases behind the rate. Intervals 95 %: Wilson per arm, Newcombe "
+    footnote_if(console, indicative_used([[a[k] for k, _ in METRICS] + [a["label_coverage"]]
+                                          for a in doc["arms"].values()]))
+    console.print("[dim]Intervals 95 %: Wilson per arm, Newcombe "
                   "for differences; anytime = always-valid asymptotic confidence sequence, safe under repeated looks when the "
                   "window covers the experiment from its start.[/dim]")
 
 
 def _arms_table(doc: dict[str, Any], console: Console) -> None:
+    """One row per arm (so any number of arms fits), columns dropped by importance when narrow."""
     arms = doc["arms"]
     cur = doc.get("currency", "")
-    t = Table(title="arms", title_justify="left")
-    t.add_column("")
-    for a in arms:
-        versions = ",".join(arms[a].get("model_versions", [])) or "—"
-        t.add_column(shown(f"{a}{' (control)' if a == doc['control'] else ''} · {versions}"), justify="right")
-    col = list(arms.values())
-    t.add_row("predictions (expected share)",
-              *[f"{x['predictions']:,} ({100 * x['expected_share']:.0f} %)" for x in col])
-    t.add_row("labelled / positives", *[f"{x['labelled']:,} / {x['positives']:,}" for x in col])
-    for key, name in METRICS:
-        t.add_row(name, *[fmt_rate(x[key]) for x in col])
-    t.add_row("label coverage", *[fmt_rate(x["label_coverage"]) for x in col])
-    t.add_row("label delay p50 / p95", *[f"{_dur(x['label_delay_seconds'].get('p50'))} / "
-                                         f"{_dur(x['label_delay_seconds'].get('p95'))}" for x in col])
-    t.add_row(f"cost per 1,000 ({cur})", *[f"{_num(x['cost_per_1000']['value'], 1)} "
-                                          f"{_iv(x['cost_per_1000']['low'], x['cost_per_1000']['high'], 1)}"
-                                          for x in col])
-    t.add_row(f"cost per month ({cur})", *[f"{_num(x['monthly']['cost']['value'], 0)}" for x in col])
-    console.print(t)
+    versions = "; ".join(f"{a} {','.join(x.get('model_versions', [])) or MISSING}" for a, x in arms.items())
+    cols = [Col("arm", "left"), Col("predictions (share)", drop=4), Col("labelled / pos.", drop=5), Col("recall"),
+            Col("FPR"), Col("precision", drop=1), Col("alert rate", drop=3), Col("label coverage", drop=2),
+            Col("delay p50 / p95", drop=6), Col(f"cost / 1,000 ({cur})", drop=1), Col(f"cost / month ({cur})", drop=7)]
+    rows = []
+    for a, x in arms.items():
+        c = x["cost_per_1000"]
+        rows.append([shown(a), f"{count(x['predictions'])} ({prop(x['expected_share'])})",
+                     f"{count(x['labelled'])} / {count(x['positives'])}",
+                     *[fmt_rate(x[key]) for key, _ in METRICS[:2]], fmt_rate(x["precision"]),
+                     fmt_rate(x["alert_rate"]), fmt_rate(x["label_coverage"]),
+                     f"{duration(x['label_delay_seconds'].get('p50'))} / {duration(x['label_delay_seconds'].get('p95'))}",
+                     money(c["value"], c["low"], c["high"]), money(x["monthly"]["cost"]["value"])])
+    print_table(console, cols, rows, title=f"arms (control {shown(doc['control'])}; versions {shown(versions)}; "
+                                           "share: the expected share of traffic)")
 
 
 def _comparison_table(doc: dict[str, Any], comp: dict[str, Any], console: Console) -> None:
     tr, ct = shown(comp["treatment"]), shown(comp["control"])
-    t = Table(title=f"{tr} − {ct}", title_justify="left")
-    for c in ("metric", "diff [95 % Newcombe]", "p", "p Holm", "relative lift", "anytime [95 %]", f"counts {tr} vs {ct}"):
-        t.add_column(c, justify="right")
+    cols = [Col("metric", "left"), Col("diff [95 % Newcombe]"), Col("p", drop=4), Col("p Holm"),
+            Col("relative lift", drop=3), Col("anytime [95 %]", drop=2), Col(f"counts {tr} vs {ct}", drop=1)]
+    rows = []
     for key, name in METRICS:
         m = comp["metrics"][key]
         lift = m["rel_lift"]
-        lift_s = "—" if lift["value"] is None else (f"{100 * lift['value']:+.1f} % "
-                                                    f"[{100 * lift['low']:+.1f}, {100 * lift['high']:+.1f}]")
         c = m["counts"]
-        seq = _iv(m["seq_low"], m["seq_high"])
         mark = " ✓" if m["seq_excludes_zero"] else ""
-        t.add_row(name, _diff(m["diff"], m["low"], m["high"]), _p(m["p_value"]),
-                  _p(m["p_holm"]), lift_s, seq + mark,
-                  f"{c['treatment']['k']}/{c['treatment']['n']} vs {c['control']['k']}/{c['control']['n']}")
+        rows.append([name, diff(m["diff"], m["low"], m["high"]), pvalue(m["p_value"]), pvalue(m["p_holm"]),
+                     _lift(lift["value"], lift["low"], lift["high"]), interval(m["seq_low"], m["seq_high"]) + mark,
+                     f"{count(c['treatment']['k'])}/{count(c['treatment']['n'])} vs "
+                     f"{count(c['control']['k'])}/{count(c['control']['n'])}"])
     cd = comp["cost_per_1000"]
-    t.add_row(f"cost / 1,000 ({cd.get('method')})", _diff(cd["diff"], cd["low"], cd["high"], 1),
-              "", "", "", "", "")
-    console.print(t)
+    rows.append([f"cost / 1,000 ({cd.get('method')})", money(cd["diff"], cd["low"], cd["high"], signed=True),
+                 "", "", "", "", ""])
+    print_table(console, cols, rows, title=f"{tr} − {ct}")
 
 
 def _paired_table(comp: dict[str, Any], console: Console) -> None:
     pr = comp["paired"]
     tr, ct = shown(comp["treatment"]), shown(comp["control"])
-    t = Table(title=f"shadow pairs: {pr['pairs']:,} ids scored by both (unpaired: {ct} "
-                    f"{pr['unpaired']['control']:,}, {tr} {pr['unpaired']['treatment']:,})", title_justify="left")
-    for c in ("", f"{tr} only", f"{ct} only", "exact McNemar p", "p Holm", "paired bootstrap diff [95 %]"):
-        t.add_column(c, justify="right")
+    cols = [Col("", "left"), Col(f"{tr} only", drop=2), Col(f"{ct} only", drop=2), Col("exact McNemar p", drop=3),
+            Col("p Holm"), Col("paired bootstrap diff [95 %]")]
     b = pr["bootstrap"]
+    rows = []
     for key, name in (("recall", "caught positives"), ("fpr", "flagged negatives")):
         s = pr[key]
         boot = b.get(key)
-        bs = "—" if boot is None else _diff(boot["diff"], boot["low"], boot["high"])
-        t.add_row(name, str(s["treatment_only"]), str(s["control_only"]), _p(s["p_value"]), _p(s["p_holm"]), bs)
+        bs = MISSING if boot is None else diff(boot["diff"], boot["low"], boot["high"])
+        rows.append([name, count(s["treatment_only"]), count(s["control_only"]), pvalue(s["p_value"]),
+                     pvalue(s["p_holm"]), bs])
     bp = b["precision"]
-    t.add_row("precision", "", "", "", "", _diff(bp["diff"], bp["low"], bp["high"]))
+    rows.append(["precision", "", "", "", "", diff(bp["diff"], bp["low"], bp["high"])])
     bc = b.get("cost_per_1000")
     if bc is not None:
-        t.add_row("cost / 1,000", "", "", "", "", _diff(bc["diff"], bc["low"], bc["high"], 1))
-    console.print(t)
+        rows.append(["cost / 1,000", "", "", "", "", money(bc["diff"], bc["low"], bc["high"], signed=True)])
+    print_table(console, cols, rows, title=f"shadow pairs: {count(pr['pairs'])} ids scored by both (unpaired: {ct} "
+                f"{count(pr['unpaired']['control'])}, {tr} {count(pr['unpaired']['treatment'])})")
 
 
 def _health(doc: dict[str, Any], console: Console) -> None:
     srm = doc["srm"]
     obs, exp = srm.get("observed_share") or {}, srm.get("expected_share") or {}
-    shares = ", ".join(f"{shown(a)} {100 * (obs.get(a) or 0):.2f} % (expected {100 * exp[a]:.1f} %)" for a in exp)
+    shares = ", ".join(f"{shown(a)} {prop(obs.get(a) or 0)} (expected {prop(exp[a])})" for a in exp)
     status = "[red]MISMATCH[/red]" if srm["mismatch"] else "[green]ok[/green]"
     chi2 = "—" if srm.get("chi2") is None else f"{srm['chi2']:.2f}"
-    console.print(f"\n[bold]health checks[/bold]\n  sample ratio: {status} · χ² = {chi2}, p = {_p(srm.get('p_value'))}"
+    console.print(f"\n[bold]health checks[/bold]\n  sample ratio: {status} · χ² = {chi2}, p = {pvalue(srm.get('p_value'))}"
                   f" · {shares}")
     for comp in doc["comparisons"]:
         lb = comp["label_balance"]
         cov = ", ".join(f"{shown(a)} {fmt_rate(r)}" for a, r in lb["coverage"].items())
-        delay = ", ".join(f"{shown(a)} {_dur(v)}" for a, v in lb["median_delay_s"].items())
+        delay = ", ".join(f"{shown(a)} {duration(v)}" for a, v in lb["median_delay_s"].items())
         ok = {"ok": "[green]ok[/green]", "warning": "[yellow]WARNING[/yellow]"}.get(
             lb["status"], f"[yellow]cannot judge[/yellow] ({shown(lb['cannot_judge'] or '')})")
         tr, ct = shown(comp["treatment"]), shown(comp["control"])
         console.print(f"  label balance {tr} vs {ct}: {ok} · coverage {cov} · "
-                      f"median delay {delay} (p = {_p(lb.get('delay_p_value'))})")
+                      f"median delay {delay} (p = {pvalue(lb.get('delay_p_value'))})")
         for wtext in lb["warnings"]:
             console.print(f"    [yellow]![/yellow] {shown(wtext)}")
         pr = comp.get("paired")
@@ -183,13 +167,13 @@ def _power(doc: dict[str, Any], console: Console) -> None:
     for comp in doc["comparisons"]:
         pw = comp["power"]
         per_day = pw.get("positives_per_arm_per_day")
-        rate_s = "—" if per_day is None else f"{per_day:.1f}"
-        more = "—" if pw.get("more_per_arm") is None else f"{pw['more_per_arm']:,}"
-        days = "—" if pw.get("days") is None else str(pw["days"])
-        needed = "—" if pw.get("needed_per_arm") is None else f"{pw['needed_per_arm']:,}"
+        rate_s = MISSING if per_day is None else f"{per_day:.1f}"
+        more = count(pw.get("more_per_arm"))
+        days = MISSING if pw.get("days") is None else str(pw["days"])
+        needed = count(pw.get("needed_per_arm"))
         tr, ct = shown(comp["treatment"]), shown(comp["control"])
-        console.print(f"  {tr} vs {ct}: labelled positives {pw['n_treatment']:,} vs "
-                      f"{pw['n_control']:,} ({rate_s} per arm per day) · minimum detectable gain "
-                      f"{_num(pw.get('mde'))} · target {_num(pw.get('target_diff'))} needs "
+        console.print(f"  {tr} vs {ct}: labelled positives {count(pw['n_treatment'])} vs "
+                      f"{count(pw['n_control'])} ({rate_s} per arm per day) · minimum detectable gain "
+                      f"{prop(pw.get('mde'))} · target {prop(pw.get('target_diff'))} needs "
                       f"{needed} per arm: "
                       f"{more} more (~{days} days)")

@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
+from .. import numbers
 from ..context import Context, parse_at
 from ..triggers import history
 from ..triggers.model import FIRING, Rule
@@ -17,6 +16,7 @@ from ..triggers.mixin import DEFAULT, RULE_FILES, prometheus_rule
 from ..readouts.windows import iso
 from .render import shown
 from .which_model import pick_model
+from .tables import Col, print_table
 
 # notify, runner, drift_hook and rules (scipy) are imported inside the handlers: the parser imports every command
 # module, and --help or --version must not pay for them (issue 17).
@@ -69,18 +69,34 @@ def _state_rows(ctx: Context, model: str, rules: list[Rule]) -> list[dict[str, A
     return out
 
 
+def value_of(r: Rule | None, v: float | None) -> str:
+    """A trigger's value as the terminal shows numbers: proportions as 0.588, durations as 3.2 h, else 4 digits."""
+    from ..triggers.metrics import info
+
+    if v is None:
+        return numbers.MISSING
+    unit = None if r is None else info(r.metric).unit
+    if unit == "ratio":
+        return numbers.prop(v)
+    if unit == "seconds":
+        return numbers.duration(v)
+    return f"{v:.4g}"
+
+
+def _with_interval(r: Rule | None, v: float | None, lo: float | None, hi: float | None) -> str:
+    """'0.471 [0.407, 0.536]' in the trigger's unit."""
+    return value_of(r, v) + (f" [{value_of(r, lo)}, {value_of(r, hi)}]" if lo is not None else "")
+
+
 def _line(r: Rule) -> str:
     """'psi[amount] > 0.25 · variant B': the trigger's line, its feature and variant shown escaped."""
-    from ..triggers.notify import fmt_value
-
     feature = f"\\[{shown(r.feature)}]" if r.feature else ""  # \\[: a bracket, not rich markup
     variant = f" · variant {shown(r.variant)}" if r.variant else ""
-    return f"{shown(r.metric)}{feature} {r.op} {fmt_value(r, r.value)}{variant}"
+    return f"{shown(r.metric)}{feature} {r.op} {r.value:g}{variant}"
 
 
 def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
     from ..triggers import runner
-    from ..triggers.notify import fmt_value
 
     model = pick_model(ctx, args.model)
     rules = runner.compile_rules(ctx.config.triggers)
@@ -91,39 +107,41 @@ def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
                           "history": [{**h, "at": iso(h["at"])} for h in rows]}))
         return 0
     by_name = {r.name: r for r in rules}
-    t = Table(title=f"triggers of {shown(model)}", title_justify="left")
-    for col in ("trigger", "severity", "line", "state", "since", "judged", "value [95 %]", "n", "window"):
-        t.add_column(col, justify="right" if col in ("n",) else "left")
+    cols = [Col("trigger", "left"), Col("severity", "left", drop=5), Col("line", "left", drop=3),
+            Col("state", "left"), Col("since", "left", drop=2), Col("judged", drop=6), Col("value [95 %]"),
+            Col("n"), Col("window", drop=4)]
+    trows = []
     for row in states:
         r = by_name[row["name"]]
         s = row["state"]
         line = _line(r) + f" ({r.mode})"
         if s is None:
-            t.add_row(shown(r.name), r.severity, line, "not evaluated", "", "", "", "", r.window)
+            trows.append([shown(r.name), r.severity, line, "not evaluated", "", "", "", "", r.window])
             continue
-        interval = f" [{fmt_value(r, s['low'])}, {fmt_value(r, s['high'])}]" if s["low"] is not None else ""
-        t.add_row(shown(r.name), r.severity, line, f"[{_STYLE.get(s['state'], '')}]{s['state']}[/]", s["since"],
-                  fmt_value(r, s["judged"]), fmt_value(r, s["value"]) + interval,
-                  "" if s["n"] is None else f"{s['n']:,}", s["window"])
-    ctx.console.print(t)
-    h = Table(title=f"alert history (newest {len(rows)})", title_justify="left")
-    for col in ("when", "trigger", "transition", "value [95 %]", "n", "window", "notified"):
-        h.add_column(col)
+        trows.append([shown(r.name), r.severity, line, f"[{_STYLE.get(s['state'], '')}]{s['state']}[/]", s["since"],
+                      value_of(r, s["judged"]), _with_interval(r, s["value"], s["low"], s["high"]),
+                      numbers.count(s["n"]) if s["n"] is not None else "", s["window"]])
+    print_table(ctx.console, cols, trows, title=f"triggers of {shown(model)}")
+    if not rows:
+        ctx.console.print("no alert history" + (f" for trigger {shown(args.trigger)}" if args.trigger else ""))
+        return 0
+    hcols = [Col("when", "left"), Col("trigger", "left"), Col("transition", "left"), Col("value [95 %]", drop=1),
+             Col("n", drop=2), Col("window", drop=3), Col("notified", "left", drop=4)]
+    hrows = []
     for row in rows:
         r = by_name.get(row["trigger"])
-        fmt = (lambda v: fmt_value(r, v)) if r is not None else (lambda v: "n/a" if v is None else f"{v:.4g}")
-        interval = f" [{fmt(row['low'])}, {fmt(row['high'])}]" if row["low"] is not None else ""
-        h.add_row(iso(row["at"]), shown(row["trigger"]), f"{row['from_state'] or '—'} → {row['to_state']}",
-                  fmt(row["value"]) + interval, "" if row["n"] is None else f"{row['n']:,}", row["window"],
-                  "yes" if row["notified"] else "")
-    ctx.console.print(h)
+        hrows.append([iso(row["at"]), shown(row["trigger"]), f"{row['from_state'] or '—'} → {row['to_state']}",
+                      _with_interval(r, row["value"], row["low"], row["high"]),
+                      "" if row["n"] is None else numbers.count(row["n"]), row["window"],
+                      "yes" if row["notified"] else ""])
+    print_table(ctx.console, hcols, hrows, title=f"alert history (newest {len(rows)})")
     return 0
 
 
 def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
     from ..triggers import runner
     from ..triggers.drift_hook import default_provider
-    from ..triggers.notify import Notifier, fmt_value
+    from ..triggers.notify import Notifier
     from ..triggers.unseen import unseen_names
 
     at = parse_at(args.at)
@@ -154,21 +172,20 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(run.to_json()))
         return 0
-    t = Table(title=f"triggers of {shown(run.model)} at {iso(run.at)}", title_justify="left")
-    for col in ("trigger", "line", "state", "judged", "value [95 %]", "n", "change"):
-        t.add_column(col)
+    cols = [Col("trigger", "left"), Col("line", "left", drop=2), Col("state", "left"), Col("judged", drop=3),
+            Col("value [95 %]"), Col("n"), Col("change", "left", drop=1)]
+    rows = []
     for r, e in zip(run.rules, run.evaluations):
         s = e.state
-        interval = f" [{fmt_value(r, s.low)}, {fmt_value(r, s.high)}]" if s.low is not None else ""
         change = ""
         if e.transition is not None:
             change = f"{e.transition.from_state or '—'} → {e.transition.to_state}"
         if e.notice is not None:
             change += f" (notify: {e.notice.kind})"
-        t.add_row(shown(r.name), f"{_line(r)} ({r.mode}, min n {r.min_n})",
-                  f"[{_STYLE.get(s.state, '')}]{s.state}[/]", fmt_value(r, s.judged),
-                  fmt_value(r, s.value) + interval, "" if s.n is None else f"{s.n:,}", change)
-    ctx.console.print(t)
+        rows.append([shown(r.name), f"{_line(r)} ({r.mode}, min n {r.min_n})",
+                     f"[{_STYLE.get(s.state, '')}]{s.state}[/]", value_of(r, s.judged),
+                     _with_interval(r, s.value, s.low, s.high), "" if s.n is None else numbers.count(s.n), change])
+    print_table(ctx.console, cols, rows, title=f"triggers of {shown(run.model)} at {iso(run.at)}")
     return 0
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from .. import numbers
 from ..config import Config, ConfigError, Trigger, parse_duration
 from ..context import Context, parse_at, port_number
 from ..ingest.pipeline import Pipeline, RawRecord
@@ -26,6 +27,7 @@ from ..ingest.simulate import SimSpec, stream
 from ..storage.store import Store
 from ..triggers.model import FIRING, Rule, Transition
 from ..readouts.windows import iso
+from .progress import IngestProgress, Ramp
 from .simulate import add_sim_args
 from .render import shown
 
@@ -131,15 +133,11 @@ def prepare_database(ctx: Context, reset: bool) -> str | None:
 
 
 # --- printing ----------------------------------------------------------------------------------------------
-def _fmt(v: float | None) -> str:
-    return "—" if v is None else f"{v:.3f}"
-
-
 def alert_line(rule: Rule, t: Transition) -> str:
     """'recall_below_target FIRING (critical): recall 0.612 [0.571, 0.651] n=245 over 7d, line < 0.7'."""
-    interval = f" [{_fmt(t.low)}, {_fmt(t.high)}]" if t.low is not None else ""
-    return (f"{rule.name} {t.to_state.upper()} ({rule.severity}): {rule.metric} {_fmt(t.value)}{interval} "
-            f"n={t.n if t.n is not None else 0:,} over {t.window}, line {rule.op} {rule.value:g}")
+    interval = f" {numbers.interval(t.low, t.high)}" if t.low is not None else ""
+    return (f"{rule.name} {t.to_state.upper()} ({rule.severity}): {rule.metric} {numbers.prop(t.value)}{interval} "
+            f"n={numbers.count(t.n or 0)} over {t.window}, line {rule.op} {rule.value:g}")
 
 
 def scrape(url: str) -> dict[str, float]:
@@ -212,7 +210,11 @@ def cmd_demo(ctx: Context, args: argparse.Namespace) -> int:
         ctx.err.print(f"[bold]1/3[/bold] simulating {args.days:g} days ({iso(start)} → {iso(end)}), "
                       f"{args.per_day:,} predictions a day, {drift_txt}; "
                       f"ingesting into {ctx.db_url} and evaluating triggers every {args.evaluate_every} of event time")
-        fired = run_timeline(dctx, cfg, store, spec, end, events, step_s)
+        if ctx.err.is_terminal and ctx.console.is_terminal:
+            with IngestProgress(ctx.err, "simulate + ingest", end - start, time.monotonic) as bar:
+                fired = run_timeline(dctx, cfg, store, spec, end, events, step_s, bar)
+        else:
+            fired = run_timeline(dctx, cfg, store, spec, end, events, step_s)
         ctx.err.print("[bold]2/3[/bold] week 3 against week 4 (7-day windows)")
         summary(dctx, cfg, store, end)
         samples = scrape(service.url)
@@ -241,9 +243,10 @@ def cmd_demo(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: float, events: Path,
-                 step_s: float) -> list[str]:
+                 step_s: float, bar: IngestProgress | None = None) -> list[str]:
     """Write and ingest the simulated stream in event-time order; at every step boundary run maintenance and
-    one trigger evaluation at that instant (printing transitions); set the reference after week three."""
+    one trigger evaluation at that instant (printing transitions); set the reference after week three. `bar`:
+    progress in event time, with batches paced so it moves at least every second."""
     from ..readouts.references import build_reference_profile, save_reference, variant_labels, window_stats
     from ..triggers import runner  # lazy: every command module is imported to build the parser
 
@@ -257,10 +260,17 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
     next_eval = spec.start + step_s
     reference_set = False
     n = 0
+    ramp = Ramp(BATCH) if bar is not None else None
+    limit = BATCH if ramp is None else ramp.next_size()
 
     def flush() -> None:
+        nonlocal limit
         if batch:
-            pipeline.process_batch(batch)
+            res = pipeline.process_batch(batch, tick=None if bar is None else bar.tick)
+            if bar is not None and ramp is not None:
+                bar.add(res)
+                bar.update(min(_ts_of(batch[-1]), end) - spec.start)
+                limit = ramp.next_size()
             batch.clear()
 
     def at_boundary(t: float) -> None:
@@ -295,7 +305,7 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
             buf += line + b"\n"
             batch.append(RawRecord(source, 0, n, line))
             n += 1
-            if len(batch) >= BATCH:
+            if len(batch) >= limit:
                 flush()
             if len(buf) > 1 << 20:
                 fh.write(buf)
@@ -309,23 +319,32 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
     return fired
 
 
+def _ts_of(rec: RawRecord) -> float:
+    """Event time of a simulated record (for the progress bar)."""
+    return _ts(msgspec.json.decode(rec.payload))
+
+
 def summary(ctx: Context, cfg: Config, store: Store, end: float) -> None:
     """Recall, FPR and precision of week 3 and week 4 side by side (as `driftline metrics --at`)."""
-    from rich.table import Table
-
-    from .render import fmt_rate
+    from .render import fmt_rate, footnote_if
+    from .tables import Col, print_table
+    from ..numbers import count, indicative_used
     from ..readouts.metrics import MetricsQuery, metrics_document
 
-    t = Table(title_justify="left")
-    t.add_column("7 days ending")
-    for col in ("predictions", "recall", "FPR", "precision", "label coverage"):
-        t.add_column(col, justify="right")
+    cols = [Col("7 days ending", "left"), Col("predictions", drop=2), Col("recall"), Col("FPR"),
+            Col("precision", drop=1), Col("label coverage", drop=3)]
+    rows, used = [], []
     for at in (end - 7 * DAY, end):
         doc = metrics_document(store, cfg, MetricsQuery(cfg.model, 7 * DAY, at=at))
         m = doc["metrics"]
-        t.add_row(iso(at), f"{doc['counts']['predictions']:,}", fmt_rate(m["recall"]), fmt_rate(m["fpr"]),
-                  fmt_rate(m["precision"]), fmt_rate(doc["label_coverage"]))
-    ctx.console.print(t)
+        used += [m["recall"], m["fpr"], m["precision"], doc["label_coverage"]]
+        stamp = iso(at)
+        rows.append([stamp.removesuffix("T00:00:00Z"), count(doc["counts"]["predictions"]), fmt_rate(m["recall"]),
+                     fmt_rate(m["fpr"]), fmt_rate(m["precision"]), fmt_rate(doc["label_coverage"])])
+    if all(iso(at).endswith("T00:00:00Z") for at in (end - 7 * DAY, end)):
+        cols[0] = Col("7 days ending (00:00 UTC)", "left")
+    print_table(ctx.console, cols, rows)
+    footnote_if(ctx.console, indicative_used(used))
 
 
 __all__ = ["cmd_demo", "demo_config", "EXAMPLE_TRIGGERS"]

@@ -8,13 +8,14 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from ..context import Context, parse_at, parse_window
 from ..config import ConfigError, parse_duration
+from ..numbers import MISSING, count, prop, pvalue, stat
 from .render import fmt_rate, shown
 from .query import add_matured_arg, add_window_args, window_end
 from .which_model import pick_model
+from .tables import Col, print_table
 from .readout_render import render_calibration, render_slices
 
 # readouts.* (scipy) are imported inside the handlers: the parser imports every command module, and --help or
@@ -36,30 +37,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--force", action="store_true", help="store a new version even when an identical one (same "
                    "range, variant, file, data and profile settings) exists; without it that one is reported, "
                    "made active, and nothing is added")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print the new reference as JSON")
     s.set_defaults(func=cmd_reference_set)
     ls = rs.add_parser("list", help="stored reference versions, newest first")
     ls.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--json", action="store_true", help="print the versions as JSON")
     ls.set_defaults(func=cmd_reference_list)
     sh = rs.add_parser("show", help="the active reference (or --id) with its frozen bins")
     sh.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
-    sh.add_argument("--id", type=int)
-    sh.add_argument("--json", action="store_true")
+    sh.add_argument("--id", type=int, help="reference version to show (default: the active one; ids from "
+                                           "`reference list`)")
+    sh.add_argument("--json", action="store_true", help="print the reference with its profile as JSON")
     sh.set_defaults(func=cmd_reference_show)
     ac = rs.add_parser("activate", help="make an earlier version the active reference")
-    ac.add_argument("id", type=int)
+    ac.add_argument("id", type=int, help="reference version to make active (ids from `reference list`)")
     ac.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
     ac.set_defaults(func=cmd_reference_activate)
 
     d = sub.add_parser("drift", help="input, score and prevalence drift of a window vs the active reference")
     add_window_args(d)
-    d.add_argument("--variant")
+    d.add_argument("--variant", help="only this variant's predictions")
     d.set_defaults(func=cmd_drift)
     c = sub.add_parser("calibration", help="ECE (equal-width and equal-mass) with noise floor, Brier decomposition, "
                                            "temperature, base-rate effect, label-free early warning")
     add_window_args(c)
-    c.add_argument("--variant")
+    c.add_argument("--variant", help="only this variant's predictions")
     c.add_argument("--matured-after", help="label maturity period for the estimate-vs-realised comparison "
                                            "(default: implicit_negative_after, else p95 label delay)")
     add_matured_arg(c)
@@ -146,14 +148,17 @@ def cmd_reference_list(ctx: Context, args: argparse.Namespace) -> int:
     if args.json:
         _print_json([r.to_json() for r in refs])
         return 0
-    t = Table(title=f"reference versions of {shown(model)}", title_justify="left")
-    for col in ("id", "active", "source", "start", "end", "n", "created"):
-        t.add_column(col)
+    if not refs:
+        ctx.console.print(f"no reference versions of {shown(model)} (build one with `driftline reference set`)")
+        return 0
+    cols = [Col("id"), Col("active", "left"), Col("source", "left", drop=3), Col("start", "left"),
+            Col("end", "left"), Col("n"), Col("created", "left", drop=2)]
+    rows = []
     for r in refs:
         j = r.to_json()
-        t.add_row(str(r.id), "✓" if r.active else "", shown(r.source + (f" {r.detail}" if r.detail else "")),
-                  j["start"] or "—", j["end"] or "—", f"{r.n:,}", j["created_at"])
-    ctx.console.print(t)
+        rows.append([str(r.id), "✓" if r.active else "", shown(r.source + (f" {r.detail}" if r.detail else "")),
+                     j["start"] or MISSING, j["end"] or MISSING, count(r.n), j["created_at"]])
+    print_table(ctx.console, cols, rows, title=f"reference versions of {shown(model)}")
     return 0
 
 
@@ -171,16 +176,17 @@ def cmd_reference_show(ctx: Context, args: argparse.Namespace) -> int:
         _print_json(doc)
         return 0
     prev = doc["prevalence"] or {}
-    prev_s = "—" if prev.get("value") is None else f"{prev['value']:.4f} ({prev['k']}/{prev['n']})"
+    prev_s = (MISSING if prev.get("value") is None
+              else f"{prop(prev['value'])} ({count(prev['k'])} of {count(prev['n'])})")
     ctx.console.print(f"reference [bold]{ref.id}[/bold]{' (active)' if ref.active else ''} · {shown(model)} · "
                       f"{doc['start']} → {doc['end']} · {ref.n:,} predictions · source {shown(ref.source)} · "
                       f"prevalence {prev_s}")
-    t = Table(title="tracked features (frozen bins)", title_justify="left")
-    for col in ("feature", "kind", "n", "bins"):
-        t.add_column(col)
-    for f in ref.profile().features:
-        t.add_row(shown(f.feature), f.kind, f"{f.n:,}", shown(", ".join(f.labels)))
-    ctx.console.print(t)
+    feats = ref.profile().features
+    rows = [[shown(f.feature), f.kind, count(f.n), str(len(f.labels))] for f in feats]
+    print_table(ctx.console, [Col("feature", "left"), Col("kind", "left"), Col("n"), Col("bins")], rows,
+                title="tracked features (frozen bins)")
+    for f in feats:  # the bins as running text: a long list wraps between labels, never inside a table cell
+        ctx.console.print(f"  [bold]{shown(f.feature)}[/bold]: {shown(', '.join(f.labels))}")
     for item in doc["dropped"]:
         ctx.console.print(f"  [yellow]not tracked:[/yellow] {shown(item['feature'])} ({item['reason']})")
     return 0
@@ -234,24 +240,18 @@ def cmd_slices(ctx: Context, args: argparse.Namespace) -> int:
 
 
 # --- rendering -----------------------------------------------------------------------------------------
-def _f(v: float | None, digits: int = 3) -> str:
-    return "—" if v is None else f"{v:.{digits}f}"
-
-
-def _p(p: float | None) -> str:
-    return "—" if p is None else ("<0.0001" if p < 1e-4 else f"{p:.2g}")
-
-
 _SEVERITY = {"alert": "[red]alert[/red]", "warning": "[yellow]warning[/yellow]", "none": "none"}
+DRIFT_COLS = [Col("feature", "left"), Col("kind", "left", drop=4), Col("PSI"), Col("JS", drop=1),
+              Col("p adj (BH)"), Col("floor PSI / JS", drop=2), Col("severity", drop=3), Col("drifted"), Col("n", drop=5)]
 
 
-def _drift_row(t: Table, f: dict[str, Any]) -> None:
+def _drift_row(f: dict[str, Any]) -> list[str]:
     test = f.get("ks") if f["kind"] == "numeric" else f.get("chi2")
     nf = f["noise_floor"]
-    t.add_row(shown(f["feature"]), f["kind"], _f(f["psi"]), _f(f["js"]),
-              "—" if test is None else f"{'KS' if f['kind'] == 'numeric' else 'χ²'} {_p(test['p_adjusted'])}",
-              f"{_f(nf.get('psi'))} / {_f(nf.get('js'))}", _SEVERITY.get(f["severity"], f["severity"]),
-              "[bold red]yes[/bold red]" if f["drifted"] else "no", f"{f['n_current']:,}")
+    return [shown(f["feature"]), f["kind"], stat(f["psi"]), stat(f["js"]),
+            MISSING if test is None else f"{'KS' if f['kind'] == 'numeric' else 'χ²'} {pvalue(test['p_adjusted'])}",
+            f"{stat(nf.get('psi'))} / {stat(nf.get('js'))}", _SEVERITY.get(f["severity"], f["severity"]),
+            "[bold red]yes[/bold red]" if f["drifted"] else "no", count(f["n_current"])]
 
 
 def render_drift(doc: dict[str, Any], console: Console) -> None:
@@ -259,22 +259,20 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
     w, r = doc["window"], doc["reference"]
     variant = f" · variant {shown(doc['variant'])}" if doc["variant"] else ""
     console.print(f"[bold]drift[/bold] · {shown(doc['model'])}{variant} · "
-                  f"window {w['start']} → {w['end']} ({w['label']}, n={w['n']:,}) vs reference {r['id']} "
-                  f"({r['start']} → {r['end']}, n={r['n']:,})")
-    t = Table(title_justify="left")
-    for col in ("feature", "kind", "PSI", "JS", "p adj (BH)", "floor PSI / JS", "severity", "drifted", "n"):
-        t.add_column(col, justify="left" if col in ("feature", "kind") else "right")
-    for f in doc["features"]:
-        _drift_row(t, f)
+                  f"window {w['start']} → {w['end']} ({w['label']}, n={count(w['n'])}) vs reference {r['id']} "
+                  f"({r['start']} → {r['end']}, n={count(r['n'])})")
+    rows = [_drift_row(f) for f in doc["features"]]
+    sections = []
     if doc["score"] is not None:
-        t.add_section()
-        _drift_row(t, {**doc["score"], "feature": "(score)"})
-    console.print(t)
+        sections.append(len(rows))
+        rows.append(_drift_row({**doc["score"], "feature": "(score)"}))
+    print_table(console, DRIFT_COLS, rows, sections=sections)
     p = doc["prevalence"]
     cur = p["current"]
-    ref_s = "—" if p["reference"] is None else f"{p['reference']:.4f}"
-    console.print(f"prevalence: reference {ref_s} · current {fmt_rate(cur, 4)} · p adj {_p(p.get('p_adjusted'))} · "
-                  + ("[bold red]drifted[/bold red]" if p["drifted"] else "not drifted"))
+    console.print(f"prevalence: reference {prop(p['reference'])} · current {fmt_rate(cur)} · p adj "
+                  f"{pvalue(p.get('p_adjusted'))} · " + ("[bold red]drifted[/bold red]" if p["drifted"] else "not drifted"))
+    if cur.get("indicative") and cur.get("value") is not None:
+        console.print("[dim]* indicative: fewer than 30 cases behind the rate[/dim]")
     th = doc["thresholds"]
     console.print(f"[dim]drifted = (PSI ≥ {th['psi_warning']} or JS ≥ {th['js']}, each above its no-drift noise floor) "
                   f"and a KS/χ² p < {th['alpha']} after Benjamini–Hochberg; alert when PSI ≥ {th['psi_alert']}. "

@@ -5,17 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 from collections import Counter
+from collections.abc import Callable
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
-from rich.table import Table
 
 from ..config import ConfigError
 from ..context import Context, positive
-from ..core.events import ALL_REASONS
-from ..ingest.pipeline import BatchResult, Pipeline
+from ..core.events import ALL_REASONS, iso
+from ..ingest.pipeline import FILE_PREFIX, BatchResult, Pipeline
 from ..ingest.replay import replay, resume_point
+from ..numbers import count
+from .progress import IngestProgress, Ramp
 from .render import shown
+from .tables import Col, print_table
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,32 +29,37 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_replay)
     d = sub.add_parser("dead-letters", help="list rejected events with their reasons")
     d.add_argument("--limit", type=positive(int), default=20, help="how many of the latest to list (default 20)")
-    d.add_argument("--reason", help=f"only this reason, one of: {', '.join(ALL_REASONS)} (see README, Dead letters)")
-    d.add_argument("--json", action="store_true")
+    d.add_argument("--reason", metavar="REASON",
+                   help=f"only this reason, one of: {', '.join(ALL_REASONS)} (see README, Dead letters)")
+    d.add_argument("--json", action="store_true", help="print the totals and the latest dead letters as JSON")
     d.set_defaults(func=cmd_dead_letters)
 
 
-def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool | None = None) -> dict[str, object]:
-    """Replay a file and run maintenance; returns the summary document."""
+def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool | None = None,
+               monotonic: Callable[[], float] = time.monotonic) -> dict[str, object]:
+    """Replay a file and run maintenance; returns the summary document. `progress`: show a progress bar on ctx.err
+    (default: when both stdout and stderr are terminals); `monotonic` times it."""
     pipeline = Pipeline(ctx.config, ctx.store(), clock=ctx.clock)
     start, why = resume_point(pipeline, path)
     if why:
         ctx.err.print(f"[yellow]note:[/yellow] {shown(why)}")
-    show = ctx.err.is_terminal if progress is None else progress
+    show = (ctx.err.is_terminal and ctx.console.is_terminal) if progress is None else progress
     size = os.path.getsize(path) if path != "-" else None
-    if show and size:
-        with Progress(TextColumn("replay"), BarColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
-                      console=ctx.err) as bar:
-            task = bar.add_task("replay", total=size)
-            total = replay(pipeline, path, lambda _r, pos: bar.update(task, completed=pos), batch_size, start,
-                           rewind=why is not None)
+    if show:
+        with IngestProgress(ctx.err, "replay", size or None, monotonic) as bar:
+            def on_batch(res: BatchResult, pos: int) -> None:
+                bar.add(res)
+                bar.update(pos)
+
+            total = replay(pipeline, path, on_batch, Ramp(batch_size).next_size, start, rewind=why is not None,
+                           tick=bar.tick)
     else:
         total = replay(pipeline, path, None, batch_size, start, rewind=why is not None)
     maintenance = pipeline.maintain()
     if total.restarted:
         ctx.err.print(f"[yellow]note:[/yellow] {shown(total.restarted)}")
     if total.held_back is not None:
-        ctx.err.print(f"[yellow]note:[/yellow] line {total.held_back:,} has no newline and is not valid JSON yet "
+        ctx.err.print(f"[yellow]note:[/yellow] line {total.held_back + 1:,} has no newline and is not valid JSON yet "
                       "(is the file still being written?): left for the next replay, not dead-lettered")
     return {**summary(total, maintenance), "held_back_line": total.held_back}
 
@@ -80,15 +88,13 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
         if problem:
             ctx.err.print(f"[red]error:[/red] {shown(problem)}")
             return 2
-    doc = run_replay(ctx, args.path, args.batch_size)
+    doc = run_replay(ctx, args.path, args.batch_size, progress=False if args.json else None)
     if args.json:
         print(json.dumps(doc))
         return 0
-    t = Table(title=f"replay {shown(args.path)}", title_justify="left", show_header=False)
-    for k, v in doc.items():
-        if v is not None:
-            t.add_row(k.replace("_", " "), f"{v:,}")
-    ctx.console.print(t)
+    print_table(ctx.console, [Col("", "left"), Col("")],
+                [[k.replace("_", " "), count(v)] for k, v in doc.items() if v is not None],
+                title=f"replay {shown(args.path)}", show_header=False)
     if doc["dead_lettered"]:
         ctx.console.print("[yellow]some events were dead-lettered: `driftline dead-letters` shows why[/yellow]")
     return 0
@@ -117,20 +123,42 @@ def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
         print(json.dumps({"totals": totals, "recent": [
             {k: (v.decode("utf-8", "replace") if isinstance(v, bytes) else v) for k, v in r.items()} for r in rows]}))
         return 0
-    t = Table(title="dead letters by reason", title_justify="left")
-    t.add_column("reason")
-    t.add_column("count", justify="right")
-    for reason, n in sorted(totals.items(), key=lambda kv: -kv[1]):
-        t.add_row(shown(reason), f"{n:,}")
-    ctx.console.print(t)
-    r = Table(title=f"latest {len(rows)}", title_justify="left")
-    for col in ("reason", "source", "partition", "offset", "detail", "raw"):
-        r.add_column(col, overflow="fold")
+    if not rows and not any(totals.values()):
+        ctx.console.print("no dead letters" + (f" with reason {args.reason}" if args.reason else "")
+                          + " stored (all time)")
+        return 0
+    print_table(ctx.console, [Col("reason", "left"), Col("count")],
+                [[shown(reason), count(n)] for reason, n in sorted(totals.items(), key=lambda kv: -kv[1])],
+                title="by reason (all time)")
+    if not rows:
+        ctx.console.print(f"no dead letters with reason {args.reason} stored (all time)")
+        return 0
+    cols = [Col("received", "left", drop=3), Col("reason", "left"), Col("source", "left", drop=2),
+            Col("where", "left"), Col("detail", "left", drop=1)]
+    out, payloads = [], []
     for row in rows:
         raw = row["raw"].decode("utf-8", "replace")
-        r.add_row(shown(row["reason"]), shown(row["source"]), str(row["partition"]), str(row["offset"]),
-                  shown(row["detail"]), shown(raw[:120]) + ("…" if len(raw) > 120 else ""))  # payloads, not markup
-    ctx.console.print(r)
+        src, at = shown(short_source(row["source"])), where(row["source"], row["partition"], row["offset"])
+        out.append([iso(float(int(row["received_at"]))), shown(row["reason"]), src, at, shown(row["detail"])])
+        payloads.append(f"  {src} {at}: {shown(raw[:120])}" + ("…" if len(raw) > 120 else ""))  # data, not markup
+    filt = f" with reason {args.reason}" if args.reason else ""
+    print_table(ctx.console, cols, out, title=f"latest {len(rows)}{filt}, newest first")
+    ctx.console.print("raw payloads (first 120 characters), newest first:")
+    for line in payloads:
+        ctx.console.print(line, soft_wrap=True)
+    for src in sorted({row["source"] for row in rows}):  # whole, as running text: a path is never cut in a cell
+        ctx.console.print(f"[dim]source {shown(short_source(src))} is {shown(src)}[/dim]", soft_wrap=True)
     return 0
 
 
+def short_source(source: str) -> str:
+    """A file source's file name ('e.jsonl' for 'file:/x/e.jsonl'); stdin and Kafka topics as they are."""
+    return os.path.basename(source[len(FILE_PREFIX):]) if source.startswith(FILE_PREFIX) else source
+
+
+def where(source: str, partition: int, offset: int) -> str:
+    """Where a dead letter came from, as its reader counts: 'line 977' (1-based) for a file or stdin, 'partition 2
+    offset 1,234' for Kafka (offsets stay offsets)."""
+    if source.startswith(FILE_PREFIX) or source == "stdin":
+        return f"line {offset + 1:,}"
+    return f"partition {partition} offset {offset:,}"

@@ -31,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     c = tsub.add_parser("create", help="create missing topics with matching partition counts")
     _kafka_arg(c)
     c.add_argument("--partitions", type=int, help="partitions per topic (default: existing count, else 6)")
-    c.add_argument("--replication-factor", type=int, default=1)
+    c.add_argument("--replication-factor", type=int, default=1,
+                   help="copies of each partition (default 1; use 3 on a production cluster)")
     c.set_defaults(func=cmd_topics_create)
     k = tsub.add_parser("check", help="fail unless both topics exist with the same partition count")
     _kafka_arg(k)

@@ -48,8 +48,9 @@ def window_end(ctx: Context, args: argparse.Namespace, model: str | None) -> flo
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("metrics", help="classifier metrics over a window, every rate with a Wilson interval")
     add_window_args(p)
-    p.add_argument("--variant")
-    p.add_argument("--model-version")
+    p.add_argument("--variant", help="only this variant's predictions (e.g. B of an A/B split); the table then "
+                   "has no by-variant part")
+    p.add_argument("--model-version", help="only predictions of this model version (the events' model_version)")
     add_matured_arg(p)
     p.set_defaults(func=cmd_metrics)
 

@@ -5,20 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
-from .render import fmt_rate, shown
+from .. import numbers
+from ..numbers import count, estimate as _est, indicative_used, prop, stat
+from .render import fmt_rate, footnote_if, shown
+from .tables import Col, print_table
 
-
-def _f(v: float | None, digits: int = 3) -> str:
-    return "—" if v is None else f"{v:.{digits}f}"
-
-
-def _est(e: dict[str, Any], digits: int = 3) -> str:
-    """'~0.712 [0.650, 0.770]' for an estimate (the ~ marks label-free, estimated values)."""
-    if e.get("value") is None:
-        return "—"
-    return f"~{e['value']:.{digits}f} [{_f(e['low'], digits)}, {_f(e['high'], digits)}]"
+_INSIDE = {None: "—", True: "yes", False: "[yellow]no[/yellow]"}
 
 
 def _head(doc: dict[str, Any], what: str) -> str:
@@ -26,65 +19,69 @@ def _head(doc: dict[str, Any], what: str) -> str:
     v = doc.get("variant")
     variant = f" · variant {shown(v)}" if v else ""
     return (f"[bold]{what}[/bold] · {shown(doc['model'])}{variant} · {w['start']} → {w['end']} "
-            f"({w['label']}, {w['n']:,} predictions, {w['labelled']:,} labelled)")
+            f"({w['label']}, {count(w['n'])} predictions, {count(w['labelled'])} labelled)")
 
 
 def render_calibration(doc: dict[str, Any], console: Console) -> None:
     """Reliability table, ECE vs noise floor, Brier decomposition, temperature, base rate, early warning."""
     console.print(_head(doc, "calibration"))
     cal = doc["calibration"]
-    t = Table(title="reliability (equal-width bins)", title_justify="left")
-    for col in ("bin", "n", "mean score", "observed [95 % Wilson]"):
-        t.add_column(col, justify="right")
-    for b in cal["reliability"]["width"]["bins"]:
-        t.add_row(f"[{b['low']:.1f}, {b['high']:.1f})", f"{b['n']:,}", _f(b["mean_score"]), fmt_rate(b["observed"]))
-    console.print(t)
-    s = Table(title="calibration summary", title_justify="left")
-    for col in ("", "equal-width", "equal-mass"):
-        s.add_column(col, justify="right")
+    bins = cal["reliability"]["width"]["bins"]
+    used: list[Any] = [b["observed"] for b in bins]
+    print_table(console, [Col("bin"), Col("n"), Col("mean score"), Col("observed [95 % Wilson] n")],
+                [[f"[{b['low']:.1f}, {b['high']:.1f})", count(b["n"]), prop(b["mean_score"]), fmt_rate(b["observed"])]
+                 for b in bins], title="reliability (equal-width bins)")
     nf = cal["noise_floor"]
-    s.add_row("ECE", _f(cal["ece"]["width"], 4), _f(cal["ece"]["mass"], 4))
-    s.add_row("ECE noise floor (95 %)", _f(nf["width"].get("p95"), 4), _f(nf["mass"].get("p95"), 4))
-    console.print(s)
+    print_table(console, [Col(""), Col("equal-width"), Col("equal-mass")], [
+        ["ECE", stat(cal["ece"]["width"]), stat(cal["ece"]["mass"])],
+        ["ECE noise floor (95 %)", stat(nf["width"].get("p95")), stat(nf["mass"].get("p95"))]],
+        title="calibration summary")
     br = cal["brier"]
-    console.print(f"Brier {_f(br.get('brier'), 4)} = reliability {_f(br.get('reliability'), 4)} − resolution "
-                  f"{_f(br.get('resolution'), 4)} + uncertainty {_f(br.get('uncertainty'), 4)} · log loss "
-                  f"{_f(cal.get('log_loss'), 4)}")
+    console.print(f"Brier {stat(br.get('brier'))} = reliability {stat(br.get('reliability'))} − resolution "
+                  f"{stat(br.get('resolution'))} + uncertainty {stat(br.get('uncertainty'))} · log loss "
+                  f"{stat(cal.get('log_loss'))}")
     tau = cal["temperature"]
     if tau.get("tau") is not None:
-        console.print(f"temperature τ = {tau['tau']:.3f} (p → σ(logit(p)/τ)): log loss {_f(tau.get('log_loss_before'), 4)}"
-                      f" → {_f(tau.get('log_loss_after'), 4)}, ECE {_f(tau.get('ece_before'), 4)} → "
-                      f"{_f(tau.get('ece_after'), 4)}")
+        console.print(f"temperature τ = {tau['tau']:.3f} (p → σ(logit(p)/τ)): log loss {stat(tau.get('log_loss_before'))}"
+                      f" → {stat(tau.get('log_loss_after'))}, ECE {stat(tau.get('ece_before'))} → "
+                      f"{stat(tau.get('ece_after'))}")
     b = doc["base_rate"]
     prev = b["prevalence"]
-    ref_s = "—" if prev["reference"] is None else f"{prev['reference']:.4f}"
     ip = b["implied_precision"]
-    console.print(f"\n[bold]base rate[/bold]: prevalence {fmt_rate(prev['current'], 4)} vs reference {ref_s}; "
-                  f"recall {_f(b['recall']['value'])} and FPR {_f(b['fpr']['value'], 4)} ({b['source']}) imply "
-                  f"precision {_f(ip['value'])} [{_f(ip['low'])}, {_f(ip['high'])}] at the current prevalence "
-                  f"({_f(b['implied_precision_at_reference'])} at the reference's); observed "
+    used += [prev["current"], b["observed_precision"]]
+    console.print(f"\n[bold]base rate[/bold]: prevalence {fmt_rate(prev['current'])} vs reference "
+                  f"{prop(prev['reference'])}; recall {prop(b['recall']['value'])} and FPR {prop(b['fpr']['value'])} "
+                  f"({b['source']}) imply precision {prop(ip['value'])} {numbers.interval(ip['low'], ip['high'])} at the "
+                  f"current prevalence ({prop(b['implied_precision_at_reference'])} at the reference's); observed "
                   f"{fmt_rate(b['observed_precision'])}")
     ew = doc["early_warning"]
-    console.print(f"\n[bold]early warning[/bold] ([italic]estimated[/italic] from the scores of {ew['n']:,} predictions "
-                  f"without a label, assuming calibration): recall {_est(ew['recall'])}, precision "
-                  f"{_est(ew['precision'])}, prevalence {_est(ew['prevalence'], 4)}; alert rate "
+    used.append(ew["alert_rate"])
+    console.print(f"\n[bold]early warning[/bold] ([italic]estimated[/italic] from the scores of {count(ew['n'])} "
+                  f"predictions without a label, assuming calibration): recall {_est(ew['recall'])}, precision "
+                  f"{_est(ew['precision'])}, prevalence {_est(ew['prevalence'])}; alert rate "
                   f"{fmt_rate(ew['alert_rate'])}")
     m = doc.get("matured") or {}
     if m.get("comparison"):
         w = m["window"]
         mt = m["maturity"]
-        t2 = Table(title=f"estimated vs realised · {w['start']} → {w['end']} (one maturity period, {mt['label']} "
-                         f"by {mt['method']}, earlier; label coverage {fmt_rate(m['comparison']['coverage'])})",
-                   title_justify="left")
-        for col in ("metric", "estimated (scores)", "realised (labels)", "error", "inside interval"):
-            t2.add_column(col, justify="right")
-        for row in m["comparison"]["metrics"]:
-            inside = row["within_interval"]
-            t2.add_row(row["metric"], _est(row["estimated"]), fmt_rate(row["realised"]), _f(row["error"]),
-                       "—" if inside is None else ("yes" if inside else "[yellow]no[/yellow]"))
-        console.print(t2)
-    render_calibrated(doc.get("calibrated"), console)
-    console.print("[dim]~ estimated: label-free, valid if the scores are calibrated; * indicative: n < 30[/dim]")
+        rows = m["comparison"]["metrics"]
+        used += [m["comparison"]["coverage"]] + [row["realised"] for row in rows]
+        _vs_table(console, "estimated (scores)", rows,
+                  f"estimated vs realised · {w['start']} → {w['end']} (one maturity period, {mt['label']} by "
+                  f"{mt['method']}, earlier; label coverage {fmt_rate(m['comparison']['coverage'])})")
+    c = doc.get("calibrated")
+    render_calibrated(c, console)
+    if c and c.get("matured") and c["matured"]["metrics"]:
+        used += [row["realised"] for row in c["matured"]["metrics"]]
+    console.print("[dim]~ estimated: label-free, valid if the scores are calibrated[/dim]")
+    footnote_if(console, indicative_used(used))
+
+
+def _vs_table(console: Console, estimated: str, rows: list[dict[str, Any]], title: str) -> None:
+    """Estimate against realised rate, its error and whether the realised value lies inside the interval."""
+    cols = [Col("metric"), Col(estimated), Col("realised (labels) n"), Col("error", drop=1), Col("inside")]
+    print_table(console, cols, [[row["metric"], _est(row["estimated"]), fmt_rate(row["realised"]),
+                                 prop(row["error"]), _INSIDE[row["within_interval"]]] for row in rows], title=title)
 
 
 def render_calibrated(c: dict[str, Any] | None, console: Console) -> None:
@@ -94,20 +91,13 @@ def render_calibrated(c: dict[str, Any] | None, console: Console) -> None:
     trust = "trusted" if c["trusted"] else "[bold red]NOT TRUSTED[/bold red]: " + ", ".join(c["reasons"])
     console.print(f"\n[bold]calibrated estimate[/bold] ([italic]estimated[/italic] from the scores of all {c['n']:,} "
                   f"predictions, calibrated on the reference's labels; assumes its score-label relation): recall "
-                  f"{_est(c['recall'])}, precision {_est(c['precision'])}, FPR {_est(c['fpr'], 4)}, prevalence "
-                  f"{_est(c['prevalence'], 4)} — {trust}")
+                  f"{_est(c['recall'])}, precision {_est(c['precision'])}, FPR {_est(c['fpr'])}, prevalence "
+                  f"{_est(c['prevalence'])} — {trust}")
     m = c.get("matured")
     if m and m["metrics"]:
-        t = Table(title="calibrated estimate vs realised, one maturity period earlier"
-                        + (" — [bold red]contradicted by matured labels[/bold red]" if m["contradicted"] else ""),
-                  title_justify="left")
-        for col in ("metric", "estimated (calibrated)", "realised (labels)", "error", "inside interval"):
-            t.add_column(col, justify="right")
-        for row in m["metrics"]:
-            inside = row["within_interval"]
-            t.add_row(row["metric"], _est(row["estimated"]), fmt_rate(row["realised"]), _f(row["error"]),
-                      "—" if inside is None else ("yes" if inside else "[yellow]no[/yellow]"))
-        console.print(t)
+        _vs_table(console, "estimated (calibrated)", m["metrics"],
+                  "calibrated estimate vs realised, one maturity period earlier"
+                  + (" — [bold red]contradicted by matured labels[/bold red]" if m["contradicted"] else ""))
 
 
 def render_slices(doc: dict[str, Any], console: Console) -> None:
@@ -116,17 +106,19 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
     if doc.get("note"):
         console.print(f"[yellow]{shown(doc['note'])}[/yellow]")
     tg = doc["targets"]
+    cols = [Col("value"), Col("predictions", drop=3), Col("recall"), Col("FPR", drop=1), Col("precision", drop=2),
+            Col("alert rate", drop=4), Col("shortfall")]
+    used = False
     for feat in doc["features"]:
-        t = Table(title=shown(feat["feature"]), title_justify="left")
-        for col in ("value", "predictions", "recall", "FPR", "precision", "alert rate", "shortfall"):
-            t.add_column(col, justify="right")
+        rows = []
         for s in feat["values"]:
             short = s["shortfall"]
             mark = "" if short is None or short <= 0 else f" [red]{s['shortfall_metric']}[/red]"
-            t.add_row(shown(s["value"]) + ("*" if s["indicative"] else ""), f"{s['counts']['predictions']:,}",
-                      fmt_rate(s["recall"]), fmt_rate(s["fpr"]), fmt_rate(s["precision"]), fmt_rate(s["alert_rate"]),
-                      _f(short) + mark)
-        console.print(t)
+            used = used or bool(s["indicative"]) or indicative_used([s["recall"], s["fpr"], s["precision"]])
+            rows.append([shown(s["value"]) + ("*" if s["indicative"] else ""), count(s["counts"]["predictions"]),
+                         fmt_rate(s["recall"]), fmt_rate(s["fpr"]), fmt_rate(s["precision"]),
+                         fmt_rate(s["alert_rate"]), prop(short) + mark])
+        print_table(console, cols, rows, title=shown(feat["feature"]))
         if feat.get("note"):
             console.print(f"[yellow]note:[/yellow] {shown(feat['note'])}")
     if doc["worst"]:
@@ -134,8 +126,9 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
         for s in doc["worst"]:
             m = s["shortfall_metric"]
             console.print(f"  {shown(s['feature'])}={shown(s['value'])}: {m} {fmt_rate(s[m])}, "
-                          f"{s['shortfall']:.3f} beyond target")
+                          f"{prop(s['shortfall'])} beyond target")
     else:
         console.print(f"no slice's interval lies beyond the targets (recall {tg['recall']}, FPR {tg['fpr']})")
-    console.print("[dim]* indicative: fewer than 30 labelled predictions. shortfall = target recall − recall upper "
-                  "bound, or FPR lower bound − target FPR (the larger).[/dim]")
+    footnote_if(console, used, "[dim]* indicative: fewer than 30 labelled predictions.[/dim]")
+    console.print("[dim]shortfall = target recall − recall upper bound, or FPR lower bound − target FPR (the "
+                  "larger).[/dim]")

@@ -19,17 +19,23 @@ log = logging.getLogger(__name__)
 
 Accepted = tuple[Decoded, int]
 """A decoded event and its shard."""
+Tick = Callable[[str, int, int], None]
+"""Told (stage, records done, records in the batch) as a batch goes, for a progress display."""
+TICK = 2048
+"""Records between two ticks: a call per 2,048 records costs nothing measurable."""
 
 
 def apply_isolating(settings: EngineSettings, ok: Sequence[Accepted], load_view: Callable[[], JoinView],
-                    origin: Callable[[int], tuple[str, int, int, bytes]] | None = None
+                    origin: Callable[[int], tuple[str, int, int, bytes]] | None = None, tick: Tick | None = None
                     ) -> tuple[EngineResult, list[DeadLetter]]:
     """Apply the accepted events and finish; returns (result, internal_error letters of the records set aside).
     The batch path runs first; if anything in it raises, the batch is applied again per event from a fresh view.
 
     `load_view` loads the join state of the batch again (called once more per retry: nothing is written until the
     caller commits). `origin(i)` gives (source, partition, offset, raw) of the i-th accepted record for its dead
-    letter. A failure no single record explains is raised: it is not a record's fault."""
+    letter. A failure no single record explains is raised: it is not a record's fault. `tick`: see Tick."""
+    if tick is not None:
+        tick("applying", 0, len(ok))
     try:  # the batch path (core/batch.py): the same result as the loop below when no record fails
         engine = Engine(settings, load_view())
         apply_batch(engine, ok)
@@ -43,6 +49,8 @@ def apply_isolating(settings: EngineSettings, ok: Sequence[Accepted], load_view:
         position = -1
         try:
             for position, i in enumerate(todo):
+                if tick is not None and position % TICK == 0:
+                    tick("applying", position, len(todo))
                 d, shard = ok[i]
                 engine.apply(d, shard)
             position = -1

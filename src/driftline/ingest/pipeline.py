@@ -22,7 +22,7 @@ from ..core.decode_many import decode_many
 from ..core.events import RAW_LIMIT, Decoded, DeadLetter
 from ..core.limits import Limits
 from ..storage.store import Store
-from .isolation import apply_isolating
+from .isolation import TICK, Tick, apply_isolating
 from .keys import key_detail, key_problem
 from .labels import LabelPolicy
 
@@ -103,7 +103,8 @@ class Pipeline:
 
     def process_batch(self, records: Sequence[RawRecord], shard_of: Callable[[RawRecord], int] | None = None,
                       expected_positions: dict[tuple[str, int], int] | None = None,
-                      meta: dict[str, str] | None = None, rewind: bool = False) -> BatchResult:
+                      meta: dict[str, str] | None = None, rewind: bool = False, tick: Tick | None = None
+                      ) -> BatchResult:
         """Process records in one write transaction (the database write lock is held from its first read, so
         concurrent writers never lose an update); raises StoreUnavailable with nothing written.
 
@@ -111,6 +112,7 @@ class Pipeline:
         position moved meanwhile (another consumer owns the partition now) StalePositions is raised, nothing written.
         Without it, file sources are fenced by `_fence_files` (`rewind`: this batch deliberately starts a file over).
         `meta` key/values are written in the same transaction (replay stores its file's fingerprint there).
+        `tick(stage, done, of)` is told how far the batch got (every TICK records, for a progress display).
         """
         ok: list[tuple[Decoded, int]] = []
         ok_raw: list[RawRecord] = []  # the record of each ok event
@@ -120,7 +122,12 @@ class Pipeline:
         horizon = self.clock() + MAX_FUTURE_S
         positions: dict[tuple[str, int], int] = {}
         key_problems: Counter[tuple[str, str]] = Counter()
-        for i, (r, d) in enumerate(zip(records, decode_many(records, self.limits))):
+        decoded: list[Decoded | DeadLetter] = []
+        for start in range(0, len(records), TICK):  # runs of TICK records: one msgspec call each, a tick between
+            if tick is not None:
+                tick("decoding", start, len(records))
+            decoded.extend(decode_many(records[start:start + TICK], self.limits))
+        for i, (r, d) in enumerate(zip(records, decoded)):
             if type(d) is DeadLetter:
                 dead.append(d)
                 dead_at.append(i)
@@ -158,9 +165,11 @@ class Pipeline:
             ok, ok_raw, gate = self.labels.gate(self.store, conn, ok, ok_raw, dead)  # a refused label: dead letter
             result, failed = apply_isolating(
                 self.settings, ok, lambda: self.store.load_join(conn, (d.event.prediction_id for d, _ in ok)),
-                lambda i: (ok_raw[i].source, ok_raw[i].partition, ok_raw[i].offset, ok_raw[i].payload))
+                lambda i: (ok_raw[i].source, ok_raw[i].partition, ok_raw[i].offset, ok_raw[i].payload), tick)
             dead += failed
             self.labels.record(self.store, conn, gate, result.counters)
+            if tick is not None:
+                tick("storing", len(records), len(records))
             self.store.commit_batch(conn, result, dead, positions, meta=meta, expected_positions=expected_positions)
         out = BatchResult(records=len(records), accepted=len(ok) - len(failed), dead=len(dead),
                           counters=result.counters, max_ts=dict(result.max_ts), letters=dead,
@@ -181,12 +190,12 @@ class Pipeline:
         return (None if all(fresh) else fresh), moved
 
     def process_isolating(self, records: Sequence[RawRecord], meta: dict[str, str] | None = None,
-                          rewind: bool = False) -> BatchResult:
+                          rewind: bool = False, tick: Tick | None = None) -> BatchResult:
         """`process_batch`, but when the database refuses the batch (DataError: a value the decoder let through and
         a column does not take), its records are stored one by one and each refused one becomes a
         `store_rejected` dead letter, so one bad record can neither stop nor drop the rest."""
         try:
-            return self.process_batch(records, meta=meta, rewind=rewind)
+            return self.process_batch(records, meta=meta, rewind=rewind, tick=tick)
         except DataError:
             total = BatchResult()
             for i, raw in enumerate(records):

@@ -22,6 +22,7 @@ from typing import IO, Any
 
 from ..core.events import DeadLetter, decode, json_lines
 from ..core.limits import Limits
+from .isolation import Tick
 from .pipeline import BatchResult, Pipeline, RawRecord
 
 BATCH = 20000
@@ -141,12 +142,16 @@ def resume_point(pipeline: Pipeline, path: str) -> tuple[int, str | None]:
 
 
 def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int], None] | None = None,
-           batch_size: int = BATCH, start: int | None = None, rewind: bool = False) -> ReplayResult:
+           batch_size: int | Callable[[], int] = BATCH, start: int | None = None, rewind: bool = False,
+           tick: Tick | None = None) -> ReplayResult:
     """Ingest a file (or '-' for stdin); a file already replayed resumes after its stored position (see
     `resume_point`; `start` overrides it). A file that ends before `start` is shorter than the one measured: it is
     replayed from its start and `restarted` says so. `rewind`: `start` is deliberately below the stored position
     (a new file at the path): the first batch moves it back; otherwise lines another replay of the same path
-    stored meanwhile are skipped (Pipeline._fence_files)."""
+    stored meanwhile are skipped (Pipeline._fence_files). `batch_size` may be a function giving each batch's size
+    when it starts (a progress display starts with small batches; see commands/progress.py), and `tick` is told how
+    far each batch got (pipeline.Tick)."""
+    size_of: Callable[[], int] = batch_size if callable(batch_size) else (lambda: batch_size)  # type: ignore[misc]
     source = source_name(path)
     if start is None:
         start, why = resume_point(pipeline, path)
@@ -159,18 +164,19 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
     with open_events(path) as (fh, position):
         batch: list[RawRecord] = []
         size = 0
+        limit = size_of()
         for rec in _records(fh, source, start, failure, held, last, pipeline.limits):
             batch.append(rec)
             size += len(rec.payload)
-            if len(batch) >= batch_size or size >= BATCH_BYTES:
-                res = pipeline.process_isolating(batch, meta, rewind)
+            if len(batch) >= limit or size >= BATCH_BYTES:
+                res = pipeline.process_isolating(batch, meta, rewind, tick)
                 rewind = False
                 total.add(res)
                 if on_batch:
                     on_batch(res, position())
-                batch, size = [], 0
+                batch, size, limit = [], 0, size_of()
         if batch:
-            res = pipeline.process_isolating(batch, meta, rewind)
+            res = pipeline.process_isolating(batch, meta, rewind, tick)
             total.add(res)
             if on_batch:
                 on_batch(res, position())
@@ -179,7 +185,7 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
         raise OSError(f"{path}: unreadable after line {reached:,} (the lines before it are stored; a re-run resumes "
                       f"there): {failure[0]}")
     if start > 0 and last[0] + 1 < start:  # nothing read past the position: the file is shorter than it was
-        again = replay(pipeline, path, on_batch, batch_size, 0, rewind=True)
+        again = replay(pipeline, path, on_batch, batch_size, 0, rewind=True, tick=tick)
         again.restarted = (f"{path}: now shorter than the {start:,} lines already replayed: replaying it from the "
                            "start (events already stored count as duplicates)")
         return again

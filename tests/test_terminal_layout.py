@@ -1,0 +1,202 @@
+"""Terminal output: one number format everywhere, tables that fit 80/100/120 columns on one line per row,
+dead-letter line numbers, help text for every option."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from driftline import numbers
+from driftline.cli import build_parser, main
+
+EXAMPLE = str(Path(__file__).resolve().parents[1] / "driftline.example.yaml")
+END = "2026-11-30T00:00:00Z"
+
+
+# --- the number format ---------------------------------------------------------------------------------
+@given(st.floats(0, 1), st.floats(0, 1), st.floats(0, 1), st.integers(1, 10**9), st.booleans())
+def test_rate_reads_back_as_the_rounded_numbers(v: float, a: float, b: float, n: int, ind: bool) -> None:
+    lo, hi = min(a, b), max(a, b)
+    s = numbers.rate({"value": v, "low": lo, "high": hi, "n": n, "indicative": ind})
+    m = re.fullmatch(r"(\d\.\d{3}) \[(\d\.\d{3}), (\d\.\d{3})\] n=([\d,]+)(\*?)", s)
+    assert m, s
+    assert [float(x) for x in m.groups()[:3]] == [round(v, 3), round(lo, 3), round(hi, 3)] or \
+        all(abs(float(x) - y) <= 0.0005 + 1e-12 for x, y in zip(m.groups()[:3], (v, lo, hi)))
+    assert int(m.group(4).replace(",", "")) == n and (m.group(5) == "*") == ind
+    assert re.fullmatch(r"\d{1,3}(,\d{3})*", m.group(4))
+
+
+@given(st.floats(-1e9, 1e9), st.floats(0, 1e9))
+def test_money_has_thousands_separators_and_its_interval(v: float, w: float) -> None:
+    s = numbers.money(v, v - w, v + w)
+    head, _, iv = s.partition(" [")
+    places = 0 if max(abs(v), abs(v - w), abs(v + w)) >= 100 else 2
+    assert abs(float(head.replace(",", "")) - v) <= 0.5 * 10 ** -places + 1e-6 * max(1, abs(v))
+    assert re.fullmatch(r"-?\d{1,3}(,\d{3})*(\.\d{2})?", head), s
+    lo, hi = iv.rstrip("]").split(", ")
+    assert float(lo.replace(",", "")) <= float(hi.replace(",", ""))
+
+
+def test_formats_of_edge_values() -> None:
+    assert numbers.rate({"value": None, "n": 0}) == "— (n=0)"
+    assert numbers.rate({"value": 0.5879, "low": 0.5474, "high": 0.6273, "n": 550}) == "0.588 [0.547, 0.627] n=550"
+    assert numbers.diff(0.0561, -0.0181, 0.1304) == "+0.056 [-0.018, 0.130]"
+    assert numbers.money(623.17, -1130.36, 2376.7, signed=True) == "+623 [-1,130, 2,377]"
+    assert numbers.money(12.345) == "12.35" and numbers.count(1234567) == "1,234,567"
+    assert numbers.pvalue(0.00001) == "<0.0001" and numbers.pvalue(0.0321) == "0.032"
+    assert numbers.duration(5400) == "1.5 h" and numbers.duration(None) == "—"
+    assert numbers.indicative_used([{"value": 0.1, "indicative": True}])
+    assert not numbers.indicative_used([{"value": None, "indicative": True}, {"value": 0.2, "indicative": False}])
+
+
+# --- a database to render ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    d = tmp_path_factory.mktemp("layout")
+    url = f"sqlite:///{d / 'x.db'}"
+    events = d / "events.jsonl"
+    base = ["--config", EXAMPLE, "--db", url]
+    assert main(base + ["simulate", "--days", "21", "--per-day", "600", "--end", END, "--out", str(events),
+                        "--drift-day", "14"]) == 0
+    assert main(base + ["replay", str(events)]) == 0
+    assert main(base + ["reference", "set", "--from", "2026-11-09T00:00:00Z", "--to", "2026-11-16T00:00:00Z"]) == 0
+    for day in ("2026-11-20T00:00:00Z", "2026-11-25T00:00:00Z", END):
+        assert main(base + ["alerts", "evaluate", "--at", day, "--no-notify"]) == 0
+    return url
+
+
+COMMANDS = [["metrics"], ["metrics", "--variant", "B"], ["ab"], ["alerts"], ["drift"], ["calibration"], ["slices"],
+            ["dead-letters"], ["reference", "list"], ["reference", "show"]]
+
+
+def _render(db: str, args: list[str], width: int, capsys: pytest.CaptureFixture[str],
+            monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("COLUMNS", str(width))
+    capsys.readouterr()
+    assert main(["--config", EXAMPLE, "--db", db] + args) == 0
+    return capsys.readouterr().out
+
+
+def _rows_whole(out: str, width: int) -> None:
+    """Every table row is one physical line: no continuation line (first cell empty), no `…`, nothing wider."""
+    for line in out.splitlines():
+        if not line.startswith(("│", "┃", "┏", "└")):
+            continue  # running text (notes, payload previews) wraps between words as text does
+        assert len(line) <= width, line
+        assert "…" not in line, out
+        if line.startswith("│") and line.count("│") > 2:
+            first = line.split("│")[1]
+            assert first.strip(), f"a wrapped row at {width} columns:\n{out}"
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a))
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_tables_fit_one_line_per_row(db: str, args: list[str], width: int, capsys: pytest.CaptureFixture[str],
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    out = _render(db, args, width, capsys, monkeypatch)
+    _rows_whole(out, width)
+    assert "recall_below_t…" not in out and "T00:…" not in out
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_essential_columns_remain_at_any_width(db: str, width: int, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    out = _render(db, ["alerts"], width, capsys, monkeypatch)
+    for head in ("trigger", "state", "value [95 %]", "when", "transition"):
+        assert head in out
+    out = _render(db, ["ab"], width, capsys, monkeypatch)
+    for head in ("diff [95 % Newcombe]", "p Holm", "recall", "FPR"):
+        assert head in out
+    out = _render(db, ["metrics"], width, capsys, monkeypatch)
+    assert "value [95 % Wilson] n" in out and "recall" in out and "ROC AUC" in out
+    assert ("not shown at 100 columns: counts" not in out) if width >= 100 else "counts" not in out.split("┃")[:6]
+
+
+def test_same_rate_reads_the_same_in_metrics_ab_and_slices(db: str, capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = json.loads(_render(db, ["metrics", "--json"], 120, capsys, monkeypatch))
+    arm_a = next(g for g in doc["by_variant"] if g["variant"] == "A")["metrics"]["recall"]
+    text = numbers.rate(arm_a)
+    assert text in _render(db, ["metrics"], 120, capsys, monkeypatch)
+    assert text in _render(db, ["ab"], 120, capsys, monkeypatch)
+    sl = json.loads(_render(db, ["slices", "--json"], 120, capsys, monkeypatch))
+    out = _render(db, ["slices"], 200, capsys, monkeypatch)
+    for feat in sl["features"]:
+        for s in feat["values"]:
+            assert numbers.rate(s["recall"]) in out
+    # the old 4-place and percentage renderings of the same kind of value are gone
+    assert not re.search(r"\d\.\d{4} \[\d\.\d{4}", out) and "% [" not in out
+
+
+def test_indicative_footnote_only_when_a_row_uses_it(db: str, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    for args in (["metrics"], ["metrics", "--variant", "B"], ["ab"], ["slices"], ["calibration"]):
+        out = _render(db, args, 200, capsys, monkeypatch)
+        stars = re.search(r"n=[\d,]+\*|\w\* ", out)
+        assert ("indicative" in out) == bool(stars), (args, out)
+
+
+# --- dead letters --------------------------------------------------------------------------------------
+def test_dead_letter_lines_count_from_one(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"sqlite:///{tmp_path / 'd.db'}"
+    good = ('{"type":"prediction","prediction_id":"p%d","model":"fraud","ts":"2026-11-01T00:00:00Z",'
+            '"score":0.4,"threshold":0.5}')
+    lines = [good % i for i in range(1, 977)] + ["{not json"] + [good % 2000]
+    f = tmp_path / "e.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    assert main(["--db", url, "dead-letters"]) == 0
+    assert "no dead letters stored" in capsys.readouterr().out
+    assert main(["--db", url, "dead-letters", "--reason", "invalid_json"]) == 0
+    assert "no dead letters with reason invalid_json stored" in capsys.readouterr().out
+    assert main(["--db", url, "replay", str(f)]) == 0
+    assert lines[976] == "{not json"  # the 977th line
+    out = _render(url, ["dead-letters"], 120, capsys, monkeypatch).replace(" ", "")
+    assert "line977" in out.replace("│", " ").replace(" ", "")
+    doc = json.loads(_render(url, ["dead-letters", "--json"], 120, capsys, monkeypatch))
+    assert doc["recent"][0]["offset"] == 976  # JSON keeps the stored 0-based position
+
+
+def test_kafka_dead_letters_keep_offsets() -> None:
+    from driftline.commands.ingest import where
+
+    assert where("predictions", 2, 1234) == "partition 2 offset 1,234"
+    assert where("file:/x/e.jsonl", 0, 976) == "line 977" and where("stdin", 0, 0) == "line 1"
+
+
+# --- help ----------------------------------------------------------------------------------------------
+def _options(p: argparse.ArgumentParser, path: list[str]):  # type: ignore[no-untyped-def]
+    for a in p._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            helps = {c.dest: c.help for c in a._choices_actions}
+            for name, sp in a.choices.items():
+                yield path + [name], "(the subcommand)", helps.get(name)
+                yield from _options(sp, path + [name])
+        elif not isinstance(a, (argparse._HelpAction, argparse._VersionAction)):
+            yield path, "/".join(a.option_strings) or a.dest, a.help
+
+
+def test_every_option_of_every_subcommand_has_help() -> None:
+    missing = [f"{' '.join(p)} {o}" for p, o, h in _options(build_parser(), ["driftline"]) if not (h or "").strip()]
+    assert missing == []
+
+
+def test_top_level_help_describes_and_groups(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "watches a deployed binary classifier" in out and "commands by task" in out and "README.md" in out
+    from driftline.core.events import DEAD_LETTER_REASONS
+
+    with pytest.raises(SystemExit):
+        main(["dead-letters", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert all(r in out for r in DEAD_LETTER_REASONS)
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "critical" in capsys.readouterr().out
