@@ -92,7 +92,7 @@ def _arms_table(doc: dict[str, Any], console: Console) -> None:
                      fmt_rate(x["alert_rate"]), fmt_rate(x["label_coverage"]),
                      f"{duration(x['label_delay_seconds'].get('p50'))} / {duration(x['label_delay_seconds'].get('p95'))}",
                      money(c["value"], c["low"], c["high"]), money(x["monthly"]["cost"]["value"])])
-    print_table(console, cols, rows, title=f"arms (control {shown(doc['control'])}; versions {shown(versions)}; "
+    print_table(console, cols, rows, title=f"arms (control arm {shown(doc['control'])!r}; versions {shown(versions)}; "
                                            "share: the expected share of traffic)")
 
 
