@@ -99,10 +99,13 @@ def _arms_table(doc: dict[str, Any], console: Console) -> None:
     t.add_row("label coverage", *[fmt_rate(x["label_coverage"]) for x in col])
     t.add_row("label delay p50 / p95", *[f"{_dur(x['label_delay_seconds'].get('p50'))} / "
                                          f"{_dur(x['label_delay_seconds'].get('p95'))}" for x in col])
-    t.add_row(f"cost per 1,000 ({cur})", *[f"{_num(x['cost_per_1000']['value'], 1)} "
-                                          f"{_iv(x['cost_per_1000']['low'], x['cost_per_1000']['high'], 1)}"
-                                          for x in col])
-    t.add_row(f"cost per month ({cur})", *[f"{_num(x['monthly']['cost']['value'], 0)}" for x in col])
+    if doc.get("costs_configured", True):
+        t.add_row(f"cost per 1,000 ({cur})", *[f"{_num(x['cost_per_1000']['value'], 1)} "
+                                              f"{_iv(x['cost_per_1000']['low'], x['cost_per_1000']['high'], 1)}"
+                                              for x in col])
+        t.add_row(f"cost per month ({cur})", *[f"{_num(x['monthly']['cost']['value'], 0)}" for x in col])
+    else:
+        t.add_row("cost", *["costs not configured" for _ in col])
     console.print(t)
 
 
@@ -123,8 +126,11 @@ def _comparison_table(doc: dict[str, Any], comp: dict[str, Any], console: Consol
                   _p(m["p_holm"]), lift_s, seq + mark,
                   f"{c['treatment']['k']}/{c['treatment']['n']} vs {c['control']['k']}/{c['control']['n']}")
     cd = comp["cost_per_1000"]
-    t.add_row(f"cost / 1,000 ({cd.get('method')})", _diff(cd["diff"], cd["low"], cd["high"], 1),
-              "", "", "", "", "")
+    if cd is None:
+        t.add_row("cost", "costs not configured", "", "", "", "", "")
+    else:
+        t.add_row(f"cost / 1,000 ({cd.get('method')})", _diff(cd["diff"], cd["low"], cd["high"], 1),
+                  "", "", "", "", "")
     console.print(t)
 
 
