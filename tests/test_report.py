@@ -20,6 +20,7 @@ import yaml
 from PIL import Image
 
 from driftline.cli import main
+from driftline.commands.demo import EXAMPLE_COSTS, EXAMPLE_DOMAIN
 from driftline.config import Costs, from_dict
 from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.readouts.references import build_reference_profile, save_reference, window_stats
@@ -44,7 +45,8 @@ SETTINGS: dict[str, Any] = {
     "features": {"amount": "numeric", "country": "categorical", "channel": "categorical", XSS: "categorical"},
     "slices": [XSS, "country"],
     "targets": {"recall": 0.7, "fpr": 0.08, "analyst_hours": 1500},
-    "costs": {"baseline_name": "rules engine", "baseline_flagged": 10000, "baseline_caught": 1200},
+    "costs": dict(EXAMPLE_COSTS),
+    "domain": dict(EXAMPLE_DOMAIN),
     "triggers": [
         {"name": "recall_below_target", "metric": "recall", "op": "<", "value": 0.7, "window": "7d", "min_n": 30,
          "severity": "critical"},
@@ -246,9 +248,9 @@ def test_seed000_kpis_and_threshold_table_from_a_store(tmp_path: Path) -> None:
     """Seed 000: 90 frauds / 4,410 genuine (2 %) scored so that thresholds 0.9…0.1 give recall 0.4…1.0 and FPR
     1/90…40/90 → the business table (€200,867, 1,356 h, 327 complaints vs the rules engine's €370,000) and the
     threshold table (€489,644 … €227,978, cheapest 0.3 at €170,867) at 100,000 transactions a month."""
-    config = from_dict({"costs": {"baseline_name": "rules engine", "baseline_flagged": 10000,
-                                  "baseline_caught": 1200}})
-    assert config.costs.missed_positive == 400 and config.costs.monthly_volume == 100_000  # seed 000 defaults
+    config = from_dict({"costs": dict(EXAMPLE_COSTS)})
+    assert config.costs.missed_positive == 400 and config.costs.monthly_volume == 100_000  # seed 000's costs
+    assert (config.costs.baseline_flagged, config.costs.baseline_caught) == (10_000, 1_200)
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     store.migrate()
     start = datetime(2025, 6, 2, tzinfo=timezone.utc).timestamp()  # Monday of 2025-W23
@@ -294,8 +296,10 @@ def test_cost_optimal_threshold_includes_complaint_cost() -> None:
     """C_FP = review + complaint rate × complaint cost: €5 + 0.05 × €100 = €10 against C_FN = €400 → 10/410."""
     from driftline.reports.business import cost_optimal_threshold
 
-    assert cost_optimal_threshold(msgspec.structs.replace(Costs(), complaint_cost=100.0)) == pytest.approx(10 / 410)
-    assert cost_optimal_threshold(Costs(missed_positive=0, review_per_flag=0, complaint_rate=0)) is None
+    example = msgspec.convert(EXAMPLE_COSTS, Costs)
+    assert cost_optimal_threshold(msgspec.structs.replace(example, complaint_cost=100.0)) == pytest.approx(10 / 410)
+    assert cost_optimal_threshold(msgspec.structs.replace(example, missed_positive=0, review_per_flag=0,
+                                                          complaint_rate=0)) is None
 
 
 # --- weeks and missing sections --------------------------------------------------------------------------------

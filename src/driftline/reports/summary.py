@@ -3,6 +3,7 @@ from the headline rows and trigger states, the glossary, and the words for metri
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..domain import Domain
@@ -115,3 +116,26 @@ def glossary(words: Domain) -> list[tuple[str, str]]:
         ("Threshold", f"{pred} scoring at or above it are flagged."),
         ("Provisional", "some outcomes have not arrived yet, so the numbers can still move."),
     ]
+
+
+def _amount_range(lo: float, hi: float, money: Callable[[float], str]) -> str:
+    """'€11,314 to €87,168 saved' / '€11,314 to €87,168 more' / '€5,000 more to €9,000 saved': sign and word agree."""
+    lo, hi = min(lo, hi), max(lo, hi)
+    if lo >= 0:
+        return f"{money(lo)} to {money(hi)} saved"
+    if hi <= 0:
+        return f"{money(-hi)} to {money(-lo)} more"
+    return f"{money(-lo)} more to {money(hi)} saved"
+
+
+def kpi_sentence(v: dict[str, Any], baseline: str, words: dict[str, str], money: Callable[[float], str]) -> str:
+    """The model against the baseline per month in words whose sign agrees with the numbers, e.g. 'Against the
+    rules engine, the model costs €49,473 more a month (range €11,314 to €87,168 more), 120 analyst hours fewer,
+    …' (`v` is business.versus_baseline; `money` formats an amount)."""
+    s = v["savings"]
+    head = (f"saves {money(s)} a month" if s >= 0 else f"costs {money(-s)} more a month")
+    hours, caught, compl = v["analyst_hours_saved"], v["extra_caught"], v["complaints_avoided"]
+    return (f"Against the {baseline}, the model {head} (range {_amount_range(v['savings_low'], v['savings_high'], money)}"
+            f"), {abs(hours):,.0f} {words['review_hours']} {'fewer' if hours >= 0 else 'more'}, "
+            f"{abs(caught):,.0f} {'more' if caught >= 0 else 'fewer'} {words['positives']} caught and "
+            f"{abs(compl):,.0f} {'fewer' if compl >= 0 else 'more'} complaints.")
