@@ -27,7 +27,7 @@ from ..triggers.runner import Reader, compile_rules, group_stats
 from ..readouts.windows import iso, window_rows
 from .business import business_section, threshold_table
 from .scores import fine_from_sample, score_distribution
-from .summary import glossary, summary_sentence, week_phrase
+from .summary import glossary, summary_sentence, summary_status, week_phrase
 from .weeks import IsoWeek
 
 log = logging.getLogger(__name__)
@@ -287,6 +287,7 @@ def report_document(store: Store, config: Config, model: str, week: IsoWeek, now
     doc["provisional"] = bool(doc["label_maturity"]["provisional"] or doc["partial_week"])
     doc["limitations"] = limitations(doc)
     doc["summary"] = summary_sentence(doc)
+    doc["summary_status"] = summary_status(doc)
     doc["week_phrase"] = week_phrase(week_reason)
     doc["glossary"] = [{"term": t, "definition": d} for t, d in glossary(config.domain)]
     return doc

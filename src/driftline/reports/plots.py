@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from matplotlib.figure import Figure
-from matplotlib.ticker import PercentFormatter
+from matplotlib.ticker import FuncFormatter, PercentFormatter
 
 from ..terminal import visible
 
@@ -163,7 +163,7 @@ def score_plot(doc: dict[str, Any]) -> str | None:
     psi = rvc.get("psi") if rvc else None
     title = "Score distribution" + ("" if has_ref else " (no reference)")
     ax.set_title(title + ("" if psi is None else f" (PSI {psi:.3f})"), fontsize=9)
-    ax.legend(fontsize=7, loc="upper center")
+    ax.legend(fontsize=7, loc="best")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return _data_uri(fig)
@@ -186,10 +186,12 @@ def threshold_plot(doc: dict[str, Any]) -> str | None:
             label=f"{_txt(words.get('missed_cost', 'cost of missed positives'))} / month")
     ax.set_xlabel("threshold")
     ax.set_ylabel(f"{_txt(t.get('currency') or '')} per month")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
     ax2 = ax.twinx()
     ax2.plot(xs, [r["monthly"]["analyst_hours"] for r in rows], marker="s", color=GREEN, alpha=0.7,
              label=f"{_txt(hours)} / month")
     ax2.set_ylabel(f"{_txt(hours)} per month")
+    ax2.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
     ax.axvline(t["deployed"], color=GREY, linestyle=":", label=f"deployed threshold {t['deployed']:g}")
     if t.get("cheapest"):
         c = t["cheapest"]

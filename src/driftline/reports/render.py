@@ -89,14 +89,12 @@ def duration(seconds: float | None) -> Formatted:
 
 
 def when(ts: str | None) -> str:
-    """'2026-11-23T00:00:00Z' → '2026-11-23 00:00 UTC' (seconds only when not zero), '—' when missing."""
+    """'2026-11-23T00:00:00Z' → '2026-11-23 00:00 UTC' (to the minute: the report's times are UTC), '—' when
+    missing; text that is not an ISO timestamp passes unchanged."""
     if not ts:
         return "—"
-    m = re.match(r"^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(:\d{2}(?:\.\d+)?)?", str(ts))
-    if not m:
-        return str(ts)
-    sec = m.group(3) or ""
-    return f"{m.group(1)} {m.group(2)}{'' if sec in ('', ':00') else sec} UTC"
+    m = re.match(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2})", str(ts))
+    return f"{m.group(1)} {m.group(2)} UTC" if m else str(ts)
 
 
 def week_words(label: str) -> str:

@@ -63,6 +63,18 @@ def missed_targets(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def summary_status(doc: dict[str, Any]) -> str:
+    """'bad' (a target missed or an alert firing), 'good' (every judged target met, no input drifted) or 'info'
+    (nothing judged, or inputs drifted): the colour of the summary."""
+    rows = doc["headline"]["rows"]
+    firing = any(t.get("live") and t["live"]["state"] == "firing" for t in doc["headline"]["triggers"])
+    if firing or missed_targets(rows):
+        return "bad"
+    judged = [r for r in rows if r.get("target") and r["target"]["met"] is not None]
+    drifted = doc["drift"].get("available") and (doc["drift"].get("document") or {}).get("drifted")
+    return "good" if judged and not drifted else "info"
+
+
 def summary_sentence(doc: dict[str, Any]) -> str:
     """One sentence saying whether the week is fine: missed targets with their intervals, firing alerts (and
     since when), metrics that could not be judged; else that every headline metric is within its target."""
