@@ -84,7 +84,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     save_reference(store, "fraud", build_reference_profile(stats, config), "window", lo, hi, confusion=stats)
     store.close()
     out = tmp / "out"
-    return {"tmp": tmp, "url": url, "cfg": str(cfg_path), "config": config, "out": out}
+    return {"tmp": tmp, "url": url, "cfg": str(cfg_path), "config": config, "out": out, "events": events}
 
 
 def cli_json(capsys: pytest.CaptureFixture[str], world: dict[str, Any], *args: str) -> Any:
@@ -339,3 +339,107 @@ def test_sections_without_reference_say_not_available(tmp_path: Path) -> None:
     assert any(s.startswith("Drift: not available") for s in doc["limitations"])
     assert "Not available: no reference profile" in render_markdown(doc)
     store.close()
+
+
+# --- issue 17 §4: readable score distribution, example wording, layout at desktop and phone widths -------------
+def _ts(ev: dict[str, Any]) -> float:
+    t = ev["ts"]
+    return float(t) if isinstance(t, (int, float)) else datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
+
+
+def test_score_distribution_on_equal_width_bins(report: dict[str, Any], world: dict[str, Any]) -> None:
+    """This week and the reference (weeks 1–2) on the ten bins 0.0–0.1 … 0.9–1.0: counts equal numpy's histogram
+    of the raw event scores; the plot and the table use the same bins; no underflow/overflow/other/missing bar."""
+    sd = report["report"]["score_distribution"]
+    edges = [round(i / 10, 1) for i in range(11)]
+    assert sd["edges"] == edges and [(b["low"], b["high"]) for b in sd["bins"]] == list(zip(edges, edges[1:]))
+    preds = [e for e in world["events"] if e["type"] == "prediction"]
+    week_start, week_end = END - 7 * DAY, END
+    cur = np.histogram([e["score"] for e in preds if week_start <= _ts(e) < week_end], bins=edges)[0]
+    ref = np.histogram([e["score"] for e in preds if START <= _ts(e) < START + 14 * DAY], bins=edges)[0]
+    assert [b["current"] for b in sd["bins"]] == cur.tolist() and sd["current_n"] == int(cur.sum())
+    assert [b["reference"] for b in sd["bins"]] == ref.tolist() and sd["reference"]["n"] == int(ref.sum())
+    assert [b["current_share"] for b in sd["bins"]] == pytest.approx((cur / cur.sum()).tolist())
+    assert sd["reference"]["other"] == 0 and sd["reference"]["missing"] == 0
+    assert sd["reference_vs_current"]["psi"] == report["report"]["drift"]["document"]["score"]["psi"]
+    html = Path(report["paths"]["html"]).read_text()
+    for lo, hi in zip(edges, edges[1:]):
+        assert f"<th>{lo:.1f}–{hi:.1f}</th>" in html
+    assert "underflow" not in html and "overflow)" not in html and "Not shown:" not in html
+
+
+def test_example_wording_summary_and_glossary(report: dict[str, Any]) -> None:
+    """With the example's `domain:` and `costs:` the report speaks of frauds and euros; the summary sentence is
+    built from the headline rows; a glossary explains the abbreviations; B − A rows come by importance."""
+    doc = report["report"]
+    html = Path(report["paths"]["html"]).read_text()
+    md = Path(report["paths"]["md"]).read_text()
+    for text in (html, md):
+        assert "Transactions flagged for review" in text and "Frauds caught" in text and "Fraud lost" in text
+        assert "€" in text and "costs not configured" not in text
+        assert "ISO week, UTC" not in text and "week 47 of 2025" in text
+    recall = next(r for r in doc["headline"]["rows"] if r["metric"] == "recall")
+    if recall["target"]["met"] is False:
+        assert doc["summary"].startswith(f"Recall is {recall['value']:.3f} [{recall['low']:.3f}, "
+                                         f"{recall['high']:.3f}], below the agreed 0.70")
+    assert doc["summary"] in html.replace("&#39;", "'") and f"**In one sentence:** {md_escape(doc['summary'])}" in md
+    terms = [g["term"] for g in doc["glossary"]]
+    assert {"Recall", "FPR (false positive rate)", "Alert rate", "Label coverage", "AUC"} <= set(terms)
+    assert any(t.startswith("ECE") for t in terms) and any(t.startswith("PSI") for t in terms)
+    assert '<h2 id="glossary">' in html and "## Glossary" in md
+    (comp,) = doc["ab"]["document"]["comparisons"]
+    section = html[html.index(f"<h3>{comp['treatment']} − {comp['control']}</h3>"):]
+    order = [section.index(f'<td class="l">{name}</td>') for name in
+             ("Recall", "Precision", "False positive rate", "Alert rate")]
+    assert order == sorted(order)
+
+
+LAYOUT_CHECK = """<!DOCTYPE html><html><body style="margin:0">
+<iframe id="f" src="%(src)s" style="width:%(width)dpx;height:3000px;border:0"></iframe>
+<script>
+window.addEventListener('load', function () {
+  var d = document.getElementById('f').contentDocument, W = d.documentElement.clientWidth, bad = [];
+  d.querySelectorAll('body *').forEach(function (el) {
+    if (el.closest('.scroll') && !el.classList.contains('scroll')) return;  // inside a scrolling block
+    var r = el.getBoundingClientRect();
+    if (r.width > 0 && r.right > W + 1) bad.push(el.tagName + ':' + Math.round(r.right));
+  });
+  var out = document.createElement('pre');
+  out.id = 'layout';
+  out.textContent = JSON.stringify({width: W, scroll: d.documentElement.scrollWidth, overflowing: bad.slice(0, 20)});
+  document.body.appendChild(out);
+});
+</script></body></html>"""
+"""A page showing the report in a frame of the given width, and after layout writing the frame's width, its
+document's scroll width and the elements (outside scrolling blocks) that reach past its right edge."""
+
+
+def _layout(chromium: str, page: Path, width: int, tmp: Path) -> dict[str, Any]:
+    frame = tmp / f"frame-{width}-{page.stem}.html"
+    frame.write_text(LAYOUT_CHECK % {"src": page.name, "width": width})
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+             "--allow-file-access-from-files", "--hide-scrollbars", f"--user-data-dir={tmp / 'profile'}",
+             "--window-size=1400,2000"]
+    res = subprocess.run([chromium, *flags, "--dump-dom", frame.resolve().as_uri()], capture_output=True, text=True,
+                         timeout=90)
+    m = re.search(r'<pre id="layout">(.*?)</pre>', res.stdout, re.S)
+    assert res.returncode == 0 and m is not None, res.stderr[-2000:]
+    return json.loads(m.group(1))
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_report_fits_desktop_and_phone_widths(report: dict[str, Any], tmp_path: Path, width: int) -> None:
+    """Laid out by headless Chromium at 1280 px and at a phone's 390 px, the page is no wider than the screen and
+    no element sticks out (wide tables scroll inside their own block, plots shrink); the same check on the page
+    without its scrolling blocks finds the overflowing tables, so it can fail."""
+    chromium = require_binary("chromium")
+    html = Path(report["paths"]["html"]).read_text()
+    page = tmp_path / "report.html"
+    page.write_text(html)
+    got = _layout(chromium, page, width, tmp_path)
+    assert got["width"] == width and got["scroll"] <= width and got["overflowing"] == [], got
+    if width == 390:
+        broken = tmp_path / "unwrapped.html"
+        broken.write_text(html.replace('<div class="scroll"><table', "<table").replace("</table></div>", "</table>"))
+        bad = _layout(chromium, broken, width, tmp_path)
+        assert bad["scroll"] > width and any(e.startswith("TABLE") for e in bad["overflowing"]), bad
