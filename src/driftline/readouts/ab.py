@@ -306,7 +306,8 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
         doc["notes"].append("no predictions stored yet: feed events with `driftline replay` or `driftline run`")
     days = _span_days(rows, window)
     doc["window"]["days_observed"] = days
-    doc.update({"alpha": ALPHA, "threshold": config.threshold, "currency": None if config.costs is None else config.costs.currency,
+    currency = None if config.costs is None else config.costs.currency
+    doc.update({"alpha": ALPHA, "threshold": config.threshold, "currency": currency,
                 "costs_configured": config.costs is not None,
                 "planned_positives": config.ab.planned_positives,
                 "target_recall_diff": config.ab.target_recall_diff,
