@@ -89,7 +89,7 @@ def summary_sentence(doc: dict[str, Any]) -> str:
         text = "; ".join(parts)
         text = text[:1].upper() + text[1:]
     elif not judged:
-        text = "No targets or triggers are configured, so nothing is judged; the numbers are below"
+        text = "No targets or triggers are configured, so nothing is judged"
     elif len(unjudged) == len(judged):
         text = "No headline metric can be judged yet: there are no labelled outcomes for this week"
     else:
