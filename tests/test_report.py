@@ -31,6 +31,7 @@ from driftline.reports.render import md_escape, render_markdown
 from driftline.reports.weeks import IsoWeek, default_week, parse_week, week_of
 from driftline.ingest.simulate import SimSpec, stream
 from driftline.storage.store import Store
+from helpers import seed000_events
 from services import require_binary
 
 XSS = "<script>alert(1)</script>"
@@ -226,24 +227,6 @@ def test_markdown_escapes_event_text(report: dict[str, Any]) -> None:
 
 
 # --- seed 000 -----------------------------------------------------------------------------------------------
-SEED000_SCORES = {  # score: (positives, negatives) — recall/FPR at 0.9, 0.7, 0.5, 0.3, 0.1 as in seed 000
-    0.95: (36, 49), 0.75: (18, 98), 0.55: (18, 147), 0.35: (9, 441), 0.15: (9, 1225), 0.05: (0, 2450)}
-
-
-def _seed000_events(start: float) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-    i = 0
-    for score, (pos, neg) in SEED000_SCORES.items():
-        for label, n in ((1, pos), (0, neg)):
-            for _ in range(n):
-                ts = start + (i % 6000) * 60.0
-                events.append({"type": "prediction", "prediction_id": f"p{i}", "model": "fraud", "ts": ts,
-                               "score": score})
-                events.append({"type": "outcome", "prediction_id": f"p{i}", "label": label, "ts": ts + 600})
-                i += 1
-    return events
-
-
 def test_seed000_kpis_and_threshold_table_from_a_store(tmp_path: Path) -> None:
     """Seed 000: 90 frauds / 4,410 genuine (2 %) scored so that thresholds 0.9…0.1 give recall 0.4…1.0 and FPR
     1/90…40/90 → the business table (€200,867, 1,356 h, 327 complaints vs the rules engine's €370,000) and the
@@ -254,7 +237,7 @@ def test_seed000_kpis_and_threshold_table_from_a_store(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     store.migrate()
     start = datetime(2025, 6, 2, tzinfo=timezone.utc).timestamp()  # Monday of 2025-W23
-    _ingest(store, config, _seed000_events(start), start + 30 * DAY)
+    _ingest(store, config, seed000_events(start), start + 30 * DAY)
     week = week_of(start)
     doc = report_document(store, config, "fraud", week, start + 30 * DAY)
     c = doc["headline"]["metrics"]["counts"]
@@ -332,7 +315,7 @@ def test_sections_without_reference_say_not_available(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'n.db'}")
     store.migrate()
     start = datetime(2025, 6, 2, tzinfo=timezone.utc).timestamp()
-    _ingest(store, config, _seed000_events(start)[:400], start + 30 * DAY)
+    _ingest(store, config, seed000_events(start)[:400], start + 30 * DAY)
     doc = report_document(store, config, "fraud", week_of(start), start + 30 * DAY)
     assert not doc["drift"]["available"] and "reference set" in doc["drift"]["reason"]
     assert doc["score_distribution"]["reference_vs_current"] is None

@@ -21,11 +21,10 @@ from driftline.reports.render import money, render_html, render_markdown
 from driftline.reports.summary import by_importance, kpi_sentence
 from driftline.reports.weeks import week_of
 from driftline.storage.store import Store
+from helpers import seed000_events
 
 DAY = 86400.0
 START = datetime(2025, 6, 2, tzinfo=timezone.utc).timestamp()  # Monday of 2025-W23
-SCORES = {0.95: (36, 49), 0.75: (18, 98), 0.55: (18, 147), 0.35: (9, 441), 0.15: (9, 1225), 0.05: (0, 2450)}
-"""score: (positives, negatives): recall 0.8 and FPR 294/4410 at the threshold 0.5."""
 CHURN: dict[str, Any] = {
     "model": "churn",
     "triggers": [{"name": "recall_low", "metric": "recall", "op": "<", "value": 0.9, "window": "7d", "min_n": 30},
@@ -35,26 +34,12 @@ CHURN: dict[str, Any] = {
 """A churn model's config: triggers, but no `domain:` and no `costs:`."""
 
 
-def _events(model: str) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-    i = 0
-    for score, (pos, neg) in SCORES.items():
-        for label, n in ((1, pos), (0, neg)):
-            for _ in range(n):
-                ts = START + (i % 6000) * 60.0
-                events.append({"type": "prediction", "prediction_id": f"p{i}", "model": model, "ts": ts,
-                               "score": score})
-                events.append({"type": "outcome", "prediction_id": f"p{i}", "label": label, "ts": ts + 600})
-                i += 1
-    return events
-
-
 def _store(tmp_path: Path, config: Any, model: str) -> tuple[str, Store]:
     url = f"sqlite:///{tmp_path / 'w.db'}"
     store = Store(url)
     store.migrate()
     enc = msgspec.json.Encoder()
-    recs = [RawRecord("t", 0, i, enc.encode(e)) for i, e in enumerate(_events(model))]
+    recs = [RawRecord("t", 0, i, enc.encode(e)) for i, e in enumerate(seed000_events(START, model))]
     Pipeline(config, store, clock=lambda: START + 30 * DAY).process_batch(recs)
     return url, store
 
