@@ -45,7 +45,7 @@ SETTINGS: dict[str, Any] = {
     "model": "fraud",
     "features": {"amount": "numeric", "country": "categorical", "channel": "categorical", XSS: "categorical"},
     "slices": [XSS, "country"],
-    "targets": {"recall": 0.7, "fpr": 0.08, "analyst_hours": 1500},
+    "targets": {"recall": 0.7, "fpr": 0.08, "analyst_hours": 1500},  # the older name of review_hours
     "costs": dict(EXAMPLE_COSTS),
     "domain": dict(EXAMPLE_DOMAIN),
     "triggers": [
@@ -243,12 +243,12 @@ def test_seed000_kpis_and_threshold_table_from_a_store(tmp_path: Path) -> None:
     c = doc["headline"]["metrics"]["counts"]
     assert (c["tp"], c["fn"], c["fp"], c["tn"]) == (72, 18, 294, 4116)
     b = doc["business"]
-    assert (round(b["model"]["total"]), round(b["model"]["analyst_hours"]), round(b["model"]["complaints"]),
-            round(b["model"]["fraud_lost"]), round(b["model"]["flagged"])) == (200_867, 1_356, 327, 160_000, 8_133)
-    assert (round(b["baseline"]["total"]), round(b["baseline"]["analyst_hours"]),
+    assert (round(b["model"]["total"]), round(b["model"]["review_hours"]), round(b["model"]["complaints"]),
+            round(b["model"]["missed_cost"]), round(b["model"]["flagged"])) == (200_867, 1_356, 327, 160_000, 8_133)
+    assert (round(b["baseline"]["total"]), round(b["baseline"]["review_hours"]),
             round(b["baseline"]["complaints"])) == (370_000, 1_667, 440)
     vs = b["versus_baseline"]
-    assert round(vs["savings"]) == 169_133 and round(vs["analyst_hours_saved"]) == 311
+    assert round(vs["savings"]) == 169_133 and round(vs["review_hours_saved"]) == 311
     t = doc["thresholds"]
     rows = {r["threshold"]: r for r in t["rows"]}
     expected = {0.9: (0.40, 1_089, 54, 315, 480_000, 489_644), 0.7: (0.60, 3_267, 163, 744, 320_000, 342_533),
@@ -257,7 +257,7 @@ def test_seed000_kpis_and_threshold_table_from_a_store(tmp_path: Path) -> None:
     for th, (recall, fa, compl, hours, lost, total) in expected.items():
         m = rows[th]["monthly"]
         assert rows[th]["recall"]["value"] == pytest.approx(recall)
-        assert (round(m["false_alarms"]), round(m["complaints"]), round(m["analyst_hours"]), round(m["fraud_lost"]),
+        assert (round(m["false_alarms"]), round(m["complaints"]), round(m["review_hours"]), round(m["missed_cost"]),
                 round(m["total"])) == (fa, compl, hours, lost, total)
     assert round(rows[0.9]["monthly"]["precision"], 3) == 0.424 and round(rows[0.5]["monthly"]["precision"], 3) == 0.197
     # at the deployed threshold the table is the metrics' counts scaled to the monthly volume
@@ -366,6 +366,7 @@ def test_example_wording_summary_and_glossary(report: dict[str, Any]) -> None:
         assert doc["summary"].startswith(f"Recall is {recall['value']:.3f} [{recall['low']:.3f}, "
                                          f"{recall['high']:.3f}], below the agreed 0.70")
     assert doc["summary"] in html.replace("&#39;", "'") and f"**In one sentence:** {md_escape(doc['summary'])}" in md
+    assert [t["kpi"] for t in doc["business"]["targets"]] == ["review_hours"]  # targets: {analyst_hours: 1500}
     terms = [g["term"] for g in doc["glossary"]]
     assert {"Recall", "FPR (false positive rate)", "Alert rate", "Label coverage", "AUC"} <= set(terms)
     assert any(t.startswith("ECE") for t in terms) and any(t.startswith("PSI") for t in terms)

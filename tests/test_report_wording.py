@@ -111,7 +111,7 @@ def test_all_targets_met_summary(tmp_path: Path) -> None:
 ])
 def test_kpi_sentence_sign_and_words_agree(savings: float, low: float, high: float, want: str) -> None:
     """Issue 17 §4: '…more a month(range −€87,168 to −€11,314 saved)' had no space and a negative 'saved'."""
-    v = {"savings": savings, "savings_low": low, "savings_high": high, "analyst_hours_saved": -12.4,
+    v = {"savings": savings, "savings_low": low, "savings_high": high, "review_hours_saved": -12.4,
          "extra_caught": 3.0, "complaints_avoided": 7.0}
     words = {"review_hours": "review hours", "positives": "positives"}
     got = kpi_sentence(v, "rules engine", words, lambda x: money(x, "EUR"))

@@ -19,9 +19,11 @@ from ..core.grids import SCORE_EDGES, score_edge_index
 THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))
 """Thresholds of the trade-off table (exact edges of the score grid)."""
 
-KPI_TARGETS = {"fraud_lost": "fraud_lost", "analyst_hours": "analyst_hours", "complaints": "complaints",
-               "model_cost": "model_cost", "total_cost": "total", "total": "total", "review_cost": "review_cost"}
-"""config.targets keys that bound a monthly KPI from above (seed 000: fraud lost < €200,000, hours < 1,500, ...)."""
+KPI_TARGETS = {"missed_cost": "missed_cost", "review_hours": "review_hours", "complaints": "complaints",
+               "model_cost": "model_cost", "total_cost": "total", "total": "total", "review_cost": "review_cost",
+               "fraud_lost": "missed_cost", "analyst_hours": "review_hours"}
+"""config.targets keys that bound a monthly KPI from above (seed 000: missed-fraud cost < €200,000, review hours
+< 1,500, ...); `fraud_lost` and `analyst_hours` are the older names of `missed_cost` and `review_hours`."""
 
 
 def analysis_costs(c: CostConfig) -> Costs:
@@ -92,7 +94,7 @@ def business_section(metrics_doc: dict[str, Any], cfg: CostConfig | None,
         doc["versus_baseline"] = {
             "savings": baseline.total - point.total, "savings_low": baseline.total - worst.total,
             "savings_high": baseline.total - best.total,
-            "analyst_hours_saved": baseline.analyst_hours - point.analyst_hours,
+            "review_hours_saved": baseline.review_hours - point.review_hours,
             "extra_caught": point.caught - baseline.caught,
             "complaints_avoided": baseline.complaints - point.complaints,
         }
@@ -134,7 +136,7 @@ def threshold_row(neg_hist: np.ndarray, pos_hist: np.ndarray, threshold: float, 
     k = _kpis(cfg, prevalence, recall.value, fpr.value)
     row["monthly"] = {"precision": k.precision, "caught": k.caught, "flagged": k.flagged,
                       "false_alarms": k.false_positives, "complaints": k.complaints,
-                      "analyst_hours": k.analyst_hours, "fraud_lost": k.fraud_lost, "review_cost": k.review_cost,
+                      "review_hours": k.review_hours, "missed_cost": k.missed_cost, "review_cost": k.review_cost,
                       "complaint_cost": k.complaint_cost, "model_cost": k.model_cost, "total": k.total}
     return row
 

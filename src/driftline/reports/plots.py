@@ -182,13 +182,13 @@ def threshold_plot(doc: dict[str, Any]) -> str | None:
     fig, ax = _figure(figsize=(6.5, 4.4))
     ax.plot(xs, [r["monthly"]["total"] for r in rows], marker="o", color=BLUE, label="total cost / month",
             zorder=3)
-    ax.plot(xs, [r["monthly"]["fraud_lost"] for r in rows], marker=".", color=RED, linestyle="--",
+    ax.plot(xs, [r["monthly"]["missed_cost"] for r in rows], marker=".", color=RED, linestyle="--",
             label=f"{_txt(words.get('missed_cost', 'cost of missed positives'))} / month")
     ax.set_xlabel("threshold")
     ax.set_ylabel(f"{_txt(t.get('currency') or '')} per month")
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
     ax2 = ax.twinx()
-    ax2.plot(xs, [r["monthly"]["analyst_hours"] for r in rows], marker="s", color=GREEN, alpha=0.7,
+    ax2.plot(xs, [r["monthly"]["review_hours"] for r in rows], marker="s", color=GREEN, alpha=0.7,
              label=f"{_txt(hours)} / month")
     ax2.set_ylabel(f"{_txt(hours)} per month")
     ax2.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))

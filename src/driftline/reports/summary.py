@@ -146,7 +146,7 @@ def kpi_sentence(v: dict[str, Any], baseline: str, words: dict[str, str], money:
     …' (`v` is business.versus_baseline; `money` formats an amount)."""
     s = v["savings"]
     head = (f"saves {money(s)} a month" if s >= 0 else f"costs {money(-s)} more a month")
-    hours, caught, compl = v["analyst_hours_saved"], v["extra_caught"], v["complaints_avoided"]
+    hours, caught, compl = v["review_hours_saved"], v["extra_caught"], v["complaints_avoided"]
     rng = _amount_range(v["savings_low"], v["savings_high"], money)
     return (f"Against the {baseline}, the model {head} (range {rng}), {abs(hours):,.0f} {words['review_hours']} {'fewer' if hours >= 0 else 'more'}, "
             f"{abs(caught):,.0f} {'more' if caught >= 0 else 'fewer'} {words['positives']} caught and "
