@@ -427,3 +427,26 @@ def test_report_fits_desktop_and_phone_widths(report: dict[str, Any], tmp_path: 
         broken.write_text(html.replace('<div class="scroll"><table', "<table").replace("</table></div>", "</table>"))
         bad = _layout(chromium, broken, width, tmp_path)
         assert bad["scroll"] > width and any(e.startswith("TABLE") for e in bad["overflowing"]), bad
+
+
+def test_plot_legends_hide_no_curve_and_name_every_trigger_line(report: dict[str, Any]) -> None:
+    """Threshold plot: the legend lies below the axes (it hid the total-cost curve between 0.5 and 0.65) and names
+    the domain's words; trends plot: one legend naming every trigger line, the FPR one included."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from driftline.reports.plots import threshold_figure, trends_figure
+
+    doc = report["report"]
+    fig = threshold_figure(doc)
+    assert fig is not None
+    renderer = FigureCanvasAgg(fig).get_renderer()  # the same Agg renderer that draws the PNG
+    ax = fig.axes[0]
+    legend = ax.get_legend()
+    box, axes_box = legend.get_window_extent(renderer), ax.get_window_extent(renderer)
+    assert box.y1 <= axes_box.y0  # entirely below the plotting area
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert "total cost / month" in labels and "fraud lost / month" in labels and "analyst hours / month" in labels
+    trends = trends_figure(doc)
+    assert trends is not None and len(trends.legends) == 1
+    names = [t.get_text() for t in trends.legends[0].get_texts()]
+    assert "trigger fpr_above_target (fpr > 0.08)" in names and "trigger recall_below_target (recall < 0.7)" in names

@@ -41,6 +41,12 @@ def _txt(value: Any, limit: int = 40) -> str:
 
 
 def trends_plot(doc: dict[str, Any]) -> str | None:
+    """The trends figure as a PNG data URI (None without labelled predictions)."""
+    fig = trends_figure(doc)
+    return None if fig is None else _data_uri(fig)
+
+
+def trends_figure(doc: dict[str, Any]) -> Figure | None:
     """Recall, FPR and precision per day with their 95 % Wilson bands, targets and trigger lines; one legend
     below the panels names every line (each trigger line with its metric and value)."""
     days = doc["trends"]["days"]
@@ -76,7 +82,7 @@ def trends_plot(doc: dict[str, Any]) -> str | None:
     fig.tight_layout(rect=(0, 0.1 + 0.04 * (len(handles) // 4), 1, 1))
     fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=min(4, len(handles)), fontsize=7,
                frameon=False)
-    return _data_uri(fig)
+    return fig
 
 
 def reliability_plot(doc: dict[str, Any]) -> str | None:
@@ -170,6 +176,12 @@ def score_plot(doc: dict[str, Any]) -> str | None:
 
 
 def threshold_plot(doc: dict[str, Any]) -> str | None:
+    """The threshold figure as a PNG data URI (None without priced rows)."""
+    fig = threshold_figure(doc)
+    return None if fig is None else _data_uri(fig)
+
+
+def threshold_figure(doc: dict[str, Any]) -> Figure | None:
     """Monthly total cost, missed-positive cost and review hours against the threshold; the deployed and
     cheapest thresholds marked; the legend below the axes so it never hides a curve."""
     t = doc["thresholds"]
@@ -204,7 +216,7 @@ def threshold_plot(doc: dict[str, Any]) -> str | None:
     ax.grid(alpha=0.3)
     ax.set_title("Threshold trade-off at the monthly volume", fontsize=9)
     fig.tight_layout()
-    return _data_uri(fig)
+    return fig
 
 
 def all_plots(doc: dict[str, Any]) -> dict[str, str | None]:
