@@ -69,6 +69,7 @@ def test_churn_without_domain_or_costs_is_domain_neutral(tmp_path: Path) -> None
     assert (fpr["target"]["value"], fpr["target"]["direction"], fpr["target"]["met"]) == (0.08, "at most", True)
     assert doc["summary"] == f"Recall is 0.800 [{rec['low']:.3f}, {rec['high']:.3f}], below the agreed 0.90."
     assert doc["summary_status"] == "bad"
+    assert doc["slices"]["document"]["targets"] == {"recall": 0.9, "fpr": 0.08}  # the slices judge the same lines
     t = doc["thresholds"]
     assert t["available"] and not t["costs_configured"] and t["cost_optimal"] is None
     assert all(r["monthly"] is None for r in t["rows"]) and t.get("cheapest") is None

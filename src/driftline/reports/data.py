@@ -18,6 +18,7 @@ import numpy as np
 
 from ..readouts.ab import ABQuery, ab_document
 from ..config import Config
+from ..targets import LOWER_IS_BETTER, agreed_target
 from ..readouts.metrics import MetricsQuery, metrics_document
 from ..core.stats import NEG, POS, UNL
 from ..storage.store import Store
@@ -36,8 +37,6 @@ REPORT_VERSION = 1
 DAY_S = 86400.0
 WEEK_S = 7 * DAY_S
 HEADLINE = ("recall", "fpr", "precision", "alert_rate", "prevalence")
-LOWER_IS_BETTER = frozenset({"fpr", "alert_rate", "brier", "log_loss", "ece", "label_delay_p50", "label_delay_p95"})
-"""Metrics whose config target is a maximum; every other metric's target is a minimum."""
 
 
 def _not_available(reason: str) -> dict[str, Any]:
@@ -101,22 +100,11 @@ def trigger_judgements(store: Store, config: Config, model: str, at: float,
     return out
 
 
-def headline_target(metric: str, r: dict[str, Any], config: Config,
-                    triggers: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The row's target check: the config's `targets` entry, else the line of the model-wide triggers on the
-    metric (a trigger firing when recall < 0.70 means the target is recall at least 0.70; of several lines
-    the strictest)."""
-    if metric in config.targets:
-        return target_check(metric, r, config.targets[metric])
-    lines = [t for t in triggers if t["metric"] == metric and not t.get("feature") and not t.get("variant")]
-    below = [t for t in lines if t["op"] in ("<", "<=")]
-    if below:
-        t = max(below, key=lambda x: x["value"])
-        return target_check(metric, r, t["value"], lower_better=False, source=f"trigger {t['name']}")
-    if lines:
-        t = min(lines, key=lambda x: x["value"])
-        return target_check(metric, r, t["value"], lower_better=True, source=f"trigger {t['name']}")
-    return None
+def headline_target(metric: str, r: dict[str, Any], config: Config) -> dict[str, Any] | None:
+    """The row's target check against the metric's agreed target (targets.agreed_target: the config's
+    `targets` entry, else the strictest line of the model-wide triggers on it)."""
+    t = agreed_target(config, metric)
+    return None if t is None else target_check(metric, r, t.value, lower_better=t.lower_better, source=t.source)
 
 
 def headline(metrics: dict[str, Any], config: Config, triggers: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -125,13 +113,13 @@ def headline(metrics: dict[str, Any], config: Config, triggers: list[dict[str, A
     m = metrics["metrics"]
     entries = [(k, m[k]) for k in HEADLINE] + [("label_coverage", metrics["label_coverage"])]
     for name, r in entries:
-        rows.append({"metric": name, **r, "target": headline_target(name, r, config, triggers),
+        rows.append({"metric": name, **r, "target": headline_target(name, r, config),
                      "triggers": [t["name"] for t in triggers if t["metric"] == name]})
     for name in ("roc_auc", "average_precision", "brier", "ece"):
         v = m[name]["value"]
         point = {"value": v, "low": v, "high": v}
         rows.append({"metric": name, "value": v, "low": None, "high": None, "n": metrics["counts"]["labelled"],
-                     "indicative": False, "target": headline_target(name, point, config, triggers),
+                     "indicative": False, "target": headline_target(name, point, config),
                      "triggers": [t["name"] for t in triggers if t["metric"] == name]})
     return rows
 
