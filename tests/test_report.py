@@ -367,6 +367,7 @@ def test_example_wording_summary_and_glossary(report: dict[str, Any]) -> None:
                                          f"{recall['high']:.3f}], below the agreed 0.70")
     assert doc["summary"] in html.replace("&#39;", "'") and f"**In one sentence:** {md_escape(doc['summary'])}" in md
     assert [t["kpi"] for t in doc["business"]["targets"]] == ["review_hours"]  # targets: {analyst_hours: 1500}
+    assert '<tr><td class="l">Analyst hours</td><td>1,500</td>' in html
     terms = [g["term"] for g in doc["glossary"]]
     assert {"Recall", "FPR (false positive rate)", "Alert rate", "Label coverage", "AUC"} <= set(terms)
     assert any(t.startswith("ECE") for t in terms) and any(t.startswith("PSI") for t in terms)
