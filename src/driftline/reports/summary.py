@@ -113,8 +113,8 @@ def glossary(words: Domain) -> list[tuple[str, str]]:
         ("Prevalence", f"share of labelled {pred} that are {pos}."),
         ("Label coverage", f"share of {pred} whose real outcome is known yet; outcomes arrive late, so recent "
                            "days are less covered."),
-        ("AUC", f"chance that a random {pos[:-1] if pos.endswith('s') else pos} scores higher than a random "
-                f"{neg[:-1] if neg.endswith('s') else neg} (0.5 = guessing, 1 = perfect)."),
+        ("AUC", f"chance that one of the {pos} picked at random scores higher than one of the {neg} picked at "
+                "random (0.5 = guessing, 1 = perfect)."),
         ("Average precision", "precision averaged over all thresholds (the area under the precision–recall curve)."),
         ("Brier score", "mean squared gap between score and outcome (lower is better)."),
         ("ECE (expected calibration error)", "average gap between the scores and the observed share of "
