@@ -81,3 +81,23 @@ def refuse_database_writes_of(monkeypatch: Any, prediction_id: str) -> None:
         original(conn, dialect, records)
 
     monkeypatch.setattr(bulk, "write_predictions", refusing)
+
+
+SEED000_SCORES = {  # score: (positives, negatives) — recall/FPR at 0.9, 0.7, 0.5, 0.3, 0.1 as in seed 000
+    0.95: (36, 49), 0.75: (18, 98), 0.55: (18, 147), 0.35: (9, 441), 0.15: (9, 1225), 0.05: (0, 2450)}
+"""Seed 000's labelled scores: recall 0.8 and FPR 294/4410 at the threshold 0.5."""
+
+
+def seed000_events(start: float, model: str = "fraud") -> list[dict[str, Any]]:
+    """Seed 000's 4,500 predictions (90 positives) one a minute from `start`, each with its outcome 10 min later."""
+    events: list[dict[str, Any]] = []
+    i = 0
+    for score, (pos, neg) in SEED000_SCORES.items():
+        for label, n in ((1, pos), (0, neg)):
+            for _ in range(n):
+                ts = start + (i % 6000) * 60.0
+                events.append({"type": "prediction", "prediction_id": f"p{i}", "model": model, "ts": ts,
+                               "score": score})
+                events.append({"type": "outcome", "prediction_id": f"p{i}", "label": label, "ts": ts + 600})
+                i += 1
+    return events

@@ -20,6 +20,7 @@ from driftline.analysis.costs import cost_difference, cost_per_1000
 from driftline.analysis.power import recall_power
 from driftline.analysis.sequential import SequentialPlan, cs_difference, cs_from_standard_error
 from driftline.cli import main
+from driftline.commands.demo import EXAMPLE_COSTS
 from driftline.config import AB, ConfigError, from_dict
 from driftline.core.grids import DELAY_EDGES
 from driftline.ingest.pipeline import Pipeline, RawRecord
@@ -58,8 +59,12 @@ def split_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Store]:
     store.close()
 
 
+PRICED: dict[str, Any] = {"costs": EXAMPLE_COSTS}
+"""The example config's costs (the readout shows costs only with a `costs:` section)."""
+
+
 def _doc(store: Store, config: Any = None, model: str = "fraud", **kw: Any) -> dict[str, Any]:
-    return ab_document(store, config or from_dict({}), ABQuery(model, WEEK, **kw))
+    return ab_document(store, config or from_dict(PRICED), ABQuery(model, WEEK, **kw))
 
 
 # --- the contract ------------------------------------------------------------------------------------
@@ -107,9 +112,23 @@ def test_arm_counts_equal_metrics_cli(split_db, capsys) -> None:
         assert arm["predictions"] > 10_000
 
 
+def test_without_costs_no_money_is_shown(split_db, capsys) -> None:
+    """Issue 17 §2: without a `costs:` section the readout has no cost figures (None, not a cost of 0) and the
+    CLI says that costs are not configured."""
+    url, store = split_db
+    doc = _doc(store, from_dict({}))
+    assert doc["costs_configured"] is False and doc["currency"] is None
+    assert all(a["cost_per_1000"] is None and a["monthly"] is None for a in doc["arms"].values())
+    assert doc["comparisons"][0]["cost_per_1000"] is None
+    assert doc["arms"]["A"]["recall"] == _doc(store)["arms"]["A"]["recall"]  # the rates do not depend on costs
+    assert main(["--db", url, "ab", "--window", "7d", "--at", str(T0 + WEEK)]) == 0
+    out = capsys.readouterr().out
+    assert "costs not configured" in out and "cost per 1,000" not in out and "EUR" not in out
+
+
 def test_comparisons_equal_the_pure_functions(split_db) -> None:
     _, store = split_db
-    config = from_dict({})
+    config = from_dict(PRICED)
     doc = _doc(store, config)
     (comp,) = doc["comparisons"]
     arm = {v: ArmCounts(**doc["arms"][v]["counts"]) for v in ("A", "B")}
@@ -203,7 +222,7 @@ def _shadow_events(seed: int, n: int = 5000, only_a: int = 60, unflagged_labelle
 
 
 def test_shadow_paired_counts_and_exact_mcnemar(tmp_path, capsys) -> None:
-    config = from_dict({"ab": {"design": "shadow"}})
+    config = from_dict({**PRICED, "ab": {"design": "shadow"}})
     raws, truth = _shadow_events(11)
     url = f"sqlite:///{tmp_path / 'shadow.db'}"
     store = _ingest(url, config, raws)
@@ -405,7 +424,7 @@ def test_cli_json_equals_document(split_db, capsys) -> None:
     url, store = split_db
     assert main(["--db", url, "ab", "--json", "--window", "7d"]) == 0
     got = json.loads(capsys.readouterr().out)
-    assert got == json.loads(json.dumps(_doc(store)))
+    assert got == json.loads(json.dumps(_doc(store, from_dict({}))))  # no --config: no costs
     at = got["window"]["end"]
     assert main(["--db", url, "ab", "--json", "--window", "3d", "--at", at, "--model", "fraud"]) == 0
     short = json.loads(capsys.readouterr().out)

@@ -18,9 +18,9 @@ def test_seed000_kpi_table_at_threshold_0_5() -> None:
     """Seed 000: 100,000 tx/month, 2 % fraud, recall 0.8, FPR 6/90 -> €200,867, 1,356 h, 327 complaints."""
     k = business_kpis(100_000, 0.02, 0.8, 6 / 90, SEED000, minutes_per_review=10)
     assert round(k.total) == 200_867
-    assert round(k.analyst_hours) == 1_356
+    assert round(k.review_hours) == 1_356
     assert round(k.complaints) == 327
-    assert round(k.fraud_lost) == 160_000
+    assert round(k.missed_cost) == 160_000
     assert round(k.review_cost) == 40_667
     assert k.model_cost == pytest.approx(200.0)
     assert round(k.flagged) == 8_133 and round(k.false_positives) == 6_533
@@ -29,7 +29,7 @@ def test_seed000_kpi_table_at_threshold_0_5() -> None:
 
 
 @pytest.mark.parametrize(
-    ("recall", "fp_per_90", "false_alarms", "complaints", "hours", "fraud_lost", "total"),
+    ("recall", "fp_per_90", "false_alarms", "complaints", "hours", "missed_cost", "total"),
     [
         (0.4, 1, 1_089, 54, 315, 480_000, 489_644),
         (0.6, 3, 3_267, 163, 744, 320_000, 342_533),
@@ -39,18 +39,18 @@ def test_seed000_kpi_table_at_threshold_0_5() -> None:
     ],
 )
 def test_seed000_threshold_tradeoff_table(recall: float, fp_per_90: int, false_alarms: int, complaints: int,
-                                          hours: int, fraud_lost: int, total: int) -> None:
+                                          hours: int, missed_cost: int, total: int) -> None:
     """Seed 000's "choosing the threshold" table: thresholds 0.9 ... 0.1 reproduce every column."""
     k = business_kpis(100_000, 0.02, recall, fp_per_90 / 90, SEED000)
-    assert (round(k.false_positives), round(k.complaints), round(k.analyst_hours), round(k.fraud_lost),
-            round(k.total)) == (false_alarms, complaints, hours, fraud_lost, total)
+    assert (round(k.false_positives), round(k.complaints), round(k.review_hours), round(k.missed_cost),
+            round(k.total)) == (false_alarms, complaints, hours, missed_cost, total)
 
 
 def test_seed000_rules_engine_baseline() -> None:
     """Seed 000's rules engine: 10,000 flags, 1,200 caught -> €370,000, 1,667 h, 440 complaints."""
     rules = Costs(400.0, 5.0, 0.05, 0.0, 0.0)
     k = business_kpis(100_000, 0.02, 0.6, 8_800 / 98_000, rules)
-    assert (round(k.total), round(k.analyst_hours), round(k.complaints)) == (370_000, 1_667, 440)
+    assert (round(k.total), round(k.review_hours), round(k.complaints)) == (370_000, 1_667, 440)
 
 
 def test_cost_per_1000_from_counts_matches_seed000() -> None:

@@ -65,14 +65,14 @@ def test_demo_runs_end_to_end_and_its_recall_alert_fires(tmp_path: Path) -> None
 
 
 def test_demo_settings_are_the_example_configs() -> None:
-    """Without triggers the demo uses driftline.example.yaml's triggers, features, slices and baseline."""
+    """Without them the demo uses driftline.example.yaml's triggers, features, slices, costs and domain words."""
     example = load(REPO / "driftline.example.yaml")
     cfg, notes = demo_config(Config())
     assert cfg.triggers == example.triggers
     assert cfg.features == example.features == EXAMPLE_FEATURES and cfg.slices == example.slices == EXAMPLE_SLICES
     assert {k: getattr(example.costs, k) for k in EXAMPLE_BASELINE} == EXAMPLE_BASELINE
-    assert cfg.costs == example.costs
-    assert len(notes) == 4 and "recall < 0.70" in notes[0]
+    assert cfg.costs == example.costs and cfg.domain == example.domain
+    assert len(notes) == 5 and "recall < 0.70" in notes[0]
     same, none = demo_config(example)
     assert same is example and none == []
     assert demo_end(datetime(2026, 11, 26, 15, tzinfo=timezone.utc).timestamp()) == \

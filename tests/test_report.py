@@ -20,6 +20,7 @@ import yaml
 from PIL import Image
 
 from driftline.cli import main
+from driftline.commands.demo import EXAMPLE_COSTS, EXAMPLE_DOMAIN
 from driftline.config import Costs, from_dict
 from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.readouts.references import build_reference_profile, save_reference, window_stats
@@ -30,6 +31,7 @@ from driftline.reports.render import md_escape, render_markdown
 from driftline.reports.weeks import IsoWeek, default_week, parse_week, week_of
 from driftline.ingest.simulate import SimSpec, stream
 from driftline.storage.store import Store
+from helpers import seed000_events
 from services import require_binary
 
 XSS = "<script>alert(1)</script>"
@@ -43,8 +45,9 @@ SETTINGS: dict[str, Any] = {
     "model": "fraud",
     "features": {"amount": "numeric", "country": "categorical", "channel": "categorical", XSS: "categorical"},
     "slices": [XSS, "country"],
-    "targets": {"recall": 0.7, "fpr": 0.08, "analyst_hours": 1500},
-    "costs": {"baseline_name": "rules engine", "baseline_flagged": 10000, "baseline_caught": 1200},
+    "targets": {"recall": 0.7, "fpr": 0.08, "analyst_hours": 1500},  # the older name of review_hours
+    "costs": dict(EXAMPLE_COSTS),
+    "domain": dict(EXAMPLE_DOMAIN),
     "triggers": [
         {"name": "recall_below_target", "metric": "recall", "op": "<", "value": 0.7, "window": "7d", "min_n": 30,
          "severity": "critical"},
@@ -82,7 +85,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     save_reference(store, "fraud", build_reference_profile(stats, config), "window", lo, hi, confusion=stats)
     store.close()
     out = tmp / "out"
-    return {"tmp": tmp, "url": url, "cfg": str(cfg_path), "config": config, "out": out}
+    return {"tmp": tmp, "url": url, "cfg": str(cfg_path), "config": config, "out": out, "events": events}
 
 
 def cli_json(capsys: pytest.CaptureFixture[str], world: dict[str, Any], *args: str) -> Any:
@@ -224,46 +227,28 @@ def test_markdown_escapes_event_text(report: dict[str, Any]) -> None:
 
 
 # --- seed 000 -----------------------------------------------------------------------------------------------
-SEED000_SCORES = {  # score: (positives, negatives) — recall/FPR at 0.9, 0.7, 0.5, 0.3, 0.1 as in seed 000
-    0.95: (36, 49), 0.75: (18, 98), 0.55: (18, 147), 0.35: (9, 441), 0.15: (9, 1225), 0.05: (0, 2450)}
-
-
-def _seed000_events(start: float) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-    i = 0
-    for score, (pos, neg) in SEED000_SCORES.items():
-        for label, n in ((1, pos), (0, neg)):
-            for _ in range(n):
-                ts = start + (i % 6000) * 60.0
-                events.append({"type": "prediction", "prediction_id": f"p{i}", "model": "fraud", "ts": ts,
-                               "score": score})
-                events.append({"type": "outcome", "prediction_id": f"p{i}", "label": label, "ts": ts + 600})
-                i += 1
-    return events
-
-
 def test_seed000_kpis_and_threshold_table_from_a_store(tmp_path: Path) -> None:
     """Seed 000: 90 frauds / 4,410 genuine (2 %) scored so that thresholds 0.9…0.1 give recall 0.4…1.0 and FPR
     1/90…40/90 → the business table (€200,867, 1,356 h, 327 complaints vs the rules engine's €370,000) and the
     threshold table (€489,644 … €227,978, cheapest 0.3 at €170,867) at 100,000 transactions a month."""
-    config = from_dict({"costs": {"baseline_name": "rules engine", "baseline_flagged": 10000,
-                                  "baseline_caught": 1200}})
-    assert config.costs.missed_positive == 400 and config.costs.monthly_volume == 100_000  # seed 000 defaults
+    config = from_dict({"costs": dict(EXAMPLE_COSTS)})
+    assert config.costs.missed_positive == 400 and config.costs.monthly_volume == 100_000  # seed 000's costs
+    assert (config.costs.baseline_flagged, config.costs.baseline_caught) == (10_000, 1_200)
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     store.migrate()
     start = datetime(2025, 6, 2, tzinfo=timezone.utc).timestamp()  # Monday of 2025-W23
-    _ingest(store, config, _seed000_events(start), start + 30 * DAY)
+    _ingest(store, config, seed000_events(start), start + 30 * DAY)
     week = week_of(start)
     doc = report_document(store, config, "fraud", week, start + 30 * DAY)
     c = doc["headline"]["metrics"]["counts"]
     assert (c["tp"], c["fn"], c["fp"], c["tn"]) == (72, 18, 294, 4116)
     b = doc["business"]
-    assert (round(b["model"]["total"]), round(b["model"]["analyst_hours"]), round(b["model"]["complaints"]),
-            round(b["model"]["fraud_lost"]), round(b["model"]["flagged"])) == (200_867, 1_356, 327, 160_000, 8_133)
-    assert (round(b["baseline"]["total"]), round(b["baseline"]["analyst_hours"]),
+    assert (round(b["model"]["total"]), round(b["model"]["review_hours"]), round(b["model"]["complaints"]),
+            round(b["model"]["missed_cost"]), round(b["model"]["flagged"])) == (200_867, 1_356, 327, 160_000, 8_133)
+    assert (round(b["baseline"]["total"]), round(b["baseline"]["review_hours"]),
             round(b["baseline"]["complaints"])) == (370_000, 1_667, 440)
     vs = b["versus_baseline"]
-    assert round(vs["savings"]) == 169_133 and round(vs["analyst_hours_saved"]) == 311
+    assert round(vs["savings"]) == 169_133 and round(vs["review_hours_saved"]) == 311
     t = doc["thresholds"]
     rows = {r["threshold"]: r for r in t["rows"]}
     expected = {0.9: (0.40, 1_089, 54, 315, 480_000, 489_644), 0.7: (0.60, 3_267, 163, 744, 320_000, 342_533),
@@ -272,7 +257,7 @@ def test_seed000_kpis_and_threshold_table_from_a_store(tmp_path: Path) -> None:
     for th, (recall, fa, compl, hours, lost, total) in expected.items():
         m = rows[th]["monthly"]
         assert rows[th]["recall"]["value"] == pytest.approx(recall)
-        assert (round(m["false_alarms"]), round(m["complaints"]), round(m["analyst_hours"]), round(m["fraud_lost"]),
+        assert (round(m["false_alarms"]), round(m["complaints"]), round(m["review_hours"]), round(m["missed_cost"]),
                 round(m["total"])) == (fa, compl, hours, lost, total)
     assert round(rows[0.9]["monthly"]["precision"], 3) == 0.424 and round(rows[0.5]["monthly"]["precision"], 3) == 0.197
     # at the deployed threshold the table is the metrics' counts scaled to the monthly volume
@@ -294,8 +279,10 @@ def test_cost_optimal_threshold_includes_complaint_cost() -> None:
     """C_FP = review + complaint rate × complaint cost: €5 + 0.05 × €100 = €10 against C_FN = €400 → 10/410."""
     from driftline.reports.business import cost_optimal_threshold
 
-    assert cost_optimal_threshold(msgspec.structs.replace(Costs(), complaint_cost=100.0)) == pytest.approx(10 / 410)
-    assert cost_optimal_threshold(Costs(missed_positive=0, review_per_flag=0, complaint_rate=0)) is None
+    example = msgspec.convert(EXAMPLE_COSTS, Costs)
+    assert cost_optimal_threshold(msgspec.structs.replace(example, complaint_cost=100.0)) == pytest.approx(10 / 410)
+    assert cost_optimal_threshold(msgspec.structs.replace(example, missed_positive=0, review_per_flag=0,
+                                                          complaint_rate=0)) is None
 
 
 # --- weeks and missing sections --------------------------------------------------------------------------------
@@ -328,10 +315,139 @@ def test_sections_without_reference_say_not_available(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'n.db'}")
     store.migrate()
     start = datetime(2025, 6, 2, tzinfo=timezone.utc).timestamp()
-    _ingest(store, config, _seed000_events(start)[:400], start + 30 * DAY)
+    _ingest(store, config, seed000_events(start)[:400], start + 30 * DAY)
     doc = report_document(store, config, "fraud", week_of(start), start + 30 * DAY)
     assert not doc["drift"]["available"] and "reference set" in doc["drift"]["reason"]
     assert doc["score_distribution"]["reference_vs_current"] is None
     assert any(s.startswith("Drift: not available") for s in doc["limitations"])
     assert "Not available: no reference profile" in render_markdown(doc)
     store.close()
+
+
+# --- issue 17 §4: readable score distribution, example wording, layout at desktop and phone widths -------------
+def _ts(ev: dict[str, Any]) -> float:
+    t = ev["ts"]
+    return float(t) if isinstance(t, (int, float)) else datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
+
+
+def test_score_distribution_on_equal_width_bins(report: dict[str, Any], world: dict[str, Any]) -> None:
+    """This week and the reference (weeks 1–2) on the ten bins 0.0–0.1 … 0.9–1.0: counts equal numpy's histogram
+    of the raw event scores; the plot and the table use the same bins; no underflow/overflow/other/missing bar."""
+    sd = report["report"]["score_distribution"]
+    edges = [round(i / 10, 1) for i in range(11)]
+    assert sd["edges"] == edges and [(b["low"], b["high"]) for b in sd["bins"]] == list(zip(edges, edges[1:]))
+    preds = [e for e in world["events"] if e["type"] == "prediction"]
+    week_start, week_end = END - 7 * DAY, END
+    cur = np.histogram([e["score"] for e in preds if week_start <= _ts(e) < week_end], bins=edges)[0]
+    ref = np.histogram([e["score"] for e in preds if START <= _ts(e) < START + 14 * DAY], bins=edges)[0]
+    assert [b["current"] for b in sd["bins"]] == cur.tolist() and sd["current_n"] == int(cur.sum())
+    assert [b["reference"] for b in sd["bins"]] == ref.tolist() and sd["reference"]["n"] == int(ref.sum())
+    assert [b["current_share"] for b in sd["bins"]] == pytest.approx((cur / cur.sum()).tolist())
+    assert sd["reference"]["other"] == 0 and sd["reference"]["missing"] == 0
+    assert sd["reference_vs_current"]["psi"] == report["report"]["drift"]["document"]["score"]["psi"]
+    html = Path(report["paths"]["html"]).read_text()
+    for lo, hi in zip(edges, edges[1:]):
+        assert f"<th>{lo:.1f}–{hi:.1f}</th>" in html
+    assert "underflow" not in html and "overflow)" not in html and "Not shown:" not in html
+
+
+def test_example_wording_summary_and_glossary(report: dict[str, Any]) -> None:
+    """With the example's `domain:` and `costs:` the report speaks of frauds and euros; the summary sentence is
+    built from the headline rows; a glossary explains the abbreviations; B − A rows come by importance."""
+    doc = report["report"]
+    html = Path(report["paths"]["html"]).read_text()
+    md = Path(report["paths"]["md"]).read_text()
+    for text in (html, md):
+        assert "Transactions flagged for review" in text and "Frauds caught" in text and "Fraud lost" in text
+        assert "€" in text and "costs not configured" not in text
+        assert "ISO week, UTC" not in text and "week 47 of 2025" in text
+    recall = next(r for r in doc["headline"]["rows"] if r["metric"] == "recall")
+    if recall["target"]["met"] is False:
+        assert doc["summary"].startswith(f"Recall is {recall['value']:.3f} [{recall['low']:.3f}, "
+                                         f"{recall['high']:.3f}], below the agreed 0.70")
+    assert doc["summary"] in html.replace("&#39;", "'") and f"**In one sentence:** {md_escape(doc['summary'])}" in md
+    assert [t["kpi"] for t in doc["business"]["targets"]] == ["review_hours"]  # targets: {analyst_hours: 1500}
+    assert '<tr><td class="l">Analyst hours</td><td>1,500</td>' in html
+    terms = [g["term"] for g in doc["glossary"]]
+    assert {"Recall", "FPR (false positive rate)", "Alert rate", "Label coverage", "AUC"} <= set(terms)
+    assert any(t.startswith("ECE") for t in terms) and any(t.startswith("PSI") for t in terms)
+    assert '<h2 id="glossary">' in html and "## Glossary" in md
+    (comp,) = doc["ab"]["document"]["comparisons"]
+    section = html[html.index(f"<h3>{comp['treatment']} − {comp['control']}</h3>"):]
+    order = [section.index(f'<td class="l">{name}</td>') for name in
+             ("Recall", "Precision", "False positive rate", "Alert rate")]
+    assert order == sorted(order)
+
+
+LAYOUT_CHECK = """<!DOCTYPE html><html><body style="margin:0">
+<iframe id="f" src="%(src)s" style="width:%(width)dpx;height:3000px;border:0"></iframe>
+<script>
+window.addEventListener('load', function () {
+  var d = document.getElementById('f').contentDocument, W = d.documentElement.clientWidth, bad = [];
+  d.querySelectorAll('body *').forEach(function (el) {
+    if (el.closest('.scroll') && !el.classList.contains('scroll')) return;  // inside a scrolling block
+    var r = el.getBoundingClientRect();
+    if (r.width > 0 && r.right > W + 1) bad.push(el.tagName + ':' + Math.round(r.right));
+  });
+  var out = document.createElement('pre');
+  out.id = 'layout';
+  out.textContent = JSON.stringify({width: W, scroll: d.documentElement.scrollWidth, overflowing: bad.slice(0, 20)});
+  document.body.appendChild(out);
+});
+</script></body></html>"""
+"""A page showing the report in a frame of the given width, and after layout writing the frame's width, its
+document's scroll width and the elements (outside scrolling blocks) that reach past its right edge."""
+
+
+def _layout(chromium: str, page: Path, width: int, tmp: Path) -> dict[str, Any]:
+    frame = tmp / f"frame-{width}-{page.stem}.html"
+    frame.write_text(LAYOUT_CHECK % {"src": page.name, "width": width})
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+             "--allow-file-access-from-files", "--hide-scrollbars", f"--user-data-dir={tmp / 'profile'}",
+             "--window-size=1400,2000"]
+    res = subprocess.run([chromium, *flags, "--dump-dom", frame.resolve().as_uri()], capture_output=True, text=True,
+                         timeout=90)
+    m = re.search(r'<pre id="layout">(.*?)</pre>', res.stdout, re.S)
+    assert res.returncode == 0 and m is not None, res.stderr[-2000:]
+    return json.loads(m.group(1))
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_report_fits_desktop_and_phone_widths(report: dict[str, Any], tmp_path: Path, width: int) -> None:
+    """Laid out by headless Chromium at 1280 px and at a phone's 390 px, the page is no wider than the screen and
+    no element sticks out (wide tables scroll inside their own block, plots shrink); the same check on the page
+    without its scrolling blocks finds the overflowing tables, so it can fail."""
+    chromium = require_binary("chromium")
+    html = Path(report["paths"]["html"]).read_text()
+    page = tmp_path / "report.html"
+    page.write_text(html)
+    got = _layout(chromium, page, width, tmp_path)
+    assert got["width"] == width and got["scroll"] <= width and got["overflowing"] == [], got
+    if width == 390:
+        broken = tmp_path / "unwrapped.html"
+        broken.write_text(html.replace('<div class="scroll"><table', "<table").replace("</table></div>", "</table>"))
+        bad = _layout(chromium, broken, width, tmp_path)
+        assert bad["scroll"] > width and any(e.startswith("TABLE") for e in bad["overflowing"]), bad
+
+
+def test_plot_legends_hide_no_curve_and_name_every_trigger_line(report: dict[str, Any]) -> None:
+    """Threshold plot: the legend lies below the axes (it hid the total-cost curve between 0.5 and 0.65) and names
+    the domain's words; trends plot: one legend naming every trigger line, the FPR one included."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from driftline.reports.plots import threshold_figure, trends_figure
+
+    doc = report["report"]
+    fig = threshold_figure(doc)
+    assert fig is not None
+    renderer = FigureCanvasAgg(fig).get_renderer()  # the same Agg renderer that draws the PNG
+    ax = fig.axes[0]
+    legend = ax.get_legend()
+    box, axes_box = legend.get_window_extent(renderer), ax.get_window_extent(renderer)
+    assert box.y1 <= axes_box.y0  # entirely below the plotting area
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert "total cost / month" in labels and "fraud lost / month" in labels and "analyst hours / month" in labels
+    trends = trends_figure(doc)
+    assert trends is not None and len(trends.legends) == 1
+    names = [t.get_text() for t in trends.legends[0].get_texts()]
+    assert "trigger fpr_above_target (fpr > 0.08)" in names and "trigger recall_below_target (recall < 0.7)" in names

@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="driftline", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default=os.environ.get("DRIFTLINE_CONFIG"),
-                        help="YAML config (env DRIFTLINE_CONFIG; default: built-in fraud example)")
+                        help="YAML config (env DRIFTLINE_CONFIG; default: built-in defaults, domain-neutral, no costs)")
     parser.add_argument("--db", default=None,
                         help="database URL (env DRIFTLINE_DB; default sqlite:///driftline.db)")
     parser.add_argument("--log-level", default=os.environ.get("DRIFTLINE_LOG_LEVEL", "WARNING"), metavar="LEVEL",

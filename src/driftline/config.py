@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 import yaml
 
+from .domain import Costs, Domain
 from .metric_names import unknown_metric
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
@@ -109,22 +110,6 @@ class Labels(Base):
     @property
     def implicit_after_s(self) -> float | None:
         return parse_duration(self.implicit_negative_after) if self.policy == "implicit_negative_after" else None
-
-
-class Costs(Base):
-    """Business costs (seed 000): per missed positive, per review, complaints, model running cost."""
-
-    currency: str = "EUR"
-    missed_positive: NonNeg = 400.0
-    review_per_flag: NonNeg = 5.0
-    review_minutes: NonNeg = 10.0
-    complaint_rate: Probability = 0.05
-    complaint_cost: NonNeg = 0.0
-    model_per_prediction: NonNeg = 0.002
-    monthly_volume: Annotated[int, msgspec.Meta(ge=0)] = 100_000
-    baseline_name: str | None = None
-    baseline_flagged: Annotated[int, msgspec.Meta(ge=0)] | None = None
-    baseline_caught: Annotated[int, msgspec.Meta(ge=0)] | None = None
 
 
 class Trigger(Base):
@@ -293,7 +278,7 @@ class Limits(Base):
 
 
 class Config(Base):
-    """The whole configuration; defaults give the embedded fraud example."""
+    """The whole configuration; the defaults are domain-neutral (no costs, no domain words)."""
 
     model: str = "fraud"
     threshold: Probability = 0.5
@@ -301,7 +286,8 @@ class Config(Base):
     window: Duration = "7d"
     database: str | None = None
     labels: Labels = Labels()
-    costs: Costs = Costs()
+    costs: Costs | None = None
+    domain: Domain = Domain()
     features: dict[str, Literal["numeric", "categorical"]] = {}
     max_features: Annotated[int, msgspec.Meta(ge=0)] = 50
     slices: list[str] = []
@@ -389,7 +375,7 @@ def _yaml_where(err: yaml.YAMLError) -> str:
 
 
 def load(path: str | os.PathLike[str] | None) -> Config:
-    """Load and validate a YAML config file; None gives the defaults (embedded fraud example)."""
+    """Load and validate a YAML config file; None gives the (domain-neutral) defaults."""
     return load_named(path)[0]
 
 

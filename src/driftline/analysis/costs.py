@@ -1,5 +1,5 @@
 """Business cost of a classifier's decisions: cost per 1,000 predictions with a delta-method interval,
-the difference between two arms, and seed 000's monthly KPI table (fraud lost, analyst hours, ...).
+the difference between two arms, and seed 000's monthly KPI table (cost of missed positives, review hours, ...).
 
 Cost of one prediction = model cost + review cost if flagged + missed-positive cost if a positive is
 not flagged + complaint rate × complaint cost if a negative is flagged.
@@ -146,8 +146,8 @@ class BusinessKPIs:
     false_positives: float
     flagged: float
     precision: float | None
-    fraud_lost: float
-    analyst_hours: float
+    missed_cost: float
+    review_hours: float
     complaints: float
     review_cost: float
     complaint_cost: float
@@ -162,18 +162,18 @@ def business_kpis(transactions: float, prevalence: float, recall: float, fpr: fl
                   minutes_per_review: float = 10.0) -> BusinessKPIs:
     """Turn recall/FPR at a prevalence into money, hours and complaints per period (unrounded).
 
-    total = fraud lost + review cost + complaint cost + model cost (seed 000 prices no complaints).
+    total = missed-positive cost + review cost + complaint cost + model cost (seed 000 prices no complaints).
     """
     pos = transactions * prevalence
     neg = transactions - pos
     caught, missed, fps = pos * recall, pos * (1.0 - recall), neg * fpr
     flagged = caught + fps
-    fraud_lost = missed * costs.fn_cost
+    missed_cost = missed * costs.fn_cost
     review = flagged * costs.review_cost
     complaints = fps * costs.complaint_rate
     complaint_cost = complaints * costs.complaint_cost
     model = transactions * costs.model_cost_per_prediction
     return BusinessKPIs(transactions, pos, caught, missed, fps, flagged,
-                        caught / flagged if flagged else None, fraud_lost,
+                        caught / flagged if flagged else None, missed_cost,
                         flagged * minutes_per_review / 60.0, complaints, review, complaint_cost, model,
-                        fraud_lost + review + complaint_cost + model)
+                        missed_cost + review + complaint_cost + model)

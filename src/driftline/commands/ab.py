@@ -80,20 +80,27 @@ def _arms_table(doc: dict[str, Any], console: Console) -> None:
     arms = doc["arms"]
     cur = doc.get("currency", "")
     versions = "; ".join(f"{a} {','.join(x.get('model_versions', [])) or MISSING}" for a, x in arms.items())
+    costs = doc.get("costs_configured", True)
     cols = [Col("arm", "left"), Col("predictions (share)", drop=4), Col("labelled / pos.", drop=5), Col("recall"),
             Col("FPR"), Col("precision", drop=1), Col("alert rate", drop=3), Col("label coverage", drop=2),
-            Col("delay p50 / p95", drop=6), Col(f"cost / 1,000 ({cur})", drop=1), Col(f"cost / month ({cur})", drop=7)]
+            Col("delay p50 / p95", drop=6)]
+    if costs:
+        cols += [Col(f"cost / 1,000 ({cur})", drop=1), Col(f"cost / month ({cur})", drop=7)]
     rows = []
     for a, x in arms.items():
         c = x["cost_per_1000"]
-        rows.append([shown(a), f"{count(x['predictions'])} ({prop(x['expected_share'])})",
-                     f"{count(x['labelled'])} / {count(x['positives'])}",
-                     *[fmt_rate(x[key]) for key, _ in METRICS[:2]], fmt_rate(x["precision"]),
-                     fmt_rate(x["alert_rate"]), fmt_rate(x["label_coverage"]),
-                     f"{duration(x['label_delay_seconds'].get('p50'))} / {duration(x['label_delay_seconds'].get('p95'))}",
-                     money(c["value"], c["low"], c["high"]), money(x["monthly"]["cost"]["value"])])
+        row = [shown(a), f"{count(x['predictions'])} ({prop(x['expected_share'])})",
+               f"{count(x['labelled'])} / {count(x['positives'])}",
+               *[fmt_rate(x[key]) for key, _ in METRICS[:2]], fmt_rate(x["precision"]),
+               fmt_rate(x["alert_rate"]), fmt_rate(x["label_coverage"]),
+               f"{duration(x['label_delay_seconds'].get('p50'))} / {duration(x['label_delay_seconds'].get('p95'))}"]
+        if costs:
+            row += [money(c["value"], c["low"], c["high"]), money(x["monthly"]["cost"]["value"])]
+        rows.append(row)
     print_table(console, cols, rows, title=f"arms (control arm {shown(doc['control'])!r}; versions {shown(versions)}; "
                                            "share: the expected share of traffic)")
+    if not costs:
+        console.print("cost: costs not configured (see `costs:` in the config)")
 
 
 def _comparison_table(doc: dict[str, Any], comp: dict[str, Any], console: Console) -> None:
@@ -111,8 +118,11 @@ def _comparison_table(doc: dict[str, Any], comp: dict[str, Any], console: Consol
                      f"{count(c['treatment']['k'])}/{count(c['treatment']['n'])} vs "
                      f"{count(c['control']['k'])}/{count(c['control']['n'])}"])
     cd = comp["cost_per_1000"]
-    rows.append([f"cost / 1,000 ({cd.get('method')})", money(cd["diff"], cd["low"], cd["high"], signed=True),
-                 "", "", "", "", ""])
+    if cd is None:
+        rows.append(["cost", "costs not configured", "", "", "", "", ""])
+    else:
+        rows.append([f"cost / 1,000 ({cd.get('method')})", money(cd["diff"], cd["low"], cd["high"], signed=True),
+                     "", "", "", "", ""])
     print_table(console, cols, rows, title=f"{tr} − {ct}")
 
 

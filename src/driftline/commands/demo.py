@@ -3,7 +3,8 @@
 Simulates four ISO weeks (ending at the Monday 00:00 UTC before now) with drift from day 21, ingests them in
 time order while serving /metrics, evaluates the triggers once a day of event time (so the recall alert fires
 in week four and is printed with its value, interval and n), sets the drift reference from weeks one and two,
-and writes the week-four report. Without triggers in the config it uses driftline.example.yaml's settings.
+and writes the week-four report. Settings the config lacks (triggers, features, slices, costs, domain words) are
+driftline.example.yaml's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import msgspec
 
 from .. import numbers
 from ..config import Config, ConfigError, Trigger, parse_duration
+from ..domain import Costs, Domain
 from ..context import Context, parse_at, port_number
 from ..ingest.pipeline import Pipeline, RawRecord
 from ..ingest.replay import source_name
@@ -52,6 +54,14 @@ EXAMPLE_FEATURES = {"amount": "numeric", "country": "categorical", "channel": "c
                     "account_age_days": "numeric", "tx_count_24h": "numeric", "distance_km": "numeric"}
 EXAMPLE_SLICES = ["country", "channel"]
 EXAMPLE_BASELINE = {"baseline_name": "rules engine", "baseline_flagged": 10_000, "baseline_caught": 1_200}
+EXAMPLE_COSTS: dict[str, Any] = {"currency": "EUR", "missed_positive": 400.0, "review_per_flag": 5.0,
+                                 "review_minutes": 10.0, "complaint_rate": 0.05, "model_per_prediction": 0.002,
+                                 "monthly_volume": 100_000, **EXAMPLE_BASELINE}
+"""driftline.example.yaml's `costs:` (seed 000: €400 per missed fraud, €5 and 10 minutes per review, ...)."""
+EXAMPLE_DOMAIN = {"positives": "frauds", "negatives": "genuine transactions", "predictions": "transactions",
+                  "flagged": "transactions flagged for review", "missed_cost": "fraud lost",
+                  "review_hours": "analyst hours"}
+"""driftline.example.yaml's `domain:` words (the demo simulates the fraud example)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -69,8 +79,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 # --- settings ----------------------------------------------------------------------------------------------
 def demo_config(config: Config) -> tuple[Config, list[str]]:
-    """The config with driftline.example.yaml's triggers, features, slices and baseline filled in where it
-    has none, and what was filled in."""
+    """The config with driftline.example.yaml's triggers, features, slices, costs (or only the baseline) and
+    domain words filled in where it has none, and what was filled in."""
     notes: list[str] = []
     changes: dict[str, Any] = {}
     if not config.triggers:
@@ -82,9 +92,16 @@ def demo_config(config: Config) -> tuple[Config, list[str]]:
     if not config.slices:
         changes["slices"] = list(EXAMPLE_SLICES)
         notes.append("slices by country and channel")
-    if config.costs.baseline_flagged is None:
+    if config.costs is None:
+        changes["costs"] = msgspec.convert(EXAMPLE_COSTS, Costs)
+        notes.append("costs: €400 per missed fraud, €5 and 10 minutes per review, 100,000 transactions a month; "
+                     "baseline the rules engine (10,000 flags and 1,200 frauds caught a month)")
+    elif config.costs.baseline_flagged is None:
         changes["costs"] = msgspec.structs.replace(config.costs, **EXAMPLE_BASELINE)
         notes.append("baseline: the rules engine (10,000 flags and 1,200 frauds caught a month)")
+    if config.domain == Domain():
+        changes["domain"] = msgspec.convert(EXAMPLE_DOMAIN, Domain)
+        notes.append("fraud wording (frauds, genuine transactions, transactions flagged for review)")
     return (msgspec.structs.replace(config, **changes) if changes else config), notes
 
 

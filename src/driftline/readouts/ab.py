@@ -78,8 +78,11 @@ class ArmPlan:
         return sorted(a for a in self.shares if a != self.control)
 
 
-def costs_from_config(c: CostConfig) -> Costs:
-    """The analysis Costs of the config's `costs` section (complaint cost = rate × cost per false positive)."""
+def costs_from_config(c: CostConfig | None) -> Costs:
+    """The analysis Costs of the config's `costs` section (complaint cost = rate × cost per false positive);
+    all zero without the section (the readout then shows no cost: see ab_document)."""
+    if c is None:
+        return Costs()
     return Costs(fn_cost=c.missed_positive, review_cost=c.review_per_flag, complaint_rate=c.complaint_rate,
                  complaint_cost=c.complaint_cost, model_cost_per_prediction=c.model_per_prediction)
 
@@ -180,10 +183,15 @@ def _span_days(rows: list[BucketRow], window: Window) -> float:
     return max(window.end - first, 1.0) / 86400.0
 
 
-def arm_readout(stats: BucketStats, costs: Costs, cost_cfg: CostConfig, share: float) -> dict[str, Any]:
-    """One arm: counts, Wilson rates, label coverage and delay, cost per 1,000 and per month."""
+def arm_readout(stats: BucketStats, costs: Costs, cost_cfg: CostConfig | None, share: float) -> dict[str, Any]:
+    """One arm: counts, Wilson rates, label coverage and delay, cost per 1,000 and per month (None for both
+    without a `costs:` section)."""
     c = ArmCounts.from_conf(stats.conf)
     doc: dict[str, Any] = arm_metrics(c, ALPHA).to_json()
+    if cost_cfg is None:
+        doc.update({"expected_share": share, "counts": c.to_json(), "cost_per_1000": None,
+                    "label_delay_seconds": delay_quantiles(stats.delay), "monthly": None})
+        return doc
     cost = cost_per_1000(c, costs, ALPHA)
     scale = cost_cfg.monthly_volume / 1000.0
     alert = doc["alert_rate"]
@@ -247,7 +255,7 @@ def comparison_readout(treatment: str, control: str, t: ArmCounts, c: ArmCounts,
     per_day = min(t.positives, c.positives) / days if days > 0 else None
     pw = recall_power(c.tp, c.positives, t.positives, config.ab.target_recall_diff, per_day)
     return {"treatment": treatment, "control": control, "metrics": metrics,
-            "cost_per_1000": {**cd.to_json(), "method": "delta", **cost_seq},
+            "cost_per_1000": None if config.costs is None else {**cd.to_json(), "method": "delta", **cost_seq},
             "label_balance": lb.to_json(),
             "power": {**pw.to_json(), "positives_per_arm_per_day": per_day,
                       "positives_per_day": (t.positives + c.positives) / days if days > 0 else None}}
@@ -309,7 +317,9 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
         doc["notes"].append("no predictions stored yet: feed events with `driftline replay` or `driftline run`")
     days = _span_days(rows, window)
     doc["window"]["days_observed"] = days
-    doc.update({"alpha": ALPHA, "threshold": config.threshold, "currency": config.costs.currency,
+    currency = None if config.costs is None else config.costs.currency
+    doc.update({"alpha": ALPHA, "threshold": config.threshold, "currency": currency,
+                "costs_configured": config.costs is not None,
                 "planned_positives": config.ab.planned_positives,
                 "target_recall_diff": config.ab.target_recall_diff,
                 "sequential": {**SequentialPlan(float(config.ab.planned_positives), ALPHA).to_json(),
@@ -334,14 +344,16 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
             pairs = shadow_pairs(store, q.model, window, ctl, tr)
             comp["paired"] = paired_readout(pairs, costs, q.seed, q.n_boot)
             boot_cost = comp["paired"]["bootstrap"]["cost_per_1000"]
-            if pairs.table.n > 0:
+            if config.costs is None:
+                comp["paired"]["bootstrap"]["cost_per_1000"] = None
+            elif pairs.table.n > 0:
                 indep = comp["cost_per_1000"]  # the always-valid interval stays the unpaired (conservative) one
                 comp["cost_per_1000"] = {"diff": boot_cost["diff"], "low": boot_cost["low"],
                                          "high": boot_cost["high"], "method": "paired_bootstrap",
                                          "seq_low": indep["seq_low"], "seq_high": indep["seq_high"],
                                          "seq_excludes_zero": indep["seq_excludes_zero"],
                                          "delta_independent": indep}
-            else:  # nothing joined (e.g. join state past the label horizon): keep the independent estimate
+            if pairs.table.n == 0:  # nothing joined (e.g. join state past the label horizon): independent estimate
                 doc["notes"].append(f"no ids scored by both {ctl} and {tr} in the window's join state")
         doc["comparisons"].append(comp)
     if doc["comparisons"]:

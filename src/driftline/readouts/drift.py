@@ -24,12 +24,14 @@ from .estimated import calibrated_block
 from .references import NoReference, Reference, active_reference_key, load_reference
 from .metrics import resolve_window
 from ..core.stats import BucketStats
+from ..targets import agreed_target
 from ..storage.store import Store
 from .windows import Window, merged, window_ending, window_rows
 
 DEFAULT_TARGET_RECALL = 0.7
 DEFAULT_TARGET_FPR = 0.08
-"""Slice targets when config.targets has none: seed 000 step 8 (review below 70 % recall or above 8 % FPR)."""
+"""Slice targets when neither config.targets nor a trigger gives one: seed 000 step 8 (review below 70 % recall or
+above 8 % FPR)."""
 MATURITY_QUANTILE = 0.95
 """Labels of a window count as matured one p95 label delay after it (explicit-outcome policy)."""
 _CACHE_SIZE = 8
@@ -209,9 +211,11 @@ def estimated_block(store: Store, config: Config, model: str, window: Window, va
 
 # --- slices -------------------------------------------------------------------------------------------------
 def slice_targets(config: Config) -> tuple[float, float]:
-    """Target recall and FPR of the slice ranking: config.targets, else seed 000's 0.70 and 0.08."""
-    return (float(config.targets.get("recall", DEFAULT_TARGET_RECALL)),
-            float(config.targets.get("fpr", DEFAULT_TARGET_FPR)))
+    """Target recall and FPR of the slice ranking: the agreed targets (config.targets, else the model-wide
+    trigger lines, as the report's headline), else seed 000's 0.70 and 0.08."""
+    recall, fpr = agreed_target(config, "recall"), agreed_target(config, "fpr")
+    return (DEFAULT_TARGET_RECALL if recall is None else recall.value,
+            DEFAULT_TARGET_FPR if fpr is None else fpr.value)
 
 
 SLICES_AT_INGESTION = ("slice values are recorded at ingestion, only from when the feature was listed in `slices:`; "

@@ -13,15 +13,17 @@ import numpy as np
 
 from ..analysis.costs import BusinessKPIs, Costs, business_kpis
 from ..analysis.rates import rate
-from ..config import Costs as CostConfig
+from ..domain import COSTS_NOT_CONFIGURED, Costs as CostConfig
 from ..core.grids import SCORE_EDGES, score_edge_index
 
 THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))
 """Thresholds of the trade-off table (exact edges of the score grid)."""
 
-KPI_TARGETS = {"fraud_lost": "fraud_lost", "analyst_hours": "analyst_hours", "complaints": "complaints",
-               "model_cost": "model_cost", "total_cost": "total", "total": "total", "review_cost": "review_cost"}
-"""config.targets keys that bound a monthly KPI from above (seed 000: fraud lost < €200,000, hours < 1,500, ...)."""
+KPI_TARGETS = {"missed_cost": "missed_cost", "review_hours": "review_hours", "complaints": "complaints",
+               "model_cost": "model_cost", "total_cost": "total", "total": "total", "review_cost": "review_cost",
+               "fraud_lost": "missed_cost", "analyst_hours": "review_hours"}
+"""config.targets keys that bound a monthly KPI from above (seed 000: missed-fraud cost < €200,000, review hours
+< 1,500, ...); `fraud_lost` and `analyst_hours` are the older names of `missed_cost` and `review_hours`."""
 
 
 def analysis_costs(c: CostConfig) -> Costs:
@@ -63,8 +65,12 @@ def baseline_kpis(cfg: CostConfig, prevalence: float) -> tuple[BusinessKPIs | No
     return _kpis(cfg, prevalence, recall, fpr, costs), notes
 
 
-def business_section(metrics_doc: dict[str, Any], cfg: CostConfig, targets: dict[str, float]) -> dict[str, Any]:
-    """Monthly KPIs of the model (point, and a range from the recall/FPR intervals), the baseline and targets."""
+def business_section(metrics_doc: dict[str, Any], cfg: CostConfig | None,
+                     targets: dict[str, float]) -> dict[str, Any]:
+    """Monthly KPIs of the model (point, and a range from the recall/FPR intervals), the baseline and targets;
+    not available (saying so) without a `costs:` section."""
+    if cfg is None:
+        return {"available": False, "costs_configured": False, "reason": COSTS_NOT_CONFIGURED}
     m = metrics_doc["metrics"]
     rec, fpr, prev = m["recall"], m["fpr"], m["prevalence"]
     base: dict[str, Any] = {"monthly_volume": cfg.monthly_volume, "currency": cfg.currency,
@@ -88,7 +94,7 @@ def business_section(metrics_doc: dict[str, Any], cfg: CostConfig, targets: dict
         doc["versus_baseline"] = {
             "savings": baseline.total - point.total, "savings_low": baseline.total - worst.total,
             "savings_high": baseline.total - best.total,
-            "analyst_hours_saved": baseline.analyst_hours - point.analyst_hours,
+            "review_hours_saved": baseline.review_hours - point.review_hours,
             "extra_caught": point.caught - baseline.caught,
             "complaints_avoided": baseline.complaints - point.complaints,
         }
@@ -113,7 +119,7 @@ def cost_optimal_threshold(cfg: CostConfig) -> float | None:
     return c_fp / (c_fp + c_fn) if c_fp + c_fn > 0 else None
 
 
-def threshold_row(neg_hist: np.ndarray, pos_hist: np.ndarray, threshold: float, cfg: CostConfig,
+def threshold_row(neg_hist: np.ndarray, pos_hist: np.ndarray, threshold: float, cfg: CostConfig | None,
                   prevalence: float) -> dict[str, Any]:
     """One row of the trade-off table: the week's labelled counts at `threshold` (fine bins at or above its
     grid edge are flagged) and their monthly KPIs at the configured volume and the week's prevalence."""
@@ -124,28 +130,33 @@ def threshold_row(neg_hist: np.ndarray, pos_hist: np.ndarray, threshold: float, 
     row: dict[str, Any] = {"threshold": threshold, "grid_edge": float(SCORE_EDGES[min(i, len(SCORE_EDGES) - 1)]),
                            "counts": {"tp": tp, "fp": fp, "fn": fn, "tn": tn},
                            "recall": recall.to_json(), "fpr": fpr.to_json(), "precision_sample": precision.to_json()}
-    if recall.value is None or fpr.value is None:
+    if cfg is None or recall.value is None or fpr.value is None:
         row["monthly"] = None
         return row
     k = _kpis(cfg, prevalence, recall.value, fpr.value)
     row["monthly"] = {"precision": k.precision, "caught": k.caught, "flagged": k.flagged,
                       "false_alarms": k.false_positives, "complaints": k.complaints,
-                      "analyst_hours": k.analyst_hours, "fraud_lost": k.fraud_lost, "review_cost": k.review_cost,
+                      "review_hours": k.review_hours, "missed_cost": k.missed_cost, "review_cost": k.review_cost,
                       "complaint_cost": k.complaint_cost, "model_cost": k.model_cost, "total": k.total}
     return row
 
 
-def threshold_table(neg_hist: np.ndarray, pos_hist: np.ndarray, cfg: CostConfig, prevalence: float | None,
+def threshold_table(neg_hist: np.ndarray, pos_hist: np.ndarray, cfg: CostConfig | None, prevalence: float | None,
                     deployed: float, thresholds: tuple[float, ...] = THRESHOLDS) -> dict[str, Any]:
     """Trade-off at thresholds 0.1 … 0.9 from the labelled score histograms, the cost-optimal threshold
-    C_FP/(C_FP+C_FN) (with its own row) and the cheapest tabulated threshold, marked in-sample."""
-    optimal = cost_optimal_threshold(cfg)
-    doc: dict[str, Any] = {"thresholds": list(thresholds), "deployed": deployed, "monthly_volume": cfg.monthly_volume,
-                           "currency": cfg.currency,
-                           "cost_optimal": {"threshold": optimal, "formula": "C_FP / (C_FP + C_FN)",
-                                            "c_fp": cfg.review_per_flag + cfg.complaint_rate * cfg.complaint_cost,
-                                            "c_fn": cfg.missed_positive,
-                                            "assumes": "calibrated scores (see the reliability diagram)"}}
+    C_FP/(C_FP+C_FN) (with its own row) and the cheapest tabulated threshold, marked in-sample. Without a
+    `costs:` section the rows hold recall, FPR and precision only (no monthly figures, no cheapest)."""
+    optimal = None if cfg is None else cost_optimal_threshold(cfg)
+    doc: dict[str, Any] = {"thresholds": list(thresholds), "deployed": deployed, "costs_configured": cfg is not None,
+                           "monthly_volume": None if cfg is None else cfg.monthly_volume,
+                           "currency": None if cfg is None else cfg.currency,
+                           "cost_optimal": None if cfg is None else {
+                               "threshold": optimal, "formula": "C_FP / (C_FP + C_FN)",
+                               "c_fp": cfg.review_per_flag + cfg.complaint_rate * cfg.complaint_cost,
+                               "c_fn": cfg.missed_positive,
+                               "assumes": "calibrated scores (see the reliability diagram)"}}
+    if cfg is None:
+        doc["costs_note"] = COSTS_NOT_CONFIGURED
     if prevalence is None or int(pos_hist.sum()) == 0 or int(neg_hist.sum()) == 0:
         return {**doc, "available": False, "rows": [],
                 "reason": "needs labelled positives and negatives in the week"}

@@ -13,11 +13,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from ..readouts.ab import ABQuery, ab_document
 from ..config import Config
-from ..core.grids import score_edge_index
+from ..targets import LOWER_IS_BETTER, agreed_target
 from ..readouts.metrics import MetricsQuery, metrics_document
 from ..core.stats import NEG, POS, UNL
 from ..storage.store import Store
@@ -26,6 +27,8 @@ from ..triggers.model import INSUFFICIENT, Rule, breached, judged_value
 from ..triggers.runner import Reader, compile_rules, group_stats
 from ..readouts.windows import iso, window_rows
 from .business import business_section, threshold_table
+from .scores import fine_from_sample, score_distribution
+from .summary import glossary, summary_sentence, summary_status, week_phrase
 from .weeks import IsoWeek
 
 log = logging.getLogger(__name__)
@@ -34,8 +37,6 @@ REPORT_VERSION = 1
 DAY_S = 86400.0
 WEEK_S = 7 * DAY_S
 HEADLINE = ("recall", "fpr", "precision", "alert_rate", "prevalence")
-LOWER_IS_BETTER = frozenset({"fpr", "alert_rate", "brier", "log_loss", "ece", "label_delay_p50", "label_delay_p95"})
-"""Metrics whose config target is a maximum; every other metric's target is a minimum."""
 
 
 def _not_available(reason: str) -> dict[str, Any]:
@@ -55,13 +56,15 @@ def guarded(name: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 
 
 # --- headline -----------------------------------------------------------------------------------------------
-def target_check(metric: str, r: dict[str, Any], target: float | None) -> dict[str, Any] | None:
-    """A pre-agreed target against the estimate and its interval: met (estimate) and met_confidently (interval)."""
+def target_check(metric: str, r: dict[str, Any], target: float | None, lower_better: bool | None = None,
+                 source: str = "targets") -> dict[str, Any] | None:
+    """A pre-agreed target against the estimate and its interval: met (estimate) and met_confidently (interval).
+    The direction is the metric's (LOWER_IS_BETTER) unless given; `source` says where the target came from."""
     if target is None:
         return None
-    lower_better = metric in LOWER_IS_BETTER
+    lower_better = metric in LOWER_IS_BETTER if lower_better is None else lower_better
     out: dict[str, Any] = {"value": target, "direction": "at most" if lower_better else "at least",
-                           "met": None, "met_confidently": None}
+                           "source": source, "met": None, "met_confidently": None}
     if r.get("value") is None:
         return out
     if lower_better:
@@ -97,19 +100,26 @@ def trigger_judgements(store: Store, config: Config, model: str, at: float,
     return out
 
 
+def headline_target(metric: str, r: dict[str, Any], config: Config) -> dict[str, Any] | None:
+    """The row's target check against the metric's agreed target (targets.agreed_target: the config's
+    `targets` entry, else the strictest line of the model-wide triggers on it)."""
+    t = agreed_target(config, metric)
+    return None if t is None else target_check(metric, r, t.value, lower_better=t.lower_better, source=t.source)
+
+
 def headline(metrics: dict[str, Any], config: Config, triggers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows of the headline table: the rate with interval and n, its target check, the triggers watching it."""
     rows = []
     m = metrics["metrics"]
     entries = [(k, m[k]) for k in HEADLINE] + [("label_coverage", metrics["label_coverage"])]
     for name, r in entries:
-        rows.append({"metric": name, **r, "target": target_check(name, r, config.targets.get(name)),
+        rows.append({"metric": name, **r, "target": headline_target(name, r, config),
                      "triggers": [t["name"] for t in triggers if t["metric"] == name]})
     for name in ("roc_auc", "average_precision", "brier", "ece"):
         v = m[name]["value"]
+        point = {"value": v, "low": v, "high": v}
         rows.append({"metric": name, "value": v, "low": None, "high": None, "n": metrics["counts"]["labelled"],
-                     "indicative": False,
-                     "target": target_check(name, {"value": v, "low": v, "high": v}, config.targets.get(name)),
+                     "indicative": False, "target": headline_target(name, point, config),
                      "triggers": [t["name"] for t in triggers if t["metric"] == name]})
     return rows
 
@@ -199,18 +209,19 @@ def ab_section(store: Store, config: Config, model: str, week: IsoWeek) -> dict[
     return guarded("A/B", lambda: {"document": ab_document(store, config, ABQuery(model, WEEK_S, at=week.end))})
 
 
-def score_distribution(drift: dict[str, Any], hist_all: list[int]) -> dict[str, Any]:
-    """Score distribution of the week: reference vs current on the reference's frozen score bins (from the
-    drift document), and the week's counts per decile of score (every prediction, labelled or not)."""
-    doc: dict[str, Any] = {"deciles": {"edges": [i / 10 for i in range(11)], "counts": hist_all}}
-    score = drift.get("document", {}).get("score") if drift.get("available") else None
-    if score:
-        doc["reference_vs_current"] = {"bins": score["bins"], "psi": score["psi"], "js": score["js"],
-                                       "noise_floor": score["noise_floor"], "drifted": score["drifted"]}
-    else:
-        doc["reference_vs_current"] = None
-        doc["reason"] = drift.get("reason", "no score drift in the drift document")
-    return doc
+def reference_scores(store: Store, model: str, drift: dict[str, Any]) -> dict[str, Any] | None:
+    """The fine score histogram of the reference the drift section compared against (None without one)."""
+    if not drift.get("available"):
+        return None
+    ref_id = drift["document"]["reference"]["id"]
+    from ..readouts.references import load_reference
+
+    ref = load_reference(store, model, ref_id)
+    score = None if ref is None else ref.profile().score
+    if score is None:
+        return None
+    return {"id": ref_id, "hist": fine_from_sample(score.fine.idx, score.fine.counts), "other": score.fine.other,
+            "missing": score.fine.missing}
 
 
 def _drift_provider() -> Any:
@@ -233,23 +244,25 @@ def report_document(store: Store, config: Config, model: str, week: IsoWeek, now
     days = daily(store, config, model, week)
     rows = window_rows(store, model, week.window, features=False)
     total, _ = group_stats(rows)
-    cuts = [score_edge_index(i / 10) for i in range(11)]
     all_hist = total.hist[NEG] + total.hist[POS] + total.hist[UNL]
-    deciles = [int(all_hist[cuts[i]:cuts[i + 1]].sum()) for i in range(10)]
     drift = drift_section(store, config, model, week)
+    drift_score = drift["document"].get("score") if drift.get("available") else None
     prevalence = metrics["metrics"]["prevalence"]["value"]
     alerts = [r for r in history.history(store, model, since=week.start, limit=100_000) if r["at"] < week.end]
     alerts.sort(key=lambda r: (r["at"], r["id"]))
     doc: dict[str, Any] = {
         "kind": "driftline.weekly_report", "version": REPORT_VERSION, "model": model, "week": week.label,
         "week_reason": week_reason, "window": week.window.to_json(), "generated_at": iso(now),
-        "threshold": config.threshold, "currency": config.costs.currency, "targets": dict(config.targets),
+        "threshold": config.threshold, "currency": None if config.costs is None else config.costs.currency,
+        "costs_configured": config.costs is not None, "domain": msgspec.structs.asdict(config.domain),
+        "targets": dict(config.targets),
         "partial_week": now < week.end,
         "headline": {"rows": headline(metrics, config, triggers), "triggers": triggers, "metrics": metrics},
         "trends": {"days": days},
         "label_maturity": label_maturity(store, config, model, week, metrics, days),
         "drift": drift,
-        "score_distribution": score_distribution(drift, deciles),
+        "score_distribution": score_distribution(all_hist, reference_scores(store, model, drift), drift_score,
+                                                 drift.get("reason")),
         "calibration": calibration_section(store, config, model, week),
         "slices": slices_section(store, config, model, week),
         "ab": ab_section(store, config, model, week),
@@ -261,6 +274,10 @@ def report_document(store: Store, config: Config, model: str, week: IsoWeek, now
     }
     doc["provisional"] = bool(doc["label_maturity"]["provisional"] or doc["partial_week"])
     doc["limitations"] = limitations(doc)
+    doc["summary"] = summary_sentence(doc)
+    doc["summary_status"] = summary_status(doc)
+    doc["week_phrase"] = week_phrase(week_reason)
+    doc["glossary"] = [{"term": t, "definition": d} for t, d in glossary(config.domain)]
     return doc
 
 
@@ -271,20 +288,26 @@ def limitations(doc: dict[str, Any]) -> list[str]:
     cov = lm["coverage"]
     if cov.get("value") is not None and cov["value"] < 1.0:
         out.append(f"Unlabelled predictions ({1 - cov['value']:.1%} of the week): recall, FPR and precision use "
-                   "labelled predictions only. If outcomes arrive faster for one class (fraud reports before "
-                   "confirmations of genuine transactions), the labelled mix is not the traffic's mix.")
+                   "labelled predictions only. If outcomes arrive faster for one class (e.g. "
+                   f"{doc['domain']['positives']} reported before {doc['domain']['negatives']} are confirmed), "
+                   "the labelled mix is not the traffic's mix.")
     if doc["provisional"]:
         out.append("Final numbers: some days are still within their label-maturity period, so late outcomes can "
                    "still move this week's metrics. Re-run `driftline report --week "
                    f"{doc['week']}` once they have matured.")
     out.append("Causes: drift statistics say that an input distribution moved, not why, nor whether it hurt the "
                "model; recall and FPR say whether performance moved, not which input moved it.")
-    out.append("Guaranteed business results: the monthly KPIs extrapolate one week's recall, FPR and prevalence "
-               "to the configured monthly volume with the configured unit costs; they are estimates, not "
-               "accounting figures, and complaints are modelled (complaint rate × false alarms), not counted.")
-    out.append("An out-of-sample threshold choice: the cheapest threshold in the trade-off table is chosen on "
-               "the same week it is evaluated on (in-sample, optimistic); confirm it on a later week or in an "
-               "A/B test before changing the deployed threshold.")
+    if not doc["costs_configured"]:
+        out.append("Money: costs are not configured (no `costs:` section), so no monthly figure, cost or "
+                   "cost-optimal threshold is shown.")
+    else:
+        out.append("Guaranteed business results: the monthly KPIs extrapolate one week's recall, FPR and "
+                   "prevalence to the configured monthly volume with the configured unit costs; they are "
+                   "estimates, not accounting figures, and complaints are modelled (complaint rate × false "
+                   "alarms), not counted.")
+        out.append("An out-of-sample threshold choice: the cheapest threshold in the trade-off table is chosen "
+                   "on the same week it is evaluated on (in-sample, optimistic); confirm it on a later week or in "
+                   "an A/B test before changing the deployed threshold.")
     out.append("Individual predictions, explanations, and groups other than the configured slices.")
     for key, title in (("drift", "Drift"), ("calibration", "Calibration"), ("slices", "Slices"), ("ab", "A/B")):
         if not doc[key].get("available"):

@@ -13,6 +13,7 @@ import logging
 from typing import Any
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, PercentFormatter
 
 from ..terminal import visible
 
@@ -40,15 +41,23 @@ def _txt(value: Any, limit: int = 40) -> str:
 
 
 def trends_plot(doc: dict[str, Any]) -> str | None:
-    """Recall, FPR and precision per day with their 95 % Wilson bands, targets and trigger lines."""
+    """The trends figure as a PNG data URI (None without labelled predictions)."""
+    fig = trends_figure(doc)
+    return None if fig is None else _data_uri(fig)
+
+
+def trends_figure(doc: dict[str, Any]) -> Figure | None:
+    """Recall, FPR and precision per day with their 95 % Wilson bands, targets and trigger lines; one legend
+    below the panels names every line (each trigger line with its metric and value)."""
     days = doc["trends"]["days"]
     if not days or all(d["recall"]["value"] is None and d["fpr"]["value"] is None for d in days):
         return None
     lines: dict[str, list[tuple[float, str]]] = {}
     for t in doc["headline"]["triggers"]:
-        lines.setdefault(t["metric"], []).append((t["value"], f"trigger {t['name']}"))
+        lines.setdefault(t["metric"], []).append(
+            (t["value"], f"trigger {_txt(t['name'])} ({t['metric']} {t['op']} {t['value']:g})"))
     for metric, target in doc.get("targets", {}).items():
-        lines.setdefault(metric, []).append((target, "target"))
+        lines.setdefault(metric, []).append((target, f"target {metric} {target:g}"))
     fig, axes = _figure(1, 3, figsize=(12, 3.2), sharex=True)
     x = list(range(len(days)))
     labels = [d["date"][5:] for d in days]
@@ -58,16 +67,22 @@ def trends_plot(doc: dict[str, Any]) -> str | None:
         lo = [d[key]["low"] if d[key]["low"] is not None else float("nan") for d in days]
         hi = [d[key]["high"] if d[key]["high"] is not None else float("nan") for d in days]
         ax.fill_between(x, lo, hi, color=BLUE, alpha=0.2, label="95 % Wilson interval")
-        ax.plot(x, [float("nan") if v is None else v for v in vals], marker="o", color=BLUE, label=title)
-        for value, name in lines.get(key, []):
-            ax.axhline(value, color=RED, linestyle="--", linewidth=1, label=name)
+        ax.plot(x, [float("nan") if v is None else v for v in vals], marker="o", color=BLUE, label="daily value")
+        for i, (value, name) in enumerate(lines.get(key, [])):
+            ax.axhline(value, color=RED if i == 0 else ORANGE, linestyle="--" if i == 0 else "-.", linewidth=1,
+                       label=name)
         ax.set_title(title)
         ax.set_xticks(x, labels, rotation=45)
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
-    return _data_uri(fig)
+    handles: dict[str, Any] = {}
+    for ax in axes:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, h)
+    fig.tight_layout(rect=(0, 0.1 + 0.04 * (len(handles) // 4), 1, 1))
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=min(4, len(handles)), fontsize=7,
+               frameon=False)
+    return fig
 
 
 def reliability_plot(doc: dict[str, Any]) -> str | None:
@@ -130,69 +145,78 @@ def drift_plot(doc: dict[str, Any]) -> str | None:
 
 
 def score_plot(doc: dict[str, Any]) -> str | None:
-    """Reference vs current score distribution on the reference's frozen bins (else the week's deciles)."""
+    """Share of predictions per equal-width score bin (0.0–0.1 … 0.9–1.0): the reference period next to this
+    week (this week alone without a reference); the same bins as the table below the plot."""
     sd = doc["score_distribution"]
+    bins = sd["bins"]
+    if not sd["current_n"]:
+        return None
+    has_ref = bool(sd.get("reference")) and bool(sd["reference"]["n"])
+    fig, ax = _figure(figsize=(7.0, 3.4))
+    x = [b["low"] + 0.05 for b in bins]
+    width = 0.04 if has_ref else 0.08
+    if has_ref:
+        ax.bar([v - 0.021 for v in x], [b["reference_share"] or 0.0 for b in bins], width=width, color=GREY,
+               label=f"reference ({sd['reference']['n']:,})")
+    ax.bar([v + (0.021 if has_ref else 0.0) for v in x], [b["current_share"] or 0.0 for b in bins], width=width,
+           color=BLUE, label=f"this week ({sd['current_n']:,})")
+    ax.set_xticks([round(i / 10, 1) for i in range(11)], [f"{i / 10:.2f}" for i in range(11)], fontsize=8)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("score")
+    ax.set_ylabel("share of predictions")
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     rvc = sd.get("reference_vs_current")
-    if rvc:
-        bins = rvc["bins"]
-        labels = [_txt(b["bin"], 24) for b in bins]
-        ref = [b["reference"] or 0.0 for b in bins]
-        cur = [b["current"] or 0.0 for b in bins]
-        fig, ax = _figure(figsize=(max(6.0, 0.45 * len(bins) + 2), 3.4))
-        x = list(range(len(bins)))
-        ax.bar([i - 0.2 for i in x], ref, width=0.4, color=GREY, label="reference")
-        ax.bar([i + 0.2 for i in x], cur, width=0.4, color=BLUE, label="this week")
-        ax.set_xticks(x, labels, rotation=60, fontsize=7, ha="right")
-        ax.set_ylabel("share of predictions")
-        psi = rvc.get("psi")
-        ax.set_title("Score distribution" + ("" if psi is None else f" (PSI {psi:.3f})"), fontsize=9)
-        ax.legend(fontsize=7)
-    else:
-        counts = sd["deciles"]["counts"]
-        if not sum(counts):
-            return None
-        fig, ax = _figure(figsize=(6, 3.2))
-        total = sum(counts)
-        ax.bar([i / 10 + 0.05 for i in range(10)], [c / total for c in counts], width=0.09, color=BLUE,
-               label="this week")
-        ax.set_xlabel("score")
-        ax.set_ylabel("share of predictions")
-        ax.set_title("Score distribution (no reference)", fontsize=9)
-        ax.legend(fontsize=7)
+    psi = rvc.get("psi") if rvc else None
+    title = "Score distribution" + ("" if has_ref else " (no reference)")
+    ax.set_title(title + ("" if psi is None else f" (PSI {psi:.3f})"), fontsize=9)
+    ax.legend(fontsize=7, loc="best")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return _data_uri(fig)
 
 
 def threshold_plot(doc: dict[str, Any]) -> str | None:
-    """Monthly total cost and analyst hours against the threshold; deployed and cheapest thresholds marked."""
+    """The threshold figure as a PNG data URI (None without priced rows)."""
+    fig = threshold_figure(doc)
+    return None if fig is None else _data_uri(fig)
+
+
+def threshold_figure(doc: dict[str, Any]) -> Figure | None:
+    """Monthly total cost, missed-positive cost and review hours against the threshold; the deployed and
+    cheapest thresholds marked; the legend below the axes so it never hides a curve."""
     t = doc["thresholds"]
     rows = [r for r in t.get("rows", []) if r.get("monthly")]
     if not rows:
         return None
+    words = doc.get("domain") or {}
+    hours = words.get("review_hours", "review hours")
     xs = [r["threshold"] for r in rows]
-    fig, ax = _figure(figsize=(6.5, 3.6))
-    ax.plot(xs, [r["monthly"]["total"] for r in rows], marker="o", color=BLUE, label="total cost / month")
-    ax.plot(xs, [r["monthly"]["fraud_lost"] for r in rows], marker=".", color=RED, linestyle="--",
-            label="missed-positive cost")
+    fig, ax = _figure(figsize=(6.5, 4.4))
+    ax.plot(xs, [r["monthly"]["total"] for r in rows], marker="o", color=BLUE, label="total cost / month",
+            zorder=3)
+    ax.plot(xs, [r["monthly"]["missed_cost"] for r in rows], marker=".", color=RED, linestyle="--",
+            label=f"{_txt(words.get('missed_cost', 'cost of missed positives'))} / month")
     ax.set_xlabel("threshold")
-    ax.set_ylabel(f"{t.get('currency', '')} per month")
+    ax.set_ylabel(f"{_txt(t.get('currency') or '')} per month")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
     ax2 = ax.twinx()
-    ax2.plot(xs, [r["monthly"]["analyst_hours"] for r in rows], marker="s", color=GREEN, alpha=0.7,
-             label="analyst hours / month")
-    ax2.set_ylabel("analyst hours per month")
-    ax.axvline(t["deployed"], color=GREY, linestyle=":", label=f"deployed {t['deployed']:g}")
+    ax2.plot(xs, [r["monthly"]["review_hours"] for r in rows], marker="s", color=GREEN, alpha=0.7,
+             label=f"{_txt(hours)} / month")
+    ax2.set_ylabel(f"{_txt(hours)} per month")
+    ax2.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
+    ax.axvline(t["deployed"], color=GREY, linestyle=":", label=f"deployed threshold {t['deployed']:g}")
     if t.get("cheapest"):
         c = t["cheapest"]
         ax.scatter([c["threshold"]], [c["total"]], s=120, facecolors="none", edgecolors="black", zorder=4,
                    label=f"cheapest {c['threshold']:g} (in-sample)")
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper center")
+    ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2,
+              frameon=False)
     ax.grid(alpha=0.3)
     ax.set_title("Threshold trade-off at the monthly volume", fontsize=9)
     fig.tight_layout()
-    return _data_uri(fig)
+    return fig
 
 
 def all_plots(doc: dict[str, Any]) -> dict[str, str | None]:

@@ -17,7 +17,9 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from ..domain import capitalised
 from ..terminal import visible
+from .summary import METRIC_NAMES, by_importance, kpi_sentence
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 _SYMBOLS = {"EUR": "€", "USD": "$", "GBP": "£", "JPY": "¥", "CHF": "CHF "}
@@ -42,8 +44,8 @@ def pct(v: float | None, digits: int = 1) -> Formatted:
     return Formatted("—" if v is None else f"{100 * v:.{digits}f} %")
 
 
-def money(v: float | None, currency: str = "EUR") -> Formatted:
-    """'€200,867' (negative: '−€1,234'), '—' when missing."""
+def money(v: float | None, currency: str) -> Formatted:
+    """'€200,867' (negative: '−€1,234') in the configured currency, '—' when missing."""
     if v is None:
         return Formatted("—")
     sym = _SYMBOLS.get(currency, currency + " ")
@@ -86,6 +88,40 @@ def duration(seconds: float | None) -> Formatted:
     return Formatted(f"{seconds / 60:.0f} min")
 
 
+def when(ts: str | None) -> str:
+    """'2026-11-23T00:00:00Z' → '2026-11-23 00:00 UTC' (to the minute: the report's times are UTC), '—' when
+    missing; text that is not an ISO timestamp passes unchanged."""
+    if not ts:
+        return "—"
+    m = re.match(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2})", str(ts))
+    return f"{m.group(1)} {m.group(2)} UTC" if m else str(ts)
+
+
+def week_words(label: str) -> str:
+    """'2026-W48' → 'week 48 of 2026' (ISO week numbering: weeks start on Monday)."""
+    m = re.match(r"^(\d{4})-W(\d{2})$", label)
+    return f"week {int(m.group(2))} of {m.group(1)}" if m else label
+
+
+def metric_name(key: str) -> str:
+    """A metric's name in sentences and tables ('fpr' → 'False positive rate')."""
+    return METRIC_NAMES.get(key, key)
+
+
+def versus_baseline(b: dict[str, Any], words: dict[str, str], currency: str | None) -> str:
+    """The KPI sentence of the business section (see summary.kpi_sentence), money in the report's currency."""
+    return kpi_sentence(b["versus_baseline"], b["baseline"]["name"], words, lambda v: money(v, currency or ""))
+
+
+_SCROLL_OPEN, _SCROLL_CLOSE = '<div class="scroll"><table', "</table></div>"
+
+
+def scrollable_tables(html: str) -> str:
+    """Wrap every table in a horizontally scrolling block so a wide table never widens a phone's page (the
+    templates are autoescaped: text from events cannot contain a `<table` tag)."""
+    return html.replace("<table", _SCROLL_OPEN).replace("</table>", _SCROLL_CLOSE)
+
+
 _MD = re.compile(r"([\\`*_\[\]|<>&#])")
 
 
@@ -113,7 +149,9 @@ def _env(markdown: bool) -> Environment:
         env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, finalize=html_text,
                           undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(num=num, count=count, pct=pct, money=money, rate=rate, interval=interval, signed=signed,
-                       pvalue=pvalue, duration=duration)
+                       pvalue=pvalue, duration=duration, when=when, week_words=week_words, metric_name=metric_name,
+                       capitalised=capitalised, by_importance=by_importance)
+    env.globals.update(versus_baseline=versus_baseline)
     return env
 
 
@@ -123,7 +161,7 @@ _MD_ENV = _env(markdown=True)
 
 def render_html(doc: dict[str, Any], plots: dict[str, str | None]) -> str:
     """Self-contained HTML page of the report (inline CSS, plots as PNG data URIs, no script)."""
-    return _HTML_ENV.get_template("report.html.j2").render(doc=doc, plots=plots)
+    return scrollable_tables(_HTML_ENV.get_template("report.html.j2").render(doc=doc, plots=plots))
 
 
 def render_markdown(doc: dict[str, Any]) -> str:

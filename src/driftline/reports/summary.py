@@ -1,0 +1,153 @@
+"""Plain-language parts of the report for readers who are not data scientists: the one-sentence summary built
+from the headline rows and trigger states, the glossary, and the words for metrics and the covered week."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..domain import Domain
+
+METRIC_NAMES = {"recall": "Recall", "fpr": "False positive rate", "precision": "Precision",
+                "alert_rate": "Alert rate", "prevalence": "Prevalence", "label_coverage": "Label coverage",
+                "roc_auc": "AUC", "average_precision": "Average precision", "brier": "Brier score", "ece": "ECE"}
+"""How each headline metric is named in sentences."""
+
+IMPORTANCE = ("recall", "precision", "fpr", "alert_rate", "prevalence", "label_coverage", "roc_auc",
+              "average_precision", "brier", "ece", "log_loss")
+"""Metrics in the order a reader weighs them: what the model catches, how often it is right, what it costs."""
+
+WEEK_REASONS = {
+    "given": "the week asked for",
+    "last complete ISO week before now": "the last complete week before now",
+    "last complete ISO week before the newest stored prediction": "the last complete week of stored predictions",
+    "last complete ISO week before now (no predictions stored)": "the last complete week before now; no "
+                                                                 "predictions are stored",
+    "week of the newest stored prediction (partial: no complete week stored)": "the newest week with "
+                                                                               "predictions, not yet complete",
+}
+"""reports.weeks.default_week's reasons in plain words."""
+
+
+def by_importance(items: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(metric, value) pairs ordered by IMPORTANCE, metrics not listed after them alphabetically."""
+    rank = {m: i for i, m in enumerate(IMPORTANCE)}
+    return sorted(items.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0]))
+
+
+def week_phrase(reason: str) -> str:
+    """Why this week was covered, in plain words (unknown reasons pass through)."""
+    return WEEK_REASONS.get(reason, reason)
+
+
+def _reading(r: dict[str, Any], digits: int = 3) -> str:
+    if r.get("low") is None or r.get("high") is None:
+        return f"{r['value']:.{digits}f}"
+    return f"{r['value']:.{digits}f} [{r['low']:.{digits}f}, {r['high']:.{digits}f}]"
+
+
+def _target_text(value: float) -> str:
+    return f"{value:.2f}" if round(value, 2) == value else f"{value:g}"
+
+
+def missed_targets(rows: list[dict[str, Any]]) -> list[str]:
+    """'Recall is 0.456 [0.415, 0.498], below the agreed 0.70' for each headline row that misses its target."""
+    out = []
+    for r in rows:
+        t = r.get("target")
+        if not t or t.get("met") is not False:
+            continue
+        side = "above" if t["direction"] == "at most" else "below"
+        name = METRIC_NAMES.get(r["metric"], r["metric"])
+        out.append(f"{name} is {_reading(r)}, {side} the agreed {_target_text(t['value'])}")
+    return out
+
+
+def summary_status(doc: dict[str, Any]) -> str:
+    """'bad' (a target missed or an alert firing), 'good' (every judged target met, no input drifted) or 'info'
+    (nothing judged, or inputs drifted): the colour of the summary."""
+    rows = doc["headline"]["rows"]
+    firing = any(t.get("live") and t["live"]["state"] == "firing" for t in doc["headline"]["triggers"])
+    if firing or missed_targets(rows):
+        return "bad"
+    judged = [r for r in rows if r.get("target") and r["target"]["met"] is not None]
+    drifted = doc["drift"].get("available") and (doc["drift"].get("document") or {}).get("drifted")
+    return "good" if judged and not drifted else "info"
+
+
+def summary_sentence(doc: dict[str, Any]) -> str:
+    """One sentence saying whether the week is fine: missed targets with their intervals, firing alerts (and
+    since when), metrics that could not be judged; else that every headline metric is within its target."""
+    rows = doc["headline"]["rows"]
+    parts = missed_targets(rows)
+    firing = [t for t in doc["headline"]["triggers"] if t.get("live") and t["live"]["state"] == "firing"]
+    for t in firing:
+        parts.append(f"alert {t['name']} firing since {str(t['live']['since'])[:10]}")
+    judged = [r for r in rows if r.get("target")]
+    unjudged = [METRIC_NAMES.get(r["metric"], r["metric"]).lower() for r in judged if r["target"]["met"] is None]
+    if parts:
+        text = "; ".join(parts)
+        text = text[:1].upper() + text[1:]
+    elif not judged:
+        text = "No targets or triggers are configured, so nothing is judged"
+    elif len(unjudged) == len(judged):
+        text = "No headline metric can be judged yet: there are no labelled outcomes for this week"
+    else:
+        text = "All headline metrics within their targets"
+        if unjudged:
+            text += f" (not enough labelled data to judge {', '.join(unjudged)})"
+    drifted = (doc["drift"].get("document") or {}).get("drifted") if doc["drift"].get("available") else None
+    if drifted:
+        text += f"; inputs drifted: {', '.join(str(d) for d in drifted[:5])}{' …' if len(drifted) > 5 else ''}"
+    return text + "."
+
+
+def glossary(words: Domain) -> list[tuple[str, str]]:
+    """(term, definition) of every abbreviation and statistic the report uses, in the domain's words."""
+    pos, neg, pred = words.positives, words.negatives, words.predictions
+    return [
+        ("Recall", f"share of {pos} that the model flagged (higher is better)."),
+        ("Precision", f"share of flagged {pred} that turned out to be {pos}."),
+        ("FPR (false positive rate)", f"share of {neg} that were flagged anyway: false alarms (lower is better)."),
+        ("Alert rate", f"share of all {pred} flagged at the deployed threshold: the review workload."),
+        ("Prevalence", f"share of labelled {pred} that are {pos}."),
+        ("Label coverage", f"share of {pred} whose real outcome is known yet; outcomes arrive late, so recent "
+                           "days are less covered."),
+        ("AUC", f"chance that one of the {pos} picked at random scores higher than one of the {neg} picked at "
+                "random (0.5 = guessing, 1 = perfect)."),
+        ("Average precision", "precision averaged over all thresholds (the area under the precision–recall curve)."),
+        ("Brier score", "mean squared gap between score and outcome (lower is better)."),
+        ("ECE (expected calibration error)", "average gap between the scores and the observed share of "
+                                             f"{pos}: a score of 0.3 should mean 30 %."),
+        ("PSI (population stability index)", "how far a distribution moved from the reference period; "
+                                             "above 0.1 worth a look, above 0.25 a large shift."),
+        ("JS (Jensen–Shannon distance)", "another distance between two distributions, from 0 (same) to 1."),
+        ("Noise floor", "how large a statistic gets by chance alone at these sample sizes (95th percentile)."),
+        ("95 % interval", "the range the true value lies in with 95 % confidence; narrower with more data."),
+        ("n", "how many cases a rate is computed from; * marks fewer than 30 (indicative only)."),
+        ("Threshold", f"{pred} scoring at or above it are flagged."),
+        ("Provisional", "some outcomes have not arrived yet, so the numbers can still move."),
+    ]
+
+
+def _amount_range(lo: float, hi: float, money: Callable[[float], str]) -> str:
+    """'€11,314 to €87,168 saved' / '€11,314 to €87,168 more' / '€5,000 more to €9,000 saved': sign and word agree."""
+    lo, hi = min(lo, hi), max(lo, hi)
+    if lo >= 0:
+        return f"{money(lo)} to {money(hi)} saved"
+    if hi <= 0:
+        return f"{money(-hi)} to {money(-lo)} more"
+    return f"{money(-lo)} more to {money(hi)} saved"
+
+
+def kpi_sentence(v: dict[str, Any], baseline: str, words: dict[str, str], money: Callable[[float], str]) -> str:
+    """The model against the baseline per month in words whose sign agrees with the numbers, e.g. 'Against the
+    rules engine, the model costs €49,473 more a month (range €11,314 to €87,168 more), 120 analyst hours fewer,
+    …' (`v` is business.versus_baseline; `money` formats an amount)."""
+    s = v["savings"]
+    head = (f"saves {money(s)} a month" if s >= 0 else f"costs {money(-s)} more a month")
+    hours, caught, compl = v["review_hours_saved"], v["extra_caught"], v["complaints_avoided"]
+    rng = _amount_range(v["savings_low"], v["savings_high"], money)
+    return (f"Against the {baseline}, the model {head} (range {rng}), {abs(hours):,.0f} {words['review_hours']} {'fewer' if hours >= 0 else 'more'}, "
+            f"{abs(caught):,.0f} {'more' if caught >= 0 else 'fewer'} {words['positives']} caught and "
+            f"{abs(compl):,.0f} {'fewer' if compl >= 0 else 'more'} complaints.")
