@@ -32,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                   "is not touched)")
     s.add_argument("--model", help="model name (default: config model)")
     s.add_argument("--variant", help="only this variant's predictions")
+    s.add_argument("--seasonality", choices=("none", "hour_of_day", "day_of_week", "both"),
+                   help="keep per-season slices (UTC) so a window is compared with the same hours of day / days of "
+                        "week (default: drift.seasonality of the config, none); stored buckets only")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_reference_set)
     ls = rs.add_parser("list", help="stored reference versions, newest first")
@@ -82,8 +85,15 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.references import (ReferenceProblem, build_reference_profile, file_stats, load_reference,
                                        save_reference, variant_labels, window_stats)
 
+    from ..readouts.seasonal import build_seasonal, check_bucket
+
     model = args.model or ctx.config.model
+    seasonality = args.seasonality or ctx.config.drift.seasonality
+    check_bucket(seasonality, ctx.config.bucket_s, "--seasonality" if args.seasonality else "drift.seasonality")
     start, end = parse_at(args.start, "--from"), parse_at(args.end, "--to")
+    if args.file is not None and seasonality != "none":
+        raise ConfigError(f"reference set: --seasonality {seasonality} needs stored buckets (--from/--to): an events "
+                          "file is merged as one window (use --seasonality none)")
     if args.file is None and (start is None or end is None):
         raise ConfigError("reference set: give --from and --to (stored buckets) or --file PATH (events)")
     if args.file is not None and (start is None) != (end is None):
@@ -102,8 +112,12 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
         raise ReferenceProblem(f"no predictions of model {model!r} in {where}: nothing to build a reference from")
     profile = build_reference_profile(stats, ctx.config, by_variant)
     store = ctx.store()
+    seasonal = None
+    if seasonality != "none":
+        assert lo is not None and hi is not None
+        seasonal = build_seasonal(store, ctx.config, model, lo, hi, args.variant, profile, seasonality)
     ref_id = save_reference(store, model, profile, source, lo, hi, confusion=stats, variant=args.variant,
-                            detail=detail)
+                            detail=detail, seasonal=seasonal)
     ref = load_reference(store, model, ref_id)
     assert ref is not None
     doc = {**ref.to_json(), "dead_letters_skipped": dead}
@@ -113,6 +127,7 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
         ctx.console.print(f"reference [bold]{ref_id}[/bold] set for {shown(model)}: {doc['n']:,} predictions "
                           f"{doc['start']} → {doc['end']} ({source}), {len(doc['features'])} features tracked"
                           + (f", {dead} invalid lines skipped" if dead else ""))
+        _print_seasons(ctx.console, doc)
         for item in doc["dropped"]:
             ctx.console.print(f"  [yellow]not tracked:[/yellow] {shown(item['feature'])} ({item['reason']})")
     return 0
@@ -127,12 +142,12 @@ def cmd_reference_list(ctx: Context, args: argparse.Namespace) -> int:
         _print_json([r.to_json() for r in refs])
         return 0
     t = Table(title=f"reference versions of {shown(model)}", title_justify="left")
-    for col in ("id", "active", "source", "start", "end", "n", "created"):
+    for col in ("id", "active", "source", "start", "end", "n", "seasonality", "created"):
         t.add_column(col)
     for r in refs:
         j = r.to_json()
         t.add_row(str(r.id), "✓" if r.active else "", shown(r.source + (f" {r.detail}" if r.detail else "")),
-                  j["start"] or "—", j["end"] or "—", f"{r.n:,}", j["created_at"])
+                  j["start"] or "—", j["end"] or "—", f"{r.n:,}", r.seasonality, j["created_at"])
     ctx.console.print(t)
     return 0
 
@@ -155,6 +170,7 @@ def cmd_reference_show(ctx: Context, args: argparse.Namespace) -> int:
     ctx.console.print(f"reference [bold]{ref.id}[/bold]{' (active)' if ref.active else ''} · {shown(model)} · "
                       f"{doc['start']} → {doc['end']} · {ref.n:,} predictions · source {shown(ref.source)} · "
                       f"prevalence {prev_s}")
+    _print_seasons(ctx.console, doc)
     t = Table(title="tracked features (frozen bins)", title_justify="left")
     for col in ("feature", "kind", "n", "bins"):
         t.add_column(col)
@@ -173,6 +189,19 @@ def cmd_reference_activate(ctx: Context, args: argparse.Namespace) -> int:
     activate_reference(ctx.store(), model, args.id)
     ctx.console.print(f"reference {args.id} is now the active reference of {shown(model)}")
     return 0
+
+
+def _print_seasons(console: Console, doc: dict[str, Any]) -> None:
+    """One line on a seasonal reference: its seasonality and the reference hours and predictions per season."""
+    seasons = doc.get("seasons")
+    if not seasons:
+        return
+    hours = [s["hours"] for s in seasons["slices"]] or [0]
+    ns = [s["n"] for s in seasons["slices"]] or [0]
+    console.print(f"seasonality [bold]{doc['seasonality']}[/bold] (UTC): {len(hours)} of {seasons['possible']} "
+                  f"seasons seen, {min(hours)}–{max(hours)} reference hours and {min(ns):,}–{max(ns):,} predictions "
+                  f"per season" + (f"; {seasons['unplaced_n']:,} predictions in buckets spanning several seasons "
+                                   "(whole reference only)" if seasons["unplaced_n"] else ""))
 
 
 # --- drift, calibration, slices ------------------------------------------------------------------------
@@ -233,6 +262,23 @@ def _drift_row(t: Table, f: dict[str, Any]) -> None:
               "[bold red]yes[/bold red]" if f["drifted"] else "no", f"{f['n_current']:,}")
 
 
+def _print_seasonality(console: Console, s: dict[str, Any]) -> None:
+    """Which seasons the window was compared with, the reference hours behind them, and any fallback."""
+    if s.get("seasonality", "none") == "none" or not s.get("seasons"):
+        return
+    used = s["seasons"]
+    own = [u for u in used if u["fallback"] is None]
+    hours = [u["reference_hours"] for u in own]
+    span = f"{min(hours)}–{max(hours)}" if hours and min(hours) != max(hours) else (str(hours[0]) if hours else "0")
+    names = ", ".join(u["season"] for u in used[:4]) + (f", … ({len(used)} seasons)" if len(used) > 4 else "")
+    console.print(f"seasonal reference ({s['seasonality']}, UTC): window seasons {names} compared with their own "
+                  f"reference slices ({span} reference hours each; mixed reference n_eff={s['reference_n_effective']:,})")
+    fb = s["fallback"]
+    if fb["seasons"]:
+        console.print(f"[yellow]fallback:[/yellow] {', '.join(fb['seasons'][:6])} ({fb['window_n']:,} window "
+                      f"predictions) compared with the whole reference: {fb['rule']}")
+
+
 def render_drift(doc: dict[str, Any], console: Console) -> None:
     """Ranked drift table: feature, kind, PSI, JS, adjusted p, noise floors, severity, drifted; then prevalence."""
     w, r = doc["window"], doc["reference"]
@@ -249,6 +295,7 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
         t.add_section()
         _drift_row(t, {**doc["score"], "feature": "(score)"})
     console.print(t)
+    _print_seasonality(console, doc.get("seasonality") or {})
     p = doc["prevalence"]
     cur = p["current"]
     ref_s = "—" if p["reference"] is None else f"{p['reference']:.4f}"
