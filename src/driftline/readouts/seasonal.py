@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..analysis.profiles import Profile
-from ..analysis.season_mix import Mixture, mix_profile
+from ..analysis.season_mix import Mixture, mix_profile, mix_weights
 from ..analysis.seasons import (
     HOUR_S, NONE, SeasonalSlices, check_seasonality, season_count, season_of, season_unit, slice_from_stats,
 )
@@ -74,6 +74,14 @@ def window_mixture(profile: Profile, seasonal: SeasonalSlices, rows: list[Bucket
     """The reference a window's rows are compared with: its seasons' slices weighted by its own predictions."""
     counts = season_counts(rows, config.bucket_s, seasonal.seasonality)
     return mix_profile(profile, seasonal, counts, config.drift.season_min_n)
+
+
+def fallback_predictions(seasonal: SeasonalSlices, rows: list[BucketRow], config: Config) -> int:
+    """Window predictions compared with the whole reference (thin, missing or unplaced seasons); rows need no
+    feature histograms."""
+    counts = season_counts(rows, config.bucket_s, seasonal.seasonality)
+    _, uses = mix_weights(seasonal, counts, config.drift.season_min_n)
+    return sum(u.window_n for u in uses if u.fallback is not None)
 
 
 def seasonal_block(seasonal: SeasonalSlices | None, mixture: Mixture | None, min_n: int) -> dict[str, Any]:
