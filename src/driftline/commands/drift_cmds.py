@@ -191,6 +191,12 @@ def cmd_reference_activate(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
+def _span(values: list[int]) -> str:
+    """"a" when all equal, else "min–max" (thousands separated)."""
+    lo, hi = min(values), max(values)
+    return f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
+
+
 def _print_seasons(console: Console, doc: dict[str, Any]) -> None:
     """One line on a seasonal reference: its seasonality and the reference hours and predictions per season."""
     seasons = doc.get("seasons")
@@ -198,8 +204,8 @@ def _print_seasons(console: Console, doc: dict[str, Any]) -> None:
         return
     hours = [s["hours"] for s in seasons["slices"]] or [0]
     ns = [s["n"] for s in seasons["slices"]] or [0]
-    console.print(f"seasonality [bold]{doc['seasonality']}[/bold] (UTC): {len(hours)} of {seasons['possible']} "
-                  f"seasons seen, {min(hours)}–{max(hours)} reference hours and {min(ns):,}–{max(ns):,} predictions "
+    console.print(f"seasonality [bold]{doc['seasonality']}[/bold] (UTC): {len(seasons['slices'])} of "
+                  f"{seasons['possible']} seasons seen, {_span(hours)} reference hours and {_span(ns)} predictions "
                   f"per season" + (f"; {seasons['unplaced_n']:,} predictions in buckets spanning several seasons "
                                    "(whole reference only)" if seasons["unplaced_n"] else ""))
 
@@ -268,8 +274,7 @@ def _print_seasonality(console: Console, s: dict[str, Any]) -> None:
         return
     used = s["seasons"]
     own = [u for u in used if u["fallback"] is None]
-    hours = [u["reference_hours"] for u in own]
-    span = f"{min(hours)}–{max(hours)}" if hours and min(hours) != max(hours) else (str(hours[0]) if hours else "0")
+    span = _span([u["reference_hours"] for u in own] or [0])
     names = ", ".join(u["season"] for u in used[:4]) + (f", … ({len(used)} seasons)" if len(used) > 4 else "")
     console.print(f"seasonal reference ({s['seasonality']}, UTC): window seasons {names} compared with their own "
                   f"reference slices ({span} reference hours each; mixed reference n_eff={s['reference_n_effective']:,})")
