@@ -5,6 +5,7 @@ weeks from Monday 2026-11-02 00:00 UTC, 5,000 predictions a day, drift from day 
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 
 import pytest
 from scipy.stats import binom
@@ -14,6 +15,7 @@ from driftline.commands.simulate import write_stream
 from driftline.config import load
 from driftline.ingest.simulate import SimSpec
 from driftline.readouts.drift import drift_document
+from driftline.readouts.references import list_references
 from driftline.readouts.windows import Window
 from driftline.storage.store import Store
 
@@ -46,11 +48,9 @@ def demo(tmp_path_factory):
     url = f"sqlite:///{d / 'demo.db'}"
     base = ["--config", str(cfg), "--db", url]
     assert main([*base, "replay", str(events)]) == 0
-    refs = {}
     for s in ("none", "hour_of_day", "both"):
         assert main([*base, *REF[:-1], "--seasonality", s]) == 0
     store = Store(url)
-    from driftline.readouts.references import list_references
     refs = {r.seasonality: r.id for r in list_references(store, "fraud")}
     yield {"base": base, "store": store, "config": load(cfg), "refs": refs, "dir": d}
     store.close()
@@ -73,7 +73,8 @@ def test_reference_set_and_show_report_the_seasons(demo, capsys) -> None:
     assert all(s["hours"] == 14 for s in slices) and sum(s["n"] for s in slices) == doc["n"]
     both = _cli(capsys, *base, "reference", "show", "--json", "--id", str(demo["refs"]["both"]))
     assert both["seasons"]["possible"] == 168 and len(both["seasons"]["slices"]) == 168
-    assert {s["hours"] for s in both["seasons"]["slices"]} == {2} and both["seasons"]["slices"][25]["season"] == "Tue 01:00"
+    assert {s["hours"] for s in both["seasons"]["slices"]} == {2}
+    assert both["seasons"]["slices"][25]["season"] == "Tue 01:00"
     plain = _cli(capsys, *base, "reference", "show", "--json", "--id", str(demo["refs"]["none"]))
     assert plain["seasonality"] == "none" and "seasons" not in plain
     listed = _cli(capsys, *base, "reference", "list", "--json")
@@ -84,7 +85,7 @@ def test_reference_set_and_show_report_the_seasons(demo, capsys) -> None:
         capsys.readouterr().out.split())
 
 
-def test_calm_hour_flags_hour_against_the_plain_reference_and_nothing_against_the_seasonal_one(demo, capsys) -> None:
+def test_calm_hour_flags_hour_against_the_plain_reference_and_nothing_against_the_seasonal(demo, capsys) -> None:
     base = demo["base"]
     argv = [*base, "drift", "--json", "--window", "1h", "--at", "2026-11-17T01:00:00Z"]
     _activate(demo, "none")
@@ -102,7 +103,8 @@ def test_calm_hour_flags_hour_against_the_plain_reference_and_nothing_against_th
     capsys.readouterr()
     assert main(argv[:-5] + argv[-4:]) == 0  # text rendering
     text = " ".join(capsys.readouterr().out.split())
-    assert "seasonal reference (hour_of_day, UTC): window seasons 00:00 compared with their own reference slices" in text
+    assert ("seasonal reference (hour_of_day, UTC): window seasons 00:00 compared with their own reference slices"
+            in text)
 
 
 @pytest.mark.parametrize("seasonality", ["hour_of_day", "both"])
@@ -191,3 +193,21 @@ def test_bad_seasonality_settings_fail_naming_the_field(demo, tmp_path, capsys) 
     assert "needs stored buckets" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([*base, *REF, "--seasonality", "weekly"])
+
+
+def test_demo_sets_a_seasonal_reference_when_the_config_asks(tmp_path, capsys) -> None:
+    """`driftline demo` with `drift.seasonality: hour_of_day` in the config: its weeks 1–2 reference keeps hour-of-day
+    slices, and a calm week-3 hour is compared with its own hour's slice."""
+    cfg = tmp_path / "demo.yaml"
+    cfg.write_text("drift: {seasonality: hour_of_day}\n")
+    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'demo.db'}"]
+    assert main([*base, "demo", "--per-day", "400", "--workdir", str(tmp_path / "w"), "--port", "0"]) == 0
+    assert "seasonality hour_of_day" in capsys.readouterr().err
+    ref = _cli(capsys, *base, "reference", "show", "--json")
+    assert ref["seasonality"] == "hour_of_day" and len(ref["seasons"]["slices"]) == 24
+    start = _cli(capsys, *base, "drift", "--json", "--window", "1d")["window"]["start"]  # week 4's Sunday
+    week3_tue_1am = datetime.fromisoformat(start.replace("Z", "+00:00")) - timedelta(days=12, hours=-1)
+    doc = _cli(capsys, *base, "drift", "--json", "--window", "1h", "--at", week3_tue_1am.isoformat())
+    (use,) = doc["seasonality"]["seasons"]
+    assert use["season"] == "00:00" and use["reference_hours"] == 14 and use["fallback"] is None
+    assert "hour" not in doc["drifted"]

@@ -84,7 +84,6 @@ def _emit(ctx: Context, args: argparse.Namespace, doc: Any, render: Callable[[An
 def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.references import (ReferenceProblem, build_reference_profile, file_stats, load_reference,
                                        save_reference, variant_labels, window_stats)
-
     from ..readouts.seasonal import build_seasonal, check_bucket
 
     model = args.model or ctx.config.model
@@ -277,7 +276,8 @@ def _print_seasonality(console: Console, s: dict[str, Any]) -> None:
     span = _span([u["reference_hours"] for u in own] or [0])
     names = ", ".join(u["season"] for u in used[:4]) + (f", … ({len(used)} seasons)" if len(used) > 4 else "")
     console.print(f"seasonal reference ({s['seasonality']}, UTC): window seasons {names} compared with their own "
-                  f"reference slices ({span} reference hours each; mixed reference n_eff={s['reference_n_effective']:,})")
+                  f"reference slices ({span} reference hours each; mixed reference "
+                  f"n_eff={s['reference_n_effective']:,})")
     fb = s["fallback"]
     if fb["seasons"]:
         console.print(f"[yellow]fallback:[/yellow] {', '.join(fb['seasons'][:6])} ({fb['window_n']:,} window "
