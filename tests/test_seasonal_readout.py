@@ -211,3 +211,22 @@ def test_demo_sets_a_seasonal_reference_when_the_config_asks(tmp_path, capsys) -
     (use,) = doc["seasonality"]["seasons"]
     assert use["season"] == "00:00" and use["reference_hours"] == 14 and use["fallback"] is None
     assert "hour" not in doc["drifted"]
+
+
+def test_seasonal_reference_on_postgresql(pg_url, tmp_path, capsys) -> None:
+    """The same commands on PostgreSQL: the slices are stored in reference_seasons and read back identically."""
+    cfg = tmp_path / "driftline.yaml"
+    cfg.write_text(CONFIG)
+    events = tmp_path / "e.jsonl"
+    write_stream(SimSpec(start=START, days=3, per_day=600, seed=5, drift_day=None), START + 3 * DAY, str(events))
+    base = ["--config", str(cfg), "--db", pg_url]
+    assert main([*base, "replay", str(events)]) == 0
+    doc = _cli(capsys, *base, "reference", "set", "--from", "2026-11-02T00:00:00Z", "--to", "2026-11-04T00:00:00Z",
+               "--seasonality", "both", "--json")
+    assert doc["seasonality"] == "both" and len(doc["seasons"]["slices"]) == 48
+    shown = _cli(capsys, *base, "reference", "show", "--json")
+    assert shown["seasons"] == doc["seasons"] and shown["id"] == doc["id"]
+    drift = _cli(capsys, *base, "drift", "--json", "--window", "1h", "--at", "2026-11-04T06:00:00Z")
+    (use,) = drift["seasonality"]["seasons"]
+    assert use["season"] == "Wed 05:00" and use["fallback"] == "no_reference_hours"  # the reference has no Wednesday
+    assert [r["seasonality"] for r in _cli(capsys, *base, "reference", "list", "--json")][0] == "both"
