@@ -223,6 +223,10 @@ class DriftConfig(Base):
     prevalence_change: NonNeg = 0.2
     numeric_bins: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 10
     top_k: Annotated[int, msgspec.Meta(ge=1, le=10000)] = 20
+    seasonality: Literal["none", "hour_of_day", "day_of_week", "both"] = "none"
+    """Default seasonality of `reference set` (UTC): a window is compared with the reference's same seasons."""
+    season_min_n: Annotated[int, msgspec.Meta(ge=1)] = 100
+    """A season slice with fewer reference predictions is thin: its window hours use the whole reference."""
 
     def __post_init__(self) -> None:
         if self.psi_alert < self.psi_warning:
@@ -315,6 +319,10 @@ class Config(Base):
             if parse_duration(t.window) % bucket:
                 raise ValueError(f"triggers[{i}].window: {t.window} is not a whole number of buckets "
                                  f"({self.bucket} each)")
+        unit = 86400 if self.drift.seasonality == "day_of_week" else 3600
+        if self.drift.seasonality != "none" and unit % bucket:
+            raise ValueError(f"drift.seasonality: {self.drift.seasonality} needs buckets that divide "
+                             f"{'a day' if unit == 86400 else 'an hour'} (bucket is {self.bucket})")
         names = [t.name for t in self.triggers]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

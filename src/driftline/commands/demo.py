@@ -265,6 +265,7 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
     one trigger evaluation at that instant (printing transitions); set the reference after week three. `bar`:
     progress in event time, with batches paced so it moves at least every second."""
     from ..readouts.references import build_reference_profile, save_reference, variant_labels, window_stats
+    from ..readouts.seasonal import build_seasonal
     from ..triggers import runner  # lazy: every command module is imported to build the parser
 
     pipeline = Pipeline(cfg, store, clock=ctx.clock)
@@ -298,9 +299,14 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
             stats, lo, hi = window_stats(store, cfg, cfg.model, spec.start, spec.start + 14 * DAY)
             if stats.predictions:
                 by_variant = variant_labels(store, cfg, cfg.model, spec.start, spec.start + 14 * DAY)
-                save_reference(store, cfg.model, build_reference_profile(stats, cfg, by_variant), "window", lo, hi,
-                               confusion=stats, detail="demo: weeks 1-2")
-                ctx.err.print(f"      {iso(t)}  drift reference set from weeks 1–2 ({stats.predictions:,} predictions)")
+                profile = build_reference_profile(stats, cfg, by_variant)
+                season = cfg.drift.seasonality
+                seasonal = None if season == "none" else build_seasonal(store, cfg, cfg.model, lo, hi, None,
+                                                                       profile, season)
+                save_reference(store, cfg.model, profile, "window", lo, hi, confusion=stats,
+                               detail="demo: weeks 1-2", seasonal=seasonal)
+                ctx.err.print(f"      {iso(t)}  drift reference set from weeks 1–2 ({stats.predictions:,} predictions"
+                              + ("" if seasonal is None else f", seasonality {season}") + ")")
             reference_set = True
         run = runner.run(store, cfg, t, at=t, rules=rules)
         by_name = {r.name: r for r in rules}

@@ -34,9 +34,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                                   "is not touched)")
     s.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
     s.add_argument("--variant", help="only this variant's predictions")
+    s.add_argument("--seasonality", choices=("none", "hour_of_day", "day_of_week", "both"),
+                   help="keep per-season slices (UTC) so a window is compared with the same hours of day / days of "
+                        "week (default: drift.seasonality of the config, none); stored buckets only")
     s.add_argument("--force", action="store_true", help="store a new version even when an identical one (same "
-                   "range, variant, file, data and profile settings) exists; without it that one is reported, "
-                   "made active, and nothing is added")
+                   "range, variant, file, seasonality, data and profile settings) exists; without it that one is "
+                   "reported, made active, and nothing is added")
     s.add_argument("--json", action="store_true", help="print the new reference as JSON")
     s.set_defaults(func=cmd_reference_set)
     ls = rs.add_parser("list", help="stored reference versions, newest first")
@@ -90,10 +93,16 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.references import (ReferenceProblem, activate_reference, active_reference_id,
                                        build_reference_profile, file_stats, load_reference, same_reference,
                                        save_reference, variant_labels, window_stats)
+    from ..readouts.seasonal import build_seasonal, check_bucket
 
     # from a file the model need not be stored yet (a reference set before go-live)
     model = args.model if args.file is not None and args.model else pick_model(ctx, args.model)
+    seasonality = args.seasonality or ctx.config.drift.seasonality
+    check_bucket(seasonality, ctx.config.bucket_s, "--seasonality" if args.seasonality else "drift.seasonality")
     start, end = parse_at(args.start, "--from"), parse_at(args.end, "--to")
+    if args.file is not None and seasonality != "none":
+        raise ConfigError(f"reference set: --seasonality {seasonality} needs stored buckets (--from/--to): an events "
+                          "file is merged as one window (use --seasonality none)")
     if args.file is None and (start is None or end is None):
         raise ConfigError("reference set: give --from and --to (stored buckets) or --file PATH (events)")
     if args.file is not None and (start is None) != (end is None):
@@ -113,11 +122,15 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
     profile = build_reference_profile(stats, ctx.config, by_variant)
     store = ctx.store()
     ref_id = None if args.force else same_reference(store, model, profile, source, lo, hi, confusion=stats,
-                                                    variant=args.variant, detail=detail)
+                                                    variant=args.variant, detail=detail, seasonality=seasonality)
     unchanged = ref_id is not None
     if ref_id is None:
+        seasonal = None
+        if seasonality != "none":
+            assert lo is not None and hi is not None
+            seasonal = build_seasonal(store, ctx.config, model, lo, hi, args.variant, profile, seasonality)
         ref_id = save_reference(store, model, profile, source, lo, hi, confusion=stats, variant=args.variant,
-                                detail=detail)
+                                detail=detail, seasonal=seasonal)
     else:
         was_active = active_reference_id(store, model) == ref_id
         activate_reference(store, model, ref_id)
@@ -135,6 +148,7 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
         ctx.console.print(f"reference [bold]{ref_id}[/bold] set for {shown(model)}: {doc['n']:,} predictions "
                           f"{doc['start']} → {doc['end']} ({source}), {len(doc['features'])} features tracked"
                           + (f", {dead} invalid lines skipped" if dead else ""))
+        _print_seasons(ctx.console, doc)
         for item in doc["dropped"]:
             ctx.console.print(f"  [yellow]not tracked:[/yellow] {shown(item['feature'])} ({item['reason']})")
     return 0
@@ -152,12 +166,12 @@ def cmd_reference_list(ctx: Context, args: argparse.Namespace) -> int:
         ctx.console.print(f"no reference versions of {shown(model)} (build one with `driftline reference set`)")
         return 0
     cols = [Col("id"), Col("active", "left"), Col("source", "left", drop=3), Col("start", "left"),
-            Col("end", "left"), Col("n"), Col("created", "left", drop=2)]
+            Col("end", "left"), Col("n"), Col("seasonality", "left", drop=1), Col("created", "left", drop=2)]
     rows = []
     for r in refs:
         j = r.to_json()
         rows.append([str(r.id), "✓" if r.active else "", shown(r.source + (f" {r.detail}" if r.detail else "")),
-                     j["start"] or MISSING, j["end"] or MISSING, count(r.n), j["created_at"]])
+                     j["start"] or MISSING, j["end"] or MISSING, count(r.n), r.seasonality, j["created_at"]])
     print_table(ctx.console, cols, rows, title=f"reference versions of {shown(model)}")
     return 0
 
@@ -181,6 +195,7 @@ def cmd_reference_show(ctx: Context, args: argparse.Namespace) -> int:
     ctx.console.print(f"reference [bold]{ref.id}[/bold]{' (active)' if ref.active else ''} · {shown(model)} · "
                       f"{doc['start']} → {doc['end']} · {ref.n:,} predictions · source {shown(ref.source)} · "
                       f"prevalence {prev_s}")
+    _print_seasons(ctx.console, doc)
     feats = ref.profile().features
     rows = [[shown(f.feature), f.kind, count(f.n), str(len(f.labels))] for f in feats]
     print_table(ctx.console, [Col("feature", "left"), Col("kind", "left"), Col("n"), Col("bins")], rows,
@@ -199,6 +214,25 @@ def cmd_reference_activate(ctx: Context, args: argparse.Namespace) -> int:
     activate_reference(ctx.store(), model, args.id)
     ctx.console.print(f"reference {args.id} is now the active reference of {shown(model)}")
     return 0
+
+
+def _span(values: list[int]) -> str:
+    """"a" when all equal, else "min–max" (thousands separated)."""
+    lo, hi = min(values), max(values)
+    return f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
+
+
+def _print_seasons(console: Console, doc: dict[str, Any]) -> None:
+    """One line on a seasonal reference: its seasonality and the reference hours and predictions per season."""
+    seasons = doc.get("seasons")
+    if not seasons:
+        return
+    hours = [s["hours"] for s in seasons["slices"]] or [0]
+    ns = [s["n"] for s in seasons["slices"]] or [0]
+    console.print(f"seasonality [bold]{doc['seasonality']}[/bold] (UTC): {len(seasons['slices'])} of "
+                  f"{seasons['possible']} seasons seen, {_span(hours)} reference hours and {_span(ns)} predictions "
+                  f"per season" + (f"; {seasons['unplaced_n']:,} predictions in buckets spanning several seasons "
+                                   "(whole reference only)" if seasons["unplaced_n"] else ""))
 
 
 # --- drift, calibration, slices ------------------------------------------------------------------------
@@ -254,6 +288,23 @@ def _drift_row(f: dict[str, Any]) -> list[str]:
             "[bold red]yes[/bold red]" if f["drifted"] else "no", count(f["n_current"])]
 
 
+def _print_seasonality(console: Console, s: dict[str, Any]) -> None:
+    """Which seasons the window was compared with, the reference hours behind them, and any fallback."""
+    if s.get("seasonality", "none") == "none" or not s.get("seasons"):
+        return
+    used = s["seasons"]
+    own = [u for u in used if u["fallback"] is None]
+    span = _span([u["reference_hours"] for u in own] or [0])
+    names = ", ".join(u["season"] for u in used[:4]) + (f", … ({len(used)} seasons)" if len(used) > 4 else "")
+    console.print(f"seasonal reference ({s['seasonality']}, UTC): window seasons {names} compared with their own "
+                  f"reference slices ({span} reference hours each; mixed reference "
+                  f"n_eff={s['reference_n_effective']:,})")
+    fb = s["fallback"]
+    if fb["seasons"]:
+        console.print(f"[yellow]fallback:[/yellow] {', '.join(fb['seasons'][:6])} ({fb['window_n']:,} window "
+                      f"predictions) compared with the whole reference: {fb['rule']}")
+
+
 def render_drift(doc: dict[str, Any], console: Console) -> None:
     """Ranked drift table: feature, kind, PSI, JS, adjusted p, noise floors, severity, drifted; then prevalence."""
     w, r = doc["window"], doc["reference"]
@@ -267,6 +318,7 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
         sections.append(len(rows))
         rows.append(_drift_row({**doc["score"], "feature": "(score)"}))
     print_table(console, DRIFT_COLS, rows, sections=sections)
+    _print_seasonality(console, doc.get("seasonality") or {})
     p = doc["prevalence"]
     cur = p["current"]
     console.print(f"prevalence: reference {prop(p['reference'])} · current {fmt_rate(cur)} · p adj "

@@ -1,9 +1,10 @@
 """The documented upper bound on the number of series `/metrics` can hold (README, Label cardinality).
 
-series ≤ W·M·(G·(1 + (V+1)(R+1)) + 1 + 3F) + T·(3 + S) + (2M + 1) + PIPELINE_SERIES + PROCESS_SERIES
+series ≤ W·M·(G·(1 + (V+1)(R+1)) + 2 + 3F) + T·(3 + S) + (3M + 1) + PIPELINE_SERIES + PROCESS_SERIES
          + P + 4·N
 W windows exported, M models, V variants and R versions per model (+1: `__other__`), G series per group,
-F drift features, T triggers with S states, P consumer partitions, N notification receivers.
+F drift features (per model and window also the score PSI and the seasonal fallback count; per model the
+reference's seasonality info), T triggers with S states, P consumer partitions, N notification receivers.
 """
 
 from __future__ import annotations
@@ -32,5 +33,5 @@ def series_bound(config: Config, partitions: int = 0, receivers: int = 0) -> int
     f = max(config.max_features, len(config.features))
     rules = compile_rules(config.triggers)
     w = len(windows_of(config, rules))
-    return (w * m * (PER_GROUP * (1 + (v + 1) * (r + 1)) + 1 + 3 * f) + len(rules) * (3 + len(STATES))
-            + 2 * m + 1 + PIPELINE_SERIES + PROCESS_SERIES + partitions + 4 * receivers)
+    return (w * m * (PER_GROUP * (1 + (v + 1) * (r + 1)) + 2 + 3 * f) + len(rules) * (3 + len(STATES))
+            + 3 * m + 1 + PIPELINE_SERIES + PROCESS_SERIES + partitions + 4 * receivers)

@@ -27,7 +27,8 @@ from ..analysis.classification import Metrics, classification
 from ..config import Config, format_duration
 from ..core.events import DEAD_LETTER_REASONS
 from ..core.labels import MODEL, OVERFLOW, VARIANT, VERSION, overflow_counter
-from ..readouts.drift import estimated_block
+from ..readouts.drift import active_reference_seasons, estimated_block
+from ..readouts.seasonal import fallback_predictions
 from ..storage.store import BucketRow, Store, StoreUnavailable
 from ..triggers import history
 from ..triggers.drift_hook import DriftProvider
@@ -264,14 +265,30 @@ class SnapshotCollector:
             at = self.window_end(model)
             if at is None:
                 continue
+            seasonal = self._seasonality(f, model) if self.drift is not None else None
             for length in windows:
                 w = window_ending(at, length, self.config.bucket_s)
                 label = format_duration(length)
-                add_window(f, model, label, groups_of(window_rows(self.store, model, w, features=False), self.store,
-                                                      model, w))
+                rows = window_rows(self.store, model, w, features=False)
+                add_window(f, model, label, groups_of(rows, self.store, model, w))
                 if self.drift is not None:
                     self._drift(f, model, label, w)
+                if seasonal is not None:
+                    f.gauge("driftline_drift_season_fallback_predictions", "Window predictions compared with the "
+                            "whole reference because their season's slice is thin, missing or unplaceable.",
+                            ["model", "window"]).add_metric(
+                        [model, label], float(fallback_predictions(seasonal, rows, self.config)))
                 add_estimated(f, model, label, estimated_block(self.store, self.config, model, w))
+
+    def _seasonality(self, f: _Families, model: str) -> Any:
+        """driftline_reference_seasonality_info of the model's active reference; its seasonal slices (or None)."""
+        active = active_reference_seasons(self.store, model)
+        if active is None:
+            return None
+        f.gauge("driftline_reference_seasonality_info", "Always 1; the seasonality of the model's active drift "
+                "reference (none, hour_of_day, day_of_week, both).", ["model", "seasonality"]).add_metric(
+            [model, active[0].seasonality], 1.0)
+        return active[2]
 
     def _drift(self, f: _Families, model: str, label: str, window: object) -> None:
         assert self.drift is not None

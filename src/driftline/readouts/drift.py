@@ -18,11 +18,14 @@ from ..analysis.classification import delay_quantiles
 from ..analysis.drift import DriftThresholds, drift_report
 from ..analysis.estimates import base_rate_effect, compare_estimate, early_warning, realised_metrics
 from ..analysis.profiles import Profile
+from ..analysis.season_mix import Mixture
+from ..analysis.seasons import SeasonalSlices
 from ..analysis.slices import slices_of, worst_slices
 from ..config import Config, format_duration
 from .estimated import calibrated_block
 from .references import NoReference, Reference, active_reference_key, load_reference
 from .metrics import resolve_window
+from .seasonal import seasonal_block, window_mixture
 from ..core.stats import BucketStats
 from ..targets import agreed_target
 from ..storage.store import Store
@@ -35,7 +38,7 @@ above 8 % FPR)."""
 MATURITY_QUANTILE = 0.95
 """Labels of a window count as matured one p95 label delay after it (explicit-outcome policy)."""
 _CACHE_SIZE = 8
-_profiles: dict[tuple[str, str, int, float], tuple[Reference, Profile]] = {}
+_profiles: dict[tuple[str, str, int, float], tuple[Reference, Profile, SeasonalSlices | None]] = {}
 _lock = threading.Lock()
 
 
@@ -69,6 +72,12 @@ def query_window(store: Store, config: Config, model: str | None, window_s: floa
 def active_reference(store: Store, model: str) -> tuple[Reference, Profile] | None:
     """The model's active reference and its profile (cached per database, id and creation time: a stored
     version never changes, so only the cheap key is read on every call)."""
+    hit = active_reference_seasons(store, model)
+    return None if hit is None else hit[:2]
+
+
+def active_reference_seasons(store: Store, model: str) -> tuple[Reference, Profile, SeasonalSlices | None] | None:
+    """active_reference plus its per-season slices (None for a plain reference), from the same cache."""
     found = active_reference_key(store, model)
     if found is None:
         return None
@@ -79,7 +88,7 @@ def active_reference(store: Store, model: str) -> tuple[Reference, Profile] | No
         ref = load_reference(store, model, found[0])
         if ref is None:
             return None
-        hit = (ref, ref.profile())
+        hit = (ref, ref.profile(), ref.seasonal())
         with _lock:
             while len(_profiles) >= _CACHE_SIZE:
                 _profiles.pop(next(iter(_profiles)))
@@ -89,6 +98,18 @@ def active_reference(store: Store, model: str) -> tuple[Reference, Profile] | No
 
 def _stats(store: Store, model: str, window: Window, variant: str | None, features: bool) -> BucketStats:
     return merged(window_rows(store, model, window, variant, features="packed" if features else False))
+
+
+def _current_and_reference(store: Store, config: Config, model: str, window: Window, variant: str | None,
+                           profile: Profile, seasonal: SeasonalSlices | None
+                           ) -> tuple[BucketStats, Profile, Mixture | None]:
+    """The window's merged statistics (feature histograms included) and the reference profile to compare them
+    with: the whole profile, or for a seasonal reference the mix of the window's seasons (readouts.seasonal)."""
+    rows = window_rows(store, model, window, variant, features="packed")
+    if seasonal is None:
+        return merged(rows), profile, None
+    mixture = window_mixture(profile, seasonal, rows, config)
+    return merged(rows), mixture.profile, mixture
 
 
 def _window_json(window: Window, stats: BucketStats) -> dict[str, Any]:
@@ -103,15 +124,16 @@ def drift_document(store: Store, config: Config, model: str, window: Window, var
 
     Raises NoReference (exit code 2 in the CLI) when no reference is set.
     """
-    active = active_reference(store, model)
+    active = active_reference_seasons(store, model)
     if active is None:
         raise NoReference(model)
-    ref, profile = active
-    cur = _stats(store, model, window, variant, features=True)
-    result = drift_report(profile, cur.features, cur.hist, cur.conf, thresholds(config))
+    ref, profile, seasonal = active
+    cur, compared, mixture = _current_and_reference(store, config, model, window, variant, profile, seasonal)
+    result = drift_report(compared, cur.features, cur.hist, cur.conf, thresholds(config))
     body = result.to_json()
     return {"model": model, "variant": variant,
             "reference": {**ref.summary(), "prevalence": profile.prevalence},
+            "seasonality": seasonal_block(seasonal, mixture, config.drift.season_min_n),
             "window": _window_json(window, cur), "features": body["features"], "score": body["score"],
             "prevalence": body["prevalence"], "drifted": list(result.drifted),
             "thresholds": body["thresholds"], "untracked": body["untracked"],
@@ -122,13 +144,13 @@ def drift_readings(store: Store, config: Config, model: str, window: Window, var
                    ) -> list[DriftReading]:
     """Drift provider for triggers and the exporter (triggers.drift_hook): one reading per tracked feature
     and one for the score (feature None), against the active reference; [] without a reference or data."""
-    active = active_reference(store, model)
+    active = active_reference_seasons(store, model)
     if active is None:
         return []
-    cur = _stats(store, model, window, variant, features=True)
+    cur, compared, _ = _current_and_reference(store, config, model, window, variant, active[1], active[2])
     if cur.predictions == 0:
         return []
-    result = drift_report(active[1], cur.features, cur.hist, cur.conf, thresholds(config))
+    result = drift_report(compared, cur.features, cur.hist, cur.conf, thresholds(config))
     out = [DriftReading(f.feature, f.psi, f.js, f.drifted, f.n_current) for f in result.features]
     if result.score is not None:
         s = result.score

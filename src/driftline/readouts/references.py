@@ -1,10 +1,11 @@
 """Reference profiles, stored and versioned per model: build one from stored buckets or from an events
 file, save it (it becomes the active version), list, load and re-activate versions.
 
-Table `reference_profiles` (migration 0004). Each row keeps the profile JSON (analysis.profiles.Profile,
-frozen bins included, so later windows are always binned the same way), the reference window's 3×2
-confusion counts (for the base-rate effect) and where it came from. Exactly one row per model is active;
-`save_reference` deactivates the others in the same transaction.
+Table `reference_profiles` (migration 0004); a seasonal reference also has a row in `reference_seasons`
+(migration 0008_seasonal) with its per-season slices (analysis.seasons). Each row keeps the profile JSON
+(analysis.profiles.Profile, frozen bins included, so later windows are always binned the same way), the
+reference window's 3×2 confusion counts (for the base-rate effect) and where it came from. Exactly one row per
+model is active; `save_reference` deactivates the others in the same transaction.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from sqlalchemy import BigInteger, Boolean, Column, Float, Index, Integer, MetaData, String, Table, Text, select, update
+from sqlalchemy import (BigInteger, Boolean, Column, Float, Index, Integer, MetaData, String, Table, Text, select,
+                        update)
 
 from ..analysis.profiles import Profile, ProfileSettings, build_profile_from_stats
+from ..analysis.seasons import NONE, SeasonalSlices, season_count
 from ..config import Config, ConfigError
 from ..core.engine import Engine, JoinView
 from ..core.events import DeadLetter, decode, json_lines
@@ -49,6 +52,13 @@ reference_profiles = Table(
 )
 Index("ix_reference_profiles_model_active", reference_profiles.c.model, reference_profiles.c.active)
 
+reference_seasons = Table(  # migration 0008_seasonal: one row per seasonal reference version
+    "reference_seasons", metadata,
+    Column("ref_id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=False),
+    Column("seasonality", String(16), nullable=False),
+    Column("seasons", Text, nullable=False),
+)
+
 
 class ReferenceProblem(ConfigError):
     """A reference cannot be built or found; the CLI reports it with exit code 2."""
@@ -78,6 +88,13 @@ class Reference:
     detail: str | None = None
     profile_json: dict[str, Any] | None = None
     confusion: np.ndarray | None = None
+    seasonality: str = NONE
+    seasons_json: dict[str, Any] | None = None
+    """The seasonal slices (analysis.seasons.SeasonalSlices JSON); None for a plain reference."""
+
+    def seasonal(self) -> SeasonalSlices | None:
+        """The per-season slices of a seasonal reference (None when it is not seasonal)."""
+        return None if self.seasons_json is None else SeasonalSlices.from_json(self.seasons_json)
 
     def profile(self) -> Profile:
         """The stored profile (frozen bins, score and prevalence reference)."""
@@ -95,7 +112,7 @@ class Reference:
         """The `reference` block of the drift contract plus provenance: id, start, end, n, …"""
         return {"id": self.id, "model": self.model, "start": _iso(self.start), "end": _iso(self.end), "n": self.n,
                 "source": self.source, "variant": self.variant, "detail": self.detail,
-                "created_at": iso(self.created_at), "active": self.active}
+                "created_at": iso(self.created_at), "active": self.active, "seasonality": self.seasonality}
 
     def to_json(self, with_profile: bool = False) -> dict[str, Any]:
         d = self.summary()
@@ -107,6 +124,10 @@ class Reference:
             d["settings"] = pj.get("settings")
             if with_profile:
                 d["profile"] = pj
+        seasonal = self.seasonal()
+        if seasonal is not None:
+            d["seasons"] = {"possible": season_count(seasonal.seasonality), "unplaced_n": seasonal.unplaced_n,
+                            "slices": seasonal.summary()}
         if self.confusion is not None:
             c = self.confusion
             d["confusion"] = {"tp": int(c[1, 1]), "fn": int(c[1, 0]), "fp": int(c[0, 1]), "tn": int(c[0, 0]),
@@ -220,8 +241,9 @@ def _conf_text(stats: BucketStats | None) -> str | None:
 
 def save_reference(store: Store, model: str, profile: Profile, source: str, start: float | None,
                    end: float | None, *, confusion: BucketStats | None = None, variant: str | None = None,
-                   detail: str | None = None, activate: bool = True) -> int:
-    """Store a new reference version (active by default: the others of the model are deactivated); its id."""
+                   detail: str | None = None, activate: bool = True, seasonal: SeasonalSlices | None = None) -> int:
+    """Store a new reference version (active by default: the others of the model are deactivated); its id.
+    seasonal: the per-season slices of a seasonal reference (table reference_seasons, migration 0008_seasonal)."""
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
     c = reference_profiles.c
@@ -232,19 +254,24 @@ def save_reference(store: Store, model: str, profile: Profile, source: str, star
             model=model, created_at=float(store.clock()), source=source, start_ts=start, end_ts=end, n=profile.n,
             variant=variant, detail=detail, profile=json.dumps(profile.to_json(), allow_nan=False),
             confusion=_conf_text(confusion), active=activate))
-        return int(res.inserted_primary_key[0])
+        ref_id = int(res.inserted_primary_key[0])
+        if seasonal is not None:
+            conn.execute(reference_seasons.insert().values(
+                ref_id=ref_id, seasonality=seasonal.seasonality,
+                seasons=json.dumps(seasonal.to_json(), allow_nan=False)))
+        return ref_id
 
 
 def same_reference(store: Store, model: str, profile: Profile, source: str, start: float | None,
                    end: float | None, *, confusion: BucketStats | None = None, variant: str | None = None,
-                   detail: str | None = None) -> int | None:
+                   detail: str | None = None, seasonality: str = NONE) -> int | None:
     """The newest stored version identical to the one about to be saved (same source, range, variant, file,
-    counts and profile: so same data and profile settings), or None; setting it again changes nothing."""
+    seasonality, counts and profile: so same data and profile settings), or None; setting it again changes nothing."""
     want = json.loads(json.dumps(profile.to_json(), allow_nan=False))
     conf = None if confusion is None else confusion.conf.tolist()
     for ref in list_references(store, model):
-        if (ref.source, ref.start, ref.end, ref.variant, ref.detail, ref.n) != (source, start, end, variant, detail,
-                                                                                profile.n):
+        if (ref.source, ref.start, ref.end, ref.variant, ref.detail, ref.n, ref.seasonality) != (
+                source, start, end, variant, detail, profile.n, seasonality):
             continue
         full = load_reference(store, model, ref.id)
         if full is not None and full.profile_json == want and (
@@ -271,14 +298,18 @@ def _record(r: Any, with_profile: bool) -> Reference:
     conf = None
     if with_profile and r.confusion is not None:
         conf = np.asarray(json.loads(r.confusion), dtype=np.int64).reshape(3, 2)
+    seasons = json.loads(r.seasons) if with_profile and r.seasons is not None else None
     return Reference(int(r.id), r.model, float(r.created_at), r.source, r.start_ts, r.end_ts, int(r.n),
-                     bool(r.active), r.variant, r.detail, json.loads(r.profile) if with_profile else None, conf)
+                     bool(r.active), r.variant, r.detail, json.loads(r.profile) if with_profile else None, conf,
+                     r.seasonality or NONE, seasons)
 
 
 def list_references(store: Store, model: str) -> list[Reference]:
     """Every stored version of a model's reference, newest first (profiles not loaded)."""
     c = reference_profiles.c
-    q = select(*(getattr(c, k) for k in _SUMMARY_COLS)).where(c.model == model).order_by(c.id.desc())
+    q = (select(*(getattr(c, k) for k in _SUMMARY_COLS), reference_seasons.c.seasonality)
+         .outerjoin(reference_seasons, reference_seasons.c.ref_id == c.id)
+         .where(c.model == model).order_by(c.id.desc()))
     with store.read() as conn:
         return [_record(r, False) for r in conn.execute(q)]
 
@@ -317,5 +348,7 @@ def load_reference(store: Store, model: str, ref_id: int | None = None) -> Refer
             return None
     c = reference_profiles.c
     with store.read() as conn:
-        r = conn.execute(select(reference_profiles).where(c.model == model, c.id == ref_id)).one_or_none()
+        r = conn.execute(select(reference_profiles, reference_seasons.c.seasonality, reference_seasons.c.seasons)
+                         .outerjoin(reference_seasons, reference_seasons.c.ref_id == c.id)
+                         .where(c.model == model, c.id == ref_id)).one_or_none()
     return None if r is None else _record(r, True)
