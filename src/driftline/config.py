@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 import yaml
 
-from .metric_names import unknown_metric
+from .metric_names import MULTIVARIATE, unknown_metric
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -150,6 +150,8 @@ class Trigger(Base):
         problem = unknown_metric(self.metric)
         if problem:
             raise ValueError(f"metric: {problem}")
+        if self.feature is not None and self.metric in MULTIVARIATE:
+            raise ValueError(f"feature: {self.metric} judges all features together; remove `feature`")
         _positive_durations("", window=self.window)
         window_too_long("window", self.window)
         _absolute_url("runbook_url", self.runbook_url)
@@ -238,6 +240,10 @@ class DriftConfig(Base):
     prevalence_change: NonNeg = 0.2
     numeric_bins: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 10
     top_k: Annotated[int, msgspec.Meta(ge=1, le=10000)] = 20
+    sample_k: Annotated[int, msgspec.Meta(ge=16, le=4096)] = 256
+    """Feature vectors sampled per bucket and model/version/variant for multivariate drift (core.sample)."""
+    pca_variance: Annotated[float, msgspec.Meta(gt=0.0, lt=1.0)] = 0.65
+    """Share of the reference's variance the PCA components of the multivariate drift statistic keep."""
 
     def __post_init__(self) -> None:
         if self.psi_alert < self.psi_warning:

@@ -245,6 +245,7 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
     """Write and ingest the simulated stream in event-time order; at every step boundary run maintenance and
     one trigger evaluation at that instant (printing transitions); set the reference after week three."""
     from ..readouts.references import build_reference_profile, save_reference, variant_labels, window_stats
+    from ..readouts.multivariate import freeze_reference_sample, reference_sample_from_buckets
     from ..triggers import runner  # lazy: every command module is imported to build the parser
 
     pipeline = Pipeline(cfg, store, clock=ctx.clock)
@@ -271,8 +272,9 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
             stats, lo, hi = window_stats(store, cfg, cfg.model, spec.start, spec.start + 14 * DAY)
             if stats.predictions:
                 by_variant = variant_labels(store, cfg, cfg.model, spec.start, spec.start + 14 * DAY)
-                save_reference(store, cfg.model, build_reference_profile(stats, cfg, by_variant), "window", lo, hi,
-                               confusion=stats, detail="demo: weeks 1-2")
+                ref_id = save_reference(store, cfg.model, build_reference_profile(stats, cfg, by_variant), "window",
+                                        lo, hi, confusion=stats, detail="demo: weeks 1-2")
+                freeze_reference_sample(store, ref_id, reference_sample_from_buckets(store, cfg, cfg.model, lo, hi))
                 ctx.err.print(f"      {iso(t)}  drift reference set from weeks 1–2 ({stats.predictions:,} predictions)")
             reference_set = True
         run = runner.run(store, cfg, t, at=t, rules=rules)

@@ -79,6 +79,8 @@ def _emit(ctx: Context, args: argparse.Namespace, doc: Any, render: Callable[[An
 
 # --- reference -----------------------------------------------------------------------------------------
 def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
+    from ..readouts.multivariate import (freeze_reference_sample, reference_sample_from_buckets,
+                                         reference_sample_from_file)
     from ..readouts.references import (ReferenceProblem, build_reference_profile, file_stats, load_reference,
                                        save_reference, variant_labels, window_stats)
 
@@ -104,6 +106,11 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
     store = ctx.store()
     ref_id = save_reference(store, model, profile, source, lo, hi, confusion=stats, variant=args.variant,
                             detail=detail)
+    if args.file is not None:
+        sample = reference_sample_from_file(args.file, ctx.config, model, start, end, args.variant)
+    else:
+        sample = reference_sample_from_buckets(store, ctx.config, model, lo, hi, args.variant)
+    freeze_reference_sample(store, ref_id, sample)
     ref = load_reference(store, model, ref_id)
     assert ref is not None
     doc = {**ref.to_json(), "dead_letters_skipped": dead}
@@ -190,6 +197,21 @@ def cmd_drift(ctx: Context, args: argparse.Namespace) -> int:
     return _emit(ctx, args, doc, render_drift)
 
 
+def _render_multivariate(mv: dict[str, Any] | None, console: Console) -> None:
+    """One line: the PCA reconstruction error of the window's sample vs the reference's, p-value, verdict."""
+    if mv is None:
+        return
+    if mv.get("drifted") is None:
+        console.print(f"multivariate (PCA reconstruction error): no verdict: {shown(mv.get('note') or '')}")
+        return
+    n = mv["n"]
+    verdict = "[bold red]drifted[/bold red]" if mv["drifted"] else "not drifted"
+    console.print(f"multivariate (PCA reconstruction error, {mv['components']} of {len(mv['columns'])} components): "
+                  f"window {_f(mv['error'])} vs reference {_f(mv['reference_error'])} (ratio {_f(mv['ratio'])}, "
+                  f"floor ±{_f(mv['noise_floor'])}) · p {_p(mv['p_value'])} · {verdict} · "
+                  f"sampled n={n['window']:,} vs {n['reference_calibration']:,}")
+
+
 def cmd_calibration(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.drift import calibration_document
 
@@ -254,6 +276,7 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
     ref_s = "—" if p["reference"] is None else f"{p['reference']:.4f}"
     console.print(f"prevalence: reference {ref_s} · current {fmt_rate(cur, 4)} · p adj {_p(p.get('p_adjusted'))} · "
                   + ("[bold red]drifted[/bold red]" if p["drifted"] else "not drifted"))
+    _render_multivariate(doc.get("multivariate"), console)
     th = doc["thresholds"]
     console.print(f"[dim]drifted = (PSI ≥ {th['psi_warning']} or JS ≥ {th['js']}, each above its no-drift noise floor) "
                   f"and a KS/χ² p < {th['alpha']} after Benjamini–Hochberg; alert when PSI ≥ {th['psi_alert']}. "

@@ -1,0 +1,146 @@
+"""Bounded, mergeable samples of feature vectors: a threshold sample by a hash of the prediction id.
+
+A `FeatureSample` holds exactly the offered predictions whose 64-bit id hash is ≤ its threshold `tau`, at most
+k of them. Merging two samples keeps the rows ≤ the smaller threshold and, past k rows, lowers the threshold to
+the k-th smallest hash. So merging is associative and commutative and the result depends only on the set of
+predictions offered, never on arrival order, batching or partitioning: the merge of two samples of disjoint (or
+overlapping) sets equals the sample of their union. Every prediction of a window with a hash ≤ the merged
+threshold is in the merged sample, so it is a uniform random sample of the window (predictions are included by
+their id's hash, which is independent of their features). Pure: no IO.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import msgspec
+
+Value = float | str
+"""A sampled feature value: a number, or a category (booleans become 'true'/'false'); absent means missing."""
+Row = dict[str, Value]
+
+MAX_TAU = 2**64 - 1
+"""The threshold of a sample that was never truncated: every offered prediction is in it."""
+MAX_VALUE_LEN = 64
+"""Characters kept of a categorical value in a sample (bounds the bytes of a row)."""
+DEFAULT_K = 256
+MIN_K, MAX_K = 16, 4096
+"""drift.sample_k: rows kept per bucket (default, and the bounds the config accepts)."""
+
+
+def id_hash(prediction_id: str) -> int:
+    """64-bit hash of a prediction id (blake2b: the same on every process, platform and Python run)."""
+    raw = prediction_id.encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big")
+
+
+def sample_row(features: Mapping[str, object] | None, keep: Sequence[str], max_features: int) -> Row:
+    """The sampled form of a prediction's features: the declared names `keep` first, then the others by name,
+    at most `max_features`; numbers as floats, booleans and strings as categories, null and non-finite left out
+    (missing)."""
+    if not features:
+        return {}
+    names = [n for n in keep if n in features]
+    if len(names) < max_features and len(features) > len(names):
+        declared = set(keep)
+        names += sorted(n for n in features if n not in declared)
+    row: Row = {}
+    for name in names[:max_features]:
+        v = features[name]
+        if v is None:
+            continue
+        if v is True or v is False:
+            row[name] = "true" if v else "false"
+        elif isinstance(v, (int, float)):
+            f = float(v)
+            if math.isfinite(f):
+                row[name] = f
+        elif isinstance(v, str):
+            row[name] = v[:MAX_VALUE_LEN]
+    return row
+
+
+_row_enc = msgspec.msgpack.Encoder(order="sorted")
+
+
+def _tie_key(row: Row) -> bytes:
+    return _row_enc.encode(row)
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureSample:
+    """The offered predictions with id hash ≤ tau (at most k of them), sorted by hash."""
+
+    tau: int
+    hashes: tuple[int, ...]
+    rows: tuple[Row, ...]
+
+    @staticmethod
+    def empty() -> FeatureSample:
+        return FeatureSample(MAX_TAU, (), ())
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+    def truncated(self) -> bool:
+        """Whether some offered predictions were left out (the threshold was lowered)."""
+        return self.tau < MAX_TAU
+
+
+def sample_of(items: Iterable[tuple[int, Row]], k: int, tau: int = MAX_TAU) -> FeatureSample:
+    """The sample of (hash, row) items, at most k rows, under threshold tau. One hash, one row: of two rows with
+    the same hash (a duplicated prediction id) the smaller encoding is kept, so the choice is order-free."""
+    if k < 1:
+        raise ValueError(f"sample size k must be at least 1, got {k}")
+    best: dict[int, Row] = {}
+    for h, row in items:
+        if h > tau:
+            continue
+        cur = best.get(h)
+        if cur is None or (cur != row and _tie_key(row) < _tie_key(cur)):
+            best[h] = row
+    keys = sorted(best)
+    if len(keys) > k:
+        keys = keys[:k]
+        tau = keys[-1]
+    return FeatureSample(tau, tuple(keys), tuple(best[h] for h in keys))
+
+
+def merge_samples(samples: Iterable[FeatureSample], k: int) -> FeatureSample:
+    """The sample of the union of the samples' predictions (threshold: the smallest, lowered to keep ≤ k rows)."""
+    parts = list(samples)
+    if not parts:
+        return FeatureSample.empty()
+    tau = min(s.tau for s in parts)
+    return sample_of(((h, r) for s in parts for h, r in zip(s.hashes, s.rows)), k, tau)
+
+
+def encode_sample(s: FeatureSample) -> bytes:
+    """Compact, deterministic bytes: the threshold, the hashes, the feature names once and a column per name."""
+    names = sorted({n for r in s.rows for n in r})
+    cols = [[r.get(n) for r in s.rows] for n in names]
+    return msgspec.msgpack.encode({"tau": s.tau, "h": list(s.hashes), "f": names, "v": cols})
+
+
+class _Stored(msgspec.Struct):
+    tau: int
+    h: list[int]
+    f: list[str]
+    v: list[list[float | str | None]]
+
+
+_dec = msgspec.msgpack.Decoder(_Stored)
+
+
+def decode_sample(data: bytes) -> FeatureSample:
+    """The sample stored by encode_sample."""
+    s = _dec.decode(data)
+    rows: list[Row] = [{} for _ in s.h]
+    for name, col in zip(s.f, s.v):
+        for row, value in zip(rows, col):
+            if value is not None:
+                row[name] = value
+    return FeatureSample(s.tau, tuple(s.h), tuple(rows))

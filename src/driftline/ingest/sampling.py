@@ -1,0 +1,44 @@
+"""The ingestion hook of multivariate drift: each batch's accepted predictions offered to their bucket's sample.
+
+Called once per batch from Pipeline.process_batch, inside its write transaction, after the engine: the
+predictions set aside by the engine (internal_error) are left out; duplicates need no care, since a repeated id
+has the same hash and a sample keeps one row per hash.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from sqlalchemy import Connection
+
+from ..core.engine import DEFAULT_VARIANT, DEFAULT_VERSION, EngineSettings
+from ..core.events import DeadLetter, Decoded, Prediction
+from ..core.sample import FeatureSample, Row, id_hash, sample_of, sample_row
+from ..storage.samples import SampleKey, merge_into
+from .labels import Positioned
+
+
+def batch_samples(settings: EngineSettings, events: Sequence[Decoded], k: int) -> dict[SampleKey, FeatureSample]:
+    """Per bucket, the sample of the given events' predictions (outcomes are skipped)."""
+    offered: dict[SampleKey, list[tuple[int, Row]]] = defaultdict(list)
+    bs = settings.bucket_s
+    for d in events:
+        ev = d.event
+        if not isinstance(ev, Prediction):
+            continue
+        key = (ev.model, ev.model_version or DEFAULT_VERSION, ev.variant or DEFAULT_VARIANT, int(d.ts // bs) * bs)
+        offered[key].append((id_hash(ev.prediction_id),
+                             sample_row(ev.features, settings.declared_features, settings.max_features)))
+    return {key: sample_of(items, k) for key, items in offered.items()}
+
+
+def record_samples(conn: Connection, settings: EngineSettings, ok: Sequence[tuple[Decoded, int]],
+                   positions: Sequence[Positioned], failed: Sequence[DeadLetter], k: int) -> None:
+    """Merge the batch's samples into the stored bucket samples (in the batch's write transaction); `positions`
+    are the accepted events' records, `failed` the engine's internal_error letters (left out)."""
+    out = {(f.source, f.partition, f.offset) for f in failed}
+    events = [d for (d, _), r in zip(ok, positions) if not out or (r.source, r.partition, r.offset) not in out]
+    deltas = batch_samples(settings, events, k)
+    if deltas:
+        merge_into(conn, deltas, k)
