@@ -22,7 +22,7 @@ from driftline.cli import main
 from driftline.config import ConfigError, from_dict, load
 from driftline.core.sample import MAX_TAU, id_hash, merge_samples, sample_of
 from driftline.ingest.pipeline import Pipeline, RawRecord
-from driftline.storage.samples import bucket_samples, feature_samples
+from driftline.storage.samples import bucket_samples, compact_samples, feature_samples, window_sample
 from driftline.storage.store import Store
 
 from helpers import pred
@@ -73,6 +73,26 @@ def test_samples_are_identical_whatever_the_order_and_partitioning(tmp_path) -> 
         assert all(set(row) == {"a", "c", "flag"} and row["flag"] in ("true", "false") for row in s.rows)
     one.close()
     two.close()
+
+
+def test_compaction_keeps_k_rows_a_day_and_the_same_window_sample(tmp_path) -> None:
+    """Day compaction of old samples: one row per day, and a whole-day window's sample (up to k rows) unchanged;
+    a window cutting the compacted day leaves it out; a late write into the day merges with it."""
+    config = from_dict({"drift": {"sample_k": 16}})
+    store = Store(f"sqlite:///{tmp_path / 'c.db'}")
+    store.migrate()
+    pipe = Pipeline(config, store, clock=lambda: START + 1e6)
+    pipe.process_batch([RawRecord("a", 0, i, r) for i, r in enumerate(_raws(600))])
+    before = window_sample(store, "fraud", START, START + 86400, 16)
+    assert compact_samples(store, START + 86400, 16) == 1 and compact_samples(store, START + 86400, 16) == 0
+    assert len(_stored(store)) == 1
+    assert window_sample(store, "fraud", START, START + 86400, 16) == before
+    assert len(window_sample(store, "fraud", START, START + 2 * HOUR, 16)) == 0
+    late = pred("late", 0.2, START + 30, features={"a": 1.0})
+    pipe.process_batch([RawRecord("a", 0, 999, late)])
+    after = window_sample(store, "fraud", START, START + 86400, 16)
+    assert after == merge_samples([before, sample_of([(id_hash("late"), {"a": 1.0})], 16)], 16)
+    store.close()
 
 
 def test_merge_of_samples_equals_the_sample_of_the_union() -> None:

@@ -41,4 +41,4 @@ def record_samples(conn: Connection, settings: EngineSettings, ok: Sequence[tupl
     events = [d for (d, _), r in zip(ok, positions) if not out or (r.source, r.partition, r.offset) not in out]
     deltas = batch_samples(settings, events, k)
     if deltas:
-        merge_into(conn, deltas, k)
+        merge_into(conn, deltas, k, settings.bucket_s)

@@ -26,8 +26,10 @@ feature_samples = Table(
     Column("model_version", String(200), primary_key=True),
     Column("variant", String(200), primary_key=True),
     Column("bucket_start", BigInteger, primary_key=True),
+    Column("span", Integer, nullable=False),
     Column("data", LargeBinary, nullable=False),
 )
+"""`span`: seconds the row covers (the bucket width; a day once compacted, see compact_samples)."""
 
 reference_samples = Table(
     "reference_samples", metadata,
@@ -36,8 +38,9 @@ reference_samples = Table(
 )
 
 
-def merge_into(conn: Connection, deltas: Mapping[SampleKey, FeatureSample], k: int) -> None:
-    """Merge the batch's per-bucket samples into the stored ones (call inside Store.write)."""
+def merge_into(conn: Connection, deltas: Mapping[SampleKey, FeatureSample], k: int, span: int) -> None:
+    """Merge the batch's per-bucket samples (buckets `span` seconds wide) into the stored ones (call inside
+    Store.write). A write into the first bucket of a compacted day merges into the day's row: merging is a union."""
     c = feature_samples.c
     for key, delta in sorted(deltas.items()):
         model, version, variant, start = key
@@ -45,7 +48,8 @@ def merge_into(conn: Connection, deltas: Mapping[SampleKey, FeatureSample], k: i
         old = conn.execute(select(c.data).where(where)).scalar_one_or_none()
         if old is None:
             conn.execute(feature_samples.insert().values(model=model, model_version=version, variant=variant,
-                                                         bucket_start=start, data=encode_sample(delta)))
+                                                         bucket_start=start, span=span,
+                                                         data=encode_sample(delta)))
             continue
         merged = merge_samples((decode_sample(old), delta), k)
         data = encode_sample(merged)
@@ -55,9 +59,10 @@ def merge_into(conn: Connection, deltas: Mapping[SampleKey, FeatureSample], k: i
 
 def bucket_samples(store: Store, model: str, start: float, end: float, variant: str | None = None
                    ) -> list[tuple[SampleKey, FeatureSample]]:
-    """The stored samples of the model's buckets starting in [start, end) (one variant's, when given)."""
+    """The stored samples of the model's rows lying within [start, end) (one variant's, when given); a compacted
+    day that the range cuts is left out, as readouts.windows.window_rows leaves out its bucket."""
     c = feature_samples.c
-    q = select(feature_samples).where(c.model == model, c.bucket_start >= start, c.bucket_start < end)
+    q = select(feature_samples).where(c.model == model, c.bucket_start >= start, c.bucket_start + c.span <= end)
     if variant is not None:
         q = q.where(c.variant == variant)
     with store.read() as conn:
@@ -69,6 +74,29 @@ def window_sample(store: Store, model: str, start: float, end: float, k: int, va
                   ) -> FeatureSample:
     """The merged sample of [start, end): a uniform sample of the window's predictions, at most k rows."""
     return merge_samples((s for _, s in bucket_samples(store, model, start, end, variant)), k)
+
+
+def compact_samples(store: Store, cutoff: float | None, k: int, width: int = 86400, max_groups: int = 2000) -> int:
+    """Merge the samples of buckets starting before `cutoff` into one row of k per (model, version, variant, day)
+    (the same cutoff as storage.compaction), so old history keeps k rows a day instead of k an hour. One
+    transaction per day; returns the days merged (at most max_groups per call, the rest next time)."""
+    if cutoff is None:
+        return 0
+    c = feature_samples.c
+    q = select(c.model, c.model_version, c.variant, c.bucket_start).where(c.bucket_start < cutoff, c.span < width)
+    with store.read() as conn:
+        days = sorted({(r.model, r.model_version, r.variant, int(r.bucket_start) // width * width)
+                       for r in conn.execute(q)})[:max_groups]
+    for model, version, variant, day in days:
+        with store.write() as conn:
+            where = and_(c.model == model, c.model_version == version, c.variant == variant,
+                         c.bucket_start >= day, c.bucket_start < day + width)
+            rows = list(conn.execute(select(c.bucket_start, c.data).where(where)))
+            merged = merge_samples((decode_sample(r.data) for r in rows), k)
+            conn.execute(feature_samples.delete().where(where))
+            conn.execute(feature_samples.insert().values(model=model, model_version=version, variant=variant,
+                                                         bucket_start=day, span=width, data=encode_sample(merged)))
+    return len(days)
 
 
 def save_reference_sample(store: Store, reference_id: int, sample: FeatureSample) -> None:

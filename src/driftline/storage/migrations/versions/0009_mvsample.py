@@ -19,6 +19,7 @@ def upgrade() -> None:
         sa.Column("model_version", sa.String(200), primary_key=True),
         sa.Column("variant", sa.String(200), primary_key=True),
         sa.Column("bucket_start", sa.BigInteger, primary_key=True),
+        sa.Column("span", sa.Integer, nullable=False),
         sa.Column("data", sa.LargeBinary, nullable=False),
     )
     op.create_table(
