@@ -43,23 +43,24 @@ def sample_row(features: Mapping[str, object] | None, keep: Sequence[str], max_f
     (missing)."""
     if not features:
         return {}
-    names = [n for n in keep if n in features]
-    if len(names) < max_features and len(features) > len(names):
+    names: Iterable[str] = features
+    if len(features) > max_features:
         declared = set(keep)
-        names += sorted(n for n in features if n not in declared)
+        chosen = [n for n in keep if n in features]
+        names = (chosen + sorted(n for n in features if n not in declared))[:max_features]
     row: Row = {}
-    for name in names[:max_features]:
+    for name in names:
         v = features[name]
-        if v is None:
-            continue
-        if v is True or v is False:
+        t = type(v)
+        if t is float:
+            if math.isfinite(v):  # type: ignore[arg-type]
+                row[name] = v  # type: ignore[assignment]
+        elif t is str:
+            row[name] = v[:MAX_VALUE_LEN]  # type: ignore[index]
+        elif t is bool:
             row[name] = "true" if v else "false"
-        elif isinstance(v, (int, float)):
-            f = float(v)
-            if math.isfinite(f):
-                row[name] = f
-        elif isinstance(v, str):
-            row[name] = v[:MAX_VALUE_LEN]
+        elif t is int:
+            row[name] = float(v)  # type: ignore[arg-type]
     return row
 
 

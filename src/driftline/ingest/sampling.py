@@ -14,23 +14,45 @@ from sqlalchemy import Connection
 
 from ..core.engine import DEFAULT_VARIANT, DEFAULT_VERSION, EngineSettings
 from ..core.events import DeadLetter, Decoded, Prediction
-from ..core.sample import FeatureSample, Row, id_hash, sample_of, sample_row
+from ..core.sample import MAX_TAU, FeatureSample, Row, id_hash, sample_of, sample_row
 from ..storage.samples import SampleKey, merge_into
 from .labels import Positioned
 
 
 def batch_samples(settings: EngineSettings, events: Sequence[Decoded], k: int) -> dict[SampleKey, FeatureSample]:
-    """Per bucket, the sample of the given events' predictions (outcomes are skipped)."""
-    offered: dict[SampleKey, list[tuple[int, Row]]] = defaultdict(list)
+    """Per bucket, the sample of the given events' predictions (outcomes are skipped). Feature rows are built
+    only for the candidates: the predictions holding one of a bucket's k smallest hashes."""
+    offered: dict[SampleKey, list[tuple[int, int]]] = defaultdict(list)
     bs = settings.bucket_s
-    for d in events:
+    for i, d in enumerate(events):
         ev = d.event
         if not isinstance(ev, Prediction):
             continue
         key = (ev.model, ev.model_version or DEFAULT_VERSION, ev.variant or DEFAULT_VARIANT, int(d.ts // bs) * bs)
-        offered[key].append((id_hash(ev.prediction_id),
-                             sample_row(ev.features, settings.declared_features, settings.max_features)))
-    return {key: sample_of(items, k) for key, items in offered.items()}
+        offered[key].append((id_hash(ev.prediction_id), i))
+    out: dict[SampleKey, FeatureSample] = {}
+    for key, items in offered.items():
+        items.sort()
+        tau = MAX_TAU
+        if len(items) > k:
+            items = _candidates(items, k)
+            tau = items[-1][0] if len(items) < len(offered[key]) else MAX_TAU
+        out[key] = sample_of(((h, sample_row(events[i].event.features,  # type: ignore[union-attr]
+                                             settings.declared_features, settings.max_features))
+                              for h, i in items), k, tau)
+    return out
+
+
+def _candidates(items: list[tuple[int, int]], k: int) -> list[tuple[int, int]]:
+    """The sorted (hash, index) items whose hash is one of the k smallest distinct ones (every copy of a
+    duplicated id stays, for sample_of's order-free choice between them)."""
+    distinct, last = 0, None
+    for n, (h, _) in enumerate(items):
+        if h != last:
+            distinct, last = distinct + 1, h
+            if distinct > k:
+                return items[:n]
+    return items
 
 
 def record_samples(conn: Connection, settings: EngineSettings, ok: Sequence[tuple[Decoded, int]],
