@@ -122,8 +122,8 @@ def permutation_p(a: np.ndarray, b: np.ndarray, permutations: int, seed: int = 0
 
 
 def permutations_for(alpha: float) -> int:
-    """Enough permutations that p can fall well below alpha (p ≥ 1/(B+1)): at least 999, at most 19999."""
-    return int(min(19_999, max(PERMUTATIONS, math.ceil(20 / alpha) - 1)))
+    """Enough permutations that p can fall to alpha/10 (p ≥ 1/(B+1)): at least 999, at most 19999."""
+    return int(min(19_999, max(PERMUTATIONS, math.ceil(10 / alpha) - 1)))
 
 
 @dataclass(frozen=True, slots=True)
