@@ -87,12 +87,17 @@ def encode(rows: Sequence[Row], enc: Encoding) -> np.ndarray:
 
 
 def principal_components(z: np.ndarray, variance: float) -> tuple[np.ndarray, np.ndarray]:
-    """(components d × p, explained variance ratios of all p) of centred data: the fewest components whose
-    explained variance reaches `variance`."""
-    _, s, vt = np.linalg.svd(z - z.mean(axis=0), full_matrices=False)
-    ratio = s**2 / float(np.sum(s**2)) if np.sum(s**2) > 0 else np.zeros_like(s)
+    """(components d × p, explained variance ratios of all p, largest first) of the data: the fewest components
+    whose explained variance reaches `variance`. From the eigenvectors of the p × p covariance (cheap: p is the
+    number of encoded columns, a few dozen)."""
+    c = z - z.mean(axis=0)
+    values, vectors = np.linalg.eigh(c.T @ c)
+    order = np.argsort(values)[::-1]
+    values, vectors = np.clip(values[order], 0.0, None), vectors[:, order]
+    total = float(values.sum())
+    ratio = values / total if total > 0 else np.zeros_like(values)
     d = int(np.searchsorted(np.cumsum(ratio), variance - 1e-12) + 1)
-    return vt[:min(d, len(s))], ratio
+    return vectors[:, :min(d, len(values))].T, ratio
 
 
 def reconstruction_errors(z: np.ndarray, components: np.ndarray, centre: np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 from dataclasses import dataclass
 
 import msgspec
@@ -91,6 +92,26 @@ class FeatureSample:
         return self.tau < MAX_TAU
 
 
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """Sorted (hash, …) items cut to the k smallest distinct hashes; `cut` when some were left out."""
+
+    items: list[tuple[int, int, int]] | list[tuple[int, int]]
+    cut: bool
+
+
+def smallest_distinct(items: Sequence[Any], k: int) -> Candidates:
+    """Of items sorted by hash (their first element), those holding one of the k smallest distinct hashes
+    (every copy of a repeated hash stays, for sample_of's order-free choice between their rows)."""
+    distinct, last = 0, None
+    for n, item in enumerate(items):
+        if item[0] != last:
+            distinct, last = distinct + 1, item[0]
+            if distinct > k:
+                return Candidates(list(items[:n]), True)
+    return Candidates(list(items), False)
+
+
 def sample_of(items: Iterable[tuple[int, Row]], k: int, tau: int = MAX_TAU) -> FeatureSample:
     """The sample of (hash, row) items, at most k rows, under threshold tau. One hash, one row: of two rows with
     the same hash (a duplicated prediction id) the smaller encoding is kept, so the choice is order-free."""
@@ -136,12 +157,25 @@ class _Stored(msgspec.Struct):
 _dec = msgspec.msgpack.Decoder(_Stored)
 
 
+def _row(s: _Stored, i: int) -> Row:
+    return {name: col[i] for name, col in zip(s.f, s.v) if col[i] is not None}  # type: ignore[misc]
+
+
 def decode_sample(data: bytes) -> FeatureSample:
     """The sample stored by encode_sample."""
     s = _dec.decode(data)
-    rows: list[Row] = [{} for _ in s.h]
-    for name, col in zip(s.f, s.v):
-        for row, value in zip(rows, col):
-            if value is not None:
-                row[name] = value
-    return FeatureSample(s.tau, tuple(s.h), tuple(rows))
+    return FeatureSample(s.tau, tuple(s.h), tuple(_row(s, i) for i in range(len(s.h))))
+
+
+def merge_encoded(blobs: Iterable[bytes], k: int) -> FeatureSample:
+    """merge_samples of stored samples, building rows only for the hashes that can be kept (a window reads
+    hundreds of bucket samples and keeps a few thousand rows)."""
+    parts = [_dec.decode(b) for b in blobs]
+    if not parts:
+        return FeatureSample.empty()
+    tau = min(p.tau for p in parts)
+    cand = smallest_distinct(sorted((h, j, i) for j, p in enumerate(parts) for i, h in enumerate(p.h) if h <= tau),
+                             k)
+    if cand.cut:
+        tau = cand.items[-1][0]
+    return sample_of(((h, _row(parts[j], i)) for h, j, i in cand.items), k, tau)

@@ -14,7 +14,7 @@ from sqlalchemy import Connection
 
 from ..core.engine import DEFAULT_VARIANT, DEFAULT_VERSION, EngineSettings
 from ..core.events import DeadLetter, Decoded, Prediction
-from ..core.sample import MAX_TAU, FeatureSample, Row, id_hash, sample_of, sample_row
+from ..core.sample import MAX_TAU, FeatureSample, Row, id_hash, sample_of, sample_row, smallest_distinct
 from ..storage.samples import SampleKey, merge_into
 from .labels import Positioned
 
@@ -33,26 +33,12 @@ def batch_samples(settings: EngineSettings, events: Sequence[Decoded], k: int) -
     out: dict[SampleKey, FeatureSample] = {}
     for key, items in offered.items():
         items.sort()
-        tau = MAX_TAU
-        if len(items) > k:
-            items = _candidates(items, k)
-            tau = items[-1][0] if len(items) < len(offered[key]) else MAX_TAU
+        cand = smallest_distinct(items, k)
+        tau = cand.items[-1][0] if cand.cut else MAX_TAU
         out[key] = sample_of(((h, sample_row(events[i].event.features,  # type: ignore[union-attr]
                                              settings.declared_features, settings.max_features))
-                              for h, i in items), k, tau)
+                              for h, i in cand.items), k, tau)
     return out
-
-
-def _candidates(items: list[tuple[int, int]], k: int) -> list[tuple[int, int]]:
-    """The sorted (hash, index) items whose hash is one of the k smallest distinct ones (every copy of a
-    duplicated id stays, for sample_of's order-free choice between them)."""
-    distinct, last = 0, None
-    for n, (h, _) in enumerate(items):
-        if h != last:
-            distinct, last = distinct + 1, h
-            if distinct > k:
-                return items[:n]
-    return items
 
 
 def record_samples(conn: Connection, settings: EngineSettings, ok: Sequence[tuple[Decoded, int]],

@@ -9,10 +9,12 @@ the sample frozen with a reference version.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
-from sqlalchemy import BigInteger, Column, Connection, Integer, LargeBinary, MetaData, String, Table, and_, select
+from sqlalchemy import (BigInteger, Column, Connection, Integer, LargeBinary, MetaData, Select, String, Table, and_,
+                        select)
 
-from ..core.sample import FeatureSample, decode_sample, encode_sample, merge_samples
+from ..core.sample import FeatureSample, decode_sample, encode_sample, merge_encoded, merge_samples
 from .store import Store
 
 SampleKey = tuple[str, str, str, int]
@@ -57,23 +59,28 @@ def merge_into(conn: Connection, deltas: Mapping[SampleKey, FeatureSample], k: i
             conn.execute(feature_samples.update().where(where).values(data=data))
 
 
+def _within(q: Select[Any], model: str, start: float, end: float, variant: str | None) -> Select[Any]:
+    """The query restricted to the model's rows lying within [start, end) (and the variant's)."""
+    c = feature_samples.c
+    q = q.where(c.model == model, c.bucket_start >= start, c.bucket_start + c.span <= end)
+    return q if variant is None else q.where(c.variant == variant)
+
+
 def bucket_samples(store: Store, model: str, start: float, end: float, variant: str | None = None
                    ) -> list[tuple[SampleKey, FeatureSample]]:
     """The stored samples of the model's rows lying within [start, end) (one variant's, when given); a compacted
     day that the range cuts is left out, as readouts.windows.window_rows leaves out its bucket."""
-    c = feature_samples.c
-    q = select(feature_samples).where(c.model == model, c.bucket_start >= start, c.bucket_start + c.span <= end)
-    if variant is not None:
-        q = q.where(c.variant == variant)
     with store.read() as conn:
         return [((r.model, r.model_version, r.variant, int(r.bucket_start)), decode_sample(r.data))
-                for r in conn.execute(q)]
+                for r in conn.execute(_within(select(feature_samples), model, start, end, variant))]
 
 
 def window_sample(store: Store, model: str, start: float, end: float, k: int, variant: str | None = None
                   ) -> FeatureSample:
     """The merged sample of [start, end): a uniform sample of the window's predictions, at most k rows."""
-    return merge_samples((s for _, s in bucket_samples(store, model, start, end, variant)), k)
+    q = _within(select(feature_samples.c.data), model, start, end, variant)
+    with store.read() as conn:
+        return merge_encoded((r.data for r in conn.execute(q)), k)
 
 
 def compact_samples(store: Store, cutoff: float | None, k: int, width: int = 86400, max_groups: int = 2000) -> int:
