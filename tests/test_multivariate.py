@@ -95,6 +95,22 @@ def test_compaction_keeps_k_rows_a_day_and_the_same_window_sample(tmp_path) -> N
     store.close()
 
 
+def test_the_scheduled_compaction_job_compacts_samples(tmp_path) -> None:
+    from driftline.service.scheduler import Jobs
+
+    config = from_dict({"drift": {"sample_k": 16}, "labels": {"horizon": "1d"}})
+    store = Store(f"sqlite:///{tmp_path / 'j.db'}")
+    store.migrate()
+    now = START + 3.5 * 86400
+    raws = [*_raws(300), pred("newest", 0.5, now - 60, features={"a": 0.0})]
+    Pipeline(config, store, clock=lambda: now).process_batch([RawRecord("a", 0, i, r) for i, r in enumerate(raws)])
+    assert len(_stored(store)) == 4
+    out = Jobs(store, config, lambda: now, report_dir=str(tmp_path)).compact()
+    assert out.detail["sample_days"] == 1 and [(r[3], r[4]) for r in _stored(store)] == [
+        (START, 86400), (now - 60 - (now - 60) % 3600, 3600)]
+    store.close()
+
+
 def test_merge_of_samples_equals_the_sample_of_the_union() -> None:
     """Associative and commutative: any grouping of any partition of the items gives the one-shot sample."""
     rng = random.Random(2)
