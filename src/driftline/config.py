@@ -11,7 +11,7 @@ import msgspec
 import yaml
 
 from .domain import Costs, Domain
-from .metric_names import unknown_metric
+from .metric_names import MULTIVARIATE, unknown_metric
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -135,6 +135,8 @@ class Trigger(Base):
         problem = unknown_metric(self.metric)
         if problem:
             raise ValueError(f"metric: {problem}")
+        if self.feature is not None and self.metric in MULTIVARIATE:
+            raise ValueError(f"feature: {self.metric} judges all features together; remove `feature`")
         _positive_durations("", window=self.window)
         window_too_long("window", self.window)
         _absolute_url("runbook_url", self.runbook_url)
@@ -227,6 +229,10 @@ class DriftConfig(Base):
     """Default seasonality of `reference set` (UTC): a window is compared with the reference's same seasons."""
     season_min_n: Annotated[int, msgspec.Meta(ge=1)] = 100
     """A season slice with fewer reference predictions is thin: its window hours use the whole reference."""
+    sample_k: Annotated[int, msgspec.Meta(ge=16, le=4096)] = 256
+    """Feature vectors sampled per bucket and model/version/variant for multivariate drift (core.sample)."""
+    pca_variance: Annotated[float, msgspec.Meta(gt=0.0, lt=1.0)] = 0.65
+    """Share of the reference's variance the PCA components of the multivariate drift statistic keep."""
 
     def __post_init__(self) -> None:
         if self.psi_alert < self.psi_warning:

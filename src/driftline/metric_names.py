@@ -13,9 +13,13 @@ PIPELINE = ("dead_letter_rate", "silence_seconds")
 DRIFT = ("psi", "js", "drifted")
 """Drift readings: a feature's (or the score's) PSI or JS, and `drifted`, the report's calibrated call (1/0 for a
 feature; without a feature the number of features called drifted) whose per-report false-alarm rate is drift.alpha."""
+MULTIVARIATE = ("multivariate_drift", "multivariate_drifted")
+"""Multivariate drift of the window's feature sample (no `feature`): `multivariate_drift` is the PCA
+reconstruction-error ratio to the reference's (1 = as expected), `multivariate_drifted` the calibrated call (1/0)
+whose per-report false-alarm rate is drift.alpha."""
 ALIASES = {"brier_score": "brier", "js_distance": "js", "label_delay_median": "label_delay_p50",
            "event_silence": "silence_seconds", "silence": "silence_seconds"}
-KNOWN = tuple(sorted({*RATES, "label_coverage", *SCORES, *DELAYS, *PIPELINE, *DRIFT}))
+KNOWN = tuple(sorted({*RATES, "label_coverage", *SCORES, *DELAYS, *PIPELINE, *DRIFT, *MULTIVARIATE}))
 """Every catalogue name (aliases aside)."""
 
 

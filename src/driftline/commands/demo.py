@@ -265,6 +265,7 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
     one trigger evaluation at that instant (printing transitions); set the reference after week three. `bar`:
     progress in event time, with batches paced so it moves at least every second."""
     from ..readouts.references import build_reference_profile, save_reference, variant_labels, window_stats
+    from ..readouts.multivariate import freeze_reference_sample, reference_sample_from_buckets
     from ..readouts.seasonal import build_seasonal
     from ..triggers import runner  # lazy: every command module is imported to build the parser
 
@@ -303,8 +304,9 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
                 season = cfg.drift.seasonality
                 seasonal = None if season == "none" else build_seasonal(store, cfg, cfg.model, lo, hi, None,
                                                                        profile, season)
-                save_reference(store, cfg.model, profile, "window", lo, hi, confusion=stats,
-                               detail="demo: weeks 1-2", seasonal=seasonal)
+                ref_id = save_reference(store, cfg.model, profile, "window", lo, hi, confusion=stats,
+                                        detail="demo: weeks 1-2", seasonal=seasonal)
+                freeze_reference_sample(store, ref_id, reference_sample_from_buckets(store, cfg, cfg.model, lo, hi))
                 ctx.err.print(f"      {iso(t)}  drift reference set from weeks 1–2 ({stats.predictions:,} predictions"
                               + ("" if seasonal is None else f", seasonality {season}") + ")")
             reference_set = True

@@ -90,6 +90,8 @@ def _emit(ctx: Context, args: argparse.Namespace, doc: Any, render: Callable[[An
 
 # --- reference -----------------------------------------------------------------------------------------
 def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
+    from ..readouts.multivariate import (freeze_reference_sample, reference_sample_from_buckets,
+                                         reference_sample_from_file)
     from ..readouts.references import (ReferenceProblem, activate_reference, active_reference_id,
                                        build_reference_profile, file_stats, load_reference, same_reference,
                                        save_reference, variant_labels, window_stats)
@@ -131,6 +133,11 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
             seasonal = build_seasonal(store, ctx.config, model, lo, hi, args.variant, profile, seasonality)
         ref_id = save_reference(store, model, profile, source, lo, hi, confusion=stats, variant=args.variant,
                                 detail=detail, seasonal=seasonal)
+        if args.file is not None:
+            sample = reference_sample_from_file(args.file, ctx.config, model, start, end, args.variant)
+        else:
+            sample = reference_sample_from_buckets(store, ctx.config, model, lo, hi, args.variant)
+        freeze_reference_sample(store, ref_id, sample)
     else:
         was_active = active_reference_id(store, model) == ref_id
         activate_reference(store, model, ref_id)
@@ -251,6 +258,21 @@ def cmd_drift(ctx: Context, args: argparse.Namespace) -> int:
     return _emit(ctx, args, doc, render_drift)
 
 
+def _render_multivariate(mv: dict[str, Any] | None, console: Console) -> None:
+    """One line: the PCA reconstruction error of the window's sample vs the reference's, p-value, verdict."""
+    if mv is None:
+        return
+    if mv.get("drifted") is None:
+        console.print(f"multivariate (PCA reconstruction error): no verdict: {shown(mv.get('note') or '')}")
+        return
+    n = mv["n"]
+    verdict = "[bold red]drifted[/bold red]" if mv["drifted"] else "not drifted"
+    console.print(f"multivariate (PCA reconstruction error, {mv['components']} of {len(mv['columns'])} components): "
+                  f"window {stat(mv['error'])} vs reference {stat(mv['reference_error'])} (ratio {stat(mv['ratio'])}, "
+                  f"floor ±{stat(mv['noise_floor'])}) · p {pvalue(mv['p_value'])} · {verdict} · "
+                  f"sampled n={count(n['window'])} vs {count(n['reference_calibration'])}")
+
+
 def cmd_calibration(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.drift import calibration_document
 
@@ -325,6 +347,7 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
                   f"{pvalue(p.get('p_adjusted'))} · " + ("[bold red]drifted[/bold red]" if p["drifted"] else "not drifted"))
     if cur.get("indicative") and cur.get("value") is not None:
         console.print("[dim]* indicative: fewer than 30 cases behind the rate[/dim]")
+    _render_multivariate(doc.get("multivariate"), console)
     th = doc["thresholds"]
     console.print(f"[dim]drifted = (PSI ≥ {th['psi_warning']} or JS ≥ {th['js']}, each above its no-drift noise floor) "
                   f"and a KS/χ² p < {th['alpha']} after Benjamini–Hochberg; alert when PSI ≥ {th['psi_alert']}. "

@@ -27,7 +27,7 @@ from ..analysis.classification import Metrics, classification
 from ..config import Config, format_duration
 from ..core.events import DEAD_LETTER_REASONS
 from ..core.labels import MODEL, OVERFLOW, VARIANT, VERSION, overflow_counter
-from ..readouts.drift import active_reference_seasons, estimated_block
+from ..readouts.drift import MultivariateReading, active_reference_seasons, estimated_block, multivariate_reading
 from ..readouts.seasonal import fallback_predictions
 from ..storage.store import BucketRow, Store, StoreUnavailable
 from ..triggers import history
@@ -102,6 +102,18 @@ def groups_of(rows: list[BucketRow], store: Store | None = None, model: str | No
     return [Group(AGGREGATE, AGGREGATE, metrics(total, rows, None, None))] + [
         Group(v, mv, metrics(st, [r for r in rows if (r.variant, r.model_version) == (v, mv)], v, mv))
         for (v, mv), st in by.items()]
+
+
+def multivariate_series(r: MultivariateReading) -> list[tuple[str, str, float | None]]:
+    """(name suffix, help, value) of the multivariate drift series of one window."""
+    return [("ratio", "Mean PCA reconstruction error of the window's feature sample over the reference's "
+                      "(1 = as expected).", r.ratio),
+            ("reconstruction_error", "Mean PCA reconstruction error of the window's feature sample "
+                                     "(standardised units).", r.error),
+            ("p_value", "Permutation p-value of the window's reconstruction error against the reference's.",
+             r.p_value),
+            ("drifted", "1 when the multivariate drift test says drifted (p < drift.alpha).", float(r.drifted)),
+            ("sample_rows", "Feature vectors of the window's sample behind the statistic.", float(r.n))]
 
 
 class _Families:
@@ -273,6 +285,7 @@ class SnapshotCollector:
                 add_window(f, model, label, groups_of(rows, self.store, model, w))
                 if self.drift is not None:
                     self._drift(f, model, label, w)
+                    self._multivariate(f, model, label, w)
                 if seasonal is not None:
                     f.gauge("driftline_drift_season_fallback_predictions", "Window predictions compared with the "
                             "whole reference because their season's slice is thin, missing or unplaceable.",
@@ -309,6 +322,16 @@ class SnapshotCollector:
             if r.drifted is not None:
                 f.gauge("driftline_feature_drifted", "1 when the feature's drift test says drifted.",
                         lbl).add_metric(lv, 1.0 if r.drifted else 0.0)
+
+    def _multivariate(self, f: _Families, model: str, label: str, window: Window) -> None:
+        """driftline_multivariate_drift_*: the window's PCA reconstruction error against the reference's."""
+        r = multivariate_reading(self.store, self.config, model, window, None)
+        if r is None:
+            return
+        lbl, lv = ["model", "window"], [model, label]
+        for name, doc, value in multivariate_series(r):
+            if value is not None:
+                f.gauge(f"driftline_multivariate_drift_{name}", doc, lbl).add_metric(lv, float(value))
 
     def _triggers(self, f: _Families) -> None:
         if not self.rules:

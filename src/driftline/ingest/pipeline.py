@@ -25,6 +25,7 @@ from ..storage.store import Store
 from .isolation import TICK, Tick, apply_isolating
 from .keys import key_detail, key_problem
 from .labels import LabelPolicy
+from .sampling import record_samples
 
 log = logging.getLogger(__name__)
 
@@ -166,6 +167,7 @@ class Pipeline:
             result, failed = apply_isolating(
                 self.settings, ok, lambda: self.store.load_join(conn, (d.event.prediction_id for d, _ in ok)),
                 lambda i: (ok_raw[i].source, ok_raw[i].partition, ok_raw[i].offset, ok_raw[i].payload), tick)
+            record_samples(conn, self.settings, ok, ok_raw, failed, self.config.drift.sample_k)
             dead += failed
             self.labels.record(self.store, conn, gate, result.counters)
             if tick is not None:

@@ -23,6 +23,7 @@ from ..analysis.seasons import SeasonalSlices
 from ..analysis.slices import slices_of, worst_slices
 from ..config import Config, format_duration
 from .estimated import calibrated_block
+from .multivariate import multivariate_block, multivariate_result
 from .references import NoReference, Reference, active_reference_key, load_reference
 from .metrics import resolve_window
 from .seasonal import seasonal_block, window_mixture
@@ -54,6 +55,17 @@ class DriftReading:
 
     def to_json(self) -> dict[str, Any]:
         return {"feature": self.feature, "psi": self.psi, "js": self.js, "drifted": self.drifted, "n": self.n}
+
+
+@dataclass(frozen=True, slots=True)
+class MultivariateReading:
+    """Multivariate drift of a window: error ratio to the reference's (1 = as expected), p-value, verdict."""
+
+    ratio: float | None
+    error: float | None
+    p_value: float | None
+    drifted: bool
+    n: int
 
 
 def thresholds(config: Config) -> DriftThresholds:
@@ -137,7 +149,8 @@ def drift_document(store: Store, config: Config, model: str, window: Window, var
             "window": _window_json(window, cur), "features": body["features"], "score": body["score"],
             "prevalence": body["prevalence"], "drifted": list(result.drifted),
             "thresholds": body["thresholds"], "untracked": body["untracked"],
-            "dropped": [{"feature": f, "reason": r} for f, r in profile.dropped]}
+            "dropped": [{"feature": f, "reason": r} for f, r in profile.dropped],
+            "multivariate": multivariate_block(store, config, model, window, variant, ref, profile)}
 
 
 def drift_readings(store: Store, config: Config, model: str, window: Window, variant: str | None
@@ -156,6 +169,19 @@ def drift_readings(store: Store, config: Config, model: str, window: Window, var
         s = result.score
         out.append(DriftReading(None, s.psi, s.js, s.drifted, s.n_current))
     return out
+
+
+def multivariate_reading(store: Store, config: Config, model: str, window: Window, variant: str | None
+                         ) -> MultivariateReading | None:
+    """Multivariate drift for triggers and the exporter: None without a reference, a reference feature sample
+    or a verdict (too few sampled rows)."""
+    active = active_reference(store, model)
+    if active is None:
+        return None
+    r = multivariate_result(store, config, model, window, variant, *active)
+    if r is None or r.drifted is None:
+        return None
+    return MultivariateReading(r.ratio, r.error, r.p_value, r.drifted, r.n_window)
 
 
 # --- calibration, base-rate effect, early warning ---------------------------------------------------------

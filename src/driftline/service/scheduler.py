@@ -27,6 +27,7 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from ..storage.compaction import compact, compaction_cutoff
+from ..storage.samples import compact_samples
 from ..config import Config, ConfigError, parse_duration
 from ..ingest.pipeline import Pipeline
 from ..reports import table
@@ -122,10 +123,13 @@ class Jobs:
         return self._run("maintain", body)
 
     def compact(self) -> JobOutcome:
-        """Merge buckets older than the label horizon (+1 day) into day buckets (see driftline.compaction)."""
+        """Merge buckets older than the label horizon (+1 day) into day buckets (see driftline.compaction), and
+        their feature samples into day samples (storage.samples.compact_samples)."""
         def body() -> JobOutcome:
             cutoff = compaction_cutoff(self.store, self.config.labels.horizon_s)
-            return JobOutcome("compact", DONE, compact(self.store, cutoff).to_json())
+            result = compact(self.store, cutoff).to_json()
+            result["sample_days"] = compact_samples(self.store, cutoff, self.config.drift.sample_k)
+            return JobOutcome("compact", DONE, result)
         return self._run("compact", body)
 
     def evaluate(self) -> JobOutcome:

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from ..analysis.classification import Metrics
 from ..analysis.rates import rate
-from ..metric_names import ALIASES, DELAYS, DRIFT, KNOWN, PIPELINE, RATES, SCORES, canonical  # noqa: F401 - re-exported
+from ..metric_names import (ALIASES, DELAYS, DRIFT, KNOWN, MULTIVARIATE, PIPELINE, RATES, SCORES,  # noqa: F401
+                            canonical)  # re-exported
 from .model import Observation
 
 
@@ -41,7 +42,7 @@ def info(metric: str) -> MetricInfo:
         return MetricInfo(m, "ratio", False, True)
     if m == "silence_seconds":
         return MetricInfo(m, "seconds", False, False)
-    if m in DRIFT:
+    if m in DRIFT or m in MULTIVARIATE:
         return MetricInfo(m, "", True, False)
     raise ValueError(f"unknown trigger metric {metric!r}; known: {', '.join(KNOWN)}")
 

@@ -42,7 +42,9 @@ _TITLES = {"recall": ("Recall", "Recall"), "fpr": ("FPR", "False positive rate")
            "dead_letter_rate": ("Dead-letter rate", "Share of messages dead-lettered"),
            "silence_seconds": ("Event silence", "Time since the newest event"),
            "psi": ("PSI", "Population stability index"), "js": ("JS distance", "Jensen-Shannon distance"),
-           "drifted": ("Drifted features", "Number of features the drift report calls drifted")}
+           "drifted": ("Drifted features", "Number of features the drift report calls drifted"),
+           "multivariate_drift": ("Multivariate drift", "PCA reconstruction-error ratio to the reference"),
+           "multivariate_drifted": ("Multivariate drift call", "Multivariate drift call (1 = drifted)")}
 _WINDOWED_ON = ("model", "model_version", "variant", "window")
 NOTIFIER_SENDS = ("notify.alertmanager_url is set: driftline's notifier sends the trigger alerts to Alertmanager, "
                   "so no Prometheus alerting rule is rendered for them (one sender, one page per condition)")
@@ -122,6 +124,13 @@ def _series(rule: Rule, model: str) -> tuple[str, str, tuple[str, ...]] | None:
         name = "driftline_feature_psi" if m == "psi" else "driftline_feature_js_distance"
         return (f"{name}{_sel({'model': model, 'window': rule.window, 'feature': rule.feature})}", "",
                 ("model", "window", "feature"))
+    if m in ("multivariate_drift", "multivariate_drifted"):
+        if rule.variant is not None:
+            return None  # exported for the whole model only
+        sel = _sel({"model": model, "window": rule.window})
+        name = "driftline_multivariate_drift_ratio" if m == "multivariate_drift" else \
+            "driftline_multivariate_drift_drifted"
+        return f"{name}{sel}", f"driftline_multivariate_drift_sample_rows{sel} >= {n_min}", ("model", "window")
     if m == "dead_letter_rate":
         dead = "sum by (job) (driftline_dead_letters_total)"
         events = "sum by (job) (driftline_events_total)"
@@ -189,8 +198,8 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
         desc = (f"{long} of driftline job {{{{ $labels.job }}}} is {value}, {direction} the agreed line of {line} "
                 f"(trigger {rule.name}, model {model}).")
         return {"summary": summary, "description": _with_user(rule, desc), "runbook_url": runbook}
-    if m in ("psi", "js", "drifted"):
-        subject = ("the score" if m != "drifted" else "all features") if rule.feature is None \
+    if m in ("psi", "js", "drifted", "multivariate_drift", "multivariate_drifted"):
+        subject = ("the score" if m in ("psi", "js") else "all features") if rule.feature is None \
             else "feature {{ $labels.feature }}"
         summary = f"{short} of {subject} of {{{{ $labels.model }}}} is {value} over {{{{ $labels.window }}}} (line {line})"
         desc = (f"{long} of {subject} of model {{{{ $labels.model }}}} over the last {{{{ $labels.window }}}} "

@@ -14,11 +14,12 @@ from ..analysis.classification import Metrics
 from ..config import Config, ConfigError, Trigger
 from ..core.stats import BucketStats
 from ..storage.store import BucketRow, Store
+from ..readouts.drift import multivariate_reading
 from ..readouts.ranking import window_metrics
 from ..readouts.windows import Window, iso, merged, window_ending, window_rows
 from . import history
 from .drift_hook import DriftProvider, DriftReading, observation as drift_observation
-from .metrics import DRIFT, canonical, dead_letter_rate, from_metrics, info, silence
+from .metrics import DRIFT, MULTIVARIATE, canonical, dead_letter_rate, from_metrics, info, silence
 from .model import Evaluation, Notice, Observation, Rule, Transition, TriggerState, evaluate
 
 
@@ -122,6 +123,15 @@ class Reader:
                 self.drift(self.store, self.config, self.model, self.window(window_s), variant))
         return self._drift[key]
 
+    def multivariate(self, window_s: float, variant: str | None, metric: str) -> Observation:
+        """The multivariate drift ratio or call of the window (no reading without the drift provider)."""
+        if self.drift is None:
+            return Observation(None, n=0)
+        r = multivariate_reading(self.store, self.config, self.model, self.window(window_s), variant)
+        if r is None:
+            return Observation(None, n=0)
+        return Observation(r.ratio if metric == "multivariate_drift" else float(r.drifted), n=r.n)
+
     def observe(self, rule: Rule) -> Observation:
         """The reading a rule judges."""
         name = canonical(rule.metric)
@@ -132,6 +142,8 @@ class Reader:
             return silence(self.newest_event(), self.now, events)
         if name in DRIFT:
             return drift_observation(self.drift_readings(rule.window_s, rule.variant), name, rule.feature)
+        if name in MULTIVARIATE:
+            return self.multivariate(rule.window_s, rule.variant, name)
         return from_metrics(name, self.metrics(rule.window_s, rule.variant))
 
 

@@ -1,0 +1,181 @@
+"""Bounded, mergeable samples of feature vectors: a threshold sample by a hash of the prediction id.
+
+A `FeatureSample` holds exactly the offered predictions whose 64-bit id hash is ≤ its threshold `tau`, at most
+k of them. Merging two samples keeps the rows ≤ the smaller threshold and, past k rows, lowers the threshold to
+the k-th smallest hash. So merging is associative and commutative and the result depends only on the set of
+predictions offered, never on arrival order, batching or partitioning: the merge of two samples of disjoint (or
+overlapping) sets equals the sample of their union. Every prediction of a window with a hash ≤ the merged
+threshold is in the merged sample, so it is a uniform random sample of the window (predictions are included by
+their id's hash, which is independent of their features). Pure: no IO.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+from dataclasses import dataclass
+
+import msgspec
+
+Value = float | str
+"""A sampled feature value: a number, or a category (booleans become 'true'/'false'); absent means missing."""
+Row = dict[str, Value]
+
+MAX_TAU = 2**64 - 1
+"""The threshold of a sample that was never truncated: every offered prediction is in it."""
+MAX_VALUE_LEN = 64
+"""Characters kept of a categorical value in a sample (bounds the bytes of a row)."""
+DEFAULT_K = 256
+MIN_K, MAX_K = 16, 4096
+"""drift.sample_k: rows kept per bucket (default, and the bounds the config accepts)."""
+
+
+def id_hash(prediction_id: str) -> int:
+    """64-bit hash of a prediction id (blake2b: the same on every process, platform and Python run)."""
+    raw = prediction_id.encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big")
+
+
+def sample_row(features: Mapping[str, object] | None, keep: Sequence[str], max_features: int) -> Row:
+    """The sampled form of a prediction's features: the declared names `keep` first, then the others by name,
+    at most `max_features`; numbers as floats, booleans and strings as categories, null and non-finite left out
+    (missing)."""
+    if not features:
+        return {}
+    names: Iterable[str] = features
+    if len(features) > max_features:
+        declared = set(keep)
+        chosen = [n for n in keep if n in features]
+        names = (chosen + sorted(n for n in features if n not in declared))[:max_features]
+    row: Row = {}
+    for name in names:
+        v = features[name]
+        t = type(v)
+        if t is float:
+            if math.isfinite(v):  # type: ignore[arg-type]
+                row[name] = v  # type: ignore[assignment]
+        elif t is str:
+            row[name] = v[:MAX_VALUE_LEN]  # type: ignore[index]
+        elif t is bool:
+            row[name] = "true" if v else "false"
+        elif t is int:
+            row[name] = float(v)  # type: ignore[arg-type]
+    return row
+
+
+_row_enc = msgspec.msgpack.Encoder(order="sorted")
+
+
+def _tie_key(row: Row) -> bytes:
+    return _row_enc.encode(row)
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureSample:
+    """The offered predictions with id hash ≤ tau (at most k of them), sorted by hash."""
+
+    tau: int
+    hashes: tuple[int, ...]
+    rows: tuple[Row, ...]
+
+    @staticmethod
+    def empty() -> FeatureSample:
+        return FeatureSample(MAX_TAU, (), ())
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+    def truncated(self) -> bool:
+        """Whether some offered predictions were left out (the threshold was lowered)."""
+        return self.tau < MAX_TAU
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """Sorted (hash, …) items cut to the k smallest distinct hashes; `cut` when some were left out."""
+
+    items: list[tuple[int, int, int]] | list[tuple[int, int]]
+    cut: bool
+
+
+def smallest_distinct(items: Sequence[Any], k: int) -> Candidates:
+    """Of items sorted by hash (their first element), those holding one of the k smallest distinct hashes
+    (every copy of a repeated hash stays, for sample_of's order-free choice between their rows)."""
+    distinct, last = 0, None
+    for n, item in enumerate(items):
+        if item[0] != last:
+            distinct, last = distinct + 1, item[0]
+            if distinct > k:
+                return Candidates(list(items[:n]), True)
+    return Candidates(list(items), False)
+
+
+def sample_of(items: Iterable[tuple[int, Row]], k: int, tau: int = MAX_TAU) -> FeatureSample:
+    """The sample of (hash, row) items, at most k rows, under threshold tau. One hash, one row: of two rows with
+    the same hash (a duplicated prediction id) the smaller encoding is kept, so the choice is order-free."""
+    if k < 1:
+        raise ValueError(f"sample size k must be at least 1, got {k}")
+    best: dict[int, Row] = {}
+    for h, row in items:
+        if h > tau:
+            continue
+        cur = best.get(h)
+        if cur is None or (cur != row and _tie_key(row) < _tie_key(cur)):
+            best[h] = row
+    keys = sorted(best)
+    if len(keys) > k:
+        keys = keys[:k]
+        tau = keys[-1]
+    return FeatureSample(tau, tuple(keys), tuple(best[h] for h in keys))
+
+
+def merge_samples(samples: Iterable[FeatureSample], k: int) -> FeatureSample:
+    """The sample of the union of the samples' predictions (threshold: the smallest, lowered to keep ≤ k rows)."""
+    parts = list(samples)
+    if not parts:
+        return FeatureSample.empty()
+    tau = min(s.tau for s in parts)
+    return sample_of(((h, r) for s in parts for h, r in zip(s.hashes, s.rows)), k, tau)
+
+
+def encode_sample(s: FeatureSample) -> bytes:
+    """Compact, deterministic bytes: the threshold, the hashes, the feature names once and a column per name."""
+    names = sorted({n for r in s.rows for n in r})
+    cols = [[r.get(n) for r in s.rows] for n in names]
+    return msgspec.msgpack.encode({"tau": s.tau, "h": list(s.hashes), "f": names, "v": cols})
+
+
+class _Stored(msgspec.Struct):
+    tau: int
+    h: list[int]
+    f: list[str]
+    v: list[list[float | str | None]]
+
+
+_dec = msgspec.msgpack.Decoder(_Stored)
+
+
+def _row(s: _Stored, i: int) -> Row:
+    return {name: col[i] for name, col in zip(s.f, s.v) if col[i] is not None}  # type: ignore[misc]
+
+
+def decode_sample(data: bytes) -> FeatureSample:
+    """The sample stored by encode_sample."""
+    s = _dec.decode(data)
+    return FeatureSample(s.tau, tuple(s.h), tuple(_row(s, i) for i in range(len(s.h))))
+
+
+def merge_encoded(blobs: Iterable[bytes], k: int) -> FeatureSample:
+    """merge_samples of stored samples, building rows only for the hashes that can be kept (a window reads
+    hundreds of bucket samples and keeps a few thousand rows)."""
+    parts = [_dec.decode(b) for b in blobs]
+    if not parts:
+        return FeatureSample.empty()
+    tau = min(p.tau for p in parts)
+    cand = smallest_distinct(sorted((h, j, i) for j, p in enumerate(parts) for i, h in enumerate(p.h) if h <= tau),
+                             k)
+    if cand.cut:
+        tau = cand.items[-1][0]
+    return sample_of(((h, _row(parts[j], i)) for h, j, i in cand.items), k, tau)

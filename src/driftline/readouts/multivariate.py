@@ -1,0 +1,115 @@
+"""Multivariate drift readout: the window's merged feature sample against the active reference's frozen sample
+(`driftline drift` and the weekly report through readouts.drift.drift_document, the exporter's
+driftline_multivariate_drift_* series and the multivariate triggers through readouts.drift.multivariate_reading).
+
+Samples: at most WINDOW_ROWS rows of the window and REFERENCE_ROWS of the reference (half fit, half
+calibration), both uniform samples by id hash (driftline.core.sample). Features: those the reference profile
+tracks, with its kinds. Results are cached per (database, reference, window, variant, sample fingerprint).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any
+
+from ..analysis.multivariate import MultivariateResult, multivariate_drift
+from ..analysis.profiles import NumericProfile, Profile
+from ..config import Config
+from ..core.events import DeadLetter, Prediction, decode, json_lines
+from ..core.sample import FeatureSample, merge_samples
+from ..ingest.pipeline import settings_from
+from ..ingest.replay import CORRUPT, open_events
+from ..ingest.sampling import batch_samples
+from ..storage.samples import reference_sample, save_reference_sample, window_sample
+from ..storage.store import Store
+from .references import Reference, ReferenceProblem, bucket_range
+from .windows import Window
+
+WINDOW_ROWS = 2000
+REFERENCE_ROWS = 4000
+_CACHE_SIZE = 16
+_cache: dict[tuple[Any, ...], MultivariateResult] = {}
+_lock = threading.Lock()
+
+
+def reference_sample_from_buckets(store: Store, config: Config, model: str, start: float, end: float,
+                                  variant: str | None = None) -> FeatureSample:
+    """The reference sample of stored buckets in [start, end) widened to whole buckets."""
+    lo, hi = bucket_range(start, end, config.bucket_s)
+    return window_sample(store, model, lo, hi, REFERENCE_ROWS, variant)
+
+
+def reference_sample_from_file(path: str, config: Config, model: str, start: float | None = None,
+                               end: float | None = None, variant: str | None = None) -> FeatureSample:
+    """The reference sample of an events file's predictions (the model's, variant's and range's, as
+    references.file_stats keeps them); invalid lines are skipped."""
+    settings = settings_from(config)
+    b = config.bucket_s
+    lo = -math.inf if start is None else math.floor(start / b) * b
+    hi = math.inf if end is None else math.ceil(end / b) * b
+    k = config.drift.sample_k
+    total = FeatureSample.empty()
+    batch: list[Any] = []
+
+    def absorb() -> FeatureSample:
+        parts = [s for (m, _, v, b0), s in batch_samples(settings, batch, k).items()
+                 if m == model and (variant is None or v == variant) and lo <= b0 < hi]
+        batch.clear()
+        return merge_samples([total, *parts], REFERENCE_ROWS)
+
+    try:
+        with open_events(path) as (fh, _):
+            for lineno, payload in json_lines(fh):
+                d = decode(payload, "file:" + path, 0, lineno)
+                if not isinstance(d, DeadLetter) and isinstance(d.event, Prediction):
+                    batch.append(d)
+                    if len(batch) >= 20_000:
+                        total = absorb()
+            total = absorb()
+    except CORRUPT as err:
+        raise ReferenceProblem(f"cannot read {path}: {getattr(err, 'strerror', None) or err}") from None
+    return total
+
+
+def freeze_reference_sample(store: Store, reference_id: int, sample: FeatureSample) -> None:
+    """Store the sample with the reference version it belongs to."""
+    save_reference_sample(store, reference_id, sample)
+
+
+def _features(profile: Profile) -> list[tuple[str, str]]:
+    return [(f.feature, "numeric" if isinstance(f, NumericProfile) else "categorical") for f in profile.features]
+
+
+def multivariate_result(store: Store, config: Config, model: str, window: Window, variant: str | None,
+                        ref: Reference, profile: Profile) -> MultivariateResult | None:
+    """Multivariate drift of the window against the reference (with its profile); None when the reference was
+    stored without a feature sample."""
+    ref_sample = reference_sample(store, ref.id)
+    if ref_sample is None:
+        return None
+    cur = window_sample(store, model, window.start, window.end, WINDOW_ROWS, variant)
+    d = config.drift
+    key = (store.url, model, ref.id, ref.created_at, window.start, window.end, variant, d.alpha, d.pca_variance,
+           cur.tau, cur.hashes)
+    with _lock:
+        hit = _cache.get(key)
+    if hit is not None:
+        return hit
+    result = multivariate_drift(ref_sample.rows, cur.rows, _features(profile), d.alpha, d.pca_variance)
+    with _lock:
+        while len(_cache) >= _CACHE_SIZE:
+            _cache.pop(next(iter(_cache)))
+        _cache[key] = result
+    return result
+
+
+def multivariate_block(store: Store, config: Config, model: str, window: Window, variant: str | None,
+                       ref: Reference, profile: Profile) -> dict[str, Any]:
+    """The `multivariate` block of `driftline drift --json` (and the weekly report)."""
+    r = multivariate_result(store, config, model, window, variant, ref, profile)
+    if r is None:
+        return {"method": "pca_reconstruction", "drifted": None,
+                "note": "the active reference has no feature sample (it was set before multivariate drift "
+                        "existed): run `driftline reference set` again"}
+    return r.to_json()

@@ -1,0 +1,130 @@
+"""Stored feature samples (migration 0009_mvsample): one mergeable sample per bucket, one per reference.
+
+`feature_samples` holds, per (model, model_version, variant, bucket start), the bucket's FeatureSample
+(driftline.core.sample) as bytes; shards and writers merge into the same row inside their write transaction,
+which holds the database write lock, so a read-merge-write never loses an update. `reference_samples` holds
+the sample frozen with a reference version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import (BigInteger, Column, Connection, Integer, LargeBinary, MetaData, Select, String, Table, and_,
+                        select)
+
+from ..core.sample import FeatureSample, decode_sample, encode_sample, merge_encoded, merge_samples
+from .store import Store
+
+SampleKey = tuple[str, str, str, int]
+"""(model, model_version, variant, bucket start in epoch seconds)."""
+
+metadata = MetaData()
+
+feature_samples = Table(
+    "feature_samples", metadata,
+    Column("model", String(200), primary_key=True),
+    Column("model_version", String(200), primary_key=True),
+    Column("variant", String(200), primary_key=True),
+    Column("bucket_start", BigInteger, primary_key=True),
+    Column("span", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+)
+"""`span`: seconds the row covers (the bucket width; a day once compacted, see compact_samples)."""
+
+reference_samples = Table(
+    "reference_samples", metadata,
+    Column("reference_id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    Column("data", LargeBinary, nullable=False),
+)
+
+
+def merge_into(conn: Connection, deltas: Mapping[SampleKey, FeatureSample], k: int, span: int) -> None:
+    """Merge the batch's per-bucket samples (buckets `span` seconds wide) into the stored ones (call inside
+    Store.write). A write into the first bucket of a compacted day merges into the day's row: merging is a union."""
+    c = feature_samples.c
+    for key, delta in sorted(deltas.items()):
+        model, version, variant, start = key
+        where = and_(c.model == model, c.model_version == version, c.variant == variant, c.bucket_start == start)
+        old = conn.execute(select(c.data).where(where)).scalar_one_or_none()
+        if old is None:
+            conn.execute(feature_samples.insert().values(model=model, model_version=version, variant=variant,
+                                                         bucket_start=start, span=span,
+                                                         data=encode_sample(delta)))
+            continue
+        merged = merge_samples((decode_sample(old), delta), k)
+        data = encode_sample(merged)
+        if data != old:
+            conn.execute(feature_samples.update().where(where).values(data=data))
+
+
+def _within(q: Select[Any], model: str, start: float, end: float, variant: str | None) -> Select[Any]:
+    """The query restricted to the model's rows lying within [start, end) (and the variant's)."""
+    c = feature_samples.c
+    q = q.where(c.model == model, c.bucket_start >= start, c.bucket_start + c.span <= end)
+    return q if variant is None else q.where(c.variant == variant)
+
+
+def bucket_samples(store: Store, model: str, start: float, end: float, variant: str | None = None
+                   ) -> list[tuple[SampleKey, FeatureSample]]:
+    """The stored samples of the model's rows lying within [start, end) (one variant's, when given); a compacted
+    day that the range cuts is left out, as readouts.windows.window_rows leaves out its bucket."""
+    with store.read() as conn:
+        return [((r.model, r.model_version, r.variant, int(r.bucket_start)), decode_sample(r.data))
+                for r in conn.execute(_within(select(feature_samples), model, start, end, variant))]
+
+
+def window_sample(store: Store, model: str, start: float, end: float, k: int, variant: str | None = None
+                  ) -> FeatureSample:
+    """The merged sample of [start, end): a uniform sample of the window's predictions, at most k rows."""
+    q = _within(select(feature_samples.c.data), model, start, end, variant)
+    with store.read() as conn:
+        return merge_encoded((r.data for r in conn.execute(q)), k)
+
+
+def compact_samples(store: Store, cutoff: float | None, k: int, width: int = 86400, max_groups: int = 2000) -> int:
+    """Merge the samples of buckets starting before `cutoff` into one row of k per (model, version, variant, day)
+    (the same cutoff as storage.compaction), so old history keeps k rows a day instead of k an hour. One
+    transaction per day; returns the days merged (at most max_groups per call, the rest next time)."""
+    if cutoff is None:
+        return 0
+    c = feature_samples.c
+    q = select(c.model, c.model_version, c.variant, c.bucket_start).where(c.bucket_start < cutoff, c.span < width)
+    with store.read() as conn:
+        days = sorted({(r.model, r.model_version, r.variant, int(r.bucket_start) // width * width)
+                       for r in conn.execute(q)})[:max_groups]
+    for model, version, variant, day in days:
+        with store.write() as conn:
+            where = and_(c.model == model, c.model_version == version, c.variant == variant,
+                         c.bucket_start >= day, c.bucket_start < day + width)
+            rows = list(conn.execute(select(c.bucket_start, c.data).where(where)))
+            merged = merge_samples((decode_sample(r.data) for r in rows), k)
+            conn.execute(feature_samples.delete().where(where))
+            conn.execute(feature_samples.insert().values(model=model, model_version=version, variant=variant,
+                                                         bucket_start=day, span=width, data=encode_sample(merged)))
+    return len(days)
+
+
+def save_reference_sample(store: Store, reference_id: int, sample: FeatureSample) -> None:
+    """Freeze a sample with a reference version (replaces one stored for the same id)."""
+    c = reference_samples.c
+    with store.write() as conn:
+        conn.execute(reference_samples.delete().where(c.reference_id == reference_id))
+        conn.execute(reference_samples.insert().values(reference_id=reference_id, data=encode_sample(sample)))
+
+
+def reference_sample(store: Store, reference_id: int) -> FeatureSample | None:
+    """The sample frozen with a reference version; None for a reference set without one."""
+    c = reference_samples.c
+    with store.read() as conn:
+        data = conn.execute(select(c.data).where(c.reference_id == reference_id)).scalar_one_or_none()
+    return None if data is None else decode_sample(data)
+
+
+def stored_bytes(store: Store, model: str | None = None) -> Iterable[int]:
+    """Bytes of each stored bucket sample (for the documented storage figures)."""
+    c = feature_samples.c
+    q = select(c.data) if model is None else select(c.data).where(c.model == model)
+    with store.read() as conn:
+        return [len(r.data) for r in conn.execute(q)]
