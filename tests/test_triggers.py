@@ -483,3 +483,17 @@ def test_drifted_trigger_judges_the_calibrated_call_per_feature_and_in_total(db,
     rules.write_text(rendered)
     res = subprocess.run([require_binary("promtool"), "check", "rules", str(rules)], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_render_targets_the_model_asked_for_and_says_which_when_the_config_names_none(tmp_path, capsys):
+    """A config without `model:` (say for churn): rules for `--model churn`, and without it a note that the rules
+    watch the built-in default (found by a new user: every rule said model="fraud" with no way to change it)."""
+    cfg = tmp_path / "churn.yaml"
+    cfg.write_text('triggers:\n  - name: churn_recall_low\n    metric: recall\n    op: "<"\n    value: 0.6\n'
+                   '    window: 7d\n')
+    assert cli.main(["--config", str(cfg), "alerts", "render", "--model", "churn"]) == 0
+    out, err = capsys.readouterr()
+    assert 'model="churn"' in out and 'model="fraud"' not in out and "note" not in err
+    assert cli.main(["--config", str(cfg), "alerts", "render"]) == 0
+    out, err = capsys.readouterr()
+    assert "sets no `model:`" in err and "--model" in err

@@ -48,6 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.set_defaults(func=cmd_validate)
     r = s.add_parser("render", help="Prometheus alerting rules generated from the config's triggers")
     r.add_argument("--out", default="-", help="output file (default: stdout), e.g. alerts/triggers.rules.yml")
+    r.add_argument("--model", help="model the rules watch (default: the config's `model:`); no database is read")
     r.add_argument("--check", action="store_true", help="exit 1 when --out (or --kubernetes) differs from the "
                    "rendered rules")
     r.add_argument("--kubernetes", metavar="PATH", help="also write a Prometheus Operator PrometheusRule with these "
@@ -204,9 +205,15 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_render(ctx: Context, args: argparse.Namespace) -> int:
+    import msgspec
+
     from ..triggers.rules import render_rules, to_yaml
 
-    rendered = render_rules(ctx.config)
+    config = ctx.config if args.model is None else msgspec.structs.replace(ctx.config, model=args.model)
+    if args.model is None and not ctx.model_named:
+        ctx.err.print(f"[yellow]note:[/yellow] the config sets no `model:`: the rules watch the default model "
+                      f"{shown(config.model)!r}; pass --model NAME (or set `model:`) for another model", soft_wrap=True)
+    rendered = render_rules(config)
     text = to_yaml(rendered)
     for s in rendered.skipped:
         ctx.err.print(f"[yellow]skipped[/yellow] {s}")
