@@ -35,6 +35,7 @@ features: {amount: numeric, country: categorical, channel: categorical, card_pre
            merchant_category: categorical, hour: numeric, account_age_days: numeric, tx_count_24h: numeric,
            distance_km: numeric}
 slices: [country, channel]
+targets: {recall: 0.7, fpr: 0.08}   # agreed targets: the slice ranking judges against these (no built-in ones)
 """
 
 
@@ -301,6 +302,21 @@ def test_slices_document_without_configured_slices_says_so(sim) -> None:
     assert doc["features"] == [] and doc["worst"] == [] and "slices:" in doc["note"]
     preds, _ = _events(sim["events"])
     assert doc["window"]["n"] == sum(START <= _ts(p["ts"]) < START + DAY for p in preds)
+
+
+def test_slices_judge_no_target_that_nobody_agreed(sim) -> None:
+    """Without `targets:` or a model-wide recall/fpr trigger there is no target (no built-in fraud 0.70 / 0.08):
+    no shortfall, no worst slices. Found trying a churn model: 'worst slices (interval beyond recall 0.6 / FPR
+    0.08)' with no FPR target configured."""
+    from driftline.config import from_dict
+
+    doc = slices_document(sim["store"], from_dict({"slices": ["country"]}), "fraud", Window(START, START + DAY))
+    assert doc["targets"] == {"recall": None, "fpr": None} and doc["worst"] == []
+    assert all(v["shortfall"] is None for f in doc["features"] for v in f["values"])
+    doc = slices_document(sim["store"], from_dict({"slices": ["country"], "targets": {"recall": 0.6}}), "fraud",
+                          Window(START, START + DAY))
+    assert doc["targets"] == {"recall": 0.6, "fpr": None}
+    assert all(v["shortfall_metric"] in (None, "recall") for f in doc["features"] for v in f["values"])
 
 
 # --- the human-readable CLI output ---------------------------------------------------------------------

@@ -121,14 +121,19 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
         print_table(console, cols, rows, title=shown(feat["feature"]))
         if feat.get("note"):
             console.print(f"[yellow]note:[/yellow] {shown(feat['note'])}")
-    if doc["worst"]:
-        console.print(f"[bold]worst slices[/bold] (interval beyond recall {tg['recall']} / FPR {tg['fpr']}):")
+    lines = " / ".join(f"{name} {tg[key]}" for key, name in (("recall", "recall"), ("fpr", "FPR"))
+                       if tg.get(key) is not None)
+    if not lines:
+        console.print("no slice ranking: no recall or FPR target agreed (set `targets:` or a model-wide "
+                      "recall/fpr trigger)")
+    elif doc["worst"]:
+        console.print(f"[bold]worst slices[/bold] (interval beyond {lines}):")
         for s in doc["worst"]:
             m = s["shortfall_metric"]
             console.print(f"  {shown(s['feature'])}={shown(s['value'])}: {m} {fmt_rate(s[m])}, "
                           f"{prop(s['shortfall'])} beyond target")
     else:
-        console.print(f"no slice's interval lies beyond the targets (recall {tg['recall']}, FPR {tg['fpr']})")
+        console.print(f"no slice's interval lies beyond the targets ({lines})")
     footnote_if(console, used, "[dim]* indicative: fewer than 30 labelled predictions.[/dim]")
     console.print("[dim]shortfall = target recall − recall upper bound, or FPR lower bound − target FPR (the "
                   "larger).[/dim]")

@@ -32,8 +32,6 @@ from ..targets import agreed_target
 from ..storage.store import Store
 from .windows import Window, merged, window_ending, window_rows
 
-DEFAULT_TARGET_RECALL = 0.7
-DEFAULT_TARGET_FPR = 0.08
 """Slice targets when neither config.targets nor a trigger gives one: seed 000 step 8 (review below 70 % recall or
 above 8 % FPR)."""
 MATURITY_QUANTILE = 0.95
@@ -258,12 +256,11 @@ def estimated_block(store: Store, config: Config, model: str, window: Window, va
 
 
 # --- slices -------------------------------------------------------------------------------------------------
-def slice_targets(config: Config) -> tuple[float, float]:
+def slice_targets(config: Config) -> tuple[float | None, float | None]:
     """Target recall and FPR of the slice ranking: the agreed targets (config.targets, else the model-wide
-    trigger lines, as the report's headline), else seed 000's 0.70 and 0.08."""
+    trigger lines, as the report's headline); None where nothing is agreed (no built-in domain's numbers)."""
     recall, fpr = agreed_target(config, "recall"), agreed_target(config, "fpr")
-    return (DEFAULT_TARGET_RECALL if recall is None else recall.value,
-            DEFAULT_TARGET_FPR if fpr is None else fpr.value)
+    return (None if recall is None else recall.value, None if fpr is None else fpr.value)
 
 
 SLICES_AT_INGESTION = ("slice values are recorded at ingestion, only from when the feature was listed in `slices:`; "
