@@ -102,7 +102,7 @@ def write_config(tmp: Path, topics: dict[str, str], group: str, *, batch: int = 
     """A config with these topics/group, small batches and test-friendly group timeouts."""
     kafka: dict[str, Any] = {
         "predictions_topic": topics["predictions"], "outcomes_topic": topics["outcomes"], "group_id": group,
-        "batch_max_records": batch,
+        "batch_max_records": batch, "stall_restart": "30s",
         "options": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 2000, "max_poll_interval_ms": 20000},
     }
     if dead_letter_topic:

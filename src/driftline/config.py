@@ -170,10 +170,13 @@ class Kafka(Base):
     """Bound on the payload copied to the dead-letter topic (longer ones are cut, with an `original_size` header)."""
     unassigned_grace: Duration = "30s"
     """/readyz turns 503 when this process has owned no partition for longer than this."""
+    stall_restart: Duration = "90s"
+    """When this member's group membership stays broken this long (coordinator unknown, a rebalance that never
+    completes), its Kafka client is closed and a new one connects; must exceed the rebalance timeout."""
     options: dict[str, Any] = {}
 
     def __post_init__(self) -> None:
-        _positive_durations("", unassigned_grace=self.unassigned_grace)
+        _positive_durations("", unassigned_grace=self.unassigned_grace, stall_restart=self.stall_restart)
 
 
 class AB(Base):

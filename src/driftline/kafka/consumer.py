@@ -25,11 +25,13 @@ from ..storage.store import StalePositions, StoreUnavailable
 from .batches import Batch, fill, fresh_records
 from .connect import open_consumer, open_dead_letter_sink
 from .assignment import Ownership, fmt, source_of
+from .refusals import Refusals, record_key
 from .dlt import DeadLetterCopies
 from .faults import Faults
 from .handoff import Handoff
-from .health import Backoff, ConsumerStatus, broker_connected, consumed_counter
+from .health import Backoff, ConsumerStatus, StallWatch, broker_connected, consumed_counter, membership_problem
 from .lag import end_offsets, lags_from
+from .topics import TopicsError
 from .resets import records_exist as records_exist_in
 from .settings import KafkaSettings
 from .signals import signals, zero_series
@@ -37,7 +39,7 @@ from .signals import signals, zero_series
 log = logging.getLogger(__name__)
 
 
-class LiveConsumer(Ownership):
+class LiveConsumer(Ownership, Refusals):
     """One consumer-group member; `run()` blocks until `stop` is set, then closes cleanly."""
 
     def __init__(self, pipeline: Pipeline, settings: KafkaSettings, stop: threading.Event, *,
@@ -76,6 +78,7 @@ class LiveConsumer(Ownership):
         self.next_maintain = monotonic() + maintain_every_s
         self.stored_batches = 0
         self.consumed = consumed_counter(self.ops)
+        self.stall = StallWatch(settings.stall_restart_s)
 
     # --- readiness ------------------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
@@ -183,7 +186,7 @@ class LiveConsumer(Ownership):
         for tp, recs in batch.items():
             source, partition, kind = source_of(tp.topic), tp.partition, self.settings.kind_of(tp.topic)
             raws.extend([RawRecord(source, partition, r.offset, r.value if r.value is not None else b"", kind,
-                                   _key(r)) for r in recs])
+                                   record_key(r)) for r in recs])
         starts = {tp: self.expected[tp] for tp in batch}
         expected = {(source_of(tp.topic), tp.partition): self.expected[tp] for tp in batch}
         t0 = time.perf_counter()
@@ -218,43 +221,6 @@ class LiveConsumer(Ownership):
             self.dlt.after_batch(letters, payloads, {(source_of(tp.topic), tp.partition): (starts[tp], self.expected[tp])
                                                      for tp in batch})
         self._commit({tp: self.expected[tp] for tp in batch})
-
-    def _isolate(self, batch: Batch) -> None:
-        """Store a refused batch record by record; a record the database still refuses becomes a
-        `store_rejected` dead letter (its position advances with it), so one bad message cannot stop the stream."""
-        remaining = {tp: list(recs) for tp, recs in batch.items()}
-        for tp in list(remaining):
-            while remaining[tp]:
-                rec = remaining[tp][0]
-                try:
-                    self._store_single(tp, rec)
-                except StoreUnavailable as err:
-                    self._hold({k: v for k, v in remaining.items() if v}, err)
-                    return
-                except StalePositions as err:
-                    log.warning("%s: re-reading stored positions", err)
-                    self._reposition(batch)
-                    return
-                remaining[tp].pop(0)
-                self.expected[tp] = rec.offset + 1
-                self.consumed.labels(topic=tp.topic).inc()
-        self._db_up()
-        if self.held is not None:
-            self._release_held()
-        self._commit({tp: self.expected[tp] for tp in batch})
-
-    def _store_single(self, tp: TopicPartition, rec: Any) -> None:
-        key = (source_of(tp.topic), tp.partition)
-        raw = RawRecord(key[0], tp.partition, rec.offset, rec.value if rec.value is not None else b"",
-                        self.settings.kind_of(tp.topic), _key(rec))
-        start = self.expected[tp]
-        result, letter = self.pipeline.store_or_reject(raw, {key: start})
-        self._count_keys(result.key_problems)
-        if letter is not None:
-            log.warning("dead letter store_rejected: %s[%d]@%d: %s", tp.topic, tp.partition, rec.offset, letter.detail)
-        if self.dlt is not None:
-            letters = [letter] if letter is not None else result.letters
-            self.dlt.after_batch(letters, {}, {key: (start, rec.offset + 1)})
 
     def _count_keys(self, problems: Any) -> None:
         """Records accepted with a wrong or missing key (policy accept): counted per topic and warned."""
@@ -330,6 +296,9 @@ class LiveConsumer(Ownership):
         now = self.monotonic()
         self.next_housekeeping = now + 1.0
         self._broker_status(now)
+        if self.stall.observe(membership_problem(self.consumer), now):
+            self._rebuild(now)
+            return
         if now >= self.next_lag and self.status.broker_ok:
             self.next_lag = now + 5.0
             self._refresh_all_lags()
@@ -385,6 +354,36 @@ class LiveConsumer(Ownership):
             self.status.since = now
         self.status.broker_ok = ok
 
+    def _rebuild(self, now: float) -> None:
+        """Group membership broken for longer than kafka.stall_restart: forget every partition as on a lost
+        assignment, close this client and connect a new one (it resumes at the positions stored in the database)."""
+        problem = membership_problem(self.consumer) or "group membership broken"
+        log.warning("Kafka client stuck for %.0fs (%s; kafka.stall_restart %.0fs): closing it and connecting a new "
+                    "one (positions are in the database: nothing is lost or counted twice)",
+                    self.stall.lasted(now), problem, self.settings.stall_restart_s)
+        self.sig.client_restarts.inc()
+        self.stall.reset()
+        if self.handoff is not None:
+            self.handoff.on_partitions_lost(set(self.owned))
+            self._apply_handoff()
+        self.held = None
+        old, self.consumer = self.consumer, None
+        try:
+            old.close(autocommit=False, timeout_ms=2000)
+        except Exception as err:  # noqa: BLE001 - the old client is being discarded
+            log.debug("closing the stuck Kafka client: %s", err)
+        if self.dlt is not None:
+            self.dlt.close()
+            self.dlt = None
+        while not self.stop.is_set():
+            try:
+                self.connect()
+                return
+            except TopicsError as err:  # e.g. a reset broker whose topics are not recreated yet
+                self.status.error = str(err)
+                log.error("%s; retrying in 10s", err)
+                self.stop.wait(10.0)
+
     def close(self) -> None:
         """Abandon any held batch, commit the stored positions (advisory), leave the group, close clients."""
         self.status.phase = "stopped"
@@ -406,8 +405,3 @@ class LiveConsumer(Ownership):
         self.consumer = None
         log.info("consumer closed after %d stored batches", self.stored_batches)
 
-
-def _key(rec: Any) -> bytes:
-    """A record's key for the co-partitioning check (b"" when null)."""
-    key = getattr(rec, "key", None)
-    return key if isinstance(key, bytes) else b"" if key is None else str(key).encode()

@@ -59,6 +59,43 @@ def broker_connected(consumer: Any) -> bool:
     return coordinator is not None and (math.isinf(hb) or hb < max(2 * session_s, 10.0))
 
 
+def membership_problem(consumer: Any) -> str | None:
+    """Why this member is not working in its group now ("group coordinator unknown", "group membership
+    <rebalancing>"), None when it is: kafka-python's own state (a stable member owning nothing is fine)."""
+    if not broker_connected(consumer):
+        return "group coordinator unknown"
+    state = getattr(getattr(consumer, "_coordinator", None), "state", None)  # noqa: SLF001 - no public accessor
+    if state is not None and str(state) != "<stable>":
+        return f"group membership {state}"
+    return None
+
+
+class StallWatch:
+    """Counts how long a problem has lasted without a break; `due` once it has lasted longer than `limit_s`.
+
+    kafka-python 3 can stay out of its group for good after a broker reset (seen: a leader's SyncGroup lost
+    while the coordinator was re-discovered; poll() then returns nothing forever): the cure is a new client."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.limit_s = limit_s
+        self.since: float | None = None
+
+    def reset(self) -> None:
+        self.since = None
+
+    def lasted(self, now: float) -> float:
+        return 0.0 if self.since is None else now - self.since
+
+    def observe(self, problem: str | None, now: float) -> bool:
+        """Record the current state; True when a problem has lasted longer than the limit."""
+        if problem is None:
+            self.since = None
+            return False
+        if self.since is None:
+            self.since = now
+        return now - self.since > self.limit_s
+
+
 def describe_error(err: BaseException) -> str:
     """'KafkaTimeoutError: Unable to bootstrap …' without repeating the class name kafka-python already adds."""
     text = str(err).strip()

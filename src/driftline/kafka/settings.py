@@ -83,6 +83,8 @@ class KafkaSettings:
     on_key_mismatch: str = "dead_letter"
     dead_letter_max_bytes: int = 524288
     unassigned_grace_s: float = 30.0
+    stall_restart_s: float = 90.0
+    """Group membership broken this long → the Kafka client is rebuilt (see health.StallWatch)."""
     options: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -175,13 +177,21 @@ def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | No
         raise ConfigError(f"kafka.options: unknown kafka-python setting(s) {', '.join(unknown)}")
     if section.predictions_topic == section.outcomes_topic:
         raise ConfigError("kafka.predictions_topic and kafka.outcomes_topic must differ")
+    stall_s = parse_duration(section.stall_restart)
+    rebalance_ms = int(options.get("max_poll_interval_ms", CONSUMER_DEFAULTS["max_poll_interval_ms"]))
+    session_ms = int(options.get("session_timeout_ms", CONSUMER_DEFAULTS["session_timeout_ms"]))
+    if stall_s * 1000 <= rebalance_ms + session_ms:
+        raise ConfigError(f"kafka.stall_restart ({section.stall_restart}) must exceed the rebalance timeout plus "
+                          f"the session timeout ({(rebalance_ms + session_ms) / 1000:.0f}s: max_poll_interval_ms "
+                          f"{rebalance_ms} + session_timeout_ms {session_ms}), or healthy rebalances restart the client")
     return KafkaSettings(bootstrap=bootstrap.strip(), client_id=section.client_id, group_id=section.group_id,
                          predictions_topic=section.predictions_topic, outcomes_topic=section.outcomes_topic,
                          dead_letter_topic=section.dead_letter_topic, batch_max_records=section.batch_max_records,
                          batch_linger_ms=section.batch_linger_ms, on_offset_reset=section.on_offset_reset,
                          on_key_mismatch=section.on_key_mismatch,
                          dead_letter_max_bytes=section.dead_letter_max_bytes,
-                         unassigned_grace_s=parse_duration(section.unassigned_grace), options=options)
+                         unassigned_grace_s=parse_duration(section.unassigned_grace), stall_restart_s=stall_s,
+                         options=options)
 
 
 class SecretFilter(logging.Filter):

@@ -27,6 +27,7 @@ class KafkaSignals:
     dlt_sent: Counter
     dlt_failed: Counter
     dlt_truncated: Counter
+    client_restarts: Counter
 
 
 _SIGNALS: weakref.WeakKeyDictionary[Any, KafkaSignals] = weakref.WeakKeyDictionary()
@@ -53,6 +54,10 @@ def signals(ops: OpsMetrics) -> KafkaSignals:
                                "(each attempt; the database copy stays and is re-sent).", ["error"], registry=reg),
             dlt_truncated=Counter("driftline_dead_letter_topic_truncated", "Dead-letter payloads cut to "
                                   "kafka.dead_letter_max_bytes before sending.", registry=reg),
+            client_restarts=Counter("driftline_consumer_client_restarts", "Kafka clients closed and rebuilt "
+                                    "because group membership stayed broken for longer than "
+                                    "kafka.stall_restart (positions are in the database: nothing is lost).",
+                                    registry=reg),
         )
     return _SIGNALS[reg]
 

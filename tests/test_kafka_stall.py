@@ -1,0 +1,85 @@
+"""A member stuck out of its group (kafka-python 3 after a broker reset: coordinator re-discovered, the leader's
+SyncGroup lost, poll() returning nothing for good) gets a new Kafka client after kafka.stall_restart and loses
+nothing; a stable member that owns nothing (more processes than partitions) is left alone."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from driftline.config import ConfigError, Kafka
+from driftline.kafka.settings import resolve
+from driftline.storage.store import Store
+from kafka_service_support import documents, make_events
+from test_kafka_faults import consumer, drain
+from test_kafka_loop import Clock, FakeConsumer, partitioned, replayed, total
+
+
+def _restarts(lc) -> float:
+    return lc.sig.client_restarts._value.get()
+
+
+def test_a_member_stuck_out_of_its_group_gets_a_new_client_and_stores_everything_once(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    events = make_events(tmp_path, days=0.3, per_day=1500)
+    url = f"sqlite:///{tmp_path / 'live.db'}"
+    store = Store(url)
+    store.migrate()
+    clock = Clock()
+    logs = partitioned(events.records)
+    lc, stuck = consumer(store, logs, clock, stall_restart="60s")
+    stuck.rebalance(set(logs))
+    lc.step()
+    lc.step()
+    assert 0 < total(store)
+    stuck.queued.append(("revoke", set(stuck.assigned)))  # the broker went away: partitions revoked ...
+    stuck._coordinator = SimpleNamespace(coordinator_id=None, state="<rebalancing>")  # ... and never rejoined
+    fresh = FakeConsumer(logs, store)
+
+    def connect() -> bool:
+        fresh.listener = lc.attach(fresh)
+        fresh.rebalance(set(logs))
+        return True
+
+    lc.connect = connect  # type: ignore[method-assign]
+    for _ in range(50):  # 55 s stuck: still within kafka.stall_restart
+        lc.step()
+        clock.t += 1.1
+    assert lc.consumer is stuck and _restarts(lc) == 0 and not lc.owned
+    assert not lc.ready()[0]
+    with caplog.at_level(logging.WARNING, logger="driftline.kafka.consumer"):
+        for _ in range(10):
+            lc.step()
+            clock.t += 1.1
+    assert lc.consumer is fresh and _restarts(lc) == 1
+    assert "Kafka client stuck for 6" in caplog.text and "group coordinator unknown" in caplog.text
+    drain(lc, clock, store, len(events.records))
+    assert total(store) == len(events.records) and lc.ready()[0]
+    store.close()
+    assert documents(url) == replayed(tmp_path, events)
+
+
+def test_a_stable_member_that_owns_nothing_keeps_its_client(tmp_path: Path) -> None:
+    events = make_events(tmp_path, days=0.1, per_day=1500)
+    store = Store(f"sqlite:///{tmp_path / 'live.db'}")
+    store.migrate()
+    clock = Clock()
+    lc, idle = consumer(store, partitioned(events.records), clock, stall_restart="60s")
+    idle._coordinator = SimpleNamespace(coordinator_id="coordinator-1", state="<stable>")
+    for _ in range(200):
+        lc.step()
+        clock.t += 1.1
+    assert lc.consumer is idle and _restarts(lc) == 0
+    assert lc.ready() == (False, lc.ready()[1]) and "no partition assigned" in lc.ready()[1]
+    store.close()
+
+
+def test_stall_restart_must_exceed_the_rebalance_timeout() -> None:
+    with pytest.raises(ConfigError, match=r"kafka.stall_restart \(30s\) must exceed"):
+        resolve(Kafka(stall_restart="30s"), "127.0.0.1:9092", {})
+    with pytest.raises(ConfigError, match=r"kafka.stall_restart"):
+        resolve(Kafka(stall_restart="60s", options={"max_poll_interval_ms": 60000}), "127.0.0.1:9092", {})
+    assert resolve(Kafka(), "127.0.0.1:9092", {}).stall_restart_s == 90.0
