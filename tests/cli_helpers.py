@@ -12,6 +12,15 @@ import pytest
 
 from driftline.cli import main
 
+# Config of model `fraud` declaring the simulated stream's nine features (driftline.ingest.simulate) with their kinds.
+SIM_CONFIG = """
+model: fraud
+threshold: 0.5
+features: {amount: numeric, country: categorical, channel: categorical, card_present: categorical,
+           merchant_category: categorical, hour: numeric, account_age_days: numeric, tx_count_24h: numeric,
+           distance_km: numeric}
+"""
+
 
 def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
     """Run `driftline ARGV` in-process, require exit status 0 and return its standard output parsed as JSON

@@ -23,18 +23,13 @@ from driftline.core.stats import NEG, POS, UNL, BucketStats
 from driftline.storage.store import Store
 from driftline.readouts.windows import Window, merged, window_rows
 
-from cli_helpers import cli_json, replay_through_cli
+from cli_helpers import SIM_CONFIG, cli_json, replay_through_cli
 from helpers import outcome, pred
 
 START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 DAY = 86400.0
 DAYS = 22
-CONFIG = """
-model: fraud
-threshold: 0.5
-features: {amount: numeric, country: categorical, channel: categorical, card_present: categorical,
-           merchant_category: categorical, hour: numeric, account_age_days: numeric, tx_count_24h: numeric,
-           distance_km: numeric}
+CONFIG = SIM_CONFIG + """\
 slices: [country, channel]
 targets: {recall: 0.7, fpr: 0.08}   # agreed targets: the slice ranking judges against these (no built-in ones)
 """

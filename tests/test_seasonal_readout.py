@@ -18,17 +18,11 @@ from driftline.readouts.references import list_references
 from driftline.readouts.windows import Window
 from driftline.storage.store import Store
 
-from cli_helpers import cli_json, replay_through_cli
+from cli_helpers import SIM_CONFIG, cli_json, replay_through_cli
 
 START = 1_793_577_600.0  # 2026-11-02T00:00:00Z, a Monday (the demo's first week)
 DAY, HOUR = 86400.0, 3600.0
-CONFIG = """
-model: fraud
-threshold: 0.5
-features: {amount: numeric, country: categorical, channel: categorical, card_present: categorical,
-           merchant_category: categorical, hour: numeric, account_age_days: numeric, tx_count_24h: numeric,
-           distance_km: numeric}
-"""
+CONFIG = SIM_CONFIG
 REF = ["reference", "set", "--from", "2026-11-02T00:00:00Z", "--to", "2026-11-16T00:00:00Z", "--json"]
 
 
