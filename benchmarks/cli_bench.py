@@ -18,10 +18,11 @@ import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from driftline.cli import main as driftline_main
+
+from bench_common import best_seconds
 
 BASELINE = ["-c", "import sqlalchemy"]
 
@@ -44,14 +45,12 @@ def cli(*argv: str) -> list[str]:
 
 def warm_wall(argv: list[str], repeats: int) -> float:
     """Best wall seconds of `driftline argv` in this process once everything it needs is imported."""
-    best = float("inf")
+    def run() -> None:
+        assert driftline_main(argv) == 0
+
     with contextlib.redirect_stdout(io.StringIO()):
         driftline_main(argv)  # imports and first-open costs paid here
-        for _ in range(repeats):
-            t = time.perf_counter()
-            assert driftline_main(argv) == 0
-            best = min(best, time.perf_counter() - t)
-    return best
+        return best_seconds(run, repeats)
 
 
 def build_db(tmp: Path, days: float, per_day: int) -> str:

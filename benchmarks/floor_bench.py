@@ -28,18 +28,9 @@ import msgspec
 
 from driftline.core.events import Prediction, _tagged_dec
 from driftline.storage.store import Store
-from bench_common import best_rate, simulated_stream
+from bench_common import best_rate, raw_decode, simulated_stream
 
 BATCH = 20_000
-
-
-def raw_decode_rate(lines: list[bytes]) -> float:
-    dec = msgspec.json.Decoder()
-
-    def decode_all() -> None:
-        for line in lines:
-            dec.decode(line)
-    return best_rate(len(lines), decode_all)
 
 
 def floor_rate(lines: list[bytes], db: str) -> float:
@@ -120,7 +111,8 @@ def main() -> None:
         buf = fh.read()
     lines = buf.splitlines()
     n = len(lines)
-    raw = raw_decode_rate(lines)
+    dec = msgspec.json.Decoder()
+    raw = best_rate(n, lambda: raw_decode(lines, dec))
     figures = {"typed decode, events kept": best_rate(n, lambda: _tagged_dec.decode_lines(buf)),
                "idealised in-memory pass": best_rate(n, lambda: idealised_pass(buf))}
     figures.update({name: best_rate(n, read) for name, read in native_readers(buf).items()})

@@ -12,20 +12,18 @@ import argparse
 import contextlib
 import io
 import json
-import time
 
 from driftline.cli import main
+
+from bench_common import best_seconds
 
 
 def best(args: list[str], repeats: int) -> float:
     """Best wall seconds of `driftline ARGS` in this process over `repeats` runs (output discarded)."""
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
+    def once() -> None:
         with contextlib.redirect_stdout(io.StringIO()):
             assert main(args) == 0
-        times.append(time.perf_counter() - t)
-    return min(times)
+    return best_seconds(once, repeats)
 
 
 def run() -> None:

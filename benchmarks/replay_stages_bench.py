@@ -14,8 +14,6 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
-
 import driftline.core.engine as engine
 import driftline.ingest.labels as labels
 import driftline.ingest.pipeline as pipeline
@@ -23,7 +21,7 @@ import driftline.storage.store as store
 from driftline.config import Config
 from driftline.ingest.replay import replay
 
-from bench_common import simulated_stream
+from bench_common import count_lines, decode_seconds, simulated_stream
 
 SPENT: dict[str, float] = defaultdict(float)
 
@@ -46,8 +44,7 @@ def _timed(owner: Any, name: str, stage: str) -> None:
 
 def main() -> None:
     work, path = simulated_stream(1800)
-    with open(path, "rb") as fh:
-        n = sum(1 for _ in fh)
+    n = count_lines(path)
     _timed(pipeline, "decode_many", "decode")
     _timed(pipeline, "decode", "decode")
     _timed(labels.LabelPolicy, "gate", "label gate")
@@ -63,14 +60,7 @@ def main() -> None:
     t = time.process_time()
     replay(pipeline.Pipeline(Config(), st), path)
     total = time.process_time() - t
-    dec = msgspec.json.Decoder()
-    raw = float("inf")
-    for _ in range(3):
-        t = time.process_time()
-        with open(path, "rb") as fh:
-            for line in fh:
-                dec.decode(line)
-        raw = min(raw, time.process_time() - t)
+    raw = decode_seconds(path, clock=time.process_time)
     print(f"events                     {n:,}")
     print(f"replay into SQLite         {total:.2f} CPU s, {n / total:,.0f} events per CPU second")
     print(f"raw msgspec decode         {n / raw:,.0f} events per CPU second (baseline)")

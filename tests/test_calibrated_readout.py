@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
 import pytest
@@ -16,6 +15,8 @@ from driftline.exporter.collector import SnapshotCollector
 from driftline.ingest.simulate import SimSpec
 from driftline.storage.store import Store
 
+from cli_helpers import cli_json, replay_through_cli
+
 START = 1_793_577_600.0  # 2026-11-02T00:00:00Z, a Monday: the demo's four ISO weeks
 DAY = 86400.0
 
@@ -24,27 +25,17 @@ def _iso(ts: float) -> str:
     return datetime.utcfromtimestamp(ts).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _cli(capsys, *argv: str) -> dict:
-    capsys.readouterr()
-    assert main(list(argv)) == 0
-    return json.loads(capsys.readouterr().out)
-
-
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     d = tmp_path_factory.mktemp("cbpe")
-    cfg = d / "driftline.yaml"
-    cfg.write_text("model: fraud\nthreshold: 0.5\nwindow: 7d\n")
     events = d / "events.jsonl"
     write_stream(SimSpec(start=START, days=28, per_day=2000, seed=7), START + 40 * DAY, str(events))
-    url = f"sqlite:///{d / 'demo.db'}"
-    base = ["--config", str(cfg), "--db", url]
-    assert main([*base, "replay", str(events)]) == 0
+    base, url, _ = replay_through_cli(d, "model: fraud\nthreshold: 0.5\nwindow: 7d\n", events, "demo.db")
     yield {"base": base, "url": url, "dir": d}
 
 
 def test_without_reference_the_estimate_says_so(demo, capsys) -> None:
-    doc = _cli(capsys, *demo["base"], "calibration", "--json", "--window", "7d", "--at", _iso(START + 21 * DAY))
+    doc = cli_json(capsys, *demo["base"], "calibration", "--json", "--window", "7d", "--at", _iso(START + 21 * DAY))
     c = doc["calibrated"]
     assert c["trusted"] is False and c["reasons"] == ["no_reference"]
     assert c["recall"]["value"] is None
@@ -53,20 +44,20 @@ def test_without_reference_the_estimate_says_so(demo, capsys) -> None:
 def test_week3_estimate_is_accurate_and_week4_is_contradicted(demo, capsys) -> None:
     base = demo["base"]
     assert main([*base, "reference", "set", "--from", _iso(START), "--to", _iso(START + 14 * DAY)]) == 0
-    doc = _cli(capsys, *base, "calibration", "--json", "--window", "7d", "--at", _iso(START + 21 * DAY),
-               "--variant", "A")
+    doc = cli_json(capsys, *base, "calibration", "--json", "--window", "7d", "--at", _iso(START + 21 * DAY),
+                   "--variant", "A")
     c = doc["calibrated"]
     assert c["trusted"] and c["estimated"] and c["matured"]["contradicted"] is False
     # week 3 once its labels matured (the whole stream is replayed): estimated next to realised
-    rows = _cli(capsys, *base, "calibration", "--json", "--window", "7d", "--at", _iso(START + 28 * DAY),
-                "--variant", "A", "--matured-after", "7d")["calibrated"]
+    rows = cli_json(capsys, *base, "calibration", "--json", "--window", "7d", "--at", _iso(START + 28 * DAY),
+                    "--variant", "A", "--matured-after", "7d")["calibrated"]
     by = {r["metric"]: r for r in rows["matured"]["metrics"]}
     assert abs(by["recall"]["estimated"]["value"] - c["recall"]["value"]) < 1e-12  # label-free: same scores
     assert all(r["within_interval"] for r in by.values())
     assert abs(by["recall"]["error"]) < 0.055 and abs(by["precision"]["error"]) < 0.024
     # week 4 (concept drift), checked once its labels matured: contradicted, so the estimate is untrusted
-    late = _cli(capsys, *base, "calibration", "--json", "--window", "3d", "--at", _iso(START + 31 * DAY),
-                "--variant", "A", "--matured-after", "3d")["calibrated"]
+    late = cli_json(capsys, *base, "calibration", "--json", "--window", "3d", "--at", _iso(START + 31 * DAY),
+                    "--variant", "A", "--matured-after", "3d")["calibrated"]
     assert late["matured"]["contradicted"] is True
     assert "contradicted_by_matured_labels" in late["reasons"] and late["trusted"] is False
     capsys.readouterr()
@@ -82,7 +73,7 @@ def test_exporter_series_match_the_cli(demo, capsys) -> None:
         cfg = from_dict({"model": "fraud", "threshold": 0.5, "window": "7d"})
         reg = CollectorRegistry()
         reg.register(SnapshotCollector(store, cfg, time_basis="event"))
-        doc = _cli(capsys, *demo["base"], "calibration", "--json", "--window", "7d")["calibrated"]
+        doc = cli_json(capsys, *demo["base"], "calibration", "--json", "--window", "7d")["calibrated"]
         lab = {"model": "fraud", "window": "7d"}
         for k in ("recall", "precision", "fpr", "prevalence"):
             assert reg.get_sample_value(f"driftline_estimated_{k}_ratio", lab) == pytest.approx(doc[k]["value"])

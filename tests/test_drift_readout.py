@@ -23,17 +23,13 @@ from driftline.core.stats import NEG, POS, UNL, BucketStats
 from driftline.storage.store import Store
 from driftline.readouts.windows import Window, merged, window_rows
 
+from cli_helpers import SIM_CONFIG, cli_json, replay_through_cli
 from helpers import outcome, pred
 
 START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 DAY = 86400.0
 DAYS = 22
-CONFIG = """
-model: fraud
-threshold: 0.5
-features: {amount: numeric, country: categorical, channel: categorical, card_present: categorical,
-           merchant_category: categorical, hour: numeric, account_age_days: numeric, tx_count_24h: numeric,
-           distance_km: numeric}
+CONFIG = SIM_CONFIG + """\
 slices: [country, channel]
 targets: {recall: 0.7, fpr: 0.08}   # agreed targets: the slice ranking judges against these (no built-in ones)
 """
@@ -56,23 +52,13 @@ def _events(path) -> tuple[list[dict], dict[str, tuple[int, float]]]:
     return preds, outs
 
 
-def _cli(capsys, *argv: str) -> dict | list:
-    capsys.readouterr()
-    assert main(list(argv)) == 0
-    return json.loads(capsys.readouterr().out)
-
-
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory):
     """22 simulated days written as the `simulate` command does, replayed through the CLI, reference = days 0–13."""
     d = tmp_path_factory.mktemp("sim")
-    cfg = d / "driftline.yaml"
-    cfg.write_text(CONFIG)
     events = d / "events.jsonl"
     write_stream(SimSpec(start=START, days=DAYS, per_day=2000, seed=7), START + DAYS * DAY, str(events))
-    url = f"sqlite:///{d / 'sim.db'}"
-    base = ["--config", str(cfg), "--db", url]
-    assert main([*base, "replay", str(events)]) == 0
+    base, url, cfg = replay_through_cli(d, CONFIG, events, "sim.db")
     assert main([*base, "reference", "set", "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-15T00:00:00Z"]) == 0
     store = Store(url)
     yield {"base": base, "store": store, "config": load(cfg), "events": events, "url": url}
@@ -80,19 +66,15 @@ def sim(tmp_path_factory):
 
 
 def _small_db(tmp_path, seed: int = 3) -> tuple[list[str], Store, object, str]:
-    cfg = tmp_path / "driftline.yaml"
-    cfg.write_text(CONFIG)
     events = tmp_path / "small.jsonl"
     write_stream(SimSpec(start=START, days=3, per_day=400, seed=seed, drift_day=None), START + 5 * DAY, str(events))
-    url = f"sqlite:///{tmp_path / 'small.db'}"
-    base = ["--config", str(cfg), "--db", url]
-    assert main([*base, "replay", str(events)]) == 0
+    base, url, cfg = replay_through_cli(tmp_path, CONFIG, events, "small.db")
     return base, Store(url), load(cfg), str(events)
 
 
 # --- drift ---------------------------------------------------------------------------------------------
 def test_drift_json_contract_through_the_cli(sim, capsys) -> None:
-    doc = _cli(capsys, *sim["base"], "drift", "--json", "--window", "7d", "--at", "2026-01-23T00:00:00Z")
+    doc = cli_json(capsys, *sim["base"], "drift", "--json", "--window", "7d", "--at", "2026-01-23T00:00:00Z")
     preds, _ = _events(sim["events"])
     ref_n = sum(START <= _ts(p["ts"]) < START + 14 * DAY for p in preds)
     cur_n = sum(START + 15 * DAY <= _ts(p["ts"]) < START + 22 * DAY for p in preds)
@@ -146,8 +128,8 @@ def test_drift_section_of_the_config_sets_thresholds_and_reference_bins(sim, tmp
     base, store, _, _ = _small_db(tmp_path)
     cfg = tmp_path / "coarse.yaml"
     cfg.write_text(CONFIG + "drift: {numeric_bins: 4, top_k: 3}\n")
-    got = _cli(capsys, "--config", str(cfg), *base[2:], "reference", "set", "--from", "2026-01-01", "--to",
-               "2026-01-04", "--json")
+    got = cli_json(capsys, "--config", str(cfg), *base[2:], "reference", "set", "--from", "2026-01-01", "--to",
+                   "2026-01-04", "--json")
     prof = load_reference(store, "fraud", got["id"]).profile()
     assert prof.settings.numeric_bins == 4 and prof.settings.top_k == 3
     assert len(prof.feature("amount").cuts) == 5 and prof.feature("country").categories == ("FR", "DE", "ES")
@@ -168,9 +150,9 @@ def test_no_reference_is_exit_code_2_with_the_remedy(tmp_path, capsys) -> None:
 def test_reference_from_file_equals_reference_from_the_same_events_ingested(tmp_path, capsys) -> None:
     base, store, cfg, events = _small_db(tmp_path)
     counters = store.counters()
-    a = _cli(capsys, *base, "reference", "set", "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-04T00:00:00Z",
-             "--json")
-    b = _cli(capsys, *base, "reference", "set", "--file", events, "--json")
+    a = cli_json(capsys, *base, "reference", "set", "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-04T00:00:00Z",
+                 "--json")
+    b = cli_json(capsys, *base, "reference", "set", "--file", events, "--json")
     assert store.counters() == counters  # --file never touches the store's join state or counters
     ra, rb = load_reference(store, "fraud", a["id"]), load_reference(store, "fraud", b["id"])
     assert ra.profile_json == rb.profile_json and (ra.confusion == rb.confusion).all()
@@ -184,12 +166,12 @@ def test_reference_from_file_equals_reference_from_the_same_events_ingested(tmp_
 
 def test_reference_versions_latest_active_and_activate(tmp_path, capsys) -> None:
     base, store, cfg, _ = _small_db(tmp_path)
-    first = _cli(capsys, *base, "reference", "set", "--from", "2026-01-01", "--to", "2026-01-02", "--json")
-    second = _cli(capsys, *base, "reference", "set", "--from", "2026-01-02", "--to", "2026-01-04", "--json")
-    listed = _cli(capsys, *base, "reference", "list", "--json")
+    first = cli_json(capsys, *base, "reference", "set", "--from", "2026-01-01", "--to", "2026-01-02", "--json")
+    second = cli_json(capsys, *base, "reference", "set", "--from", "2026-01-02", "--to", "2026-01-04", "--json")
+    listed = cli_json(capsys, *base, "reference", "list", "--json")
     assert [r["id"] for r in listed] == [second["id"], first["id"]] and second["id"] > first["id"]
     assert [r["active"] for r in listed] == [True, False]
-    shown = _cli(capsys, *base, "reference", "show", "--json")
+    shown = cli_json(capsys, *base, "reference", "show", "--json")
     assert shown["id"] == second["id"] and shown["profile"]["n"] == second["n"]
     w = Window(START + 2 * DAY, START + 3 * DAY)
     assert drift_document(store, cfg, "fraud", w)["reference"]["id"] == second["id"]
@@ -203,7 +185,7 @@ def test_reference_versions_latest_active_and_activate(tmp_path, capsys) -> None
 # --- calibration ---------------------------------------------------------------------------------------
 def test_calibration_document_equals_direct_calls_on_the_merged_window(sim, capsys) -> None:
     store, cfg = sim["store"], sim["config"]
-    doc = _cli(capsys, *sim["base"], "calibration", "--json", "--window", "7d")
+    doc = cli_json(capsys, *sim["base"], "calibration", "--json", "--window", "7d")
     w = query_window(store, cfg, "fraud", 7 * DAY, None)
     assert doc["window"]["start"] == w.to_json()["start"]
     stats = merged(window_rows(store, "fraud", w, features=False))
@@ -250,8 +232,8 @@ def test_seed000_base_rate_precision_0197_at_2_percent(tmp_path, capsys) -> None
     (tmp_path / "traffic.jsonl").write_bytes(b"\n".join(traffic) + b"\n")
     base = ["--db", f"sqlite:///{tmp_path / 'b.db'}"]
     assert main([*base, "replay", str(tmp_path / "traffic.jsonl")]) == 0
-    _cli(capsys, *base, "reference", "set", "--file", str(tmp_path / "sample.jsonl"), "--json")
-    doc = _cli(capsys, *base, "calibration", "--json", "--window", "7d")
+    cli_json(capsys, *base, "reference", "set", "--file", str(tmp_path / "sample.jsonl"), "--json")
+    doc = cli_json(capsys, *base, "calibration", "--json", "--window", "7d")
     br = doc["base_rate"]
     assert br["source"] == "reference" and br["prevalence"]["current"]["value"] == 0.02
     assert br["prevalence"]["reference"] == 0.1
@@ -261,7 +243,7 @@ def test_seed000_base_rate_precision_0197_at_2_percent(tmp_path, capsys) -> None
 
 # --- slices --------------------------------------------------------------------------------------------
 def test_slices_counts_equal_direct_counts_from_the_events(sim, capsys) -> None:
-    doc = _cli(capsys, *sim["base"], "slices", "--json", "--window", "7d", "--at", "2026-01-23T00:00:00Z")
+    doc = cli_json(capsys, *sim["base"], "slices", "--json", "--window", "7d", "--at", "2026-01-23T00:00:00Z")
     preds, outs = _events(sim["events"])
     lo, hi = START + 15 * DAY, START + 22 * DAY
     expect: dict[str, np.ndarray] = {}
@@ -367,7 +349,7 @@ def test_provider_feeds_exporter_series_and_drift_triggers(sim, capsys) -> None:
     cfg = from_dict({"features": dict(sim["config"].features), "window": "1d", "triggers": [
         {"name": "country_psi", "metric": "psi", "feature": "country", "op": ">=", "value": 0.25, "window": "1d",
          "min_n": 100}]})
-    doc = _cli(capsys, *sim["base"], "drift", "--json", "--window", "1d")
+    doc = cli_json(capsys, *sim["base"], "drift", "--json", "--window", "1d")
     country = next(f for f in doc["features"] if f["feature"] == "country")
     reg = CollectorRegistry()
     reg.register(SnapshotCollector(store, cfg, time_basis="event", drift=drift_readings))

@@ -25,6 +25,7 @@ from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.storage.samples import bucket_samples, compact_samples, feature_samples, window_sample
 from driftline.storage.store import Store
 
+from cli_helpers import cli_json, replay_through_cli
 from helpers import pred
 from services import require_binary
 
@@ -220,16 +221,12 @@ def _write_events(path, rng, start: float, hours: int, per_hour: int, rho: float
 @pytest.fixture(scope="module")
 def flipped(tmp_path_factory):
     d = tmp_path_factory.mktemp("mv")
-    cfg = d / "driftline.yaml"
-    cfg.write_text(CONFIG)
     rng = np.random.default_rng(7)
     events = d / "events.jsonl"
     _write_events(events, rng, START, 96, 100, 0.8, "ref")           # days 0-3: reference
     _write_events(events, rng, START + 96 * HOUR, 48, 100, 0.8, "calm")    # days 4-5: calm
     _write_events(events, rng, START + 144 * HOUR, 48, 100, -0.8, "flip")  # days 6-7: correlation flipped
-    url = f"sqlite:///{d / 'mv.db'}"
-    base = ["--config", str(cfg), "--db", url]
-    assert main([*base, "replay", str(events)]) == 0
+    base, url, cfg = replay_through_cli(d, CONFIG, events, "mv.db")
     assert main([*base, "reference", "set", "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-05T00:00:00Z"]) == 0
     store = Store(url)
     yield {"base": base, "store": store, "config": load(cfg), "dir": d, "events": events}
@@ -237,9 +234,7 @@ def flipped(tmp_path_factory):
 
 
 def _drift(capsys, base, at: str) -> dict:
-    capsys.readouterr()
-    assert main([*base, "drift", "--json", "--window", "2d", "--at", at]) == 0
-    return json.loads(capsys.readouterr().out)
+    return cli_json(capsys, *base, "drift", "--json", "--window", "2d", "--at", at)
 
 
 def test_flipped_correlation_is_flagged_by_the_multivariate_statistic_only(flipped, capsys) -> None:

@@ -31,6 +31,7 @@ from driftline.reports.render import md_escape, render_markdown
 from driftline.reports.weeks import IsoWeek, default_week, parse_week, week_of
 from driftline.ingest.simulate import SimSpec, stream
 from driftline.storage.store import Store
+from cli_helpers import cli_json as run_cli_json
 from helpers import seed000_events
 from services import require_binary
 
@@ -90,9 +91,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def cli_json(capsys: pytest.CaptureFixture[str], world: dict[str, Any], *args: str) -> Any:
     """Run `driftline --db … --config … ARGS` in-process and parse its JSON output."""
-    capsys.readouterr()
-    assert main(["--db", world["url"], "--config", world["cfg"], *args]) == 0
-    return json.loads(capsys.readouterr().out)
+    return run_cli_json(capsys, "--db", world["url"], "--config", world["cfg"], *args)
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ weeks from Monday 2026-11-02 00:00 UTC, 5,000 predictions a day, drift from day 
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta
 
 import pytest
@@ -19,35 +18,21 @@ from driftline.readouts.references import list_references
 from driftline.readouts.windows import Window
 from driftline.storage.store import Store
 
+from cli_helpers import SIM_CONFIG, cli_json, replay_through_cli
+
 START = 1_793_577_600.0  # 2026-11-02T00:00:00Z, a Monday (the demo's first week)
 DAY, HOUR = 86400.0, 3600.0
-CONFIG = """
-model: fraud
-threshold: 0.5
-features: {amount: numeric, country: categorical, channel: categorical, card_present: categorical,
-           merchant_category: categorical, hour: numeric, account_age_days: numeric, tx_count_24h: numeric,
-           distance_km: numeric}
-"""
+CONFIG = SIM_CONFIG
 REF = ["reference", "set", "--from", "2026-11-02T00:00:00Z", "--to", "2026-11-16T00:00:00Z", "--json"]
-
-
-def _cli(capsys, *argv: str) -> dict:
-    capsys.readouterr()
-    assert main(list(argv)) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     """The demo's four weeks replayed through the CLI; references (weeks 1–2): plain, hour_of_day, both."""
     d = tmp_path_factory.mktemp("seasonal")
-    cfg = d / "driftline.yaml"
-    cfg.write_text(CONFIG)
     events = d / "events.jsonl"
     write_stream(SimSpec(start=START, days=28, per_day=5000, seed=7, drift_day=21.0), START + 28 * DAY, str(events))
-    url = f"sqlite:///{d / 'demo.db'}"
-    base = ["--config", str(cfg), "--db", url]
-    assert main([*base, "replay", str(events)]) == 0
+    base, url, cfg = replay_through_cli(d, CONFIG, events, "demo.db")
     for s in ("none", "hour_of_day", "both"):
         assert main([*base, *REF[:-1], "--seasonality", s]) == 0
     store = Store(url)
@@ -66,18 +51,18 @@ def _alarm(doc: dict) -> bool:
 
 def test_reference_set_and_show_report_the_seasons(demo, capsys) -> None:
     base = demo["base"]
-    doc = _cli(capsys, *base, "reference", "show", "--json", "--id", str(demo["refs"]["hour_of_day"]))
+    doc = cli_json(capsys, *base, "reference", "show", "--json", "--id", str(demo["refs"]["hour_of_day"]))
     assert doc["seasonality"] == "hour_of_day" and doc["seasons"]["possible"] == 24
     slices = doc["seasons"]["slices"]
     assert [s["season"] for s in slices] == [f"{h:02d}:00" for h in range(24)]
     assert all(s["hours"] == 14 for s in slices) and sum(s["n"] for s in slices) == doc["n"]
-    both = _cli(capsys, *base, "reference", "show", "--json", "--id", str(demo["refs"]["both"]))
+    both = cli_json(capsys, *base, "reference", "show", "--json", "--id", str(demo["refs"]["both"]))
     assert both["seasons"]["possible"] == 168 and len(both["seasons"]["slices"]) == 168
     assert {s["hours"] for s in both["seasons"]["slices"]} == {2}
     assert both["seasons"]["slices"][25]["season"] == "Tue 01:00"
-    plain = _cli(capsys, *base, "reference", "show", "--json", "--id", str(demo["refs"]["none"]))
+    plain = cli_json(capsys, *base, "reference", "show", "--json", "--id", str(demo["refs"]["none"]))
     assert plain["seasonality"] == "none" and "seasons" not in plain
-    listed = _cli(capsys, *base, "reference", "list", "--json")
+    listed = cli_json(capsys, *base, "reference", "list", "--json")
     assert {r["id"]: r["seasonality"] for r in listed} == {v: k for k, v in demo["refs"].items()}
     capsys.readouterr()
     assert main([*base, "reference", "show", "--id", str(demo["refs"]["hour_of_day"])]) == 0
@@ -89,10 +74,10 @@ def test_calm_hour_flags_hour_against_the_plain_reference_and_nothing_against_th
     base = demo["base"]
     argv = [*base, "drift", "--json", "--window", "1h", "--at", "2026-11-17T01:00:00Z"]
     _activate(demo, "none")
-    plain = _cli(capsys, *argv)
+    plain = cli_json(capsys, *argv)
     assert "hour" in plain["drifted"] and plain["seasonality"] == {"seasonality": "none"}
     _activate(demo, "hour_of_day")
-    doc = _cli(capsys, *argv)
+    doc = cli_json(capsys, *argv)
     assert doc["drifted"] == [] and not _alarm(doc)
     s = doc["seasonality"]
     assert s["seasonality"] == "hour_of_day" and s["fallback"]["seasons"] == [] and s["fallback"]["window_n"] == 0
@@ -141,7 +126,7 @@ def test_thin_seasons_fall_back_to_the_whole_reference_and_say_so(demo, tmp_path
     cfg.write_text(CONFIG + "drift: {season_min_n: 1000}\n")  # every `both` slice holds ~420 predictions
     argv = ["--config", str(cfg), *demo["base"][2:], "drift", "--json", "--window", "1h", "--at",
             "2026-11-17T01:00:00Z"]
-    doc = _cli(capsys, *argv)
+    doc = cli_json(capsys, *argv)
     s = doc["seasonality"]
     assert s["fallback"]["seasons"] == ["Tue 00:00"] and s["fallback"]["window_n"] == doc["window"]["n"]
     assert s["seasons"][0]["fallback"] == "thin" and "season_min_n" in s["fallback"]["rule"]
@@ -203,11 +188,11 @@ def test_demo_sets_a_seasonal_reference_when_the_config_asks(tmp_path, capsys) -
     base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'demo.db'}"]
     assert main([*base, "demo", "--per-day", "400", "--workdir", str(tmp_path / "w"), "--port", "0"]) == 0
     assert "seasonality hour_of_day" in capsys.readouterr().err
-    ref = _cli(capsys, *base, "reference", "show", "--json")
+    ref = cli_json(capsys, *base, "reference", "show", "--json")
     assert ref["seasonality"] == "hour_of_day" and len(ref["seasons"]["slices"]) == 24
-    start = _cli(capsys, *base, "drift", "--json", "--window", "1d")["window"]["start"]  # week 4's Sunday
+    start = cli_json(capsys, *base, "drift", "--json", "--window", "1d")["window"]["start"]  # week 4's Sunday
     week3_tue_1am = datetime.fromisoformat(start.replace("Z", "+00:00")) - timedelta(days=12, hours=-1)
-    doc = _cli(capsys, *base, "drift", "--json", "--window", "1h", "--at", week3_tue_1am.isoformat())
+    doc = cli_json(capsys, *base, "drift", "--json", "--window", "1h", "--at", week3_tue_1am.isoformat())
     (use,) = doc["seasonality"]["seasons"]
     assert use["season"] == "00:00" and use["reference_hours"] == 14 and use["fallback"] is None
     assert "hour" not in doc["drifted"]
@@ -215,18 +200,15 @@ def test_demo_sets_a_seasonal_reference_when_the_config_asks(tmp_path, capsys) -
 
 def test_seasonal_reference_on_postgresql(pg_url, tmp_path, capsys) -> None:
     """The same commands on PostgreSQL: the slices are stored in reference_seasons and read back identically."""
-    cfg = tmp_path / "driftline.yaml"
-    cfg.write_text(CONFIG)
     events = tmp_path / "e.jsonl"
     write_stream(SimSpec(start=START, days=3, per_day=600, seed=5, drift_day=None), START + 3 * DAY, str(events))
-    base = ["--config", str(cfg), "--db", pg_url]
-    assert main([*base, "replay", str(events)]) == 0
-    doc = _cli(capsys, *base, "reference", "set", "--from", "2026-11-02T00:00:00Z", "--to", "2026-11-04T00:00:00Z",
-               "--seasonality", "both", "--json")
+    base = replay_through_cli(tmp_path, CONFIG, events, pg_url).base
+    doc = cli_json(capsys, *base, "reference", "set", "--from", "2026-11-02T00:00:00Z", "--to",
+                   "2026-11-04T00:00:00Z", "--seasonality", "both", "--json")
     assert doc["seasonality"] == "both" and len(doc["seasons"]["slices"]) == 48
-    shown = _cli(capsys, *base, "reference", "show", "--json")
+    shown = cli_json(capsys, *base, "reference", "show", "--json")
     assert shown["seasons"] == doc["seasons"] and shown["id"] == doc["id"]
-    drift = _cli(capsys, *base, "drift", "--json", "--window", "1h", "--at", "2026-11-04T06:00:00Z")
+    drift = cli_json(capsys, *base, "drift", "--json", "--window", "1h", "--at", "2026-11-04T06:00:00Z")
     (use,) = drift["seasonality"]["seasons"]
     assert use["season"] == "Wed 05:00" and use["fallback"] == "no_reference_hours"  # the reference has no Wednesday
-    assert [r["seasonality"] for r in _cli(capsys, *base, "reference", "list", "--json")][0] == "both"
+    assert [r["seasonality"] for r in cli_json(capsys, *base, "reference", "list", "--json")][0] == "both"
