@@ -14,9 +14,7 @@ import yaml
 from rich.console import Console
 
 from churn_sim import write_churn
-from driftline.analysis.slices import severity_key, slices_of, worst_slices
 from driftline.cli import main
-from driftline.commands.progress import fit_progress, progress_forms
 from driftline.commands.tables import Col, print_table
 from driftline.core.events import parse_time_text
 from driftline.core.stats import NEG, POS
@@ -133,6 +131,8 @@ def _line(texts: dict[str, str], bar: int) -> str:
 @pytest.mark.parametrize("width", [78, 98, 118])  # the line's share of 80/100/120 columns (spinner and a space)
 @pytest.mark.parametrize("big", [False, True])
 def test_progress_line_fits_with_events_and_dead_letters(width: int, big: bool) -> None:
+    from driftline.commands.progress import fit_progress, progress_forms
+
     k = 1000 if big else 1
     forms = progress_forms("replay", 42.0, 5_000 * k, 12_345.0 * k, 4_990 * k, 10 * k,
                            ("decoding", 8_192, 16_000), 65.0, 3_725.0)
@@ -156,9 +156,9 @@ def test_progress_renders_one_unellipsised_line_at_100_columns() -> None:
     t = iter(range(100))
     bar = IngestProgress(console, "replay", 1000.0, lambda: float(next(t)))
     with bar:
-        bar.tick("decoding", 8_192, 16_000)
         bar.events, bar.accepted = 5_000, 4_990
         bar.update(500.0)
+        bar.tick("decoding", 8_192, 16_000)  # the next batch under way
         bar.bar.refresh()
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", buf.getvalue())
     lines = [p for p in re.split(r"[\r\n]", text) if p.strip()]
@@ -174,6 +174,8 @@ def _conf(tp: int, fn: int, fp: int, tn: int) -> np.ndarray:
 
 
 def test_every_slice_table_is_ordered_like_the_worst_list() -> None:
+    from driftline.analysis.slices import severity_key, slices_of, worst_slices
+
     per = {"country": {"FR": _conf(90, 10, 5, 900),   # fine
                        "DE": _conf(20, 80, 5, 900),   # far below the recall target
                        "ES": _conf(50, 50, 5, 900),   # below

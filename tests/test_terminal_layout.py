@@ -247,8 +247,6 @@ def test_demo_week_table_fits_80_columns(db: str) -> None:
 
 def test_slice_tables_are_worst_first(db: str, capsys: pytest.CaptureFixture[str],
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from driftline.analysis.slices import severity_key  # noqa: F401 - the one key; checked on the JSON here
-
     doc = json.loads(_render(db, ["slices", "--json"], 120, capsys, monkeypatch))
     out = _render(db, ["slices"], 200, capsys, monkeypatch)
     for feat in doc["features"]:
