@@ -108,7 +108,7 @@ def fit_table(console: Console, cols: Sequence[Col], rows: Sequence[Sequence[str
     keep = kept_columns(cols, rows, console.width)
     widths = column_widths(cols, rows, keep, console.width)
     if table_width(widths) > console.width:  # even the essential columns do not fit side by side: one block a row
-        keep = [i for i in keep if cols[i].drop == 0]
+        keep = [i for i in keep if cols[i].drop == 0] or keep[:1]
         return record_table(cols, rows, keep, title, **kw), [cols[i].header for i in range(len(cols))
                                                              if i not in keep]
     t = Table(title=title, title_justify="left", **kw)
