@@ -4,12 +4,14 @@ dead-letter line numbers, help text for every option."""
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import re
 from pathlib import Path
 
 import pytest
 from hypothesis import given, strategies as st
+from rich.console import Console
 
 from driftline import numbers
 from driftline.cli import build_parser, main
@@ -200,3 +202,72 @@ def test_top_level_help_describes_and_groups(capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "critical" in capsys.readouterr().out
+
+
+# --- issue 17 §3 leftovers on the fraud database --------------------------------------------------------
+ARM_MEASURES = ("predictions (share)", "labelled / positives", "recall", "FPR", "precision", "alert rate",
+                "label coverage", "label delay p50 / p95", "cost / 1,000 (EUR)", "cost / month (EUR)")
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_ab_arms_show_every_measure(db: str, width: int, capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    out = _render(db, ["ab"], width, capsys, monkeypatch)
+    arms = out[out.index("arms ("):out.index("B − A")]
+    _rows_whole(arms, width)
+    for m in ARM_MEASURES:
+        assert re.search(rf"│ {re.escape(m)} +│", arms), (m, arms)
+    assert "not shown" not in arms
+    heads = [line for line in arms.splitlines() if line.startswith("┃")]
+    if width >= 100:  # both arms side by side, in one table
+        assert len(heads) == 1 and re.search(r"┃ +A ┃ +B ┃", heads[0])
+    else:
+        assert len(heads) == 2
+
+
+def test_demo_week_table_fits_80_columns(db: str) -> None:
+    from driftline import config
+    from driftline.commands.demo import summary
+    from driftline.context import Context
+    from driftline.core.events import parse_time_text
+
+    buf = io.StringIO()
+    ctx = Context(config=config.load(EXAMPLE), db_url=db, console=Console(file=buf, width=80),
+                  err=Console(file=io.StringIO(), width=80))
+    try:
+        summary(ctx, ctx.config, ctx.store(), parse_time_text(END))
+    finally:
+        ctx.close()
+    out = buf.getvalue()
+    _rows_whole(out, 80)
+    assert "7 days ending" in out and "00:00 UTC" in out
+    rows = [line for line in out.splitlines() if line.startswith("│")]
+    assert len(rows) == 2 and all(re.search(r"n=[\d,]+ +│ +\d\.\d{3} \[.*n=[\d,]+\*? │$", r) for r in rows), out
+
+
+def test_slice_tables_are_worst_first(db: str, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = json.loads(_render(db, ["slices", "--json"], 120, capsys, monkeypatch))
+    out = _render(db, ["slices"], 200, capsys, monkeypatch)
+    for feat in doc["features"]:
+        vals = feat["values"]
+        key = [(v["shortfall"] is None, -(v["shortfall"] or 0.0), v["value"]) for v in vals]
+        assert key == sorted(key) and len(vals) > 1
+        table = out[re.search(rf"^{feat['feature']} *$", out, re.M).start():]  # type: ignore[union-attr]
+        shown_order = [line.split("│")[1].strip().rstrip("*") for line in table.splitlines()
+                       if line.startswith("│")][:len(vals)]
+        assert shown_order == [v["value"] for v in vals]
+
+
+def test_catch_all_bins_are_not_confused_with_a_category_named_other(db: str, capsys: pytest.CaptureFixture[str],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    out = _render(db, ["reference", "show"], 1000, capsys, monkeypatch)
+    line = next(x for x in out.splitlines() if x.strip().startswith("merchant_category:"))
+    labels = line.split(":", 1)[1].strip().split(", ")
+    assert len(labels) == len(set(labels)), line  # no label twice
+    assert "other" in labels and labels[-2:] == ["(other)", "(missing)"]
+    amount = next(x for x in out.splitlines() if x.strip().startswith("amount:"))
+    assert amount.split(": ", 1)[1].startswith("(underflow), [") and "(overflow), (other), (missing)" in amount
+    doc = json.loads(_render(db, ["drift", "--json"], 200, capsys, monkeypatch))
+    text = json.dumps(doc)
+    assert '"bin": "(other)"' in text and '"bin": "other"' in text  # the catch-all and the real category

@@ -23,7 +23,10 @@ from .sparse_rows import dense_rows, sparse_rows
 
 NUMERIC, CATEGORICAL = "numeric", "categorical"
 GRID_FEATURE, GRID_SCORE = "feature", "score"
-UNDERFLOW, OVERFLOW, OTHER, MISSING = "underflow", "overflow", "other", "missing"
+UNDERFLOW, OVERFLOW, OTHER, MISSING = "(underflow)", "(overflow)", "(other)", "(missing)"
+"""Labels of the catch-all bins, in parentheses: a category may literally be called "other" or "missing" (the
+fraud example's merchant_category has "other"), and its bin must not read like the catch-all one in `reference
+show`, drift output and reports. Labels are computed for display and JSON, never stored."""
 SCORE_NAME = "score"
 PROFILE_VERSION = 1
 

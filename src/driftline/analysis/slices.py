@@ -77,15 +77,22 @@ def slice_metrics(feature: str, value: str, conf: np.ndarray, target_recall: flo
 
 def slices_of(per_feature: Mapping[str, Mapping[str, np.ndarray]], features: Iterable[str],
               target_recall: float | None = 0.7, target_fpr: float | None = None) -> dict[str, list[SliceMetrics]]:
-    """Slice metrics for each requested feature, values ordered by predictions (largest first), then name."""
+    """Slice metrics for each requested feature, values worst first (`severity_key`, as the worst list)."""
     out: dict[str, list[SliceMetrics]] = {}
     for name in features:
         vals = [slice_metrics(name, v, c, target_recall, target_fpr) for v, c in per_feature.get(name, {}).items()]
-        out[name] = sorted(vals, key=lambda s: (-s.predictions, s.value))
+        out[name] = sorted(vals, key=severity_key)
     return out
 
 
+def severity_key(s: SliceMetrics) -> tuple[bool, float, str, str]:
+    """Sort key of slices, worst first: the largest shortfall first (a slice just inside the targets before one
+    far inside), slices with no shortfall (no target, or no labels) last; ties by feature, then value name. One
+    key for the per-feature tables and the worst list, so both read in the same order."""
+    return (s.shortfall is None, -(s.shortfall if s.shortfall is not None else 0.0), s.feature, s.value)
+
+
 def worst_slices(slices: Iterable[SliceMetrics]) -> list[SliceMetrics]:
-    """Slices whose interval misses a target (shortfall > 0), the furthest first."""
+    """Slices whose interval misses a target (shortfall > 0), the furthest first (`severity_key`)."""
     bad = [s for s in slices if s.shortfall is not None and s.shortfall > 0]
-    return sorted(bad, key=lambda s: (-(s.shortfall or 0.0), s.feature, s.value))
+    return sorted(bad, key=severity_key)

@@ -11,7 +11,7 @@ from rich.console import Console
 from ..context import Context, parse_window
 from ..numbers import MISSING, count, diff, duration, indicative_used, interval, money, percent, prop, pvalue
 from .render import fmt_rate, footnote_if, shown
-from .tables import Col, print_table
+from .tables import Col, print_groups, print_table
 from .query import add_matured_arg, add_window_args, window_end
 from .which_model import pick_model
 
@@ -76,29 +76,28 @@ def render_ab(doc: dict[str, Any], console: Console) -> None:
 
 
 def _arms_table(doc: dict[str, Any], console: Console) -> None:
-    """One row per arm (so any number of arms fits), columns dropped by importance when narrow."""
+    """One row per measure and one column per arm: every measure shows (an arm's ten interval cells side by side
+    would need ~250 columns), and more arms than the width holds go to a further table (`print_groups`)."""
     arms = doc["arms"]
     cur = doc.get("currency", "")
     versions = "; ".join(f"{a} {','.join(x.get('model_versions', [])) or MISSING}" for a, x in arms.items())
     costs = doc.get("costs_configured", True)
-    cols = [Col("arm", "left"), Col("predictions (share)", drop=4), Col("labelled / pos.", drop=5), Col("recall"),
-            Col("FPR"), Col("precision", drop=1), Col("alert rate", drop=3), Col("label coverage", drop=2),
-            Col("delay p50 / p95", drop=6)]
+    measures: list[tuple[str, list[str]]] = [
+        ("predictions (share)", [f"{count(x['predictions'])} ({prop(x['expected_share'])})" for x in arms.values()]),
+        ("labelled / positives", [f"{count(x['labelled'])} / {count(x['positives'])}" for x in arms.values()]),
+        *[(name, [fmt_rate(x[key]) for x in arms.values()]) for key, name in METRICS],
+        ("label coverage", [fmt_rate(x["label_coverage"]) for x in arms.values()]),
+        ("label delay p50 / p95", [f"{duration(x['label_delay_seconds'].get('p50'))} / "
+                                   f"{duration(x['label_delay_seconds'].get('p95'))}" for x in arms.values()]),
+    ]
     if costs:
-        cols += [Col(f"cost / 1,000 ({cur})", drop=1), Col(f"cost / month ({cur})", drop=7)]
-    rows = []
-    for a, x in arms.items():
-        c = x["cost_per_1000"]
-        row = [shown(a), f"{count(x['predictions'])} ({prop(x['expected_share'])})",
-               f"{count(x['labelled'])} / {count(x['positives'])}",
-               *[fmt_rate(x[key]) for key, _ in METRICS[:2]], fmt_rate(x["precision"]),
-               fmt_rate(x["alert_rate"]), fmt_rate(x["label_coverage"]),
-               f"{duration(x['label_delay_seconds'].get('p50'))} / {duration(x['label_delay_seconds'].get('p95'))}"]
-        if costs:
-            row += [money(c["value"], c["low"], c["high"]), money(x["monthly"]["cost"]["value"])]
-        rows.append(row)
-    print_table(console, cols, rows, title=f"arms (control arm {shown(doc['control'])!r}; versions {shown(versions)}; "
-                                           "share: the expected share of traffic)")
+        measures += [(f"cost / 1,000 ({cur})", [money(x["cost_per_1000"]["value"], x["cost_per_1000"]["low"],
+                                                      x["cost_per_1000"]["high"]) for x in arms.values()]),
+                     (f"cost / month ({cur})", [money(x["monthly"]["cost"]["value"]) for x in arms.values()])]
+    cols = [Col("", "left")] + [Col(shown(a)) for a in arms]
+    print_groups(console, cols, [[name, *cells] for name, cells in measures],
+                 title=f"arms (control arm {shown(doc['control'])!r}; versions {shown(versions)}; "
+                       "share: the expected share of traffic)")
     if not costs:
         console.print("cost: costs not configured (see `costs:` in the config)")
 

@@ -366,9 +366,9 @@ def summary(ctx: Context, cfg: Config, store: Store, end: float) -> None:
         stamp = iso(at)
         rows.append([stamp.removesuffix("T00:00:00Z"), count(doc["counts"]["predictions"]), fmt_rate(m["recall"]),
                      fmt_rate(m["fpr"]), fmt_rate(m["precision"]), fmt_rate(doc["label_coverage"])])
-    if all(iso(at).endswith("T00:00:00Z") for at in (end - 7 * DAY, end)):
-        cols[0] = Col("7 days ending (00:00 UTC)", "left")
-    print_table(ctx.console, cols, rows)
+    midnight = all(iso(at).endswith("T00:00:00Z") for at in (end - 7 * DAY, end))
+    # the time of day in the title, not the header: a 25-character header would not let the rates fit 80 columns
+    print_table(ctx.console, cols, rows, title="7-day windows ending 00:00 UTC" if midnight else None)
     footnote_if(ctx.console, indicative_used(used))
 
 

@@ -133,8 +133,9 @@ def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
     if not rows:
         ctx.console.print(f"no dead letters with reason {args.reason} stored (all time)")
         return 0
+    # detail is free text: it shrinks (cut with … in its cell) before received or source are left out
     cols = [Col("received", "left", drop=3), Col("reason", "left"), Col("source", "left", drop=2),
-            Col("where", "left"), Col("detail", "left", drop=1)]
+            Col("where", "left"), Col("detail", "left", drop=1, flex=24)]
     out, payloads = [], []
     for row in rows:
         raw = row["raw"].decode("utf-8", "replace")

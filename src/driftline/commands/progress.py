@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import TracebackType
 
-from rich.console import Console
-from rich.progress import (BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.console import Console, RenderableType
+from rich.progress import Progress, ProgressColumn, SpinnerColumn, Task
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
 
 from ..ingest.pipeline import BatchResult
 
@@ -39,26 +41,125 @@ class Ramp:
         return size
 
 
-def _fmt_fields(events: int, rate: float, accepted: int, dead: int, stage: str = "") -> dict[str, str]:
-    return {"events": f"{events:,}", "rate": f"{rate:,.0f}", "accepted": f"{accepted:,}", "dead": f"{dead:,}",
-            "stage": stage}
+def _clock(seconds: float | None) -> str:
+    """'0:01:05' (as rich's time columns), '-:--:--' when not known yet."""
+    if seconds is None:
+        return "-:--:--"
+    m, sec = divmod(int(max(seconds, 0)), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{sec:02d}"
+
+
+ORDER = ("what", "bar", "pct", "events", "rate", "accepted", "dead", "stage", "elapsed", "eta")
+"""Parts of the progress line, left to right; the counts (events … dead) are joined by ' · '."""
+COUNTS = ("events", "rate", "accepted", "dead")
+LADDER = (("stage", 1), ("elapsed", 1), ("events", 1), ("accepted", 1), ("dead", 1), ("stage", 2), ("what", 1),
+          ("bar", 1), ("accepted", 2), ("rate", 2), ("eta", 1), ("pct", 1))
+"""How the line gets shorter, one step at a time until it fits: (part, index of its next form); a part's last
+form is '' (left out). The batch stage's short form and no elapsed time first, then short labels ('ev', 'ok',
+'dead'), no batch stage, no label, no bar, no accepted, rate, time left or share; events and dead letters stay."""
+BAR_MIN, BAR_MAX = 10, 40
+
+
+def progress_forms(what: str, pct: float | None, events: int, rate: float, accepted: int, dead: int,
+                   stage: tuple[str, int, int] | None, elapsed: float | None, eta: float | None
+                   ) -> dict[str, tuple[str, ...]]:
+    """Each part of the line in its forms, longest first (the bar's forms are 'shown' and ''); no bar, share or
+    time left without a total (stdin), no time left before rich can estimate it."""
+    st: tuple[str, ...] = ("", "", "")
+    if stage is not None:
+        name, done, of = stage
+        st = ((f"(batch: storing {of:,})", f"storing {of:,}", "") if name == "storing" else
+              (f"(batch: {name} {done:,} of {of:,})", f"{name} {done:,}/{of:,}", ""))
+    bar = ("bar", "") if pct is not None else ("",)
+    return {"what": (what, ""), "bar": bar, "pct": (f"{pct:3.0f}%", "") if pct is not None else ("",),
+            "events": (f"{events:,} events", f"{events:,} ev"), "rate": (f"{rate:,.0f}/s", f"{rate:,.0f}/s", ""),
+            "accepted": (f"accepted {accepted:,}", f"ok {accepted:,}", ""),
+            "dead": (f"dead letters {dead:,}", f"dead {dead:,}"), "stage": st,
+            "elapsed": (_clock(elapsed), ""),
+            "eta": (f"{_clock(eta)} left", "") if pct is not None and eta is not None else ("",)}
+
+
+def _join(texts: dict[str, str], bar: int) -> list[str]:
+    """The line's pieces in order (the bar as a run of `bar` placeholder cells), empty parts left out."""
+    counts = " · ".join(texts[k] for k in COUNTS if texts[k])
+    out = []
+    for k in ORDER:
+        if k == "bar":
+            if bar:
+                out.append("━" * bar)
+        elif k in COUNTS:
+            if k == "events" and counts:
+                out.append(counts)
+        elif texts[k]:
+            out.append(texts[k])
+    return out
+
+
+def fit_progress(forms: dict[str, tuple[str, ...]], width: int) -> tuple[dict[str, str], int]:
+    """The form of each part and the bar's width (0: no bar) for a line of at most `width` cells: the longest
+    forms that fit, shortened along LADDER; the bar takes what is left, BAR_MIN to BAR_MAX cells."""
+    pick = {k: 0 for k in forms}
+    steps = iter(LADDER)
+    while True:
+        texts = {k: forms[k][min(pick[k], len(forms[k]) - 1)] for k in forms}
+        fixed = _join(texts, 0)
+        used = sum(Text(p).cell_len for p in fixed) + len(fixed) - 1 if fixed else 0
+        room = width - used - 1
+        if texts["bar"] and room >= BAR_MIN:
+            return texts, min(BAR_MAX, room)
+        if not texts["bar"] and used <= width:
+            return texts, 0
+        step = next(steps, None)
+        if step is None:
+            return texts, 0
+        pick[step[0]] = max(pick[step[0]], step[1])
+
+
+class FittedLine(ProgressColumn):
+    """The whole progress line as one column, laid out for the console's width by `fit_progress` (rich's own
+    columns ellipsise every part when the line is too long: 'repl… … 5,000 events …')."""
+
+    def __init__(self, what: str, console: Console) -> None:
+        super().__init__()
+        self.what = what
+        self.console = console
+
+    def render(self, task: Task) -> RenderableType:
+        f = task.fields
+        pct = task.percentage if task.total else None
+        forms = progress_forms(self.what, pct, f["events"], f["rate"], f["accepted"], f["dead"], f["stage"],
+                               task.elapsed, task.time_remaining if pct is not None else None)
+        texts, bar = fit_progress(forms, self.console.width - 2)  # 2: the spinner and its space
+        grid = Table.grid(padding=(0, 1))
+        cells: list[RenderableType] = []
+        for k in ORDER:
+            if k == "bar":
+                if bar:
+                    cells.append(ProgressBar(total=task.total, completed=task.completed, width=bar))
+            elif k in COUNTS:
+                counts = " · ".join(texts[c] for c in COUNTS if texts[c])
+                if k == "events" and counts:
+                    cells.append(Text(counts))
+            elif texts[k]:
+                cells.append(Text(texts[k], style="dim" if k == "stage" else ""))
+        for _ in cells:
+            grid.add_column(no_wrap=True)
+        grid.add_row(*cells)
+        return grid
 
 
 class IngestProgress:
-    """A rich progress bar on `console` (stderr) for `what`: share done, events stored, events/s, accepted, dead
-    letters, the current batch's stage, time left. `total` is in the caller's unit (bytes of a file, seconds of
-    event time); None: no bar length (stdin)."""
+    """A progress line on `console` (stderr) for `what`: share done, events stored, events/s, accepted, dead
+    letters, the current batch's stage, elapsed time and time left, fitted to the width (`fit_progress`).
+    `total` is in the caller's unit (bytes of a file, seconds of event time); None: no bar length (stdin)."""
 
     def __init__(self, console: Console, what: str, total: float | None, clock: Callable[[], float]) -> None:
         self.clock = clock
         self.t0 = clock()
         self.events = self.accepted = self.dead = 0
-        self.bar = Progress(SpinnerColumn(), TextColumn(what), BarColumn(), TaskProgressColumn(),
-                            TextColumn("{task.fields[events]} events · {task.fields[rate]}/s · accepted "
-                                       "{task.fields[accepted]} · dead letters {task.fields[dead]} "
-                                       "[dim]{task.fields[stage]}[/dim]"),
-                            TimeElapsedColumn(), TimeRemainingColumn(), console=console, refresh_per_second=4)
-        self.task = self.bar.add_task(what, total=total, **_fmt_fields(0, 0.0, 0, 0))
+        self.bar = Progress(SpinnerColumn(), FittedLine(what, console), console=console, refresh_per_second=4)
+        self.task = self.bar.add_task(what, total=total, events=0, rate=0.0, accepted=0, dead=0, stage=None)
 
     def __enter__(self) -> IngestProgress:
         self.bar.start()
@@ -75,11 +176,11 @@ class IngestProgress:
 
     def tick(self, stage: str, done: int, of: int) -> None:
         """How far the current batch got (pipeline.Tick): shown next to the counts."""
-        self.bar.update(self.task, stage=f"(batch: {stage} {done:,} of {of:,})" if stage != "storing"
-                        else f"(batch: storing {of:,})")
+        self.bar.update(self.task, stage=(stage, done, of))
 
     def update(self, completed: float) -> None:
         """Move the bar to `completed` and refresh the counts and the rate."""
         elapsed = self.clock() - self.t0
         rate = self.events / elapsed if elapsed > 0 else 0.0
-        self.bar.update(self.task, completed=completed, **_fmt_fields(self.events, rate, self.accepted, self.dead))
+        self.bar.update(self.task, completed=completed, events=self.events, rate=rate, accepted=self.accepted,
+                        dead=self.dead)
