@@ -80,6 +80,21 @@ def rate(r: dict[str, Any] | None) -> Formatted:
     return Formatted(numbers.rate(r))
 
 
+STAT_METRICS = frozenset({"ece", "brier", "log_loss"})
+"""Headline metrics that are error statistics (4 places), not proportions."""
+
+
+def headline_value(r: dict[str, Any], with_interval: bool = True) -> Formatted:
+    """A headline row's value: a statistic as '0.1483', a proportion as '0.456 [0.415, 0.498] n=550' (with
+    `with_interval`, else '0.456\\*' with the indicative mark escaped for the Markdown table)."""
+    if r.get("metric") in STAT_METRICS:
+        return stat(r.get("value"))
+    if with_interval:
+        return rate(r)
+    star = "\\*" if r.get("indicative") and r.get("value") is not None else ""
+    return Formatted(numbers.prop(r.get("value")) + star)
+
+
 def interval(low: float | None, high: float | None, digits: int = numbers.PLACES) -> Formatted:
     """'[0.490, 0.943]', '[−0.018, 0.130]', '—' when missing."""
     return Formatted(numbers.interval(low, high, digits))
@@ -167,7 +182,8 @@ def _env(markdown: bool) -> Environment:
     else:
         env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, finalize=html_text,
                           undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=num, stat=stat, ratio=ratio, money_interval=money_interval, estimate=estimate, count=count, pct=pct, money=money, rate=rate, interval=interval, signed=signed,
+    env.filters.update(headline_value=headline_value, num=num, stat=stat, ratio=ratio, money_interval=money_interval,
+                       estimate=estimate, count=count, pct=pct, money=money, rate=rate, interval=interval, signed=signed,
                        pvalue=pvalue, duration=duration, when=when, week_words=week_words, metric_name=metric_name,
                        capitalised=capitalised, by_importance=by_importance)
     env.globals.update(versus_baseline=versus_baseline, cost_optimal=cost_optimal)
