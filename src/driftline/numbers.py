@@ -54,6 +54,13 @@ def interval(lo: float | None, hi: float | None, places: int = PLACES) -> str:
     return MISSING if lo is None or hi is None else f"[{fixed(lo, places)}, {fixed(hi, places)}]"
 
 
+def line(v: float | None) -> str:
+    """An agreed line or target as it was written, at least 2 places: '0.70', '0.085', '1500'."""
+    if v is None:
+        return MISSING
+    return f"{v:.2f}" if round(v, 2) == v and abs(v) < 100 else f"{v:g}"
+
+
 def ratio(k: int | float | None, n: int | float | None) -> str:
     """'487/3,754': a count out of a count, both with thousands separators."""
     return f"{count(k)}/{count(n)}"

@@ -151,10 +151,10 @@ def prepare_database(ctx: Context, reset: bool) -> str | None:
 
 # --- printing ----------------------------------------------------------------------------------------------
 def alert_line(rule: Rule, t: Transition) -> str:
-    """'recall_below_target FIRING (critical): recall 0.612 [0.571, 0.651] n=245 over 7d, line < 0.7'."""
+    """'recall_below_target FIRING (critical): recall 0.612 [0.571, 0.651] n=245 over 7d, line < 0.70'."""
     interval = f" {numbers.interval(t.low, t.high)}" if t.low is not None else ""
     return (f"{rule.name} {t.to_state.upper()} ({rule.severity}): {rule.metric} {numbers.prop(t.value)}{interval} "
-            f"n={numbers.count(t.n or 0)} over {t.window}, line {rule.op} {rule.value:g}")
+            f"n={numbers.count(t.n or 0)} over {t.window}, line {rule.op} {numbers.line(rule.value)}")
 
 
 def scrape(url: str) -> dict[str, float]:

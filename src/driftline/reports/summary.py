@@ -49,7 +49,7 @@ def _reading(r: dict[str, Any]) -> str:
 
 def _target_text(value: float) -> str:
     """An agreed line as it was written ('0.70', '0.085')."""
-    return f"{value:.2f}" if round(value, 2) == value else f"{value:g}"
+    return numbers.line(value)
 
 
 def missed_targets(rows: list[dict[str, Any]]) -> list[str]:

@@ -66,7 +66,7 @@ def fmt_line(rule: Rule) -> str:
     """The trigger's line as it was agreed ('0.60', '0.085'; a duration for seconds)."""
     if info(rule.metric).unit == "seconds":
         return numbers.duration(rule.value)
-    return f"{rule.value:.2f}" if round(rule.value, 2) == rule.value else f"{rule.value:g}"
+    return numbers.line(rule.value)
 
 
 def summary(rule: Rule, model: str, state: TriggerState, kind: str) -> str:
