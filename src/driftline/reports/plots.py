@@ -65,7 +65,7 @@ def trends_figure(doc: dict[str, Any], key: str) -> Figure | None:
     target = doc.get("targets", {}).get(key)
     if target is not None:
         lines.append((target, f"target {key} {target:g}"))
-    fig, ax = _figure(figsize=(4.2, 3.0 + 0.22 * len(lines)))
+    fig, ax = _figure(figsize=(4.2, 3.3 + 0.2 * max(0, len(lines) - 1)))  # the same size side by side
     x = list(range(len(days)))
     vals = [d[key]["value"] for d in days]
     lo = [d[key]["low"] if d[key]["low"] is not None else float("nan") for d in days]
@@ -80,7 +80,7 @@ def trends_figure(doc: dict[str, Any], key: str) -> Figure | None:
     ax.tick_params(axis="y", labelsize=9)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=1 if lines else 2, fontsize=8, frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=1, fontsize=8, frameon=False)
     fig.tight_layout()
     return fig
 
