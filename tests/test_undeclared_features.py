@@ -84,7 +84,8 @@ def test_undeclared_names_are_bounded_per_batch_and_in_the_store(tmp_path) -> No
     for i in range(MAX_UNDECLARED_NAMES + 10):
         count_undeclared(c, f"f{i}")
     count_undeclared(c, "f0")
-    assert sum(1 for n, _ in c if n == UNDECLARED_COUNTER) == MAX_UNDECLARED_NAMES and c[(UNDECLARED_COUNTER, "f0")] == 2
+    assert sum(1 for n, _ in c if n == UNDECLARED_COUNTER) == MAX_UNDECLARED_NAMES
+    assert c[(UNDECLARED_COUNTER, "f0")] == 2
     store = Store(f"sqlite:///{tmp_path / 'b.db'}")
     store.migrate()
     try:

@@ -85,8 +85,8 @@ def _srm(srm: dict[str, Any], design: str) -> str:
         return (f"Warning: the shadow arms scored different numbers of predictions ({split}, χ² p "
                 f"{_p(srm.get('p_value'))}): one variant misses ids, so the arms cover different traffic.")
     return (f"Sample-ratio mismatch: the arms got {split} of predictions against {want} configured "
-            f"(χ² = {numbers.fixed(srm['chi2'], 1, sep=True)}, p {_p(srm.get('p_value'))}): assignment or logging is broken, so the "
-            f"comparisons below are unreliable until that is fixed.")
+            f"(χ² = {numbers.fixed(srm['chi2'], 1, sep=True)}, p {_p(srm.get('p_value'))}): assignment or logging "
+            f"is broken, so the comparisons below are unreliable until that is fixed.")
 
 
 def _comparison(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
@@ -103,8 +103,8 @@ def _comparison(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
                    f"wait for labels.")
     elif min(at["positives"], ac["positives"]) < MIN_POSITIVES:
         out.append(f"Too few labelled positives to judge recall ({ct}: {numbers.count(ac['positives'])}, {tr}: "
-                   f"{numbers.count(at['positives'])}; fewer than {MIN_POSITIVES} per arm): {tr} - {ct} = {_s(rec['diff'])} "
-                   f"{_iv(rec['low'], rec['high'])} is indicative only. {_power(comp)}")
+                   f"{numbers.count(at['positives'])}; fewer than {MIN_POSITIVES} per arm): {tr} - {ct} = "
+                   f"{_s(rec['diff'])} {_iv(rec['low'], rec['high'])} is indicative only. {_power(comp)}")
     elif comp.get("paired") is not None and (comp["paired"]["bootstrap"]["recall"]["diff"] is not None):
         out.append(_paired_recall(doc, comp))
     else:
@@ -135,7 +135,8 @@ def _power(comp: dict[str, Any]) -> str:
     pw = comp["power"]
     if pw.get("mde") is None:
         return "The minimum detectable recall difference cannot be computed yet."
-    s = (f"With {numbers.count(pw['n_control'])} and {numbers.count(pw['n_treatment'])} labelled positives the minimum detectable recall gain "
+    s = (f"With {numbers.count(pw['n_control'])} and {numbers.count(pw['n_treatment'])} labelled positives the "
+         f"minimum detectable recall gain "
          f"is {_n(pw['mde'])} (80 % power)")
     more, target = pw.get("more_per_arm"), pw.get("target_diff")
     if more is None or target is None:
@@ -266,12 +267,14 @@ def _cautions(comp: dict[str, Any]) -> list[str]:
     if pr is not None:
         lf = pr["labels_follow_control"]
         if lf["warning"]:
-            out.append(f"Caution: labels follow {ct}'s flags (coverage {numbers.percent(lf['coverage_flagged']['value'])} "
+            out.append(f"Caution: labels follow {ct}'s flags (coverage "
+                       f"{numbers.percent(lf['coverage_flagged']['value'])} "
                        f"when {ct} flags vs {numbers.percent(lf['coverage_unflagged']['value'])} when not): positives "
                        f"{ct} misses are under-labelled, so the recall comparison is biased in favour of {ct}.")
         rows = pr["rows"]["control"]
         unpaired = pr["unpaired"]["control"]
         if rows and unpaired > 0.01 * rows:
-            out.append(f"Caution: {numbers.count(unpaired)} of {ct}'s {numbers.count(rows)} predictions have no {tr} score; the paired tests "
+            out.append(f"Caution: {numbers.count(unpaired)} of {ct}'s {numbers.count(rows)} predictions have no "
+                       f"{tr} score; the paired tests "
                        f"cover only the ids scored by both.")
     return out

@@ -61,7 +61,8 @@ def money(v: float | None, currency: str | None, low: float | None = None, high:
     return Formatted(numbers.money(v, low, high, signed=signed, currency=currency))
 
 
-def money_interval(low: float | None, high: float | None, currency: str | None, value: float | None = None) -> Formatted:
+def money_interval(low: float | None, high: float | None, currency: str | None,
+                   value: float | None = None) -> Formatted:
     """'[−€4,110, −€158]': the interval of an amount, with the decimals of the amount it belongs to."""
     return Formatted(numbers.money_interval(low, high, currency, value))
 
@@ -183,9 +184,9 @@ def _env(markdown: bool) -> Environment:
         env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, finalize=html_text,
                           undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(headline_value=headline_value, num=num, stat=stat, ratio=ratio, money_interval=money_interval,
-                       estimate=estimate, count=count, pct=pct, money=money, rate=rate, interval=interval, signed=signed,
-                       pvalue=pvalue, duration=duration, when=when, week_words=week_words, metric_name=metric_name,
-                       capitalised=capitalised, by_importance=by_importance)
+                       estimate=estimate, count=count, pct=pct, money=money, rate=rate, interval=interval,
+                       signed=signed, pvalue=pvalue, duration=duration, when=when, week_words=week_words,
+                       metric_name=metric_name, capitalised=capitalised, by_importance=by_importance)
     env.globals.update(versus_baseline=versus_baseline, cost_optimal=cost_optimal)
     return env
 
