@@ -238,7 +238,7 @@ def cmd_demo(ctx: Context, args: argparse.Namespace) -> int:
         recall = [v for k, v in samples.items() if k.startswith("driftline_recall_ratio{")
                   and 'variant="all"' in k and 'window="7d"' in k]
         ctx.console.print(f"/metrics scraped: {len(samples):,} driftline series"
-                          + (f", driftline_recall_ratio{{variant=\"all\",window=\"7d\"}} = {recall[0]:.3f}"
+                          + (f", driftline_recall_ratio{{variant=\"all\",window=\"7d\"}} = {numbers.prop(recall[0])}"
                              if recall else ""), soft_wrap=True)
         week = week_of(end - 1.0)
         ctx.err.print(f"[bold]3/3[/bold] report of week 4 ({week.label})")
