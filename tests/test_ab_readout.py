@@ -19,6 +19,7 @@ from driftline.analysis.abstats import ArmCounts, compare_proportions, holm, lab
 from driftline.analysis.costs import cost_difference, cost_per_1000
 from driftline.analysis.power import recall_power
 from driftline.analysis.sequential import SequentialPlan, cs_difference, cs_from_standard_error
+from driftline import numbers
 from driftline.cli import main
 from driftline.commands.demo import EXAMPLE_COSTS
 from driftline.config import AB, ConfigError, from_dict
@@ -253,7 +254,7 @@ def test_shadow_paired_counts_and_exact_mcnemar(tmp_path, capsys) -> None:
     assert boot["recall"]["high"] - boot["recall"]["low"] < rec["high"] - rec["low"]
     assert doc["srm"]["mismatch"] is False  # 60 extra A rows out of 5,000 is not material
     assert pr["labels_follow_control"]["warning"] is False and "Caution: labels follow" not in doc["verdict"]
-    assert "Shadow mode, 5000 ids scored by both" in doc["verdict"]
+    assert "Shadow mode, 5,000 ids scored by both" in doc["verdict"]  # counts with separators
     assert f"B catches {pr['recall']['treatment_only']} positives A misses" in doc["verdict"]
     # the CLI on a shadow config file, human-readable
     cfg = tmp_path / "shadow.yaml"
@@ -318,12 +319,12 @@ def test_verdict_fixed_excludes_but_sequential_does_not(verdict_db) -> None:
     v = doc["verdict"]
     # no claim: the interval appropriate to continuous monitoring (always-valid) still includes 0
     assert v.startswith(f"Not established under repeated looks: B - A recall = +0.153; the fixed-horizon 95 % "
-                        f"interval [{rec['low']:.3f}, {rec['high']:.3f}] (Holm p = {rec['p_holm']:.2g}")
+                        f"interval {numbers.interval(rec['low'], rec['high'])} (Holm p = {numbers.pvalue(rec['p_holm'])}")
     assert "recall is higher" not in v
-    assert f"the always-valid interval [{rec['seq_low']:.3f}, {rec['seq_high']:.3f}] still includes 0" in v
+    assert f"the always-valid interval {numbers.interval(rec['seq_low'], rec['seq_high'])} still includes 0" in v
     more = rec["seq_more_needed"]
     days = math.ceil(more / comp["power"]["positives_per_day"])
-    assert f"still includes 0, so keep collecting before acting on repeated looks: ~{more} more labelled " \
+    assert f"still includes 0, so keep collecting before acting on repeated looks: ~{numbers.count(more)} more labelled " \
            f"positives (~{days} day{'s' if days != 1 else ''})" in v
     assert comp["power"]["positives_per_day"] == pytest.approx(300 / 5, rel=0.05)
 
@@ -339,11 +340,11 @@ def test_verdict_never_claims_a_difference_the_always_valid_interval_does_not_su
     assert fpr["fixed_excludes_zero"] and fpr["p_holm"] < 0.05 and fpr["seq_excludes_zero"]
     v = doc["verdict"]
     assert "alert rate is higher" not in v
-    assert (f"B - A alert rate = +{ar['diff']:.3f}: the fixed-horizon interval [{ar['low']:.3f}, {ar['high']:.3f}] "
-            f"excludes 0 but the always-valid interval [{ar['seq_low']:.3f}, {ar['seq_high']:.3f}] does not") in v
-    assert (f"B's FPR is higher by {fpr['diff']:.3f} [{fpr['low']:.3f}, {fpr['high']:.3f}] (fixed-horizon 95 % "
+    assert (f"B - A alert rate = +{ar['diff']:.3f}: the fixed-horizon interval {numbers.interval(ar['low'], ar['high'])} "
+            f"excludes 0 but the always-valid interval {numbers.interval(ar['seq_low'], ar['seq_high'])} does not") in v
+    assert (f"B's FPR is higher by {fpr['diff']:.3f} {numbers.interval(fpr['low'], fpr['high'])} (fixed-horizon 95 % "
             f"interval, Holm p") in v
-    assert f"always-valid interval [{fpr['seq_low']:.3f}, {fpr['seq_high']:.3f}] also excludes 0" in v
+    assert f"always-valid interval {numbers.interval(fpr['seq_low'], fpr['seq_high'])} also excludes 0" in v
     # the cost difference carries an always-valid interval too, and is claimed only when it excludes 0
     cost = doc["comparisons"][0]["cost_per_1000"]
     assert cost["seq_low"] <= cost["low"] and cost["seq_high"] >= cost["high"]

@@ -23,7 +23,7 @@ from driftline.storage.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 ALERT = re.compile(r"^(\S+)  ALERT recall_below_target FIRING \(critical\): recall (0\.\d{3}) \[(0\.\d{3}), "
-                   r"(0\.\d{3})\] n=(\d+) over 7d, line < 0\.7$", re.M)
+                   r"(0\.\d{3})\] n=(\d+) over 7d, line < 0\.70$", re.M)  # the line as agreed (numbers.line)
 
 
 def test_demo_runs_end_to_end_and_its_recall_alert_fires(tmp_path: Path) -> None:

@@ -101,12 +101,13 @@ def test_alertmanager_payload_for_firing_and_resolve(receiver):
     assert a["startsAt"] == "2026-12-01T00:00:00Z" and a["endsAt"] == "2026-12-01T00:05:30Z"
     assert a["generatorURL"] == "http://127.0.0.1:9108/triggers"
     assert a["annotations"]["runbook_url"] == "https://runbooks.example/recall"
-    assert a["annotations"]["summary"] == "recall of fraud is 50.0% over 7d (line < 70.0%)"
-    assert "95% interval 39.3% to 60.7%, n = 80" in a["annotations"]["description"]
+    # one number rule (numbers.py): a rate as a 3-place proportion, the line as agreed (issue 17 §3)
+    assert a["annotations"]["summary"] == "recall of fraud is 0.500 over 7d (line < 0.70)"
+    assert "95 % interval [0.393, 0.607], n = 80" in a["annotations"]["description"]
     n.notify([resolve.notice], [])
     r = receiver.requests[1][2][0]
     assert (r["startsAt"], r["endsAt"]) == ("2026-12-01T00:00:00Z", "2026-12-01T00:10:00Z")
-    assert r["annotations"]["summary"].startswith("Resolved: recall of fraud is 87.5%")
+    assert r["annotations"]["summary"].startswith("Resolved: recall of fraud is 0.875")
     assert _sample(ops, "driftline_notifications_sent_total", ALERTMANAGER) == 2
     assert _sample(ops, "driftline_notifications_failed_total", ALERTMANAGER) == 0
 
@@ -192,7 +193,7 @@ def test_without_receivers_notices_are_logged_only(caplog):
     fire, resolve = _firing_then_resolved()
     with caplog.at_level(logging.INFO, logger="driftline.triggers.notify"):
         assert n.notify([fire.notice, resolve.notice]) == []
-    assert "trigger recall_below_target firing: recall of fraud is 50.0%" in caplog.text
+    assert "trigger recall_below_target firing: recall of fraud is 0.500 over 7d (line < 0.70)" in caplog.text
     assert "trigger recall_below_target resolved" in caplog.text
     assert ops.registry.get_sample_value("driftline_notifications_sent_total", {"receiver": WEBHOOK}) is None
 

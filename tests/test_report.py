@@ -190,8 +190,8 @@ def test_html_in_headless_chromium(report: dict[str, Any], tmp_path: Path) -> No
     assert not re.search(r"""<link\b|@import|url\(\s*["']?(?:https?:)?//""", html, re.I)
     assert "<script" not in html.lower().replace("&lt;script", "")
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and XSS not in html
-    imgs = re.findall(r'<img class="plot" alt="[^"]*" src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
-    assert len(imgs) == 5  # trends, drift, score distribution, reliability, threshold curve
+    imgs = re.findall(r'<img class="plot[^"]*" alt="[^"]*" src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    assert len(imgs) == 7  # trends (recall, FPR, precision), drift, score distribution, reliability, threshold curve
     for b64 in imgs:
         im = _png(base64.b64decode(b64))
         assert im.width >= 300 and im.height >= 200 and _non_blank(im) > 0.02
@@ -388,9 +388,28 @@ window.addEventListener('load', function () {
     var r = el.getBoundingClientRect();
     if (r.width > 0 && r.right > W + 1) bad.push(el.tagName + ':' + Math.round(r.right));
   });
+  var wrapped = [];  // cells holding `value [lo, hi]` laid out on more than one line
+  d.querySelectorAll('td').forEach(function (td) {
+    if (!/\\[[^\\]]*,[^\\]]*\\]/.test(td.textContent) || td.classList.contains('l')) return;
+    var range = d.createRange();
+    range.selectNodeContents(td);
+    var tops = {};
+    Array.prototype.forEach.call(range.getClientRects(), function (r) { if (r.width > 0) tops[Math.round(r.bottom)] = 1; });
+    if (Object.keys(tops).length > 1) wrapped.push(td.textContent.trim().slice(0, 40));
+  });
+  var charts = Array.prototype.map.call(d.querySelectorAll('#trends ~ .scroll, .charts img'), function (el) {
+    var r = el.getBoundingClientRect();
+    return el.tagName === 'IMG' ? {w: Math.round(r.width), natural: el.naturalWidth, right: Math.round(r.right)} : null;
+  }).filter(function (c) { return c; });
+  var targets = Array.prototype.map.call(d.querySelectorAll('#headline-table td[data-label="target"]:not(.empty)'), function (td) {
+    var r = td.getBoundingClientRect();
+    return {right: Math.round(r.right), visible: r.width > 0};
+  });
   var out = document.createElement('pre');
   out.id = 'layout';
-  out.textContent = JSON.stringify({width: W, scroll: d.documentElement.scrollWidth, overflowing: bad.slice(0, 20)});
+  out.textContent = JSON.stringify({width: W, scroll: d.documentElement.scrollWidth, overflowing: bad.slice(0, 20),
+                                    body: d.body.scrollWidth, wrapped: wrapped.slice(0, 20), charts: charts,
+                                    targets: targets});
   document.body.appendChild(out);
 });
 </script></body></html>"""
@@ -414,19 +433,32 @@ def _layout(chromium: str, page: Path, width: int, tmp: Path) -> dict[str, Any]:
 @pytest.mark.parametrize("width", [1280, 390])
 def test_report_fits_desktop_and_phone_widths(report: dict[str, Any], tmp_path: Path, width: int) -> None:
     """Laid out by headless Chromium at 1280 px and at a phone's 390 px, the page is no wider than the screen and
-    no element sticks out (wide tables scroll inside their own block, plots shrink); the same check on the page
-    without its scrolling blocks finds the overflowing tables, so it can fail."""
+    no element sticks out (wide tables scroll inside their own block, plots shrink); interval cells never wrap;
+    the three trend charts are separate images at least 300 px wide; every headline target is on screen (cards on
+    a phone). The same check on the page without its scrolling blocks finds the overflowing tables, so it can
+    fail."""
     chromium = require_binary("chromium")
     html = Path(report["paths"]["html"]).read_text()
     page = tmp_path / "report.html"
     page.write_text(html)
     got = _layout(chromium, page, width, tmp_path)
     assert got["width"] == width and got["scroll"] <= width and got["overflowing"] == [], got
+    assert got["body"] <= width, got  # no horizontal overflow of the page body
+    # issue 17: `value [lo, hi] n` cells stay on one line (their table scrolls instead)
+    assert got["wrapped"] == [], got["wrapped"]
+    # the trend charts are separate images, each at least 300 px wide on the screen (legible), none cut off
+    assert len(got["charts"]) == 3 and all(c["natural"] >= 300 for c in got["charts"]), got["charts"]
+    assert all(c["right"] <= width and c["w"] >= min(300, width - 40) for c in got["charts"]), got["charts"]
+    # the headline's target is on screen next to its value, not off to the right of a scrolling table
+    assert got["targets"] and all(t["visible"] and t["right"] <= width for t in got["targets"]), got["targets"]
     if width == 390:
         broken = tmp_path / "unwrapped.html"
         broken.write_text(html.replace('<div class="scroll"><table', "<table").replace("</table></div>", "</table>"))
         bad = _layout(chromium, broken, width, tmp_path)
         assert bad["scroll"] > width and any(e.startswith("TABLE") for e in bad["overflowing"]), bad
+        wrapping = tmp_path / "wrapping.html"  # without the nowrap rule intervals wrap, and the check sees it
+        wrapping.write_text(html.replace("td:not(.l) { white-space: nowrap; }", ""))
+        assert _layout(chromium, wrapping, width, tmp_path)["wrapped"]
 
 
 def test_plot_legends_hide_no_curve_and_name_every_trigger_line(report: dict[str, Any]) -> None:
@@ -446,7 +478,12 @@ def test_plot_legends_hide_no_curve_and_name_every_trigger_line(report: dict[str
     assert box.y1 <= axes_box.y0  # entirely below the plotting area
     labels = [t.get_text() for t in legend.get_texts()]
     assert "total cost / month" in labels and "fraud lost / month" in labels and "analyst hours / month" in labels
-    trends = trends_figure(doc)
-    assert trends is not None and len(trends.legends) == 1
-    names = [t.get_text() for t in trends.legends[0].get_texts()]
+    names = []
+    for key in ("recall", "fpr", "precision"):  # one chart per metric, each with its own legend below its axes
+        trends = trends_figure(doc, key)
+        assert trends is not None and len(trends.axes) == 1
+        legend = trends.axes[0].get_legend()
+        renderer = FigureCanvasAgg(trends).get_renderer()
+        assert legend.get_window_extent(renderer).y1 <= trends.axes[0].get_window_extent(renderer).y0
+        names += [t.get_text() for t in legend.get_texts()]
     assert "trigger fpr_above_target (fpr > 0.08)" in names and "trigger recall_below_target (recall < 0.7)" in names

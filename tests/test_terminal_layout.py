@@ -37,18 +37,26 @@ def test_rate_reads_back_as_the_rounded_numbers(v: float, a: float, b: float, n:
 def test_money_has_thousands_separators_and_its_interval(v: float, w: float) -> None:
     s = numbers.money(v, v - w, v + w)
     head, _, iv = s.partition(" [")
-    places = 0 if max(abs(v), abs(v - w), abs(v + w)) >= 100 else 2
-    assert abs(float(head.replace(",", "")) - v) <= 0.5 * 10 ** -places + 1e-6 * max(1, abs(v))
-    assert re.fullmatch(r"-?\d{1,3}(,\d{3})*(\.\d{2})?", head), s
+    m = max(abs(v), abs(v - w), abs(v + w))
+    places = 0 if m >= 100 else 2 if m >= 0.01 or m == 0 else None
+
+    def num(text: str) -> float:
+        assert "-" not in text, s  # the minus sign, never a hyphen
+        return float(text.replace(",", "").replace("\u2212", "-"))
+
+    if places is not None:
+        assert abs(num(head) - v) <= 0.5 * 10 ** -places + 1e-6 * max(1, abs(v))
+        assert re.fullmatch(r"\u2212?\d{1,3}(,\d{3})*(\.\d{2})?", head), s
+        assert all(len(x.partition(".")[2]) == places for x in (head, *iv.rstrip("]").split(", ")))  # same decimals
     lo, hi = iv.rstrip("]").split(", ")
-    assert float(lo.replace(",", "")) <= float(hi.replace(",", ""))
+    assert num(lo) <= num(hi)
 
 
 def test_formats_of_edge_values() -> None:
     assert numbers.rate({"value": None, "n": 0}) == "— (n=0)"
     assert numbers.rate({"value": 0.5879, "low": 0.5474, "high": 0.6273, "n": 550}) == "0.588 [0.547, 0.627] n=550"
-    assert numbers.diff(0.0561, -0.0181, 0.1304) == "+0.056 [-0.018, 0.130]"
-    assert numbers.money(623.17, -1130.36, 2376.7, signed=True) == "+623 [-1,130, 2,377]"
+    assert numbers.diff(0.0561, -0.0181, 0.1304) == "+0.056 [\u22120.018, 0.130]"
+    assert numbers.money(623.17, -1130.36, 2376.7, signed=True) == "+623 [\u22121,130, 2,377]"
     assert numbers.money(12.345) == "12.35" and numbers.count(1234567) == "1,234,567"
     assert numbers.pvalue(0.00001) == "<0.0001" and numbers.pvalue(0.0321) == "0.032"
     assert numbers.duration(5400) == "1.5 h" and numbers.duration(None) == "—"
@@ -271,3 +279,23 @@ def test_catch_all_bins_are_not_confused_with_a_category_named_other(db: str, ca
     doc = json.loads(_render(db, ["drift", "--json"], 200, capsys, monkeypatch))
     text = json.dumps(doc)
     assert '"bin": "(other)"' in text and '"bin": "other"' in text  # the catch-all and the real category
+
+
+def test_one_rule_for_the_formats_issue_17_found_inconsistent() -> None:
+    """Issue 17 §3: each inconsistency the tryout found, now one rule (numbers.py)."""
+    m = "\u2212"
+    # ab verdict counts: "487/3754" -> thousands separators
+    assert numbers.ratio(487, 3754) == "487/3,754"
+    # money: the currency on every amount, separators, the same decimals inside the interval, the minus sign
+    assert numbers.money(-2134.16, -4109.96, -158.35, currency="EUR") == f"{m}€2,134 [{m}€4,110, {m}€158]"
+    assert numbers.money(5909, 4372, 7447, currency="EUR") == "€5,909 [€4,372, €7,447]"
+    assert numbers.money(12.5, -3, 20, signed=True, currency="CHF") == f"+CHF 12.50 [{m}CHF 3.00, CHF 20.00]"
+    assert numbers.money(0.002, currency="EUR") == "€0.0020"  # a cost per prediction is not "€0.00"
+    assert numbers.money_interval(-4109.96, -158.35, "USD", -2134.16) == f"[{m}$4,110, {m}$158]"
+    # one p-value rule: 2 significant digits everywhere ("0.0871" / "0.8550" in the report before)
+    assert [numbers.pvalue(p) for p in (0.0871, 0.855, 0.05, 0.00023, 0.00001)] == \
+        ["0.087", "0.85", "0.050", "0.00023", "<0.0001"]
+    # signed errors: never "-0.000"; the minus sign, not a hyphen
+    assert numbers.diff(-0.0001) == "0.000" and numbers.diff(0.565) == "+0.565" and numbers.diff(-0.012) == f"{m}0.012"
+    assert numbers.prop(-0.0004) == "0.000" and numbers.stat(-0.00001) == "0.0000"
+    assert numbers.percent(-0.05, signed=True) == f"{m}5.0 %"

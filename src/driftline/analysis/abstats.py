@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import chisquare, norm
 
+from .. import numbers
 from ..core.stats import NEG, POS, UNL
 from .rates import Rate, rate, wilson_interval
 
@@ -359,7 +360,7 @@ def binned_mannwhitney_p(h1: np.ndarray, h2: np.ndarray) -> float | None:
 
 
 def _pct(r: Rate) -> str:
-    return "n/a" if r.value is None else f"{100 * r.value:.1f} %"
+    return "n/a" if r.value is None else numbers.percent(r.value)
 
 
 def label_balance(treatment: ArmCounts, control: ArmCounts, names: tuple[str, str] = ("B", "A"),
@@ -381,7 +382,7 @@ def label_balance(treatment: ArmCounts, control: ArmCounts, names: tuple[str, st
     warnings: list[str] = []
     if _material(diff, alpha, cov[tn_].value, cov[cn_].value, LABEL_MIN_RELATIVE_GAP):
         warnings.append(f"label coverage differs between arms ({tn_} {_pct(cov[tn_])} vs {cn_} "
-                        f"{_pct(cov[cn_])}, p = {diff.p_value:.2g}): labelled metrics compare different "
+                        f"{_pct(cov[cn_])}, p = {numbers.pvalue(diff.p_value)}): labelled metrics compare different "
                         f"subsets of traffic.")
     alert = compare_proportions(*treatment.metric_counts("alert_rate"), *control.metric_counts("alert_rate"))
     lab_f = treatment.tp + treatment.fp + control.tp + control.fp
@@ -398,7 +399,8 @@ def label_balance(treatment: ArmCounts, control: ArmCounts, names: tuple[str, st
     if follows_flags and (cov[more].value or 0.0) > (cov[less].value or 0.0):
         warnings.append(
             f"{more} flags more than {less} (alert rate {_pct(ar[more])} vs {_pct(ar[less])}) and flagged "
-            f"predictions are labelled more often than unflagged ones ({100 * cf:.1f} % vs {100 * cu:.1f} %): "
+            f"predictions are labelled more often than unflagged ones ({numbers.percent(cf)} vs "
+            f"{numbers.percent(cu)}): "
             f"{more} gets more labels, labelled positives over-represent caught cases, and recall is "
             f"overstated by a different amount in each arm, so the recall comparison is biased; confirm it "
             f"on matured labels (after the label horizon).")
@@ -411,9 +413,9 @@ def label_balance(treatment: ArmCounts, control: ArmCounts, names: tuple[str, st
         if (delay_p is not None and delay_p < alpha and mt and mc
                 and max(mt, mc) / min(mt, mc) - 1.0 > DELAY_MIN_RELATIVE_GAP):
             slow = tn_ if mt > mc else cn_
-            warnings.append(f"labels arrive later for {slow} (median delay {mt / 86400:.2f} d for {tn_} vs "
-                            f"{mc / 86400:.2f} d for {cn_}, p = {delay_p:.2g}): the recent part of the window "
-                            f"is less mature for {slow}.")
+            warnings.append(f"labels arrive later for {slow} (median delay {numbers.duration(mt)} for {tn_} vs "
+                            f"{numbers.duration(mc)} for {cn_}, p = {numbers.pvalue(delay_p)}): the recent part "
+                            f"of the window is less mature for {slow}.")
     few = any(c.labelled < LABEL_MIN_JUDGE for c in arms.values())
     why = None if not few else (f"too few labels: {LABEL_MIN_JUDGE} labelled predictions needed in each arm, "
                                 f"{tn_} has {treatment.labelled:,} and {cn_} {control.labelled:,}")

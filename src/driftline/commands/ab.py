@@ -9,7 +9,8 @@ from typing import Any
 from rich.console import Console
 
 from ..context import Context, parse_window
-from ..numbers import MISSING, count, diff, duration, indicative_used, interval, money, percent, prop, pvalue
+from ..numbers import (MISSING, count, diff, duration, fixed, indicative_used, interval, money, percent, prop,
+                       pvalue, ratio)
 from .render import fmt_rate, footnote_if, shown
 from .tables import Col, print_groups, print_table
 from .query import add_matured_arg, add_window_args, window_end
@@ -63,7 +64,7 @@ def render_ab(doc: dict[str, Any], console: Console) -> None:
     for comp in doc["comparisons"]:
         _comparison_table(doc, comp, console)
         if comp.get("paired") is not None:
-            _paired_table(comp, console)
+            _paired_table(comp, console, doc.get("currency"))
     if doc["comparisons"]:
         _health(doc, console)
         _power(doc, console)
@@ -92,8 +93,8 @@ def _arms_table(doc: dict[str, Any], console: Console) -> None:
     ]
     if costs:
         measures += [(f"cost / 1,000 ({cur})", [money(x["cost_per_1000"]["value"], x["cost_per_1000"]["low"],
-                                                      x["cost_per_1000"]["high"]) for x in arms.values()]),
-                     (f"cost / month ({cur})", [money(x["monthly"]["cost"]["value"]) for x in arms.values()])]
+                                                      x["cost_per_1000"]["high"], currency=cur) for x in arms.values()]),
+                     (f"cost / month ({cur})", [money(x["monthly"]["cost"]["value"], currency=cur) for x in arms.values()])]
     cols = [Col("", "left")] + [Col(shown(a)) for a in arms]
     print_groups(console, cols, [[name, *cells] for name, cells in measures],
                  title=f"arms (control arm {shown(doc['control'])!r}; versions {shown(versions)}; "
@@ -114,18 +115,19 @@ def _comparison_table(doc: dict[str, Any], comp: dict[str, Any], console: Consol
         mark = " ✓" if m["seq_excludes_zero"] else ""
         rows.append([name, diff(m["diff"], m["low"], m["high"]), pvalue(m["p_value"]), pvalue(m["p_holm"]),
                      _lift(lift["value"], lift["low"], lift["high"]), interval(m["seq_low"], m["seq_high"]) + mark,
-                     f"{count(c['treatment']['k'])}/{count(c['treatment']['n'])} vs "
-                     f"{count(c['control']['k'])}/{count(c['control']['n'])}"])
+                     f"{ratio(c['treatment']['k'], c['treatment']['n'])} vs "
+                     f"{ratio(c['control']['k'], c['control']['n'])}"])
     cd = comp["cost_per_1000"]
     if cd is None:
         rows.append(["cost", "costs not configured", "", "", "", "", ""])
     else:
-        rows.append([f"cost / 1,000 ({cd.get('method')})", money(cd["diff"], cd["low"], cd["high"], signed=True),
+        rows.append([f"cost / 1,000 ({cd.get('method')})", money(cd["diff"], cd["low"], cd["high"], signed=True,
+                                                                  currency=doc.get("currency")),
                      "", "", "", "", ""])
     print_table(console, cols, rows, title=f"{tr} − {ct}")
 
 
-def _paired_table(comp: dict[str, Any], console: Console) -> None:
+def _paired_table(comp: dict[str, Any], console: Console, currency: str | None) -> None:
     pr = comp["paired"]
     tr, ct = shown(comp["treatment"]), shown(comp["control"])
     cols = [Col("", "left"), Col(f"{tr} only", drop=2), Col(f"{ct} only", drop=2), Col("exact McNemar p", drop=3),
@@ -142,7 +144,8 @@ def _paired_table(comp: dict[str, Any], console: Console) -> None:
     rows.append(["precision", "", "", "", "", diff(bp["diff"], bp["low"], bp["high"])])
     bc = b.get("cost_per_1000")
     if bc is not None:
-        rows.append(["cost / 1,000", "", "", "", "", money(bc["diff"], bc["low"], bc["high"], signed=True)])
+        rows.append(["cost / 1,000", "", "", "", "", money(bc["diff"], bc["low"], bc["high"], signed=True,
+                                                          currency=currency)])
     print_table(console, cols, rows, title=f"shadow pairs: {count(pr['pairs'])} ids scored by both (unpaired: {ct} "
                 f"{count(pr['unpaired']['control'])}, {tr} {count(pr['unpaired']['treatment'])})")
 
@@ -152,7 +155,7 @@ def _health(doc: dict[str, Any], console: Console) -> None:
     obs, exp = srm.get("observed_share") or {}, srm.get("expected_share") or {}
     shares = ", ".join(f"{shown(a)} {prop(obs.get(a) or 0)} (expected {prop(exp[a])})" for a in exp)
     status = "[red]MISMATCH[/red]" if srm["mismatch"] else "[green]ok[/green]"
-    chi2 = "—" if srm.get("chi2") is None else f"{srm['chi2']:.2f}"
+    chi2 = "—" if srm.get("chi2") is None else fixed(srm["chi2"], 2, sep=True)
     console.print(f"\n[bold]health checks[/bold]\n  sample ratio: {status} · χ² = {chi2}, p = {pvalue(srm.get('p_value'))}"
                   f" · {shares}")
     for comp in doc["comparisons"]:
@@ -176,7 +179,7 @@ def _power(doc: dict[str, Any], console: Console) -> None:
     for comp in doc["comparisons"]:
         pw = comp["power"]
         per_day = pw.get("positives_per_arm_per_day")
-        rate_s = MISSING if per_day is None else f"{per_day:.1f}"
+        rate_s = MISSING if per_day is None else fixed(per_day, 1, sep=True)
         more = count(pw.get("more_per_arm"))
         days = MISSING if pw.get("days") is None else str(pw["days"])
         needed = count(pw.get("needed_per_arm"))

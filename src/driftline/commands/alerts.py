@@ -71,7 +71,8 @@ def _state_rows(ctx: Context, model: str, rules: list[Rule]) -> list[dict[str, A
 
 
 def value_of(r: Rule | None, v: float | None) -> str:
-    """A trigger's value as the terminal shows numbers: proportions as 0.588, durations as 3.2 h, else 4 digits."""
+    """A trigger's value as the terminal shows numbers: proportions as 0.588, durations as 3.2 h, statistics (PSI,
+    JS) with 4 places."""
     from ..triggers.metrics import info
 
     if v is None:
@@ -81,7 +82,7 @@ def value_of(r: Rule | None, v: float | None) -> str:
         return numbers.prop(v)
     if unit == "seconds":
         return numbers.duration(v)
-    return f"{v:.4g}"
+    return numbers.stat(v)
 
 
 def _with_interval(r: Rule | None, v: float | None, lo: float | None, hi: float | None) -> str:

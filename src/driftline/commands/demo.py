@@ -151,10 +151,10 @@ def prepare_database(ctx: Context, reset: bool) -> str | None:
 
 # --- printing ----------------------------------------------------------------------------------------------
 def alert_line(rule: Rule, t: Transition) -> str:
-    """'recall_below_target FIRING (critical): recall 0.612 [0.571, 0.651] n=245 over 7d, line < 0.7'."""
+    """'recall_below_target FIRING (critical): recall 0.612 [0.571, 0.651] n=245 over 7d, line < 0.70'."""
     interval = f" {numbers.interval(t.low, t.high)}" if t.low is not None else ""
     return (f"{rule.name} {t.to_state.upper()} ({rule.severity}): {rule.metric} {numbers.prop(t.value)}{interval} "
-            f"n={numbers.count(t.n or 0)} over {t.window}, line {rule.op} {rule.value:g}")
+            f"n={numbers.count(t.n or 0)} over {t.window}, line {rule.op} {numbers.line(rule.value)}")
 
 
 def scrape(url: str) -> dict[str, float]:
@@ -238,7 +238,7 @@ def cmd_demo(ctx: Context, args: argparse.Namespace) -> int:
         recall = [v for k, v in samples.items() if k.startswith("driftline_recall_ratio{")
                   and 'variant="all"' in k and 'window="7d"' in k]
         ctx.console.print(f"/metrics scraped: {len(samples):,} driftline series"
-                          + (f", driftline_recall_ratio{{variant=\"all\",window=\"7d\"}} = {recall[0]:.3f}"
+                          + (f", driftline_recall_ratio{{variant=\"all\",window=\"7d\"}} = {numbers.prop(recall[0])}"
                              if recall else ""), soft_wrap=True)
         week = week_of(end - 1.0)
         ctx.err.print(f"[bold]3/3[/bold] report of week 4 ({week.label})")

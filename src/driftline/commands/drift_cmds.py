@@ -354,3 +354,17 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
                   f"PSI floors empty bins at {th['psi_eps']}.[/dim]")
     if doc["untracked"]:
         console.print(f"[dim]not in the reference (not compared): {shown(', '.join(doc['untracked']))}[/dim]")
+    und = doc.get("undeclared")
+    if und:
+        console.print(f"[yellow]{undeclared_line(und)}[/yellow]")
+
+
+def undeclared_line(und: dict[str, Any]) -> str:
+    """'3 feature names seen but not declared (not monitored): a (1,204), b (17), c (2); add them under
+    `features:` to monitor them' from drift_document's `undeclared` block (event text made inert)."""
+    names = und["names"]
+    listed = ", ".join(f"{shown(n['feature'])} ({count(n['count'])})" for n in names)
+    head = (f"{count(len(names))} feature name{'s' if len(names) != 1 else ''} seen but not declared (not "
+            f"monitored): {listed}" if names else
+            f"{count(und['occurrences'])} occurrences of feature names not declared (not monitored)")
+    return head + f"; {und['scope']}; add them under `features:` to monitor them"

@@ -29,7 +29,8 @@ def render_calibration(doc: dict[str, Any], console: Console) -> None:
     bins = cal["reliability"]["width"]["bins"]
     used: list[Any] = [b["observed"] for b in bins]
     print_table(console, [Col("bin"), Col("n"), Col("mean score"), Col("observed [95 % Wilson] n")],
-                [[f"[{b['low']:.1f}, {b['high']:.1f})", count(b["n"]), prop(b["mean_score"]), fmt_rate(b["observed"])]
+                [[f"[{numbers.fixed(b['low'], 1)}, {numbers.fixed(b['high'], 1)})", count(b["n"]),
+                  prop(b["mean_score"]), fmt_rate(b["observed"])]
                  for b in bins], title="reliability (equal-width bins)")
     nf = cal["noise_floor"]
     print_table(console, [Col(""), Col("equal-width"), Col("equal-mass")], [
@@ -42,7 +43,8 @@ def render_calibration(doc: dict[str, Any], console: Console) -> None:
                   f"{stat(cal.get('log_loss'))}")
     tau = cal["temperature"]
     if tau.get("tau") is not None:
-        console.print(f"temperature τ = {tau['tau']:.3f} (p → σ(logit(p)/τ)): log loss {stat(tau.get('log_loss_before'))}"
+        console.print(f"temperature τ = {prop(tau['tau'])} (p → σ(logit(p)/τ)): log loss "
+                      f"{stat(tau.get('log_loss_before'))}"
                       f" → {stat(tau.get('log_loss_after'))}, ECE {stat(tau.get('ece_before'))} → "
                       f"{stat(tau.get('ece_after'))}")
     b = doc["base_rate"]
@@ -81,7 +83,8 @@ def _vs_table(console: Console, estimated: str, rows: list[dict[str, Any]], titl
     """Estimate against realised rate, its error and whether the realised value lies inside the interval."""
     cols = [Col("metric"), Col(estimated), Col("realised (labels) n"), Col("error", drop=1), Col("inside")]
     print_table(console, cols, [[row["metric"], _est(row["estimated"]), fmt_rate(row["realised"]),
-                                 prop(row["error"]), _INSIDE[row["within_interval"]]] for row in rows], title=title)
+                                 numbers.diff(row["error"]), _INSIDE[row["within_interval"]]] for row in rows],
+                title=title)
 
 
 def render_calibrated(c: dict[str, Any] | None, console: Console) -> None:
@@ -89,7 +92,8 @@ def render_calibrated(c: dict[str, Any] | None, console: Console) -> None:
     if c is None:
         return
     trust = "trusted" if c["trusted"] else "[bold red]NOT TRUSTED[/bold red]: " + ", ".join(c["reasons"])
-    console.print(f"\n[bold]calibrated estimate[/bold] ([italic]estimated[/italic] from the scores of all {c['n']:,} "
+    console.print(f"\n[bold]calibrated estimate[/bold] ([italic]estimated[/italic] from the scores of all "
+                  f"{count(c['n'])} "
                   f"predictions, calibrated on the reference's labels; assumes its score-label relation): recall "
                   f"{_est(c['recall'])}, precision {_est(c['precision'])}, FPR {_est(c['fpr'])}, prevalence "
                   f"{_est(c['prevalence'])} — {trust}")

@@ -16,6 +16,12 @@ import numpy as np
 
 MAX_NAME_LEN = 200
 """Longest prediction id, model, model version, variant or feature name: the join and bucket keys are VARCHAR(200)."""
+UNDECLARED_COUNTER = "features_undeclared"
+"""Counter name whose labels are feature names seen in events but not declared under `features:` (value: how
+many occurrences were refused), so `drift` and the report can name them."""
+MAX_UNDECLARED_NAMES = 50
+"""At most this many undeclared names are recorded by name (hostile input cannot grow the counters table without
+bound); beyond them only the total `features_untracked{reason="undeclared"}` grows."""
 FLOAT_MAX = 1.7976931348623157e308
 """A numeric feature must be representable as a float (the fine histograms bin float64 values)."""
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .limits import MAX_UNDECLARED_NAMES, UNDECLARED_COUNTER
 from .grids import N_DELAY_BINS, N_FEATURE_BINS, N_SCORE_BINS, delay_bin, feature_bin, score_bin
 from .stats import LOG_EPS, SUM_NLL_NEG, SUM_NLL_POS, SUM_P2, BucketStats, FeatureHist
 
@@ -197,6 +198,15 @@ def _summed(index: np.ndarray, signs: np.ndarray, size: int) -> np.ndarray:
 
 
 # --- feature histograms ------------------------------------------------------------------------
+def count_undeclared(counters: Counter[tuple[str, str]], name: str) -> None:
+    """Count one refused occurrence of an undeclared feature name by name, for at most MAX_UNDECLARED_NAMES
+    distinct names per batch (the store applies the same bound across batches)."""
+    key = (UNDECLARED_COUNTER, name)
+    if key in counters or sum(1 for n, _ in counters if n == UNDECLARED_COUNTER) < MAX_UNDECLARED_NAMES:
+        counters[key] += 1
+
+
+# --- feature histograms ------------------------------------------------------------------------
 def feature_hists(buckets: list[int], dicts: list[dict[str, Any]], declared: Sequence[str], max_features: int,
                   out: list[BucketStats], counters: Counter[tuple[str, str]]) -> None:
     """Each bucket's feature histograms from its predictions' feature dicts.
@@ -321,6 +331,7 @@ def _exact_bucket(dicts: list[dict[str, Any]], declared: Sequence[str], max_feat
             if name not in tracked:
                 if decl and name not in decl:
                     counters[("features_untracked", "undeclared")] += 1
+                    count_undeclared(counters, name)
                     continue
                 if len(tracked) >= max_features:
                     counters[("features_untracked", "over_limit")] += 1

@@ -14,21 +14,33 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .. import numbers
+
 MIN_POSITIVES = 30
 """Below this many labelled positives in an arm a recall comparison is only indicative."""
 METRIC_NAMES = {"recall": "recall", "fpr": "FPR", "precision": "precision", "alert_rate": "alert rate"}
 
 
 def _n(x: float) -> str:
-    """A difference or rate with 3 decimals and an ASCII sign."""
-    return f"{x:.3f}"
+    """A rate or the size of a difference with 3 decimals (numbers.py: '−' for negatives)."""
+    return numbers.fixed(x, numbers.PLACES)
+
+
+def _s(x: float) -> str:
+    """A signed difference: '+0.056', '−0.018'."""
+    return numbers.fixed(x, numbers.PLACES, signed=True)
+
+
+def _k_of_n(c: dict[str, Any]) -> str:
+    """'caught/positives' of one arm: '487/3,754'."""
+    return numbers.ratio(c["k"], c["n"])
 
 
 def _p(p: float | None) -> str:
-    """'= 0.018', '< 0.0001' or '= n/a': a p-value ready to follow 'p'."""
+    """'= 0.018', '< 0.0001' or '= n/a': a p-value (numbers.pvalue) ready to follow 'p'."""
     if p is None:
         return "= n/a"
-    return "< 0.0001" if p < 1e-4 else f"= {p:.2g}"
+    return "< 0.0001" if p < 1e-4 else f"= {numbers.pvalue(p)}"
 
 
 def _iv(lo: float | None, hi: float | None) -> str:
@@ -67,14 +79,14 @@ def verdict(doc: dict[str, Any]) -> str:
 
 def _srm(srm: dict[str, Any], design: str) -> str:
     obs, exp = srm.get("observed_share") or {}, srm.get("expected_share") or {}
-    split = " / ".join(f"{a} {100 * (obs.get(a) or 0):.1f} %" for a in exp)
-    want = " / ".join(f"{100 * v:.1f} %" for v in exp.values())
+    split = " / ".join(f"{a} {numbers.percent(obs.get(a) or 0)}" for a in exp)
+    want = " / ".join(numbers.percent(v) for v in exp.values())
     if design == "shadow":
         return (f"Warning: the shadow arms scored different numbers of predictions ({split}, χ² p "
                 f"{_p(srm.get('p_value'))}): one variant misses ids, so the arms cover different traffic.")
     return (f"Sample-ratio mismatch: the arms got {split} of predictions against {want} configured "
-            f"(χ² = {srm['chi2']:.1f}, p {_p(srm.get('p_value'))}): assignment or logging is broken, so the "
-            f"comparisons below are unreliable until that is fixed.")
+            f"(χ² = {numbers.fixed(srm['chi2'], 1, sep=True)}, p {_p(srm.get('p_value'))}): assignment or logging "
+            f"is broken, so the comparisons below are unreliable until that is fixed.")
 
 
 def _comparison(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
@@ -90,9 +102,9 @@ def _comparison(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
         out.append(f"No labelled positives yet for {empty}: the recall of {tr} vs {ct} cannot be compared; "
                    f"wait for labels.")
     elif min(at["positives"], ac["positives"]) < MIN_POSITIVES:
-        out.append(f"Too few labelled positives to judge recall ({ct}: {ac['positives']}, {tr}: "
-                   f"{at['positives']}; fewer than {MIN_POSITIVES} per arm): {tr} - {ct} = {rec['diff']:+.3f} "
-                   f"{_iv(rec['low'], rec['high'])} is indicative only. {_power(comp)}")
+        out.append(f"Too few labelled positives to judge recall ({ct}: {numbers.count(ac['positives'])}, {tr}: "
+                   f"{numbers.count(at['positives'])}; fewer than {MIN_POSITIVES} per arm): {tr} - {ct} = "
+                   f"{_s(rec['diff'])} {_iv(rec['low'], rec['high'])} is indicative only. {_power(comp)}")
     elif comp.get("paired") is not None and (comp["paired"]["bootstrap"]["recall"]["diff"] is not None):
         out.append(_paired_recall(doc, comp))
     else:
@@ -115,7 +127,7 @@ def _seq_clause(doc: dict[str, Any], comp: dict[str, Any], label: str = "the alw
     if more:
         n_days = math.ceil(more / per_day) if per_day else None
         days = "" if n_days is None else f" (~{n_days} day{'s' if n_days != 1 else ''})"
-        tail = f": ~{more} more labelled positives{days} if the difference holds"
+        tail = f": ~{numbers.count(more)} more labelled positives{days} if the difference holds"
     return f"; {label} {iv} still includes 0, so keep collecting before acting on repeated looks{tail}."
 
 
@@ -123,14 +135,15 @@ def _power(comp: dict[str, Any]) -> str:
     pw = comp["power"]
     if pw.get("mde") is None:
         return "The minimum detectable recall difference cannot be computed yet."
-    s = (f"With {pw['n_control']} and {pw['n_treatment']} labelled positives the minimum detectable recall gain "
+    s = (f"With {numbers.count(pw['n_control'])} and {numbers.count(pw['n_treatment'])} labelled positives the "
+         f"minimum detectable recall gain "
          f"is {_n(pw['mde'])} (80 % power)")
     more, target = pw.get("more_per_arm"), pw.get("target_diff")
     if more is None or target is None:
         return s + "."
     if more > 0:
         days = f" (~{pw['days']} days at the current rate)" if pw.get("days") is not None else ""
-        return s + f"; detecting {_n(target)} needs ~{more} more labelled positives per arm{days}."
+        return s + f"; detecting {_n(target)} needs ~{numbers.count(more)} more labelled positives per arm{days}."
     return s + f"; a true gain of {_n(target)} would probably (80 %) have shown up."
 
 
@@ -138,7 +151,7 @@ def _not_established(doc: dict[str, Any], comp: dict[str, Any], fixed: str) -> s
     """A recall difference only the fixed-horizon interval supports: say so, with both intervals, and no claim."""
     tr, ct = comp["treatment"], comp["control"]
     rec = comp["metrics"]["recall"]
-    return (f"Not established under repeated looks: {tr} - {ct} recall = {rec['diff']:+.3f}; {fixed} excludes 0, "
+    return (f"Not established under repeated looks: {tr} - {ct} recall = {_s(rec['diff'])}; {fixed} excludes 0, "
             f"which would support a difference only at a single look planned in advance"
             f"{_seq_clause(doc, comp)}")
 
@@ -149,8 +162,7 @@ def _split_recall(doc: dict[str, Any], comp: dict[str, Any]) -> str:
     d, lo, hi, ph = rec["diff"], rec["low"], rec["high"], rec["p_holm"]
     alpha = doc.get("alpha", 0.05)
     cnt = rec["counts"]
-    caught = (f"caught {cnt['treatment']['k']}/{cnt['treatment']['n']} vs "
-              f"{cnt['control']['k']}/{cnt['control']['n']}")
+    caught = f"caught {_k_of_n(cnt['treatment'])} vs {_k_of_n(cnt['control'])}"
     if _excludes(lo, hi) and ph is not None and ph < alpha:
         if not rec["seq_excludes_zero"]:
             return _not_established(doc, comp, f"the fixed-horizon 95 % interval {_iv(lo, hi)} (Holm p {_p(ph)}; "
@@ -158,10 +170,10 @@ def _split_recall(doc: dict[str, Any], comp: dict[str, Any]) -> str:
         return (f"{tr}'s recall is {_word(d)} than {ct}'s by {_magnitude(d, lo, hi)} (fixed-horizon 95 % "
                 f"interval, Holm p {_p(ph)}; {caught}){_seq_clause(doc, comp)}")
     if _excludes(lo, hi):
-        return (f"{tr} - {ct} recall = {d:+.3f} {_iv(lo, hi)} ({caught}): the unadjusted interval excludes 0 "
+        return (f"{tr} - {ct} recall = {_s(d)} {_iv(lo, hi)} ({caught}): the unadjusted interval excludes 0 "
                 f"but after Holm correction over the four headline metrics p {_p(ph)}, so this is not a "
                 f"significant difference yet. {_power(comp)}")
-    return (f"No significant recall difference between {tr} and {ct}: {d:+.3f} {_iv(lo, hi)} (Holm p "
+    return (f"No significant recall difference between {tr} and {ct}: {_s(d)} {_iv(lo, hi)} (Holm p "
             f"{_p(ph)}; {caught}); the interval includes 0, which does not show they are equal: differences "
             f"from {_n(lo)} to {_n(hi)} remain compatible with the data. {_power(comp)}")
 
@@ -172,18 +184,19 @@ def _paired_recall(doc: dict[str, Any], comp: dict[str, Any]) -> str:
     b, t = pr["bootstrap"]["recall"], pr["recall"]
     d, lo, hi = b["diff"], b["low"], b["high"]
     alpha = doc.get("alpha", 0.05)
-    disc = (f"{tr} catches {t['treatment_only']} positives {ct} misses, {ct} catches {t['control_only']} that "
+    disc = (f"{tr} catches {numbers.count(t['treatment_only'])} positives {ct} misses, {ct} catches "
+            f"{numbers.count(t['control_only'])} that "
             f"{tr} misses; exact McNemar p {_p(t['p_value'])}, Holm over recall and FPR p {_p(t['p_holm'])}")
-    head = f"Shadow mode, {pr['pairs']} ids scored by both: "
+    head = f"Shadow mode, {numbers.count(pr['pairs'])} ids scored by both: "
     if _excludes(lo, hi) and t["p_holm"] is not None and t["p_holm"] < alpha:
         label = "the always-valid interval (unpaired, conservative)"
         if not comp["metrics"]["recall"]["seq_excludes_zero"]:
-            return (head + f"not established under repeated looks: {tr} - {ct} recall = {d:+.3f}; the paired "
+            return (head + f"not established under repeated looks: {tr} - {ct} recall = {_s(d)}; the paired "
                     f"bootstrap 95 % interval {_iv(lo, hi)} ({disc}) excludes 0, which would support a difference "
                     f"only at a single look planned in advance" + _seq_clause(doc, comp, label))
         return (head + f"{tr}'s recall is {_word(d)} than {ct}'s by {_magnitude(d, lo, hi)} (paired bootstrap "
                 f"95 % interval; {disc})" + _seq_clause(doc, comp, label))
-    return (head + f"no significant recall difference: {d:+.3f} {_iv(lo, hi)} (paired bootstrap; {disc}); "
+    return (head + f"no significant recall difference: {_s(d)} {_iv(lo, hi)} (paired bootstrap; {disc}); "
             f"the interval includes 0, which does not show they are equal. {_power(comp)}")
 
 
@@ -204,15 +217,15 @@ def _others(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
         name, seq = METRIC_NAMES[m], _iv(e.get("seq_low"), e.get("seq_high"))
         if _excludes(e["low"], e["high"]) and p is not None and p < alpha:
             if not e.get("seq_excludes_zero"):
-                fixed_only.append(f"{tr} - {ct} {name} = {e['diff']:+.3f}: the fixed-horizon interval "
+                fixed_only.append(f"{tr} - {ct} {name} = {_s(e['diff'])}: the fixed-horizon interval "
                                   f"{_iv(e['low'], e['high'])} excludes 0 but the always-valid interval {seq} does "
                                   f"not (Holm p {_p(p)}), so it is not established under repeated looks.")
                 continue
             c = e["counts"]
             size = _magnitude(e["diff"], e["low"], e["high"])
             found.append(f"{tr}'s {name} is {_word(e['diff'])} by {size} (fixed-horizon 95 % interval, Holm p "
-                         f"{_p(p)}; {c['treatment']['k']}/{c['treatment']['n']} vs {c['control']['k']}/"
-                         f"{c['control']['n']}); the always-valid interval {seq} also excludes 0.")
+                         f"{_p(p)}; {_k_of_n(c['treatment'])} vs {_k_of_n(c['control'])}); the always-valid "
+                         f"interval {seq} also excludes 0.")
         else:
             quiet.append(name)
     out = found + fixed_only
@@ -229,18 +242,22 @@ def _cost(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
     cur, tr = doc.get("currency", ""), comp["treatment"]
     if cd.get("diff") is None:
         return []
-    seq = f"[{cd['seq_low']:.2f}, {cd['seq_high']:.2f}]" if cd.get("seq_low") is not None else "[n/a]"
+    def amount(v: float, signed: bool = False, lo: float | None = None, hi: float | None = None) -> str:
+        return numbers.money(v, lo, hi, signed=signed, currency=cur)
+
+    seq = ("[n/a]" if cd.get("seq_low") is None else
+           amount(cd["diff"], False, cd["seq_low"], cd["seq_high"]).split(" ", 1)[1])
     if _excludes(cd.get("low"), cd.get("high")) and cd.get("seq_excludes_zero"):
         lo, hi = (cd["low"], cd["high"]) if cd["diff"] >= 0 else (-cd["high"], -cd["low"])
-        return [f"Cost per 1,000 predictions is {_word(cd['diff'])} for {tr} by {abs(cd['diff']):.2f} {cur} "
-                f"[{lo:.2f}, {hi:.2f}] (fixed-horizon 95 % interval); the always-valid interval {seq} also "
-                f"excludes 0."]
+        return [f"Cost per 1,000 predictions is {_word(cd['diff'])} for {tr} by "
+                f"{amount(abs(cd['diff']), False, lo, hi)} (fixed-horizon 95 % interval); the always-valid "
+                f"interval {seq} also excludes 0."]
     if _excludes(cd.get("low"), cd.get("high")):
-        return [f"Cost per 1,000 predictions: {cd['diff']:+.2f} {cur}; the fixed-horizon interval "
-                f"[{cd['low']:.2f}, {cd['high']:.2f}] excludes 0 but the always-valid interval {seq} does not, so "
+        fixed_iv = amount(cd["diff"], False, cd["low"], cd["high"]).split(" ", 1)[1]
+        return [f"Cost per 1,000 predictions: {amount(cd['diff'], True)}; the fixed-horizon interval "
+                f"{fixed_iv} excludes 0 but the always-valid interval {seq} does not, so "
                 f"it is not established under repeated looks."]
-    return [f"Cost per 1,000 predictions: {cd['diff']:+.2f} {cur} [{cd['low']:.2f}, {cd['high']:.2f}], "
-            f"which includes 0."]
+    return [f"Cost per 1,000 predictions: {amount(cd['diff'], True, cd['low'], cd['high'])}, which includes 0."]
 
 
 def _cautions(comp: dict[str, Any]) -> list[str]:
@@ -250,12 +267,14 @@ def _cautions(comp: dict[str, Any]) -> list[str]:
     if pr is not None:
         lf = pr["labels_follow_control"]
         if lf["warning"]:
-            out.append(f"Caution: labels follow {ct}'s flags (coverage {100 * lf['coverage_flagged']['value']:.1f} % "
-                       f"when {ct} flags vs {100 * lf['coverage_unflagged']['value']:.1f} % when not): positives "
+            out.append(f"Caution: labels follow {ct}'s flags (coverage "
+                       f"{numbers.percent(lf['coverage_flagged']['value'])} "
+                       f"when {ct} flags vs {numbers.percent(lf['coverage_unflagged']['value'])} when not): positives "
                        f"{ct} misses are under-labelled, so the recall comparison is biased in favour of {ct}.")
         rows = pr["rows"]["control"]
         unpaired = pr["unpaired"]["control"]
         if rows and unpaired > 0.01 * rows:
-            out.append(f"Caution: {unpaired} of {ct}'s {rows} predictions have no {tr} score; the paired tests "
+            out.append(f"Caution: {numbers.count(unpaired)} of {ct}'s {numbers.count(rows)} predictions have no "
+                       f"{tr} score; the paired tests "
                        f"cover only the ids scored by both.")
     return out

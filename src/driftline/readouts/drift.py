@@ -148,7 +148,21 @@ def drift_document(store: Store, config: Config, model: str, window: Window, var
             "prevalence": body["prevalence"], "drifted": list(result.drifted),
             "thresholds": body["thresholds"], "untracked": body["untracked"],
             "dropped": [{"feature": f, "reason": r} for f, r in profile.dropped],
-            "multivariate": multivariate_block(store, config, model, window, variant, ref, profile)}
+            "multivariate": multivariate_block(store, config, model, window, variant, ref, profile),
+            "undeclared": undeclared_block(store)}
+
+
+def undeclared_block(store: Store) -> dict[str, Any] | None:
+    """Feature names present in events but not declared under `features:` (so not monitored): the refused
+    occurrences in total and per recorded name, most frequent first; None when there are none. Counted at
+    ingestion for all models and all time (the counters are not per window)."""
+    counters = store.counters()
+    total = counters.get(("features_untracked", "undeclared"), 0)
+    if not total:
+        return None
+    names = sorted(store.undeclared_features().items(), key=lambda kv: (-kv[1], kv[0]))
+    return {"occurrences": total, "names": [{"feature": n, "count": c} for n, c in names],
+            "scope": "all models, all time (ingestion counters)"}
 
 
 def drift_readings(store: Store, config: Config, model: str, window: Window, variant: str | None

@@ -174,3 +174,26 @@ def threshold_table(neg_hist: np.ndarray, pos_hist: np.ndarray, cfg: CostConfig 
                                                                                 prevalence),
                 "deployed_row": threshold_row(neg_hist, pos_hist, deployed, cfg, prevalence)})
     return doc
+
+
+def judge_cost_optimal(thresholds: dict[str, Any], calibration: dict[str, Any]) -> dict[str, Any] | None:
+    """Whether the cost-optimal threshold C_FP/(C_FP+C_FN) may be recommended: it assumes calibrated scores, so
+    it is not usable when the week's ECE (equal-width bins) exceeds its noise floor; and it is never recommended
+    silently when, on this week's labels, it costs more a month than the deployed threshold.
+
+    Returns {"usable", "miscalibrated", "ece", "floor", "costs_more", "extra_cost"} (None without a cost-optimal
+    threshold); a pure function of the report's thresholds and calibration sections."""
+    co = thresholds.get("cost_optimal")
+    if not co or co.get("threshold") is None:
+        return None
+    floor = {}
+    if calibration.get("available"):
+        floor = calibration["document"]["calibration"]["noise_floor"].get("width") or {}
+    miscalibrated = floor.get("beyond_floor") is True
+    at, dep = thresholds.get("cost_optimal_row") or {}, thresholds.get("deployed_row") or {}
+    extra = None
+    if at.get("monthly") and dep.get("monthly"):
+        extra = at["monthly"]["total"] - dep["monthly"]["total"]
+    costs_more = extra is not None and extra > 0
+    return {"usable": not miscalibrated and not costs_more, "miscalibrated": miscalibrated,
+            "ece": floor.get("ece"), "floor": floor.get("p95"), "costs_more": costs_more, "extra_cost": extra}

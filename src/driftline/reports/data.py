@@ -26,7 +26,7 @@ from ..triggers import history
 from ..triggers.model import INSUFFICIENT, Rule, breached, judged_value
 from ..triggers.runner import Reader, compile_rules, group_stats
 from ..readouts.windows import iso, window_rows
-from .business import business_section, threshold_table
+from .business import business_section, judge_cost_optimal, threshold_table
 from .scores import fine_from_sample, score_distribution
 from .summary import glossary, summary_sentence, summary_status, week_phrase
 from .weeks import IsoWeek
@@ -272,6 +272,8 @@ def report_document(store: Store, config: Config, model: str, week: IsoWeek, now
         "thresholds": threshold_table(np.asarray(total.hist[NEG]), np.asarray(total.hist[POS]), config.costs,
                                       prevalence, config.threshold),
     }
+    if doc["thresholds"].get("cost_optimal"):
+        doc["thresholds"]["cost_optimal"]["judgement"] = judge_cost_optimal(doc["thresholds"], doc["calibration"])
     doc["provisional"] = bool(doc["label_maturity"]["provisional"] or doc["partial_week"])
     doc["limitations"] = limitations(doc)
     doc["summary"] = summary_sentence(doc)

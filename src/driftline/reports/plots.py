@@ -40,48 +40,48 @@ def _txt(value: Any, limit: int = 40) -> str:
     return visible(str(value)[:limit]).replace("$", r"\$")
 
 
-def trends_plot(doc: dict[str, Any]) -> str | None:
-    """The trends figure as a PNG data URI (None without labelled predictions)."""
-    fig = trends_figure(doc)
+TREND_METRICS = (("recall", "Recall"), ("fpr", "False positive rate"), ("precision", "Precision"))
+"""The trend charts, one image each (stacked on a phone, side by side on a wide screen)."""
+
+
+def trends_plot(doc: dict[str, Any], key: str) -> str | None:
+    """One metric's trend chart as a PNG data URI (None without labelled predictions)."""
+    fig = trends_figure(doc, key)
     return None if fig is None else _data_uri(fig)
 
 
-def trends_figure(doc: dict[str, Any]) -> Figure | None:
-    """Recall, FPR and precision per day with their 95 % Wilson bands, targets and trigger lines; one legend
-    below the panels names every line (each trigger line with its metric and value)."""
+def trends_figure(doc: dict[str, Any], key: str) -> Figure | None:
+    """One metric (recall, fpr or precision) per day with its 95 % Wilson band, targets and trigger lines, and a
+    legend below the axes naming every line (each trigger line with its metric and value). Sized to be read at
+    a phone's width: ~400 px wide, 9-point text, one chart per image."""
     days = doc["trends"]["days"]
     if not days or all(d["recall"]["value"] is None and d["fpr"]["value"] is None for d in days):
         return None
-    lines: dict[str, list[tuple[float, str]]] = {}
+    title = dict(TREND_METRICS)[key]
+    lines: list[tuple[float, str]] = []
     for t in doc["headline"]["triggers"]:
-        lines.setdefault(t["metric"], []).append(
-            (t["value"], f"trigger {_txt(t['name'])} ({t['metric']} {t['op']} {t['value']:g})"))
-    for metric, target in doc.get("targets", {}).items():
-        lines.setdefault(metric, []).append((target, f"target {metric} {target:g}"))
-    fig, axes = _figure(1, 3, figsize=(12, 3.2), sharex=True)
+        if t["metric"] == key:
+            lines.append((t["value"], f"trigger {_txt(t['name'])} ({t['metric']} {t['op']} {t['value']:g})"))
+    target = doc.get("targets", {}).get(key)
+    if target is not None:
+        lines.append((target, f"target {key} {target:g}"))
+    fig, ax = _figure(figsize=(4.2, 3.3 + 0.2 * max(0, len(lines) - 1)))  # the same size side by side
     x = list(range(len(days)))
-    labels = [d["date"][5:] for d in days]
-    for ax, (key, title) in zip(axes, (("recall", "Recall"), ("fpr", "False positive rate"),
-                                       ("precision", "Precision"))):
-        vals = [d[key]["value"] for d in days]
-        lo = [d[key]["low"] if d[key]["low"] is not None else float("nan") for d in days]
-        hi = [d[key]["high"] if d[key]["high"] is not None else float("nan") for d in days]
-        ax.fill_between(x, lo, hi, color=BLUE, alpha=0.2, label="95 % Wilson interval")
-        ax.plot(x, [float("nan") if v is None else v for v in vals], marker="o", color=BLUE, label="daily value")
-        for i, (value, name) in enumerate(lines.get(key, [])):
-            ax.axhline(value, color=RED if i == 0 else ORANGE, linestyle="--" if i == 0 else "-.", linewidth=1,
-                       label=name)
-        ax.set_title(title)
-        ax.set_xticks(x, labels, rotation=45)
-        ax.set_ylim(bottom=0)
-        ax.grid(alpha=0.3)
-    handles: dict[str, Any] = {}
-    for ax in axes:
-        for h, label in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(label, h)
-    fig.tight_layout(rect=(0, 0.1 + 0.04 * (len(handles) // 4), 1, 1))
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=min(4, len(handles)), fontsize=7,
-               frameon=False)
+    vals = [d[key]["value"] for d in days]
+    lo = [d[key]["low"] if d[key]["low"] is not None else float("nan") for d in days]
+    hi = [d[key]["high"] if d[key]["high"] is not None else float("nan") for d in days]
+    ax.fill_between(x, lo, hi, color=BLUE, alpha=0.2, label="95 % Wilson interval")
+    ax.plot(x, [float("nan") if v is None else v for v in vals], marker="o", color=BLUE, label="daily value")
+    for i, (value, name) in enumerate(lines):
+        ax.axhline(value, color=RED if i == 0 else ORANGE, linestyle="--" if i == 0 else "-.", linewidth=1,
+                   label=name)
+    ax.set_title(title, fontsize=10)
+    ax.set_xticks(x, [d["date"][5:] for d in days], rotation=45, fontsize=9)
+    ax.tick_params(axis="y", labelsize=9)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=1, fontsize=8, frameon=False)
+    fig.tight_layout()
     return fig
 
 
@@ -223,7 +223,8 @@ def all_plots(doc: dict[str, Any]) -> dict[str, str | None]:
     """Every plot of the report by name (None where the section has nothing to draw, or when drawing failed:
     a plot is never worth losing the report for; the failure is logged)."""
     out: dict[str, str | None] = {}
-    for name, fn in (("trends", trends_plot), ("reliability", reliability_plot), ("drift", drift_plot),
+    draw = [(f"trend_{key}", lambda d, k=key: trends_plot(d, k)) for key, _ in TREND_METRICS]
+    for name, fn in (*draw, ("reliability", reliability_plot), ("drift", drift_plot),
                      ("scores", score_plot), ("thresholds", threshold_plot)):
         try:
             out[name] = fn(doc)

@@ -17,75 +17,103 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from .. import numbers
 from ..domain import capitalised
 from ..terminal import visible
-from .summary import METRIC_NAMES, by_importance, kpi_sentence
+from .summary import METRIC_NAMES, by_importance, cost_optimal_sentence, kpi_sentence
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
-_SYMBOLS = {"EUR": "€", "USD": "$", "GBP": "£", "JPY": "¥", "CHF": "CHF "}
 
 
 class Formatted(str):
     """A string produced by a number formatter: safe as it is in Markdown (no event text inside)."""
 
 
-def num(v: float | None, digits: int = 3) -> Formatted:
-    """'0.812', or '—' for a missing value."""
-    return Formatted("—" if v is None else f"{v:.{digits}f}")
+# Every filter below formats through numbers.py: the report reads like the terminal (README, "Reading the output").
+def num(v: float | None, digits: int = numbers.PLACES) -> Formatted:
+    """'0.812' (a proportion, 3 places) or a statistic with `digits` places ('0.0123'), '—' when missing."""
+    return Formatted(numbers.MISSING if v is None else numbers.fixed(v, digits))
+
+
+def stat(v: float | None, signed: bool = False) -> Formatted:
+    """An error or divergence statistic (ECE, Brier, log loss, PSI, JS): '0.0123'."""
+    return Formatted(numbers.stat(v, signed=signed))
 
 
 def count(v: float | None) -> Formatted:
     """Thousands-separated whole number ('6,533'), '—' when missing."""
-    return Formatted("—" if v is None else f"{v:,.0f}")
+    return Formatted(numbers.count(v))
+
+
+def ratio(k: float | None, n: float | None) -> Formatted:
+    """'487/3,754'."""
+    return Formatted(numbers.ratio(k, n))
 
 
 def pct(v: float | None, digits: int = 1) -> Formatted:
     """'81.2 %', '—' when missing."""
-    return Formatted("—" if v is None else f"{100 * v:.{digits}f} %")
+    return Formatted(numbers.percent(v, digits))
 
 
-def money(v: float | None, currency: str) -> Formatted:
-    """'€200,867' (negative: '−€1,234') in the configured currency, '—' when missing."""
-    if v is None:
-        return Formatted("—")
-    sym = _SYMBOLS.get(currency, currency + " ")
-    return Formatted(("−" if v < -0.5 else "") + f"{sym}{abs(v):,.0f}")
+def money(v: float | None, currency: str | None, low: float | None = None, high: float | None = None,
+          signed: bool = False) -> Formatted:
+    """'€200,867', '−€1,234', '€5,909 [€4,372, €7,447]' in the configured currency, '—' when missing."""
+    return Formatted(numbers.money(v, low, high, signed=signed, currency=currency))
 
 
-def rate(r: dict[str, Any] | None, digits: int = 3) -> Formatted:
+def money_interval(low: float | None, high: float | None, currency: str | None,
+                   value: float | None = None) -> Formatted:
+    """'[−€4,110, −€158]': the interval of an amount, with the decimals of the amount it belongs to."""
+    return Formatted(numbers.money_interval(low, high, currency, value))
+
+
+def estimate(e: dict[str, Any] | None) -> Formatted:
+    """'~0.712 [0.650, 0.770]': a label-free estimate."""
+    return Formatted(numbers.MISSING if not e else numbers.estimate(e))
+
+
+def rate(r: dict[str, Any] | None) -> Formatted:
     """'0.800 [0.490, 0.943] n=10*' (* = indicative, n < 30); '— (n=0)' without data."""
     if not r or r.get("value") is None:
-        return Formatted(f"— (n={r.get('n', 0) if r else 0})")
-    star = "*" if r.get("indicative") else ""
+        return Formatted(f"{numbers.MISSING} (n={numbers.count((r or {}).get('n') or 0)})")
     if r.get("low") is None:
-        return Formatted(f"{r['value']:.{digits}f}")
-    return Formatted(f"{r['value']:.{digits}f} [{r['low']:.{digits}f}, {r['high']:.{digits}f}] n={r['n']:,}{star}")
+        return Formatted(numbers.prop(r["value"]))
+    return Formatted(numbers.rate(r))
 
 
-def interval(low: float | None, high: float | None, digits: int = 3) -> Formatted:
-    """'[0.490, 0.943]', '—' when missing."""
-    return Formatted("—" if low is None or high is None else f"[{low:.{digits}f}, {high:.{digits}f}]")
+STAT_METRICS = frozenset({"ece", "brier", "log_loss"})
+"""Headline metrics that are error statistics (4 places), not proportions."""
 
 
-def signed(v: float | None, digits: int = 3) -> Formatted:
-    """'+0.056' / '-0.018', '—' when missing."""
-    return Formatted("—" if v is None else f"{v:+.{digits}f}")
+def headline_value(r: dict[str, Any], with_interval: bool = True) -> Formatted:
+    """A headline row's value: a statistic as '0.1483', a proportion as '0.456 [0.415, 0.498] n=550' (with
+    `with_interval`, else '0.456\\*' with the indicative mark escaped for the Markdown table)."""
+    if r.get("metric") in STAT_METRICS:
+        return stat(r.get("value"))
+    if with_interval:
+        return rate(r)
+    star = "\\*" if r.get("indicative") and r.get("value") is not None else ""
+    return Formatted(numbers.prop(r.get("value")) + star)
+
+
+def interval(low: float | None, high: float | None, digits: int = numbers.PLACES) -> Formatted:
+    """'[0.490, 0.943]', '[−0.018, 0.130]', '—' when missing."""
+    return Formatted(numbers.interval(low, high, digits))
+
+
+def signed(v: float | None, digits: int = numbers.PLACES) -> Formatted:
+    """'+0.056' / '−0.018', '—' when missing."""
+    return Formatted(numbers.MISSING if v is None else numbers.fixed(v, digits, signed=True))
 
 
 def pvalue(p: float | None) -> Formatted:
-    """'0.0123', '<0.0001', '—'."""
-    return Formatted("—" if p is None else ("<0.0001" if p < 1e-4 else f"{p:.4f}"))
+    """'0.087', '<0.0001', '—' (2 significant digits, as in the terminal)."""
+    return Formatted(numbers.pvalue(p))
 
 
 def duration(seconds: float | None) -> Formatted:
     """'1.5 d' / '3.2 h' / '12 min', '—' when missing."""
-    if seconds is None:
-        return Formatted("—")
-    if seconds >= 86400:
-        return Formatted(f"{seconds / 86400:.1f} d")
-    if seconds >= 3600:
-        return Formatted(f"{seconds / 3600:.1f} h")
-    return Formatted(f"{seconds / 60:.0f} min")
+    return Formatted(numbers.duration(seconds))
 
 
 def when(ts: str | None) -> str:
@@ -110,7 +138,14 @@ def metric_name(key: str) -> str:
 
 def versus_baseline(b: dict[str, Any], words: dict[str, str], currency: str | None) -> str:
     """The KPI sentence of the business section (see summary.kpi_sentence), money in the report's currency."""
-    return kpi_sentence(b["versus_baseline"], b["baseline"]["name"], words, lambda v: money(v, currency or ""))
+    return kpi_sentence(b["versus_baseline"], b["baseline"]["name"], words, lambda v: money(v, currency))
+
+
+def cost_optimal(doc: dict[str, Any]) -> Formatted:
+    """The cost-optimal threshold line (summary.cost_optimal_sentence) in the report's currency; no event text."""
+    t, cur = doc["thresholds"], doc.get("currency")
+    return Formatted(cost_optimal_sentence(t, doc["threshold"], doc["domain"]["review_hours"],
+                                           lambda v: money(v, cur)))
 
 
 _SCROLL_OPEN, _SCROLL_CLOSE = '<div class="scroll"><table', "</table></div>"
@@ -148,10 +183,11 @@ def _env(markdown: bool) -> Environment:
     else:
         env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, finalize=html_text,
                           undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=num, count=count, pct=pct, money=money, rate=rate, interval=interval, signed=signed,
-                       pvalue=pvalue, duration=duration, when=when, week_words=week_words, metric_name=metric_name,
-                       capitalised=capitalised, by_importance=by_importance)
-    env.globals.update(versus_baseline=versus_baseline)
+    env.filters.update(headline_value=headline_value, num=num, stat=stat, ratio=ratio, money_interval=money_interval,
+                       estimate=estimate, count=count, pct=pct, money=money, rate=rate, interval=interval,
+                       signed=signed, pvalue=pvalue, duration=duration, when=when, week_words=week_words,
+                       metric_name=metric_name, capitalised=capitalised, by_importance=by_importance)
+    env.globals.update(versus_baseline=versus_baseline, cost_optimal=cost_optimal)
     return env
 
 

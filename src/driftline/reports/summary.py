@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .. import numbers
 from ..domain import Domain
 
 METRIC_NAMES = {"recall": "Recall", "fpr": "False positive rate", "precision": "Precision",
@@ -40,14 +41,15 @@ def week_phrase(reason: str) -> str:
     return WEEK_REASONS.get(reason, reason)
 
 
-def _reading(r: dict[str, Any], digits: int = 3) -> str:
+def _reading(r: dict[str, Any]) -> str:
     if r.get("low") is None or r.get("high") is None:
-        return f"{r['value']:.{digits}f}"
-    return f"{r['value']:.{digits}f} [{r['low']:.{digits}f}, {r['high']:.{digits}f}]"
+        return numbers.prop(r["value"])
+    return f"{numbers.prop(r['value'])} {numbers.interval(r['low'], r['high'])}"
 
 
 def _target_text(value: float) -> str:
-    return f"{value:.2f}" if round(value, 2) == value else f"{value:g}"
+    """An agreed line as it was written ('0.70', '0.085')."""
+    return numbers.line(value)
 
 
 def missed_targets(rows: list[dict[str, Any]]) -> list[str]:
@@ -148,6 +150,33 @@ def kpi_sentence(v: dict[str, Any], baseline: str, words: dict[str, str], money:
     head = (f"saves {money(s)} a month" if s >= 0 else f"costs {money(-s)} more a month")
     hours, caught, compl = v["review_hours_saved"], v["extra_caught"], v["complaints_avoided"]
     rng = _amount_range(v["savings_low"], v["savings_high"], money)
-    return (f"Against the {baseline}, the model {head} (range {rng}), {abs(hours):,.0f} {words['review_hours']} {'fewer' if hours >= 0 else 'more'}, "
-            f"{abs(caught):,.0f} {'more' if caught >= 0 else 'fewer'} {words['positives']} caught and "
-            f"{abs(compl):,.0f} {'fewer' if compl >= 0 else 'more'} complaints.")
+    return (f"Against the {baseline}, the model {head} (range {rng}), {numbers.count(abs(hours))} "
+            f"{words['review_hours']} {'fewer' if hours >= 0 else 'more'}, "
+            f"{numbers.count(abs(caught))} {'more' if caught >= 0 else 'fewer'} {words['positives']} caught and "
+            f"{numbers.count(abs(compl))} {'fewer' if compl >= 0 else 'more'} complaints.")
+
+
+def cost_optimal_sentence(t: dict[str, Any], deployed: float, review_hours: str,
+                          money: Callable[[float], str]) -> str:
+    """The cost-optimal threshold C_FP/(C_FP+C_FN) with its verdict (business.judge_cost_optimal): recommended
+    only when the scores are calibrated (ECE within its noise floor) and it costs no more than the deployed
+    threshold on this week's labels; otherwise it says why it is not usable (`t` is the thresholds section)."""
+    co = t["cost_optimal"]
+    head = (f"Cost-optimal threshold for calibrated scores: C_FP / (C_FP + C_FN) = {money(co['c_fp'])} / "
+            f"({money(co['c_fp'])} + {money(co['c_fn'])}) = {numbers.stat(co['threshold'])}")
+    row = t.get("cost_optimal_row") or {}
+    at = ""
+    if row.get("monthly"):
+        at = (f" (at it: recall {numbers.rate(row['recall'])}, {numbers.count(row['monthly']['review_hours'])} "
+              f"{review_hours}, total {money(row['monthly']['total'])} a month)")
+    j = co.get("judgement") or {}
+    why = []
+    if j.get("miscalibrated"):
+        why.append(f"scores miscalibrated, ECE {numbers.stat(j.get('ece'))} vs noise floor "
+                   f"{numbers.stat(j.get('floor'))}, so the formula does not apply")
+    if j.get("costs_more"):
+        why.append(f"on this week's labels it costs {money(j['extra_cost'])} more a month than the deployed "
+                   f"threshold {deployed:g}")
+    if why:
+        return f"{head}{at}: not usable ({'; '.join(why)}). Do not move the threshold to it."
+    return f"{head}{at}."

@@ -21,6 +21,7 @@ from . import schema as t
 from ..core.engine import EngineResult, JoinView, OutcomeRecord, PredKey, PredRecord
 from ..core.events import DeadLetter
 from ..core.labels import Admitted
+from ..core.limits import MAX_UNDECLARED_NAMES, UNDECLARED_COUNTER
 from ..core.stats import BucketStats
 
 DEFAULT_URL = "sqlite:///driftline.db"
@@ -157,7 +158,10 @@ class Store:
         conn.execute(stmt, rows)
 
     def _add_counters(self, conn: Connection, counts: dict[tuple[str, str], int]) -> None:
-        """Add to persistent counters (rows in key order, so concurrent writers cannot deadlock)."""
+        """Add to persistent counters (rows in key order, so concurrent writers cannot deadlock); undeclared
+        feature names beyond MAX_UNDECLARED_NAMES stored ones are not recorded by name."""
+        if any(n == UNDECLARED_COUNTER for n, _ in counts):
+            counts = self._bound_undeclared(conn, counts)
         rows = [{"name": n, "label": lbl, "value": v} for (n, lbl), v in sorted(counts.items()) if v]
         if not rows:
             return
@@ -165,6 +169,28 @@ class Store:
         stmt = stmt.on_conflict_do_update(index_elements=["name", "label"],
                                           set_={"value": t.counters.c.value + stmt.excluded.value})
         conn.execute(stmt, rows)
+
+    @staticmethod
+    def _bound_undeclared(conn: Connection, counts: dict[tuple[str, str], int]) -> dict[tuple[str, str], int]:
+        c = t.counters.c
+        stored = {r.label for r in conn.execute(select(c.label).where(c.name == UNDECLARED_COUNTER))}
+        room = MAX_UNDECLARED_NAMES - len(stored)
+        out = {}
+        for (n, lbl), v in sorted(counts.items()):
+            if n == UNDECLARED_COUNTER and lbl not in stored:
+                if room <= 0:
+                    continue
+                room -= 1
+            out[(n, lbl)] = v
+        return out
+
+    def undeclared_features(self) -> dict[str, int]:
+        """Feature names seen in events but not declared under `features:` (all models, all time) → occurrences
+        refused; at most MAX_UNDECLARED_NAMES names (the total is the `features_untracked` counter)."""
+        c = t.counters.c
+        with self.read() as conn:
+            q = select(c.label, c.value).where(c.name == UNDECLARED_COUNTER)
+            return {r.label: int(r.value) for r in conn.execute(q)}
 
     def _raise_newest(self, conn: Connection, newest: dict[str, float]) -> None:
         """Keep the greater of the stored and the batch's newest event time per type (monotonic under

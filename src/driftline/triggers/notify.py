@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import Notify, format_duration, parse_duration
+from .. import numbers
+from ..config import Notify, parse_duration
 from ..ops import OpsMetrics
 from .metrics import canonical, info
 from .model import NOTICE_RESOLVED, Notice, Rule, TriggerState
@@ -49,15 +50,23 @@ class Delivery:
 
 
 def fmt_value(rule: Rule, value: float | None) -> str:
-    """A metric value for people: percentages for ratios, durations for seconds."""
+    """A metric value for people in the rule of every other output (numbers.py): a ratio as a proportion
+    ('0.255'), a statistic with 4 places, seconds as a duration; 'n/a' when missing."""
     if value is None:
         return "n/a"
     unit = info(rule.metric).unit
     if unit == "ratio":
-        return f"{value * 100:.1f}%"
+        return numbers.prop(value)
     if unit == "seconds":
-        return format_duration(round(value)) if value >= 1 else f"{value:.1f}s"
-    return f"{value:.4g}"
+        return numbers.duration(value)
+    return numbers.stat(value)
+
+
+def fmt_line(rule: Rule) -> str:
+    """The trigger's line as it was agreed ('0.60', '0.085'; a duration for seconds)."""
+    if info(rule.metric).unit == "seconds":
+        return numbers.duration(rule.value)
+    return numbers.line(rule.value)
 
 
 def summary(rule: Rule, model: str, state: TriggerState, kind: str) -> str:
@@ -68,7 +77,7 @@ def summary(rule: Rule, model: str, state: TriggerState, kind: str) -> str:
     where = f"{model}" + (f" variant {rule.variant}" if rule.variant else "")
     head = "Resolved: " if kind == NOTICE_RESOLVED else ""
     return (f"{head}{judged}{metric} of {where} is {fmt_value(rule, state.judged)} over {state.window} "
-            f"(line {rule.op} {fmt_value(rule, rule.value)})")
+            f"(line {rule.op} {fmt_line(rule)})")
 
 
 def description(rule: Rule, model: str, state: TriggerState, kind: str) -> str:
@@ -76,8 +85,8 @@ def description(rule: Rule, model: str, state: TriggerState, kind: str) -> str:
     parts = [rule.description.strip()] if rule.description else []
     interval = ""
     if state.low is not None and state.high is not None:
-        interval = f", 95% interval {fmt_value(rule, state.low)} to {fmt_value(rule, state.high)}"
-    parts.append(f"{canonical(rule.metric)} = {fmt_value(rule, state.value)}{interval}, n = {state.n} "
+        interval = f", 95 % interval [{fmt_value(rule, state.low)}, {fmt_value(rule, state.high)}]"
+    parts.append(f"{canonical(rule.metric)} = {fmt_value(rule, state.value)}{interval}, n = {numbers.count(state.n)} "
                  f"(minimum {rule.min_n}), window {state.window}, mode {rule.mode}, trigger {rule.name} "
                  f"({rule.severity}).")
     if kind == NOTICE_RESOLVED:
