@@ -4,6 +4,7 @@ and `driftline alerts render` checked by the real promtool (`check rules`, `test
 
 from __future__ import annotations
 
+import secrets
 import json
 import subprocess
 from dataclasses import replace
@@ -442,7 +443,8 @@ def test_states_history_and_leader_lock_on_postgresql(pg_url):
         assert st.state == FIRING and st.firing_since == END + 900
         rows = history.history(store, "fraud", "recall_below_target")
         assert [(h["from_state"], h["to_state"]) for h in rows] == [(PENDING, FIRING), (None, PENDING)]
-        a, b = LeaderLock(store, key=4242), LeaderLock(other, key=4242)
+        key = secrets.randbelow(2**31)  # not shared with another run on the same database
+        a, b = LeaderLock(store, key=key), LeaderLock(other, key=key)
         assert a.held() and a.held() and not b.held()  # one replica evaluates
         a.release()
         assert b.held()
