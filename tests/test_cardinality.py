@@ -249,3 +249,19 @@ def test_upgrade_admits_the_values_already_stored(tmp_path):
         ("fraud", "model", ""), ("fraud", "model_version", "v1"), ("fraud", "model_version", "v2"),
         ("fraud", "variant", "A"), ("fraud", "variant", "B")]
     store.close()
+
+
+def test_replay_reports_every_folded_event_of_the_run_not_only_the_first_logged_batch(tmp_path, capsys):
+    """Tryout: the rate-limited warning said '977 events … folded' (the first batch) while 9,996 were folded;
+    the replay summary counts every folded event of the run, equal to the stored totals."""
+    junk = _junk_file(tmp_path / "junk.jsonl")
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    base = ["--config", str(EXAMPLE), "--db", db]
+    assert cli.main([*base, "replay", str(junk), "--batch-size", "1000", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert cli.main([*base, "metrics", "--json", "--at", repr(END)]) == 0
+    over = json.loads(capsys.readouterr().out)["label_overflow"]
+    assert doc["folded_into_other"] == over["variant"] + over["model_version"] > 1000
+    assert cli.main([*base, "replay", str(junk)]) == 0  # everything already stored: nothing folded this time
+    out = capsys.readouterr().out
+    assert "folded into other" in out and "under __other__" not in out

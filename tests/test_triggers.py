@@ -234,6 +234,30 @@ def test_alerts_evaluate_replays_history_and_alerts_json_shows_it(db, capsys):
     assert history.load_states(store, "fraud")["recall_below_target"].firing_since == drifted + 900
 
 
+def test_evaluate_without_at_judges_now_in_whole_seconds_and_points_a_replayed_history_to_at(db, capsys):
+    """Tryout: without --at the live evaluation judged the wall clock with microseconds (stored in the history) and
+    said nothing on a replayed history; now whole seconds, and a note names the --at to use."""
+    import io
+
+    from rich.console import Console
+
+    from driftline.context import Context
+
+    path, config, store = db
+    args = cli.build_parser().parse_args(["alerts", "evaluate", "--dry-run", "--json"])
+    err = io.StringIO()
+    ctx = Context(config=config, db_url=f"sqlite:///{path}", console=Console(file=io.StringIO()),
+                  err=Console(file=err, width=200), clock=lambda: END + 30 * 86400 + 0.25)
+    try:
+        assert args.func(ctx, args) == 0
+    finally:
+        ctx.close()
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["now"] == doc["at"] == "2026-12-30T00:00:00Z"  # whole seconds
+    assert "the newest stored predictions of 'fraud' end at 2026-11-30T00:00:00Z: on a replayed history give " \
+           "--at (e.g. --at 2026-11-30T00:00:00Z)" in err.getvalue()
+
+
 def test_a_look_back_with_at_leaves_the_live_states_alone(db, capsys):
     """`alerts evaluate --at` before the stored states used to overwrite them: a firing critical alert became
     'insufficient_data since <then>'. Now it starts afresh, stores nothing and notifies nobody."""

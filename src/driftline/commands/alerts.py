@@ -147,7 +147,7 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
     from ..triggers.unseen import unseen_names
 
     at = parse_at(args.at)
-    clock_now = float(ctx.clock())
+    clock_now = float(int(ctx.clock()))  # whole seconds: the time is stored in the history and shown
     now = clock_now if at is None else at
     ahead = at is not None and at > clock_now
     store = ctx.store()
@@ -158,6 +158,11 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
         ctx.err.print(f"[yellow]warning:[/yellow] {shown(line)}", soft_wrap=True)
     run = runner.run(store, ctx.config, now, at=now, drift=default_provider(), persist=not (args.dry_run or ahead),
                      model=model)
+    span = store.bucket_range(model) if at is None else None
+    if span is not None and now - span[1] > 2 * ctx.config.window_s:
+        newest = span[1] + ctx.config.bucket_s
+        ctx.err.print(f"[yellow]note:[/yellow] judged now ({iso(now)}); the newest stored predictions of {model!r} "
+                      f"end at {iso(newest)}: on a replayed history give --at (e.g. --at {iso(newest)})")
     if ahead:
         ctx.err.print(f"[yellow]note:[/yellow] {iso(now)} is after now ({iso(clock_now)}): this look ahead is not "
                       "stored and notifies nobody (the live states are unchanged)")

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 
 from ..config import ConfigError
+from ..core.labels import OVERFLOW_PREFIX
 from ..context import Context, positive
 from ..core.events import ALL_REASONS, iso
 from ..ingest.pipeline import FILE_PREFIX, BatchResult, Pipeline
@@ -79,6 +80,7 @@ def summary(total: BatchResult, maintenance: Counter[tuple[str, str]]) -> dict[s
         "implicit_negatives": maintenance.get(("implicit_negatives", ""), 0),
         "expired_predictions": maintenance.get(("expired_predictions", ""), 0),
         "expired_outcomes": maintenance.get(("expired_outcomes", ""), 0),
+        "folded_into_other": sum(n for (name, _model), n in c.items() if name.startswith(OVERFLOW_PREFIX)),
     }
 
 
@@ -97,6 +99,10 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
                 title=f"replay {shown(args.path)}", show_header=False)
     if doc["dead_lettered"]:
         ctx.console.print("[yellow]some events were dead-lettered: `driftline dead-letters` shows why[/yellow]")
+    if doc["folded_into_other"]:
+        ctx.console.print(f"[yellow]{count(doc['folded_into_other'])} events of this replay had a new variant or "
+                          "model_version beyond `limits:` and were counted under __other__ (all-time totals: "
+                          "`driftline metrics`, driftline_label_overflow_total)[/yellow]")
     return 0
 
 

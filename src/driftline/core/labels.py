@@ -23,9 +23,12 @@ MODEL, VARIANT, VERSION = "model", "variant", "model_version"
 """Kinds of admitted values (the Prometheus label each one becomes)."""
 
 
+OVERFLOW_PREFIX = "label_overflow_"
+
+
 def overflow_counter(kind: str) -> str:
     """Name of the stored counter of events folded into OVERFLOW, per model (its label): kind VARIANT or VERSION."""
-    return f"label_overflow_{kind}"
+    return f"{OVERFLOW_PREFIX}{kind}"
 
 
 @dataclass(frozen=True, slots=True)

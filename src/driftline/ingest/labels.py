@@ -103,7 +103,8 @@ class LabelPolicy:
             if kind == MODEL:
                 limit = "limits.models" if self.config.models is not None else \
                     f"limits.max_models={self.config.max_models}"
-                log.warning("label limit: %d events of new models dead-lettered (model_limit, %s reached), e.g. %s",
+                log.warning("label limit: %d events of new models dead-lettered since the last such line (model_limit, "
+                            "%s reached), e.g. %s",
                             n + pending, limit, examples)
             else:
                 field = "max_variants_per_model" if kind == VARIANT else "max_versions_per_model"
@@ -111,5 +112,6 @@ class LabelPolicy:
                 listed = model in (self.config.variants if kind == VARIANT else self.config.versions)
                 why = f"limits.{'variants' if kind == VARIANT else 'versions'}.{model} allow-list" if listed \
                     else f"limits.{field}={limit}"
-                log.warning("label limit: model %r: %d events with a new %s folded into %s (%s reached), e.g. %s",
+                log.warning("label limit: model %r: %d events with a new %s folded into %s since the last such line "
+                            "(%s reached; totals: driftline_label_overflow_total), e.g. %s",
                             model, n + pending, kind, OVERFLOW, why, examples)
