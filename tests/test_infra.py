@@ -52,6 +52,7 @@ def _consumer(bootstrap: str, group: str, **extra: object) -> KafkaConsumer:
         bootstrap_servers=bootstrap,
         group_id=group,
         partition_assignment_strategy=[RangePartitionAssignor],
+        max_poll_interval_ms=20000,  # the rebalance timeout, as the service's tests set it (kafka-python: 300 s)
         **{**CONSUMER_TEST_CONFIG, **extra},
     )
 
@@ -145,7 +146,7 @@ def test_tansu_two_members_split_co_partitioned(kafka_bootstrap: str) -> None:
     try:
         for name, c in consumers.items():
             c.subscribe([preds, outs], listener=listeners[name])
-        deadline = time.monotonic() + 60  # a hang guard: group joins are slow on a loaded machine
+        deadline = time.monotonic() + 120  # a hang guard: group joins are slow on a loaded machine
         while time.monotonic() < deadline:
             for c in consumers.values():
                 c.poll(timeout_ms=100)

@@ -136,7 +136,7 @@ def test_progress_line_fits_with_events_and_dead_letters(width: int, big: bool) 
     k = 1000 if big else 1
     forms = progress_forms("replay", 42.0, 5_000 * k, 12_345.0 * k, 4_990 * k, 10 * k,
                            ("decoding", 8_192, 16_000), 65.0, 3_725.0)
-    texts, bar = fit_progress(forms, width)
+    texts, bar, _ = fit_progress(forms, width)
     line = _line(texts, bar)
     assert len(line) <= width and "…" not in line, line
     assert f"{5_000 * k:,} ev" in line and (f"dead {10 * k:,}" in line or f"dead letters {10 * k:,}" in line)
@@ -146,6 +146,25 @@ def test_progress_line_fits_with_events_and_dead_letters(width: int, big: bool) 
     if width >= 118 and not big:  # at 120 the full labels and the batch's stage
         assert "5,000 events" in line and "accepted 4,990" in line and "dead letters 10" in line
         assert "decoding 8,192" in line
+
+
+def test_progress_forms_never_lengthen_again_as_numbers_grow() -> None:
+    """Tryout: at one width the line flipped between 'accepted'/'ok' and 'events'/'ev' and its bar changed length
+    from frame to frame; a frame never uses longer forms or a longer bar than an earlier one needed."""
+    from driftline.commands.progress import fit_progress, progress_forms
+
+    floor: dict[str, int] = {}
+    seen: list[tuple[dict[str, int], int]] = []
+    cap = 40
+    for events, stage in [(900, None), (99_000, ("decoding", 8_192, 16_000)), (120_000, None), (5_000_000, None),
+                          (5_100_000, ("storing", 16_000, 16_000))]:
+        forms = progress_forms("replay", 50.0, events, events / 7, events - 10, 10, stage, 65.0, 100.0)
+        texts, bar, floor = fit_progress(forms, 98, floor)
+        cap = min(cap, bar) if bar else cap
+        seen.append((dict(floor), cap))
+        assert len(_line(texts, bar)) <= 98
+    for (a, bar_a), (b, bar_b) in zip(seen, seen[1:]):
+        assert all(b[k] >= a[k] for k in a) and bar_b <= bar_a
 
 
 def test_progress_renders_one_unellipsised_line_at_100_columns() -> None:

@@ -299,3 +299,20 @@ def test_one_rule_for_the_formats_issue_17_found_inconsistent() -> None:
     assert numbers.diff(-0.0001) == "0.000" and numbers.diff(0.565) == "+0.565" and numbers.diff(-0.012) == f"{m}0.012"
     assert numbers.prop(-0.0004) == "0.000" and numbers.stat(-0.00001) == "0.0000"
     assert numbers.percent(-0.05, signed=True) == f"{m}5.0 %"
+
+
+def test_demo_event_lines_wrap_at_spaces_on_a_terminal_and_stay_one_line_in_a_file() -> None:
+    """Tryout: the demo's ALERT line (121 cells at 120 columns) was left to the terminal to wrap, which left a
+    stale progress frame above it; rich now wraps it at spaces on a terminal, and a file keeps one line."""
+    from driftline.commands.demo import _event
+
+    text = "2026-11-28T00:00:00Z  ALERT recall_below_target FIRING (critical): recall 0.456 [0.415, 0.498] " \
+           "n=550 over 7d, line < 0.70"
+    tty = io.StringIO()
+    _event(Console(file=tty, width=80, force_terminal=True, color_system=None), text)
+    rows = tty.getvalue().splitlines()
+    assert len(rows) == 2 and all(len(r) <= 80 for r in rows)
+    assert " ".join(rows).split() == text.split()  # broken at spaces only
+    pipe = io.StringIO()
+    _event(Console(file=pipe, width=80), text)
+    assert pipe.getvalue() == text + "\n"

@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             log.debug("config refused", exc_info=True)
             fail(err, f"config error: {e}")
             return 2
-        ctx = Context(config=config, db_url=resolve_db(args.db, config), console=Console(), err=err,
+        ctx = Context(config=config, db_url=resolve_db(args.db, config), console=Console(highlight=False), err=err,
                       model_named="model" in keys)
         return int(args.func(ctx, args) or 0)
     except ConfigError as e:

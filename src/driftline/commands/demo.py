@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from rich.console import Console
 
 from .. import numbers
 from ..config import Config, ConfigError, Trigger, parse_duration
@@ -150,6 +151,13 @@ def prepare_database(ctx: Context, reset: bool) -> str | None:
 
 
 # --- printing ----------------------------------------------------------------------------------------------
+def _event(console: Console, text: str) -> None:
+    """A line of the demo's running log: on a terminal rich wraps it at spaces to the width (a line the terminal
+    wraps itself leaves a stale progress frame behind, since the live bar cannot count its rows); in a file or
+    pipe it stays one line, for grep."""
+    console.print(text, soft_wrap=not console.is_terminal)
+
+
 def alert_line(rule: Rule, t: Transition) -> str:
     """'recall_below_target FIRING (critical): recall 0.612 [0.571, 0.651] n=245 over 7d, line < 0.70'."""
     interval = f" {numbers.interval(t.low, t.high)}" if t.low is not None else ""
@@ -307,15 +315,15 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
                 ref_id = save_reference(store, cfg.model, profile, "window", lo, hi, confusion=stats,
                                         detail="demo: weeks 1-2", seasonal=seasonal)
                 freeze_reference_sample(store, ref_id, reference_sample_from_buckets(store, cfg, cfg.model, lo, hi))
-                ctx.err.print(f"      {iso(t)}  drift reference set from weeks 1–2 ({stats.predictions:,} predictions"
-                              + ("" if seasonal is None else f", seasonality {season}") + ")")
+                _event(ctx.err, f"      {iso(t)}  drift reference set from weeks 1–2 ({stats.predictions:,} "
+                       "predictions" + ("" if seasonal is None else f", seasonality {season}") + ")")
             reference_set = True
         run = runner.run(store, cfg, t, at=t, rules=rules)
         by_name = {r.name: r for r in rules}
         for tr in run.transitions:
             if tr.to_state == FIRING or (tr.from_state == FIRING and tr.to_state != FIRING):
                 line = shown(f"{iso(t)}  ALERT {alert_line(by_name[tr.trigger], tr)}")
-                ctx.console.print(f"[bold red]{line}[/bold red]" if tr.to_state == FIRING else line, soft_wrap=True)
+                _event(ctx.console, f"[bold red]{line}[/bold red]" if tr.to_state == FIRING else line)
                 if tr.to_state == FIRING:
                     fired.append(tr.trigger)
 

@@ -96,10 +96,13 @@ def _join(texts: dict[str, str], bar: int) -> list[str]:
     return out
 
 
-def fit_progress(forms: dict[str, tuple[str, ...]], width: int) -> tuple[dict[str, str], int]:
-    """The form of each part and the bar's width (0: no bar) for a line of at most `width` cells: the longest
-    forms that fit, shortened along LADDER; the bar takes what is left, BAR_MIN to BAR_MAX cells."""
-    pick = {k: 0 for k in forms}
+def fit_progress(forms: dict[str, tuple[str, ...]], width: int, floor: dict[str, int] | None = None
+                 ) -> tuple[dict[str, str], int, dict[str, int]]:
+    """The form of each part, the bar's width (0: no bar) and the form indexes used, for a line of at most
+    `width` cells: the longest forms that fit, shortened along LADDER, never longer than `floor` (the forms an
+    earlier frame needed, so the line does not flip between long and short forms as numbers grow); the bar takes
+    what is left, BAR_MIN to BAR_MAX cells."""
+    pick = {k: (floor or {}).get(k, 0) for k in forms}
     steps = iter(LADDER)
     while True:
         texts = {k: forms[k][min(pick[k], len(forms[k]) - 1)] for k in forms}
@@ -107,12 +110,12 @@ def fit_progress(forms: dict[str, tuple[str, ...]], width: int) -> tuple[dict[st
         used = sum(Text(p).cell_len for p in fixed) + len(fixed) - 1 if fixed else 0
         room = width - used - 1
         if texts["bar"] and room >= BAR_MIN:
-            return texts, min(BAR_MAX, room)
+            return texts, min(BAR_MAX, room), pick
         if not texts["bar"] and used <= width:
-            return texts, 0
+            return texts, 0, pick
         step = next(steps, None)
         if step is None:
-            return texts, 0
+            return texts, 0, pick
         pick[step[0]] = max(pick[step[0]], step[1])
 
 
@@ -124,13 +127,22 @@ class FittedLine(ProgressColumn):
         super().__init__()
         self.what = what
         self.console = console
+        self.width = -1
+        self.floor: dict[str, int] = {}
+        self.bar_cap = BAR_MAX
+        """Per console width, the shortest forms and bar any frame needed: later frames use no longer ones."""
 
     def render(self, task: Task) -> RenderableType:
         f = task.fields
         pct = task.percentage if task.total else None
         forms = progress_forms(self.what, pct, f["events"], f["rate"], f["accepted"], f["dead"], f["stage"],
                                task.elapsed, task.time_remaining if pct is not None else None)
-        texts, bar = fit_progress(forms, self.console.width - 2)  # 2: the spinner and its space
+        width = self.console.width - 2  # 2: the spinner and its space
+        if width != self.width:
+            self.width, self.floor, self.bar_cap = width, {}, BAR_MAX
+        texts, bar, self.floor = fit_progress(forms, width, self.floor)
+        if bar:
+            bar = self.bar_cap = min(bar, self.bar_cap)
         grid = Table.grid(padding=(0, 1))
         cells: list[RenderableType] = []
         for k in ORDER:
@@ -166,6 +178,7 @@ class IngestProgress:
         return self
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.bar.update(self.task, stage=None)  # the last frame shows the totals, not a finished batch's stage
         self.bar.stop()
 
     def add(self, result: BatchResult) -> None:
