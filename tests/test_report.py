@@ -405,11 +405,21 @@ window.addEventListener('load', function () {
     var r = td.getBoundingClientRect();
     return {right: Math.round(r.right), visible: r.width > 0};
   });
+  var hidden = [];  // after scrolling each wide table fully to the right, its rows' first cells must still show
+  d.querySelectorAll('.scroll').forEach(function (box) {
+    if (box.scrollWidth <= box.clientWidth + 1) return;
+    box.scrollLeft = box.scrollWidth;
+    var b = box.getBoundingClientRect();
+    box.querySelectorAll('tr > :first-child').forEach(function (cell) {
+      var r = cell.getBoundingClientRect();
+      if (r.width > 0 && (r.left < b.left - 1 || r.right > b.right + 1)) hidden.push(cell.textContent.trim().slice(0, 30));
+    });
+  });
   var out = document.createElement('pre');
   out.id = 'layout';
   out.textContent = JSON.stringify({width: W, scroll: d.documentElement.scrollWidth, overflowing: bad.slice(0, 20),
                                     body: d.body.scrollWidth, wrapped: wrapped.slice(0, 20), charts: charts,
-                                    targets: targets});
+                                    targets: targets, hidden: hidden.slice(0, 20)});
   document.body.appendChild(out);
 });
 </script></body></html>"""
@@ -451,7 +461,12 @@ def test_report_fits_desktop_and_phone_widths(report: dict[str, Any], tmp_path: 
     assert all(c["right"] <= width and c["w"] >= min(300, width - 40) for c in got["charts"]), got["charts"]
     # the headline's target is on screen next to its value, not off to the right of a scrolling table
     assert got["targets"] and all(t["visible"] and t["right"] <= width for t in got["targets"]), got["targets"]
+    # tryout: a wide table scrolled sideways hid its key column (recall's row name, the day); it stays in view
+    assert got["hidden"] == [], got["hidden"]
     if width == 390:
+        keyless = tmp_path / "keyless.html"  # without the sticky first column the check sees hidden keys
+        keyless.write_text(html.replace("position: sticky; left: 0;", ""))
+        assert _layout(chromium, keyless, width, tmp_path)["hidden"]
         broken = tmp_path / "unwrapped.html"
         broken.write_text(html.replace('<div class="scroll"><table', "<table").replace("</table></div>", "</table>"))
         bad = _layout(chromium, broken, width, tmp_path)
