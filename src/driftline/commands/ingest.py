@@ -59,6 +59,9 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
     maintenance = pipeline.maintain()
     if total.restarted:
         ctx.err.print(f"[yellow]note:[/yellow] {shown(total.restarted)}")
+    elif start and not why:
+        ctx.err.print(f"[yellow]note:[/yellow] {shown(path)} was replayed before up to line {start:,}: resumed at "
+                      f"line {start + 1:,} (`records` counts the lines read from there)")
     if total.held_back is not None:
         ctx.err.print(f"[yellow]note:[/yellow] line {total.held_back + 1:,} has no newline and is not valid JSON yet "
                       "(is the file still being written?): left for the next replay, not dead-lettered")
