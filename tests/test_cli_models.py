@@ -7,6 +7,7 @@ Counts and quantiles are checked against the generated events themselves (numpy 
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import shutil
@@ -301,3 +302,30 @@ def test_counts_read_without_a_full_decode_equal_the_full_decode(churn) -> None:
         assert model_summaries(store) == [("churn", full.predictions, max(r.bucket_start for r in rows))]
     finally:
         store.close()
+
+
+# --- terminal polish: prose wraps between words at the console's width ------------------------------------------
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("command", ["metrics", "ab"])
+def test_the_maturity_note_wraps_between_words_with_its_lines_indented(db, capsys, monkeypatch, command) -> None:
+    code, out, _ = _run(capsys, *db, command, "--json")
+    note = json.loads(out)["label_maturity"]["note"]
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = _run(capsys, *db, command)
+    lines = out.splitlines()
+    assert code == 0 and all(len(line) <= 80 for line in lines), out
+    first = next(n for n, line in enumerate(lines) if line.startswith("note: labels for this window"))
+    rest = list(itertools.takewhile(lambda line: line.startswith("      "), lines[first + 1:]))
+    assert rest, out  # wrapped, each continuation line under the note's text
+    assert _words(" ".join([lines[first], *rest])) == _words("note: " + note)  # no word cut in two
+
+
+def test_health_and_power_continuation_lines_are_indented(db, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = _run(capsys, *db, "ab")
+    body = out[out.index("health checks"):out.index("Verdict")].splitlines()[1:]
+    assert code == 0 and len(body) > 6
+    assert all(line.startswith("  ") for line in body if line.strip() and not line.startswith("power")), out

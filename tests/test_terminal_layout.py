@@ -299,3 +299,18 @@ def test_one_rule_for_the_formats_issue_17_found_inconsistent() -> None:
     assert numbers.diff(-0.0001) == "0.000" and numbers.diff(0.565) == "+0.565" and numbers.diff(-0.012) == f"{m}0.012"
     assert numbers.prop(-0.0004) == "0.000" and numbers.stat(-0.00001) == "0.0000"
     assert numbers.percent(-0.05, signed=True) == f"{m}5.0 %"
+
+
+@pytest.mark.parametrize("args", [["metrics"], ["reference", "show"], ["ab"], ["alerts"]], ids=" ".join)
+def test_titles_and_prose_take_the_console_width(db: str, args: list[str], capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A title wraps at the console's width, not the (narrower) table's; every line of prose fits the console,
+    and a wrapped bin list continues indented under its feature."""
+    out = _render(db, args, 80, capsys, monkeypatch)
+    assert all(len(line) <= 80 for line in out.splitlines()), out
+    if args == ["metrics"]:
+        assert re.search(r"^fraud · \S+Z → \S+Z \(7d\)$", out, re.M), out
+    if args == ["reference", "show"]:
+        bins = out[out.index("tracked features"):].splitlines()
+        bins = bins[next(n for n, line in enumerate(bins) if line.startswith("  ") and ": " in line):]
+        assert all(line.startswith("  ") for line in bins if line.strip()), out

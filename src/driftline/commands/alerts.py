@@ -16,6 +16,7 @@ from ..triggers.mixin import DEFAULT, RULE_FILES, prometheus_rule
 from ..readouts.windows import iso
 from .render import shown
 from .which_model import pick_model
+from .prose import say
 from .tables import Col, print_table
 
 # notify, runner, drift_hook and rules (scipy) are imported inside the handlers: the parser imports every command
@@ -155,16 +156,16 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
     # An evaluation after now is a what-if: storing its states would move the live ones into the future, where
     # every live evaluation would be refused (stored states newer than the clock) until the clock got there.
     for line in unseen_names(store, ctx.config, model, runner.compile_rules(ctx.config.triggers)):
-        ctx.err.print(f"[yellow]warning:[/yellow] {shown(line)}", soft_wrap=True)
+        say(ctx.err, shown(line), "[yellow]warning:[/yellow] ")
     run = runner.run(store, ctx.config, now, at=now, drift=default_provider(), persist=not (args.dry_run or ahead),
                      model=model)
     if ahead:
-        ctx.err.print(f"[yellow]note:[/yellow] {iso(now)} is after now ({iso(clock_now)}): this look ahead is not "
-                      "stored and notifies nobody (the live states are unchanged)")
+        say(ctx.err, f"{iso(now)} is after now ({iso(clock_now)}): this look ahead is not "
+                     "stored and notifies nobody (the live states are unchanged)", "[yellow]note:[/yellow] ")
     elif run.states_later is not None:
-        ctx.err.print(f"[yellow]note:[/yellow] the stored trigger states were evaluated at {iso(run.states_later)}, "
-                      f"after {iso(now)}: this look back starts from no prior state, is not stored and notifies "
-                      "nobody (the live states are unchanged)")
+        say(ctx.err, f"the stored trigger states were evaluated at {iso(run.states_later)}, "
+                     f"after {iso(now)}: this look back starts from no prior state, is not stored and notifies "
+                     "nobody (the live states are unchanged)", "[yellow]note:[/yellow] ")
     if not (args.dry_run or args.no_notify or ahead) and run.states_later is None:
         # One shot: no next pass refreshes the alerts, so a firing one must not expire by itself (refresh_s None),
         # and no process serves /triggers for a generatorURL (only notify.generator_url, when set).
@@ -199,7 +200,7 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
     rules = runner.compile_rules(ctx.config.triggers)
     problems = unseen_names(ctx.store(), ctx.config, model, rules)
     for line in problems:
-        ctx.err.print(f"[yellow]warning:[/yellow] {shown(line)}", soft_wrap=True)
+        say(ctx.err, shown(line), "[yellow]warning:[/yellow] ")
     if not problems:
         ctx.console.print(f"{len(rules)} trigger(s) of {shown(model)}: every variant and feature named is known")
     return 1 if problems else 0
@@ -212,8 +213,8 @@ def cmd_render(ctx: Context, args: argparse.Namespace) -> int:
 
     config = ctx.config if args.model is None else msgspec.structs.replace(ctx.config, model=args.model)
     if args.model is None and not ctx.model_named:
-        ctx.err.print(f"[yellow]note:[/yellow] the config sets no `model:`: the rules watch the default model "
-                      f"{shown(config.model)!r}; pass --model NAME (or set `model:`) for another model", soft_wrap=True)
+        say(ctx.err, f"the config sets no `model:`: the rules watch the default model {shown(config.model)!r}; pass "
+                     "--model NAME (or set `model:`) for another model", "[yellow]note:[/yellow] ")
     rendered = render_rules(config)
     text = to_yaml(rendered)
     for s in rendered.skipped:

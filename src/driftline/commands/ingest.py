@@ -17,6 +17,7 @@ from ..ingest.pipeline import FILE_PREFIX, BatchResult, Pipeline
 from ..ingest.replay import replay, resume_point
 from ..numbers import count
 from .progress import IngestProgress, Ramp
+from .prose import say
 from .render import shown
 from .tables import Col, print_table
 
@@ -42,7 +43,7 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
     pipeline = Pipeline(ctx.config, ctx.store(), clock=ctx.clock)
     start, why = resume_point(pipeline, path)
     if why:
-        ctx.err.print(f"[yellow]note:[/yellow] {shown(why)}")
+        say(ctx.err, shown(why), "[yellow]note:[/yellow] ")
     show = (ctx.err.is_terminal and ctx.console.is_terminal) if progress is None else progress
     size = os.path.getsize(path) if path != "-" else None
     if show:
@@ -57,10 +58,10 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
         total = replay(pipeline, path, None, batch_size, start, rewind=why is not None)
     maintenance = pipeline.maintain()
     if total.restarted:
-        ctx.err.print(f"[yellow]note:[/yellow] {shown(total.restarted)}")
+        say(ctx.err, shown(total.restarted), "[yellow]note:[/yellow] ")
     if total.held_back is not None:
-        ctx.err.print(f"[yellow]note:[/yellow] line {total.held_back + 1:,} has no newline and is not valid JSON yet "
-                      "(is the file still being written?): left for the next replay, not dead-lettered")
+        say(ctx.err, f"line {total.held_back + 1:,} has no newline and is not valid JSON yet "
+                     "(is the file still being written?): left for the next replay, not dead-lettered", "[yellow]note:[/yellow] ")
     return {**summary(total, maintenance), "held_back_line": total.held_back}
 
 

@@ -9,6 +9,7 @@ from rich.console import Console
 from .. import numbers
 from ..numbers import count, estimate as _est, indicative_used, prop, stat
 from .render import fmt_rate, footnote_if, shown
+from .prose import say
 from .tables import Col, print_table
 
 _INSIDE = {None: "—", True: "yes", False: "[yellow]no[/yellow]"}
@@ -124,7 +125,7 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
                          fmt_rate(s["alert_rate"]), prop(short) + mark])
         print_table(console, cols, rows, title=shown(feat["feature"]))
         if feat.get("note"):
-            console.print(f"[yellow]note:[/yellow] {shown(feat['note'])}")
+            say(console, shown(feat['note']), "[yellow]note:[/yellow] ")
     lines = " / ".join(f"{name} {tg[key]}" for key, name in (("recall", "recall"), ("fpr", "FPR"))
                        if tg.get(key) is not None)
     if not lines:
@@ -134,8 +135,8 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
         console.print(f"[bold]worst slices[/bold] (interval beyond {lines}):")
         for s in doc["worst"]:
             m = s["shortfall_metric"]
-            console.print(f"  {shown(s['feature'])}={shown(s['value'])}: {m} {fmt_rate(s[m])}, "
-                          f"{prop(s['shortfall'])} beyond target")
+            say(console, f"{m} {fmt_rate(s[m])}, {prop(s['shortfall'])} beyond target",
+                f"  {shown(s['feature'])}={shown(s['value'])}: ")
     else:
         console.print(f"no slice's interval lies beyond the targets ({lines})")
     footnote_if(console, used, "[dim]* indicative: fewer than 30 labelled predictions.[/dim]")
