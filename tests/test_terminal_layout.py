@@ -314,3 +314,21 @@ def test_titles_and_prose_take_the_console_width(db: str, args: list[str], capsy
         bins = out[out.index("tracked features"):].splitlines()
         bins = bins[next(n for n, line in enumerate(bins) if line.startswith("  ") and ": " in line):]
         assert all(line.startswith("  ") for line in bins if line.strip()), out
+
+
+def test_history_of_unconfigured_triggers_reads_like_the_rest(db: str, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the config that defined them, the history's values keep the metric's format (0.588, not 0.5879),
+    and the empty triggers table is one line saying so, not a header and a 'not shown' note."""
+    bare = tmp_path / "bare.yaml"
+    bare.write_text("model: fraud\n")
+    monkeypatch.setenv("COLUMNS", "160")
+    capsys.readouterr()
+    assert main(["--config", str(bare), "--db", db, "alerts"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("no triggers configured (see `triggers:`)\n") and "not shown" not in out, out
+    values = re.findall(r"│ +(\d\.\d+ \[\d\.\d+, \d\.\d+\]) +│", out)
+    assert values and all(re.fullmatch(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", v) for v in values), out
+    assert main(["--config", str(bare), "--db", db, "alerts", "evaluate", "--no-notify", "--dry-run"]) == 0
+    assert capsys.readouterr().out.startswith("no triggers configured")

@@ -71,14 +71,21 @@ def _state_rows(ctx: Context, model: str, rules: list[Rule]) -> list[dict[str, A
     return out
 
 
-def value_of(r: Rule | None, v: float | None) -> str:
-    """A trigger's value as the terminal shows numbers: proportions as 0.588, durations as 3.2 h, statistics (PSI,
-    JS) with 4 places."""
+NO_TRIGGERS = "no triggers configured (see `triggers:`)"
+
+
+def value_of(metric: str | None, v: float | None) -> str:
+    """A trigger metric's value as the terminal shows numbers: proportions as 0.588, durations as 3.2 h,
+    statistics (PSI, JS) with 4 places. By the metric's name, not the configured rule: a history row of a trigger
+    no longer (or not here) configured reads like every other row."""
     from ..triggers.metrics import info
 
     if v is None:
         return numbers.MISSING
-    unit = None if r is None else info(r.metric).unit
+    try:
+        unit = None if metric is None else info(metric).unit
+    except ValueError:  # a metric this version no longer knows: its number as a statistic
+        unit = None
     if unit == "ratio":
         return numbers.prop(v)
     if unit == "seconds":
@@ -86,9 +93,9 @@ def value_of(r: Rule | None, v: float | None) -> str:
     return numbers.stat(v)
 
 
-def _with_interval(r: Rule | None, v: float | None, lo: float | None, hi: float | None) -> str:
-    """'0.471 [0.407, 0.536]' in the trigger's unit."""
-    return value_of(r, v) + (f" [{value_of(r, lo)}, {value_of(r, hi)}]" if lo is not None else "")
+def _with_interval(metric: str | None, v: float | None, lo: float | None, hi: float | None) -> str:
+    """'0.471 [0.407, 0.536]' in the metric's unit."""
+    return value_of(metric, v) + (f" [{value_of(metric, lo)}, {value_of(metric, hi)}]" if lo is not None else "")
 
 
 def _line(r: Rule) -> str:
@@ -122,9 +129,12 @@ def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
             trows.append([shown(r.name), r.severity, line, "not evaluated", "", "", "", "", r.window])
             continue
         trows.append([shown(r.name), r.severity, line, f"[{_STYLE.get(s['state'], '')}]{s['state']}[/]", s["since"],
-                      value_of(r, s["judged"]), _with_interval(r, s["value"], s["low"], s["high"]),
+                      value_of(r.metric, s["judged"]), _with_interval(r.metric, s["value"], s["low"], s["high"]),
                       numbers.count(s["n"]) if s["n"] is not None else "", s["window"]])
-    print_table(ctx.console, cols, trows, title=f"triggers of {shown(model)}")
+    if trows:
+        print_table(ctx.console, cols, trows, title=f"triggers of {shown(model)}")
+    else:
+        ctx.console.print(NO_TRIGGERS)
     if not rows:
         ctx.console.print("no alert history" + (f" for trigger {shown(args.trigger)}" if args.trigger else ""))
         return 0
@@ -132,9 +142,8 @@ def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
              Col("n", drop=2), Col("window", drop=3), Col("notified", "left", drop=4)]
     hrows = []
     for row in rows:
-        r = by_name.get(row["trigger"])
         hrows.append([iso(row["at"]), shown(row["trigger"]), f"{row['from_state'] or '—'} → {row['to_state']}",
-                      _with_interval(r, row["value"], row["low"], row["high"]),
+                      _with_interval(row["metric"], row["value"], row["low"], row["high"]),
                       "" if row["n"] is None else numbers.count(row["n"]), row["window"],
                       "yes" if row["notified"] else ""])
     print_table(ctx.console, hcols, hrows, title=f"alert history (newest {len(rows)})")
@@ -186,8 +195,11 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
         if e.notice is not None:
             change += f" (notify: {e.notice.kind})"
         rows.append([shown(r.name), f"{_line(r)} ({r.mode}, min n {r.min_n})",
-                     f"[{_STYLE.get(s.state, '')}]{s.state}[/]", value_of(r, s.judged),
-                     _with_interval(r, s.value, s.low, s.high), "" if s.n is None else numbers.count(s.n), change])
+                     f"[{_STYLE.get(s.state, '')}]{s.state}[/]", value_of(r.metric, s.judged),
+                     _with_interval(r.metric, s.value, s.low, s.high), "" if s.n is None else numbers.count(s.n), change])
+    if not rows:
+        ctx.console.print(NO_TRIGGERS)
+        return 0
     print_table(ctx.console, cols, rows, title=f"triggers of {shown(run.model)} at {iso(run.at)}")
     return 0
 
