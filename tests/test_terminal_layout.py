@@ -332,3 +332,17 @@ def test_history_of_unconfigured_triggers_reads_like_the_rest(db: str, tmp_path:
     assert values and all(re.fullmatch(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", v) for v in values), out
     assert main(["--config", str(bare), "--db", db, "alerts", "evaluate", "--no-notify", "--dry-run"]) == 0
     assert capsys.readouterr().out.startswith("no triggers configured")
+
+
+def test_maturity_periods_read_as_durations_in_words(db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`131h by label_delay_p95` read as neither a duration nor words: numbers.duration and the method in words,
+    in the calibration readout and in the HTML/Markdown report."""
+    out = _render(db, ["calibration"], 160, capsys, monkeypatch)
+    assert "one maturity period earlier:" in out and "by the 95th-percentile label delay" in out, out
+    assert "label_delay_p95" not in out and not re.search(r"\d+h\b", out), out
+    assert re.search(r"earlier: \d+(\.\d)? [dh] by the", out), out
+    assert main(["--config", EXAMPLE, "--db", db, "report", "--out", str(tmp_path)]) == 0
+    for page in [*tmp_path.glob("*.html"), *tmp_path.glob("*.md")]:
+        text = page.read_text()
+        assert "label_delay_p95" not in text and "95th-percentile label delay" in text, page

@@ -9,6 +9,7 @@ from rich.console import Console
 from .. import numbers
 from ..numbers import count, estimate as _est, indicative_used, prop, stat
 from .render import fmt_rate, footnote_if, shown
+from ..readouts.maturity import method_text
 from .prose import say
 from .tables import Col, print_table
 
@@ -70,8 +71,9 @@ def render_calibration(doc: dict[str, Any], console: Console) -> None:
         rows = m["comparison"]["metrics"]
         used += [m["comparison"]["coverage"]] + [row["realised"] for row in rows]
         _vs_table(console, "estimated (scores)", rows,
-                  f"estimated vs realised · {w['start']} → {w['end']} (one maturity period, {mt['label']} by "
-                  f"{mt['method']}, earlier; label coverage {fmt_rate(m['comparison']['coverage'])})")
+                  f"estimated vs realised · {w['start']} → {w['end']} (one maturity period earlier: "
+                  f"{numbers.duration(mt['seconds'])} by the {method_text(mt['method'])}; label coverage "
+                  f"{fmt_rate(m['comparison']['coverage'])})")
     c = doc.get("calibrated")
     render_calibrated(c, console)
     if c and c.get("matured") and c["matured"]["metrics"]:
