@@ -344,8 +344,13 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
     _print_seasonality(console, doc.get("seasonality") or {})
     p = doc["prevalence"]
     cur = p["current"]
-    console.print(f"prevalence: reference {prop(p['reference'])} · current {fmt_rate(cur)} · p adj "
-                  f"{pvalue(p.get('p_adjusted'))} · " + ("[bold red]drifted[/bold red]" if p["drifted"] else "not drifted"))
+    if not cur.get("n"):  # no labelled prediction in the window: nothing to compare, not "not drifted"
+        say(console, f"reference {prop(p['reference'])} · current — · [yellow]cannot judge[/yellow] (no labels in "
+                     "the window yet: pass an earlier `--at`)", "prevalence: ")
+    else:
+        say(console, f"reference {prop(p['reference'])} · current {fmt_rate(cur)} · p adj "
+                     f"{pvalue(p.get('p_adjusted'))} · "
+                     + ("[bold red]drifted[/bold red]" if p["drifted"] else "not drifted"), "prevalence: ")
     if cur.get("indicative") and cur.get("value") is not None:
         console.print("[dim]* indicative: fewer than 30 cases behind the rate[/dim]")
     _render_multivariate(doc.get("multivariate"), console)
