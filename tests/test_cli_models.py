@@ -329,3 +329,27 @@ def test_health_and_power_continuation_lines_are_indented(db, capsys, monkeypatc
     body = out[out.index("health checks"):out.index("Verdict")].splitlines()[1:]
     assert code == 0 and len(body) > 6
     assert all(line.startswith("  ") for line in body if line.strip() and not line.startswith("power")), out
+
+
+def test_a_window_without_labels_says_so_in_every_readout(db, tmp_path, capsys) -> None:
+    """The churn default window has no label yet: each readout says so in words (with the --matured hint where
+    there is one) instead of tables of `— (n=0)`, raw reason codes or a 'not drifted' verdict."""
+    cfg = _config(tmp_path, "model: churn\nslices: [plan]\ntargets: {recall: 0.8}\n")
+    code, out, _ = _run(capsys, *cfg, *db, "slices")
+    text = _words(out)
+    assert code == 0 and "no labelled predictions in this window yet" in text and "--matured" in text, out
+    assert "no slice's interval lies beyond the targets" not in text
+    code, out, _ = _run(capsys, *cfg, *db, "calibration")
+    text = _words(out)
+    assert code == 0 and "no labelled predictions in this window yet" in text and "--matured" in text, out
+    assert "reliability (equal-width bins)" not in out and "Brier —" not in out
+    assert "no_reference" not in out and "NOT TRUSTED: no reference set" in text
+    assert main([*cfg, *db, "reference", "set", "--from", "2026-09-01", "--to", "2026-09-15"]) == 0
+    capsys.readouterr()
+    code, out, _ = _run(capsys, *cfg, *db, "drift")
+    prevalence = _words(out[out.index("prevalence:"):])
+    assert code == 0 and "cannot judge (no labels" in prevalence and "not drifted" not in prevalence.split("·")[2]
+    code, out, _ = _run(capsys, *cfg, *db, "ab")
+    text = _words(out)
+    assert code == 0 and text.count("power cannot be computed until labels arrive") == 2, out
+    assert "minimum detectable gain —" not in text and "(~— days)" not in text

@@ -185,6 +185,11 @@ def _power(doc: dict[str, Any], console: Console) -> None:
         days = MISSING if pw.get("days") is None else str(pw["days"])
         needed = count(pw.get("needed_per_arm"))
         tr, ct = shown(comp["treatment"]), shown(comp["control"])
+        if pw.get("mde") is None and not (pw["n_treatment"] and pw["n_control"]):
+            say(console, "power cannot be computed until labels arrive (no labelled positives yet in "
+                         + ("either arm" if not (pw["n_treatment"] or pw["n_control"])
+                            else (ct if not pw["n_control"] else tr)) + ")", f"  {tr} vs {ct}: ")
+            continue
         say(console, f"labelled positives {count(pw['n_treatment'])} vs "
                      f"{count(pw['n_control'])} ({rate_s} per arm per day) · minimum detectable gain "
                      f"{prop(pw.get('mde'))} · target {prop(pw.get('target_diff'))} needs "
