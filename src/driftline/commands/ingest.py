@@ -9,6 +9,8 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+from rich.cells import cell_len
+from rich.text import Text
 
 from ..config import ConfigError
 from ..context import Context, positive
@@ -16,6 +18,7 @@ from ..core.events import ALL_REASONS, iso
 from ..ingest.pipeline import FILE_PREFIX, BatchResult, Pipeline
 from ..ingest.replay import replay, resume_point
 from ..numbers import count
+from ..terminal import preview, visible
 from .progress import IngestProgress, Ramp
 from .prose import say
 from .render import shown
@@ -142,14 +145,15 @@ def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
         raw = row["raw"].decode("utf-8", "replace")
         src, at = shown(short_source(row["source"])), where(row["source"], row["partition"], row["offset"])
         out.append([iso(float(int(row["received_at"]))), shown(row["reason"]), src, at, shown(row["detail"])])
-        payloads.append(f"  {src} {at}: {shown(raw[:120])}" + ("…" if len(raw) > 120 else ""))  # data, not markup
+        payloads.append((f"  {visible(short_source(row['source']))} {at}: ", raw))
     filt = f" with reason {args.reason}" if args.reason else ""
     print_table(ctx.console, cols, out, title=f"latest {len(rows)}{filt}, newest first")
-    ctx.console.print("raw payloads (first 120 characters), newest first:")
-    for line in payloads:
-        ctx.console.print(line, soft_wrap=True)
-    for src in sorted({row["source"] for row in rows}):  # whole, as running text: a path is never cut in a cell
-        ctx.console.print(f"[dim]source {shown(short_source(src))} is {shown(src)}[/dim]", soft_wrap=True)
+    ctx.console.print("raw payloads, newest first (cut to the width; --json for all):")
+    for head, raw in payloads:  # one line each: the preview is cut to the console (escapes counted as shown)
+        ctx.console.print(Text(head + preview(raw, max(ctx.console.width - cell_len(head), 12))), soft_wrap=True)
+    for src in sorted({row["source"] for row in rows} - {"stdin"}):  # a path whole, as running text
+        if short_source(src) != src:
+            say(ctx.console, f"[dim]source {shown(short_source(src))} is {shown(src)}[/dim]")
     return 0
 
 
