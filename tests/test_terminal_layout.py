@@ -346,3 +346,18 @@ def test_maturity_periods_read_as_durations_in_words(db: str, tmp_path: Path, ca
     for page in [*tmp_path.glob("*.html"), *tmp_path.glob("*.md")]:
         text = page.read_text()
         assert "label_delay_p95" not in text and "95th-percentile label delay" in text, page
+
+
+def test_top_level_help_lists_each_command_once_in_its_group(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "positional arguments" not in out, out
+    groups = out[out.index("commands by task"):out.index("options:")]
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name in sub.choices:
+        assert re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", groups), name
+        assert not re.search(rf"^\s+{re.escape(name)}\s{{2,}}", out.replace(groups, ""), re.M), name  # listed once
+    alerts = next(a for a in sub.choices["alerts"]._actions if isinstance(a, argparse._SubParsersAction))
+    for name in alerts.choices:
+        assert f"alerts {name}" in " ".join(groups.split()), name
