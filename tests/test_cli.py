@@ -143,7 +143,7 @@ def test_a_bad_config_names_the_field(tmp_path, capsys) -> None:
     cfg.write_text("threshold: 2\n")
     assert main(["--config", str(cfg), "metrics"]) == 2
     err = capsys.readouterr().err
-    assert "config error" in err and "threshold" in err
+    assert err.startswith("error: config ") and "threshold" in err
 
 
 def test_notes_with_brackets_are_printed_as_written(tmp_path, capsys, wide) -> None:

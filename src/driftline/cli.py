@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             config, keys = load_named(args.config)
         except ConfigError as e:
             log.debug("config refused", exc_info=True)
-            fail(err, f"config error: {e}")
+            fail(err, str(e))  # the message opens with `config PATH:`
             return 2
         ctx = Context(config=config, db_url=resolve_db(args.db, config), console=Console(), err=err,
                       model_named="model" in keys)

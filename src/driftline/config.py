@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from pathlib import Path
@@ -351,6 +352,38 @@ def _field_path(err: msgspec.ValidationError) -> str:
     return m.group(1).lstrip(".") if m else ""
 
 
+def _settings_at(field: str) -> list[str]:
+    """The setting names the config accepts inside `field` (a msgspec path such as `labels` or `triggers[0]`;
+    '' for the top level); [] when the path does not lead to a section."""
+    import msgspec.inspect as mi
+
+    info: Any = mi.type_info(Config)
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", field):
+        while isinstance(info, (mi.UnionType, mi.ListType, mi.DictType)):
+            if isinstance(info, mi.UnionType):
+                info = next((t for t in info.types if not isinstance(t, mi.NoneType)), None)
+            else:
+                info = info.item_type if isinstance(info, mi.ListType) else info.value_type
+        if part.startswith("["):
+            continue
+        if not isinstance(info, mi.StructType):
+            return []
+        info = next((f.type for f in info.fields if f.encode_name == part), None)
+    while isinstance(info, (mi.UnionType, mi.ListType)):
+        info = (next((t for t in info.types if not isinstance(t, mi.NoneType)), None)
+                if isinstance(info, mi.UnionType) else info.item_type)
+    return [f.encode_name for f in info.fields] if isinstance(info, mi.StructType) else []
+
+
+def unknown_field(section: str, name: str) -> str:
+    """'unknown field `labels.horizen` (did you mean `labels.horizon`?)': the full path of a setting the config
+    does not have, and the closest one it does (difflib, as trigger metrics are suggested)."""
+    path = f"{section}.{name}" if section else name
+    close = difflib.get_close_matches(name, _settings_at(section), n=1, cutoff=0.6)
+    hint = f" (did you mean `{section + '.' if section else ''}{close[0]}`?)" if close else ""
+    return f"unknown field `{path}`{hint}"
+
+
 def _value_at(data: Any, field: str) -> Any:
     """The raw value at a msgspec error path such as `labels.horizon` or `triggers[0].window` (None if absent)."""
     for part in re.findall(r"[^.\[\]]+|\[\d+\]", field):
@@ -368,6 +401,9 @@ def from_dict(data: dict[str, Any] | None, origin: str = "config") -> Config:
     except msgspec.ValidationError as err:
         field = _field_path(err)
         msg = str(err).split(" - at `")[0]
+        unknown = re.fullmatch(r"Object contains unknown field `(.*)`", msg)
+        if unknown:
+            raise ConfigError(f"{origin}: {unknown_field(field, unknown.group(1))}") from None
         for pattern, help_ in _PATTERN_HELP.items():
             if repr(pattern) in msg:
                 msg = f"{help_}, got {_value_at(data, field)!r}"
@@ -405,14 +441,14 @@ def load_named(path: str | os.PathLike[str] | None) -> tuple[Config, frozenset[s
     try:
         text = p.read_bytes().decode("utf-8")
     except OSError as err:
-        raise ConfigError(f"cannot read config {p}: {err.strerror}") from None
+        raise ConfigError(f"config {p}: cannot read it: {err.strerror}") from None
     except UnicodeDecodeError as err:
         line = err.object[:err.start].count(b"\n") + 1
-        raise ConfigError(f"{p}: not UTF-8 text (byte 0x{err.object[err.start]:02x} on line {line})") from None
+        raise ConfigError(f"config {p}: not UTF-8 text (byte 0x{err.object[err.start]:02x} on line {line})") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise ConfigError(f"{p}: not valid YAML{_yaml_where(err)}") from None
+        raise ConfigError(f"config {p}: not valid YAML{_yaml_where(err)}") from None
     if data is not None and not isinstance(data, dict):
-        raise ConfigError(f"{p}: top level must be a mapping of settings")
-    return from_dict(data, str(p)), frozenset(str(k) for k in (data or {}))
+        raise ConfigError(f"config {p}: top level must be a mapping of settings")
+    return from_dict(data, f"config {p}"), frozenset(str(k) for k in (data or {}))
