@@ -31,6 +31,7 @@ from ..triggers.model import FIRING, Rule, Transition
 from ..readouts.windows import iso
 from .progress import IngestProgress, Ramp
 from .simulate import add_sim_args
+from .prose import say
 from .render import shown
 
 if TYPE_CHECKING:
@@ -314,8 +315,8 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
         by_name = {r.name: r for r in rules}
         for tr in run.transitions:
             if tr.to_state == FIRING or (tr.from_state == FIRING and tr.to_state != FIRING):
-                line = shown(f"{iso(t)}  ALERT {alert_line(by_name[tr.trigger], tr)}")
-                ctx.console.print(f"[bold red]{line}[/bold red]" if tr.to_state == FIRING else line, soft_wrap=True)
+                line = shown(f"ALERT {alert_line(by_name[tr.trigger], tr)}")
+                say(ctx.console, f"[bold red]{line}[/bold red]" if tr.to_state == FIRING else line, f"{iso(t)}  ")
                 if tr.to_state == FIRING:
                     fired.append(tr.trigger)
 
