@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 import yaml
 
+from .config_fields import unknown_field
 from .domain import Costs, Domain
 from .metric_names import MULTIVARIATE, unknown_metric
 
@@ -352,38 +352,6 @@ def _field_path(err: msgspec.ValidationError) -> str:
     return m.group(1).lstrip(".") if m else ""
 
 
-def _settings_at(field: str) -> list[str]:
-    """The setting names the config accepts inside `field` (a msgspec path such as `labels` or `triggers[0]`;
-    '' for the top level); [] when the path does not lead to a section."""
-    import msgspec.inspect as mi
-
-    info: Any = mi.type_info(Config)
-    for part in re.findall(r"[^.\[\]]+|\[\d+\]", field):
-        while isinstance(info, (mi.UnionType, mi.ListType, mi.DictType)):
-            if isinstance(info, mi.UnionType):
-                info = next((t for t in info.types if not isinstance(t, mi.NoneType)), None)
-            else:
-                info = info.item_type if isinstance(info, mi.ListType) else info.value_type
-        if part.startswith("["):
-            continue
-        if not isinstance(info, mi.StructType):
-            return []
-        info = next((f.type for f in info.fields if f.encode_name == part), None)
-    while isinstance(info, (mi.UnionType, mi.ListType)):
-        info = (next((t for t in info.types if not isinstance(t, mi.NoneType)), None)
-                if isinstance(info, mi.UnionType) else info.item_type)
-    return [f.encode_name for f in info.fields] if isinstance(info, mi.StructType) else []
-
-
-def unknown_field(section: str, name: str) -> str:
-    """'unknown field `labels.horizen` (did you mean `labels.horizon`?)': the full path of a setting the config
-    does not have, and the closest one it does (difflib, as trigger metrics are suggested)."""
-    path = f"{section}.{name}" if section else name
-    close = difflib.get_close_matches(name, _settings_at(section), n=1, cutoff=0.6)
-    hint = f" (did you mean `{section + '.' if section else ''}{close[0]}`?)" if close else ""
-    return f"unknown field `{path}`{hint}"
-
-
 def _value_at(data: Any, field: str) -> Any:
     """The raw value at a msgspec error path such as `labels.horizon` or `triggers[0].window` (None if absent)."""
     for part in re.findall(r"[^.\[\]]+|\[\d+\]", field):
@@ -403,7 +371,7 @@ def from_dict(data: dict[str, Any] | None, origin: str = "config") -> Config:
         msg = str(err).split(" - at `")[0]
         unknown = re.fullmatch(r"Object contains unknown field `(.*)`", msg)
         if unknown:
-            raise ConfigError(f"{origin}: {unknown_field(field, unknown.group(1))}") from None
+            raise ConfigError(f"{origin}: {unknown_field(Config, field, unknown.group(1))}") from None
         for pattern, help_ in _PATTERN_HELP.items():
             if repr(pattern) in msg:
                 msg = f"{help_}, got {_value_at(data, field)!r}"
