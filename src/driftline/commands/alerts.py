@@ -196,7 +196,8 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
             change += f" (notify: {e.notice.kind})"
         rows.append([shown(r.name), f"{_line(r)} ({r.mode}, min n {r.min_n})",
                      f"[{_STYLE.get(s.state, '')}]{s.state}[/]", value_of(r.metric, s.judged),
-                     _with_interval(r.metric, s.value, s.low, s.high), "" if s.n is None else numbers.count(s.n), change])
+                     _with_interval(r.metric, s.value, s.low, s.high), "" if s.n is None else numbers.count(s.n),
+                     change])
     if not rows:
         ctx.console.print(NO_TRIGGERS)
         return 0

@@ -64,7 +64,8 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
         say(ctx.err, shown(total.restarted), "[yellow]note:[/yellow] ")
     if total.held_back is not None:
         say(ctx.err, f"line {total.held_back + 1:,} has no newline and is not valid JSON yet "
-                     "(is the file still being written?): left for the next replay, not dead-lettered", "[yellow]note:[/yellow] ")
+                     "(is the file still being written?): left for the next replay, not dead-lettered",
+            "[yellow]note:[/yellow] ")
     return {**summary(total, maintenance), "held_back_line": total.held_back}
 
 

@@ -43,7 +43,8 @@ def render_calibration(doc: dict[str, Any], console: Console) -> None:
     used += [prev["current"], b["observed_precision"]]
     console.print(f"\n[bold]base rate[/bold]: prevalence {fmt_rate(prev['current'])} vs reference "
                   f"{prop(prev['reference'])}; recall {prop(b['recall']['value'])} and FPR {prop(b['fpr']['value'])} "
-                  f"({b['source']}) imply precision {prop(ip['value'])} {numbers.interval(ip['low'], ip['high'])} at the "
+                  f"({b['source']}) imply precision {prop(ip['value'])} {numbers.interval(ip['low'], ip['high'])} "
+                  "at the "
                   f"current prevalence ({prop(b['implied_precision_at_reference'])} at the reference's); observed "
                   f"{fmt_rate(b['observed_precision'])}")
     _rest_of_calibration(doc, console, used)
