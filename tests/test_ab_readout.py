@@ -318,7 +318,7 @@ def test_verdict_fixed_excludes_but_sequential_does_not(verdict_db) -> None:
     assert rec["fixed_excludes_zero"] and not rec["seq_excludes_zero"] and rec["p_holm"] < 0.05
     v = doc["verdict"]
     # no claim: the interval appropriate to continuous monitoring (always-valid) still includes 0
-    assert v.startswith(f"Not established under repeated looks: B - A recall = +0.153; the fixed-horizon 95 % "
+    assert v.startswith(f"Not established under repeated looks: B − A recall = +0.153; the fixed-horizon 95 % "
                         f"interval {numbers.interval(rec['low'], rec['high'])} (Holm p = {numbers.pvalue(rec['p_holm'])}")
     assert "recall is higher" not in v
     assert f"the always-valid interval {numbers.interval(rec['seq_low'], rec['seq_high'])} still includes 0" in v
@@ -340,7 +340,7 @@ def test_verdict_never_claims_a_difference_the_always_valid_interval_does_not_su
     assert fpr["fixed_excludes_zero"] and fpr["p_holm"] < 0.05 and fpr["seq_excludes_zero"]
     v = doc["verdict"]
     assert "alert rate is higher" not in v
-    assert (f"B - A alert rate = +{ar['diff']:.3f}: the fixed-horizon interval {numbers.interval(ar['low'], ar['high'])} "
+    assert (f"B − A alert rate = +{ar['diff']:.3f}: the fixed-horizon interval {numbers.interval(ar['low'], ar['high'])} "
             f"excludes 0 but the always-valid interval {numbers.interval(ar['seq_low'], ar['seq_high'])} does not") in v
     assert (f"B's FPR is higher by {fpr['diff']:.3f} {numbers.interval(fpr['low'], fpr['high'])} (fixed-horizon 95 % "
             f"interval, Holm p") in v

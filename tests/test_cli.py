@@ -143,7 +143,7 @@ def test_a_bad_config_names_the_field(tmp_path, capsys) -> None:
     cfg.write_text("threshold: 2\n")
     assert main(["--config", str(cfg), "metrics"]) == 2
     err = capsys.readouterr().err
-    assert "config error" in err and "threshold" in err
+    assert err.startswith("error: config ") and "threshold" in err
 
 
 def test_notes_with_brackets_are_printed_as_written(tmp_path, capsys, wide) -> None:
@@ -252,8 +252,8 @@ def test_a_new_file_at_a_replayed_path_is_not_skipped(tmp_path, capsys, db) -> N
         fh.write(_day("tue-late", 10, T0 + 2 * 86400))
     doc, err = _replay_json(capsys, db, path)
     assert (doc["records"], doc["accepted"]) == (10, 10)
-    assert err == f"note: {path} was replayed before up to line 150: resumed at line 151 (`records` counts the lines " \
-                  "read from there)"
+    assert err.replace(" ", "") == (f"note: {path} was replayed before up to line 150: resumed at line 151 (`records` "
+                                    "counts the lines read from there)").replace(" ", "")  # wrapped at 80: a long path folds
     path.write_bytes(_day("tue", 40, T0 + 86400))  # same first line, but shorter than the position
     doc, err = _replay_json(capsys, db, path)
     assert (doc["records"], doc["duplicates"]) == (40, 40) and "now shorter than the 160 lines" in err
@@ -307,8 +307,8 @@ def test_a_line_still_being_written_is_left_for_the_next_run(tmp_path, capsys, d
         fh.write(last[25:])  # complete now, still without a newline
     doc, err = _replay_json(capsys, db, path)
     assert (doc["records"], doc["accepted"], doc["held_back_line"]) == (1, 1, None)
-    assert err == (f"note: {path} was replayed before up to line 100: resumed at line 101 (`records` counts the "
-                   "lines read from there)")  # and nothing else (tryout: a resumed run did not say where it began)
+    assert err.replace(" ", "") == (f"note: {path} was replayed before up to line 100: resumed at line 101 (`records` "
+                                    "counts the lines read from there)").replace(" ", "")  # and nothing else (tryout)
 
 
 def test_windows_and_times_outside_what_the_buckets_can_answer_are_refused(tmp_path, capsys) -> None:

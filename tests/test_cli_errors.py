@@ -158,3 +158,15 @@ def test_event_text_in_an_error_is_escaped(tmp_path: Path, stored: list[str]) ->
     p = cli(*stored, "reference", "show", "--model", "m\x1b]0;pwned\x07\x1b[2J", cwd=tmp_path)
     line = one_line_error(p)
     assert "\x1b" not in line and "\x07" not in line and "\\x1b" in line
+
+
+@pytest.mark.parametrize("text, needles", [
+    ("threshhold: 0.5\n", ["unknown field `threshhold`", "did you mean `threshold`?"]),
+    ("labels:\n  horizen: 30d\n", ["unknown field `labels.horizen`", "did you mean `labels.horizon`?"]),
+    ("triggers:\n  - {name: x, metric: recall, op: '<', value: 0.5, windw: 7d}\n",
+     ["unknown field `triggers[0].windw`", "did you mean `triggers[0].window`?"]),
+])
+def test_unknown_config_fields_are_named_in_full_with_a_hint(tmp_path: Path, text: str, needles: list[str]) -> None:
+    (tmp_path / "c.yaml").write_text(text)
+    line = one_line_error(cli("--config", "c.yaml", "metrics", cwd=tmp_path), "c.yaml", *needles)
+    assert line.startswith("error: config c.yaml: ") and line.count("error") == 1, line

@@ -7,6 +7,7 @@ Counts and quantiles are checked against the generated events themselves (numpy 
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import shutil
@@ -301,3 +302,54 @@ def test_counts_read_without_a_full_decode_equal_the_full_decode(churn) -> None:
         assert model_summaries(store) == [("churn", full.predictions, max(r.bucket_start for r in rows))]
     finally:
         store.close()
+
+
+# --- terminal polish: prose wraps between words at the console's width ------------------------------------------
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("command", ["metrics", "ab"])
+def test_the_maturity_note_wraps_between_words_with_its_lines_indented(db, capsys, monkeypatch, command) -> None:
+    code, out, _ = _run(capsys, *db, command, "--json")
+    note = json.loads(out)["label_maturity"]["note"]
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = _run(capsys, *db, command)
+    lines = out.splitlines()
+    assert code == 0 and all(len(line) <= 80 for line in lines), out
+    first = next(n for n, line in enumerate(lines) if line.startswith("note: labels for this window"))
+    rest = list(itertools.takewhile(lambda line: line.startswith("      "), lines[first + 1:]))
+    assert rest, out  # wrapped, each continuation line under the note's text
+    assert _words(" ".join([lines[first], *rest])) == _words("note: " + note)  # no word cut in two
+
+
+def test_health_and_power_continuation_lines_are_indented(db, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = _run(capsys, *db, "ab")
+    body = out[out.index("health checks"):out.index("Verdict")].splitlines()[1:]
+    assert code == 0 and len(body) > 6
+    assert all(line.startswith("  ") for line in body if line.strip() and not line.startswith("power")), out
+
+
+def test_a_window_without_labels_says_so_in_every_readout(db, tmp_path, capsys) -> None:
+    """The churn default window has no label yet: each readout says so in words (with the --matured hint where
+    there is one) instead of tables of `— (n=0)`, raw reason codes or a 'not drifted' verdict."""
+    cfg = _config(tmp_path, "model: churn\nslices: [plan]\ntargets: {recall: 0.8}\n")
+    code, out, _ = _run(capsys, *cfg, *db, "slices")
+    text = _words(out)
+    assert code == 0 and "no labelled predictions in this window yet" in text and "--matured" in text, out
+    assert "no slice's interval lies beyond the targets" not in text
+    code, out, _ = _run(capsys, *cfg, *db, "calibration")
+    text = _words(out)
+    assert code == 0 and "no labelled predictions in this window yet" in text and "--matured" in text, out
+    assert "reliability (equal-width bins)" not in out and "Brier —" not in out
+    assert "no_reference" not in out and "NOT TRUSTED: no reference set" in text
+    assert main([*cfg, *db, "reference", "set", "--from", "2026-09-01", "--to", "2026-09-15"]) == 0
+    capsys.readouterr()
+    code, out, _ = _run(capsys, *cfg, *db, "drift")
+    prevalence = _words(out[out.index("prevalence:"):])
+    assert code == 0 and "cannot judge (no labels" in prevalence and "not drifted" not in prevalence.split("·")[2]
+    code, out, _ = _run(capsys, *cfg, *db, "ab")
+    text = _words(out)
+    assert code == 0 and text.count("power cannot be computed until labels arrive") == 2, out
+    assert "minimum detectable gain —" not in text and "(~— days)" not in text

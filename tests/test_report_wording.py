@@ -130,7 +130,7 @@ def test_b_minus_a_rows_by_importance() -> None:
 @pytest.mark.parametrize(("data", "field"), [
     ({"domain": {"positives": ""}}, "domain.positives"),
     ({"domain": {"flagged": "x\x1b[31m"}}, "domain.flagged"),
-    ({"domain": {"positive": "frauds"}}, "domain"),
+    ({"domain": {"positive": "frauds"}}, "domain.positive"),  # an unknown field by its full path
     ({"costs": {"missed_positive": 400}}, "costs"),
     ({"costs": {"currency": "EUR", "monthly_volume": 0}}, "costs.monthly_volume"),
     ({"costs": {"currency": "EUR", "monthly_volume": 10, "missed_positive": -1}}, "costs.missed_positive"),

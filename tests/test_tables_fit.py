@@ -229,3 +229,31 @@ def test_simulated_ids_do_not_collide_across_seeds(tmp_path: Path, capsys: pytes
         assert main(["--db", url, "replay", "--json", str(f)]) == 0
     docs = [json.loads(x) for x in capsys.readouterr().out.strip().splitlines()[-2:]]
     assert docs[1]["duplicates"] == 0 and docs[1]["predictions"] == len(ids[1])
+
+
+# --- payload previews fit the console ------------------------------------------------------------------------
+def test_preview_counts_escapes_as_shown_and_never_cuts_one() -> None:
+    from driftline.terminal import preview
+
+    assert preview("abc", 10) == "abc"
+    nul = preview("\x00" * 120, 30)
+    assert nul == "\\x00" * 7 + "…" and len(nul) <= 30
+    assert preview("a" * 50, 20) == "a" * 19 + "…"
+    assert preview("日本語のテキスト", 7) == "日本語…"  # wide characters take two cells
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_dead_letter_payloads_fit_the_width(tmp_path: Path, width: int, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"sqlite:///{tmp_path / 'd.db'}"
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(
+        b"\x00" * 120 + b"\n{not json " + b"x" * 200 + b"\n")))
+    assert main(["--db", url, "replay", "-"]) == 0
+    monkeypatch.setenv("COLUMNS", str(width))
+    capsys.readouterr()
+    assert main(["--db", url, "dead-letters"]) == 0
+    out = capsys.readouterr().out
+    previews = out[out.index("raw payloads"):].splitlines()[1:]
+    assert len(previews) == 2 and all(len(line) <= width and line.endswith("…") for line in previews), out
+    assert all(line.startswith("  stdin line ") for line in previews)
+    assert "source stdin is stdin" not in out

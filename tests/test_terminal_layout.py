@@ -316,3 +316,65 @@ def test_demo_event_lines_wrap_at_spaces_on_a_terminal_and_stay_one_line_in_a_fi
     pipe = io.StringIO()
     _event(Console(file=pipe, width=80), text)
     assert pipe.getvalue() == text + "\n"
+
+
+@pytest.mark.parametrize("args", [["metrics"], ["reference", "show"], ["ab"], ["alerts"]], ids=" ".join)
+def test_titles_and_prose_take_the_console_width(db: str, args: list[str], capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A title wraps at the console's width, not the (narrower) table's; every line of prose fits the console,
+    and a wrapped bin list continues indented under its feature."""
+    out = _render(db, args, 80, capsys, monkeypatch)
+    assert all(len(line) <= 80 for line in out.splitlines()), out
+    if args == ["metrics"]:
+        assert re.search(r"^fraud · \S+Z → \S+Z \(7d\)$", out, re.M), out
+    if args == ["reference", "show"]:
+        bins = out[out.index("tracked features"):].splitlines()
+        bins = bins[next(n for n, line in enumerate(bins) if line.startswith("  ") and ": " in line):]
+        assert all(line.startswith("  ") for line in bins if line.strip()), out
+
+
+def test_history_of_unconfigured_triggers_reads_like_the_rest(db: str, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the config that defined them, the history's values keep the metric's format (0.588, not 0.5879),
+    and the empty triggers table is one line saying so, not a header and a 'not shown' note."""
+    bare = tmp_path / "bare.yaml"
+    bare.write_text("model: fraud\n")
+    monkeypatch.setenv("COLUMNS", "160")
+    capsys.readouterr()
+    assert main(["--config", str(bare), "--db", db, "alerts"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("no triggers configured (see `triggers:`)\n") and "not shown" not in out, out
+    values = re.findall(r"│ +(\d\.\d+ \[\d\.\d+, \d\.\d+\]) +│", out)
+    assert values and all(re.fullmatch(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", v) for v in values), out
+    assert main(["--config", str(bare), "--db", db, "alerts", "evaluate", "--no-notify", "--dry-run"]) == 0
+    assert capsys.readouterr().out.startswith("no triggers configured")
+
+
+def test_maturity_periods_read_as_durations_in_words(db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`131h by label_delay_p95` read as neither a duration nor words: numbers.duration and the method in words,
+    in the calibration readout and in the HTML/Markdown report."""
+    out = _render(db, ["calibration"], 160, capsys, monkeypatch)
+    assert "one maturity period earlier:" in out and "by the 95th-percentile label delay" in out, out
+    assert "label_delay_p95" not in out and not re.search(r"\d+h\b", out), out
+    assert re.search(r"earlier: \d+(\.\d)? [dh] by the", out), out
+    assert main(["--config", EXAMPLE, "--db", db, "report", "--out", str(tmp_path)]) == 0
+    for page in [*tmp_path.glob("*.html"), *tmp_path.glob("*.md")]:
+        text = page.read_text()
+        assert "label_delay_p95" not in text and "95th-percentile label delay" in text, page
+
+
+def test_top_level_help_lists_each_command_once_in_its_group(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "positional arguments" not in out, out
+    groups = out[out.index("commands by task"):out.index("options:")]
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name in sub.choices:
+        assert re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", groups), name
+        assert not re.search(rf"^\s+{re.escape(name)}\s{{2,}}", out.replace(groups, ""), re.M), name  # listed once
+    alerts = next(a for a in sub.choices["alerts"]._actions if isinstance(a, argparse._SubParsersAction))
+    for name in alerts.choices:
+        assert f"alerts {name}" in " ".join(groups.split()), name

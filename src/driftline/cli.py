@@ -33,7 +33,8 @@ commands by task:
                  simulate, demo
   read results   metrics, drift, calibration, slices, ab, dead-letters
   references     reference set | list | show | activate
-  alerts         alerts (states, history), alerts evaluate, alerts render
+  alerts         alerts (states, history), alerts evaluate,
+                 alerts validate, alerts render
   serve, report  serve (exporter over a database), report (weekly report)
   Kafka topics   topics create | check"""
 
@@ -54,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="log detail: debug, info, warning, error or critical, any case (env DRIFTLINE_LOG_LEVEL; "
                              "default warning; debug adds tracebacks to errors)")
     parser.add_argument("--version", action="version", version=f"driftline {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # help=SUPPRESS: the grouped list in DESCRIPTION is the one list of commands; argparse's own (another order,
+    # every command again) would repeat it under "positional arguments"
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help=argparse.SUPPRESS)
     for name in COMMANDS:
         importlib.import_module(f"driftline.commands.{name}").register(sub)
     return parser
@@ -103,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             config, keys = load_named(args.config)
         except ConfigError as e:
             log.debug("config refused", exc_info=True)
-            fail(err, f"config error: {e}")
+            fail(err, str(e))  # the message opens with `config PATH:`
             return 2
         ctx = Context(config=config, db_url=resolve_db(args.db, config), console=Console(highlight=False), err=err,
                       model_named="model" in keys)

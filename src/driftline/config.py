@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 import yaml
 
+from .config_fields import unknown_field
 from .domain import Costs, Domain
 from .metric_names import MULTIVARIATE, unknown_metric
 
@@ -368,6 +369,9 @@ def from_dict(data: dict[str, Any] | None, origin: str = "config") -> Config:
     except msgspec.ValidationError as err:
         field = _field_path(err)
         msg = str(err).split(" - at `")[0]
+        unknown = re.fullmatch(r"Object contains unknown field `(.*)`", msg)
+        if unknown:
+            raise ConfigError(f"{origin}: {unknown_field(Config, field, unknown.group(1))}") from None
         for pattern, help_ in _PATTERN_HELP.items():
             if repr(pattern) in msg:
                 msg = f"{help_}, got {_value_at(data, field)!r}"
@@ -405,14 +409,14 @@ def load_named(path: str | os.PathLike[str] | None) -> tuple[Config, frozenset[s
     try:
         text = p.read_bytes().decode("utf-8")
     except OSError as err:
-        raise ConfigError(f"cannot read config {p}: {err.strerror}") from None
+        raise ConfigError(f"config {p}: cannot read it: {err.strerror}") from None
     except UnicodeDecodeError as err:
         line = err.object[:err.start].count(b"\n") + 1
-        raise ConfigError(f"{p}: not UTF-8 text (byte 0x{err.object[err.start]:02x} on line {line})") from None
+        raise ConfigError(f"config {p}: not UTF-8 text (byte 0x{err.object[err.start]:02x} on line {line})") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise ConfigError(f"{p}: not valid YAML{_yaml_where(err)}") from None
+        raise ConfigError(f"config {p}: not valid YAML{_yaml_where(err)}") from None
     if data is not None and not isinstance(data, dict):
-        raise ConfigError(f"{p}: top level must be a mapping of settings")
-    return from_dict(data, str(p)), frozenset(str(k) for k in (data or {}))
+        raise ConfigError(f"config {p}: top level must be a mapping of settings")
+    return from_dict(data, f"config {p}"), frozenset(str(k) for k in (data or {}))

@@ -26,6 +26,25 @@ def visible(text: object) -> str:
     return _UNSAFE.sub(_escape, s) if _UNSAFE.search(s) else s
 
 
+def preview(text: str, cells: int) -> str:
+    """The start of `visible(text)` that fits `cells` terminal cells, ending in `…` when cut. An escape counts as
+    the width it shows (`\\x00` is 4 cells) and is never cut in two; wide characters count 2."""
+    from rich.cells import cell_len
+
+    shown = visible(text)
+    if cell_len(shown) <= cells:
+        return shown
+    out, used = [], 0
+    for ch in text:
+        piece = visible(ch)
+        w = cell_len(piece)
+        if used + w > cells - 1:  # keep a cell for the ellipsis
+            break
+        out.append(piece)
+        used += w
+    return "".join(out) + "…"
+
+
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 

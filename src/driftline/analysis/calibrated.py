@@ -47,6 +47,22 @@ def pav(pos: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
     return np.asarray(starts, np.int64), np.asarray(ks), np.asarray(ns)
 
 
+REASON_TEXT = {
+    "no_reference": "no reference set (`driftline reference set`)",
+    "no_reference_labels": "the reference has no labelled scores to calibrate on",
+    "few_reference_labels": "too few labelled positives or negatives in the reference",
+    "outside_reference_support": "many scores lie outside the range the reference's labels cover",
+    "sparse_reference_labels": "too few reference labels near this window's scores",
+    "contradicted_by_matured_labels": "matured labels contradict it",
+}
+"""Why a calibrated estimate is not trusted, in words for people (the JSON keeps the codes)."""
+
+
+def reason_text(code: str) -> str:
+    """The words for a not-trusted reason code (an unknown code passes through)."""
+    return REASON_TEXT.get(code, code.replace("_", " "))
+
+
 @dataclass(frozen=True, slots=True)
 class CalibrationMap:
     """Isotonic P(y=1 | fine score bin) from reference labels: PAV blocks, interpolated linearly in the fine-bin

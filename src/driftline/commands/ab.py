@@ -12,6 +12,7 @@ from ..context import Context, parse_window
 from ..numbers import (MISSING, count, diff, duration, fixed, indicative_used, interval, money, percent, prop,
                        pvalue, ratio)
 from .render import fmt_rate, footnote_if, shown
+from .prose import say
 from .tables import Col, print_groups, print_table
 from .query import add_matured_arg, add_window_args, window_end
 from .which_model import pick_model
@@ -56,9 +57,9 @@ def render_ab(doc: dict[str, Any], console: Console) -> None:
     console.print(f"[bold]A/B readout[/bold] · {shown(doc.get('model') or 'all models')} · {span} "
                   f"({w['label']}) · {shown(doc['design_text'])}")
     for note in doc.get("notes", []):
-        console.print(f"[yellow]note:[/yellow] {shown(note)}")
+        say(console, shown(note), "[yellow]note:[/yellow] ")
     if doc.get("label_maturity"):
-        console.print(f"[yellow]note:[/yellow] {shown(doc['label_maturity']['note'])}")
+        say(console, shown(doc['label_maturity']['note']), "[yellow]note:[/yellow] ")
     if doc["arms"]:
         _arms_table(doc, console)
     for comp in doc["comparisons"]:
@@ -156,8 +157,8 @@ def _health(doc: dict[str, Any], console: Console) -> None:
     shares = ", ".join(f"{shown(a)} {prop(obs.get(a) or 0)} (expected {prop(exp[a])})" for a in exp)
     status = "[red]MISMATCH[/red]" if srm["mismatch"] else "[green]ok[/green]"
     chi2 = "—" if srm.get("chi2") is None else fixed(srm["chi2"], 2, sep=True)
-    console.print(f"\n[bold]health checks[/bold]\n  sample ratio: {status} · χ² = {chi2}, p = {pvalue(srm.get('p_value'))}"
-                  f" · {shares}")
+    console.print("\n[bold]health checks[/bold]")
+    say(console, f"{status} · χ² = {chi2}, p = {pvalue(srm.get('p_value'))} · {shares}", "  sample ratio: ")
     for comp in doc["comparisons"]:
         lb = comp["label_balance"]
         cov = ", ".join(f"{shown(a)} {fmt_rate(r)}" for a, r in lb["coverage"].items())
@@ -165,13 +166,13 @@ def _health(doc: dict[str, Any], console: Console) -> None:
         ok = {"ok": "[green]ok[/green]", "warning": "[yellow]WARNING[/yellow]"}.get(
             lb["status"], f"[yellow]cannot judge[/yellow] ({shown(lb['cannot_judge'] or '')})")
         tr, ct = shown(comp["treatment"]), shown(comp["control"])
-        console.print(f"  label balance {tr} vs {ct}: {ok} · coverage {cov} · "
-                      f"median delay {delay} (p = {pvalue(lb.get('delay_p_value'))})")
+        say(console, f"{ok} · coverage {cov} · median delay {delay} (p = {pvalue(lb.get('delay_p_value'))})",
+            f"  label balance {tr} vs {ct}: ")
         for wtext in lb["warnings"]:
-            console.print(f"    [yellow]![/yellow] {shown(wtext)}")
+            say(console, shown(wtext), "    [yellow]![/yellow] ")
         pr = comp.get("paired")
         if pr is not None and pr["labels_follow_control"]["warning"]:
-            console.print(f"    [yellow]![/yellow] labels follow {ct}'s flags (see verdict)")
+            say(console, f"labels follow {ct}'s flags (see verdict)", "    [yellow]![/yellow] ")
 
 
 def _power(doc: dict[str, Any], console: Console) -> None:
@@ -184,8 +185,13 @@ def _power(doc: dict[str, Any], console: Console) -> None:
         days = MISSING if pw.get("days") is None else str(pw["days"])
         needed = count(pw.get("needed_per_arm"))
         tr, ct = shown(comp["treatment"]), shown(comp["control"])
-        console.print(f"  {tr} vs {ct}: labelled positives {count(pw['n_treatment'])} vs "
-                      f"{count(pw['n_control'])} ({rate_s} per arm per day) · minimum detectable gain "
-                      f"{prop(pw.get('mde'))} · target {prop(pw.get('target_diff'))} needs "
-                      f"{needed} per arm: "
-                      f"{more} more (~{days} days)")
+        if pw.get("mde") is None and not (pw["n_treatment"] and pw["n_control"]):
+            say(console, "power cannot be computed until labels arrive (no labelled positives yet in "
+                         + ("either arm" if not (pw["n_treatment"] or pw["n_control"])
+                            else (ct if not pw["n_control"] else tr)) + ")", f"  {tr} vs {ct}: ")
+            continue
+        say(console, f"labelled positives {count(pw['n_treatment'])} vs "
+                     f"{count(pw['n_control'])} ({rate_s} per arm per day) · minimum detectable gain "
+                     f"{prop(pw.get('mde'))} · target {prop(pw.get('target_diff'))} needs "
+                     f"{needed} per arm: "
+                     f"{more} more (~{days} days)", f"  {tr} vs {ct}: ")

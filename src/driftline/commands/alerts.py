@@ -16,6 +16,7 @@ from ..triggers.mixin import DEFAULT, RULE_FILES, prometheus_rule
 from ..readouts.windows import iso
 from .render import shown
 from .which_model import pick_model
+from .prose import say
 from .tables import Col, print_table
 
 # notify, runner, drift_hook and rules (scipy) are imported inside the handlers: the parser imports every command
@@ -70,14 +71,21 @@ def _state_rows(ctx: Context, model: str, rules: list[Rule]) -> list[dict[str, A
     return out
 
 
-def value_of(r: Rule | None, v: float | None) -> str:
-    """A trigger's value as the terminal shows numbers: proportions as 0.588, durations as 3.2 h, statistics (PSI,
-    JS) with 4 places."""
+NO_TRIGGERS = "no triggers configured (see `triggers:`)"
+
+
+def value_of(metric: str | None, v: float | None) -> str:
+    """A trigger metric's value as the terminal shows numbers: proportions as 0.588, durations as 3.2 h,
+    statistics (PSI, JS) with 4 places. By the metric's name, not the configured rule: a history row of a trigger
+    no longer (or not here) configured reads like every other row."""
     from ..triggers.metrics import info
 
     if v is None:
         return numbers.MISSING
-    unit = None if r is None else info(r.metric).unit
+    try:
+        unit = None if metric is None else info(metric).unit
+    except ValueError:  # a metric this version no longer knows: its number as a statistic
+        unit = None
     if unit == "ratio":
         return numbers.prop(v)
     if unit == "seconds":
@@ -85,9 +93,9 @@ def value_of(r: Rule | None, v: float | None) -> str:
     return numbers.stat(v)
 
 
-def _with_interval(r: Rule | None, v: float | None, lo: float | None, hi: float | None) -> str:
-    """'0.471 [0.407, 0.536]' in the trigger's unit."""
-    return value_of(r, v) + (f" [{value_of(r, lo)}, {value_of(r, hi)}]" if lo is not None else "")
+def _with_interval(metric: str | None, v: float | None, lo: float | None, hi: float | None) -> str:
+    """'0.471 [0.407, 0.536]' in the metric's unit."""
+    return value_of(metric, v) + (f" [{value_of(metric, lo)}, {value_of(metric, hi)}]" if lo is not None else "")
 
 
 def _line(r: Rule) -> str:
@@ -121,9 +129,12 @@ def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
             trows.append([shown(r.name), r.severity, line, "not evaluated", "", "", "", "", r.window])
             continue
         trows.append([shown(r.name), r.severity, line, f"[{_STYLE.get(s['state'], '')}]{s['state']}[/]", s["since"],
-                      value_of(r, s["judged"]), _with_interval(r, s["value"], s["low"], s["high"]),
+                      value_of(r.metric, s["judged"]), _with_interval(r.metric, s["value"], s["low"], s["high"]),
                       numbers.count(s["n"]) if s["n"] is not None else "", s["window"]])
-    print_table(ctx.console, cols, trows, title=f"triggers of {shown(model)}")
+    if trows:
+        print_table(ctx.console, cols, trows, title=f"triggers of {shown(model)}")
+    else:
+        ctx.console.print(NO_TRIGGERS)
     if not rows:
         ctx.console.print("no alert history" + (f" for trigger {shown(args.trigger)}" if args.trigger else ""))
         return 0
@@ -131,9 +142,8 @@ def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
              Col("n", drop=2), Col("window", drop=3), Col("notified", "left", drop=4)]
     hrows = []
     for row in rows:
-        r = by_name.get(row["trigger"])
         hrows.append([iso(row["at"]), shown(row["trigger"]), f"{row['from_state'] or '—'} → {row['to_state']}",
-                      _with_interval(r, row["value"], row["low"], row["high"]),
+                      _with_interval(row["metric"], row["value"], row["low"], row["high"]),
                       "" if row["n"] is None else numbers.count(row["n"]), row["window"],
                       "yes" if row["notified"] else ""])
     print_table(ctx.console, hcols, hrows, title=f"alert history (newest {len(rows)})")
@@ -155,7 +165,7 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
     # An evaluation after now is a what-if: storing its states would move the live ones into the future, where
     # every live evaluation would be refused (stored states newer than the clock) until the clock got there.
     for line in unseen_names(store, ctx.config, model, runner.compile_rules(ctx.config.triggers)):
-        ctx.err.print(f"[yellow]warning:[/yellow] {shown(line)}", soft_wrap=True)
+        say(ctx.err, shown(line), "[yellow]warning:[/yellow] ")
     run = runner.run(store, ctx.config, now, at=now, drift=default_provider(), persist=not (args.dry_run or ahead),
                      model=model)
     span = store.bucket_range(model) if at is None else None
@@ -164,12 +174,12 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
         ctx.err.print(f"[yellow]note:[/yellow] judged now ({iso(now)}); the newest stored predictions of {model!r} "
                       f"end at {iso(newest)}: on a replayed history give --at (e.g. --at {iso(newest)})")
     if ahead:
-        ctx.err.print(f"[yellow]note:[/yellow] {iso(now)} is after now ({iso(clock_now)}): this look ahead is not "
-                      "stored and notifies nobody (the live states are unchanged)")
+        say(ctx.err, f"{iso(now)} is after now ({iso(clock_now)}): this look ahead is not "
+                     "stored and notifies nobody (the live states are unchanged)", "[yellow]note:[/yellow] ")
     elif run.states_later is not None:
-        ctx.err.print(f"[yellow]note:[/yellow] the stored trigger states were evaluated at {iso(run.states_later)}, "
-                      f"after {iso(now)}: this look back starts from no prior state, is not stored and notifies "
-                      "nobody (the live states are unchanged)")
+        say(ctx.err, f"the stored trigger states were evaluated at {iso(run.states_later)}, "
+                     f"after {iso(now)}: this look back starts from no prior state, is not stored and notifies "
+                     "nobody (the live states are unchanged)", "[yellow]note:[/yellow] ")
     if not (args.dry_run or args.no_notify or ahead) and run.states_later is None:
         # One shot: no next pass refreshes the alerts, so a firing one must not expire by itself (refresh_s None),
         # and no process serves /triggers for a generatorURL (only notify.generator_url, when set).
@@ -190,8 +200,12 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
         if e.notice is not None:
             change += f" (notify: {e.notice.kind})"
         rows.append([shown(r.name), f"{_line(r)} ({r.mode}, min n {r.min_n})",
-                     f"[{_STYLE.get(s.state, '')}]{s.state}[/]", value_of(r, s.judged),
-                     _with_interval(r, s.value, s.low, s.high), "" if s.n is None else numbers.count(s.n), change])
+                     f"[{_STYLE.get(s.state, '')}]{s.state}[/]", value_of(r.metric, s.judged),
+                     _with_interval(r.metric, s.value, s.low, s.high), "" if s.n is None else numbers.count(s.n),
+                     change])
+    if not rows:
+        ctx.console.print(NO_TRIGGERS)
+        return 0
     print_table(ctx.console, cols, rows, title=f"triggers of {shown(run.model)} at {iso(run.at)}")
     return 0
 
@@ -204,7 +218,7 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
     rules = runner.compile_rules(ctx.config.triggers)
     problems = unseen_names(ctx.store(), ctx.config, model, rules)
     for line in problems:
-        ctx.err.print(f"[yellow]warning:[/yellow] {shown(line)}", soft_wrap=True)
+        say(ctx.err, shown(line), "[yellow]warning:[/yellow] ")
     if not problems:
         ctx.console.print(f"{len(rules)} trigger(s) of {shown(model)}: every variant and feature named is known")
     return 1 if problems else 0
@@ -217,8 +231,8 @@ def cmd_render(ctx: Context, args: argparse.Namespace) -> int:
 
     config = ctx.config if args.model is None else msgspec.structs.replace(ctx.config, model=args.model)
     if args.model is None and not ctx.model_named:
-        ctx.err.print(f"[yellow]note:[/yellow] the config sets no `model:`: the rules watch the default model "
-                      f"{shown(config.model)!r}; pass --model NAME (or set `model:`) for another model", soft_wrap=True)
+        say(ctx.err, f"the config sets no `model:`: the rules watch the default model {shown(config.model)!r}; pass "
+                     "--model NAME (or set `model:`) for another model", "[yellow]note:[/yellow] ")
     rendered = render_rules(config)
     text = to_yaml(rendered)
     for s in rendered.skipped:

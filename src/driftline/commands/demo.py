@@ -32,6 +32,7 @@ from ..triggers.model import FIRING, Rule, Transition
 from ..readouts.windows import iso
 from .progress import IngestProgress, Ramp
 from .simulate import add_sim_args
+from .prose import say
 from .render import shown
 
 if TYPE_CHECKING:
@@ -151,11 +152,14 @@ def prepare_database(ctx: Context, reset: bool) -> str | None:
 
 
 # --- printing ----------------------------------------------------------------------------------------------
-def _event(console: Console, text: str) -> None:
-    """A line of the demo's running log: on a terminal rich wraps it at spaces to the width (a line the terminal
-    wraps itself leaves a stale progress frame behind, since the live bar cannot count its rows); in a file or
-    pipe it stays one line, for grep."""
-    console.print(text, soft_wrap=not console.is_terminal)
+def _event(console: Console, text: str, lead: str = "") -> None:
+    """A line of the demo's running log: on a terminal wrapped between words by `say` (a line the terminal wraps
+    itself leaves a stale progress frame behind, since the live bar cannot count its rows); in a file or pipe it
+    stays one line, for grep."""
+    if console.is_terminal:
+        say(console, text, lead)
+    else:
+        console.print(lead + text, soft_wrap=True)
 
 
 def alert_line(rule: Rule, t: Transition) -> str:
@@ -322,8 +326,8 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
         by_name = {r.name: r for r in rules}
         for tr in run.transitions:
             if tr.to_state == FIRING or (tr.from_state == FIRING and tr.to_state != FIRING):
-                line = shown(f"{iso(t)}  ALERT {alert_line(by_name[tr.trigger], tr)}")
-                _event(ctx.console, f"[bold red]{line}[/bold red]" if tr.to_state == FIRING else line)
+                line = shown(f"ALERT {alert_line(by_name[tr.trigger], tr)}")
+                _event(ctx.console, f"[bold red]{line}[/bold red]" if tr.to_state == FIRING else line, f"{iso(t)}  ")
                 if tr.to_state == FIRING:
                     fired.append(tr.trigger)
 

@@ -15,6 +15,7 @@ from ..numbers import MISSING, count, prop, pvalue, stat
 from .render import fmt_rate, shown
 from .query import add_matured_arg, add_window_args, window_end
 from .which_model import pick_model
+from .prose import say
 from .tables import Col, print_table
 from .readout_render import render_calibration, render_slices
 
@@ -157,7 +158,7 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
                           + (f", {dead} invalid lines skipped" if dead else ""))
         _print_seasons(ctx.console, doc)
         for item in doc["dropped"]:
-            ctx.console.print(f"  [yellow]not tracked:[/yellow] {shown(item['feature'])} ({item['reason']})")
+            say(ctx.console, f"{shown(item['feature'])} ({item['reason']})", "  [yellow]not tracked:[/yellow] ")
     return 0
 
 
@@ -208,9 +209,9 @@ def cmd_reference_show(ctx: Context, args: argparse.Namespace) -> int:
     print_table(ctx.console, [Col("feature", "left"), Col("kind", "left"), Col("n"), Col("bins")], rows,
                 title="tracked features (frozen bins)")
     for f in feats:  # the bins as running text: a long list wraps between labels, never inside a table cell
-        ctx.console.print(f"  [bold]{shown(f.feature)}[/bold]: {shown(', '.join(f.labels))}")
+        say(ctx.console, shown(', '.join(f.labels)), f"  [bold]{shown(f.feature)}[/bold]: ")
     for item in doc["dropped"]:
-        ctx.console.print(f"  [yellow]not tracked:[/yellow] {shown(item['feature'])} ({item['reason']})")
+        say(ctx.console, f"{shown(item['feature'])} ({item['reason']})", "  [yellow]not tracked:[/yellow] ")
     return 0
 
 
@@ -343,8 +344,13 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
     _print_seasonality(console, doc.get("seasonality") or {})
     p = doc["prevalence"]
     cur = p["current"]
-    console.print(f"prevalence: reference {prop(p['reference'])} · current {fmt_rate(cur)} · p adj "
-                  f"{pvalue(p.get('p_adjusted'))} · " + ("[bold red]drifted[/bold red]" if p["drifted"] else "not drifted"))
+    if not cur.get("n"):  # no labelled prediction in the window: nothing to compare, not "not drifted"
+        say(console, f"reference {prop(p['reference'])} · current — · [yellow]cannot judge[/yellow] (no labels in "
+                     "the window yet: pass an earlier `--at`)", "prevalence: ")
+    else:
+        say(console, f"reference {prop(p['reference'])} · current {fmt_rate(cur)} · p adj "
+                     f"{pvalue(p.get('p_adjusted'))} · "
+                     + ("[bold red]drifted[/bold red]" if p["drifted"] else "not drifted"), "prevalence: ")
     if cur.get("indicative") and cur.get("value") is not None:
         console.print("[dim]* indicative: fewer than 30 cases behind the rate[/dim]")
     _render_multivariate(doc.get("multivariate"), console)

@@ -9,6 +9,8 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+from rich.cells import cell_len
+from rich.text import Text
 
 from ..config import ConfigError
 from ..core.labels import OVERFLOW_PREFIX
@@ -17,7 +19,9 @@ from ..core.events import ALL_REASONS, iso
 from ..ingest.pipeline import FILE_PREFIX, BatchResult, Pipeline
 from ..ingest.replay import replay, resume_point
 from ..numbers import count
+from ..terminal import preview, visible
 from .progress import IngestProgress, Ramp
+from .prose import say
 from .render import shown
 from .tables import Col, print_table
 
@@ -43,7 +47,7 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
     pipeline = Pipeline(ctx.config, ctx.store(), clock=ctx.clock)
     start, why = resume_point(pipeline, path)
     if why:
-        ctx.err.print(f"[yellow]note:[/yellow] {shown(why)}")
+        say(ctx.err, shown(why), "[yellow]note:[/yellow] ")
     show = (ctx.err.is_terminal and ctx.console.is_terminal) if progress is None else progress
     size = os.path.getsize(path) if path != "-" else None
     if show:
@@ -58,13 +62,14 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
         total = replay(pipeline, path, None, batch_size, start, rewind=why is not None)
     maintenance = pipeline.maintain()
     if total.restarted:
-        ctx.err.print(f"[yellow]note:[/yellow] {shown(total.restarted)}")
+        say(ctx.err, shown(total.restarted), "[yellow]note:[/yellow] ")
     elif start and not why:
-        ctx.err.print(f"[yellow]note:[/yellow] {shown(path)} was replayed before up to line {start:,}: resumed at "
-                      f"line {start + 1:,} (`records` counts the lines read from there)")
+        say(ctx.err, f"{shown(path)} was replayed before up to line {start:,}: resumed at line {start + 1:,} "
+                     "(`records` counts the lines read from there)", "[yellow]note:[/yellow] ")
     if total.held_back is not None:
-        ctx.err.print(f"[yellow]note:[/yellow] line {total.held_back + 1:,} has no newline and is not valid JSON yet "
-                      "(is the file still being written?): left for the next replay, not dead-lettered")
+        say(ctx.err, f"line {total.held_back + 1:,} has no newline and is not valid JSON yet "
+                     "(is the file still being written?): left for the next replay, not dead-lettered",
+            "[yellow]note:[/yellow] ")
     return {**summary(total, maintenance), "held_back_line": total.held_back}
 
 
@@ -150,14 +155,15 @@ def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
         raw = row["raw"].decode("utf-8", "replace")
         src, at = shown(short_source(row["source"])), where(row["source"], row["partition"], row["offset"])
         out.append([iso(float(int(row["received_at"]))), shown(row["reason"]), src, at, shown(row["detail"])])
-        payloads.append(f"  {src} {at}: {shown(raw[:120])}" + ("…" if len(raw) > 120 else ""))  # data, not markup
+        payloads.append((f"  {visible(short_source(row['source']))} {at}: ", raw))
     filt = f" with reason {args.reason}" if args.reason else ""
     print_table(ctx.console, cols, out, title=f"latest {len(rows)}{filt}, newest first")
-    ctx.console.print("raw payloads (first 120 characters), newest first:")
-    for line in payloads:
-        ctx.console.print(line, soft_wrap=True)
-    for src in sorted({row["source"] for row in rows}):  # whole, as running text: a path is never cut in a cell
-        ctx.console.print(f"[dim]source {shown(short_source(src))} is {shown(src)}[/dim]", soft_wrap=True)
+    ctx.console.print("raw payloads, newest first (cut to the width; --json for all):")
+    for head, raw in payloads:  # one line each: the preview is cut to the console (escapes counted as shown)
+        ctx.console.print(Text(head + preview(raw, max(ctx.console.width - cell_len(head), 12))), soft_wrap=True)
+    for src in sorted({row["source"] for row in rows} - {"stdin"}):  # a path whole, as running text
+        if short_source(src) != src:
+            say(ctx.console, f"[dim]source {shown(short_source(src))} is {shown(src)}[/dim]")
     return 0
 
 

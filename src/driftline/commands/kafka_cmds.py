@@ -8,6 +8,7 @@ import threading
 from ..context import Context, port_number
 from ..kafka.settings import BOOTSTRAP_ENV, KafkaSettings, install_log_redaction, resolve
 from ..kafka.topics import TopicsError
+from .prose import say
 from .render import shown
 
 
@@ -55,7 +56,7 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
     try:
         run_service(ctx.config, ctx.db_url, settings, stop, host=args.host, port=args.port,
                     evaluate=not args.no_evaluate, maintain_every_s=args.maintain_every, clock=ctx.clock,
-                    announce=lambda line: ctx.err.print(shown(line), soft_wrap=True))
+                    announce=lambda line: say(ctx.err, shown(line)))
     except TopicsError as err:
         ctx.err.print(f"[red]error:[/red] {shown(err)}")
         return 2

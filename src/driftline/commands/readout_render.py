@@ -9,9 +9,13 @@ from rich.console import Console
 from .. import numbers
 from ..numbers import count, estimate as _est, indicative_used, prop, stat
 from .render import fmt_rate, footnote_if, shown
+from ..analysis.calibrated import reason_text
+from ..readouts.maturity import method_text
+from .prose import say
 from .tables import Col, print_table
 
 _INSIDE = {None: "—", True: "yes", False: "[yellow]no[/yellow]"}
+NO_LABELS = "no labelled predictions in this window yet: {what} need labels"
 
 
 def _head(doc: dict[str, Any], what: str) -> str:
@@ -26,8 +30,35 @@ def render_calibration(doc: dict[str, Any], console: Console) -> None:
     """Reliability table, ECE vs noise floor, Brier decomposition, temperature, base rate, early warning."""
     console.print(_head(doc, "calibration"))
     cal = doc["calibration"]
+    if doc["window"]["labelled"]:
+        _maturity_note(doc, console)
+        _calibration_tables(cal, console)
+    else:
+        say(console, NO_LABELS.format(what="reliability, ECE and the Brier score"))
+        _maturity_note(doc, console)
+    used: list[Any] = [b["observed"] for b in cal["reliability"]["width"]["bins"]]
+    b = doc["base_rate"]
+    prev = b["prevalence"]
+    ip = b["implied_precision"]
+    used += [prev["current"], b["observed_precision"]]
+    console.print(f"\n[bold]base rate[/bold]: prevalence {fmt_rate(prev['current'])} vs reference "
+                  f"{prop(prev['reference'])}; recall {prop(b['recall']['value'])} and FPR {prop(b['fpr']['value'])} "
+                  f"({b['source']}) imply precision {prop(ip['value'])} {numbers.interval(ip['low'], ip['high'])} "
+                  "at the "
+                  f"current prevalence ({prop(b['implied_precision_at_reference'])} at the reference's); observed "
+                  f"{fmt_rate(b['observed_precision'])}")
+    _rest_of_calibration(doc, console, used)
+
+
+def _maturity_note(doc: dict[str, Any], console: Console) -> None:
+    """The label-maturity note (why the window has few labels, which window to read) when there is one."""
+    if doc.get("label_maturity"):
+        say(console, shown(doc["label_maturity"]["note"]), "[yellow]note:[/yellow] ")
+
+
+def _calibration_tables(cal: dict[str, Any], console: Console) -> None:
+    """Reliability table, ECE against its noise floor, the Brier decomposition and the temperature."""
     bins = cal["reliability"]["width"]["bins"]
-    used: list[Any] = [b["observed"] for b in bins]
     print_table(console, [Col("bin"), Col("n"), Col("mean score"), Col("observed [95 % Wilson] n")],
                 [[f"[{numbers.fixed(b['low'], 1)}, {numbers.fixed(b['high'], 1)})", count(b["n"]),
                   prop(b["mean_score"]), fmt_rate(b["observed"])]
@@ -47,15 +78,10 @@ def render_calibration(doc: dict[str, Any], console: Console) -> None:
                       f"{stat(tau.get('log_loss_before'))}"
                       f" → {stat(tau.get('log_loss_after'))}, ECE {stat(tau.get('ece_before'))} → "
                       f"{stat(tau.get('ece_after'))}")
-    b = doc["base_rate"]
-    prev = b["prevalence"]
-    ip = b["implied_precision"]
-    used += [prev["current"], b["observed_precision"]]
-    console.print(f"\n[bold]base rate[/bold]: prevalence {fmt_rate(prev['current'])} vs reference "
-                  f"{prop(prev['reference'])}; recall {prop(b['recall']['value'])} and FPR {prop(b['fpr']['value'])} "
-                  f"({b['source']}) imply precision {prop(ip['value'])} {numbers.interval(ip['low'], ip['high'])} at the "
-                  f"current prevalence ({prop(b['implied_precision_at_reference'])} at the reference's); observed "
-                  f"{fmt_rate(b['observed_precision'])}")
+
+
+def _rest_of_calibration(doc: dict[str, Any], console: Console, used: list[Any]) -> None:
+    """Early warning, the estimate against matured labels, the calibrated estimate and the footnotes."""
     ew = doc["early_warning"]
     used.append(ew["alert_rate"])
     console.print(f"\n[bold]early warning[/bold] ([italic]estimated[/italic] from the scores of {count(ew['n'])} "
@@ -69,8 +95,9 @@ def render_calibration(doc: dict[str, Any], console: Console) -> None:
         rows = m["comparison"]["metrics"]
         used += [m["comparison"]["coverage"]] + [row["realised"] for row in rows]
         _vs_table(console, "estimated (scores)", rows,
-                  f"estimated vs realised · {w['start']} → {w['end']} (one maturity period, {mt['label']} by "
-                  f"{mt['method']}, earlier; label coverage {fmt_rate(m['comparison']['coverage'])})")
+                  f"estimated vs realised · {w['start']} → {w['end']} (one maturity period earlier: "
+                  f"{numbers.duration(mt['seconds'])} by the {method_text(mt['method'])}; label coverage "
+                  f"{fmt_rate(m['comparison']['coverage'])})")
     c = doc.get("calibrated")
     render_calibrated(c, console)
     if c and c.get("matured") and c["matured"]["metrics"]:
@@ -91,7 +118,8 @@ def render_calibrated(c: dict[str, Any] | None, console: Console) -> None:
     """The estimate from scores calibrated on the reference's labels, its trust, and its matured check."""
     if c is None:
         return
-    trust = "trusted" if c["trusted"] else "[bold red]NOT TRUSTED[/bold red]: " + ", ".join(c["reasons"])
+    trust = ("trusted" if c["trusted"]
+             else "[bold red]NOT TRUSTED[/bold red]: " + "; ".join(reason_text(r) for r in c["reasons"]))
     console.print(f"\n[bold]calibrated estimate[/bold] ([italic]estimated[/italic] from the scores of all "
                   f"{count(c['n'])} "
                   f"predictions, calibrated on the reference's labels; assumes its score-label relation): recall "
@@ -108,7 +136,10 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
     """One table per slice feature, then the worst slices against the targets."""
     console.print(_head({**doc, "variant": None}, "slices"))
     if doc.get("note"):
-        console.print(f"[yellow]{shown(doc['note'])}[/yellow]")
+        say(console, f"[yellow]{shown(doc['note'])}[/yellow]")
+    labelled = doc["window"]["labelled"]
+    if labelled:
+        _maturity_note(doc, console)
     tg = doc["targets"]
     cols = [Col("value"), Col("predictions", drop=3), Col("recall"), Col("FPR", drop=1), Col("precision", drop=2),
             Col("alert rate", drop=4), Col("shortfall")]
@@ -124,18 +155,22 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
                          fmt_rate(s["alert_rate"]), prop(short) + mark])
         print_table(console, cols, rows, title=shown(feat["feature"]))
         if feat.get("note"):
-            console.print(f"[yellow]note:[/yellow] {shown(feat['note'])}")
+            say(console, shown(feat['note']), "[yellow]note:[/yellow] ")
     lines = " / ".join(f"{name} {tg[key]}" for key, name in (("recall", "recall"), ("fpr", "FPR"))
                        if tg.get(key) is not None)
     if not lines:
         console.print("no slice ranking: no recall or FPR target agreed (set `targets:` or a model-wide "
                       "recall/fpr trigger)")
+    elif not labelled:
+        say(console, NO_LABELS.format(what="recall, FPR and precision per slice, and the ranking against the "
+                                           f"targets ({lines}),"))
+        _maturity_note(doc, console)
     elif doc["worst"]:
         console.print(f"[bold]worst slices[/bold] (interval beyond {lines}):")
         for s in doc["worst"]:
             m = s["shortfall_metric"]
-            console.print(f"  {shown(s['feature'])}={shown(s['value'])}: {m} {fmt_rate(s[m])}, "
-                          f"{prop(s['shortfall'])} beyond target")
+            say(console, f"{m} {fmt_rate(s[m])}, {prop(s['shortfall'])} beyond target",
+                f"  {shown(s['feature'])}={shown(s['value'])}: ")
     else:
         console.print(f"no slice's interval lies beyond the targets ({lines})")
     footnote_if(console, used, "[dim]* indicative: fewer than 30 labelled predictions.[/dim]")

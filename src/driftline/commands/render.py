@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from .. import numbers
 from ..terminal import visible
+from .prose import say
 from .tables import Col, print_table
 
 
@@ -60,7 +61,7 @@ def metrics_table(doc: dict[str, Any], console: Console) -> None:
     print_table(console, [Col("metric", "left"), Col("value [95 % Wilson] n"), Col("counts", drop=1)], rows,
                 title=shown(title))
     if doc.get("label_maturity"):
-        console.print(f"[yellow]note:[/yellow] {shown(doc['label_maturity']['note'])}", soft_wrap=True)
+        say(console, shown(doc['label_maturity']['note']), "[yellow]note:[/yellow] ")
     d = doc["label_delay_seconds"]
     cols = [Col("F1"), Col("ROC AUC"), Col("avg precision"), Col("Brier", drop=2), Col("log loss", drop=3),
             Col("ECE (10 bins)", drop=2), Col("delay p50", drop=1), Col("delay p95", drop=1)]

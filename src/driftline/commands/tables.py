@@ -24,6 +24,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .prose import say
+
 
 @dataclass(frozen=True, slots=True)
 class Col:
@@ -125,12 +127,16 @@ def fit_table(console: Console, cols: Sequence[Col], rows: Sequence[Sequence[str
 
 def print_table(console: Console, cols: Sequence[Col], rows: Sequence[Sequence[str]], title: str | None = None,
                 sections: Sequence[int] = (), **kw: Any) -> None:
-    """Print the fitted table, and which columns the width left out (with how to see them)."""
-    t, dropped = fit_table(console, cols, rows, title, sections, **kw)
+    """Print the fitted table, and which columns the width left out (with how to see them). The title is printed
+    above the table as running text wrapped at the console's width (rich would wrap it at the table's, which
+    cuts a window's timestamps in two above a narrow table)."""
+    t, dropped = fit_table(console, cols, rows, None, sections, **kw)
+    if title:
+        say(console, title, style="table.title")
     console.print(t)
     if dropped:
-        console.print(f"[dim]not shown at {console.width} columns: {', '.join(d or '(labels)' for d in dropped)} "
-                      "(widen the terminal or use --json)[/dim]")
+        say(console, f"not shown at {console.width} columns: {', '.join(d or '(labels)' for d in dropped)} "
+                     "(widen the terminal or use --json)", style="dim")
 
 
 def column_groups(widths: Sequence[int], width: int) -> list[list[int]]:

@@ -103,7 +103,7 @@ def _comparison(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
                    f"wait for labels.")
     elif min(at["positives"], ac["positives"]) < MIN_POSITIVES:
         out.append(f"Too few labelled positives to judge recall ({ct}: {numbers.count(ac['positives'])}, {tr}: "
-                   f"{numbers.count(at['positives'])}; fewer than {MIN_POSITIVES} per arm): {tr} - {ct} = "
+                   f"{numbers.count(at['positives'])}; fewer than {MIN_POSITIVES} per arm): {tr} − {ct} = "
                    f"{_s(rec['diff'])} {_iv(rec['low'], rec['high'])} is indicative only. {_power(comp)}")
     elif comp.get("paired") is not None and (comp["paired"]["bootstrap"]["recall"]["diff"] is not None):
         out.append(_paired_recall(doc, comp))
@@ -151,7 +151,7 @@ def _not_established(doc: dict[str, Any], comp: dict[str, Any], fixed: str) -> s
     """A recall difference only the fixed-horizon interval supports: say so, with both intervals, and no claim."""
     tr, ct = comp["treatment"], comp["control"]
     rec = comp["metrics"]["recall"]
-    return (f"Not established under repeated looks: {tr} - {ct} recall = {_s(rec['diff'])}; {fixed} excludes 0, "
+    return (f"Not established under repeated looks: {tr} − {ct} recall = {_s(rec['diff'])}; {fixed} excludes 0, "
             f"which would support a difference only at a single look planned in advance"
             f"{_seq_clause(doc, comp)}")
 
@@ -170,7 +170,7 @@ def _split_recall(doc: dict[str, Any], comp: dict[str, Any]) -> str:
         return (f"{tr}'s recall is {_word(d)} than {ct}'s by {_magnitude(d, lo, hi)} (fixed-horizon 95 % "
                 f"interval, Holm p {_p(ph)}; {caught}){_seq_clause(doc, comp)}")
     if _excludes(lo, hi):
-        return (f"{tr} - {ct} recall = {_s(d)} {_iv(lo, hi)} ({caught}): the unadjusted interval excludes 0 "
+        return (f"{tr} − {ct} recall = {_s(d)} {_iv(lo, hi)} ({caught}): the unadjusted interval excludes 0 "
                 f"but after Holm correction over the four headline metrics p {_p(ph)}, so this is not a "
                 f"significant difference yet. {_power(comp)}")
     return (f"No significant recall difference between {tr} and {ct}: {_s(d)} {_iv(lo, hi)} (Holm p "
@@ -191,7 +191,7 @@ def _paired_recall(doc: dict[str, Any], comp: dict[str, Any]) -> str:
     if _excludes(lo, hi) and t["p_holm"] is not None and t["p_holm"] < alpha:
         label = "the always-valid interval (unpaired, conservative)"
         if not comp["metrics"]["recall"]["seq_excludes_zero"]:
-            return (head + f"not established under repeated looks: {tr} - {ct} recall = {_s(d)}; the paired "
+            return (head + f"not established under repeated looks: {tr} − {ct} recall = {_s(d)}; the paired "
                     f"bootstrap 95 % interval {_iv(lo, hi)} ({disc}) excludes 0, which would support a difference "
                     f"only at a single look planned in advance" + _seq_clause(doc, comp, label))
         return (head + f"{tr}'s recall is {_word(d)} than {ct}'s by {_magnitude(d, lo, hi)} (paired bootstrap "
@@ -217,7 +217,7 @@ def _others(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
         name, seq = METRIC_NAMES[m], _iv(e.get("seq_low"), e.get("seq_high"))
         if _excludes(e["low"], e["high"]) and p is not None and p < alpha:
             if not e.get("seq_excludes_zero"):
-                fixed_only.append(f"{tr} - {ct} {name} = {_s(e['diff'])}: the fixed-horizon interval "
+                fixed_only.append(f"{tr} − {ct} {name} = {_s(e['diff'])}: the fixed-horizon interval "
                                   f"{_iv(e['low'], e['high'])} excludes 0 but the always-valid interval {seq} does "
                                   f"not (Holm p {_p(p)}), so it is not established under repeated looks.")
                 continue

@@ -25,6 +25,7 @@ from ..config import Config, format_duration
 from .estimated import calibrated_block
 from .multivariate import multivariate_block, multivariate_result
 from .references import NoReference, Reference, active_reference_key, load_reference
+from .maturity import maturity_hint
 from .metrics import resolve_window
 from .seasonal import seasonal_block, window_mixture
 from ..core.stats import BucketStats
@@ -125,6 +126,12 @@ def _current_and_reference(store: Store, config: Config, model: str, window: Win
 def _window_json(window: Window, stats: BucketStats) -> dict[str, Any]:
     labelled = int(stats.conf[:2].sum())
     return {**window.to_json(), "n": stats.predictions, "labelled": labelled}
+
+
+def _maturity(store: Store, config: Config, model: str, window: Window, wj: dict[str, Any], command: str
+              ) -> dict[str, Any] | None:
+    """Why the window has fewer than 30 labels and which window to read instead (None when it has enough)."""
+    return maturity_hint(store, config, model, window, wj["n"], wj["labelled"], command)
 
 
 # --- drift -----------------------------------------------------------------------------------------------
@@ -238,6 +245,7 @@ def calibration_document(store: Store, config: Config, model: str, window: Windo
         "base_rate": bre.to_json(),
         "early_warning": early_warning(stats, config.threshold, "unlabelled").to_json(),
     }
+    doc["label_maturity"] = _maturity(store, config, model, window, doc["window"], "calibration")
     method = "given"
     period = matured_after_s
     if period is None:
@@ -308,6 +316,7 @@ def slices_document(store: Store, config: Config, model: str, window: Window) ->
                      for f, vals in per.items()],
         "worst": [s.to_json() for s in worst_slices(s for vals in per.values() for s in vals)],
     }
+    doc["label_maturity"] = _maturity(store, config, model, window, doc["window"], "slices")
     if not config.slices:
         doc["note"] = "no slice features configured: add e.g. `slices: [country, channel]` to the config"
     return doc

@@ -22,6 +22,16 @@ from .windows import Window
 
 DAY_S = 86400.0
 
+METHOD_TEXT = {"label_delay_p95": "95th-percentile label delay",
+               "labels.implicit_negative_after": "`labels.implicit_negative_after`",
+               "given": "as given"}
+"""How a maturity period was decided, in words for people (the JSON keeps the key)."""
+
+
+def method_text(method: str | None) -> str:
+    """The words for a maturity method key ('label_delay_p95' -> '95th-percentile label delay')."""
+    return METHOD_TEXT.get(method or "", method or "—")
+
 
 @dataclass(frozen=True, slots=True)
 class Maturity:

@@ -19,6 +19,7 @@ import numpy as np
 from ..readouts.ab import ABQuery, ab_document
 from ..config import Config
 from ..targets import LOWER_IS_BETTER, agreed_target
+from ..readouts.maturity import method_text
 from ..readouts.metrics import MetricsQuery, metrics_document
 from ..core.stats import NEG, POS, UNL
 from ..storage.store import Store
@@ -172,7 +173,8 @@ def label_maturity(store: Store, config: Config, model: str, week: IsoWeek, metr
     if period is None:
         note = "no label has been seen yet for this model: every number is provisional"
     return {"coverage": metrics["label_coverage"], "delay_seconds": metrics["label_delay_seconds"],
-            "maturity_seconds": period, "maturity_method": method, "watermark": None if wm is None else iso(wm),
+            "maturity_seconds": period, "maturity_method": method,
+            "maturity_method_text": method_text(method), "watermark": None if wm is None else iso(wm),
             "by_day": by_day, "provisional": provisional, "note": note}
 
 

@@ -18,6 +18,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from .. import numbers
+from ..analysis.calibrated import reason_text
 from ..domain import capitalised
 from ..terminal import visible
 from .summary import METRIC_NAMES, by_importance, cost_optimal_sentence, kpi_sentence
@@ -186,7 +187,8 @@ def _env(markdown: bool) -> Environment:
     env.filters.update(headline_value=headline_value, num=num, stat=stat, ratio=ratio, money_interval=money_interval,
                        estimate=estimate, count=count, pct=pct, money=money, rate=rate, interval=interval,
                        signed=signed, pvalue=pvalue, duration=duration, when=when, week_words=week_words,
-                       metric_name=metric_name, capitalised=capitalised, by_importance=by_importance)
+                       metric_name=metric_name, capitalised=capitalised, by_importance=by_importance,
+                       reason_text=reason_text)
     env.globals.update(versus_baseline=versus_baseline, cost_optimal=cost_optimal)
     return env
 

@@ -1,0 +1,44 @@
+"""Naming a config setting that does not exist: its full path and the closest setting that does.
+
+msgspec reports an unknown field as "Object contains unknown field `horizen`" at the path of its section
+(`labels`); a user needs `labels.horizen` and a hint (`labels.horizon`), as trigger metrics get one. Kept apart
+from config.py, which passes its Config struct in.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+
+def settings_at(root: type, field: str) -> list[str]:
+    """The setting names the `root` struct (the Config) accepts inside `field`: a msgspec path such as `labels`
+    or `triggers[0]`, '' for the top level; [] when the path does not lead to a section."""
+    import msgspec.inspect as mi
+
+    info: Any = mi.type_info(root)
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", field):
+        while isinstance(info, (mi.UnionType, mi.ListType, mi.DictType)):
+            if isinstance(info, mi.UnionType):
+                info = next((t for t in info.types if not isinstance(t, mi.NoneType)), None)
+            else:
+                info = info.item_type if isinstance(info, mi.ListType) else info.value_type
+        if part.startswith("["):
+            continue
+        if not isinstance(info, mi.StructType):
+            return []
+        info = next((f.type for f in info.fields if f.encode_name == part), None)
+    while isinstance(info, (mi.UnionType, mi.ListType)):
+        info = (next((t for t in info.types if not isinstance(t, mi.NoneType)), None)
+                if isinstance(info, mi.UnionType) else info.item_type)
+    return [f.encode_name for f in info.fields] if isinstance(info, mi.StructType) else []
+
+
+def unknown_field(root: type, section: str, name: str) -> str:
+    """'unknown field `labels.horizen` (did you mean `labels.horizon`?)': the full path of a setting the config
+    does not have, and the closest one it does (difflib, as trigger metrics are suggested)."""
+    path = f"{section}.{name}" if section else name
+    close = difflib.get_close_matches(name, settings_at(root, section), n=1, cutoff=0.6)
+    hint = f" (did you mean `{section + '.' if section else ''}{close[0]}`?)" if close else ""
+    return f"unknown field `{path}`{hint}"
