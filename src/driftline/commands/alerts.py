@@ -12,6 +12,7 @@ from .. import numbers
 from ..context import Context, parse_at
 from ..triggers import history
 from ..triggers.model import FIRING, Rule
+from ..triggers.metrics import fmt_line
 from ..triggers.mixin import DEFAULT, RULE_FILES, prometheus_rule
 from ..readouts.windows import iso
 from .render import shown
@@ -102,7 +103,7 @@ def _line(r: Rule) -> str:
     """'psi[amount] > 0.25 · variant B': the trigger's line, its feature and variant shown escaped."""
     feature = f"\\[{shown(r.feature)}]" if r.feature else ""  # \\[: a bracket, not rich markup
     variant = f" · variant {shown(r.variant)}" if r.variant else ""
-    return f"{shown(r.metric)}{feature} {r.op} {r.value:g}{variant}"
+    return f"{shown(r.metric)}{feature} {r.op} {fmt_line(r)}{variant}"
 
 
 def cmd_show(ctx: Context, args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, PercentFormatter
 
+from .. import numbers
 from ..terminal import visible
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ def trends_figure(doc: dict[str, Any], key: str) -> Figure | None:
     lines: list[tuple[float, str]] = []
     for t in doc["headline"]["triggers"]:
         if t["metric"] == key:
-            lines.append((t["value"], f"trigger {_txt(t['name'])} ({t['metric']} {t['op']} {t['value']:g})"))
+            lines.append((t["value"], f"trigger {_txt(t['name'])} ({t['metric']} {t['op']} {numbers.line(t['value'])})"))
     target = doc.get("targets", {}).get(key)
     if target is not None:
         lines.append((target, f"target {key} {target:g}"))

@@ -188,7 +188,7 @@ def _env(markdown: bool) -> Environment:
                        estimate=estimate, count=count, pct=pct, money=money, rate=rate, interval=interval,
                        signed=signed, pvalue=pvalue, duration=duration, when=when, week_words=week_words,
                        metric_name=metric_name, capitalised=capitalised, by_importance=by_importance,
-                       reason_text=reason_text)
+                       reason_text=reason_text, line=numbers.line)
     env.globals.update(versus_baseline=versus_baseline, cost_optimal=cost_optimal)
     return env
 

@@ -25,7 +25,7 @@ from typing import Any
 from .. import numbers
 from ..config import Notify, parse_duration
 from ..ops import OpsMetrics
-from .metrics import canonical, info
+from .metrics import canonical, fmt_line, info
 from .model import NOTICE_RESOLVED, Notice, Rule, TriggerState
 from .rules import alert_name, runbook_url
 from ..readouts.windows import iso
@@ -60,13 +60,6 @@ def fmt_value(rule: Rule, value: float | None) -> str:
     if unit == "seconds":
         return numbers.duration(value)
     return numbers.stat(value)
-
-
-def fmt_line(rule: Rule) -> str:
-    """The trigger's line as it was agreed ('0.60', '0.085'; a duration for seconds)."""
-    if info(rule.metric).unit == "seconds":
-        return numbers.duration(rule.value)
-    return numbers.line(rule.value)
 
 
 def summary(rule: Rule, model: str, state: TriggerState, kind: str) -> str:
