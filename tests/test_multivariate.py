@@ -75,6 +75,24 @@ def test_samples_are_identical_whatever_the_order_and_partitioning(tmp_path) -> 
     two.close()
 
 
+def test_split_batches_store_the_same_samples_on_postgresql_as_on_sqlite(tmp_path, pg_url) -> None:
+    """The batch merge of samples (one read and two executemany statements per few hundred buckets) stores the
+    same bytes on both databases, whether a batch finds a bucket's row absent, changed by the merge or unchanged."""
+    config = from_dict({"drift": {"sample_k": 16}})
+    raws = _raws(600, seed=3)
+    stored = []
+    for url in (f"sqlite:///{tmp_path / 'lite.db'}", pg_url):
+        store = Store(url)
+        store.migrate()
+        pipe = Pipeline(config, store, clock=lambda: START + 1e6)
+        for lo in range(0, len(raws), 91):
+            pipe.process_batch([RawRecord("a", 0, i, raws[i]) for i in range(lo, min(lo + 91, len(raws)))])
+        pipe.process_batch([RawRecord("b", 0, 0, raws[5])])  # a duplicate: every row unchanged
+        stored.append([(m, v, var, int(b), span, bytes(d)) for m, v, var, b, span, d in _stored(store)])
+        store.close()
+    assert stored[0] == stored[1] and len(stored[0]) == 3
+
+
 def test_compaction_keeps_k_rows_a_day_and_the_same_window_sample(tmp_path) -> None:
     """Day compaction of old samples: one row per day, and a whole-day window's sample (up to k rows) unchanged;
     a window cutting the compacted day leaves it out; a late write into the day merges with it."""
