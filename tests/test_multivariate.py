@@ -93,6 +93,40 @@ def test_split_batches_store_the_same_samples_on_postgresql_as_on_sqlite(tmp_pat
     assert stored[0] == stored[1] and len(stored[0]) == 3
 
 
+def test_a_sample_row_inserted_meanwhile_on_postgresql_is_merged_into_not_refused(pg_url, monkeypatch) -> None:
+    """A bucket's sample row that another transaction inserts between the batch's read and its insert (the write
+    lock rules that out, but a missing row cannot be row-locked) is read again and merged into: the stored sample
+    is the union of both, where a plain insert failed with a unique violation and lost the batch."""
+    import driftline.storage.samples as samples_mod
+    from driftline.storage.samples import merge_into
+
+    store = Store(pg_url)
+    store.migrate()
+    key = ("fraud", "v1", "A", int(START))
+    theirs = sample_of([(11, {"a": "1"}), (40, {"a": "4"})], 3)
+    ours = sample_of([(7, {"a": "0"}), (25, {"a": "2"})], 3)
+    real_stored = samples_mod._stored
+    calls: list[int] = []
+
+    def stored_then_another_writer_inserts(conn, dialect, keys):
+        found = real_stored(conn, dialect, keys)
+        if not calls:
+            with store.engine.begin() as other:  # no write lock: a writer that got in between
+                other.execute(feature_samples.insert().values(model=key[0], model_version=key[1], variant=key[2],
+                                                              bucket_start=key[3], span=3600,
+                                                              data=encode_sample(theirs)))
+        calls.append(len(found))
+        return found
+
+    monkeypatch.setattr(samples_mod, "_stored", stored_then_another_writer_inserts)
+    with store.write() as conn:
+        merge_into(conn, {key: ours}, 3, 3600)
+    assert calls == [0, 1]
+    (_, got), = bucket_samples(store, "fraud", START, START + HOUR)
+    assert got == merge_samples((theirs, ours), 3) and list(got.hashes) == [7, 11, 25]
+    store.close()
+
+
 def test_compaction_keeps_k_rows_a_day_and_the_same_window_sample(tmp_path) -> None:
     """Day compaction of old samples: one row per day, and a whole-day window's sample (up to k rows) unchanged;
     a window cutting the compacted day leaves it out; a late write into the day merges with it."""

@@ -47,22 +47,48 @@ def merge_into(conn: Connection, deltas: Mapping[SampleKey, FeatureSample], k: i
 
     Driver-level statements (why: a Core select plus insert or update per bucket cost a compile and a round each,
     ~16 % of replay): the stored blobs are read a few hundred keys per statement, rows in key order (locked on
-    PostgreSQL), then new rows go in with one executemany and changed rows with another."""
+    PostgreSQL), then changed rows are rewritten with one executemany and new rows inserted with another. On
+    PostgreSQL a new row that another transaction inserted meanwhile (which the write lock rules out, but a row
+    that does not exist yet cannot be row-locked) is not overwritten: it is read again, locked, and merged into."""
     keys = sorted(deltas)
     dialect = conn.dialect.name
     for chunk in bulk.chunks(keys, 256):
-        existing = _stored(conn, dialect, list(chunk))
-        new: list[tuple[Any, ...]] = []
-        changed: list[tuple[Any, ...]] = []
-        for key in chunk:
-            old = existing.get(key)
-            if old is None:
-                new.append((*key, span, encode_sample(deltas[key])))
-                continue
-            data = encode_sample(merge_samples((decode_sample(old), deltas[key]), k))
-            if data != old:
-                changed.append((data, *key))
-        _write(conn, dialect, new, changed)
+        todo = list(chunk)
+        while todo:
+            todo = _merge_chunk(conn, dialect, todo, deltas, k, span)
+
+
+def _merge_chunk(conn: Connection, dialect: str, keys: list[SampleKey], deltas: Mapping[SampleKey, FeatureSample],
+                 k: int, span: int) -> list[SampleKey]:
+    """Merge these keys' samples; returns the keys whose insert found a row already there (to merge again)."""
+    existing = _stored(conn, dialect, keys)
+    new: list[tuple[Any, ...]] = []
+    changed: list[tuple[Any, ...]] = []
+    for key in keys:
+        old = existing.get(key)
+        if old is None:
+            new.append((*key, span, encode_sample(deltas[key])))
+            continue
+        data = encode_sample(merge_samples((decode_sample(old), deltas[key]), k))
+        if data != old:
+            changed.append((data, *key))
+    mark = "%s" if dialect == "postgresql" else "?"
+    if changed:
+        conn.exec_driver_sql(f"UPDATE feature_samples SET data = {mark} WHERE model = {mark} AND model_version = "
+                             f"{mark} AND variant = {mark} AND bucket_start = {mark}", changed)
+    if not new:
+        return []
+    if dialect != "postgresql":  # one writer at a time holds the database: nothing can have appeared
+        conn.exec_driver_sql(f"INSERT INTO feature_samples ({_SAMPLE_KEY}, span, data) VALUES (?, ?, ?, ?, ?, ?)",
+                             new)
+        return []
+    cols = tuple(map(list, zip(*new)))
+    inserted = conn.exec_driver_sql(
+        f"INSERT INTO feature_samples ({_SAMPLE_KEY}, span, data) SELECT * FROM unnest(%b::text[], %b::text[], "
+        f"%b::text[], %b::int8[], %b::int[], %b::bytea[]) ON CONFLICT ({_SAMPLE_KEY}) DO NOTHING "
+        f"RETURNING {_SAMPLE_KEY}", cols)
+    done = {(r[0], r[1], r[2], int(r[3])) for r in inserted}
+    return [key for key in (tuple(row[:4]) for row in new) if key not in done]  # type: ignore[misc]
 
 
 _SAMPLE_KEY = "model, model_version, variant, bucket_start"
@@ -80,17 +106,6 @@ def _stored(conn: Connection, dialect: str, keys: list[SampleKey]) -> dict[Sampl
         rows = conn.exec_driver_sql(f"SELECT {_SAMPLE_KEY}, data FROM feature_samples WHERE ({_SAMPLE_KEY}) IN "
                                     f"(VALUES {values})", tuple(v for key in keys for v in key))
     return {(r[0], r[1], r[2], int(r[3])): bytes(r[4]) for r in rows}
-
-
-def _write(conn: Connection, dialect: str, new: list[tuple[Any, ...]], changed: list[tuple[Any, ...]]) -> None:
-    """Insert the new rows and rewrite the changed blobs, one executemany each."""
-    mark = "%s" if dialect == "postgresql" else "?"
-    if new:
-        conn.exec_driver_sql(f"INSERT INTO feature_samples ({_SAMPLE_KEY}, span, data) VALUES "
-                             f"({', '.join([mark] * 6)})", new)
-    if changed:
-        conn.exec_driver_sql(f"UPDATE feature_samples SET data = {mark} WHERE model = {mark} AND model_version = "
-                             f"{mark} AND variant = {mark} AND bucket_start = {mark}", changed)
 
 
 def _within(q: Select[Any], model: str, start: float, end: float, variant: str | None) -> Select[Any]:
