@@ -70,7 +70,7 @@ def test_joinpack_upgrade_keeps_every_join_row_and_drops_the_rowid(tmp_path):
     from helpers import outcome, pred
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
-    _upgrade_to(url, sorted(revisions.script_heads() - {"0010_joinpack"}) + ["0002"])
+    _upgrade_to(url, sorted(revisions.script_heads() - {"0010_joinpack"}))
     store = Store(url)
     assert not store.schema_is_current()
     t0 = 1_767_225_600.0
@@ -93,4 +93,17 @@ def test_joinpack_upgrade_keeps_every_join_row_and_drops_the_rowid(tmp_path):
     pipe.process_batch([RawRecord("f", 0, 100, outcome("tx-1", 1, t0 + 300)), RawRecord("f", 0, 101, raws[0])])
     preds, outs = _join_rows(store)
     assert len(preds) == 40 and len(outs) == 22
+    store.close()
+
+
+def test_joinpack_before_the_slices_migration_keeps_both(tmp_path):
+    """Sibling branches run in any order: 0010_joinpack first, then 0002 adds slice_values to the rebuilt table,
+    which stays without a rowid, and the store finds its schema current."""
+    url = f"sqlite:///{tmp_path / 'order.db'}"
+    _upgrade_to(url, ["0010_joinpack"])
+    store = Store(url)
+    store.migrate()
+    with store.read() as conn:
+        ddl = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE name = 'predictions'").scalar_one()
+    assert "slice_values" in ddl and ddl.rstrip().endswith("WITHOUT ROWID") and store.schema_is_current()
     store.close()

@@ -26,19 +26,17 @@ def _assigned(source: str, names: tuple[str, ...]) -> dict[str, object]:
 
 @cache
 def script_heads(versions: Path = VERSIONS) -> frozenset[str]:
-    """The head revisions of the migration scripts: revisions no other script names as its down_revision or in
-    its depends_on (Alembic records a dependency's dependant in place of the dependency in the version table).
+    """The head revisions of the migration scripts: revisions no other script names as its down_revision.
     Cached: the files are part of the installed package."""
     revisions: set[str] = set()
     parents: set[str] = set()
     for path in sorted(versions.glob("*.py")):
-        values = _assigned(path.read_text(encoding="utf-8"), ("revision", "down_revision", "depends_on"))
+        values = _assigned(path.read_text(encoding="utf-8"), ("revision", "down_revision"))
         if "revision" not in values:
             continue
         revisions.add(str(values["revision"]))
-        for name in ("down_revision", "depends_on"):
-            down = values.get(name)
-            parents.update([down] if isinstance(down, str) else list(down or ()))  # type: ignore[call-overload]
+        down = values.get("down_revision")
+        parents.update([down] if isinstance(down, str) else list(down or ()))  # type: ignore[call-overload]
     return frozenset(revisions - parents)
 
 

@@ -5,7 +5,10 @@ in the primary key's index. `WITHOUT ROWID` clusters the rows on the primary key
 b-tree less and a pending prediction takes fewer bytes (the id is no longer stored twice). PostgreSQL is left as it
 is (its heap has no rowid to drop). Existing rows are copied over unchanged: an upgrade loses nothing.
 
-Runs after 0002 (which adds predictions.slice_values) so that the copied table has its final columns.
+The table is rebuilt from its own stored DDL, so it keeps whatever columns it has; 0002 (predictions.slice_values),
+a sibling branch that may run before or after this one, adds its column with SQLite's ALTER TABLE ADD COLUMN, which
+keeps `WITHOUT ROWID` (no `depends_on`: Alembic would then store this revision in place of 0002, and the store's
+cheap schema check compares the stored revisions with the scripts' heads).
 
 Revision ID: 0010_joinpack
 Revises: 0001
@@ -17,7 +20,7 @@ from alembic import op
 revision = "0010_joinpack"
 down_revision = "0001"
 branch_labels = None
-depends_on = "0002"
+depends_on = None
 
 TABLES = {"predictions": "CREATE INDEX ix_predictions_shard_ts ON predictions (shard, ts)",
           "outcomes": "CREATE INDEX ix_outcomes_shard_ts ON outcomes (shard, ts)"}
