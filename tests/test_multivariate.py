@@ -76,6 +76,58 @@ def test_samples_are_identical_whatever_the_order_and_partitioning(tmp_path) -> 
     two.close()
 
 
+def test_split_batches_store_the_same_samples_on_postgresql_as_on_sqlite(tmp_path, pg_url) -> None:
+    """The batch merge of samples (one read and two executemany statements per few hundred buckets) stores the
+    same bytes on both databases, whether a batch finds a bucket's row absent, changed by the merge or unchanged."""
+    config = from_dict({"drift": {"sample_k": 16}})
+    raws = _raws(600, seed=3)
+    stored = []
+    for url in (f"sqlite:///{tmp_path / 'lite.db'}", pg_url):
+        store = Store(url)
+        store.migrate()
+        pipe = Pipeline(config, store, clock=lambda: START + 1e6)
+        for lo in range(0, len(raws), 91):
+            pipe.process_batch([RawRecord("a", 0, i, raws[i]) for i in range(lo, min(lo + 91, len(raws)))])
+        pipe.process_batch([RawRecord("b", 0, 0, raws[5])])  # a duplicate: every row unchanged
+        stored.append([(m, v, var, int(b), span, bytes(d)) for m, v, var, b, span, d in _stored(store)])
+        store.close()
+    assert stored[0] == stored[1] and len(stored[0]) == 3
+
+
+def test_a_sample_row_inserted_meanwhile_on_postgresql_is_merged_into_not_refused(pg_url, monkeypatch) -> None:
+    """A bucket's sample row that another transaction inserts between the batch's read and its insert (the write
+    lock rules that out, but a missing row cannot be row-locked) is read again and merged into: the stored sample
+    is the union of both, where a plain insert failed with a unique violation and lost the batch."""
+    import driftline.storage.samples as samples_mod
+    from driftline.storage.samples import merge_into
+
+    store = Store(pg_url)
+    store.migrate()
+    key = ("fraud", "v1", "A", int(START))
+    theirs = sample_of([(11, {"a": "1"}), (40, {"a": "4"})], 3)
+    ours = sample_of([(7, {"a": "0"}), (25, {"a": "2"})], 3)
+    real_stored = samples_mod._stored
+    calls: list[int] = []
+
+    def stored_then_another_writer_inserts(conn, dialect, keys):
+        found = real_stored(conn, dialect, keys)
+        if not calls:
+            with store.engine.begin() as other:  # no write lock: a writer that got in between
+                other.execute(feature_samples.insert().values(model=key[0], model_version=key[1], variant=key[2],
+                                                              bucket_start=key[3], span=3600,
+                                                              data=encode_sample(theirs)))
+        calls.append(len(found))
+        return found
+
+    monkeypatch.setattr(samples_mod, "_stored", stored_then_another_writer_inserts)
+    with store.write() as conn:
+        merge_into(conn, {key: ours}, 3, 3600)
+    assert calls == [0, 1]
+    (_, got), = bucket_samples(store, "fraud", START, START + HOUR)
+    assert got == merge_samples((theirs, ours), 3) and list(got.hashes) == [7, 11, 25]
+    store.close()
+
+
 def test_compaction_keeps_k_rows_a_day_and_the_same_window_sample(tmp_path) -> None:
     """Day compaction of old samples: one row per day, and a whole-day window's sample (up to k rows) unchanged;
     a window cutting the compacted day leaves it out; a late write into the day merges with it."""
