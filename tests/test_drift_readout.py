@@ -142,6 +142,8 @@ def test_no_reference_is_exit_code_2_with_the_remedy(tmp_path, capsys) -> None:
     assert main([*base, "drift", "--json"]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "run `driftline reference set` first" in err
+    # the example names the stored history's first days (tryout: it suggested 2026-01-01 … 01-15 whatever was stored)
+    assert "driftline reference set --model fraud --from 2026-01-01 --to 2026-01-04" in err.replace("` ", "`")
     assert drift_readings(store, cfg, "fraud", Window(START, START + DAY), None) == []
     store.close()
 

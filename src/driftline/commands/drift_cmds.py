@@ -191,7 +191,7 @@ def cmd_reference_show(ctx: Context, args: argparse.Namespace) -> int:
     ref = load_reference(ctx.store(), model, args.id)
     if ref is None:
         if args.id is None:
-            raise NoReference(model)
+            raise NoReference(model, ctx.store().bucket_range(model))
         raise ReferenceProblem(f"no reference {args.id} for model {model!r} (see `driftline reference list`)")
     doc = ref.to_json(with_profile=True)
     if args.json:

@@ -143,7 +143,7 @@ def drift_document(store: Store, config: Config, model: str, window: Window, var
     """
     active = active_reference_seasons(store, model)
     if active is None:
-        raise NoReference(model)
+        raise NoReference(model, store.bucket_range(model))
     ref, profile, seasonal = active
     cur, compared, mixture = _current_and_reference(store, config, model, window, variant, profile, seasonal)
     result = drift_report(compared, cur.features, cur.hist, cur.conf, thresholds(config))

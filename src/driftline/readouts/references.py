@@ -67,9 +67,23 @@ class ReferenceProblem(ConfigError):
 class NoReference(ReferenceProblem):
     """No reference profile is set for the model."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, span: tuple[int, int] | None = None) -> None:
+        """`span`: the first and last stored bucket of the model; the example then names its first two weeks."""
+        example = "--from 2026-01-01 --to 2026-01-15"
+        if span is not None:
+            day = 86400
+            lo = span[0] // day * day
+            hi = min(lo + 14 * day, (span[1] // day + 1) * day)
+            example = f"--from {_date(lo)} --to {_date(hi)}"
         super().__init__(f"no reference profile for model {model!r}: run `driftline reference set` first "
-                         "(e.g. `driftline reference set --from 2026-01-01 --to 2026-01-15`)")
+                         f"(e.g. `driftline reference set --model {model} {example}`)")
+
+
+def _date(t: float) -> str:
+    """'2026-09-01' (UTC) for a reference-set example."""
+    import datetime as _dt
+
+    return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).strftime("%Y-%m-%d")
 
 
 @dataclass(frozen=True, slots=True)
