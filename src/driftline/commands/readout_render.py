@@ -120,6 +120,9 @@ def render_calibrated(c: dict[str, Any] | None, console: Console) -> None:
         return
     trust = ("trusted" if c["trusted"]
              else "[bold red]NOT TRUSTED[/bold red]: " + "; ".join(reason_text(r) for r in c["reasons"]))
+    if all(_missing(c.get(k)) for k in ("recall", "precision", "fpr", "prevalence")):
+        say(console, f"\n[bold]calibrated estimate[/bold]: none for these {count(c['n'])} predictions — {trust}")
+        return
     console.print(f"\n[bold]calibrated estimate[/bold] ([italic]estimated[/italic] from the scores of all "
                   f"{count(c['n'])} "
                   f"predictions, calibrated on the reference's labels; assumes its score-label relation): recall "
@@ -130,6 +133,11 @@ def render_calibrated(c: dict[str, Any] | None, console: Console) -> None:
         _vs_table(console, "estimated (calibrated)", m["metrics"],
                   "calibrated estimate vs realised, one maturity period earlier"
                   + (" — [bold red]contradicted by matured labels[/bold red]" if m["contradicted"] else ""))
+
+
+def _missing(r: dict[str, Any] | None) -> bool:
+    """An estimate without a value (no reference, no labels to calibrate on)."""
+    return r is None or r.get("value") is None
 
 
 def render_slices(doc: dict[str, Any], console: Console) -> None:
