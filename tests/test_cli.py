@@ -101,10 +101,10 @@ def test_metrics_table_shows_rates_intervals_and_counts(tmp_path, capsys, wide) 
     out = capsys.readouterr().out
     expected = {
         "recall": (_wilson(8, 10), "tp=8 of positives=10"),
-        "fpr": (_wilson(6, 90), "fp=6 of negatives=90"),
+        "FPR": (_wilson(6, 90), "fp=6 of negatives=90"),  # tables name metrics as every command does
         "precision": (_wilson(8, 14), "tp=8 of flagged labelled=14"),
         "accuracy": (_wilson(92, 100), "tp+tn=92 of labelled=100"),
-        "alert_rate": (_wilson(44, 130), "flagged=44 of predictions=130"),
+        "alert rate": (_wilson(44, 130), "flagged=44 of predictions=130"),
         "label coverage": (_wilson(100, 130), "labelled=100 of predictions=130"),
     }
     for name, (rate, counts) in expected.items():
@@ -120,7 +120,7 @@ def test_metrics_table_shows_rates_intervals_and_counts(tmp_path, capsys, wide) 
 
     assert main([*db, "metrics", "--window", "7d", "--variant", "A"]) == 0
     only_a = capsys.readouterr().out
-    assert _wilson(14, 100) in _row(only_a, "alert_rate") and "by variant" not in only_a
+    assert _wilson(14, 100) in _row(only_a, "alert rate") and "by variant" not in only_a
 
 
 def test_metrics_on_an_empty_database_says_what_to_do(tmp_path, capsys) -> None:

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from .. import numbers
 from ..numbers import count, estimate as _est, indicative_used, prop, stat
-from .render import fmt_rate, footnote_if, shown
+from .render import DISPLAY, fmt_rate, footnote_if, shown
 from ..analysis.calibrated import reason_text
 from ..readouts.maturity import method_text
 from .prose import say
@@ -109,7 +109,7 @@ def _rest_of_calibration(doc: dict[str, Any], console: Console, used: list[Any])
 def _vs_table(console: Console, estimated: str, rows: list[dict[str, Any]], title: str) -> None:
     """Estimate against realised rate, its error and whether the realised value lies inside the interval."""
     cols = [Col("metric"), Col(estimated), Col("realised (labels) n"), Col("error", drop=1), Col("inside")]
-    print_table(console, cols, [[row["metric"], _est(row["estimated"]), fmt_rate(row["realised"]),
+    print_table(console, cols, [[DISPLAY.get(row["metric"], row["metric"]), _est(row["estimated"]), fmt_rate(row["realised"]),
                                  numbers.diff(row["error"]), _INSIDE[row["within_interval"]]] for row in rows],
                 title=title)
 

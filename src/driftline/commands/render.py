@@ -13,6 +13,10 @@ from .prose import say
 from .tables import Col, print_table
 
 
+DISPLAY = {"fpr": "FPR", "alert_rate": "alert rate"}
+"""Metric keys (as in --json and `metric:` of triggers) as tables name them, the same in every command."""
+
+
 def shown(text: object) -> str:
     """Event-derived text for a rich console: control characters escaped visibly, rich markup shown as written."""
     return escape(visible(text))
@@ -55,7 +59,7 @@ def metrics_table(doc: dict[str, Any], console: Console) -> None:
         "alert_rate": f"flagged={c['flagged']} of predictions={c['predictions']}",
     }
     keys = ("recall", "fpr", "precision", "specificity", "accuracy", "prevalence", "alert_rate")
-    rows = [[key, fmt_rate(m[key]), explain[key]] for key in keys]
+    rows = [[DISPLAY.get(key, key), fmt_rate(m[key]), explain[key]] for key in keys]
     rows.append(["label coverage", fmt_rate(doc["label_coverage"]),
                  f"labelled={c['labelled']} of predictions={c['predictions']}"])
     print_table(console, [Col("metric", "left"), Col("value [95 % Wilson] n"), Col("counts", drop=1)], rows,
@@ -73,7 +77,7 @@ def metrics_table(doc: dict[str, Any], console: Console) -> None:
     used = [m[k] for k in keys] + [doc["label_coverage"]]
     if len(doc.get("by_variant", [])) > 1:
         vcols = [Col("variant", "left"), Col("version", "left", drop=3), Col("predictions", drop=1), Col("recall"),
-                 Col("fpr"), Col("precision", drop=2), Col("alert rate", drop=4)]
+                 Col("FPR"), Col("precision", drop=2), Col("alert rate", drop=4)]
         vrows = []
         for g in doc["by_variant"]:
             gm = g["metrics"]
