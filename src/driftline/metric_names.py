@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import difflib
+from typing import Any
+
+from . import numbers
 
 RATES = ("recall", "fpr", "precision", "specificity", "accuracy", "prevalence", "alert_rate", "npv")
 """Proportions of the metrics document (each with value/low/high/n); label_coverage is one too."""
@@ -36,3 +39,11 @@ def unknown_metric(metric: str) -> str | None:
     if close:
         return f"unknown metric {metric!r} (did you mean {' or '.join(repr(c) for c in close)}?)"
     return f"unknown metric {metric!r}; known: {', '.join(KNOWN)}"
+
+
+def fmt_line(rule: Any) -> str:
+    """A trigger's line as it was agreed, the same in every output: '0.70', '0.085'; a duration for seconds."""
+    m = canonical(rule.metric)
+    if m in DELAYS or m == "silence_seconds":
+        return numbers.duration(rule.value)
+    return numbers.line(rule.value)

@@ -10,9 +10,9 @@ from typing import Any
 
 from .. import numbers
 from ..context import Context, parse_at
+from ..metric_names import fmt_line
 from ..triggers import history
 from ..triggers.model import FIRING, Rule
-from ..triggers.metrics import fmt_line
 from ..triggers.mixin import DEFAULT, RULE_FILES, prometheus_rule
 from ..readouts.windows import iso
 from .render import shown

@@ -9,8 +9,6 @@ from rich.console import Console
 from .. import numbers
 from ..numbers import count, estimate as _est, indicative_used, prop, stat
 from .render import DISPLAY, fmt_rate, footnote_if, shown
-from ..analysis.calibrated import reason_text
-from ..readouts.maturity import method_text
 from .prose import say
 from .tables import Col, print_table
 
@@ -82,6 +80,8 @@ def _calibration_tables(cal: dict[str, Any], console: Console) -> None:
 
 def _rest_of_calibration(doc: dict[str, Any], console: Console, used: list[Any]) -> None:
     """Early warning, the estimate against matured labels, the calibrated estimate and the footnotes."""
+    from ..readouts.maturity import method_text  # scipy: imported by the calibration command only
+
     ew = doc["early_warning"]
     used.append(ew["alert_rate"])
     console.print(f"\n[bold]early warning[/bold] ([italic]estimated[/italic] from the scores of {count(ew['n'])} "
@@ -118,6 +118,8 @@ def render_calibrated(c: dict[str, Any] | None, console: Console) -> None:
     """The estimate from scores calibrated on the reference's labels, its trust, and its matured check."""
     if c is None:
         return
+    from ..analysis.calibrated import reason_text  # numpy: only when there is an estimate to show
+
     trust = ("trusted" if c["trusted"]
              else "[bold red]NOT TRUSTED[/bold red]: " + "; ".join(reason_text(r) for r in c["reasons"]))
     if all(_missing(c.get(k)) for k in ("recall", "precision", "fpr", "prevalence")):

@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .. import numbers
 from ..analysis.classification import Metrics
 from ..analysis.rates import rate
-from ..metric_names import (ALIASES, DELAYS, DRIFT, KNOWN, MULTIVARIATE, PIPELINE, RATES, SCORES,  # noqa: F401
+from ..metric_names import (fmt_line, ALIASES, DELAYS, DRIFT, KNOWN, MULTIVARIATE, PIPELINE, RATES, SCORES,  # noqa: F401
                             canonical)  # re-exported
-from .model import Observation, Rule
+from .model import Observation
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +86,3 @@ def silence(newest_event_ts: float | None, now: float, events_seen: int) -> Obse
     if newest_event_ts is None:
         return Observation(None, n=events_seen)
     return Observation(max(0.0, now - newest_event_ts), n=events_seen)
-
-
-def fmt_line(rule: Rule) -> str:
-    """The trigger's line as it was agreed ('0.60', '0.085'; a duration for seconds)."""
-    if info(rule.metric).unit == "seconds":
-        return numbers.duration(rule.value)
-    return numbers.line(rule.value)
