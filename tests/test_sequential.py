@@ -58,6 +58,16 @@ def test_cs_difference_shape_and_nulls() -> None:
     assert SequentialPlan().for_negatives(0.02).planned_per_arm == pytest.approx(500 * 49)
 
 
+def test_a_difference_of_proportions_never_leaves_minus_one_to_one() -> None:
+    """Second tryout: few labels per arm gave recall's always-valid interval [−1.217, 0.867]."""
+    from driftline.analysis.sequential import cs_bounds
+
+    s = cs_difference(3, 12, 7, 11, SequentialPlan())
+    assert s.low == -1.0 and -1.0 <= s.diff <= s.high <= 1.0
+    lo, hi = cs_bounds([3, 11], [12, 12], [7, 1], [11, 11], SequentialPlan())
+    assert lo[0] == -1.0 and hi[1] == 1.0 and (lo >= -1).all() and (hi <= 1).all()
+
+
 def test_running_intersection_is_nested() -> None:
     rng = np.random.default_rng(31)
     n = np.cumsum(rng.poisson(20, (DAYS, 2)), axis=0)

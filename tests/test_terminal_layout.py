@@ -378,3 +378,20 @@ def test_top_level_help_lists_each_command_once_in_its_group(capsys: pytest.Capt
     alerts = next(a for a in sub.choices["alerts"]._actions if isinstance(a, argparse._SubParsersAction))
     for name in alerts.choices:
         assert f"alerts {name}" in " ".join(groups.split()), name
+
+
+def test_demo_event_lines_print_above_a_live_progress_bar_not_over_it() -> None:
+    """Second tryout: the ALERT line went to stdout around rich's live display and landed on the bar's line
+    ('… 0:00:02 left2026-11-28T00:00:00Z  ALERT …'); while the bar is live it prints through the bar's console."""
+    from driftline.commands.demo import _event
+    from driftline.commands.progress import IngestProgress
+
+    err, out = io.StringIO(), io.StringIO()
+    term = Console(file=err, width=80, force_terminal=True, color_system=None)
+    bar = IngestProgress(term, "simulate + ingest", 100.0, lambda: 0.0)
+    with bar:
+        bar.update(50.0)
+        _event(Console(file=out, width=80, force_terminal=True), "recall_below_target FIRING", "2026-11-28  ALERT ",
+               bar)
+    assert out.getvalue() == ""
+    assert "2026-11-28  ALERT recall_below_target FIRING" in err.getvalue()

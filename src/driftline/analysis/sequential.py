@@ -96,7 +96,7 @@ def cs_difference(k_t: int, n_t: int, k_c: int, n_c: int,
     pt, pc = (k_t + 1.0) / (n_t + 2.0), (k_c + 1.0) / (n_c + 2.0)
     sigma = math.sqrt(t * (pt * (1 - pt) / n_t + pc * (1 - pc) / n_c))
     half = sigma * mixture_margin(t, plan.rho2, plan.alpha)
-    return SeqInterval(diff, diff - half, diff + half, t)
+    return SeqInterval(diff, max(-1.0, diff - half), min(1.0, diff + half), t)  # a difference of proportions
 
 
 def cs_bounds(k_t: np.ndarray, n_t: np.ndarray, k_c: np.ndarray, n_c: np.ndarray,
@@ -114,7 +114,8 @@ def cs_bounds(k_t: np.ndarray, n_t: np.ndarray, k_c: np.ndarray, n_c: np.ndarray
     margin = np.sqrt(2.0 * (t * r2 + 1.0) / (t * t * r2) * np.log(np.sqrt(t * r2 + 1.0) / plan.alpha))
     diff = k_t / nt - k_c / nc
     half = sigma * margin
-    return np.where(ok, diff - half, np.nan), np.where(ok, diff + half, np.nan)
+    return (np.where(ok, np.maximum(-1.0, diff - half), np.nan),  # clipped to [−1, 1] as cs_difference is
+            np.where(ok, np.minimum(1.0, diff + half), np.nan))
 
 
 def cs_from_standard_error(diff: float | None, se: float | None, t: int,

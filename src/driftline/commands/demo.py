@@ -152,11 +152,13 @@ def prepare_database(ctx: Context, reset: bool) -> str | None:
 
 
 # --- printing ----------------------------------------------------------------------------------------------
-def _event(console: Console, text: str, lead: str = "") -> None:
-    """A line of the demo's running log: on a terminal wrapped between words by `say` (a line the terminal wraps
-    itself leaves a stale progress frame behind, since the live bar cannot count its rows); in a file or pipe it
-    stays one line, for grep."""
-    if console.is_terminal:
+def _event(console: Console, text: str, lead: str = "", bar: IngestProgress | None = None) -> None:
+    """A line of the demo's running log: while the progress bar is live on a terminal, printed through the bar's
+    console so it lands above the bar (a print to stdout goes around rich's live display and over the bar),
+    wrapped between words by `say`; in a file or pipe one line, for grep."""
+    if bar is not None and bar.bar.console.is_terminal:
+        say(bar.bar.console, text, lead)
+    elif console.is_terminal:
         say(console, text, lead)
     else:
         console.print(lead + text, soft_wrap=True)
@@ -249,9 +251,9 @@ def cmd_demo(ctx: Context, args: argparse.Namespace) -> int:
         samples = scrape(service.url)
         recall = [v for k, v in samples.items() if k.startswith("driftline_recall_ratio{")
                   and 'variant="all"' in k and 'window="7d"' in k]
-        ctx.console.print(f"/metrics scraped: {len(samples):,} driftline series"
-                          + (f", driftline_recall_ratio{{variant=\"all\",window=\"7d\"}} = {numbers.prop(recall[0])}"
-                             if recall else ""), soft_wrap=True)
+        _event(ctx.console, f"{len(samples):,} driftline series"
+               + (f", driftline_recall_ratio{{variant=\"all\",window=\"7d\"}} = {numbers.prop(recall[0])}"
+                  if recall else ""), "/metrics scraped: ")
         week = week_of(end - 1.0)
         ctx.err.print(f"[bold]3/3[/bold] report of week 4 ({week.label})")
         out = workdir / "reports"
@@ -319,15 +321,16 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
                 ref_id = save_reference(store, cfg.model, profile, "window", lo, hi, confusion=stats,
                                         detail="demo: weeks 1-2", seasonal=seasonal)
                 freeze_reference_sample(store, ref_id, reference_sample_from_buckets(store, cfg, cfg.model, lo, hi))
-                _event(ctx.err, f"      {iso(t)}  drift reference set from weeks 1–2 ({stats.predictions:,} "
-                       "predictions" + ("" if seasonal is None else f", seasonality {season}") + ")")
+                _event(ctx.err, f"drift reference set from weeks 1–2 ({stats.predictions:,} predictions"
+                       + ("" if seasonal is None else f", seasonality {season}") + ")", f"      {iso(t)}  ", bar)
             reference_set = True
         run = runner.run(store, cfg, t, at=t, rules=rules)
         by_name = {r.name: r for r in rules}
         for tr in run.transitions:
             if tr.to_state == FIRING or (tr.from_state == FIRING and tr.to_state != FIRING):
                 line = shown(f"ALERT {alert_line(by_name[tr.trigger], tr)}")
-                _event(ctx.console, f"[bold red]{line}[/bold red]" if tr.to_state == FIRING else line, f"{iso(t)}  ")
+                _event(ctx.console, f"[bold red]{line}[/bold red]" if tr.to_state == FIRING else line, f"{iso(t)}  ",
+                       bar)
                 if tr.to_state == FIRING:
                     fired.append(tr.trigger)
 
