@@ -502,3 +502,24 @@ def test_plot_legends_hide_no_curve_and_name_every_trigger_line(report: dict[str
         assert legend.get_window_extent(renderer).y1 <= trends.axes[0].get_window_extent(renderer).y0
         names += [t.get_text() for t in legend.get_texts()]
     assert "trigger fpr_above_target (fpr > 0.08)" in names and "trigger recall_below_target (recall < 0.70)" in names  # the agreed line as written everywhere
+
+
+def test_matured_check_says_not_contradicted_and_names_metrics_outside_their_interval(report: dict[str, Any]) -> None:
+    """Second tryout: the report said 'matured labels agree with the estimate' while `calibration` showed recall
+    and prevalence outside its interval: the contradiction rule is 3 sd, the interval 95 %; the report says both."""
+    import copy
+
+    from driftline.reports.plots import all_plots
+    from driftline.reports.render import render_html
+
+    doc = copy.deepcopy(report["report"])
+    ce = doc["calibration"]["document"]["calibrated"]
+    assert ce is not None
+    ce["matured"] = {"contradicted": False, "metrics": [
+        {"metric": "recall", "within_interval": False}, {"metric": "fpr", "within_interval": True},
+        {"metric": "prevalence", "within_interval": False}]}
+    html = render_html(doc, all_plots(doc))
+    text = " ".join(re.sub(r"<[^>]+>", "", html).split())
+    assert "matured labels do not contradict the estimate (no realised value more than 3 sd from it); outside " \
+           "its 95 % interval: Recall, Prevalence." in text, text[text.find("matured labels") - 20:][:300]
+    assert "agree with the estimate" not in text

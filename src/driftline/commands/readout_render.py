@@ -166,7 +166,7 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
         print_table(console, cols, rows, title=shown(feat["feature"]))
         if feat.get("note"):
             say(console, shown(feat['note']), "[yellow]note:[/yellow] ")
-    lines = " / ".join(f"{name} {tg[key]}" for key, name in (("recall", "recall"), ("fpr", "FPR"))
+    lines = " / ".join(f"{name} {numbers.line(tg[key])}" for key, name in (("recall", "recall"), ("fpr", "FPR"))
                        if tg.get(key) is not None)
     if not lines:
         console.print("no slice ranking: no recall or FPR target agreed (set `targets:` or a model-wide "
