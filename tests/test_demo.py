@@ -43,6 +43,9 @@ def test_demo_runs_end_to_end_and_its_recall_alert_fires(tmp_path: Path) -> None
     assert end - 7 * 86400 < fired_at <= end  # in week four, after the drift of day 21
     assert float(low) < float(value) < float(high) and float(value) < 0.7 and int(n) >= 30  # point mode
     assert "driftline.example.yaml" in proc.stderr and "served at http://127.0.0.1:" in proc.stderr
+    used = tmp_path / "w" / "driftline.yaml"  # second tryout: the settings the note pointed at were nowhere
+    assert f"run later commands with `driftline --config {used} …`" in " ".join(proc.stderr.split())
+    assert [t.name for t in load(used).triggers] == ["recall_below_target", "fpr_above_target"]
     scraped = re.search(r"/metrics scraped: (\d+) driftline series, "
                         r'driftline_recall_ratio\{variant="all",window="7d"\} = (0\.\d+)', out)
     assert scraped is not None and int(scraped.group(1)) > 50 and float(scraped.group(2)) < 0.7

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+import yaml
 from rich.console import Console
 
 from .. import numbers
@@ -220,9 +221,6 @@ def cmd_demo(ctx: Context, args: argparse.Namespace) -> int:
     drift_day = None if args.drift_day is None or args.drift_day < 0 else args.drift_day
     spec = SimSpec(start=start, days=args.days, per_day=args.per_day, drift_day=drift_day, seed=args.seed,
                    model=cfg.model, prevalence=args.prevalence)
-    if filled:
-        ctx.err.print("[bold]settings:[/bold] no triggers in the config, so the demo uses driftline.example.yaml's: "
-                      + "; ".join(filled) + " (run later commands with --config driftline.example.yaml to match)")
     note = prepare_database(ctx, args.reset)
     if note:
         ctx.err.print(f"[dim]{note}[/dim]")
@@ -232,6 +230,12 @@ def cmd_demo(ctx: Context, args: argparse.Namespace) -> int:
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     events = workdir / "events.jsonl"
+    if filled:
+        used = workdir / "driftline.yaml"
+        used.write_text(yaml.safe_dump(msgspec.to_builtins(cfg), sort_keys=False))
+        say(ctx.err, "no triggers in the config, so the demo uses driftline.example.yaml's: " + "; ".join(filled)
+            + f". Written to {used}: run later commands with `driftline --config {used} …` to match",
+            "[bold]settings:[/bold] ")
     service, port_note = _start_service(cfg, store, ctx, args.port)
     try:
         if port_note:
