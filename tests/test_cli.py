@@ -317,3 +317,16 @@ def test_windows_and_times_outside_what_the_buckets_can_answer_are_refused(tmp_p
     assert "not a whole number of buckets (1h each)" in " ".join(capsys.readouterr().err.split())
     assert main([*db, "metrics", "--at", "99999999999999"]) == 2  # used to be a traceback
     assert "outside 1970-01-01..9999-12-31" in " ".join(capsys.readouterr().err.split())
+
+
+def test_global_options_are_accepted_after_the_command(tmp_path, capsys) -> None:
+    """Second tryout: `driftline metrics --config c.yaml` was argparse's 'unrecognized arguments'."""
+    from driftline.cli import globals_first
+
+    db = f"sqlite:///{tmp_path / 'g.db'}"
+    assert main(["--db", db, "metrics", "--json"]) == 0
+    before = json.loads(capsys.readouterr().out)
+    assert main(["metrics", "--json", "--db", db, "--log-level=error"]) == 0
+    assert json.loads(capsys.readouterr().out) == before
+    assert globals_first(["replay", "-", "--db", "x", "--", "--config"]) == ["--db", "x", "replay", "-", "--",
+                                                                               "--config"]

@@ -87,9 +87,35 @@ def negative_values(argv: list[str]) -> list[str]:
     return out
 
 
+GLOBAL_OPTIONS = ("--config", "--db", "--log-level")
+"""Options of `driftline` itself (no command defines them), accepted after the command too."""
+
+
+def globals_first(argv: list[str]) -> list[str]:
+    """`driftline metrics --config c.yaml` as `driftline --config c.yaml metrics`: argparse only takes the
+    program's own options before the command and would refuse them after it ("unrecognized arguments")."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        name = token.split("=", 1)[0]
+        if token == "--":
+            rest += argv[i:]
+            break
+        if name in GLOBAL_OPTIONS:
+            take = 1 if "=" in token else 2
+            front += argv[i:i + take]
+            i += take
+            continue
+        rest.append(token)
+        i += 1
+    return front + rest
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(negative_values(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(negative_values(globals_first(sys.argv[1:] if argv is None else argv)))
     err = Console(stderr=True, highlight=False)
     level = log_level(args.log_level)
     if level is None:
