@@ -338,12 +338,13 @@ def test_a_window_without_labels_says_so_in_every_readout(db, tmp_path, capsys) 
     code, out, _ = _run(capsys, *cfg, *db, "slices")
     text = _words(out)
     assert code == 0 and "no labelled predictions in this window yet" in text and "--matured" in text, out
-    assert "no slice's interval lies beyond the targets" not in text
+    assert "no slice's interval lies beyond the targets" not in text and "shortfall =" not in text
     code, out, _ = _run(capsys, *cfg, *db, "calibration")
     text = _words(out)
     assert code == 0 and "no labelled predictions in this window yet" in text and "--matured" in text, out
     assert "reliability (equal-width bins)" not in out and "Brier —" not in out
     assert "no_reference" not in out and "NOT TRUSTED: no reference set" in text
+    assert "base rate: needs labelled predictions in the window" in text and "imply precision —" not in text
     assert main([*cfg, *db, "reference", "set", "--from", "2026-09-01", "--to", "2026-09-15"]) == 0
     capsys.readouterr()
     code, out, _ = _run(capsys, *cfg, *db, "drift")
@@ -353,3 +354,4 @@ def test_a_window_without_labels_says_so_in_every_readout(db, tmp_path, capsys) 
     text = _words(out)
     assert code == 0 and text.count("power cannot be computed until labels arrive") == 2, out
     assert "minimum detectable gain —" not in text and "(~— days)" not in text
+    assert "median delay —" not in text and "(p = —)" not in text  # second tryout

@@ -166,8 +166,9 @@ def _health(doc: dict[str, Any], console: Console) -> None:
         ok = {"ok": "[green]ok[/green]", "warning": "[yellow]WARNING[/yellow]"}.get(
             lb["status"], f"[yellow]cannot judge[/yellow] ({shown(lb['cannot_judge'] or '')})")
         tr, ct = shown(comp["treatment"]), shown(comp["control"])
-        say(console, f"{ok} · coverage {cov} · median delay {delay} (p = {pvalue(lb.get('delay_p_value'))})",
-            f"  label balance {tr} vs {ct}: ")
+        delays = "" if lb.get("delay_p_value") is None and not any(lb["median_delay_s"].values()) else \
+            f" · median delay {delay} (p = {pvalue(lb.get('delay_p_value'))})"
+        say(console, f"{ok} · coverage {cov}{delays}", f"  label balance {tr} vs {ct}: ")
         for wtext in lb["warnings"]:
             say(console, shown(wtext), "    [yellow]![/yellow] ")
         pr = comp.get("paired")

@@ -39,6 +39,10 @@ def render_calibration(doc: dict[str, Any], console: Console) -> None:
     prev = b["prevalence"]
     ip = b["implied_precision"]
     used += [prev["current"], b["observed_precision"]]
+    if (prev["current"] or {}).get("n", 0) == 0 and (b["observed_precision"] or {}).get("n", 0) == 0:
+        console.print("\n[bold]base rate[/bold]: needs labelled predictions in the window")
+        _rest_of_calibration(doc, console, used)
+        return
     console.print(f"\n[bold]base rate[/bold]: prevalence {fmt_rate(prev['current'])} vs reference "
                   f"{prop(prev['reference'])}; recall {prop(b['recall']['value'])} and FPR {prop(b['fpr']['value'])} "
                   f"({b['source']}) imply precision {prop(ip['value'])} {numbers.interval(ip['low'], ip['high'])} "
@@ -184,5 +188,6 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
     else:
         console.print(f"no slice's interval lies beyond the targets ({lines})")
     footnote_if(console, used, "[dim]* indicative: fewer than 30 labelled predictions.[/dim]")
-    console.print("[dim]shortfall = target recall − recall upper bound, or FPR lower bound − target FPR (the "
-                  "larger).[/dim]")
+    if doc["worst"]:
+        console.print("[dim]shortfall = target recall − recall upper bound, or FPR lower bound − target FPR (the "
+                      "larger).[/dim]")
