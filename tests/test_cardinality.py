@@ -265,3 +265,16 @@ def test_replay_reports_every_folded_event_of_the_run_not_only_the_first_logged_
     assert cli.main([*base, "replay", str(junk)]) == 0  # everything already stored: nothing folded this time
     out = capsys.readouterr().out
     assert "folded into other" in out and "under __other__" not in out
+
+
+def test_configured_arms_keep_their_variant_slots_against_junk() -> None:
+    """Second tryout: with ab.arms ctl/exp1/exp2 and 5 variant slots, junk variants that came first took the free
+    slots and an arm arriving later would have been folded into __other__; the arms' slots are now kept."""
+    from driftline.core.labels import OVERFLOW, Admitted, LabelGate, LabelLimits
+
+    gate = LabelGate(LabelLimits(max_variants=4, reserved={"churn": frozenset({"ctl", "exp1", "exp2"})}), Admitted())
+    got = [gate.decide("churn", v, "v1")[0] for v in ("junk1", "junk2", "ctl", "exp1", "junk3", "exp2", "junk4")]
+    assert got == ["junk1", OVERFLOW, "ctl", "exp1", OVERFLOW, "exp2", OVERFLOW]
+    assert len(gate.admitted.values[("churn", "variant")]) == 4  # the documented bound holds
+    other = LabelGate(LabelLimits(max_variants=2, reserved={"m": frozenset({"a", "b", "c"})}), Admitted())
+    assert [other.decide("m", v, "v")[0] for v in ("x", "a", "b", "c")] == [OVERFLOW, "a", "b", OVERFLOW]

@@ -41,6 +41,8 @@ class LabelLimits:
     models: frozenset[str] | None = None
     variants: Mapping[str, frozenset[str]] = field(default_factory=dict)
     versions: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    reserved: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """model → variants a slot is kept for (the config's `ab.arms`): junk cannot take their places."""
 
 
 @dataclass(slots=True)
@@ -101,8 +103,11 @@ class LabelGate:
         if values is not None and value in values:
             return value
         listed = allow.get(model)
+        kept = self.limits.reserved.get(model, frozenset()) if kind == VARIANT else frozenset()
+        held = len(kept - values) if values is not None else len(kept)  # reserved slots not yet taken
+        taken = len(values) if values is not None else 0
         if listed is not None and value not in listed or (
-                listed is None and values is not None and len(values) >= limit):
+                listed is None and taken + (0 if value in kept else held) >= limit):
             self._fold(model, kind, value)
             return OVERFLOW
         self._admit(model, kind, value)

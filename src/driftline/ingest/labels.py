@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 import msgspec
@@ -24,12 +24,13 @@ LOG_EVERY_S = 60.0
 """After the first line per (model, kind), overflow is logged at most this often per process."""
 
 
-def label_limits(limits: Limits) -> LabelLimits:
-    """The pure gate's limits from the config section."""
+def label_limits(limits: Limits, reserved: Mapping[str, Iterable[str]] | None = None) -> LabelLimits:
+    """The pure gate's limits from the config section; `reserved`: model → variants kept a slot (ab.arms)."""
     return LabelLimits(limits.max_models, limits.max_variants_per_model, limits.max_versions_per_model,
                        None if limits.models is None else frozenset(limits.models),
                        {m: frozenset(v) for m, v in limits.variants.items()},
-                       {m: frozenset(v) for m, v in limits.versions.items()})
+                       {m: frozenset(v) for m, v in limits.versions.items()},
+                       {m: frozenset(v) for m, v in (reserved or {}).items() if v})
 
 
 class Positioned(Protocol):
@@ -44,9 +45,10 @@ class Positioned(Protocol):
 class LabelPolicy:
     """Applies `limits:` to each batch; keeps only the per-process log throttle (bounded by models × kinds)."""
 
-    def __init__(self, limits: Limits, clock: Callable[[], float]) -> None:
+    def __init__(self, limits: Limits, clock: Callable[[], float],
+                 reserved: Mapping[str, Iterable[str]] | None = None) -> None:
         self.config = limits
-        self.limits = label_limits(limits)
+        self.limits = label_limits(limits, reserved)
         self.clock = clock
         self._logged: dict[tuple[str, str], tuple[float, int]] = {}
 

@@ -99,7 +99,7 @@ class Pipeline:
         self.clock = clock
         self.settings = settings_from(config)
         self.limits = limits_from(config)
-        self.labels = LabelPolicy(config.limits, clock)
+        self.labels = LabelPolicy(config.limits, clock, {config.model: config.ab.arms})  # arms keep their slots
         self.key_policy = config.kafka.on_key_mismatch
 
     def process_batch(self, records: Sequence[RawRecord], shard_of: Callable[[RawRecord], int] | None = None,
