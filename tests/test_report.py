@@ -523,3 +523,20 @@ def test_matured_check_says_not_contradicted_and_names_metrics_outside_their_int
     assert "matured labels do not contradict the estimate (no realised value more than 3 sd from it); outside " \
            "its 95 % interval: Recall, Prevalence." in text, text[text.find("matured labels") - 20:][:300]
     assert "agree with the estimate" not in text
+
+
+def test_multivariate_line_reads_like_the_terminal(report: dict[str, Any]) -> None:
+    """Second tryout: the terminal said 2.6375 vs 2.5194 (ratio 1.0469, floor ±0.0932), the report 2.638 vs 2.519:
+    statistics have 4 decimals everywhere (numbers.stat)."""
+    from driftline.reports.render import render_markdown
+
+    import copy
+
+    doc = copy.deepcopy(report["report"])
+    mv = doc["drift"]["document"]["multivariate"]
+    mv.update({"drifted": False, "error": 2.63754, "reference_error": 2.51941, "ratio": 1.04689, "noise_floor": 0.09321,
+               "p_value": 0.2, "components": 3, "columns": ["a", "b", "c", "d"], "alpha": 0.01,
+               "n": {"window": 256, "reference_calibration": 512}})
+    md = " ".join(render_markdown(doc).split())
+    assert (f"this week {mv['error']:.4f} vs reference {mv['reference_error']:.4f} (ratio {mv['ratio']:.4f}, "
+            f"noise floor ±{mv['noise_floor']:.4f})") in md

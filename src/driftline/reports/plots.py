@@ -104,9 +104,9 @@ def reliability_plot(doc: dict[str, Any]) -> str | None:
     ax.errorbar(xs, ys, yerr=err, fmt="o-", color=BLUE, capsize=3, label="observed (95 % Wilson)")
     floor = cal["document"]["calibration"]["noise_floor"]["width"]
     ece = rel["ece"]
-    title = "Reliability" if ece is None else f"Reliability: ECE {ece:.3f}"
+    title = "Reliability" if ece is None else f"Reliability: ECE {numbers.stat(ece)}"
     if floor.get("p95") is not None:
-        title += f" (noise floor p95 {floor['p95']:.3f})"
+        title += f" (noise floor p95 {numbers.stat(floor['p95'])})"
     ax.set_title(title, fontsize=9)
     ax.set_xlabel("mean predicted score")
     ax.set_ylabel("observed positive share")
@@ -169,7 +169,7 @@ def score_plot(doc: dict[str, Any]) -> str | None:
     rvc = sd.get("reference_vs_current")
     psi = rvc.get("psi") if rvc else None
     title = "Score distribution" + ("" if has_ref else " (no reference)")
-    ax.set_title(title + ("" if psi is None else f" (PSI {psi:.3f})"), fontsize=9)
+    ax.set_title(title + ("" if psi is None else f" (PSI {numbers.stat(psi)})"), fontsize=9)
     ax.legend(fontsize=7, loc="best")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
