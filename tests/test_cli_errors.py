@@ -170,3 +170,16 @@ def test_unknown_config_fields_are_named_in_full_with_a_hint(tmp_path: Path, tex
     (tmp_path / "c.yaml").write_text(text)
     line = one_line_error(cli("--config", "c.yaml", "metrics", cwd=tmp_path), "c.yaml", *needles)
     assert line.startswith("error: config c.yaml: ") and line.count("error") == 1, line
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"ab": {"arms": {"ctl": 0.5, "exp1": "zero"}}}, "invalid field `ab.arms.exp1`: Expected `float`, got `str` ('zero')"),
+    ({"drift": {"psi_alert": -1}}, "invalid field `drift.psi_alert`: Expected `float` >= 0.0, got -1"),
+])
+def test_a_bad_value_is_named_by_its_key_and_shown(data: dict, message: str) -> None:
+    """Second tryout: a bad arm share read `ab.arms[...]` (which arm?) and a negative PSI line did not show the value."""
+    from driftline.config import ConfigError, from_dict
+
+    with pytest.raises(ConfigError) as err:
+        from_dict(data)
+    assert str(err.value) == f"config: {message}"

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 import yaml
 
-from .config_fields import unknown_field
+from .config_fields import dict_entry, unknown_field
 from .domain import Costs, Domain
 from .metric_names import MULTIVARIATE, unknown_metric
 
@@ -372,9 +372,15 @@ def from_dict(data: dict[str, Any] | None, origin: str = "config") -> Config:
         unknown = re.fullmatch(r"Object contains unknown field `(.*)`", msg)
         if unknown:
             raise ConfigError(f"{origin}: {unknown_field(Config, field, unknown.group(1))}") from None
+        entry = dict_entry(Config, data, field, _value_at)
+        got = entry[1] if entry is not None else _value_at(data, field)
+        if entry is not None:
+            field = entry[0]
         for pattern, help_ in _PATTERN_HELP.items():
             if repr(pattern) in msg:
-                msg = f"{help_}, got {_value_at(data, field)!r}"
+                msg = f"{help_}, got {got!r}"
+        if msg.startswith("Expected") and got is not None and repr(got) not in msg:
+            msg = f"{msg} ({got!r})" if ", got" in msg else f"{msg}, got {got!r}"
         sub = re.match(r"^([\w.\[\]]+): (.*)$", msg, re.S)  # a section's own check names its field: `section.field`
         if sub:
             field = f"{field}.{sub.group(1)}" if field else sub.group(1)

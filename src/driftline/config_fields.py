@@ -42,3 +42,29 @@ def unknown_field(root: type, section: str, name: str) -> str:
     close = difflib.get_close_matches(name, settings_at(root, section), n=1, cutoff=0.6)
     hint = f" (did you mean `{section + '.' if section else ''}{close[0]}`?)" if close else ""
     return f"unknown field `{path}`{hint}"
+
+
+def dict_entry(root: type, data: Any, field: str, value_at: Any) -> tuple[str, Any] | None:
+    """For a msgspec path through a mapping (`ab.arms[...]`: msgspec does not say which key), the path with the
+    key that fails (`ab.arms.ctl`) and its value; None when the path holds no mapping or no single key fails."""
+    import copy
+
+    import msgspec
+
+    if "[...]" not in field:
+        return None
+    prefix, _, rest = field.partition("[...]")
+    mapping = value_at(data, prefix)
+    if not isinstance(mapping, dict):
+        return None
+    for key, value in mapping.items():
+        trial = copy.deepcopy(data)
+        holder = value_at(trial, prefix)
+        holder.clear()
+        holder[key] = value
+        try:
+            msgspec.convert(trial, root)
+        except msgspec.ValidationError:
+            named = f"{prefix}.{key}{rest}"
+            return named, value_at({"k": value}, "k" + rest)
+    return None
