@@ -51,6 +51,7 @@ def test_broker_restarted_empty_is_an_error_then_earliest_stores_every_new_event
     try:
         produce(broker.bootstrap, topics, old.records)
         wait_until(lambda: probe.done(old), 90, "old events stored", procs=(svc,))
+        before = probe.positions()
         broker.process.kill()
         broker.process.wait(timeout=10)
         broker.forwarder.stop()
@@ -72,7 +73,9 @@ def test_broker_restarted_empty_is_an_error_then_earliest_stores_every_new_event
             else None)(svc.get("/metrics")), 30, "unresolved reset exported", procs=(svc,))
         assert re.search(r'driftline_consumer_offset_resets_total\{policy="fail",problem="beyond_end",'
                          r'topic="predictions"\} [12]\.0', metrics)
-        assert probe.total() == len(old.records)  # nothing of the new log stored and nothing skipped
+        # nothing of the new log stored in the reset partitions and nothing skipped (tansu may recreate the topics
+        # with more partitions on a client's metadata request first: those are new, read from their start)
+        assert {k: v for k, v in probe.positions().items() if k in before} == before
         assert svc.terminate() == 0
         svc = start_service(tmp_path, _with(config, on_offset_reset="earliest"), db, broker.bootstrap,
                             name="svc2")
