@@ -34,7 +34,7 @@ def say(console: Console, body: str, lead: str = "", indent: int = 0, style: str
         text.stylize(style)
     width = console.width
     hang = hang_of(head, indent)
-    cut = [o for o in divide_line(text.plain, width, fold=True)]
+    cut = divide_line(text.plain, width, fold=True)
     first_end = cut[0] if cut else len(text.plain)
     lines = [text[:first_end]]
     rest = text[first_end:]
