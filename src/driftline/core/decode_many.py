@@ -5,19 +5,32 @@ The result is exactly `[decode(...) for each record]`: a payload is taken from t
 conditions on which `decode` itself returns its fast-path result (size and depth within bounds, a typed event of
 the record's kind, non-empty id and model, no backslash so no NUL escape and no possible duplicate key, a valid
 timestamp, features within bounds); tests/test_decode_many.py checks the equality on dirty payloads.
+
+The byte-level conditions are proved once per run on the joined bytes (see `_run_checks`), and each payload's own
+check is made only for the runs where the run-wide proof does not go through.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from itertools import chain
+from operator import attrgetter, countOf
 from typing import Protocol
 
-from .events import MAX_EPOCH, DeadLetter, Decoded, Prediction, _tagged_dec, decode, to_epoch
-from .limits import DEFAULT_LIMITS, Limits, feature_problem, string_tokens
+import numpy as np
+
+from .events import (MAX_EPOCH, DeadLetter, Decoded, Prediction, _tagged_dec, _TaggedPrediction, decode,
+                     to_epoch)
+from .limits import _FLOAT_DIGITS, DEFAULT_LIMITS, MAX_NAME_LEN, Limits, feature_problem, string_tokens
 
 RUN = 512
 """Payloads parsed per msgspec call: a payload that fails the parse sends only its run to the per-event path."""
+_QUOTE, _BRACE, _BRACKET = 0x22, 0x7B, 0x5B
+_PID, _KIND, _MODEL, _TS, _TZINFO = (attrgetter("prediction_id"), attrgetter("kind"), attrgetter("model"),
+                                     attrgetter("ts"), attrgetter("tzinfo"))
+_FEATURES, _VERSION, _VARIANT, _THRESHOLD = (attrgetter("features"), attrgetter("model_version"),
+                                             attrgetter("variant"), attrgetter("threshold"))
 
 
 class Positioned(Protocol):
@@ -48,17 +61,85 @@ def decode_many(records: Sequence[Positioned], limits: Limits = DEFAULT_LIMITS) 
         if parsed is None:
             out.extend(decode(r.payload, r.source, r.partition, r.offset, r.kind, limits) for r in run)
             continue
-        for r, ev in zip(run, parsed):
-            try:
-                d = _fast(r.payload, r.kind, ev, limits)
-            except Exception:  # noqa: BLE001 - decode() below turns it into the same dead letter it always gives
-                d = None
-            out.append(d if d is not None else decode(r.payload, r.source, r.partition, r.offset, r.kind, limits))
+        try:
+            got = _clean_run(run, parsed, joined, limits)
+        except Exception:  # noqa: BLE001 - the per-payload path below decides, exactly as before
+            got = None
+        if got is None:
+            got = [_fast_or_none(r.payload, r.kind, ev, limits) for r, ev in zip(run, parsed)]
+        out.extend(d if d is not None else decode(r.payload, r.source, r.partition, r.offset, r.kind, limits)
+                   for r, d in zip(run, got))
     return out
 
 
+def _clean_run(run: Sequence[Positioned], parsed: list[object], joined: bytes,
+               limits: Limits) -> list[Decoded | None] | None:
+    """`_fast` of every payload of a clean run at once, with C-level maps over the run; None when one payload
+    might not be accepted (each then goes through `_fast`).
+
+    Why the run-wide checks are exact, for a run without backslash: every accepted payload holds at least one `{`
+    (its object) plus one for a non-null `features` object, and at least two quotes per string the decoded event
+    accounts for (`string_tokens`); so when the run's totals equal the sums of those minimums, every payload is at
+    its minimum: not deeper than 2, and no string dropped by the decoder (no duplicate key). Features past a bound
+    need a stretch between two quote characters at least as long as the bound (a long name or value, or 309
+    digits), so a run without one skips `feature_problem`."""
+    if (b"\\" in joined or limits.max_depth < 2 or len(joined) > limits.max_event_bytes
+            or not all(map(_PID, parsed))):
+        return None
+    n = len(parsed)
+    preds = [ev for ev in parsed if type(ev) is _TaggedPrediction]
+    sources = set(map(_KIND, run))
+    if sources != {None} and sources != {"prediction" if len(preds) == n else "outcome" if not preds else ""}:
+        return None
+    if not all(map(_MODEL, preds)):
+        return None
+    stamps = list(map(_TS, parsed))
+    if set(map(type, stamps)) != {datetime} or None in list(map(_TZINFO, stamps)):
+        return None  # a number, or no offset: the per-payload path converts it
+    epochs = list(map(datetime.timestamp, stamps))
+    if not (0.0 <= min(epochs) and max(epochs) <= MAX_EPOCH):
+        return None
+    feats = [f for f in map(_FEATURES, preds) if f is not None]
+    text = np.frombuffer(joined, dtype=np.uint8)
+    quote = text == _QUOTE
+    if feats:
+        if max(map(len, feats)) > limits.max_features:
+            return None
+        bound = min(MAX_NAME_LEN + 1, limits.max_feature_value_len + 1, _FLOAT_DIGITS)
+        if _may_have_gap(quote, bound) and any(feature_problem(f, limits, len(joined)) for f in feats if f):
+            return None  # (`len(joined)` only lets feature_problem check everything: no payload is longer)
+    tokens = (4 * n + 5 * len(preds) + 3 * (n - len(preds))  # "type", "ts" and their text values; the fields
+              + 2 * (len(preds) - list(map(_VERSION, preds)).count(None))
+              + 2 * (len(preds) - list(map(_VARIANT, preds)).count(None))
+              + len(preds) - list(map(_THRESHOLD, preds)).count(None)
+              + len(feats) + sum(map(len, feats))
+              + countOf(map(type, chain.from_iterable(map(dict.values, feats))), str))
+    brackets = np.count_nonzero(text == _BRACE) + (np.count_nonzero(text == _BRACKET) if b"[" in joined else 0)
+    if np.count_nonzero(quote) != 2 * tokens or brackets != n + len(feats):
+        return None
+    return list(map(Decoded, parsed, epochs))
+
+
+def _may_have_gap(quote: np.ndarray, bound: int) -> bool:
+    """False when no stretch of `bound` bytes or more lies between two quote characters (or the ends), given the
+    mask of quote bytes. A stretch that long holds a whole aligned block of `(bound + 1) // 2` bytes, so blocks
+    without a quote are enough to look for (True may also mean a shorter stretch: the caller then looks closely)."""
+    size = max(1, (bound + 1) // 2)
+    whole = len(quote) - len(quote) % size
+    return len(quote) >= size and not bool(quote[:whole].reshape(-1, size).any(axis=1).all())
+
+
+def _fast_or_none(raw: bytes, kind: str | None, ev: object, limits: Limits) -> Decoded | None:
+    """`_fast`, None when it raises (`decode` then gives the dead letter it always gives)."""
+    try:
+        return _fast(raw, kind, ev, limits)
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def _fast(raw: bytes, kind: str | None, ev: object, limits: Limits) -> Decoded | None:
-    """The event as `decode`'s fast path accepts it, or None when `decode` must look at the payload itself."""
+    """The event as `decode`'s fast path accepts it, or None when `decode` must look at the payload itself (the
+    reference for `_clean_run`, and its fallback)."""
     if (len(raw) > limits.max_event_bytes or b"\\" in raw
             or raw.count(b"{") + raw.count(b"[") > limits.max_depth):
         return None
