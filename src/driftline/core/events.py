@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import IO, Annotated, Literal
+from typing import Annotated, Literal
 
 import msgspec
 
 from .limits import DEFAULT_LIMITS, MAX_NAME_LEN, Limits, duplicate_key, feature_problem, string_tokens, too_deep
+from .lines import UTF8_BOM, json_lines  # noqa: F401 - read here by replay and the readouts
 
 RAW_LIMIT = 4096
 """Bytes of the raw payload kept in a dead letter."""
@@ -294,43 +295,6 @@ def _decode_bounded(raw: bytes, kind: str | None, limits: Limits, dead: Callable
     except (ValueError, OverflowError, OSError) as err:
         return dead("ts_invalid", str(err))
     return accept(event, ts)
-
-
-UTF8_BOM = b"\xef\xbb\xbf"
-
-
-def json_lines(fh: IO[bytes], keep_unterminated: Callable[[int, bytes], bool] | None = None,
-               max_bytes: int = DEFAULT_LIMITS.max_event_bytes) -> Iterator[tuple[int, bytes]]:
-    """(line number from 0, payload) of each non-blank line, surrounding whitespace (CR too) stripped, and a
-    UTF-8 byte-order mark at the start of the file dropped (editors on Windows write one). A last line without
-    its newline (perhaps still being written) is yielded only if `keep_unterminated(lineno, payload)` agrees.
-
-    Memory is bounded: a line longer than `max_bytes` is yielded as its first `max_bytes + 1` bytes (so it decodes
-    as `too_large`) and the rest of it is read in chunks and discarded up to its newline."""
-    readline = fh.readline
-    cap = max_bytes + 2  # a line of max_bytes and CRLF still fits
-    lineno = -1
-    while True:
-        line = readline(cap)
-        if not line:
-            return
-        lineno += 1
-        if len(line) == cap and not line.endswith(b"\n"):
-            while True:  # oversized: skip the rest of the line without keeping it
-                rest = readline(_SKIP_CHUNK)
-                if not rest or rest.endswith(b"\n"):
-                    break
-            yield lineno, line[:max_bytes + 1]
-            continue
-        payload = line.strip()
-        if lineno == 0 and payload.startswith(UTF8_BOM):
-            payload = payload[len(UTF8_BOM):].strip()
-        if payload and (keep_unterminated is None or line.endswith(b"\n") or keep_unterminated(lineno, payload)):
-            yield lineno, payload
-
-
-_SKIP_CHUNK = 1 << 16
-"""Bytes read at a time while discarding the rest of an oversized line."""
 
 
 _NUL_ESCAPE = b"\\u0000"

@@ -15,12 +15,16 @@ import lzma
 import os
 import sys
 import zlib
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import accumulate, repeat
+from operator import attrgetter
 from typing import IO, Any
 
 from ..core.events import DeadLetter, decode, json_lines
+from ..core.lines import json_line_blocks
 from ..core.limits import Limits
 from .isolation import Tick
 from .pipeline import BatchResult, Pipeline, RawRecord
@@ -28,6 +32,7 @@ from .pipeline import BatchResult, Pipeline, RawRecord
 BATCH = 20000
 BATCH_BYTES = 64 << 20
 """A batch is also cut at this many payload bytes, so memory stays bounded whatever the lines' sizes."""
+_PAYLOAD = attrgetter("payload")
 
 
 @dataclass(slots=True)
@@ -61,11 +66,11 @@ def source_name(path: str) -> str:
 
 
 def _records(fh: IO[bytes], source: str, start: int, failure: list[BaseException], held: list[int],
-             last: list[int], limits: Limits) -> Iterator[RawRecord]:
-    """Records from line `start` on; `last[0]` follows the last line number read (lines before `start` too). A
-    decompression error ends them and is appended to `failure`. A last line without newline that is not valid
-    JSON is held back (its number appended to `held`): it is probably still being written, and dead-lettering it
-    would move the position past it for good."""
+             last: list[int], limits: Limits) -> Iterator[list[RawRecord]]:
+    """Records from line `start` on, a block of lines at a time; `last[0]` follows the last line number read (lines
+    before `start` too). A decompression error ends them and is appended to `failure`. A last line without newline
+    that is not valid JSON is held back (its number appended to `held`): it is probably still being written, and
+    dead-lettering it would move the position past it for good."""
 
     def complete(lineno: int, payload: bytes) -> bool:
         d = decode(payload, source, 0, lineno, None, limits)
@@ -75,10 +80,16 @@ def _records(fh: IO[bytes], source: str, start: int, failure: list[BaseException
         return True
 
     try:
-        for lineno, payload in json_lines(fh, complete, limits.max_event_bytes):
-            last[0] = lineno
-            if lineno >= start:
-                yield RawRecord(source, 0, lineno, payload)
+        for numbers, payloads in json_line_blocks(fh, complete, limits.max_event_bytes):
+            if not payloads:
+                continue
+            last[0] = numbers[-1]
+            if numbers[0] < start:
+                skip = bisect_left(numbers, start)
+                numbers, payloads = numbers[skip:], payloads[skip:]
+                if not payloads:
+                    continue
+            yield list(map(RawRecord, repeat(source), repeat(0), numbers, payloads))
     except CORRUPT as err:
         failure.append(err)
 
@@ -165,16 +176,23 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
         batch: list[RawRecord] = []
         size = 0
         limit = size_of()
-        for rec in _records(fh, source, start, failure, held, last, pipeline.limits):
-            batch.append(rec)
-            size += len(rec.payload)
-            if len(batch) >= limit or size >= BATCH_BYTES:
-                res = pipeline.process_isolating(batch, meta, rewind, tick)
-                rewind = False
-                total.add(res)
-                if on_batch:
-                    on_batch(res, position())
-                batch, size, limit = [], 0, size_of()
+        for chunk in _records(fh, source, start, failure, held, last, pipeline.limits):
+            ends = list(accumulate(map(len, map(_PAYLOAD, chunk))))  # payload bytes up to each record
+            pos = 0
+            while pos < len(chunk):  # a batch ends at the record that brings it to `limit` or BATCH_BYTES
+                before = ends[pos - 1] if pos else 0
+                crossing = bisect_left(ends, BATCH_BYTES - size + before, pos)
+                take = min(max(1, limit - len(batch)), crossing - pos + 1, len(chunk) - pos)
+                batch += chunk[pos:pos + take]
+                size += ends[pos + take - 1] - before
+                pos += take
+                if len(batch) >= limit or size >= BATCH_BYTES:
+                    res = pipeline.process_isolating(batch, meta, rewind, tick)
+                    rewind = False
+                    total.add(res)
+                    if on_batch:
+                        on_batch(res, position())
+                    batch, size, limit = [], 0, size_of()
         if batch:
             res = pipeline.process_isolating(batch, meta, rewind, tick)
             total.add(res)
