@@ -26,9 +26,10 @@ from .limits import _FLOAT_DIGITS, DEFAULT_LIMITS, MAX_NAME_LEN, Limits, feature
 
 RUN = 512
 """Payloads parsed per msgspec call: a payload that fails the parse sends only its run to the per-event path."""
-_QUOTE, _BRACE, _BRACKET = 0x22, 0x7B, 0x5B
+_QUOTE, _BRACE, _BRACKET, _NEWLINE = 0x22, 0x7B, 0x5B, 0x0A
 _PID, _KIND, _MODEL, _TS, _TZINFO = (attrgetter("prediction_id"), attrgetter("kind"), attrgetter("model"),
                                      attrgetter("ts"), attrgetter("tzinfo"))
+_PAYLOAD = attrgetter("payload")
 _FEATURES, _VERSION, _VARIANT, _THRESHOLD = (attrgetter("features"), attrgetter("model_version"),
                                              attrgetter("variant"), attrgetter("threshold"))
 
@@ -48,10 +49,10 @@ def decode_many(records: Sequence[Positioned], limits: Limits = DEFAULT_LIMITS) 
     out: list[Decoded | DeadLetter] = []
     for start in range(0, len(records), RUN):
         run = records[start:start + RUN]
-        payloads = [r.payload for r in run]
+        payloads = list(map(_PAYLOAD, run))
         parsed: list[object] | None = None
         joined = b"\n".join(payloads)
-        if joined.count(b"\n") == len(payloads) - 1:
+        if np.count_nonzero(np.frombuffer(joined, dtype=np.uint8) == _NEWLINE) == len(payloads) - 1:
             try:
                 parsed = _tagged_dec.decode_lines(joined)
             except Exception:  # noqa: BLE001 - a refusal, or a RecursionError on deep nesting: decode() says which
@@ -62,18 +63,20 @@ def decode_many(records: Sequence[Positioned], limits: Limits = DEFAULT_LIMITS) 
             out.extend(decode(r.payload, r.source, r.partition, r.offset, r.kind, limits) for r in run)
             continue
         try:
-            got = _clean_run(run, parsed, joined, limits)
+            clean = _clean_run(run, parsed, joined, limits)
         except Exception:  # noqa: BLE001 - the per-payload path below decides, exactly as before
-            got = None
-        if got is None:
-            got = [_fast_or_none(r.payload, r.kind, ev, limits) for r, ev in zip(run, parsed)]
-        out.extend(d if d is not None else decode(r.payload, r.source, r.partition, r.offset, r.kind, limits)
-                   for r, d in zip(run, got))
+            clean = None
+        if clean is not None:
+            out.extend(clean)
+            continue
+        for r, ev in zip(run, parsed):
+            d = _fast_or_none(r.payload, r.kind, ev, limits)
+            out.append(d if d is not None else decode(r.payload, r.source, r.partition, r.offset, r.kind, limits))
     return out
 
 
 def _clean_run(run: Sequence[Positioned], parsed: list[object], joined: bytes,
-               limits: Limits) -> list[Decoded | None] | None:
+               limits: Limits) -> list[Decoded] | None:
     """`_fast` of every payload of a clean run at once, with C-level maps over the run; None when one payload
     might not be accepted (each then goes through `_fast`).
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from operator import countOf
 from typing import Any
 
 import numpy as np
@@ -144,5 +145,5 @@ def string_tokens(event: Any, typed: bool) -> int:
         n += 3  # prediction_id (key + value), label (key)
     n += 2 if type(event.ts) is not int and type(event.ts) is not float else 1
     if features is not None:
-        n += 1 + len(features) + list(map(type, features.values())).count(str)
+        n += 1 + len(features) + countOf(map(type, features.values()), str)
     return n
