@@ -1,6 +1,6 @@
 """Reading JSON-lines input: numbered, stripped, non-blank lines, with memory bounded whatever the lines' sizes.
 
-`json_line_blocks` reads plain files and stdin a large block at a time and splits it with C-level calls (the hot
+`json_line_blocks` reads plain files and stdin a block (256 KiB) at a time and splits it with C-level calls (the hot
 path of `replay`); `json_lines` gives the same lines one by one. Compressed streams and other file objects are read
 a line at a time by `_by_readline`, the reference the block reader reproduces exactly (tests/test_lines.py): a
 damaged compressed stream then stops at exactly the same line as it always did.
@@ -16,7 +16,7 @@ from typing import IO
 from .limits import DEFAULT_LIMITS
 
 UTF8_BOM = b"\xef\xbb\xbf"
-BLOCK = 1 << 20
+BLOCK = 1 << 18
 """Bytes read at a time by the block reader (one line may also be carried over: at most max_bytes + 1 more)."""
 _SKIP_CHUNK = 1 << 16
 """Bytes read at a time while discarding the rest of an oversized line."""
