@@ -97,12 +97,14 @@ def _clean_run(run: Sequence[Positioned], parsed: list[object], joined: bytes,
     if not all(map(_MODEL, preds)):
         return None
     stamps = list(map(_TS, parsed))
-    if set(map(type, stamps)) != {datetime} or None in list(map(_TZINFO, stamps)):
+    if set(map(type, stamps)) != {datetime} or countOf(map(_TZINFO, stamps), None):
         return None  # a number, or no offset: the per-payload path converts it
     epochs = list(map(datetime.timestamp, stamps))
     if not (0.0 <= min(epochs) and max(epochs) <= MAX_EPOCH):
         return None
-    feats = [f for f in map(_FEATURES, preds) if f is not None]
+    feats = list(map(_FEATURES, preds))
+    if None in feats:
+        feats = [f for f in feats if f is not None]
     text = np.frombuffer(joined, dtype=np.uint8)
     quote = text == _QUOTE
     if feats:
@@ -112,9 +114,9 @@ def _clean_run(run: Sequence[Positioned], parsed: list[object], joined: bytes,
         if _may_have_gap(quote, bound) and any(feature_problem(f, limits, len(joined)) for f in feats if f):
             return None  # (`len(joined)` only lets feature_problem check everything: no payload is longer)
     tokens = (4 * n + 5 * len(preds) + 3 * (n - len(preds))  # "type", "ts" and their text values; the fields
-              + 2 * (len(preds) - list(map(_VERSION, preds)).count(None))
-              + 2 * (len(preds) - list(map(_VARIANT, preds)).count(None))
-              + len(preds) - list(map(_THRESHOLD, preds)).count(None)
+              + 2 * (len(preds) - countOf(map(_VERSION, preds), None))
+              + 2 * (len(preds) - countOf(map(_VARIANT, preds), None))
+              + len(preds) - countOf(map(_THRESHOLD, preds), None)
               + len(feats) + sum(map(len, feats))
               + countOf(map(type, chain.from_iterable(map(dict.values, feats))), str))
     brackets = np.count_nonzero(text == _BRACE) + (np.count_nonzero(text == _BRACKET) if b"[" in joined else 0)
