@@ -6,8 +6,9 @@ conditions on which `decode` itself returns its fast-path result (size and depth
 the record's kind, non-empty id and model, no backslash so no NUL escape and no possible duplicate key, a valid
 timestamp, features within bounds); tests/test_decode_many.py checks the equality on dirty payloads.
 
-The byte-level conditions are proved once per run on the joined bytes (see `_run_checks`), and each payload's own
-check is made only for the runs where the run-wide proof does not go through.
+A clean run (the common case) is checked whole, by `_clean_run`: C-level maps over its parsed events and counts
+over its joined bytes prove the same conditions for every payload at once; a run where the proof does not go
+through has each payload checked by `_fast` as before (tests/test_decode_runs.py hides dirty payloads in runs).
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ def _clean_run(run: Sequence[Positioned], parsed: list[object], joined: bytes,
     Why the run-wide checks are exact, for a run without backslash: every accepted payload holds at least one `{`
     (its object) plus one for a non-null `features` object, and at least two quotes per string the decoded event
     accounts for (`string_tokens`); so when the run's totals equal the sums of those minimums, every payload is at
-    its minimum: not deeper than 2, and no string dropped by the decoder (no duplicate key). Features past a bound
+    its minimum: not deeper than 2, and no string dropped by the decoder (no duplicate key). (Depth past 2 needs an
+    unknown field, whose key already breaks the quote count: the brace count is a second guard.) Features past a bound
     need a stretch between two quote characters at least as long as the bound (a long name or value, or 309
     digits), so a run without one skips `feature_problem`."""
     if (b"\\" in joined or limits.max_depth < 2 or len(joined) > limits.max_event_bytes
