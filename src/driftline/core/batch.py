@@ -22,6 +22,7 @@ from .batch_columns import SEQ, apply_plain, apply_stored
 from .engine import Engine
 from .events import Decoded, Prediction
 
+
 def apply_batch(engine: Engine, ok: Sequence[tuple[Decoded, int]]) -> None:
     """Apply a batch of accepted (event, shard) pairs to the engine: plain ids and stored joins as columns, the
     rest per event."""

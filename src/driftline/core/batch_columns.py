@@ -147,6 +147,8 @@ def apply_stored(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[An
     m = len(at)
     pids = [evs[j].prediction_id for j in at]
     labels = [int(evs[j].label) for j in at]
+    if not {0, 1}.issuperset(labels):  # decoded labels are 0 or 1; for any other the per-event engine decides
+        raise ValueError("a label other than 0 or 1")
     ts = [ok[j][0].ts for j in at]
     shards = [ok[j][1] for j in at]
     preds = view.preds
