@@ -190,3 +190,84 @@ def test_plain_ids_take_the_batch_path_and_the_rest_the_per_event_engine():
     assert r2.counters[("duplicates", "prediction")] == 2 and r2.counters[("joined", "outcome_first")] == 1
     delays = sum(v.delay.sum() for v in r2.deltas.values())
     assert delays == 2 and np.isclose(sum(v.conf.sum() for v in r2.deltas.values()), 4)
+
+
+def test_outcomes_of_stored_predictions_take_the_column_path():
+    """A lone outcome of a stored, unlabelled prediction takes the stored-join columns; one of a labelled or an
+    implicitly negative prediction, of an id with a stored outcome or two stored rows (shadow), a second outcome
+    in the batch and an early outcome stay per event; every result equals the per-event engine's."""
+    from driftline.core.batch import _groups, _is_pred
+
+    s = EngineSettings(slice_features=("country",))
+    raws = [outcome("s", 1, T0 + 50), outcome("lab", 0, T0 + 60), outcome("imp", 1, T0 + 70),
+            outcome("had", 1, T0 + 80), outcome("two", 0, T0 + 90), outcome("dup", 1, T0 + 95),
+            outcome("dup", 0, T0 + 99), outcome("s2", 0, T0 + 40), outcome("none", 1, T0)]
+    ok = [(d, k % 2) for k, d in enumerate(decoded(raws))]
+
+    def view() -> JoinView:
+        def rec(pid: str, variant: str = "A", **kw) -> PredRecord:
+            return PredRecord(pid, "fraud", "v1", variant, T0, 0.7, True, 1, slice_values={"country": "FR"}, **kw)
+        return JoinView(preds={"s": [rec("s")], "lab": [rec("lab", label=1, label_ts=T0 + 5)],
+                               "imp": [rec("imp", label=0, implicit=True)], "had": [rec("had")],
+                               "two": [rec("two"), rec("two", "shadow")], "dup": [rec("dup")], "s2": [rec("s2")]},
+                        outcomes={"had": OutcomeRecord("had", 0, T0 + 1, 1, matched=True)})
+    evs = [d.event for d, _ in ok]
+    lone, head, tail, stored = _groups(Engine(s, view()), [e.prediction_id for e in evs], _is_pred(evs))
+    assert (lone, head, tail, stored) == ([], [], [], [0, 7])
+    r1 = _per_event(s, view(), ok)
+    r2 = _batched(s, view(), ok)
+    assert _result_doc(r2) == _result_doc(r1)
+    assert r2.upserts[("s", "fraud", "A")].label == 1 and r2.outcomes["s"].matched
+
+
+@st.composite
+def predictions_then_outcomes(draw):
+    """Predictions (some duplicated or shadow-scored) in the first batches, their outcomes (none, one, or a
+    correction) later, so most outcomes find a stored, unlabelled prediction; in any order after the cut."""
+    n = draw(st.integers(1, 25))
+    preds_, outs = [], []
+    for i in range(n):
+        ts = T0 + draw(st.integers(0, 10 * 86400))
+        feats = {"country": draw(st.sampled_from(["FR", "DE", None])), "flag": draw(st.booleans())}
+        preds_.append(pred(f"id{i}", draw(st.floats(0, 1, allow_nan=False)), ts,
+                           variant=draw(st.sampled_from(["A", "B"])), features=feats))
+        if draw(st.integers(0, 5)) == 0:
+            preds_.append(pred(f"id{i}", draw(st.floats(0, 1)), ts, variant="shadow", features=feats))
+        for _ in range(draw(st.integers(0, 2))):
+            outs.append(outcome(f"id{i}", draw(st.integers(0, 1)), ts + draw(st.integers(-600, 30 * 86400))))
+    order = draw(st.permutations(range(len(outs))))
+    return preds_ + [outs[k] for k in order], len(preds_)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(predictions_then_outcomes(), st.lists(st.integers(0, 400), max_size=4), st.sampled_from(CONFIGS),
+       st.booleans())
+def test_stored_joins_equal_the_per_event_engine(stream, cuts, s, maintain):
+    """Outcomes of stored predictions in later batches (the stored-join columns and the per-event engine mixed),
+    with implicit negatives between batches: identical results, bit for bit."""
+    from driftline.core.batch import _groups, _is_pred
+
+    raws, n_preds = stream
+    ok = [(d, i % 2) for i, d in enumerate(decoded(raws))]
+    ref, new = JoinStore(), JoinStore()
+    taken = 0
+    for a, b in _batches(len(ok), [n_preds, *cuts]):
+        batch = ok[a:b]
+        ids = {d.event.prediction_id for d, _ in batch}
+        evs = [d.event for d, _ in batch]
+        taken += len(_groups(Engine(s, new.load(ids)), [e.prediction_id for e in evs], _is_pred(evs))[3])
+        r1 = _per_event(s, ref.load(ids), batch)
+        r2 = _batched(s, new.load(ids), batch)
+        assert _result_doc(r2) == _result_doc(r1)
+        ref.commit(r1)
+        new.commit(r2)
+        if maintain:
+            wm = max(d.ts for d, _ in batch)
+            assert _result_doc(new.maintain(s, wm, 5 * 86400.0, 20 * 86400.0)) == \
+                _result_doc(ref.maintain(s, wm, 5 * 86400.0, 20 * 86400.0))
+    assert {k: _stats_doc(v) for k, v in new.buckets.items()} == {k: _stats_doc(v) for k, v in ref.buckets.items()}
+    assert new.counters == ref.counters
+    if len(ok) > n_preds and not cuts and not maintain:  # one cut, between the predictions and the outcomes
+        first_outcomes = {d.event.prediction_id for d, _ in ok[n_preds:]}
+        lone = [p for p in first_outcomes if sum(d.event.prediction_id == p for d, _ in ok) == 2]
+        assert taken == len(lone)  # each lone outcome of a lone prediction took the stored-join columns

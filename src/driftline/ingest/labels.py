@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 from sqlalchemy import Connection
@@ -15,7 +15,7 @@ from sqlalchemy import Connection
 from ..config import Limits
 from ..core.engine import DEFAULT_VARIANT, DEFAULT_VERSION
 from ..core.events import RAW_LIMIT, Decoded, DeadLetter, Prediction
-from ..core.labels import MODEL, OVERFLOW, VARIANT, LabelGate, LabelLimits, Refused, overflow_counter
+from ..core.labels import MODEL, OVERFLOW, VARIANT, Admitted, LabelGate, LabelLimits, Refused, overflow_counter
 from ..storage.store import Store
 
 log = logging.getLogger(__name__)
@@ -54,35 +54,25 @@ class LabelPolicy:
 
     def gate(self, store: Store, conn: Connection, ok: Sequence[tuple[Decoded, int]], raws: Sequence[Positioned],
              dead: list[DeadLetter]) -> tuple[list[tuple[Decoded, int]], list[Positioned], LabelGate]:
-        """The batch's events with folded labels and their records; refused predictions are appended to `dead`."""
-        gate = LabelGate(self.limits, store.admitted_labels(conn))
-        kept: list[tuple[Decoded, int]] = []
-        kept_raws: list[Positioned] = []
-        kept_as_is: set[tuple[str, str, str]] = set()
-        """Labels already decided as themselves in this batch: admitted then, so deciding again changes nothing."""
-        for (d, shard), raw in zip(ok, raws):
-            ev = d.event
-            if not isinstance(ev, Prediction):
-                kept.append((d, shard))
-                kept_raws.append(raw)
-                continue
-            variant, version = ev.variant or DEFAULT_VARIANT, ev.model_version or DEFAULT_VERSION
-            if (ev.model, variant, version) in kept_as_is:
-                kept.append((d, shard))
-                kept_raws.append(raw)
-                continue
-            verdict = gate.decide(ev.model, variant, version)
-            if verdict == (variant, version):
-                kept_as_is.add((ev.model, variant, version))
-            if type(verdict) is Refused:
-                dead.append(DeadLetter(verdict.reason, verdict.detail, raw.source, raw.partition, raw.offset,
-                                       bytes(raw.payload[:RAW_LIMIT])))
-                continue
-            if verdict != (variant, version):
-                d = Decoded(msgspec.structs.replace(ev, variant=verdict[0], model_version=verdict[1]), d.ts)
-            kept.append((d, shard))
-            kept_raws.append(raw)
-        return kept, kept_raws, gate
+        """The batch's events with folded labels and their records; refused predictions are appended to `dead`.
+
+        The distinct label triples are decided first, in order of first occurrence, on a copy of the admitted
+        values: when all are kept as they are (the common case), that is all the event-by-event gate would have
+        done, and the batch is returned as it came; otherwise `_each` runs the gate event by event."""
+        admitted = store.admitted_labels(conn)
+        evs = [d.event for d, _ in ok]
+        preds = frozenset(t for t in set(map(type, evs)) if issubclass(t, Prediction))
+        probe = LabelGate(self.limits, Admitted(set(admitted.models), {k: set(v) for k, v in admitted.values.items()}))
+        seen: set[tuple[str, str, str]] = set()
+        for model, variant, version in dict.fromkeys([(e.model, e.variant, e.model_version) for e in evs
+                                                      if type(e) in preds]):
+            variant, version = variant or DEFAULT_VARIANT, version or DEFAULT_VERSION
+            if (model, variant, version) not in seen:
+                seen.add((model, variant, version))
+                if probe.decide(model, variant, version) != (variant, version):
+                    gate = LabelGate(self.limits, admitted)
+                    return (*_each(gate, ok, raws, evs, preds, dead), gate)
+        return list(ok), list(raws), probe
 
     def record(self, store: Store, conn: Connection, gate: LabelGate, counters: Counter[tuple[str, str]]) -> None:
         """Store the batch's admissions, add its overflow to the counters and log it."""
@@ -117,3 +107,36 @@ class LabelPolicy:
                 log.warning("label limit: model %r: %d events with a new %s folded into %s since the last such line "
                             "(%s reached; totals: driftline_label_overflow_total), e.g. %s",
                             model, n + pending, kind, OVERFLOW, why, examples)
+
+
+
+def _each(gate: LabelGate, ok: Sequence[tuple[Decoded, int]], raws: Sequence[Positioned], evs: list[Any],
+          preds: frozenset[type], dead: list[DeadLetter]) -> tuple[list[tuple[Decoded, int]], list[Positioned]]:
+    """The gate event by event: each prediction's labels decided (a triple once kept as it is needs no second
+    decision), refused ones appended to `dead`, folded ones replaced."""
+    kept: list[tuple[Decoded, int]] = []
+    kept_raws: list[Positioned] = []
+    kept_as_is: set[tuple[str, str, str]] = set()
+    """Labels already decided as themselves in this batch: admitted then, so deciding again changes nothing."""
+    for (d, shard), raw, ev in zip(ok, raws, evs):
+        if type(ev) not in preds:
+            kept.append((d, shard))
+            kept_raws.append(raw)
+            continue
+        variant, version = ev.variant or DEFAULT_VARIANT, ev.model_version or DEFAULT_VERSION
+        if (ev.model, variant, version) in kept_as_is:
+            kept.append((d, shard))
+            kept_raws.append(raw)
+            continue
+        verdict = gate.decide(ev.model, variant, version)
+        if verdict == (variant, version):
+            kept_as_is.add((ev.model, variant, version))
+        if type(verdict) is Refused:
+            dead.append(DeadLetter(verdict.reason, verdict.detail, raw.source, raw.partition, raw.offset,
+                                   bytes(raw.payload[:RAW_LIMIT])))
+            continue
+        if verdict != (variant, version):
+            d = Decoded(msgspec.structs.replace(ev, variant=verdict[0], model_version=verdict[1]), d.ts)
+        kept.append((d, shard))
+        kept_raws.append(raw)
+    return kept, kept_raws

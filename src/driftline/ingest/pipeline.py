@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 
 import msgspec
 from sqlalchemy import Connection
@@ -77,6 +78,49 @@ class BatchResult:
             self.max_ts[k] = max(v, self.max_ts.get(k, v))
 
 
+Split = tuple[list[tuple[Decoded, int]], list[RawRecord], Sequence[int], list[DeadLetter], list[int],
+              dict[tuple[str, int], int], Counter[tuple[str, str]]]
+"""(accepted (event, shard) pairs, their records, their indices, dead letters, their indices, positions reached,
+key problems) of a batch."""
+
+
+def _split_plain(records: Sequence[RawRecord], decoded: list[Decoded | DeadLetter], horizon: float,
+                 shard_of: Callable[[RawRecord], int] | None) -> Split | None:
+    """`Pipeline._split` for the common batch, a column at a time: no record has a key and no event is past the
+    horizon (only decoding refused some); None for any other batch."""
+    n = len(records)
+    if [r.key for r in records].count(None) != n:
+        return None
+    if DeadLetter in set(map(type, decoded)):
+        live = [type(d) is not DeadLetter for d in decoded]
+        ok_at: Sequence[int] = list(compress(range(n), live))
+        dead_at = [i for i, f in enumerate(live) if not f]
+        ok_dec: list[Decoded] = [decoded[i] for i in ok_at]  # type: ignore[misc]
+        ok_raw = [records[i] for i in ok_at]
+    else:
+        ok_at, dead_at, ok_dec, ok_raw = range(n), [], decoded, list(records)  # type: ignore[assignment]
+    if ok_dec and max([d.ts for d in ok_dec]) > horizon:
+        return None
+    shards = [r.partition for r in ok_raw] if shard_of is None else list(map(shard_of, ok_raw))
+    return (list(zip(ok_dec, shards)), ok_raw, ok_at, [decoded[i] for i in dead_at], dead_at,  # type: ignore[misc]
+            _positions(records), Counter())
+
+
+def _positions(records: Sequence[RawRecord]) -> dict[tuple[str, int], int]:
+    """(source, partition) → the offset after the highest one of the batch (offsets below 0 move nothing)."""
+    sources = [r.source for r in records]
+    parts = [r.partition for r in records]
+    offsets = [r.offset for r in records]
+    if records and sources.count(sources[0]) == len(sources) and parts.count(parts[0]) == len(parts):
+        top = max(offsets)
+        return {(sources[0], parts[0]): top + 1} if top >= 0 else {}
+    positions: dict[tuple[str, int], int] = {}
+    for key, offset in zip(zip(sources, parts), offsets):
+        if offset >= positions.get(key, 0):
+            positions[key] = offset + 1
+    return positions
+
+
 def limits_from(config: Config) -> Limits:
     """Per-event bounds from the config's `limits` section."""
     c = config.limits
@@ -115,42 +159,16 @@ class Pipeline:
         `meta` key/values are written in the same transaction (replay stores its file's fingerprint there).
         `tick(stage, done, of)` is told how far the batch got (every TICK records, for a progress display).
         """
-        ok: list[tuple[Decoded, int]] = []
-        ok_raw: list[RawRecord] = []  # the record of each ok event
-        dead: list[DeadLetter] = []
-        ok_at: list[int] = []
-        dead_at: list[int] = []
         horizon = self.clock() + MAX_FUTURE_S
-        positions: dict[tuple[str, int], int] = {}
-        key_problems: Counter[tuple[str, str]] = Counter()
         decoded: list[Decoded | DeadLetter] = []
         for start in range(0, len(records), TICK):  # runs of TICK records: one msgspec call each, a tick between
             if tick is not None:
                 tick("decoding", start, len(records))
             decoded.extend(decode_many(records[start:start + TICK], self.limits))
-        for i, (r, d) in enumerate(zip(records, decoded)):
-            if type(d) is DeadLetter:
-                dead.append(d)
-                dead_at.append(i)
-            elif d.ts > horizon:  # type: ignore[union-attr]
-                detail = f"ts {d.ts:.0f} is more than 1 day ahead of the clock"  # type: ignore[union-attr]
-                dead.append(DeadLetter("ts_in_future", detail, r.source, r.partition, r.offset,
-                                       bytes(r.payload[:RAW_LIMIT])))
-                dead_at.append(i)
-            elif (r.key is not None and self.key_policy == "dead_letter"
-                  and (kp := key_problem(r.key, d.event.prediction_id))):  # type: ignore[union-attr]
-                dead.append(DeadLetter(kp, key_detail(kp, r.key, d.event.prediction_id),  # type: ignore
-                                       r.source, r.partition, r.offset, bytes(r.payload[:RAW_LIMIT])))
-                dead_at.append(i)
-            else:
-                if r.key is not None and (kp := key_problem(r.key, d.event.prediction_id)):  # type: ignore
-                    key_problems[(r.source, kp)] += 1  # policy accept: stored, counted, warned
-                ok.append((d, r.partition if shard_of is None else shard_of(r)))  # type: ignore[arg-type]
-                ok_raw.append(r)
-                ok_at.append(i)
-            key = (r.source, r.partition)
-            if r.offset >= positions.get(key, 0):
-                positions[key] = r.offset + 1
+        split = _split_plain(records, decoded, horizon, shard_of)
+        if split is None:
+            split = self._split(records, decoded, horizon, shard_of)
+        ok, ok_raw, ok_at, dead, dead_at, positions, key_problems = split
         skipped = 0
         with self.store.write() as conn:
             if expected_positions is None and not rewind:
@@ -178,6 +196,42 @@ class Pipeline:
                           already_stored=skipped, key_problems=key_problems)
         out.duplicates = sum(v for (name, _), v in result.counters.items() if name == "duplicates")
         return out
+
+    def _split(self, records: Sequence[RawRecord], decoded: list[Decoded | DeadLetter], horizon: float,
+               shard_of: Callable[[RawRecord], int] | None) -> Split:
+        """The batch's accepted events and dead letters, record by record (future timestamps, key checks), and the
+        positions reached; `_split_plain` gives the same for batches without keys or future timestamps."""
+        ok: list[tuple[Decoded, int]] = []
+        ok_raw: list[RawRecord] = []  # the record of each ok event
+        dead: list[DeadLetter] = []
+        ok_at: list[int] = []
+        dead_at: list[int] = []
+        positions: dict[tuple[str, int], int] = {}
+        key_problems: Counter[tuple[str, str]] = Counter()
+        for i, (r, d) in enumerate(zip(records, decoded)):
+            if type(d) is DeadLetter:
+                dead.append(d)
+                dead_at.append(i)
+            elif d.ts > horizon:  # type: ignore[union-attr]
+                detail = f"ts {d.ts:.0f} is more than 1 day ahead of the clock"  # type: ignore[union-attr]
+                dead.append(DeadLetter("ts_in_future", detail, r.source, r.partition, r.offset,
+                                       bytes(r.payload[:RAW_LIMIT])))
+                dead_at.append(i)
+            elif (r.key is not None and self.key_policy == "dead_letter"
+                  and (kp := key_problem(r.key, d.event.prediction_id))):  # type: ignore[union-attr]
+                dead.append(DeadLetter(kp, key_detail(kp, r.key, d.event.prediction_id),  # type: ignore
+                                       r.source, r.partition, r.offset, bytes(r.payload[:RAW_LIMIT])))
+                dead_at.append(i)
+            else:
+                if r.key is not None and (kp := key_problem(r.key, d.event.prediction_id)):  # type: ignore
+                    key_problems[(r.source, kp)] += 1  # policy accept: stored, counted, warned
+                ok.append((d, r.partition if shard_of is None else shard_of(r)))  # type: ignore[arg-type]
+                ok_raw.append(r)
+                ok_at.append(i)
+            key = (r.source, r.partition)
+            if r.offset >= positions.get(key, 0):
+                positions[key] = r.offset + 1
+        return ok, ok_raw, ok_at, dead, dead_at, positions, key_problems
 
     def _fence_files(self, conn: Connection, records: Sequence[RawRecord], positions: dict[tuple[str, int], int]
                      ) -> tuple[list[bool] | None, dict[tuple[str, int], int]]:

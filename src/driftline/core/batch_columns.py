@@ -1,0 +1,190 @@
+"""The column side of the batch path (core/batch.py): the join records and moves of plain ids and stored joins,
+built a column at a time (list comprehensions, one numpy conversion per column) instead of one engine call per
+event.
+
+Every value is computed by the same Python operation as in the per-event engine (`float(score) >= threshold`,
+`int(ts // bucket_s) * bucket_s`, `ts - prediction ts`, ...), only applied to a column, so records, buckets and
+sums are identical bit for bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import chain, repeat
+from typing import Any
+
+import numpy as np
+
+from .engine import DEFAULT_VARIANT, DEFAULT_VERSION, Engine, OutcomeRecord, PredRecord
+from .events import Decoded
+from .moves import NO_FEATURES, MoveColumns
+from .stats import UNL
+
+SEQ = 4
+"""Sequence numbers per event: an event's moves are numbered event index · SEQ + their rank within it."""
+
+
+
+def _bucket_indices(engine: Engine, models: Sequence[str], versions: Sequence[str], variants: Sequence[str],
+                    ts: Sequence[float], shards: Sequence[int]) -> list[int]:
+    """The engine's bucket index of each (model, version, variant, ts, shard), new buckets numbered in order."""
+    bs = engine.s.bucket_s
+    starts = [int(t // bs) * bs for t in ts]
+    index = engine._index
+    for key in dict.fromkeys(zip(models, versions, variants, starts, shards)):
+        if key not in index:
+            index[key] = len(index)
+    return list(map(index.__getitem__, zip(models, versions, variants, starts, shards)))  # no key kept: zip reuses
+
+
+def apply_plain(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[Any], lone: list[int],
+                head: list[int], tail: list[int]) -> None:
+    """New join rows of the plain predictions, the outcomes of the paired ones, and their moves as columns."""
+    s = engine.s
+    result = engine.result
+    preds = lone + head
+    n_lone, n, m = len(lone), len(lone) + len(head), len(tail)
+    pev = [evs[i] for i in preds]
+    pids = [e.prediction_id for e in pev]
+    models = [e.model for e in pev]
+    versions = [e.model_version or DEFAULT_VERSION for e in pev]
+    variants = [e.variant or DEFAULT_VARIANT for e in pev]
+    scores = [float(e.score) for e in pev]
+    default = s.threshold
+    flagged = [sc >= (default if e.threshold is None else e.threshold) for sc, e in zip(scores, pev)]
+    feats = [e.features for e in pev]
+    ts = [ok[i][0].ts for i in preds]
+    shards = [ok[i][1] for i in preds]
+    slices = [engine._slice_values(f) for f in feats] if s.slice_features else [None] * n
+    buckets = _bucket_indices(engine, models, versions, variants, ts, shards)
+    labels = [int(evs[j].label) for j in tail]
+    ts_o = [ok[j][0].ts for j in tail]
+    shards_o = [ok[j][1] for j in tail]
+    recs = list(map(PredRecord, pids, models, versions, variants, ts, scores, flagged, shards,
+                    chain(repeat(None, n_lone), labels), chain(repeat(None, n_lone), ts_o), repeat(False), slices))
+    result.upserts.update(zip(zip(pids, models, variants), recs))
+    pids_o = pids[n_lone:]
+    outs = list(map(OutcomeRecord, pids_o, labels, ts_o, shards_o, repeat(True)))
+    result.outcomes.update(zip(pids_o, outs))
+    result.outcome_deletes.difference_update(pids_o)
+    engine._seen["prediction"] += n
+    engine._seen["outcome"] += m
+    _newest(result.max_ts, "prediction", ts)
+    _newest(result.max_ts, "outcome", ts_o)
+    delays = [to - tp for to, tp in zip(ts_o, ts[n_lone:])]
+    engine._moves.columns.append(_plain_columns(preds, n_lone, tail, buckets, flagged, scores, labels, delays,
+                                                [f or NO_FEATURES for f in feats], slices))
+
+
+def _newest(max_ts: dict[str, float], kind: str, ts: list[float]) -> None:
+    """Raise the batch's newest event time of `kind` to the newest of `ts`."""
+    if ts:
+        newest = max(ts)
+        if newest > max_ts.get(kind, -1.0):
+            max_ts[kind] = newest
+
+
+def _plain_columns(preds: list[int], n_lone: int, tail: list[int], buckets: list[int], flagged: list[bool],
+                   scores: list[float], labels: list[int], delays: list[float], f_dicts: list[dict[str, object]],
+                   slices: list[dict[str, str] | None]) -> MoveColumns:
+    """The plain events' moves: each prediction enters the unlabelled state (seq i·SEQ); each paired outcome
+    records its delay and moves its prediction from unlabelled (seq j·SEQ) to its label (seq j·SEQ + 1)."""
+    n, m = len(preds), len(tail)
+    seq_p = np.asarray(preds, dtype=np.int64) * SEQ
+    seq_o = np.asarray(tail, dtype=np.int64) * SEQ
+    bk = np.asarray(buckets, dtype=np.int64)
+    flag = np.asarray(flagged, dtype=np.int64)
+    score = np.asarray(scores, dtype=np.float64)
+    bk_o, flag_o, score_o = bk[n_lone:], flag[n_lone:], score[n_lone:]
+    ones = np.ones(n, dtype=np.float64)
+    slice_moves: list[tuple[int, str, str, int, int, int]] = []
+    s_seq: list[int] = []
+    if slices and slices[0] is not None:
+        for i, b, sv, f in zip(preds, buckets, slices, flagged):
+            if sv:
+                for name, value in sv.items():
+                    slice_moves.append((b, name, value, UNL, int(f), 1))
+                    s_seq.append(i * SEQ)
+        _slice_relabels(slice_moves, s_seq, tail, buckets[n_lone:], slices[n_lone:], flagged[n_lone:], labels)
+    return MoveColumns(
+        m_seq=np.concatenate([seq_p, seq_o, seq_o + 1]),
+        bucket=np.concatenate([bk, bk_o, bk_o]),
+        state=np.concatenate([np.full(n, UNL, dtype=np.int64), np.full(m, UNL, dtype=np.int64),
+                              np.asarray(labels, dtype=np.int64)]),
+        flag=np.concatenate([flag, flag_o, flag_o]),
+        score=np.concatenate([score, score_o, score_o]),
+        sign=np.concatenate([ones, -ones[:m], ones[:m]]),
+        d_seq=seq_o,
+        d_bucket=bk_o,
+        d_delay=np.asarray(delays, dtype=np.float64),
+        d_sign=ones[:m].copy(),
+        f_seq=(seq_p).tolist(),
+        f_bucket=list(buckets),
+        f_dicts=f_dicts,
+        s_seq=s_seq,
+        slice_moves=slice_moves)
+
+
+def _slice_relabels(slice_moves: list[tuple[int, str, str, int, int, int]], s_seq: list[int], at: list[int],
+                    buckets: list[int], slices: list[dict[str, str] | None], flagged: list[bool],
+                    labels: list[int]) -> None:
+    """Slice moves of predictions leaving the unlabelled state (seq j·SEQ) for their label (seq j·SEQ + 1)."""
+    for j, b, sv, f, label in zip(at, buckets, slices, flagged, labels):
+        if sv:
+            for name, value in sv.items():
+                slice_moves.append((b, name, value, UNL, int(f), -1))
+                s_seq.append(j * SEQ)
+            for name, value in sv.items():
+                slice_moves.append((b, name, value, label, int(f), 1))
+                s_seq.append(j * SEQ + 1)
+
+
+def apply_stored(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[Any], at: list[int]) -> None:
+    """The lone outcomes of stored, unlabelled predictions (see core/batch.py): each outcome is recorded and matched,
+    its prediction takes its label, records the delay and moves from unlabelled to the label, as columns."""
+    result = engine.result
+    view = engine.view
+    m = len(at)
+    pids = [evs[j].prediction_id for j in at]
+    labels = [int(evs[j].label) for j in at]
+    if not {0, 1}.issuperset(labels):  # decoded labels are 0 or 1; for any other the per-event engine decides
+        raise ValueError("a label other than 0 or 1")
+    ts = [ok[j][0].ts for j in at]
+    shards = [ok[j][1] for j in at]
+    preds = view.preds
+    recs = [r for r, in map(preds.__getitem__, pids)]
+    outs = list(map(OutcomeRecord, pids, labels, ts, shards, repeat(True)))
+    view.outcomes.update(zip(pids, outs))
+    result.outcomes.update(zip(pids, outs))
+    result.outcome_deletes.difference_update(pids)
+    engine._seen["outcome"] += m
+    _newest(result.max_ts, "outcome", ts)
+    p_ts = [r.ts for r in recs]
+    buckets = _bucket_indices(engine, [r.model for r in recs], [r.model_version for r in recs],
+                              [r.variant for r in recs], p_ts, [r.shard for r in recs])
+    flagged = [r.flagged for r in recs]
+    slices = [r.slice_values for r in recs]
+    delays = [t - tp for t, tp in zip(ts, p_ts)]
+    upserts = result.upserts
+    for rec, label, t in zip(recs, labels, ts):
+        rec.label = label
+        rec.label_ts = t
+        upserts[(rec.prediction_id, rec.model, rec.variant)] = rec
+    seq = np.asarray(at, dtype=np.int64) * SEQ
+    bk = np.asarray(buckets, dtype=np.int64)
+    flag = np.asarray(flagged, dtype=np.int64)
+    score = np.asarray([r.score for r in recs], dtype=np.float64)
+    ones = np.ones(m, dtype=np.float64)
+    slice_moves: list[tuple[int, str, str, int, int, int]] = []
+    s_seq: list[int] = []
+    if any(slices):
+        _slice_relabels(slice_moves, s_seq, at, buckets, slices, flagged, labels)
+    engine._moves.columns.append(MoveColumns(
+        m_seq=np.concatenate([seq, seq + 1]), bucket=np.concatenate([bk, bk]),
+        state=np.concatenate([np.full(m, UNL, dtype=np.int64), np.asarray(labels, dtype=np.int64)]),
+        flag=np.concatenate([flag, flag]), score=np.concatenate([score, score]), sign=np.concatenate([-ones, ones]),
+        d_seq=seq, d_bucket=bk, d_delay=np.asarray(delays, dtype=np.float64), d_sign=ones,
+        f_seq=[], f_bucket=[], f_dicts=[], s_seq=s_seq, slice_moves=slice_moves))
+
+
+__all__ = ["apply_plain", "apply_stored", "SEQ"]

@@ -1,0 +1,108 @@
+"""LabelPolicy.gate (distinct triples decided first, the batch returned as it came when all are kept) against the
+event-by-event gate it replaces, on batches with reserved, refused, folded, long and missing labels."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import msgspec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from driftline.config import Limits
+from driftline.core.engine import DEFAULT_VARIANT, DEFAULT_VERSION
+from driftline.core.events import RAW_LIMIT, Decoded, DeadLetter, Prediction
+from driftline.core.labels import Admitted, LabelGate, Refused
+from driftline.ingest.labels import LabelPolicy
+from driftline.ingest.pipeline import RawRecord
+
+from helpers import decoded, outcome, pred
+
+LONG = "v" * 90
+NAMES = st.sampled_from(["A", "B", "C", "D", "all", " ALL", "__other__", LONG, LONG + "x"])
+
+
+class FakeStore:
+    """Hands each gate a fresh copy of the admitted values, as a new transaction would read them."""
+
+    def __init__(self, admitted: Admitted) -> None:
+        self.admitted = admitted
+
+    def admitted_labels(self, conn: object) -> Admitted:
+        return Admitted(set(self.admitted.models), {k: set(v) for k, v in self.admitted.values.items()})
+
+
+def _reference(policy: LabelPolicy, store: FakeStore, ok, raws, dead):
+    """The gate as it was: every prediction decided in order, a triple kept as it is decided once."""
+    gate = LabelGate(policy.limits, store.admitted_labels(None))
+    kept, kept_raws, kept_as_is = [], [], set()
+    for (d, shard), raw in zip(ok, raws):
+        ev = d.event
+        if not isinstance(ev, Prediction):
+            kept.append((d, shard))
+            kept_raws.append(raw)
+            continue
+        variant, version = ev.variant or DEFAULT_VARIANT, ev.model_version or DEFAULT_VERSION
+        if (ev.model, variant, version) in kept_as_is:
+            kept.append((d, shard))
+            kept_raws.append(raw)
+            continue
+        verdict = gate.decide(ev.model, variant, version)
+        if verdict == (variant, version):
+            kept_as_is.add((ev.model, variant, version))
+        if type(verdict) is Refused:
+            dead.append(DeadLetter(verdict.reason, verdict.detail, raw.source, raw.partition, raw.offset,
+                                   bytes(raw.payload[:RAW_LIMIT])))
+            continue
+        if verdict != (variant, version):
+            d = Decoded(msgspec.structs.replace(ev, variant=verdict[0], model_version=verdict[1]), d.ts)
+        kept.append((d, shard))
+        kept_raws.append(raw)
+    return kept, kept_raws, gate
+
+
+@st.composite
+def batches(draw):
+    n = draw(st.integers(0, 40))
+    raws = []
+    for i in range(n):
+        if draw(st.integers(0, 4)) == 0:
+            raws.append(outcome(f"id{i}", 1, 1_700_000_000.0 + i))
+            continue
+        kw = {}
+        for field in ("variant", "model_version"):
+            v = draw(st.one_of(st.none(), NAMES))
+            if v is not None:
+                kw[field] = v
+        raws.append(msgspec.json.encode({"type": "prediction", "prediction_id": f"id{i}", "score": 0.5,
+                                         "ts": 1_700_000_000.0 + i, "model": draw(st.sampled_from(
+                                             ["fraud", "churn", "spam", "all", LONG])), **kw}))
+    admitted = Admitted()
+    for model in draw(st.lists(st.sampled_from(["fraud", "churn"]), max_size=2)):
+        admitted.add(model, "model", "")
+        for v in draw(st.lists(st.sampled_from(["A", "B"]), max_size=2)):
+            admitted.add(model, "variant", v)
+    limits = Limits(max_models=draw(st.integers(1, 3)), max_variants_per_model=draw(st.integers(1, 3)),
+                    max_versions_per_model=draw(st.integers(1, 3)))
+    return raws, admitted, limits
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches(), st.booleans())
+def test_gate_equals_the_event_by_event_gate(batch, plain):
+    raws, admitted, limits = batch
+    if plain:  # the common case: every label already admitted
+        raws = [pred(f"p{i}", 0.5, 1_700_000_000.0 + i) for i in range(len(raws))] + [outcome("p0", 1, 1.7e9)]
+        admitted = Admitted({"fraud"}, {("fraud", "variant"): {"A"}, ("fraud", "model_version"): {"unknown"}})
+    ok = [(d, i % 3) for i, d in enumerate(decoded(raws))]
+    records = [RawRecord("file:x", 0, i, r) for i, r in enumerate(raws)]
+    policy = LabelPolicy(limits, lambda: 0.0, {"fraud": ["A", "B"]})
+    store = FakeStore(admitted)
+    dead1: list[DeadLetter] = [DeadLetter("invalid_json", "x", "file:x", 0, -1, b"")]
+    dead2 = list(dead1)
+    kept1, raws1, gate1 = _reference(policy, store, ok, records, dead1)
+    kept2, raws2, gate2 = policy.gate(store, None, ok, records, dead2)  # type: ignore[arg-type]
+    assert kept2 == kept1 and raws2 == raws1 and dead2 == dead1
+    assert [type(d.event) for d, _ in kept2] == [type(d.event) for d, _ in kept1]
+    assert (gate2.new, gate2.overflow, gate2.examples) == (gate1.new, gate1.overflow, gate1.examples)
+    assert dataclasses.astuple(gate2.admitted) == dataclasses.astuple(gate1.admitted)
