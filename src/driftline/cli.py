@@ -14,6 +14,7 @@ from rich.markup import escape
 from . import __version__
 from .config import ConfigError, load_named
 from .context import Context, resolve_db
+from .gc_tuning import tune_for_batches
 from .storage.store import StoreUnavailable
 from .terminal import LOG_FORMAT, VisibleFormatter, visible
 
@@ -136,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         ctx = Context(config=config, db_url=resolve_db(args.db, config), console=Console(highlight=False), err=err,
                       model_named="model" in keys)
+        tune_for_batches()
         return int(args.func(ctx, args) or 0)
     except ConfigError as e:
         log.debug("command refused", exc_info=True)
