@@ -8,10 +8,9 @@ Each column falls back to the per-value loop `_general` whenever its types are n
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
-from itertools import chain, compress
-from operator import itemgetter
+from itertools import chain, compress, repeat
 from typing import Any
 
 import numpy as np
@@ -52,11 +51,11 @@ def feature_hists(buckets: list[int], dicts: list[dict[str, Any]], declared: Seq
     if uniform is not None:  # every dict has the same names: each bucket sees exactly these
         names, cols = uniform
         if len(names) <= max_features and (not decl or decl.issuperset(names)):
-            bidx = np.asarray(buckets, dtype=np.int64)
             by_name = dict(zip(names, cols))
             gap = (_ABSENT,) * len(dicts)
+            batch = _Batch(buckets, out, bool(decl))
             for name in (*declared, *(n for n in names if n not in decl)):
-                _one_feature(name, bidx, buckets, by_name.get(name, gap), out, bool(decl))
+                _one_feature(name, by_name.get(name, gap), batch)
             return
     per_bucket: dict[int, list[dict[str, Any]]] = {}
     for b, d in zip(buckets, dicts):
@@ -73,65 +72,113 @@ def feature_hists(buckets: list[int], dicts: list[dict[str, Any]], declared: Seq
                 _exact_bucket(mine, declared, max_features, out[b], counters)
             return
         found.update(seen)
-    bidx = np.asarray(buckets, dtype=np.int64)
+    batch = _Batch(buckets, out, bool(decl))
     for name in (*declared, *(n for n in found if n not in decl)):
-        _one_feature(name, bidx, buckets, [d.get(name, _ABSENT) for d in dicts], out, bool(decl))
+        _one_feature(name, [d.get(name, _ABSENT) for d in dicts], batch)
 
 
-def _uniform_columns(dicts: list[dict[str, Any]]) -> tuple[tuple[str, ...], list[tuple[Any, ...]]] | None:
+def _uniform_columns(dicts: list[dict[str, Any]]) -> tuple[tuple[str, ...], list[list[Any]]] | None:
     """(names, a column of values per name) when every dict has the same names (in any order), else None: the
     batch's dicts transposed in C (dicts of one length that all hold the first dict's names hold just those)."""
     names = tuple(dicts[0])
     if len(set(map(len, dicts))) != 1:
         return None
     try:
-        return names, [tuple(map(itemgetter(name), dicts)) for name in names]
+        return names, [[d[name] for d in dicts] for name in names]
     except KeyError:
         return None
 
 
-def _one_feature(name: str, bidx: np.ndarray, buckets: list[int], vals: Sequence[Any], out: list[BucketStats],
-                 declared: bool) -> None:
+class _Batch:
+    """What every column of one batch shares: bucket indexes (list and array), each bucket's features dict, whether
+    absent values count as missing (features declared), and the names already attached."""
+
+    __slots__ = ("buckets", "bidx", "out", "feats", "declared", "done")
+
+    def __init__(self, buckets: list[int], out: list[BucketStats], declared: bool) -> None:
+        self.buckets = buckets
+        self.bidx = np.asarray(buckets, dtype=np.int64)
+        self.out = out
+        self.feats = [s.features for s in out]
+        self.declared = declared
+        self.done: set[str] = set()
+
+    def attach(self, name: str, bl: list[int], fhs: list[FeatureHist]) -> None:
+        """fhs[i] becomes bucket bl[i]'s histogram of `name` (in C); a name attached before (a repeated declared
+        name) is merged the way `_hist` would: values replaced, missing counts added."""
+        if name not in self.done:
+            self.done.add(name)
+            deque(map(dict.__setitem__, map(self.feats.__getitem__, bl), repeat(name), fhs), maxlen=0)
+            return
+        for b, fh in zip(bl, fhs):
+            old = _hist(self.out[b], name)
+            if fh.num:
+                old.num = fh.num
+            if fh.cat:
+                old.cat = fh.cat
+            old.missing += fh.missing
+
+
+def _one_feature(name: str, vals: Sequence[Any], batch: _Batch) -> None:
     """One feature over the whole batch: fine numeric bins, category counts and missing counts per bucket
     (`_ABSENT` values are missing only when features are declared)."""
     types = set(map(type, vals))
     real = types - _GAPS
-    if not real <= _NUMERIC and real != {str} and real != {bool}:
-        _general(name, buckets, vals, out, declared)
-        return
-    if types & _GAPS:
-        gaps = {_NONE, object} if declared else {_NONE}
-        missing = np.fromiter(map(gaps.__contains__, map(type, vals)), dtype=bool, count=len(vals))
-        keep = np.fromiter(map(real.__contains__, map(type, vals)), dtype=bool, count=len(vals))
-        if real == {str} and max(map(len, compress(vals, keep.tolist())), default=0) > MAX_CATEGORY_LEN:
-            _general(name, buckets, vals, out, declared)
+    if real <= _NUMERIC or real == {str} or real == {bool}:
+        if not types & _GAPS:
+            parts = _values(batch.bidx, vals, real)
+            if parts is not None:
+                batch.attach(name, *parts)
+                return
+        elif _gapped(name, vals, real, batch):
             return
-        if keep.any():
-            _values(name, bidx[keep], list(compress(vals, keep.tolist())), real, out)
-        if missing.any():
-            per = np.bincount(bidx[missing])
-            nz = np.flatnonzero(per)
-            for b, n in zip(nz.tolist(), per[nz].tolist()):
-                _hist(out[b], name).missing += n
-        return
-    if real == {str} and max(map(len, vals)) > MAX_CATEGORY_LEN:
-        _general(name, buckets, vals, out, declared)
-        return
-    _values(name, bidx, vals, real, out)
+    _general(name, vals, batch)
 
 
-def _values(name: str, bidx: np.ndarray, vals: Sequence[Any], types: set[type], out: list[BucketStats]) -> None:
-    """Values of one plain shape: numbers (floats and ints), strings of at most MAX_CATEGORY_LEN, or booleans."""
+def _gapped(name: str, vals: Sequence[Any], real: set[Any], batch: _Batch) -> bool:
+    """A plain column with null or absent values: its values, and its missing counts. False (nothing attached)
+    when a string is too long for the plain path."""
+    n = len(vals)
+    keep = np.fromiter(map(real.__contains__, map(type, vals)), dtype=bool, count=n)
+    made: dict[int, FeatureHist] = {}
+    if real:
+        kept = list(compress(vals, keep.tolist()))
+        parts = _values(batch.bidx[keep], kept, real)
+        if parts is None:
+            return False
+        made = dict(zip(*parts))
+    gaps = _GAPS if batch.declared else {_NONE}
+    missing = np.fromiter(map(gaps.__contains__, map(type, vals)), dtype=bool, count=n)
+    if missing.any():
+        per = np.bincount(batch.bidx[missing])
+        nz = np.flatnonzero(per)
+        for b, count in zip(nz.tolist(), per[nz].tolist()):
+            fh = made.get(b)
+            if fh is None:
+                made[b] = FeatureHist({}, {}, count)
+            else:
+                fh.missing = count
+    batch.attach(name, list(made), list(made.values()))
+    return True
+
+
+def _values(bidx: np.ndarray, vals: Sequence[Any], types: set[Any]) -> tuple[list[int], list[FeatureHist]] | None:
+    """(buckets, their histograms) of values of one plain shape: numbers (floats and ints), strings (None when
+    one is longer than MAX_CATEGORY_LEN), or booleans."""
     if types <= _NUMERIC:
-        _numeric(name, bidx, np.asarray(vals, dtype=np.float64), out)
-    elif types == {bool}:
-        _coded_categories(name, bidx, vals, _BOOL_NAMES, out)
-    else:
-        _coded_categories(name, bidx, vals, None, out)
+        bl, nums = _numeric_groups(bidx, np.fromiter(vals, dtype=np.float64, count=len(vals)))
+        return bl, list(map(FeatureHist, nums))
+    groups = _category_groups(bidx, vals, _BOOL_NAMES if types == {bool} else None)
+    if groups is None:
+        return None
+    bl, cats = groups
+    return bl, list(map(FeatureHist, map(dict, repeat((), len(cats))), cats))
 
 
-def _general(name: str, buckets: list[int], vals: Sequence[Any], out: list[BucketStats], declared: bool) -> None:
+def _general(name: str, vals: Sequence[Any], batch: _Batch) -> None:
     """The per-value rule for a column of mixed or unusual values (the exact rule's classification)."""
+    buckets, out, declared = batch.buckets, batch.out, batch.declared
+    batch.done.add(name)
     nb: list[int] = []
     nv: list[float] = []
     cats: Counter[tuple[int, str]] = Counter()
@@ -163,30 +210,30 @@ def _hist(stats: BucketStats, name: str) -> FeatureHist:
     return fh
 
 
-def _groups(b_of: np.ndarray) -> tuple[list[int], list[int], list[int]]:
-    """(bucket, start, end) of each run of equal buckets in a sorted array, as lists."""
-    starts = np.flatnonzero(np.r_[True, b_of[1:] != b_of[:-1]])
-    ends = np.r_[starts[1:], len(b_of)]
-    return b_of[starts].tolist(), starts.tolist(), ends.tolist()
-
-
 def _numeric(name: str, bidx: np.ndarray, values: np.ndarray, out: list[BucketStats]) -> None:
-    """Fine-bin counts per bucket, in bin order."""
+    """Fine-bin counts per bucket, in bin order (into the buckets' histograms of `name`)."""
+    for b, num in zip(*_numeric_groups(bidx, values)):
+        _hist(out[b], name).num = num
+
+
+def _numeric_groups(bidx: np.ndarray, values: np.ndarray) -> tuple[list[int], list[dict[int, int]]]:
+    """(buckets, each one's fine-bin counts in bin order) of numeric values."""
     keys = bidx * N_FEATURE_BINS + feature_bin(values)
     uniq, cnt = np.unique(keys, return_counts=True)
     b_of = uniq // N_FEATURE_BINS
-    bins = (uniq - b_of * N_FEATURE_BINS).tolist()
-    counts = cnt.tolist()
-    for b, a, e in zip(*_groups(b_of)):
-        _hist(out[b], name).num = dict(zip(bins[a:e], counts[a:e]))
+    bl, cuts = _groups(b_of)
+    return bl, _dicts((uniq - b_of * N_FEATURE_BINS).tolist(), cnt.tolist(), cuts)
 
 
-def _coded_categories(name: str, bidx: np.ndarray, vals: Sequence[Any], labels: dict[Any, str] | None,
-                      out: list[BucketStats]) -> None:
-    """Category counts per bucket, each bucket's categories in the order of their first occurrence there (as a
-    Counter filled value by value has them): values coded by first occurrence in the batch, counted with numpy.
-    `labels` renames values (booleans); distinct values must stay distinct labels."""
+def _category_groups(bidx: np.ndarray, vals: Sequence[Any], labels: dict[Any, str] | None
+                     ) -> tuple[list[int], list[dict[str, int]]] | None:
+    """(buckets, each one's category counts) with each bucket's categories in the order of their first occurrence
+    there, as a Counter filled value by value has them: values coded by first occurrence in the batch, counted
+    with numpy. `labels` renames values (booleans); distinct values must stay distinct labels. None when a
+    string is longer than MAX_CATEGORY_LEN."""
     index = dict.fromkeys(vals)
+    if labels is None and max(map(len, index)) > MAX_CATEGORY_LEN:
+        return None
     ncat = len(index)
     code = dict(zip(index, range(ncat)))
     keys = bidx * ncat + np.fromiter(map(code.__getitem__, vals), dtype=np.int64, count=len(vals))
@@ -195,13 +242,23 @@ def _coded_categories(name: str, bidx: np.ndarray, vals: Sequence[Any], labels: 
     order = np.lexsort((first, b_of))
     uniq, b_of = uniq[order], b_of[order]
     names = list(index) if labels is None else [labels[v] for v in index]
-    cats = list(map(names.__getitem__, (uniq - b_of * ncat).tolist()))
-    counts = cnt[order].tolist()
-    for b, a, e in zip(*_groups(b_of)):
-        if e - a <= MAX_CATEGORIES_PER_BUCKET:
-            _hist(out[b], name).cat = dict(zip(cats[a:e], counts[a:e]))
-        else:
-            _hist(out[b], name).cat = bound_categories(Counter(dict(zip(cats[a:e], counts[a:e]))))
+    bl, cuts = _groups(b_of)
+    cats = _dicts(list(map(names.__getitem__, (uniq - b_of * ncat).tolist())), cnt[order].tolist(), cuts)
+    for i in [i for i, c in enumerate(cats) if len(c) > MAX_CATEGORIES_PER_BUCKET]:
+        cats[i] = bound_categories(Counter(cats[i]))
+    return bl, cats
+
+
+def _groups(b_of: np.ndarray) -> tuple[list[int], list[slice]]:
+    """(bucket, slice) of each run of equal buckets in a sorted array."""
+    starts = np.flatnonzero(np.r_[True, b_of[1:] != b_of[:-1]])
+    ends = np.r_[starts[1:], len(b_of)]
+    return b_of[starts].tolist(), list(map(slice, starts.tolist(), ends.tolist()))
+
+
+def _dicts(keys: list[Any], counts: list[int], cuts: list[slice]) -> list[dict[Any, int]]:
+    """dict(zip(keys[c], counts[c])) for each slice c, in C."""
+    return list(map(dict, map(zip, map(keys.__getitem__, cuts), map(counts.__getitem__, cuts))))
 
 
 def _categories(name: str, counts: Counter[tuple[int, str]], out: list[BucketStats]) -> None:

@@ -13,11 +13,16 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 from dataclasses import dataclass
+from functools import partial
+from itertools import chain, repeat
+from operator import itemgetter, lt, methodcaller
+from typing import Any
 
 import msgspec
+import numpy as np
 
 Value = float | str
 """A sampled feature value: a number, or a category (booleans become 'true'/'false'); absent means missing."""
@@ -36,6 +41,17 @@ def id_hash(prediction_id: str) -> int:
     """64-bit hash of a prediction id (blake2b: the same on every process, platform and Python run)."""
     raw = prediction_id.encode("utf-8", "surrogatepass")
     return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big")
+
+
+_encoded = methodcaller("encode", "utf-8", "surrogatepass")
+_blake8 = partial(hashlib.blake2b, digest_size=8)
+_digest = methodcaller("digest")
+
+
+def id_hashes(prediction_ids: Iterable[str]) -> list[int]:
+    """[id_hash(p) for p in prediction_ids], hashed in C and read as big-endian 64-bit integers with numpy."""
+    raw = b"".join(map(_digest, map(_blake8, map(_encoded, prediction_ids))))
+    return np.frombuffer(raw, dtype=">u8").tolist()  # type: ignore[no-any-return]
 
 
 def sample_row(features: Mapping[str, object] | None, keep: Sequence[str], max_features: int) -> Row:
@@ -63,6 +79,78 @@ def sample_row(features: Mapping[str, object] | None, keep: Sequence[str], max_f
         elif t is int:
             row[name] = float(v)  # type: ignore[arg-type]
     return row
+
+
+_BOOL_NAMES = {True: "true", False: "false"}
+_DROP: Any = object()
+_NONE = type(None)
+_EMPTY: Mapping[str, object] = {}
+
+
+def sample_rows(features: Sequence[Mapping[str, object] | None], keep: Sequence[str], max_features: int) -> list[Row]:
+    """[sample_row(f, keep, max_features) for f in features], the same rows with their names in the same order:
+    when every dict holds the same names (at most max_features), each is copied and only the values sample_row
+    changes are replaced (whole columns at a time) or deleted; otherwise row by row."""
+    dicts = [f or _EMPTY for f in features]
+    if not dicts:
+        return []
+    names = tuple(dicts[0])
+    if len(names) > max_features or len(set(map(len, dicts))) != 1:
+        return [sample_row(f, keep, max_features) for f in dicts]
+    try:
+        cols = [tuple(map(itemgetter(name), dicts)) for name in names]
+    except KeyError:
+        return [sample_row(f, keep, max_features) for f in dicts]
+    rows: list[Row] = list(map(dict, dicts))  # type: ignore[arg-type]
+    for name, col in zip(names, cols):
+        _sample_column(rows, name, col)
+    return rows
+
+
+def _sample_column(rows: list[Row], name: str, col: tuple[object, ...]) -> None:
+    """Make rows[i][name] what sample_row keeps of col[i] (the rows hold the raw values): a float stays when
+    finite, a string is cut to MAX_VALUE_LEN, a boolean becomes a category, an int a float, anything else goes."""
+    types = set(map(type, col))
+    drop: list[int] = []
+    if types <= {float, _NONE}:  # numpy reads a null as NaN: the non-finite values and the nulls go
+        drop = np.flatnonzero(~np.isfinite(np.asarray(col, dtype=np.float64))).tolist()
+    elif types == {str}:
+        if max(map(len, col)) > MAX_VALUE_LEN:  # type: ignore[arg-type]
+            _assign(rows, name, [v[:MAX_VALUE_LEN] for v in col])  # type: ignore[index]
+    elif types == {bool}:
+        _assign(rows, name, map(_BOOL_NAMES.__getitem__, col))  # type: ignore[arg-type]
+    elif types <= {int, float}:
+        conv = list(map(float, col))  # type: ignore[arg-type]
+        _assign(rows, name, conv)
+        drop = np.flatnonzero(~np.isfinite(np.asarray(conv, dtype=np.float64))).tolist()
+    else:
+        for i, v in enumerate(col):
+            cell = _cell(v)
+            if cell is _DROP:
+                drop.append(i)
+            else:
+                rows[i][name] = cell
+    for i in drop:
+        del rows[i][name]
+
+
+def _assign(rows: list[Row], name: str, values: Iterable[Value]) -> None:
+    """rows[i][name] = values[i] for every row, in C."""
+    deque(map(dict.__setitem__, rows, repeat(name), values), maxlen=0)
+
+
+def _cell(v: object) -> Value:
+    """sample_row's rule for one value (_DROP: left out)."""
+    t = type(v)
+    if t is float:
+        return v if math.isfinite(v) else _DROP  # type: ignore[arg-type, return-value]
+    if t is str:
+        return v[:MAX_VALUE_LEN]  # type: ignore[index, no-any-return]
+    if t is bool:
+        return "true" if v else "false"
+    if t is int:
+        return float(v)  # type: ignore[arg-type]
+    return _DROP  # type: ignore[no-any-return]
 
 
 _row_enc = msgspec.msgpack.Encoder(order="sorted")
@@ -103,6 +191,8 @@ class Candidates:
 def smallest_distinct(items: Sequence[Any], k: int) -> Candidates:
     """Of items sorted by hash (their first element), those holding one of the k smallest distinct hashes
     (every copy of a repeated hash stays, for sample_of's order-free choice between their rows)."""
+    if len(items) <= k:  # at most k items hold at most k distinct hashes
+        return Candidates(list(items), False)
     distinct, last = 0, None
     for n, item in enumerate(items):
         if item[0] != last:
@@ -131,6 +221,14 @@ def sample_of(items: Iterable[tuple[int, Row]], k: int, tau: int = MAX_TAU) -> F
     return FeatureSample(tau, tuple(keys), tuple(best[h] for h in keys))
 
 
+def sample_sorted(hashes: Sequence[int], rows: Sequence[Row], k: int, tau: int = MAX_TAU) -> FeatureSample:
+    """sample_of(zip(hashes, rows), k, tau) for hashes sorted ascending: when they are distinct, at most k and
+    none above tau, that sample is them as they are (one row per hash, nothing cut)."""
+    if 1 <= len(hashes) <= k and hashes[-1] <= tau and all(map(lt, hashes, hashes[1:])):
+        return FeatureSample(tau, tuple(hashes), tuple(rows))
+    return sample_of(zip(hashes, rows), k, tau)
+
+
 def merge_samples(samples: Iterable[FeatureSample], k: int) -> FeatureSample:
     """The sample of the union of the samples' predictions (threshold: the smallest, lowered to keep ≤ k rows)."""
     parts = list(samples)
@@ -142,8 +240,8 @@ def merge_samples(samples: Iterable[FeatureSample], k: int) -> FeatureSample:
 
 def encode_sample(s: FeatureSample) -> bytes:
     """Compact, deterministic bytes: the threshold, the hashes, the feature names once and a column per name."""
-    names = sorted({n for r in s.rows for n in r})
-    cols = [[r.get(n) for r in s.rows] for n in names]
+    names = sorted(set(chain.from_iterable(s.rows)))
+    cols = [list(map(dict.get, s.rows, repeat(n))) for n in names]
     return msgspec.msgpack.encode({"tau": s.tau, "h": list(s.hashes), "f": names, "v": cols})
 
 
