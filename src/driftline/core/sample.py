@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import chain, repeat
-from operator import itemgetter, lt, methodcaller
+from operator import itemgetter, lt, methodcaller, setitem
 from typing import Any
 
 import msgspec
@@ -48,10 +48,9 @@ _blake8 = partial(hashlib.blake2b, digest_size=8)
 _digest = methodcaller("digest")
 
 
-def id_hashes(prediction_ids: Iterable[str]) -> list[int]:
-    """[id_hash(p) for p in prediction_ids], hashed in C and read as big-endian 64-bit integers with numpy."""
-    raw = b"".join(map(_digest, map(_blake8, map(_encoded, prediction_ids))))
-    return np.frombuffer(raw, dtype=">u8").tolist()  # type: ignore[no-any-return]
+def id_hashes(prediction_ids: Iterable[str]) -> np.ndarray:
+    """id_hash of every id as a uint64 array (big-endian: .tolist() gives the ints id_hash gives), hashed in C."""
+    return np.frombuffer(b"".join(map(_digest, map(_blake8, map(_encoded, prediction_ids)))), dtype=">u8")
 
 
 def sample_row(features: Mapping[str, object] | None, keep: Sequence[str], max_features: int) -> Row:
@@ -90,7 +89,7 @@ _EMPTY: Mapping[str, object] = {}
 def sample_rows(features: Sequence[Mapping[str, object] | None], keep: Sequence[str], max_features: int) -> list[Row]:
     """[sample_row(f, keep, max_features) for f in features], the same rows with their names in the same order:
     when every dict holds the same names (at most max_features), each is copied and only the values sample_row
-    changes are replaced (whole columns at a time) or deleted; otherwise row by row."""
+    changes are replaced (a column at a time, in C) or deleted; otherwise row by row."""
     dicts = [f or _EMPTY for f in features]
     if not dicts:
         return []
@@ -98,31 +97,31 @@ def sample_rows(features: Sequence[Mapping[str, object] | None], keep: Sequence[
     if len(names) > max_features or len(set(map(len, dicts))) != 1:
         return [sample_row(f, keep, max_features) for f in dicts]
     try:
-        cols = [tuple(map(itemgetter(name), dicts)) for name in names]
+        types = [set(map(type, map(itemgetter(name), dicts))) for name in names]
     except KeyError:
         return [sample_row(f, keep, max_features) for f in dicts]
     rows: list[Row] = list(map(dict, dicts))  # type: ignore[arg-type]
-    for name, col in zip(names, cols):
-        _sample_column(rows, name, col)
+    for name, kinds in zip(names, types):
+        _sample_column(rows, name, kinds, dicts)
     return rows
 
 
-def _sample_column(rows: list[Row], name: str, col: tuple[object, ...]) -> None:
-    """Make rows[i][name] what sample_row keeps of col[i] (the rows hold the raw values): a float stays when
-    finite, a string is cut to MAX_VALUE_LEN, a boolean becomes a category, an int a float, anything else goes."""
-    types = set(map(type, col))
+def _sample_column(rows: list[Row], name: str, types: set[type], dicts: list[Mapping[str, object]]) -> None:
+    """Make rows[i][name] what sample_row keeps of dicts[i][name] (the rows hold the raw values, of these types):
+    a float stays when finite, a string is cut to MAX_VALUE_LEN, a boolean becomes a category, an int a float,
+    anything else goes."""
+    col = map(itemgetter(name), dicts)
     drop: list[int] = []
-    if types <= {float, _NONE}:  # numpy reads a null as NaN: the non-finite values and the nulls go
-        drop = np.flatnonzero(~np.isfinite(np.asarray(col, dtype=np.float64))).tolist()
+    if types <= {float, int, _NONE}:  # numpy reads a null as NaN, an int as float() does
+        arr = np.fromiter(col, dtype=np.float64, count=len(dicts))
+        if int in types:
+            _assign(rows, name, arr.tolist())
+        drop = np.flatnonzero(~np.isfinite(arr)).tolist()  # non-finite floats and nulls
     elif types == {str}:
-        if max(map(len, col)) > MAX_VALUE_LEN:  # type: ignore[arg-type]
-            _assign(rows, name, [v[:MAX_VALUE_LEN] for v in col])  # type: ignore[index]
+        if max(map(len, dict.fromkeys(col))) > MAX_VALUE_LEN:  # type: ignore[arg-type]
+            _assign(rows, name, [v[:MAX_VALUE_LEN] for v in map(itemgetter(name), dicts)])  # type: ignore[index]
     elif types == {bool}:
         _assign(rows, name, map(_BOOL_NAMES.__getitem__, col))  # type: ignore[arg-type]
-    elif types <= {int, float}:
-        conv = list(map(float, col))  # type: ignore[arg-type]
-        _assign(rows, name, conv)
-        drop = np.flatnonzero(~np.isfinite(np.asarray(conv, dtype=np.float64))).tolist()
     else:
         for i, v in enumerate(col):
             cell = _cell(v)
@@ -136,7 +135,7 @@ def _sample_column(rows: list[Row], name: str, col: tuple[object, ...]) -> None:
 
 def _assign(rows: list[Row], name: str, values: Iterable[Value]) -> None:
     """rows[i][name] = values[i] for every row, in C."""
-    deque(map(dict.__setitem__, rows, repeat(name), values), maxlen=0)
+    deque(map(setitem, rows, repeat(name), values), maxlen=0)
 
 
 def _cell(v: object) -> Value:
