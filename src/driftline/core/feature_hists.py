@@ -22,12 +22,18 @@ from .stats import BucketStats, FeatureHist
 MAX_CATEGORIES_PER_BUCKET = 1000
 MAX_CATEGORY_LEN = 200
 OTHER = "__other__"
-_ABSENT: Any = object()
+
+
+class _Absent:
+    """The type of `_ABSENT` alone (a value of any other type is a value, however odd)."""
+
+
+_ABSENT: Any = _Absent()
 _NUMERIC = frozenset({float, int})
 _BOOL_NAMES = {True: "true", False: "false"}
 _NONE = type(None)
-_GAPS = frozenset({_NONE, object})
-"""Types of the values that are no value: null, and `_ABSENT` (a bare object) for a name the dict lacks."""
+_GAPS = frozenset({_NONE, _Absent})
+"""Types of the values that are no value: null, and `_ABSENT` for a name the dict lacks."""
 
 
 def count_undeclared(counters: Counter[tuple[str, str]], name: str) -> None:
@@ -147,7 +153,7 @@ def _gapped(name: str, vals: Sequence[Any], real: set[Any], batch: _Batch) -> bo
         if parts is None:
             return False
         made = dict(zip(*parts))
-    gaps = _GAPS if batch.declared else {_NONE}
+    gaps = _GAPS if batch.declared else {_NONE}  # absent values count as missing only for declared features
     missing = np.fromiter(map(gaps.__contains__, map(type, vals)), dtype=bool, count=n)
     if missing.any():
         per = np.bincount(batch.bidx[missing])
