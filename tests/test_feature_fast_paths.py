@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from driftline.core.engine import DEFAULT_VARIANT, DEFAULT_VERSION, EngineSettings
 from driftline.core.events import Decoded, Outcome, Prediction
-from driftline.core.feature_hists import _exact_bucket, feature_hists
+from driftline.core.feature_hists import _ABSENT, _exact_bucket, feature_hists
 from driftline.core.sample import (MAX_TAU, encode_sample, id_hash, id_hashes, sample_of, sample_row, sample_rows,
                                    sample_sorted, smallest_distinct)
 from driftline.core.stats import BucketStats
@@ -203,3 +203,27 @@ def test_a_value_of_no_feature_type_fails_as_the_exact_rule_does(case: Any, odd:
         except TypeError:
             outcomes.append(TypeError)
     assert outcomes[0] == outcomes[1]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(feature_batches())
+def test_a_repeated_declared_name_is_counted_as_the_per_value_rule_counts_it(case: Any) -> None:
+    """A name declared twice (the config's mapping rules it out) is processed twice, as before: the general
+    per-value rule applied once per occurrence, values replaced and missing counts added."""
+    from driftline.core.feature_hists import _Batch, _general
+
+    buckets, dicts, _, _ = case
+    declared = ("a", "b", "a")
+    if any(set(d) - {"a", "b"} for d in dicts):
+        return  # undeclared names: the exact rule applies, as for any refusal
+    fast = [BucketStats() for _ in range(6)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        feature_hists(buckets, dicts, declared, 50, fast, Counter())
+        ref = [BucketStats() for _ in range(6)]
+        batch = _Batch(buckets, ref, True)
+        for name in declared:
+            _general(name, [d.get(name, _ABSENT) for d in dicts], batch)
+    for f, r in zip(fast, ref):
+        assert_same(f, r)
+        assert list(f.features) == list(r.features)
