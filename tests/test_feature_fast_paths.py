@@ -1,5 +1,5 @@
-"""The column-wise fast paths of feature histograms and feature samples equal their per-event reference rules on
-dirty input: mixed types per name, nulls, booleans, ints past 2**53, huge floats, NaN and infinities, missing keys,
+"""The batch paths of feature histograms (column-wise) and feature samples (grouped with numpy, hashed in one
+pass) equal their per-event reference rules on dirty input: mixed types per name, nulls, booleans, ints past 2**53, huge floats, NaN and infinities, missing keys,
 long strings, undeclared names, more names than max_features; including the order of every dict they build (the
 encoded bucket and sample bytes follow it)."""
 
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from driftline.core.engine import DEFAULT_VARIANT, DEFAULT_VERSION, EngineSettings
 from driftline.core.events import Decoded, Outcome, Prediction
 from driftline.core.feature_hists import _ABSENT, _exact_bucket, feature_hists
-from driftline.core.sample import (MAX_TAU, encode_sample, id_hash, id_hashes, sample_of, sample_row, sample_rows,
-                                   sample_sorted, smallest_distinct)
+from driftline.core.sample import (MAX_TAU, encode_sample, id_hash, id_hashes, sample_of, sample_row, sample_sorted,
+                                   smallest_distinct)
 from driftline.core.stats import BucketStats
 from driftline.ingest.sampling import batch_samples
 
@@ -100,24 +100,6 @@ def test_feature_histograms_equal_the_exact_rule_on_dirty_dicts(case: Any) -> No
 def _same_rows(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
     """Rows equal name by name, in the same name order, with the same float bits (-0.0 is not 0.0)."""
     assert [repr(list(r.items())) for r in a] == [repr(list(r.items())) for r in b]
-
-
-@st.composite
-def feature_rows(draw: Any) -> tuple[list[dict[str, Any] | None], tuple[str, ...], int]:
-    _, dicts, declared, max_features = draw(feature_batches())
-    rows: list[dict[str, Any] | None] = list(dicts)
-    if draw(st.booleans()):
-        rows[draw(st.integers(0, len(rows) - 1))] = None
-    if draw(st.booleans()):
-        rows = [dict(d or {}, e=[1, 2]) for d in rows]  # a value of no feature type: left out
-    return rows, declared, max_features
-
-
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(feature_rows())
-def test_sample_rows_equal_sample_row_on_dirty_dicts(case: Any) -> None:
-    feats, keep, max_features = case
-    _same_rows(sample_rows(feats, keep, max_features), [sample_row(f, keep, max_features) for f in feats])
 
 
 @given(st.lists(st.one_of(st.text(), st.sampled_from(["", "\ud800x", "p-1", "é" * 300])), max_size=30))

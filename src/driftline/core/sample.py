@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
-from operator import itemgetter, lt, methodcaller, setitem
+from operator import lt, methodcaller
 from typing import Any
 
 import msgspec
@@ -88,78 +87,6 @@ def sample_row(features: Mapping[str, object] | None, keep: Sequence[str], max_f
         elif t is int:
             row[name] = float(v)  # type: ignore[arg-type]
     return row
-
-
-_BOOL_NAMES = {True: "true", False: "false"}
-_DROP: Any = object()
-_NONE = type(None)
-_EMPTY: Mapping[str, object] = {}
-
-
-def sample_rows(features: Sequence[Mapping[str, object] | None], keep: Sequence[str], max_features: int) -> list[Row]:
-    """[sample_row(f, keep, max_features) for f in features], the same rows with their names in the same order:
-    when every dict holds the same names (at most max_features), each is copied and only the values sample_row
-    changes are replaced (a column at a time, in C) or deleted; otherwise row by row."""
-    dicts = [f or _EMPTY for f in features]
-    if not dicts:
-        return []
-    names = tuple(dicts[0])
-    if len(names) > max_features or len(set(map(len, dicts))) != 1:
-        return [sample_row(f, keep, max_features) for f in dicts]
-    try:
-        types = [set(map(type, map(itemgetter(name), dicts))) for name in names]
-    except KeyError:
-        return [sample_row(f, keep, max_features) for f in dicts]
-    rows: list[Row] = list(map(dict, dicts))  # type: ignore[arg-type]
-    for name, kinds in zip(names, types):
-        _sample_column(rows, name, kinds, dicts)
-    return rows
-
-
-def _sample_column(rows: list[Row], name: str, types: set[type], dicts: list[Mapping[str, object]]) -> None:
-    """Make rows[i][name] what sample_row keeps of dicts[i][name] (the rows hold the raw values, of these types):
-    a float stays when finite, a string is cut to MAX_VALUE_LEN, a boolean becomes a category, an int a float,
-    anything else goes."""
-    col = map(itemgetter(name), dicts)
-    drop: list[int] = []
-    if types <= {float, int, _NONE}:  # numpy reads a null as NaN, an int as float() does
-        arr = np.fromiter(col, dtype=np.float64, count=len(dicts))
-        if int in types:
-            _assign(rows, name, arr.tolist())
-        drop = np.flatnonzero(~np.isfinite(arr)).tolist()  # non-finite floats and nulls
-    elif types == {str}:
-        if max(map(len, dict.fromkeys(col))) > MAX_VALUE_LEN:  # type: ignore[arg-type]
-            _assign(rows, name, [v[:MAX_VALUE_LEN] for v in map(itemgetter(name), dicts)])  # type: ignore[index]
-    elif types == {bool}:
-        _assign(rows, name, map(_BOOL_NAMES.__getitem__, col))  # type: ignore[arg-type]
-    else:
-        for i, v in enumerate(col):
-            cell = _cell(v)
-            if cell is _DROP:
-                drop.append(i)
-            else:
-                rows[i][name] = cell
-    for i in drop:
-        del rows[i][name]
-
-
-def _assign(rows: list[Row], name: str, values: Iterable[Value]) -> None:
-    """rows[i][name] = values[i] for every row, in C."""
-    deque(map(setitem, rows, repeat(name), values), maxlen=0)
-
-
-def _cell(v: object) -> Value:
-    """sample_row's rule for one value (_DROP: left out)."""
-    t = type(v)
-    if t is float:
-        return v if math.isfinite(v) else _DROP  # type: ignore[arg-type, return-value]
-    if t is str:
-        return v[:MAX_VALUE_LEN]  # type: ignore[index, no-any-return]
-    if t is bool:
-        return "true" if v else "false"
-    if t is int:
-        return float(v)  # type: ignore[arg-type]
-    return _DROP  # type: ignore[no-any-return]
 
 
 _row_enc = msgspec.msgpack.Encoder(order="sorted")

@@ -16,14 +16,14 @@ from sqlalchemy import Connection
 
 from ..core.engine import DEFAULT_VARIANT, DEFAULT_VERSION, EngineSettings
 from ..core.events import DeadLetter, Decoded, Prediction
-from ..core.sample import MAX_TAU, FeatureSample, id_hashes, sample_rows, sample_sorted, smallest_distinct
+from ..core.sample import MAX_TAU, FeatureSample, id_hashes, sample_row, sample_sorted, smallest_distinct
 from ..storage.samples import SampleKey, merge_into
 from .labels import Positioned
 
 
 def batch_samples(settings: EngineSettings, events: Sequence[Decoded], k: int) -> dict[SampleKey, FeatureSample]:
     """Per bucket, the sample of the given events' predictions (outcomes are skipped). Feature rows are built
-    only for the candidates: the predictions holding one of a bucket's k smallest hashes (all in one go).
+    only for the candidates: the predictions holding one of a bucket's k smallest hashes.
 
     The predictions are grouped with numpy: one stable sort by (model/version/variant, bucket start, hash) puts
     each bucket's (hash, position) pairs in the order sorting them would; buckets come in order of first sight."""
@@ -51,8 +51,8 @@ def batch_samples(settings: EngineSettings, events: Sequence[Decoded], k: int) -
         cand = smallest_distinct(list(zip(hs[a:e], at[a:e])), k)
         tau = cand.items[-1][0] if cand.cut else MAX_TAU
         chosen.append((key, [h for h, _ in cand.items], [i for _, i in cand.items], tau))  # type: ignore[arg-type]
-    rows = sample_rows([evs[i].features for _, _, idx, _ in chosen for i in idx], settings.declared_features,
-                       settings.max_features)
+    keep, most = settings.declared_features, settings.max_features
+    rows = [sample_row(evs[i].features, keep, most) for _, _, idx, _ in chosen for i in idx]
     out: dict[SampleKey, FeatureSample] = {}
     done = 0
     for key, hl, idx, tau in chosen:
