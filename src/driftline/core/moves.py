@@ -142,7 +142,7 @@ class Moves:
 
         def seq(name: str, order: np.ndarray) -> list[Any]:
             items = list(chain.from_iterable(getattr(c, name) for c in parts))
-            return [items[i] for i in order.tolist()]
+            return list(map(items.__getitem__, order.tolist()))
 
         return MoveColumns(cat("m_seq", m), cat("bucket", m), cat("state", m), cat("flag", m), cat("score", m),
                            cat("sign", m), cat("d_seq", d), cat("d_bucket", d), cat("d_delay", d), cat("d_sign", d),
