@@ -15,16 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from .limits import MAX_UNDECLARED_NAMES, UNDECLARED_COUNTER
-from .grids import N_DELAY_BINS, N_FEATURE_BINS, N_SCORE_BINS, delay_bin, feature_bin, score_bin
-from .stats import LOG_EPS, SUM_NLL_NEG, SUM_NLL_POS, SUM_P2, BucketStats, FeatureHist
+from .feature_hists import (  # noqa: F401 (re-exported: imported from here by the engine and tests)
+    MAX_CATEGORIES_PER_BUCKET, MAX_CATEGORY_LEN, OTHER, _exact_bucket, bound_categories, count_undeclared,
+    feature_hists)
+from .grids import N_DELAY_BINS, N_SCORE_BINS, delay_bin, score_bin
+from .stats import LOG_EPS, SUM_NLL_NEG, SUM_NLL_POS, SUM_P2, BucketStats
 
-MAX_CATEGORIES_PER_BUCKET = 1000
-MAX_CATEGORY_LEN = 200
-OTHER = "__other__"
-_ABSENT: Any = object()
-_NUMERIC = {float, int}
-_BOOL_NAMES = {True: "true", False: "false"}
 NO_FEATURES: dict[str, Any] = {}
 
 
@@ -101,7 +97,7 @@ class Moves:
         if len(cols.d_bucket):
             key = cols.d_bucket * N_DELAY_BINS + delay_bin(cols.d_delay)
             delay[:] = _summed(key, cols.d_sign, nb * N_DELAY_BINS).reshape(nb, -1)
-        out = [BucketStats(conf[i], hist[i], psum[i], sums[i], delay[i]) for i in range(nb)]
+        out = list(map(BucketStats, conf, hist, psum, sums, delay))  # row views, made in C
         if cols.f_dicts:
             feature_hists(cols.f_bucket, cols.f_dicts, declared, max_features, out, counters)
         for b, n in self.expired.items():
@@ -146,7 +142,7 @@ class Moves:
 
         def seq(name: str, order: np.ndarray) -> list[Any]:
             items = list(chain.from_iterable(getattr(c, name) for c in parts))
-            return [items[i] for i in order.tolist()]
+            return list(map(items.__getitem__, order.tolist()))
 
         return MoveColumns(cat("m_seq", m), cat("bucket", m), cat("state", m), cat("flag", m), cat("score", m),
                            cat("sign", m), cat("d_seq", d), cat("d_bucket", d), cat("d_delay", d), cat("d_sign", d),
@@ -195,165 +191,6 @@ def _scores(c: MoveColumns, conf: np.ndarray, hist: np.ndarray, psum: np.ndarray
 def _summed(index: np.ndarray, signs: np.ndarray, size: int) -> np.ndarray:
     """Integer sums of ±1 signs per flat index (a dense array of `size`)."""
     return np.rint(np.bincount(index, weights=signs, minlength=size)).astype(np.int64)
-
-
-# --- feature histograms ------------------------------------------------------------------------
-def count_undeclared(counters: Counter[tuple[str, str]], name: str) -> None:
-    """Count one refused occurrence of an undeclared feature name by name, for at most MAX_UNDECLARED_NAMES
-    distinct names per batch (the store applies the same bound across batches)."""
-    key = (UNDECLARED_COUNTER, name)
-    if key in counters or sum(1 for n, _ in counters if n == UNDECLARED_COUNTER) < MAX_UNDECLARED_NAMES:
-        counters[key] += 1
-
-
-# --- feature histograms ------------------------------------------------------------------------
-def feature_hists(buckets: list[int], dicts: list[dict[str, Any]], declared: Sequence[str], max_features: int,
-                  out: list[BucketStats], counters: Counter[tuple[str, str]]) -> None:
-    """Each bucket's feature histograms from its predictions' feature dicts.
-
-    Per bucket (and batch), the first `max_features` feature names seen are tracked; undeclared names (when
-    features are declared) and names over that bound are refused, each occurrence counted. The common case (no
-    refusal) is computed per feature name over the whole batch; otherwise the exact per-event rule applies.
-    """
-    decl = frozenset(declared)
-    per_bucket: dict[int, list[dict[str, Any]]] = {}
-    for b, d in zip(buckets, dicts):
-        lst = per_bucket.get(b)
-        if lst is None:
-            per_bucket[b] = [d]
-        else:
-            lst.append(d)
-    simple = True
-    names: dict[str, None] = {}
-    for lst in per_bucket.values():
-        seen = dict.fromkeys(chain.from_iterable(lst))
-        if len(seen) > max_features or (decl and not decl.issuperset(seen)):
-            simple = False
-            break
-        names.update(seen)
-    if not simple:
-        for b, lst in per_bucket.items():
-            _exact_bucket(lst, declared, max_features, out[b], counters)
-        return
-    bidx = np.asarray(buckets, dtype=np.int64)
-    for name in (*declared, *(n for n in names if n not in decl)):
-        _one_feature(name, bidx, buckets, [d.get(name, _ABSENT) for d in dicts], out, bool(decl))
-
-
-def _one_feature(name: str, bidx: np.ndarray, buckets: list[int], vals: list[Any], out: list[BucketStats],
-                 declared: bool) -> None:
-    """One feature over the whole batch: fine numeric bins, category counts and missing counts per bucket."""
-    types = set(map(type, vals))
-    if types <= _NUMERIC:
-        _numeric(name, bidx, np.asarray(vals, dtype=np.float64), out)
-    elif types == {str} and max(map(len, vals)) <= MAX_CATEGORY_LEN:
-        _categories(name, Counter(zip(buckets, vals)), out)
-    elif types == {bool}:  # what the general loop below does with booleans, in C
-        _categories(name, Counter(zip(buckets, map(_BOOL_NAMES.__getitem__, vals))), out)
-    else:
-        nb: list[int] = []
-        nv: list[float] = []
-        cats: Counter[tuple[int, str]] = Counter()
-        missing: Counter[int] = Counter()
-        for b, v in zip(buckets, vals):
-            if v is _ABSENT:
-                if declared:
-                    missing[b] += 1
-            elif v is None:
-                missing[b] += 1
-            elif v is True or v is False:
-                cats[(b, "true" if v else "false")] += 1
-            elif isinstance(v, (int, float)):
-                nb.append(b)
-                nv.append(v)
-            else:
-                cats[(b, v[:MAX_CATEGORY_LEN])] += 1
-        if nv:
-            _numeric(name, np.asarray(nb, dtype=np.int64), np.asarray(nv, dtype=np.float64), out)
-        _categories(name, cats, out)
-        for b, n in missing.items():
-            _hist(out[b], name).missing += n
-
-
-def _hist(stats: BucketStats, name: str) -> FeatureHist:
-    fh = stats.features.get(name)
-    if fh is None:
-        fh = stats.features[name] = FeatureHist()
-    return fh
-
-
-def _numeric(name: str, bidx: np.ndarray, values: np.ndarray, out: list[BucketStats]) -> None:
-    keys = bidx * N_FEATURE_BINS + feature_bin(values)
-    uniq, cnt = np.unique(keys, return_counts=True)
-    b_of = uniq // N_FEATURE_BINS
-    bins = uniq - b_of * N_FEATURE_BINS
-    starts = np.flatnonzero(np.r_[True, b_of[1:] != b_of[:-1]])
-    ends = np.r_[starts[1:], len(uniq)]
-    for a, e in zip(starts.tolist(), ends.tolist()):
-        b = int(b_of[a])
-        _hist(out[b], name).num = dict(zip(bins[a:e].tolist(), cnt[a:e].tolist()))
-
-
-def _categories(name: str, counts: Counter[tuple[int, str]], out: list[BucketStats]) -> None:
-    per: dict[int, Counter[str]] = {}
-    for (b, v), n in counts.items():
-        c = per.get(b)
-        if c is None:
-            c = per[b] = Counter()
-        c[v] += n
-    for b, c in per.items():
-        _hist(out[b], name).cat = bound_categories(c)
-
-
-def bound_categories(cats: Counter[str]) -> dict[str, int]:
-    """At most MAX_CATEGORIES_PER_BUCKET categories: the rarest are summed under OTHER."""
-    if len(cats) <= MAX_CATEGORIES_PER_BUCKET:
-        return dict(cats)
-    top = cats.most_common(MAX_CATEGORIES_PER_BUCKET - 1)
-    kept = dict(top)
-    kept[OTHER] = kept.get(OTHER, 0) + sum(cats.values()) - sum(kept.values())
-    return kept
-
-
-def _exact_bucket(dicts: list[dict[str, Any]], declared: Sequence[str], max_features: int, stats: BucketStats,
-                  counters: Counter[tuple[str, str]]) -> None:
-    """The reference rule, event by event: track the first names seen, count every refused occurrence."""
-    decl = frozenset(declared)
-    tracked: set[str] = set()
-    num: dict[str, list[float]] = {}
-    cat: dict[str, Counter[str]] = {}
-    missing: Counter[str] = Counter()
-    for feats in dicts:
-        for name in declared:
-            if name not in feats:
-                missing[name] += 1
-        for name, value in feats.items():
-            if name not in tracked:
-                if decl and name not in decl:
-                    counters[("features_untracked", "undeclared")] += 1
-                    count_undeclared(counters, name)
-                    continue
-                if len(tracked) >= max_features:
-                    counters[("features_untracked", "over_limit")] += 1
-                    continue
-                tracked.add(name)
-            if value is None:
-                missing[name] += 1
-            elif value is True or value is False:
-                cat.setdefault(name, Counter())["true" if value else "false"] += 1
-            elif isinstance(value, (int, float)):
-                num.setdefault(name, []).append(value)
-            else:
-                cat.setdefault(name, Counter())[value[:MAX_CATEGORY_LEN]] += 1
-    for name in dict.fromkeys((*num, *cat, *missing)):
-        fh = FeatureHist(missing=missing.get(name, 0))
-        vals = num.get(name)
-        if vals:
-            idx, cnt = np.unique(feature_bin(np.asarray(vals, dtype=np.float64)), return_counts=True)
-            fh.num = dict(zip(idx.tolist(), cnt.tolist()))
-        if name in cat:
-            fh.cat = bound_categories(cat[name])
-        stats.features[name] = fh
 
 
 __all__ = ["Moves", "MoveColumns", "feature_hists", "bound_categories", "MAX_CATEGORY_LEN", "NO_FEATURES"]

@@ -14,10 +14,13 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 from dataclasses import dataclass
+from itertools import chain, repeat
+from operator import lt, methodcaller
+from typing import Any
 
 import msgspec
+import numpy as np
 
 Value = float | str
 """A sampled feature value: a number, or a category (booleans become 'true'/'false'); absent means missing."""
@@ -36,6 +39,27 @@ def id_hash(prediction_id: str) -> int:
     """64-bit hash of a prediction id (blake2b: the same on every process, platform and Python run)."""
     raw = prediction_id.encode("utf-8", "surrogatepass")
     return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big")
+
+
+_encoded = methodcaller("encode", "utf-8", "surrogatepass")
+
+
+def id_hashes(prediction_ids: Iterable[str]) -> np.ndarray:
+    """id_hash of every id as a uint64 array (big-endian: .tolist() gives the ints id_hash gives). Each hash
+    starts from a copy of one fresh 8-byte blake2b state (cheaper than a new one per id), and ids are encoded
+    strictly when they can be (the same bytes as surrogatepass for every id without a lone surrogate)."""
+    ids = list(prediction_ids)
+    try:
+        raws = list(map(str.encode, ids))
+    except (UnicodeEncodeError, TypeError):
+        raws = list(map(_encoded, ids))
+    fresh = hashlib.blake2b(digest_size=8)
+    digests = []
+    for raw in raws:
+        h = fresh.copy()
+        h.update(raw)
+        digests.append(h.digest())
+    return np.frombuffer(b"".join(digests), dtype=">u8")
 
 
 def sample_row(features: Mapping[str, object] | None, keep: Sequence[str], max_features: int) -> Row:
@@ -103,6 +127,8 @@ class Candidates:
 def smallest_distinct(items: Sequence[Any], k: int) -> Candidates:
     """Of items sorted by hash (their first element), those holding one of the k smallest distinct hashes
     (every copy of a repeated hash stays, for sample_of's order-free choice between their rows)."""
+    if len(items) <= k:  # at most k items hold at most k distinct hashes
+        return Candidates(list(items), False)
     distinct, last = 0, None
     for n, item in enumerate(items):
         if item[0] != last:
@@ -131,6 +157,14 @@ def sample_of(items: Iterable[tuple[int, Row]], k: int, tau: int = MAX_TAU) -> F
     return FeatureSample(tau, tuple(keys), tuple(best[h] for h in keys))
 
 
+def sample_sorted(hashes: Sequence[int], rows: Sequence[Row], k: int, tau: int = MAX_TAU) -> FeatureSample:
+    """sample_of(zip(hashes, rows), k, tau) for hashes sorted ascending: when they are distinct, at most k and
+    none above tau, that sample is them as they are (one row per hash, nothing cut)."""
+    if 1 <= len(hashes) <= k and hashes[-1] <= tau and all(map(lt, hashes, hashes[1:])):
+        return FeatureSample(tau, tuple(hashes), tuple(rows))
+    return sample_of(zip(hashes, rows), k, tau)
+
+
 def merge_samples(samples: Iterable[FeatureSample], k: int) -> FeatureSample:
     """The sample of the union of the samples' predictions (threshold: the smallest, lowered to keep ≤ k rows)."""
     parts = list(samples)
@@ -142,8 +176,8 @@ def merge_samples(samples: Iterable[FeatureSample], k: int) -> FeatureSample:
 
 def encode_sample(s: FeatureSample) -> bytes:
     """Compact, deterministic bytes: the threshold, the hashes, the feature names once and a column per name."""
-    names = sorted({n for r in s.rows for n in r})
-    cols = [[r.get(n) for r in s.rows] for n in names]
+    names = sorted(set(chain.from_iterable(s.rows)))
+    cols = [list(map(dict.get, s.rows, repeat(n))) for n in names]
     return msgspec.msgpack.encode({"tau": s.tau, "h": list(s.hashes), "f": names, "v": cols})
 
 

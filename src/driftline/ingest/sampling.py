@@ -7,38 +7,73 @@ has the same hash and a sample keeps one row per hash.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
+from operator import attrgetter
+
+import numpy as np
 
 from sqlalchemy import Connection
 
 from ..core.engine import DEFAULT_VARIANT, DEFAULT_VERSION, EngineSettings
 from ..core.events import DeadLetter, Decoded, Prediction
-from ..core.sample import MAX_TAU, FeatureSample, id_hash, sample_of, sample_row, smallest_distinct
+from ..core.sample import MAX_TAU, FeatureSample, id_hashes, sample_row, sample_sorted, smallest_distinct
 from ..storage.samples import SampleKey, merge_into
 from .labels import Positioned
 
 
 def batch_samples(settings: EngineSettings, events: Sequence[Decoded], k: int) -> dict[SampleKey, FeatureSample]:
     """Per bucket, the sample of the given events' predictions (outcomes are skipped). Feature rows are built
-    only for the candidates: the predictions holding one of a bucket's k smallest hashes."""
-    offered: dict[SampleKey, list[tuple[int, int]]] = defaultdict(list)
+    only for the candidates: the predictions holding one of a bucket's k smallest hashes.
+
+    The predictions are grouped with numpy: one stable sort by (model/version/variant, bucket start, hash) puts
+    each bucket's (hash, position) pairs in the order sorting them would; buckets come in order of first sight."""
+    preds = [d for d in events if isinstance(d.event, Prediction)]
+    if not preds:
+        return {}
+    evs: list[Prediction] = [d.event for d in preds]  # type: ignore[misc]
+    n = len(preds)
+    hashes = id_hashes(map(_ID, evs)).astype(np.uint64)
     bs = settings.bucket_s
-    for i, d in enumerate(events):
-        ev = d.event
-        if not isinstance(ev, Prediction):
+    starts = np.floor_divide(np.fromiter(map(_TS, preds), dtype=np.float64, count=n), bs).astype(np.int64) * bs
+    groups, codes = _series(evs)
+    order = np.lexsort((hashes, starts, codes))
+    runs = np.flatnonzero(np.r_[True, (np.diff(codes[order]) != 0) | (np.diff(starts[order]) != 0)])
+    ends = np.r_[runs[1:], n].tolist()
+    firsts = np.minimum.reduceat(order, runs)
+    hs, at, st, gs = hashes[order].tolist(), order.tolist(), starts[order].tolist(), codes[order].tolist()
+    chosen: list[tuple[SampleKey, list[int], list[int], int]] = []
+    for r in np.argsort(firsts, kind="stable").tolist():
+        a, e = int(runs[r]), ends[r]
+        key = (*groups[gs[a]], st[a])
+        if e - a <= k:  # at most k predictions: every one is a candidate
+            chosen.append((key, hs[a:e], at[a:e], MAX_TAU))  # type: ignore[arg-type]
             continue
-        key = (ev.model, ev.model_version or DEFAULT_VERSION, ev.variant or DEFAULT_VARIANT, int(d.ts // bs) * bs)
-        offered[key].append((id_hash(ev.prediction_id), i))
-    out: dict[SampleKey, FeatureSample] = {}
-    for key, items in offered.items():
-        items.sort()
-        cand = smallest_distinct(items, k)
+        cand = smallest_distinct(list(zip(hs[a:e], at[a:e])), k)
         tau = cand.items[-1][0] if cand.cut else MAX_TAU
-        out[key] = sample_of(((h, sample_row(events[i].event.features,  # type: ignore[union-attr]
-                                             settings.declared_features, settings.max_features))
-                              for h, i in cand.items), k, tau)
+        chosen.append((key, [h for h, _ in cand.items], [i for _, i in cand.items], tau))  # type: ignore[arg-type]
+    keep, most = settings.declared_features, settings.max_features
+    rows = [sample_row(evs[i].features, keep, most) for _, _, idx, _ in chosen for i in idx]
+    out: dict[SampleKey, FeatureSample] = {}
+    done = 0
+    for key, hl, idx, tau in chosen:
+        out[key] = sample_sorted(hl, rows[done:done + len(idx)], k, tau)
+        done += len(idx)
     return out
+
+
+_ID = attrgetter("prediction_id")
+_TS = attrgetter("ts")
+_SERIES = attrgetter("model", "model_version", "variant")
+
+
+def _series(evs: list[Prediction]) -> tuple[list[tuple[str, str, str]], np.ndarray]:
+    """(distinct (model, version, variant) keys with defaults filled in, each prediction's index into them)."""
+    raw = list(map(_SERIES, evs))
+    index: dict[tuple[str, str, str], int] = {}
+    code = {}
+    for m, v, a in dict.fromkeys(raw):
+        code[(m, v, a)] = index.setdefault((m, v or DEFAULT_VERSION, a or DEFAULT_VARIANT), len(index))
+    return list(index), np.fromiter(map(code.__getitem__, raw), dtype=np.int64, count=len(raw))
 
 
 def record_samples(conn: Connection, settings: EngineSettings, ok: Sequence[tuple[Decoded, int]],

@@ -1,0 +1,333 @@
+"""Per-bucket feature histograms of one batch's feature dicts, a column per feature name counted with numpy.
+
+`feature_hists` is the batch path (called by `Moves.deltas`); `_exact_bucket` is the reference rule, event by
+event, which the batch path falls back to whenever a bucket refuses a name (undeclared, or over max_features).
+Each column falls back to the per-value loop `_general` whenever its types are not one of the plain shapes
+(numbers, short strings or booleans, each possibly with null or absent values).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Sequence
+from itertools import chain, compress, repeat
+from typing import Any
+
+import numpy as np
+
+from .grids import N_FEATURE_BINS, feature_bin
+from .limits import MAX_UNDECLARED_NAMES, UNDECLARED_COUNTER
+from .stats import BucketStats, FeatureHist
+
+MAX_CATEGORIES_PER_BUCKET = 1000
+MAX_CATEGORY_LEN = 200
+OTHER = "__other__"
+
+
+class _Absent:
+    """The type of `_ABSENT` alone (a value of any other type is a value, however odd)."""
+
+
+_ABSENT: Any = _Absent()
+_NUMERIC = frozenset({float, int})
+_BOOL_NAMES = {True: "true", False: "false"}
+_NONE = type(None)
+_GAPS = frozenset({_NONE, _Absent})
+"""Types of the values that are no value: null, and `_ABSENT` for a name the dict lacks."""
+
+
+def count_undeclared(counters: Counter[tuple[str, str]], name: str) -> None:
+    """Count one refused occurrence of an undeclared feature name by name, for at most MAX_UNDECLARED_NAMES
+    distinct names per batch (the store applies the same bound across batches)."""
+    key = (UNDECLARED_COUNTER, name)
+    if key in counters or sum(1 for n, _ in counters if n == UNDECLARED_COUNTER) < MAX_UNDECLARED_NAMES:
+        counters[key] += 1
+
+
+def feature_hists(buckets: list[int], dicts: list[dict[str, Any]], declared: Sequence[str], max_features: int,
+                  out: list[BucketStats], counters: Counter[tuple[str, str]]) -> None:
+    """Each bucket's feature histograms from its predictions' feature dicts.
+
+    Per bucket (and batch), the first `max_features` feature names seen are tracked; undeclared names (when
+    features are declared) and names over that bound are refused, each occurrence counted. The common case (no
+    refusal) is computed per feature name over the whole batch; otherwise the exact per-event rule applies.
+    """
+    decl = frozenset(declared)
+    uniform = _uniform_columns(dicts)
+    if uniform is not None:  # every dict has the same names: each bucket sees exactly these
+        names, cols = uniform
+        if len(names) <= max_features and (not decl or decl.issuperset(names)):
+            by_name = dict(zip(names, cols))
+            gap = (_ABSENT,) * len(dicts)
+            batch = _Batch(buckets, out, bool(decl))
+            for name in (*declared, *(n for n in names if n not in decl)):
+                _one_feature(name, by_name.get(name, gap), batch)
+            return
+    per_bucket: dict[int, list[dict[str, Any]]] = {}
+    for b, d in zip(buckets, dicts):
+        lst = per_bucket.get(b)
+        if lst is None:
+            per_bucket[b] = [d]
+        else:
+            lst.append(d)
+    found: dict[str, None] = {}
+    for lst in per_bucket.values():
+        seen = dict.fromkeys(chain.from_iterable(lst))
+        if len(seen) > max_features or (decl and not decl.issuperset(seen)):
+            for b, mine in per_bucket.items():
+                _exact_bucket(mine, declared, max_features, out[b], counters)
+            return
+        found.update(seen)
+    batch = _Batch(buckets, out, bool(decl))
+    for name in (*declared, *(n for n in found if n not in decl)):
+        _one_feature(name, [d.get(name, _ABSENT) for d in dicts], batch)
+
+
+def _uniform_columns(dicts: list[dict[str, Any]]) -> tuple[tuple[str, ...], list[list[Any]]] | None:
+    """(names, a column of values per name) when every dict has the same names (in any order), else None: the
+    batch's dicts transposed in C (dicts of one length that all hold the first dict's names hold just those)."""
+    names = tuple(dicts[0])
+    if len(set(map(len, dicts))) != 1:
+        return None
+    try:
+        return names, [[d[name] for d in dicts] for name in names]
+    except KeyError:
+        return None
+
+
+class _Batch:
+    """What every column of one batch shares: bucket indexes (list and array), each bucket's features dict, whether
+    absent values count as missing (features declared), and the names already attached."""
+
+    __slots__ = ("buckets", "bidx", "out", "feats", "declared", "done")
+
+    def __init__(self, buckets: list[int], out: list[BucketStats], declared: bool) -> None:
+        self.buckets = buckets
+        self.bidx = np.asarray(buckets, dtype=np.int64)
+        self.out = out
+        self.feats = [s.features for s in out]
+        self.declared = declared
+        self.done: set[str] = set()
+
+    def attach(self, name: str, bl: list[int], fhs: list[FeatureHist]) -> None:
+        """fhs[i] becomes bucket bl[i]'s histogram of `name` (in C); a name attached before (a repeated declared
+        name) is merged the way `_hist` would: values replaced, missing counts added."""
+        if name not in self.done:
+            self.done.add(name)
+            deque(map(dict.__setitem__, map(self.feats.__getitem__, bl), repeat(name), fhs), maxlen=0)
+            return
+        for b, fh in zip(bl, fhs):
+            old = _hist(self.out[b], name)
+            if fh.num:
+                old.num = fh.num
+            if fh.cat:
+                old.cat = fh.cat
+            old.missing += fh.missing
+
+
+def _one_feature(name: str, vals: Sequence[Any], batch: _Batch) -> None:
+    """One feature over the whole batch: fine numeric bins, category counts and missing counts per bucket
+    (`_ABSENT` values are missing only when features are declared)."""
+    types = set(map(type, vals))
+    real = types - _GAPS
+    if real <= _NUMERIC or real == {str} or real == {bool}:
+        if not types & _GAPS:
+            parts = _values(batch.bidx, vals, real)
+            if parts is not None:
+                batch.attach(name, *parts)
+                return
+        elif _gapped(name, vals, real, batch):
+            return
+    _general(name, vals, batch)
+
+
+def _gapped(name: str, vals: Sequence[Any], real: set[Any], batch: _Batch) -> bool:
+    """A plain column with null or absent values: its values, and its missing counts. False (nothing attached)
+    when a string is too long for the plain path."""
+    n = len(vals)
+    keep = np.fromiter(map(real.__contains__, map(type, vals)), dtype=bool, count=n)
+    made: dict[int, FeatureHist] = {}
+    if real:
+        kept = list(compress(vals, keep.tolist()))
+        parts = _values(batch.bidx[keep], kept, real)
+        if parts is None:
+            return False
+        made = dict(zip(*parts))
+    gaps = _GAPS if batch.declared else {_NONE}  # absent values count as missing only for declared features
+    missing = np.fromiter(map(gaps.__contains__, map(type, vals)), dtype=bool, count=n)
+    if missing.any():
+        per = np.bincount(batch.bidx[missing])
+        nz = np.flatnonzero(per)
+        for b, count in zip(nz.tolist(), per[nz].tolist()):
+            fh = made.get(b)
+            if fh is None:
+                made[b] = FeatureHist({}, {}, count)
+            else:
+                fh.missing = count
+    batch.attach(name, list(made), list(made.values()))
+    return True
+
+
+def _values(bidx: np.ndarray, vals: Sequence[Any], types: set[Any]) -> tuple[list[int], list[FeatureHist]] | None:
+    """(buckets, their histograms) of values of one plain shape: numbers (floats and ints), strings (None when
+    one is longer than MAX_CATEGORY_LEN), or booleans."""
+    if types <= _NUMERIC:
+        bl, nums = _numeric_groups(bidx, np.fromiter(vals, dtype=np.float64, count=len(vals)))
+        return bl, list(map(FeatureHist, nums))
+    groups = _category_groups(bidx, vals, _BOOL_NAMES if types == {bool} else None)
+    if groups is None:
+        return None
+    bl, cats = groups
+    return bl, list(map(FeatureHist, map(dict, repeat((), len(cats))), cats))
+
+
+def _general(name: str, vals: Sequence[Any], batch: _Batch) -> None:
+    """The per-value rule for a column of mixed or unusual values (the exact rule's classification)."""
+    buckets, out, declared = batch.buckets, batch.out, batch.declared
+    batch.done.add(name)
+    nb: list[int] = []
+    nv: list[float] = []
+    cats: Counter[tuple[int, str]] = Counter()
+    missing: Counter[int] = Counter()
+    for b, v in zip(buckets, vals):
+        if v is _ABSENT:
+            if declared:
+                missing[b] += 1
+        elif v is None:
+            missing[b] += 1
+        elif v is True or v is False:
+            cats[(b, "true" if v else "false")] += 1
+        elif isinstance(v, (int, float)):
+            nb.append(b)
+            nv.append(v)
+        else:
+            cats[(b, v[:MAX_CATEGORY_LEN])] += 1
+    if nv:
+        _numeric(name, np.asarray(nb, dtype=np.int64), np.asarray(nv, dtype=np.float64), out)
+    _categories(name, cats, out)
+    for b, n in missing.items():
+        _hist(out[b], name).missing += n
+
+
+def _hist(stats: BucketStats, name: str) -> FeatureHist:
+    fh = stats.features.get(name)
+    if fh is None:
+        fh = stats.features[name] = FeatureHist()
+    return fh
+
+
+def _numeric(name: str, bidx: np.ndarray, values: np.ndarray, out: list[BucketStats]) -> None:
+    """Fine-bin counts per bucket, in bin order (into the buckets' histograms of `name`)."""
+    for b, num in zip(*_numeric_groups(bidx, values)):
+        _hist(out[b], name).num = num
+
+
+def _numeric_groups(bidx: np.ndarray, values: np.ndarray) -> tuple[list[int], list[dict[int, int]]]:
+    """(buckets, each one's fine-bin counts in bin order) of numeric values."""
+    keys = bidx * N_FEATURE_BINS + feature_bin(values)
+    uniq, cnt = np.unique(keys, return_counts=True)
+    b_of = uniq // N_FEATURE_BINS
+    bl, cuts = _groups(b_of)
+    return bl, _dicts((uniq - b_of * N_FEATURE_BINS).tolist(), cnt.tolist(), cuts)
+
+
+def _category_groups(bidx: np.ndarray, vals: Sequence[Any], labels: dict[Any, str] | None
+                     ) -> tuple[list[int], list[dict[str, int]]] | None:
+    """(buckets, each one's category counts) with each bucket's categories in the order of their first occurrence
+    there, as a Counter filled value by value has them: values coded by first occurrence in the batch, counted
+    with numpy. `labels` renames values (booleans); distinct values must stay distinct labels. None when a
+    string is longer than MAX_CATEGORY_LEN."""
+    index = dict.fromkeys(vals)
+    if labels is None and max(map(len, index)) > MAX_CATEGORY_LEN:
+        return None
+    ncat = len(index)
+    code = dict(zip(index, range(ncat)))
+    keys = bidx * ncat + np.fromiter(map(code.__getitem__, vals), dtype=np.int64, count=len(vals))
+    uniq, first, cnt = np.unique(keys, return_index=True, return_counts=True)
+    b_of = uniq // ncat
+    order = np.lexsort((first, b_of))
+    uniq, b_of = uniq[order], b_of[order]
+    names = list(index) if labels is None else [labels[v] for v in index]
+    bl, cuts = _groups(b_of)
+    cats = _dicts(list(map(names.__getitem__, (uniq - b_of * ncat).tolist())), cnt[order].tolist(), cuts)
+    for i in [i for i, c in enumerate(cats) if len(c) > MAX_CATEGORIES_PER_BUCKET]:
+        cats[i] = bound_categories(Counter(cats[i]))
+    return bl, cats
+
+
+def _groups(b_of: np.ndarray) -> tuple[list[int], list[slice]]:
+    """(bucket, slice) of each run of equal buckets in a sorted array."""
+    starts = np.flatnonzero(np.r_[True, b_of[1:] != b_of[:-1]])
+    ends = np.r_[starts[1:], len(b_of)]
+    return b_of[starts].tolist(), list(map(slice, starts.tolist(), ends.tolist()))
+
+
+def _dicts(keys: list[Any], counts: list[int], cuts: list[slice]) -> list[dict[Any, int]]:
+    """dict(zip(keys[c], counts[c])) for each slice c, in C."""
+    return list(map(dict, map(zip, map(keys.__getitem__, cuts), map(counts.__getitem__, cuts))))
+
+
+def _categories(name: str, counts: Counter[tuple[int, str]], out: list[BucketStats]) -> None:
+    per: dict[int, Counter[str]] = {}
+    for (b, v), n in counts.items():
+        c = per.get(b)
+        if c is None:
+            c = per[b] = Counter()
+        c[v] += n
+    for b, c in per.items():
+        _hist(out[b], name).cat = bound_categories(c)
+
+
+def bound_categories(cats: Counter[str]) -> dict[str, int]:
+    """At most MAX_CATEGORIES_PER_BUCKET categories: the rarest are summed under OTHER."""
+    if len(cats) <= MAX_CATEGORIES_PER_BUCKET:
+        return dict(cats)
+    top = cats.most_common(MAX_CATEGORIES_PER_BUCKET - 1)
+    kept = dict(top)
+    kept[OTHER] = kept.get(OTHER, 0) + sum(cats.values()) - sum(kept.values())
+    return kept
+
+
+def _exact_bucket(dicts: list[dict[str, Any]], declared: Sequence[str], max_features: int, stats: BucketStats,
+                  counters: Counter[tuple[str, str]]) -> None:
+    """The reference rule, event by event: track the first names seen, count every refused occurrence."""
+    decl = frozenset(declared)
+    tracked: set[str] = set()
+    num: dict[str, list[float]] = {}
+    cat: dict[str, Counter[str]] = {}
+    missing: Counter[str] = Counter()
+    for feats in dicts:
+        for name in declared:
+            if name not in feats:
+                missing[name] += 1
+        for name, value in feats.items():
+            if name not in tracked:
+                if decl and name not in decl:
+                    counters[("features_untracked", "undeclared")] += 1
+                    count_undeclared(counters, name)
+                    continue
+                if len(tracked) >= max_features:
+                    counters[("features_untracked", "over_limit")] += 1
+                    continue
+                tracked.add(name)
+            if value is None:
+                missing[name] += 1
+            elif value is True or value is False:
+                cat.setdefault(name, Counter())["true" if value else "false"] += 1
+            elif isinstance(value, (int, float)):
+                num.setdefault(name, []).append(value)
+            else:
+                cat.setdefault(name, Counter())[value[:MAX_CATEGORY_LEN]] += 1
+    for name in dict.fromkeys((*num, *cat, *missing)):
+        fh = FeatureHist(missing=missing.get(name, 0))
+        vals = num.get(name)
+        if vals:
+            idx, cnt = np.unique(feature_bin(np.asarray(vals, dtype=np.float64)), return_counts=True)
+            fh.num = dict(zip(idx.tolist(), cnt.tolist()))
+        if name in cat:
+            fh.cat = bound_categories(cat[name])
+        stats.features[name] = fh
+
+
+__all__ = ["feature_hists", "bound_categories", "count_undeclared", "MAX_CATEGORY_LEN", "MAX_CATEGORIES_PER_BUCKET",
+           "OTHER"]
