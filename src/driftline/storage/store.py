@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, case, create_engine, delete, event, func, select, tuple_
+from sqlalchemy import Connection, Engine, and_, case, create_engine, delete, func, select, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 
 from . import bulk, labels, locking, revisions
@@ -56,17 +56,6 @@ class BucketRow:
     stats: BucketStats
 
 
-SQLITE_CACHE_KIB = 65536
-"""Page cache per SQLite connection: the join tables' b-tree pages a batch touches stay in memory instead of being
-read back from the OS page cache one page (one system call) at a time."""
-
-
-def _sqlite_cache(dbapi_conn: Any, _record: Any) -> None:
-    cur = dbapi_conn.cursor()
-    cur.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
-    cur.close()
-
-
 def normalise_url(url: str) -> str:
     """Accept plain postgresql:// URLs and use psycopg 3 for them."""
     if url.startswith("postgresql://") or url.startswith("postgres://"):
@@ -89,7 +78,6 @@ class Store:
         self.dialect = self.engine.dialect.name
         if self.dialect == "sqlite":
             locking.install_sqlite(self.engine, lock_timeout_s)
-            event.listen(self.engine, "connect", _sqlite_cache)
         self._insert = sqlite.insert if self.dialect == "sqlite" else postgresql.insert
 
     # --- schema -------------------------------------------------------------------------------
