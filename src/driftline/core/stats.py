@@ -321,8 +321,8 @@ def _add_score_bins(hi: bytes, hc: bytes, hp: bytes, delta: BucketStats) -> tupl
     hist, psum = delta.hist.ravel(), delta.psum.ravel()
     idx = np.frombuffer(hi, dtype=np.int32)
     old_c, old_p = np.frombuffer(hc, dtype=np.int64), np.frombuffer(hp, dtype=np.float64)
-    if (hist.dtype != np.int64 or psum.dtype != np.float64 or psum.size != hist.size or old_c.size != idx.size or old_p.size != idx.size
-            or (idx.size and (int(idx.min()) < 0 or int(idx.max()) >= hist.size))):
+    if (hist.dtype != np.int64 or psum.dtype != np.float64 or psum.size != hist.size or old_c.size != idx.size
+            or old_p.size != idx.size or (idx.size and (int(idx.min()) < 0 or int(idx.max()) >= hist.size))):
         hist, psum = hist.copy(), psum.copy()
         hist[idx] += old_c
         psum[idx] += old_p
