@@ -8,6 +8,7 @@ import sqlite3
 from typing import Any
 
 import msgspec
+import pytest
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -237,3 +238,34 @@ def test_outcome_rows_in_column_order() -> None:
     o = OutcomeRecord("p1", 1, 3.5, 2, True)
     assert bulk._OUT_FIELDS(o) == ("p1", 1, 3.5, 2, True)
     assert sqlite3.sqlite_version_info >= (3, 24)  # UPSERT with multi-row VALUES
+
+
+PG_VALUES = {
+    "text": st.one_of(st.text(max_size=6), st.sampled_from(["", "é", "x" * 300, "a\x00b", "\ud800"]), st.integers()),
+    "float8": st.one_of(st.floats(allow_nan=True), st.sampled_from([-0.0, 0.0, 1e308, 5e-324]), st.integers(-9, 9)),
+    "int2": st.one_of(st.integers(-2**15, 2**15 - 1), st.sampled_from([2**15, True])),
+    "int4": st.one_of(st.integers(-2**31, 2**31 - 1), st.sampled_from([2**31, 2**40])),
+    "int8": st.integers(-2**63, 2**63 - 1),
+    "bool": st.one_of(st.booleans(), st.sampled_from([0, 1])),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PG_VALUES))
+def test_pg_encoded_arrays_reach_the_server_as_psycopg_lists_do(pg_url: str, kind: str) -> None:
+    from driftline.storage import pgarrays
+
+    eng = create_engine(pg_url)
+    sql_type = {"int4": "int"}.get(kind, kind)
+
+    @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                      HealthCheck.function_scoped_fixture])
+    @given(st.lists(st.one_of(st.none(), PG_VALUES[kind]), max_size=40))
+    def check(values: list[Any]) -> None:
+        def fetch(param: Any) -> Any:
+            with eng.connect() as conn:
+                pgarrays.register(conn.connection.driver_connection)
+                return conn.exec_driver_sql(f"SELECT (%b::{sql_type}[])::text", (param,)).scalar_one()
+        _same(lambda: fetch(pgarrays.encode(list(values), kind, True)), lambda: fetch(list(values)))
+
+    check()
+    eng.dispose()

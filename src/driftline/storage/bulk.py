@@ -54,6 +54,22 @@ def _columns(rows: Sequence[tuple[Any, ...]]) -> tuple[list[Any], ...]:
     return tuple(map(list, zip(*rows)))
 
 
+_PRED_KINDS = ("text", "text", "text", "text", "float8", "float8", "bool", "int4", "int2", "float8", "bool", "text")
+_OUT_KINDS = ("text", "int2", "float8", "int4", "bool")
+_BUCKET_KINDS = ("text", "text", "text", "int8", "int4")
+
+
+def _pg_columns(conn: Connection, columns: Sequence[list[Any]], kinds: Sequence[str]) -> tuple[Any, ...]:
+    """Columns for `%b::type[]` parameters, each pre-encoded as a binary array where pgarrays can (psycopg dumps
+    the rest); the connection learns the encoded arrays first (idempotent)."""
+    from . import pgarrays  # PostgreSQL only: SQLite runs never import psycopg
+
+    dbapi = conn.connection.driver_connection
+    pgarrays.register(dbapi)
+    utf8 = dbapi.info.encoding == "utf-8"  # type: ignore[union-attr]
+    return tuple(pgarrays.encode(col, kind, utf8) for col, kind in zip(columns, kinds))
+
+
 def load_join(conn: Connection, dialect: str, ids: Sequence[str]) -> JoinView:
     """Predictions and outcomes stored for these prediction ids (locked on PostgreSQL)."""
     view = JoinView()
@@ -64,7 +80,7 @@ def load_join(conn: Connection, dialect: str, ids: Sequence[str]) -> JoinView:
         queries = [(f"SELECT {PRED_COLS} FROM predictions WHERE prediction_id = ANY(%b::text[]) "
                     "ORDER BY prediction_id, model, variant FOR UPDATE",
                     f"SELECT {_OUT_COLS} FROM outcomes WHERE prediction_id = ANY(%b::text[]) "
-                    "ORDER BY prediction_id FOR UPDATE", (idl,))]
+                    "ORDER BY prediction_id FOR UPDATE", _pg_columns(conn, [idl], ("text",)))]
     else:
         queries = [(f"SELECT {PRED_COLS} FROM predictions WHERE prediction_id IN ({_marks(len(chunk))})",
                     f"SELECT {_OUT_COLS} FROM outcomes WHERE prediction_id IN ({_marks(len(chunk))})", tuple(chunk))
@@ -91,7 +107,7 @@ def write_predictions(conn: Connection, dialect: str, records: Sequence[PredReco
     if dialect == "postgresql":
         rows.sort()  # key order: concurrent writers lock rows in the same order
         conn.exec_driver_sql(f"INSERT INTO predictions ({PRED_COLS}) SELECT * FROM unnest({_PRED_ARRAYS}) "
-                             + _PRED_CONFLICT, _columns(rows))
+                             + _PRED_CONFLICT, _pg_columns(conn, _columns(rows), _PRED_KINDS))
     else:
         _insert_many(conn, f"INSERT INTO predictions ({PRED_COLS}) VALUES ", 12, _PRED_CONFLICT, rows)
 
@@ -104,7 +120,7 @@ def write_outcomes(conn: Connection, dialect: str, outcomes: Sequence[OutcomeRec
     if dialect == "postgresql":
         rows.sort()
         conn.exec_driver_sql(f"INSERT INTO outcomes ({_OUT_COLS}) SELECT * FROM unnest({_OUT_ARRAYS}) "
-                             + _OUT_CONFLICT, _columns(rows))
+                             + _OUT_CONFLICT, _pg_columns(conn, _columns(rows), _OUT_KINDS))
     else:
         _insert_many(conn, f"INSERT INTO outcomes ({_OUT_COLS}) VALUES ", 5, _OUT_CONFLICT, rows)
 
@@ -137,7 +153,8 @@ def _merge_chunk(conn: Connection, dialect: str, keys: list[BucketKey], deltas: 
     if dialect == "postgresql":
         rows = conn.exec_driver_sql(
             f"SELECT {_BUCKET_KEY}, b.data FROM buckets b JOIN unnest({_BUCKET_ARRAYS}) AS k({_BUCKET_KEY}) "
-            f"USING ({_BUCKET_KEY}) ORDER BY {_BUCKET_KEY} FOR UPDATE OF b", _columns(keys))
+            f"USING ({_BUCKET_KEY}) ORDER BY {_BUCKET_KEY} FOR UPDATE OF b",
+            _pg_columns(conn, _columns(keys), _BUCKET_KINDS))
         existing = {tuple(r[:5]): r[5] for r in rows}  # type: ignore[misc]
     else:
         values = ", ".join([f"({_marks(5)})"] * len(keys))
@@ -148,7 +165,7 @@ def _merge_chunk(conn: Connection, dialect: str, keys: list[BucketKey], deltas: 
     if dialect == "postgresql":
         conn.exec_driver_sql(f"INSERT INTO buckets ({_BUCKET_KEY}, data) SELECT * FROM unnest({_BUCKET_ARRAYS}, "
                              f"%b::bytea[]) ON CONFLICT ({_BUCKET_KEY}) DO UPDATE SET data = excluded.data",
-                             (*_columns(keys), data))
+                             (*_pg_columns(conn, _columns(keys), _BUCKET_KINDS), data))
     else:
         conn.exec_driver_sql(f"INSERT INTO buckets ({_BUCKET_KEY}, data) VALUES ({_marks(6)}) "
                              f"ON CONFLICT ({_BUCKET_KEY}) DO UPDATE SET data = excluded.data",
