@@ -1,6 +1,7 @@
 """The store's fast write paths give the reference bytes and rows exactly, on clean and on dirty input: the sparse
 bucket merge and array packing (core/stats.py) against the dense numpy routes they replace, and the SQLite
-multi-row inserts and C-getter rows (storage/bulk.py) against one statement step per row."""
+multi-row inserts and C-getter rows (storage/bulk.py) against one statement step per row, and PostgreSQL binary
+arrays built by storage/pgarrays.py against psycopg's own list dumping (compared on the server)."""
 
 from __future__ import annotations
 

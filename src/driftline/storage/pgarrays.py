@@ -7,7 +7,6 @@ encoding other than UTF-8) is left as the plain list for psycopg.
 from __future__ import annotations
 
 import struct
-from itertools import chain
 from typing import Any
 
 import numpy as np
