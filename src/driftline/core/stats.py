@@ -7,6 +7,7 @@ exactly (counts exactly; float sums up to rounding).
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ from .grids import N_DELAY_BINS, N_FEATURE_BINS, N_SCORE_BINS
 NEG, POS, UNL = 0, 1, 2
 """Label states: row index into every per-label array."""
 LABEL_STATES = (NEG, POS, UNL)
+_NATIVE = array("i").itemsize == 4 and array("q").itemsize == 8
+"""array.array's 'i'/'q' are numpy's int32/int64 here (the fast packing routes need it)."""
 LOG_EPS = float(np.finfo(np.float64).eps)
 """Probabilities are clipped to [eps, 1 - eps] in log loss, as scikit-learn does."""
 
@@ -198,7 +201,9 @@ class BucketStats:
     # --- serialisation (sparse, compact) ------------------------------------------------------
     def to_bytes(self) -> bytes:
         """Sparse msgpack encoding: only non-zero fine bins are stored."""
-        nz = np.flatnonzero(self.hist.ravel() | (self.psum.ravel() != 0))
+        hist, psum = self.hist.ravel(), self.psum.ravel()
+        # the same bins as hist | (psum != 0), through a bool mask: numpy finds non-zeros in bools far faster
+        nz = np.flatnonzero((hist != 0) | (psum != 0) if hist.dtype.kind in "biu" else hist | (psum != 0))
         dnz = np.flatnonzero(self.delay)
         doc = {
             "v": 1,
@@ -278,12 +283,7 @@ def add_encoded(data: bytes, delta: BucketStats) -> bytes:
         return BucketStats.from_bytes(data).add(delta).to_bytes()  # an older encoding: the general route
     doc["conf"] = (np.asarray(doc["conf"], dtype=np.int64) + delta.conf.ravel()).tolist()
     doc["sums"] = (np.asarray(doc["sums"], dtype=np.float64) + delta.sums.ravel()).tolist()
-    hist, psum = delta.hist.ravel().copy(), delta.psum.ravel().copy()
-    idx = np.frombuffer(doc["hi"], dtype=np.int32)
-    hist[idx] += np.frombuffer(doc["hc"], dtype=np.int64)
-    psum[idx] += np.frombuffer(doc["hp"], dtype=np.float64)
-    nz = np.flatnonzero((hist != 0) | (psum != 0))
-    doc["hi"], doc["hc"], doc["hp"] = nz.astype(np.int32).tobytes(), hist[nz].tobytes(), psum[nz].tobytes()
+    doc["hi"], doc["hc"], doc["hp"] = _add_score_bins(doc["hi"], doc["hc"], doc["hp"], delta)
     if delta.delay.any():
         delay = delta.delay.copy()
         delay[np.frombuffer(doc["di"], dtype=np.int32)] += np.frombuffer(doc["dc"], dtype=np.int64)
@@ -296,12 +296,7 @@ def add_encoded(data: bytes, delta: BucketStats) -> bytes:
             continue
         fh.unpack()
         if fh.num:
-            dense = np.zeros(N_FEATURE_BINS, dtype=np.int64)
-            dense[np.frombuffer(old[0][0], dtype=np.int32)] = np.frombuffer(old[0][1], dtype=np.int64)
-            dense[np.fromiter(fh.num.keys(), dtype=np.int64, count=len(fh.num))] += np.fromiter(
-                fh.num.values(), dtype=np.int64, count=len(fh.num))
-            fnz = np.flatnonzero(dense)
-            old[0] = [fnz.astype(np.int32).tobytes(), dense[fnz].tobytes()]
+            old[0] = _add_feature_bins(old[0][0], old[0][1], fh.num)
         if fh.cat:
             cat = dict(old[1])
             for c, v in fh.cat.items():
@@ -319,11 +314,63 @@ def add_encoded(data: bytes, delta: BucketStats) -> bytes:
     return msgspec.msgpack.encode(doc)
 
 
+def _add_score_bins(hi: bytes, hc: bytes, hp: bytes, delta: BucketStats) -> tuple[bytes, bytes, bytes]:
+    """The stored sparse score bins plus the delta's, re-encoded: computed on the union of the stored and the
+    delta's non-zero bins only (the same sums as the dense route); the dense route when the stored bins are not
+    well-formed (out of range, lengths differ) or the delta's arrays are not int64/float64."""
+    hist, psum = delta.hist.ravel(), delta.psum.ravel()
+    idx = np.frombuffer(hi, dtype=np.int32)
+    old_c, old_p = np.frombuffer(hc, dtype=np.int64), np.frombuffer(hp, dtype=np.float64)
+    if (hist.dtype != np.int64 or psum.dtype != np.float64 or psum.size != hist.size or old_c.size != idx.size
+            or old_p.size != idx.size or (idx.size and (int(idx.min()) < 0 or int(idx.max()) >= hist.size))):
+        hist, psum = hist.copy(), psum.copy()
+        hist[idx] += old_c
+        psum[idx] += old_p
+        nz = np.flatnonzero((hist != 0) | (psum != 0))
+        return nz.astype(np.int32).tobytes(), hist[nz].tobytes(), psum[nz].tobytes()
+    bins = np.unique(np.concatenate((idx, np.flatnonzero((hist != 0) | (psum != 0)))))
+    h, p = hist[bins], psum[bins]
+    at = np.searchsorted(bins, idx)
+    h[at] += old_c
+    p[at] += old_p
+    keep = (h != 0) | (p != 0)
+    return bins[keep].astype(np.int32).tobytes(), h[keep].tobytes(), p[keep].tobytes()
+
+
+def _add_feature_bins(idx_b: bytes, cnt_b: bytes, num: dict[int, int]) -> list[bytes]:
+    """Stored packed fine-bin counts plus a delta's, re-packed (non-zero bins in index order), with Python ints on
+    the few bins involved; the dense numpy route when a bin is out of range, repeated, or a sum leaves int64."""
+    idx, cnt = np.frombuffer(idx_b, dtype=np.int32).tolist(), np.frombuffer(cnt_b, dtype=np.int64).tolist()
+    merged = dict(zip(idx, cnt))
+    if _NATIVE and len(merged) == len(idx) and all(type(k) is int and 0 <= k < N_FEATURE_BINS for k in num) and (
+            not idx or (min(idx) >= 0 and max(idx) < N_FEATURE_BINS)):
+        for k, v in num.items():
+            merged[k] = merged.get(k, 0) + v
+        keys = sorted(k for k, v in merged.items() if v)
+        try:
+            return [array("i", keys).tobytes(), array("q", [merged[k] for k in keys]).tobytes()]
+        except (TypeError, OverflowError):
+            pass
+    dense = np.zeros(N_FEATURE_BINS, dtype=np.int64)
+    dense[np.frombuffer(idx_b, dtype=np.int32)] = np.frombuffer(cnt_b, dtype=np.int64)
+    dense[np.fromiter(num.keys(), dtype=np.int64, count=len(num))] += np.fromiter(
+        num.values(), dtype=np.int64, count=len(num))
+    fnz = np.flatnonzero(dense)
+    return [fnz.astype(np.int32).tobytes(), dense[fnz].tobytes()]
+
+
 def _feature_doc(fh: FeatureHist) -> list[object]:
-    """Compact encoding of a feature histogram: fine-bin indices and counts as packed arrays."""
-    idx = np.fromiter(fh.num.keys(), dtype=np.int32, count=len(fh.num))
-    cnt = np.fromiter(fh.num.values(), dtype=np.int64, count=len(fh.num))
-    return [[idx.tobytes(), cnt.tobytes()], list(fh.cat.items()), fh.missing]
+    """Compact encoding of a feature histogram: fine-bin indices and counts as packed arrays (array.array makes
+    numpy's native bytes without its per-call cost; numpy itself for a key or count that is not a plain int)."""
+    try:
+        packed = [array("i", fh.num).tobytes(), array("q", fh.num.values()).tobytes()] if _NATIVE else None
+    except (TypeError, OverflowError):
+        packed = None
+    if packed is None:
+        idx = np.fromiter(fh.num.keys(), dtype=np.int32, count=len(fh.num))
+        cnt = np.fromiter(fh.num.values(), dtype=np.int64, count=len(fh.num))
+        packed = [idx.tobytes(), cnt.tobytes()]
+    return [packed, list(fh.cat.items()), fh.missing]
 
 
 def _num_dict(num: object) -> dict[int, int]:

@@ -1,0 +1,272 @@
+"""The store's fast write paths give the reference bytes and rows exactly, on clean and on dirty input: the sparse
+bucket merge and array packing (core/stats.py) against the dense numpy routes they replace, and the SQLite
+multi-row inserts and C-getter rows (storage/bulk.py) against one statement step per row, and PostgreSQL binary
+arrays built by storage/pgarrays.py against psycopg's own list dumping (compared on the server)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import msgspec
+import pytest
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import create_engine
+
+from driftline.core.engine import OutcomeRecord, PredRecord
+from driftline.core.grids import N_FEATURE_BINS, N_SCORE_BINS
+from driftline.core.stats import BucketStats, FeatureHist, add_encoded
+from driftline.storage import bulk
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _ref_feature_doc(fh: FeatureHist) -> list[object]:
+    """The numpy packing the fast path replaced (verbatim)."""
+    idx = np.fromiter(fh.num.keys(), dtype=np.int32, count=len(fh.num))
+    cnt = np.fromiter(fh.num.values(), dtype=np.int64, count=len(fh.num))
+    return [[idx.tobytes(), cnt.tobytes()], list(fh.cat.items()), fh.missing]
+
+
+def _ref_to_bytes(b: BucketStats) -> bytes:
+    nz = np.flatnonzero(b.hist.ravel() | (b.psum.ravel() != 0))
+    dnz = np.flatnonzero(b.delay)
+    return msgspec.msgpack.encode({
+        "v": 1, "conf": b.conf.ravel().tolist(), "hi": nz.astype(np.int32).tobytes(),
+        "hc": b.hist.ravel()[nz].astype(np.int64).tobytes(), "hp": b.psum.ravel()[nz].astype(np.float64).tobytes(),
+        "sums": b.sums.ravel().tolist(), "di": dnz.astype(np.int32).tobytes(),
+        "dc": b.delay[dnz].astype(np.int64).tobytes(), "f": {k: _ref_feature_doc(fh) for k, fh in b.features.items()},
+        "exp": b.expired, "imp": b.implicit,
+        "s": {k: {v: c.ravel().tolist() for v, c in vals.items()} for k, vals in b.slices.items()}})
+
+
+def _ref_add_encoded(data: bytes, delta: BucketStats) -> bytes:
+    """add_encoded before the sparse routes (verbatim, dense score and feature bins)."""
+    doc = msgspec.msgpack.decode(data)
+    feats = doc["f"]
+    if any(not (isinstance(num, list) and len(num) == 2 and isinstance(num[0], bytes)) for num, _, _ in
+           feats.values()):
+        return BucketStats.from_bytes(data).add(delta).to_bytes()
+    doc["conf"] = (np.asarray(doc["conf"], dtype=np.int64) + delta.conf.ravel()).tolist()
+    doc["sums"] = (np.asarray(doc["sums"], dtype=np.float64) + delta.sums.ravel()).tolist()
+    hist, psum = delta.hist.ravel().copy(), delta.psum.ravel().copy()
+    idx = np.frombuffer(doc["hi"], dtype=np.int32)
+    hist[idx] += np.frombuffer(doc["hc"], dtype=np.int64)
+    psum[idx] += np.frombuffer(doc["hp"], dtype=np.float64)
+    nz = np.flatnonzero((hist != 0) | (psum != 0))
+    doc["hi"], doc["hc"], doc["hp"] = nz.astype(np.int32).tobytes(), hist[nz].tobytes(), psum[nz].tobytes()
+    if delta.delay.any():
+        delay = delta.delay.copy()
+        delay[np.frombuffer(doc["di"], dtype=np.int32)] += np.frombuffer(doc["dc"], dtype=np.int64)
+        dnz = np.flatnonzero(delay)
+        doc["di"], doc["dc"] = dnz.astype(np.int32).tobytes(), delay[dnz].tobytes()
+    for name, fh in delta.features.items():
+        old = feats.get(name)
+        if old is None:
+            feats[name] = _ref_feature_doc(fh)
+            continue
+        fh.unpack()
+        if fh.num:
+            dense = np.zeros(N_FEATURE_BINS, dtype=np.int64)
+            dense[np.frombuffer(old[0][0], dtype=np.int32)] = np.frombuffer(old[0][1], dtype=np.int64)
+            dense[np.fromiter(fh.num.keys(), dtype=np.int64, count=len(fh.num))] += np.fromiter(
+                fh.num.values(), dtype=np.int64, count=len(fh.num))
+            fnz = np.flatnonzero(dense)
+            old[0] = [fnz.astype(np.int32).tobytes(), dense[fnz].tobytes()]
+        if fh.cat:
+            cat = dict(old[1])
+            for c, v in fh.cat.items():
+                cat[c] = cat.get(c, 0) + v
+            old[1] = list(cat.items())
+        old[2] = int(old[2]) + fh.missing
+    doc["exp"] = int(doc["exp"]) + delta.expired
+    doc["imp"] = int(doc["imp"]) + delta.implicit
+    slices = doc.setdefault("s", {})
+    for name, values in delta.slices.items():
+        mine = slices.setdefault(name, {})
+        for value, conf in values.items():
+            prev = mine.get(value)
+            mine[value] = (conf.ravel() + (0 if prev is None else np.asarray(prev, dtype=np.int64))).tolist()
+    return msgspec.msgpack.encode(doc)
+
+
+BIN = st.one_of(st.integers(0, N_FEATURE_BINS - 1), st.sampled_from([0, 1, N_FEATURE_BINS - 1]))
+DIRTY_BIN = st.one_of(BIN, st.sampled_from([-1, -N_FEATURE_BINS, True, np.int64(7), np.int32(3)]))
+COUNT = st.one_of(st.integers(-5, 50), st.sampled_from([0, 2**62, -(2**62), np.int64(3), True]))
+PSUM = st.one_of(st.floats(-5, 5, allow_nan=False), st.sampled_from([0.0, -0.0, 1e-17, -1e-17]))
+
+
+@st.composite
+def buckets(draw: Any, dirty: bool) -> BucketStats:
+    """A bucket with sparse score bins (some only in psum, some ±0.0), delays, numeric and categorical features."""
+    b = BucketStats()
+    for _ in range(draw(st.integers(0, 12))):
+        i = draw(st.integers(0, 3 * N_SCORE_BINS - 1))
+        b.hist.ravel()[i] = draw(st.integers(-3, 40))
+        b.psum.ravel()[i] = draw(PSUM)
+    for _ in range(draw(st.integers(0, 3))):
+        b.delay[draw(st.integers(0, b.delay.size - 1))] += draw(st.integers(0, 9))
+    b.conf.ravel()[draw(st.integers(0, 5))] = draw(st.integers(0, 99))
+    b.sums.ravel()[draw(st.integers(0, 8))] = draw(st.floats(-9, 9, allow_nan=False))
+    for name in draw(st.lists(st.sampled_from("abcd"), unique=True, max_size=4)):
+        num = draw(st.dictionaries(DIRTY_BIN if dirty else BIN, COUNT if dirty else st.integers(0, 50),
+                                   max_size=30))
+        cat = draw(st.dictionaries(st.sampled_from(["FR", "DE", "x"]), st.integers(0, 9), max_size=3))
+        b.features[name] = FeatureHist(num, cat, draw(st.integers(0, 5)))
+    b.expired, b.implicit = draw(st.integers(0, 3)), draw(st.integers(0, 3))
+    if draw(st.booleans()):
+        b.slices["country"] = {"FR": np.arange(6, dtype=np.int64).reshape(3, 2)}
+    return b
+
+
+def _same(fast: Any, ref: Any) -> None:
+    """Both raise the same kind of error, or give the same bytes."""
+    try:
+        want = ref()
+    except Exception as err:  # noqa: BLE001 - the fast path must fail alike
+        try:
+            fast()
+        except Exception as mine:  # noqa: BLE001
+            assert type(mine) is type(err)
+            return
+        raise AssertionError(f"reference raised {err!r}, fast path did not")
+    assert fast() == want
+
+
+@SETTINGS
+@given(buckets(dirty=True))
+def test_to_bytes_packs_exactly_like_numpy(b: BucketStats) -> None:
+    _same(b.to_bytes, lambda: _ref_to_bytes(b))
+
+
+@SETTINGS
+@given(buckets(dirty=False), buckets(dirty=True))
+def test_add_encoded_equals_the_dense_route(stored: BucketStats, delta: BucketStats) -> None:
+    with np.errstate(all="ignore"):
+        data = _ref_to_bytes(stored)
+        _same(lambda: add_encoded(data, delta.copy()), lambda: _ref_add_encoded(data, delta.copy()))
+
+
+@SETTINGS
+@given(buckets(dirty=False), buckets(dirty=False), st.integers(0, 4))
+def test_add_encoded_on_malformed_stored_bins_equals_the_dense_route(stored: BucketStats, delta: BucketStats,
+                                                                     how: int) -> None:
+    doc = msgspec.msgpack.decode(_ref_to_bytes(stored))
+    if how == 0:  # repeated score bins
+        doc["hi"], doc["hc"], doc["hp"] = doc["hi"] * 2, doc["hc"] * 2, doc["hp"] * 2
+    elif how == 1:  # a negative score bin (numpy wraps it to the end)
+        doc["hi"] = np.asarray([-1], dtype=np.int32).tobytes()
+        doc["hc"], doc["hp"] = np.asarray([4], dtype=np.int64).tobytes(), np.asarray([0.5]).tobytes()
+    elif how == 2:  # stored counts zero and psum -0.0
+        doc["hi"] = np.asarray([5], dtype=np.int32).tobytes()
+        doc["hc"], doc["hp"] = np.asarray([0], dtype=np.int64).tobytes(), np.asarray([-0.0]).tobytes()
+    else:  # repeated or out-of-range feature bins
+        for num, _, _ in doc["f"].values():
+            bad = [N_FEATURE_BINS - 1, N_FEATURE_BINS - 1] if how == 3 else [-2]
+            num[0] = np.asarray(bad, dtype=np.int32).tobytes()
+            num[1] = np.asarray([1] * len(bad), dtype=np.int64).tobytes()
+    data = msgspec.msgpack.encode(doc)
+    _same(lambda: add_encoded(data, delta.copy()), lambda: _ref_add_encoded(data, delta.copy()))
+
+
+def test_add_encoded_keeps_a_stored_negative_zero_psum_summed_like_numpy() -> None:
+    stored = BucketStats()
+    stored.hist[0, 3], stored.psum[0, 3] = 2, -0.0
+    delta = BucketStats()
+    delta.hist[1, 7], delta.psum[1, 7] = 1, 0.25
+    data = _ref_to_bytes(stored)
+    assert add_encoded(data, delta) == _ref_add_encoded(data, delta)
+
+
+PIDS = st.one_of(st.sampled_from(["p1", "p2", "p10", "é", "x" * 200, ""]), st.text(max_size=8))
+preds = st.builds(PredRecord, PIDS, st.sampled_from(["m", "n"]), st.sampled_from(["v1", "v2"]),
+                  st.sampled_from(["A", "B"]), st.floats(-1e12, 1e12, allow_nan=False), st.floats(0, 1),
+                  st.booleans(), st.integers(0, 2**31 - 1), st.one_of(st.none(), st.integers(0, 1)),
+                  st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False)), st.booleans(),
+                  st.one_of(st.none(), st.dictionaries(st.sampled_from(["country", "é"]), st.text(max_size=4))))
+
+
+@SETTINGS
+@given(st.lists(preds, max_size=30))
+def test_pred_rows_are_pred_tuples(records: list[PredRecord]) -> None:
+    assert bulk.pred_rows(records) == [bulk.pred_tuple(r) for r in records]
+
+
+def _stored(rows_by_step: list[list[tuple[Any, ...]]], fast: bool) -> list[tuple[Any, ...]]:
+    """The predictions table after writing each list of rows in turn (multi-row or one step per row)."""
+    eng = create_engine("sqlite://")
+    with eng.begin() as conn:
+        conn.exec_driver_sql(
+            "CREATE TABLE predictions (prediction_id VARCHAR(200) NOT NULL, model VARCHAR(200) NOT NULL, "
+            "variant VARCHAR(200) NOT NULL, model_version VARCHAR(200) NOT NULL, ts FLOAT NOT NULL, "
+            "score FLOAT NOT NULL, flagged BOOLEAN NOT NULL, shard INTEGER NOT NULL, label SMALLINT, label_ts FLOAT, "
+            "implicit BOOLEAN NOT NULL, slice_values TEXT, PRIMARY KEY (prediction_id, model, variant)) "
+            "WITHOUT ROWID")
+        head = f"INSERT INTO predictions ({bulk.PRED_COLS}) VALUES "
+        for rows in rows_by_step:
+            if fast:
+                bulk._insert_many(conn, head, 12, bulk._PRED_CONFLICT, rows)
+            elif rows:
+                conn.exec_driver_sql(head + "(" + ", ".join(["?"] * 12) + ") " + bulk._PRED_CONFLICT, rows)
+        out = [tuple(r) for r in conn.exec_driver_sql("SELECT *, typeof(ts), typeof(label_ts) FROM predictions "
+                                                      "ORDER BY prediction_id, model, variant")]
+    eng.dispose()
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(preds, max_size=200), min_size=1, max_size=3))
+def test_multi_row_inserts_store_what_one_row_per_step_stores(batches: list[list[PredRecord]]) -> None:
+    steps = []
+    for records in batches:
+        unique = {r.key: r for r in records}  # a batch holds one record per key, as EngineResult.upserts does
+        steps.append(sorted(bulk.pred_rows(list(unique.values()))))
+    assert _stored(steps, fast=True) == _stored(steps, fast=False)
+
+
+def test_multi_row_inserts_at_the_group_boundaries() -> None:
+    for n in (0, 1, bulk.ROWS_PER_INSERT - 1, bulk.ROWS_PER_INSERT, bulk.ROWS_PER_INSERT + 1,
+              3 * bulk.ROWS_PER_INSERT + 7):
+        rows = sorted(bulk.pred_rows([PredRecord(f"p{i}", "m", "v", "A", float(i), 0.5, i % 2 == 0, i % 3,
+                                                 None if i % 4 else 1, None, False, None) for i in range(n)]))
+        relabel = [(*r[:8], 0, 9.5, True, r[11]) for r in rows[::3]]
+        assert _stored([rows, relabel], fast=True) == _stored([rows, relabel], fast=False)
+
+
+def test_outcome_rows_in_column_order() -> None:
+    o = OutcomeRecord("p1", 1, 3.5, 2, True)
+    assert bulk._OUT_FIELDS(o) == ("p1", 1, 3.5, 2, True)
+    assert sqlite3.sqlite_version_info >= (3, 24)  # UPSERT with multi-row VALUES
+
+
+PG_VALUES = {
+    "text": st.one_of(st.text(max_size=6), st.sampled_from(["", "é", "x" * 300, "a\x00b", "\ud800"]), st.integers()),
+    "float8": st.one_of(st.floats(allow_nan=True), st.sampled_from([-0.0, 0.0, 1e308, 5e-324]), st.integers(-9, 9)),
+    "int2": st.one_of(st.integers(-2**15, 2**15 - 1), st.sampled_from([2**15, True])),
+    "int4": st.one_of(st.integers(-2**31, 2**31 - 1), st.sampled_from([2**31, 2**40])),
+    "int8": st.integers(-2**63, 2**63 - 1),
+    "bool": st.one_of(st.booleans(), st.sampled_from([0, 1])),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PG_VALUES))
+def test_pg_encoded_arrays_reach_the_server_as_psycopg_lists_do(pg_url: str, kind: str) -> None:
+    from driftline.storage import pgarrays
+
+    eng = create_engine(pg_url)
+    sql_type = {"int4": "int"}.get(kind, kind)
+
+    @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                      HealthCheck.function_scoped_fixture])
+    @given(st.lists(st.one_of(st.none(), PG_VALUES[kind]), max_size=40))
+    def check(values: list[Any]) -> None:
+        def fetch(param: Any) -> Any:
+            with eng.connect() as conn:
+                pgarrays.register(conn.connection.driver_connection)
+                return conn.exec_driver_sql(f"SELECT (%b::{sql_type}[])::text", (param,)).scalar_one()
+        _same(lambda: fetch(pgarrays.encode(list(values), kind, True)), lambda: fetch(list(values)))
+
+    check()
+    eng.dispose()
