@@ -60,6 +60,11 @@ def main() -> None:
     db = os.path.join(work, "stages.db")
     if os.path.exists(db):
         os.remove(db)
+    try:
+        from driftline.gc_tuning import tune_for_batches
+        tune_for_batches()  # as the CLI does
+    except ImportError:  # a commit from before it (alternating comparisons)
+        pass
     st = store.Store(f"sqlite:///{db}")
     st.migrate()
     t = time.process_time()
