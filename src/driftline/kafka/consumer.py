@@ -22,10 +22,10 @@ from sqlalchemy.exc import DataError
 from ..ops import OpsMetrics
 from ..ingest.pipeline import Pipeline, RawRecord
 from ..storage.store import StalePositions, StoreUnavailable
-from .batches import Batch, fill, fresh_records
+from .batches import Batch, at_or_after, fill, fresh_records, raw_records
 from .connect import open_consumer, open_dead_letter_sink
 from .assignment import Ownership, fmt, source_of
-from .refusals import Refusals, record_key
+from .refusals import Refusals
 from .dlt import DeadLetterCopies
 from .faults import Faults
 from .handoff import Handoff
@@ -175,18 +175,16 @@ class LiveConsumer(Ownership, Refusals):
 
     def _store(self, batch: Batch) -> None:
         """One fenced transaction for the batch; then dead-letter copies and the advisory Kafka commit."""
-        batch = {tp: [r for r in recs if r.offset >= self.expected[tp]] for tp, recs in batch.items()
+        batch = {tp: at_or_after(recs, self.expected[tp]) for tp, recs in batch.items()
                  if tp in self.expected}  # never re-store a record below the position (held or retried batches)
         batch = {tp: recs for tp, recs in batch.items() if recs}
         if not batch:
             if self.held is not None:
                 self._release_held()
             return
-        raws = []
+        raws: list[RawRecord] = []
         for tp, recs in batch.items():
-            source, partition, kind = source_of(tp.topic), tp.partition, self.settings.kind_of(tp.topic)
-            raws.extend([RawRecord(source, partition, r.offset, r.value if r.value is not None else b"", kind,
-                                   record_key(r)) for r in recs])
+            raws.extend(raw_records(recs, source_of(tp.topic), tp.partition, self.settings.kind_of(tp.topic)))
         starts = {tp: self.expected[tp] for tp in batch}
         expected = {(source_of(tp.topic), tp.partition): self.expected[tp] for tp in batch}
         t0 = time.perf_counter()
