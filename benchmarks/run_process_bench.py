@@ -1,7 +1,7 @@
 """`driftline run` ×1 as a subprocess against SQLite and PostgreSQL: events/s and the process's CPU seconds (user,
 system) next to a bare kafka-python reader of the same topics — a quicker loop than kafka_bench.py for the run path.
 
-Usage: python benchmarks/run_process_bench.py [--days D] [--per-day N] [--pg URL] [--only sqlite|pg]
+Usage: python benchmarks/run_process_bench.py [--days D] [--per-day N] [--pg URL] [--only sqlite|pg] [--repeat K]
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ def main() -> None:
     ap.add_argument("--per-day", type=int, default=8000)
     ap.add_argument("--pg", default=os.environ.get("DRIFTLINE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test"))
     ap.add_argument("--only", choices=("sqlite", "pg"))
+    ap.add_argument("--repeat", type=int, default=1, help="runs per database (each a fresh group and database)")
     args = ap.parse_args()
     import logging
 
@@ -97,20 +98,22 @@ def main() -> None:
         produce(broker.bootstrap, topics, recs)
         raw = raw_rate(broker.bootstrap, topics, n)
         print(f"{n:,} events; bare kafka-python reader {raw:,.0f}/s")
-        if args.only != "pg":
-            rate, user, sys_ = run_once(broker.bootstrap, topics, f"sqlite:///{work / 'run.db'}", n, work)
-            print(f"driftline run ×1 → SQLite:     {rate:9,.0f}/s ratio {rate / raw:.2f}; CPU {user:.2f}s user + "
-                  f"{sys_:.2f}s sys = {(user + sys_) * 1e6 / n:.1f} µs/event")
-        if args.only != "sqlite":
-            with psycopg.connect(args.pg, autocommit=True) as conn:
-                conn.execute(f'CREATE DATABASE "{dbname}"')
-            rate, user, sys_ = run_once(broker.bootstrap, topics, f"{pg_base}/{dbname}", n, work)
-            print(f"driftline run ×1 → PostgreSQL: {rate:9,.0f}/s ratio {rate / raw:.2f}; CPU {user:.2f}s user + "
-                  f"{sys_:.2f}s sys = {(user + sys_) * 1e6 / n:.1f} µs/event")
+        for i in range(args.repeat):
+            if args.only != "pg":
+                rate, user, sys_ = run_once(broker.bootstrap, topics, f"sqlite:///{work / f'run{i}.db'}", n, work)
+                print(f"driftline run ×1 → SQLite:     {rate:9,.0f}/s ratio {rate / raw:.2f}; CPU {user:.2f}s user + "
+                      f"{sys_:.2f}s sys = {(user + sys_) * 1e6 / n:.1f} µs/event", flush=True)
+            if args.only != "sqlite":
+                with psycopg.connect(args.pg, autocommit=True) as conn:
+                    conn.execute(f'CREATE DATABASE "{dbname}_{i}"')
+                rate, user, sys_ = run_once(broker.bootstrap, topics, f"{pg_base}/{dbname}_{i}", n, work)
+                print(f"driftline run ×1 → PostgreSQL: {rate:9,.0f}/s ratio {rate / raw:.2f}; CPU {user:.2f}s user + "
+                      f"{sys_:.2f}s sys = {(user + sys_) * 1e6 / n:.1f} µs/event", flush=True)
     finally:
         if args.only != "sqlite":
             with psycopg.connect(args.pg, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+                for i in range(args.repeat):
+                    conn.execute(f'DROP DATABASE IF EXISTS "{dbname}_{i}" WITH (FORCE)')
         broker.stop()
 
 
