@@ -17,8 +17,10 @@ from .batches import Batch
 
 T = TypeVar("T")
 
-POLL_MS = 20
-"""Timeout of each poll made while a batch is stored: short, so the batch's result is taken soon after it is done."""
+POLL_S = 0.05
+"""While a batch is stored, what has been fetched is taken every 50 ms (poll without waiting): the batch's result
+is taken as soon as it is done, and a trickle of records is not parsed in many tiny polls that contend for the GIL
+with the transaction."""
 
 
 class Overlap:
@@ -51,9 +53,11 @@ class Overlap:
     def _poll_until(self, future: Future[Any], poll: Callable[..., Batch], limit: int,
                     keep_polling: Callable[[], bool], seek: Callable[[Any, int], None]) -> None:
         count = sum(map(len, self.carry.values()))
-        while not future.done() and count < limit and keep_polling():
+        while count < limit and keep_polling():
+            if wait([future], timeout=POLL_S).done:
+                return
             try:
-                more = poll(timeout_ms=POLL_MS, max_records=limit - count)
+                more = poll(timeout_ms=0, max_records=limit - count)
             except KafkaError as err:
                 self.error = err
                 for tp, recs in self.carry.items():
