@@ -118,6 +118,12 @@ def in_process_rate(bootstrap: str, topics: dict[str, str], url: str, n: int) ->
     return rate
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def write_config(path: Path, topics: dict[str, str], group: str) -> Path:
     path.write_text(json.dumps({"kafka": {"predictions_topic": topics["predictions"], "outcomes_topic":
                                           topics["outcomes"], "group_id": group, "options": GROUP_OPTIONS}}))
@@ -155,15 +161,19 @@ def processes_rate(bootstrap: str, topics: dict[str, str], url: str, n: int, cou
 
     try:
         t0 = base = None
+        cpu0 = 0.0
         while True:
             for p, log in zip(procs, logs):
                 if p.poll() is not None:
                     raise RuntimeError(f"driftline run exited with {p.returncode}:\n{log.read_text()[-2000:]}")
             if t0 is None and positioned():
-                t0, base = time.perf_counter(), stored()
+                t0, base, cpu0 = time.perf_counter(), stored(), sum(cpu_seconds(p.pid) for p in procs)
             if t0 is not None and stored() >= n:
                 break
             time.sleep(0.05)
+        cpu = sum(cpu_seconds(p.pid) for p in procs) - cpu0
+        print(f"  run ×{count}: {cpu:.2f} CPU s (user + system) in the run process(es) while storing "
+              f"{n - base:,} events = {cpu * 1e6 / max(1, n - base):.1f} µs/event")  # type: ignore[operator]
         return (n - base) / (time.perf_counter() - t0)  # type: ignore[operator]
     finally:
         for p in procs:

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 from kafka import TopicPartition
+
+from ..ingest.pipeline import RawRecord
 
 Batch = dict[TopicPartition, list[Any]]
 """Polled records per partition (kafka-python ConsumerRecords: .offset, .value)."""
@@ -55,3 +59,43 @@ def fresh_records(polled: Batch, expected: dict[TopicPartition, int], pending: s
                       tp.topic, tp.partition, start, recs[0].offset - 1)
         batch[tp] = recs
     return batch
+
+
+_OFFSET, _VALUE, _KEY = attrgetter("offset"), attrgetter("value"), attrgetter("key")
+
+
+def _all_of(items: list[Any], kind: type) -> bool:
+    """Every item is exactly of type `kind` (one C-level pass; subclasses and None do not qualify)."""
+    return not items or set(map(type, items)) == {kind}
+
+
+def at_or_after(recs: list[Any], start: int) -> list[Any]:
+    """Records at or after offset `start`, in their order: `[r for r in recs if r.offset >= start]` (that reference
+    whenever the offsets are not all plain ints); a run that is wholly at or after `start` comes back as it is."""
+    offsets = list(map(_OFFSET, recs))
+    if offsets and type(recs) is list and _all_of(offsets, int) and min(offsets) >= start:
+        return recs
+    return [r for r in recs if r.offset >= start]
+
+
+def record_key(rec: Any) -> bytes:
+    """A record's key for the co-partitioning check (b"" when null)."""
+    key = getattr(rec, "key", None)
+    return key if isinstance(key, bytes) else b"" if key is None else str(key).encode()
+
+
+def raw_records(recs: Sequence[Any], source: str, partition: int, kind: str) -> list[RawRecord]:
+    """The RawRecords of one partition's records (payload b"" for a null value, key by `record_key`).
+
+    Built with one C-level call when every value and key is plain bytes; otherwise record by record (the
+    reference), so tombstones, null keys and odd record types give exactly what they always did."""
+    try:
+        values, keys = list(map(_VALUE, recs)), list(map(_KEY, recs))
+    except AttributeError:
+        values = keys = []
+    if len(values) == len(recs) and _all_of(values, bytes) and _all_of(keys, bytes):
+        n = len(recs)
+        return list(map(RawRecord, repeat(source, n), repeat(partition, n), map(_OFFSET, recs), values,
+                        repeat(kind, n), keys))
+    return [RawRecord(source, partition, r.offset, r.value if r.value is not None else b"", kind, record_key(r))
+            for r in recs]

@@ -22,13 +22,14 @@ from sqlalchemy.exc import DataError
 from ..ops import OpsMetrics
 from ..ingest.pipeline import Pipeline, RawRecord
 from ..storage.store import StalePositions, StoreUnavailable
-from .batches import Batch, fill, fresh_records
+from .batches import Batch, at_or_after, fill, fresh_records, raw_records
 from .connect import open_consumer, open_dead_letter_sink
 from .assignment import Ownership, fmt, source_of
-from .refusals import Refusals, record_key
+from .refusals import Refusals
 from .dlt import DeadLetterCopies
 from .faults import Faults
 from .handoff import Handoff
+from .overlap import Overlap
 from .health import Backoff, ConsumerStatus, StallWatch, broker_connected, consumed_counter, membership_problem
 from .lag import end_offsets, lags_from
 from .topics import TopicsError
@@ -79,6 +80,7 @@ class LiveConsumer(Ownership, Refusals):
         self.stored_batches = 0
         self.consumed = consumed_counter(self.ops)
         self.stall = StallWatch(settings.stall_restart_s)
+        self.overlap = Overlap()
 
     # --- readiness ------------------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
@@ -144,8 +146,11 @@ class LiveConsumer(Ownership, Refusals):
     def step(self) -> None:
         """One iteration: poll, apply rebalances, position new partitions, store a batch, housekeeping."""
         c = self.consumer
+        carried, error = self.overlap.take()
         try:
-            polled = c.poll(timeout_ms=self.poll_ms, max_records=self.settings.batch_max_records)
+            if error is not None:
+                raise error
+            polled = carried or c.poll(timeout_ms=self.poll_ms, max_records=self.settings.batch_max_records)
             if self.held is None and self.handoff is not None:
                 polled = fill(self.consumer.poll, polled, self.settings.batch_max_records,
                               self.settings.batch_linger_ms / 1000.0, self.stop, self.handoff.pending, self.monotonic)
@@ -160,6 +165,8 @@ class LiveConsumer(Ownership, Refusals):
             else:
                 self.stop.wait(0.5)
         self._apply_handoff()
+        if carried and self.pending:  # records polled before a partition was (re)assigned, fenced or rechecked
+            polled = {tp: recs for tp, recs in polled.items() if tp not in self.pending}  # positioning seeks it
         now = self.monotonic()
         if self.held is not None:
             if now >= self.db_retry_at:
@@ -175,23 +182,20 @@ class LiveConsumer(Ownership, Refusals):
 
     def _store(self, batch: Batch) -> None:
         """One fenced transaction for the batch; then dead-letter copies and the advisory Kafka commit."""
-        batch = {tp: [r for r in recs if r.offset >= self.expected[tp]] for tp, recs in batch.items()
+        batch = {tp: at_or_after(recs, self.expected[tp]) for tp, recs in batch.items()
                  if tp in self.expected}  # never re-store a record below the position (held or retried batches)
         batch = {tp: recs for tp, recs in batch.items() if recs}
         if not batch:
             if self.held is not None:
                 self._release_held()
             return
-        raws = []
+        raws: list[RawRecord] = []
         for tp, recs in batch.items():
-            source, partition, kind = source_of(tp.topic), tp.partition, self.settings.kind_of(tp.topic)
-            raws.extend([RawRecord(source, partition, r.offset, r.value if r.value is not None else b"", kind,
-                                   record_key(r)) for r in recs])
+            raws.extend(raw_records(recs, source_of(tp.topic), tp.partition, self.settings.kind_of(tp.topic)))
         starts = {tp: self.expected[tp] for tp in batch}
         expected = {(source_of(tp.topic), tp.partition): self.expected[tp] for tp in batch}
-        t0 = time.perf_counter()
         try:
-            result = self.pipeline.process_batch(raws, None, expected)
+            result, seconds = self._process(raws, expected)
         except StoreUnavailable as err:
             self._hold(batch, err)
             return
@@ -204,7 +208,7 @@ class LiveConsumer(Ownership, Refusals):
                         "offending ones as dead letters", str(err).splitlines()[0])
             self._isolate(batch)
             return
-        self.ops.observe_batch(time.perf_counter() - t0)
+        self.ops.observe_batch(seconds)
         self.faults.hit("after_store_commit")
         self.stored_batches += 1
         was_held = self.held is not None
@@ -221,6 +225,19 @@ class LiveConsumer(Ownership, Refusals):
             self.dlt.after_batch(letters, payloads, {(source_of(tp.topic), tp.partition): (starts[tp], self.expected[tp])
                                                      for tp in batch})
         self._commit({tp: self.expected[tp] for tp in batch})
+
+    def _process(self, raws: list[RawRecord], expected: dict[tuple[str, int], int]) -> tuple[Any, float]:
+        """The batch's transaction and its duration; a fresh batch is stored in the worker thread while the next
+        records are polled (overlap.py), a held batch (partitions paused) right here."""
+        def work() -> Any:
+            return self.pipeline.process_batch(raws, None, expected)
+
+        if self.held is not None or self.handoff is None:
+            t0 = time.perf_counter()
+            return work(), time.perf_counter() - t0
+        handoff = self.handoff
+        return self.overlap.store(work, self.consumer.poll, self.settings.batch_max_records,
+                                  lambda: not self.stop.is_set() and not handoff.pending(), self.consumer.seek)
 
     def _count_keys(self, problems: Any) -> None:
         """Records accepted with a wrong or missing key (policy accept): counted per topic and warned."""
@@ -367,6 +384,7 @@ class LiveConsumer(Ownership, Refusals):
             self.handoff.on_partitions_lost(set(self.owned))
             self._apply_handoff()
         self.held = None
+        self.overlap.take()  # records polled by the stuck client: the new one resumes at the stored positions
         old, self.consumer = self.consumer, None
         try:
             old.close(autocommit=False, timeout_ms=2000)
@@ -387,6 +405,8 @@ class LiveConsumer(Ownership, Refusals):
     def close(self) -> None:
         """Abandon any held batch, commit the stored positions (advisory), leave the group, close clients."""
         self.status.phase = "stopped"
+        self.overlap.close()
+        self.overlap.take()  # records polled past the stored positions are re-read from them by the next owner
         c = self.consumer
         if c is None:
             return

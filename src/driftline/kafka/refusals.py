@@ -12,7 +12,7 @@ from kafka import TopicPartition
 from ..ingest.pipeline import Pipeline, RawRecord
 from ..storage.store import StalePositions, StoreUnavailable
 from .assignment import source_of
-from .batches import Batch
+from .batches import Batch, record_key
 from .dlt import DeadLetterCopies
 from .settings import KafkaSettings
 
@@ -73,10 +73,3 @@ class Refusals:
         if self.dlt is not None:
             letters = [letter] if letter is not None else result.letters
             self.dlt.after_batch(letters, {}, {key: (start, rec.offset + 1)})
-
-
-
-def record_key(rec: Any) -> bytes:
-    """A record's key for the co-partitioning check (b"" when null)."""
-    key = getattr(rec, "key", None)
-    return key if isinstance(key, bytes) else b"" if key is None else str(key).encode()

@@ -1,0 +1,90 @@
+"""Storing a batch while the next one is polled: the database transaction (sqlite3 and psycopg release the GIL
+while the database works) runs in one worker thread and the main thread keeps calling poll() (kafka-python parses
+fetched records there) until it is done. Everything else stays on the main thread, in the order it always had:
+the records polled meanwhile are only *carried* to the next step, which filters them by the positions the finished
+batch left, applies rebalances first and stores nothing while a batch is held."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any, TypeVar
+
+from kafka.errors import KafkaError
+
+from .batches import Batch
+
+T = TypeVar("T")
+
+POLL_S = 0.05
+"""While a batch is stored, what has been fetched is taken every 50 ms (poll without waiting): the batch's result
+is taken as soon as it is done, and a trickle of records is not parsed in many tiny polls that contend for the GIL
+with the transaction."""
+
+
+class Overlap:
+    """One worker thread for store transactions, and the records (or poll error) gathered while one ran."""
+
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = None
+        self.carry: Batch = {}
+        """Records polled while the previous batch was stored, for the next step (in poll order per partition)."""
+        self.error: KafkaError | None = None
+        """A poll error met while storing, raised again at the next step's poll (so it is handled as ever)."""
+
+    def store(self, work: Callable[[], T], poll: Callable[..., Batch], limit: int, keep_polling: Callable[[], bool],
+              seek: Callable[[Any, int], None]) -> tuple[T, float]:
+        """Run `work` in the worker thread, polling up to `limit` records meanwhile while `keep_polling()`;
+        (its result, its own duration in seconds). Its exception is raised here, after polling stopped.
+
+        On a poll error the carried records are given back (each partition sought to its first carried offset)
+        and the error is kept for the next step."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="driftline-store")
+        future: Future[tuple[T, float]] = self._pool.submit(_timed, work)
+        try:
+            self._poll_until(future, poll, limit, keep_polling, seek)
+        except BaseException:
+            wait([future])  # never leave a transaction running behind an unexpected error
+            raise
+        return future.result()
+
+    def _poll_until(self, future: Future[Any], poll: Callable[..., Batch], limit: int,
+                    keep_polling: Callable[[], bool], seek: Callable[[Any, int], None]) -> None:
+        count = sum(map(len, self.carry.values()))
+        while count < limit and keep_polling():
+            if wait([future], timeout=POLL_S).done:
+                return
+            try:
+                more = poll(timeout_ms=0, max_records=limit - count)
+            except KafkaError as err:
+                self.error = err
+                for tp, recs in self.carry.items():
+                    try:
+                        seek(tp, recs[0].offset)
+                    except (KafkaError, AssertionError):  # no longer assigned: nothing to give back
+                        pass
+                self.carry = {}
+                return
+            for tp, recs in more.items():
+                if recs:
+                    self.carry.setdefault(tp, []).extend(recs)
+                    count += len(recs)
+
+    def take(self) -> tuple[Batch, KafkaError | None]:
+        """(carried records, kept poll error), and forget both."""
+        carry, error, self.carry, self.error = self.carry, self.error, {}, None
+        return carry, error
+
+    def close(self) -> None:
+        """Stop the worker thread (a running transaction finishes first)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+
+def _timed(work: Callable[[], T]) -> tuple[T, float]:
+    t0 = time.perf_counter()
+    result = work()
+    return result, time.perf_counter() - t0

@@ -1,0 +1,73 @@
+"""The C-level batch helpers of the live consumer (kafka/batches.py) against the record-by-record reference, on
+dirty input: tombstones, null/str/int keys, bytes subclasses, records without a key, unordered and odd offsets."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from driftline.ingest.pipeline import RawRecord
+from driftline.kafka.batches import at_or_after, raw_records, record_key
+
+Rec = namedtuple("Rec", "topic partition offset key value")
+NoKey = namedtuple("NoKey", "offset value")
+
+
+class Bytes(bytes):
+    """A bytes subclass: the fast path must not take it for plain bytes."""
+
+
+def reference_raws(recs: list[Any], source: str, partition: int, kind: str) -> list[RawRecord]:
+    return [RawRecord(source, partition, r.offset, r.value if r.value is not None else b"", kind, record_key(r))
+            for r in recs]
+
+
+keys = st.one_of(st.binary(max_size=6), st.none(), st.text(max_size=4), st.integers(-5, 5),
+                 st.binary(max_size=4).map(Bytes))
+values = st.one_of(st.binary(max_size=12), st.none(), st.binary(max_size=4).map(Bytes))
+offsets = st.one_of(st.integers(0, 50), st.booleans())
+
+
+@st.composite
+def records(draw: Any, clean: bool = False) -> list[Any]:
+    n = draw(st.integers(0, 12))
+    if clean:
+        start = draw(st.integers(0, 1000))
+        return [Rec("t", 0, start + i, draw(st.binary(max_size=6)), draw(st.binary(max_size=12))) for i in range(n)]
+    if draw(st.booleans()):
+        return [NoKey(draw(offsets), draw(values)) for _ in range(n)]
+    return [Rec("t", 0, draw(offsets), draw(keys), draw(values)) for _ in range(n)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(records(), records(clean=True)), st.sampled_from(["prediction", "outcome"]), st.integers(0, 3))
+def test_raw_records_equal_the_reference(recs: list[Any], kind: str, partition: int) -> None:
+    got = raw_records(recs, "kafka:t", partition, kind)
+    want = reference_raws(recs, "kafka:t", partition, kind)
+    assert got == want
+    assert [type(r.payload) for r in got] == [type(r.payload) for r in want]
+    assert [type(r.key) for r in got] == [type(r.key) for r in want]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(records(), records(clean=True)), st.integers(-2, 1010))
+def test_at_or_after_equals_the_reference(recs: list[Any], start: int) -> None:
+    got = at_or_after(recs, start)
+    assert got == [r for r in recs if r.offset >= start]
+    assert all(a is b for a, b in zip(got, [r for r in recs if r.offset >= start]))
+
+
+def test_a_clean_run_takes_the_fast_paths_unchanged() -> None:
+    recs = [Rec("t", 1, 10 + i, b"k%d" % i, b"v%d" % i) for i in range(5)]
+    assert at_or_after(recs, 10) is recs
+    assert at_or_after(recs, 12) == recs[2:]
+    assert raw_records(recs, "kafka:t", 1, "outcome")[3] == RawRecord("kafka:t", 1, 13, b"v3", "outcome", b"k3")
+
+
+def test_tombstones_and_null_keys_fall_back() -> None:
+    recs = [Rec("t", 0, 0, None, None), Rec("t", 0, 1, "s", b"x"), Rec("t", 0, 2, 7, b"y")]
+    assert [(r.payload, r.key) for r in raw_records(recs, "kafka:t", 0, "prediction")] == \
+        [(b"", b""), (b"x", b"s"), (b"y", b"7")]
