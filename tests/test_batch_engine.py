@@ -143,6 +143,22 @@ def _batches(n: int, cuts: list[int]) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
 
 
+def _step(s: EngineSettings, ref: JoinStore, new: JoinStore, batch: list[tuple[Decoded, int]],
+          mature_after: float | None) -> None:
+    """One batch through both engines (each on its own store's copy of the state): equal results, both committed;
+    then, when `mature_after` is given, maintenance (implicit negatives, 20-day expiry) on both: equal results."""
+    ids = {d.event.prediction_id for d, _ in batch}
+    r1 = _per_event(s, ref.load(ids), batch)
+    r2 = _batched(s, new.load(ids), batch)
+    assert _result_doc(r2) == _result_doc(r1)
+    ref.commit(r1)
+    new.commit(r2)
+    if mature_after is not None:
+        wm = max(d.ts for d, _ in batch)
+        assert _result_doc(new.maintain(s, wm, mature_after, 20 * 86400.0)) == \
+            _result_doc(ref.maintain(s, wm, mature_after, 20 * 86400.0))
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(dirty_streams(), st.lists(st.integers(0, 400), max_size=5), st.sampled_from(CONFIGS),
        st.sampled_from([None, 7 * 86400.0]), st.booleans())
@@ -150,19 +166,9 @@ def test_batch_path_equals_per_event_engine(stream, cuts, s, implicit_after, mai
     raws, shards = stream
     ok = list(zip(decoded(raws), shards))
     ref, new = JoinStore(), JoinStore()
+    after = 86400.0 * 30 if implicit_after is None else implicit_after
     for a, b in _batches(len(ok), cuts):
-        batch = ok[a:b]
-        ids = {d.event.prediction_id for d, _ in batch}
-        r1 = _per_event(s, ref.load(ids), batch)
-        r2 = _batched(s, new.load(ids), batch)
-        assert _result_doc(r2) == _result_doc(r1)
-        ref.commit(r1)
-        new.commit(r2)
-        if maintain:
-            wm = max(d.ts for d, _ in batch)
-            after = 86400.0 * 30 if implicit_after is None else implicit_after
-            assert _result_doc(new.maintain(s, wm, after, 20 * 86400.0)) == \
-                _result_doc(ref.maintain(s, wm, after, 20 * 86400.0))
+        _step(s, ref, new, ok[a:b], after if maintain else None)
     assert {k: dataclasses.astuple(v) for k, v in new.preds.items()} == \
         {k: dataclasses.astuple(v) for k, v in ref.preds.items()}
     assert {k: dataclasses.astuple(v) for k, v in new.outcomes.items()} == \
@@ -253,18 +259,10 @@ def test_stored_joins_equal_the_per_event_engine(stream, cuts, s, maintain):
     taken = 0
     for a, b in _batches(len(ok), [n_preds, *cuts]):
         batch = ok[a:b]
-        ids = {d.event.prediction_id for d, _ in batch}
         evs = [d.event for d, _ in batch]
+        ids = {e.prediction_id for e in evs}
         taken += len(_groups(Engine(s, new.load(ids)), [e.prediction_id for e in evs], _is_pred(evs))[3])
-        r1 = _per_event(s, ref.load(ids), batch)
-        r2 = _batched(s, new.load(ids), batch)
-        assert _result_doc(r2) == _result_doc(r1)
-        ref.commit(r1)
-        new.commit(r2)
-        if maintain:
-            wm = max(d.ts for d, _ in batch)
-            assert _result_doc(new.maintain(s, wm, 5 * 86400.0, 20 * 86400.0)) == \
-                _result_doc(ref.maintain(s, wm, 5 * 86400.0, 20 * 86400.0))
+        _step(s, ref, new, batch, 5 * 86400.0 if maintain else None)
     assert {k: _stats_doc(v) for k, v in new.buckets.items()} == {k: _stats_doc(v) for k, v in ref.buckets.items()}
     assert new.counters == ref.counters
     if len(ok) > n_preds and not cuts and not maintain:  # one cut, between the predictions and the outcomes

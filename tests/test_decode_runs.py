@@ -14,13 +14,9 @@ from driftline.core.decode_many import RUN, _clean_run, decode_many
 from driftline.core.events import Decoded, _tagged_dec, decode
 from driftline.core.limits import Limits
 
+from test_decode_many import Rec
 
-class Rec(msgspec.Struct):
-    source: str
-    partition: int
-    offset: int
-    payload: bytes
-    kind: str | None = None
+
 
 
 def _obj(pairs: list[tuple[str, str]], spaced: bool) -> bytes:
