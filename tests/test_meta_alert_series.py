@@ -43,3 +43,8 @@ def test_accepted_key_mismatch_counters_exist_at_zero_under_policy_accept(tmp_pa
             assert (f'driftline_kafka_key_mismatches_total{{action="accepted",problem="{problem}",topic="{topic}"}} '
                     "0.0") in text
     assert 'driftline_kafka_key_mismatches_total{' not in _scrape(tmp_path, on_key_mismatch="dead_letter")
+
+
+def test_client_restart_counter_exists_at_zero_before_the_first_restart(tmp_path: Path) -> None:
+    """DriftlineKafkaClientStuck: the first rebuilt client must be an increase, so the counter is there at 0."""
+    assert "\ndriftline_consumer_client_restarts_total 0.0\n" in _scrape(tmp_path)
