@@ -229,3 +229,20 @@ def test_a_file_with_a_very_long_path_replays_and_resumes(store, tmp_path):
     sibling = deep / "other.jsonl"  # same long prefix, another file: another source
     sibling.write_bytes(b"\n".join(_events()[:5]) + b"\n")
     assert replay(p, str(sibling)).records == 5
+
+
+def test_counters_come_in_name_and_label_order_whatever_order_they_were_written(store):
+    """`dead-letters --json` totals (and every other reader of counters) must not follow the table's physical
+    order, which on PostgreSQL changes with updates (seen: totals in another order from run to run)."""
+    from sqlalchemy import insert
+
+    from driftline.storage import schema as t
+
+    rows = [("dead_letters", "too_many_features", 3), ("dead_letters", "label_invalid", 2),
+            ("events", "prediction", 5), ("dead_letters", "invalid_json", 1), ("duplicates", "outcome", 4)]
+    with store.write() as conn:
+        for name, label, value in rows:
+            conn.execute(insert(t.counters).values(name=name, label=label, value=value))
+    got = store.counters()
+    assert list(got) == sorted(got)
+    assert got[("dead_letters", "too_many_features")] == 3

@@ -306,9 +306,11 @@ class Store:
             self._upsert(conn, t.meta, [{"key": key, "value": value}], ["key"], ["value"])
 
     def counters(self) -> dict[tuple[str, str], int]:
-        """Persistent pipeline counters: (name, label) → total."""
+        """Persistent pipeline counters: (name, label) → total, in (name, label) order on every database (JSON
+        outputs built from it, such as `dead-letters --json` totals, must not follow a table's physical order)."""
         with self.read() as conn:
-            q = select(t.counters).where(t.counters.c.name != NEWEST_EVENT)
+            q = select(t.counters).where(t.counters.c.name != NEWEST_EVENT).order_by(t.counters.c.name,
+                                                                                      t.counters.c.label)
             return {(r.name, r.label): int(r.value) for r in conn.execute(q)}
 
     def newest_event(self, kind: str | None = None) -> float | None:
