@@ -73,3 +73,20 @@ def simulated_stream(per_day: int) -> tuple[str, str]:
     subprocess.run([sys.executable, "-m", "driftline.cli", "simulate", "--days", str(args.days), "--per-day",
                     str(args.per_day), "--out", path], check=True, stdout=subprocess.DEVNULL)
     return work, path
+
+
+def time_into(spent: dict[str, float], owner: object, name: str, stage: str) -> None:
+    """Wrap owner.name so the CPU seconds of every call add to spent[stage] (a name the code under test lacks is
+    skipped, so a bench can run against an older commit's src/)."""
+    inner = getattr(owner, name, None)
+    if inner is None:
+        return
+
+    def wrapper(*args: object, **kwargs: object) -> object:
+        t = time.process_time()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent[stage] += time.process_time() - t
+
+    setattr(owner, name, wrapper)

@@ -11,7 +11,7 @@ import contextlib
 import os
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import driftline.core.engine as engine
@@ -21,23 +21,14 @@ import driftline.storage.store as store
 from driftline.config import Config
 from driftline.ingest.replay import replay
 
-from bench_common import count_lines, simulated_stream
+from bench_common import time_into, count_lines, simulated_stream
 
 SPENT: dict[str, float] = defaultdict(float)
 
 
 def _timed(owner: Any, name: str, stage: str) -> None:
     """Wrap owner.name so its CPU time adds to SPENT[stage]."""
-    inner: Callable[..., Any] = getattr(owner, name)
-
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        t = time.process_time()
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            SPENT[stage] += time.process_time() - t
-
-    setattr(owner, name, wrapper)
+    time_into(SPENT, owner, name, stage)
 
 
 def _timed_context(owner: Any, name: str, stage: str) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from typing import Any
 
 import driftline.core.engine as engine
@@ -22,25 +21,14 @@ import driftline.storage.store as store
 from driftline.config import Config
 from driftline.ingest.replay import replay
 
-from bench_common import count_lines, decode_seconds, simulated_stream
+from bench_common import time_into, count_lines, decode_seconds, simulated_stream
 
 SPENT: dict[str, float] = defaultdict(float)
 
 
 def _timed(owner: Any, name: str, stage: str) -> None:
-    """Wrap owner.name so its CPU time adds to SPENT[stage] (missing names are skipped)."""
-    inner: Callable[..., Any] | None = getattr(owner, name, None)
-    if inner is None:
-        return
-
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        t = time.process_time()
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            SPENT[stage] += time.process_time() - t
-
-    setattr(owner, name, wrapper)
+    """Wrap owner.name so its CPU time adds to SPENT[stage]."""
+    time_into(SPENT, owner, name, stage)
 
 
 def main() -> None:
