@@ -2,7 +2,9 @@
 
 Instruction counts do not move with the machine's load, so two commits can be compared on a shared 2-core machine
 where CPU seconds swing by ±30 %: run it with PYTHONPATH pointing at each commit's src/. Start-up (imports, schema)
-is measured alone and subtracted. Slow: ~50× under valgrind, so the default stream is a week at 1,800 events a day.
+is measured alone, under the same collector setting, and subtracted. The baseline is decode as a plain program
+runs it (CPython's default collector thresholds: the same at every commit); decode under the CLI's setting
+(gc_tuning) is printed beside it. Slow: ~50× under valgrind, so the default stream is a week at 1,800 events a day.
 
 Usage: python benchmarks/replay_instructions.py [--per-day N] [--days D] [--workdir DIR]
 Needs valgrind (apt-get install valgrind).
@@ -20,8 +22,9 @@ import tempfile
 from bench_common import count_lines, simulated_stream
 
 
-def _child(mode: str, path: str) -> None:
-    """What runs under valgrind: start-up only, a replay into a fresh SQLite file, or raw decode of every line."""
+def _child(mode: str, path: str, gc_setting: str) -> None:
+    """What runs under valgrind: start-up only, a replay into a fresh SQLite file, or raw decode of every line,
+    with CPython's default collector thresholds or the CLI's (`gc_setting` "default" or "cli")."""
     import msgspec
 
     from driftline.config import Config
@@ -29,11 +32,12 @@ def _child(mode: str, path: str) -> None:
     from driftline.ingest.replay import replay
     from driftline.storage.store import Store
 
-    try:
-        from driftline.gc_tuning import tune_for_batches
-        tune_for_batches()  # as the CLI does
-    except ImportError:  # a commit from before it (comparisons)
-        pass
+    if gc_setting == "cli":
+        try:
+            from driftline.gc_tuning import tune_for_batches
+            tune_for_batches()  # as the CLI does
+        except ImportError:  # a commit from before it (comparisons)
+            pass
     work = tempfile.mkdtemp(prefix="driftline-ir-")
     store = Store(f"sqlite:///{os.path.join(work, 'ir.db')}")
     store.migrate()
@@ -48,12 +52,19 @@ def _child(mode: str, path: str) -> None:
     shutil.rmtree(work)
 
 
-def instructions(mode: str, path: str) -> int:
-    """Instructions valgrind counted for one child run (PYTHONHASHSEED fixed: the same count every run)."""
+def instructions(mode: str, path: str, gc_setting: str) -> int:
+    """Instructions valgrind counted for one child run, start-up under the same collector setting subtracted
+    (PYTHONHASHSEED fixed: the same count every run)."""
+    if mode == "none":
+        return _counted("none", path, gc_setting)
+    return _counted(mode, path, gc_setting) - _counted("none", path, gc_setting)
+
+
+def _counted(mode: str, path: str, gc_setting: str) -> int:
     env = dict(os.environ, PYTHONHASHSEED="0")
     out = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-                          sys.executable, __file__, "--child", mode, path], env=env, capture_output=True, text=True,
-                         check=True).stderr
+                          sys.executable, __file__, "--child", mode, path, gc_setting], env=env, capture_output=True,
+                         text=True, check=True).stderr
     match = re.search(r"I\s+refs:\s+([\d,]+)", out)
     if match is None:
         raise RuntimeError(f"no instruction count in valgrind's output:\n{out[-2000:]}")
@@ -65,18 +76,20 @@ def main() -> None:
         sys.exit("valgrind is not installed (apt-get install valgrind)")
     _, path = simulated_stream(1800)
     n = count_lines(path)
-    base = instructions("none", path)
-    replay_ir = instructions("replay", path) - base
-    decode_ir = instructions("decode", path) - base
+    replay_ir = instructions("replay", path, "cli")
+    decode_ir = instructions("decode", path, "default")
+    tuned_ir = instructions("decode", path, "cli")
     print(f"events                      {n:,}")
-    print(f"replay into SQLite          {replay_ir / n:,.0f} instructions per event")
-    print(f"raw msgspec decode          {decode_ir / n:,.0f} instructions per event (baseline)")
-    print(f"replay / raw decode         {decode_ir / replay_ir:.4f} (by instructions)")
+    print(f"replay into SQLite          {replay_ir / n:,.0f} instructions per event (the CLI's collector setting)")
+    print(f"raw msgspec decode          {decode_ir / n:,.0f} instructions per event (baseline: CPython's defaults)")
+    print(f"  with the CLI's setting    {tuned_ir / n:,.0f} instructions per event")
+    print(f"replay / raw decode         {decode_ir / replay_ir:.4f} by instructions "
+          f"({tuned_ir / replay_ir:.4f} against decode with the CLI's collector setting)")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--child":
-        _child(sys.argv[2], sys.argv[3])
+    if len(sys.argv) == 5 and sys.argv[1] == "--child":
+        _child(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
         sys.argv += [] if "--days" in sys.argv else ["--days", "7"]
         main()
