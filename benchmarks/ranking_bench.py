@@ -15,7 +15,6 @@ import tempfile
 import time
 
 import msgspec
-import numpy as np
 from sklearn.metrics import average_precision_score
 
 from driftline.config import from_dict

@@ -10,15 +10,13 @@ from scipy.stats import chi2_contingency, chisquare, mannwhitneyu
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint, proportions_ztest
 
+from driftline.analysis.label_balance import binned_mannwhitney_p, histogram_median, label_balance
 from driftline.analysis.abstats import (
     ArmCounts,
     arm_metrics,
-    binned_mannwhitney_p,
     compare_arms,
     compare_proportions,
-    histogram_median,
     holm,
-    label_balance,
     newcombe_interval,
     relative_lift,
     srm_check,

@@ -156,7 +156,7 @@ def test_two_replicas_count_once_and_page_once(tmp_path, pg_url, alertmanager_si
         one = json.loads(cli(cfg, "metrics", "--json"))["counts"]["predictions"]
         _wait("both replicas scraped", lambda: value('count(up{job="driftline"} == 1)') == 2)
         _wait("the whole-model series", lambda: q(f"driftline_window_predictions{{{WHOLE}}}"))
-        _wait("the trigger to fire", lambda: value(f'model_severity:driftline_trigger_firing:sum{{severity="critical"}}'))
+        _wait("the trigger to fire", lambda: value('model_severity:driftline_trigger_firing:sum{severity="critical"}'))
         _wait("the rendered rule to fire", firing_alerts)
         _wait("Alertmanager to notify", lambda: am.sink.of(ALERT))
         time.sleep(4)  # several group intervals (1 s): a second group would have been notified by now

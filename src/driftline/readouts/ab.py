@@ -35,7 +35,8 @@ from sqlalchemy import and_, func, select
 from ..storage import schema
 from .ab_verdict import verdict
 from ..analysis.abstats import (HEADLINE_METRICS, ArmCounts, arm_metrics, compare_arms, compare_proportions,
-                               holm, label_balance, srm_check, z_for)
+                               holm, srm_check, z_for)
+from ..analysis.label_balance import label_balance
 from ..analysis.classification import delay_quantiles
 from ..analysis.costs import Costs, cost_difference, cost_per_1000
 from ..analysis.paired import PairedTable, paired_bootstrap, paired_tests
