@@ -17,7 +17,8 @@ from driftline.core.grids import N_FEATURE_BINS, N_SCORE_BINS, feature_bin, feat
 from driftline.core.stats import NEG, POS, FeatureHist
 from driftline.analysis import drift_stats as ds
 from driftline.analysis.drift import DriftThresholds, categorical_drift, drift_report, numeric_drift, prevalence_drift
-from driftline.analysis.profiles import FineSample, build_profile, numeric_profile
+from driftline.analysis.fine_grid import FineSample
+from driftline.analysis.profiles import build_profile, numeric_profile
 
 from drift_sim import CHANNELS, COUNTRIES, cat_hist, country_weights, num_hist  # noqa: E402 - shared with the bench
 

@@ -10,9 +10,9 @@ import pytest
 from driftline.core.grids import N_SCORE_BINS, feature_bin, score_bin
 from driftline.core.stats import NEG, POS, UNL, BucketStats, FeatureHist
 from driftline.analysis.drift import drift_report
+from driftline.analysis.fine_grid import fine_sample, grid_edges
 from driftline.analysis.profiles import (
-    CATEGORICAL, MISSING, NUMERIC, OTHER, OVERFLOW, UNDERFLOW, CategoricalProfile, NumericProfile, Profile,
-    ProfileSettings, build_profile, build_profile_from_stats, fine_sample, grid_edges, rebin, unseen_count,
+    CATEGORICAL, MISSING, NUMERIC, OTHER, OVERFLOW, UNDERFLOW, CategoricalProfile, NumericProfile, Profile, ProfileSettings, build_profile, build_profile_from_stats, rebin, unseen_count,
 )
 
 

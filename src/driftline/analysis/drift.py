@@ -38,9 +38,9 @@ import numpy as np
 
 from ..core.stats import NEG, POS, FeatureHist, absent_as_missing
 from . import drift_stats as ds
+from .fine_grid import GRID_FEATURE, FineSample, fine_sample, grid_mids, score_sample
 from .profiles import (
-    CATEGORICAL, GRID_FEATURE, NUMERIC, CategoricalProfile, FineSample, NumericProfile, Profile, fine_sample, grid_mids,
-    rebin, rebin_sample, score_sample, unseen_count,
+    CATEGORICAL, NUMERIC, CategoricalProfile, NumericProfile, Profile, rebin, rebin_sample, unseen_count,
 )
 from .rates import Rate, rate
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from .profiles import CategoricalProfile, FeatureProfile, FineSample, NumericProfile, Profile
+from .fine_grid import FineSample
+from .profiles import CategoricalProfile, FeatureProfile, NumericProfile, Profile
 from .seasons import SeasonalSlices, SeasonSlice, season_label, whole_slice
 
 THIN, UNPLACED, MISSING_SLICE = "thin", "unplaced", "no_reference_hours"

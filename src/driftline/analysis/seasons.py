@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from ..core.stats import NEG, POS, BucketStats, absent_as_missing
-from .profiles import CategoricalProfile, FineSample, NumericProfile, Profile, fine_sample, rebin, score_sample
+from .fine_grid import FineSample, fine_sample, score_sample
+from .profiles import CategoricalProfile, NumericProfile, Profile, rebin
 
 NONE, HOUR_OF_DAY, DAY_OF_WEEK, BOTH = "none", "hour_of_day", "day_of_week", "both"
 SEASONALITIES = (NONE, HOUR_OF_DAY, DAY_OF_WEEK, BOTH)
