@@ -130,7 +130,7 @@ def _plain_columns(preds: list[int], n_lone: int, tail: list[int], buckets: list
         d_bucket=bk_o,
         d_delay=np.asarray(delays, dtype=np.float64),
         d_sign=ones[:m].copy(),
-        f_seq=(seq_p).tolist(),
+        f_seq=seq_p,
         f_bucket=list(buckets),
         f_dicts=f_dicts,
         s_seq=s_seq,

@@ -134,7 +134,8 @@ class Moves:
         parts = [own, *self.columns]
         m = np.argsort(np.concatenate([c.m_seq for c in parts]), kind="stable")
         d = np.argsort(np.concatenate([c.d_seq for c in parts]), kind="stable")
-        f = np.argsort(np.asarray(list(chain.from_iterable(c.f_seq for c in parts)), dtype=np.int64), kind="stable")
+        f_seq = np.concatenate([np.asarray(c.f_seq, dtype=np.int64) for c in parts])  # the batch path's: arrays
+        f = np.argsort(f_seq, kind="stable")
         s = np.argsort(np.asarray(list(chain.from_iterable(c.s_seq for c in parts)), dtype=np.int64), kind="stable")
 
         def cat(name: str, order: np.ndarray) -> np.ndarray:
@@ -146,7 +147,7 @@ class Moves:
 
         return MoveColumns(cat("m_seq", m), cat("bucket", m), cat("state", m), cat("flag", m), cat("score", m),
                            cat("sign", m), cat("d_seq", d), cat("d_bucket", d), cat("d_delay", d), cat("d_sign", d),
-                           seq("f_seq", f), seq("f_bucket", f), seq("f_dicts", f), seq("s_seq", s),
+                           f_seq[f], seq("f_bucket", f), seq("f_dicts", f), seq("s_seq", s),
                            seq("slice_moves", s))
 
 
@@ -164,7 +165,7 @@ class MoveColumns:
     d_bucket: np.ndarray
     d_delay: np.ndarray
     d_sign: np.ndarray
-    f_seq: list[int]
+    f_seq: Sequence[int]
     f_bucket: list[int]
     f_dicts: list[dict[str, Any]]
     s_seq: list[int]
