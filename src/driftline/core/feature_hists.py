@@ -137,7 +137,7 @@ def _one_feature(name: str, vals: Sequence[Any], batch: _Batch) -> None:
             if parts is not None:
                 batch.attach(name, *parts)
                 return
-        elif _gapped(name, vals, real, batch):
+        elif _gapped(name, vals, types, real, batch):
             return
     _general(name, vals, batch)
 
@@ -151,7 +151,7 @@ def _types(vals: Sequence[Any]) -> set[type]:
     return set(map(type, vals))
 
 
-def _gapped(name: str, vals: Sequence[Any], real: set[Any], batch: _Batch) -> bool:
+def _gapped(name: str, vals: Sequence[Any], types: set[Any], real: set[Any], batch: _Batch) -> bool:
     """A plain column with null or absent values: its values, and its missing counts. False (nothing attached)
     when a string is too long for the plain path."""
     n = len(vals)
@@ -164,7 +164,10 @@ def _gapped(name: str, vals: Sequence[Any], real: set[Any], batch: _Batch) -> bo
             return False
         made = dict(zip(*parts))
     gaps = _GAPS if batch.declared else {_NONE}  # absent values count as missing only for declared features
-    missing = np.fromiter(map(gaps.__contains__, map(type, vals)), dtype=bool, count=n)
+    if types <= real | gaps:  # each value is kept or missing (real and gaps are disjoint)
+        missing = ~keep
+    else:
+        missing = np.fromiter(map(gaps.__contains__, map(type, vals)), dtype=bool, count=n)
     if missing.any():
         per = np.bincount(batch.bidx[missing])
         nz = np.flatnonzero(per)
