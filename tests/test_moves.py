@@ -86,3 +86,20 @@ def test_encoded_merge_equals_decode_add_encode(pair: tuple[BucketStats, BucketS
     stored, delta = pair
     expected = BucketStats.from_bytes(stored.to_bytes()).add(delta)
     assert_same(BucketStats.from_bytes(add_encoded(stored.to_bytes(), delta)), expected)
+
+
+def test_fresh_zeros_are_zeros_of_their_shape_and_writable():
+    """Large delta arrays come from their own anonymous mapping: zeros, the dtype asked for, writable, and views of
+    their rows outlive the array they came from."""
+    import numpy as np
+
+    from driftline.core.moves import _FRESH_BYTES, _fresh_zeros
+
+    for shape, dtype in [((200, 3, 2611), np.int64), ((200, 3, 2611), np.float64), ((2, 3, 4), np.int64)]:
+        a = _fresh_zeros(shape, dtype)
+        assert a.shape == shape and a.dtype == dtype and a.flags.writeable and not a.any()
+        row = a[1]
+        a[1, 2, 1] = 7
+        del a
+        assert row[2, 1] == 7 and int(row.sum()) == 7
+    assert 200 * 3 * 2611 * 8 >= _FRESH_BYTES

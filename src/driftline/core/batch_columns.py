@@ -24,17 +24,29 @@ SEQ = 4
 """Sequence numbers per event: an event's moves are numbered event index · SEQ + their rank within it."""
 
 
-
 def _bucket_indices(engine: Engine, models: Sequence[str], versions: Sequence[str], variants: Sequence[str],
                     ts: Sequence[float], shards: Sequence[int]) -> list[int]:
     """The engine's bucket index of each (model, version, variant, ts, shard), new buckets numbered in order."""
-    bs = engine.s.bucket_s
-    starts = [int(t // bs) * bs for t in ts]
+    starts = bucket_starts(ts, engine.s.bucket_s)
     index = engine._index
     for key in dict.fromkeys(zip(models, versions, variants, starts, shards)):
         if key not in index:
             index[key] = len(index)
     return list(map(index.__getitem__, zip(models, versions, variants, starts, shards)))  # no key kept: zip reuses
+
+
+def bucket_starts(ts: Sequence[float], bs: int) -> list[int]:
+    """`int(t // bs) * bs` of each time: one numpy floor division (the same float division as Python's) when the
+    bucket width is an int and every time a float within ±2**52, so each start is exact; Python otherwise."""
+    if ts and type(bs) is int and bs > 0 and set(map(type, ts)) == {float}:
+        arr = np.asarray(ts, dtype=np.float64)
+        if float(np.abs(arr).max()) < _EXACT:
+            return (np.floor_divide(arr, bs).astype(np.int64) * bs).tolist()
+    return [int(t // bs) * bs for t in ts]
+
+
+_EXACT = 2.0 ** 52
+"""Times below this in magnitude have exact int64 bucket starts."""
 
 
 def apply_plain(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[Any], lone: list[int],
@@ -118,7 +130,7 @@ def _plain_columns(preds: list[int], n_lone: int, tail: list[int], buckets: list
         d_bucket=bk_o,
         d_delay=np.asarray(delays, dtype=np.float64),
         d_sign=ones[:m].copy(),
-        f_seq=(seq_p).tolist(),
+        f_seq=seq_p,
         f_bucket=list(buckets),
         f_dicts=f_dicts,
         s_seq=s_seq,

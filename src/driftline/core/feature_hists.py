@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Sequence
 from itertools import chain, compress, repeat
+from operator import countOf
 from typing import Any
 
 import numpy as np
@@ -128,7 +129,7 @@ class _Batch:
 def _one_feature(name: str, vals: Sequence[Any], batch: _Batch) -> None:
     """One feature over the whole batch: fine numeric bins, category counts and missing counts per bucket
     (`_ABSENT` values are missing only when features are declared)."""
-    types = set(map(type, vals))
+    types = _types(vals)
     real = types - _GAPS
     if real <= _NUMERIC or real == {str} or real == {bool}:
         if not types & _GAPS:
@@ -136,12 +137,21 @@ def _one_feature(name: str, vals: Sequence[Any], batch: _Batch) -> None:
             if parts is not None:
                 batch.attach(name, *parts)
                 return
-        elif _gapped(name, vals, real, batch):
+        elif _gapped(name, vals, types, real, batch):
             return
     _general(name, vals, batch)
 
 
-def _gapped(name: str, vals: Sequence[Any], real: set[Any], batch: _Batch) -> bool:
+def _types(vals: Sequence[Any]) -> set[type]:
+    """The set of the values' types: one count of the first value's type (identity compares, cheaper than a set
+    insert each) when they all share it, as most columns do."""
+    first = type(vals[0]) if vals else None
+    if vals and countOf(map(type, vals), first) == len(vals):
+        return {first}  # type: ignore[arg-type]
+    return set(map(type, vals))
+
+
+def _gapped(name: str, vals: Sequence[Any], types: set[Any], real: set[Any], batch: _Batch) -> bool:
     """A plain column with null or absent values: its values, and its missing counts. False (nothing attached)
     when a string is too long for the plain path."""
     n = len(vals)
@@ -154,7 +164,10 @@ def _gapped(name: str, vals: Sequence[Any], real: set[Any], batch: _Batch) -> bo
             return False
         made = dict(zip(*parts))
     gaps = _GAPS if batch.declared else {_NONE}  # absent values count as missing only for declared features
-    missing = np.fromiter(map(gaps.__contains__, map(type, vals)), dtype=bool, count=n)
+    if types <= real | gaps:  # each value is kept or missing (real and gaps are disjoint)
+        missing = ~keep
+    else:
+        missing = np.fromiter(map(gaps.__contains__, map(type, vals)), dtype=bool, count=n)
     if missing.any():
         per = np.bincount(batch.bidx[missing])
         nz = np.flatnonzero(per)

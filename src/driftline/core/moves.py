@@ -7,6 +7,7 @@ numpy over the whole batch instead of per event, which is where replay spends it
 
 from __future__ import annotations
 
+import mmap
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -88,8 +89,8 @@ class Moves:
         nb = n_buckets
         cols = self._merged()
         conf = np.zeros((nb, 3, 2), dtype=np.int64)
-        hist = np.zeros((nb, 3, N_SCORE_BINS), dtype=np.int64)
-        psum = np.zeros((nb, 3, N_SCORE_BINS), dtype=np.float64)
+        hist = _fresh_zeros((nb, 3, N_SCORE_BINS), np.int64)
+        psum = _fresh_zeros((nb, 3, N_SCORE_BINS), np.float64)
         sums = np.zeros((nb, 3, 3), dtype=np.float64)
         delay = np.zeros((nb, N_DELAY_BINS), dtype=np.int64)
         if len(cols.bucket):
@@ -134,7 +135,8 @@ class Moves:
         parts = [own, *self.columns]
         m = np.argsort(np.concatenate([c.m_seq for c in parts]), kind="stable")
         d = np.argsort(np.concatenate([c.d_seq for c in parts]), kind="stable")
-        f = np.argsort(np.asarray(list(chain.from_iterable(c.f_seq for c in parts)), dtype=np.int64), kind="stable")
+        f_seq = np.concatenate([np.asarray(c.f_seq, dtype=np.int64) for c in parts])  # the batch path's: arrays
+        f = np.argsort(f_seq, kind="stable")
         s = np.argsort(np.asarray(list(chain.from_iterable(c.s_seq for c in parts)), dtype=np.int64), kind="stable")
 
         def cat(name: str, order: np.ndarray) -> np.ndarray:
@@ -146,7 +148,7 @@ class Moves:
 
         return MoveColumns(cat("m_seq", m), cat("bucket", m), cat("state", m), cat("flag", m), cat("score", m),
                            cat("sign", m), cat("d_seq", d), cat("d_bucket", d), cat("d_delay", d), cat("d_sign", d),
-                           seq("f_seq", f), seq("f_bucket", f), seq("f_dicts", f), seq("s_seq", s),
+                           f_seq[f], seq("f_bucket", f), seq("f_dicts", f), seq("s_seq", s),
                            seq("slice_moves", s))
 
 
@@ -164,7 +166,7 @@ class MoveColumns:
     d_bucket: np.ndarray
     d_delay: np.ndarray
     d_sign: np.ndarray
-    f_seq: list[int]
+    f_seq: Sequence[int]
     f_bucket: list[int]
     f_dicts: list[dict[str, Any]]
     s_seq: list[int]
@@ -186,6 +188,20 @@ def _scores(c: MoveColumns, conf: np.ndarray, hist: np.ndarray, psum: np.ndarray
     keys, inv = np.unique(bk * (3 * N_SCORE_BINS) + st * N_SCORE_BINS + score_bin(sc), return_inverse=True)
     hist.reshape(-1)[keys] = np.rint(np.bincount(inv, weights=sg)).astype(np.int64)
     psum.reshape(-1)[keys] = np.bincount(inv, weights=sg * sc)
+
+
+def _fresh_zeros(shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """np.zeros(shape, dtype) in fresh anonymous memory when large: the kernel's zero pages, so nothing is memset
+    and pages never written (most fine score bins of most buckets) never materialise; calloc would clear all of it
+    whenever the allocator reuses freed heap (every batch after the first)."""
+    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    if size < _FRESH_BYTES:
+        return np.zeros(shape, dtype=dtype)
+    return np.frombuffer(mmap.mmap(-1, size), dtype=dtype).reshape(shape)
+
+
+_FRESH_BYTES = 1 << 20
+"""Arrays from this size on come from their own anonymous mapping (smaller ones from np.zeros)."""
 
 
 def _summed(index: np.ndarray, signs: np.ndarray, size: int) -> np.ndarray:
