@@ -24,6 +24,7 @@ from ..ingest.pipeline import Pipeline, RawRecord
 from ..storage.store import StalePositions, StoreUnavailable
 from .batches import Batch, at_or_after, fill, fresh_records, raw_records
 from .connect import open_consumer, open_dead_letter_sink
+from .decode import speed_up
 from .assignment import Ownership, fmt, source_of
 from .refusals import Refusals
 from .dlt import DeadLetterCopies
@@ -123,6 +124,7 @@ class LiveConsumer(Ownership, Refusals):
     def attach(self, consumer: Any) -> Handoff:
         """Use this (subscribed or about to be) consumer; returns the rebalance listener to subscribe with."""
         self.consumer = consumer
+        speed_up(consumer)
         self.handoff = Handoff(consumer.pause, self._rebalance_event)
         self.status = ConsumerStatus(phase="consuming", broker_ok=True)
         return self.handoff
