@@ -11,11 +11,13 @@ Needs valgrind (apt-get install valgrind).
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 
-from bench_common import count_lines, simulated_stream, valgrind_instructions
+from bench_common import count_lines, simulated_stream
 
 
 def _child(mode: str, path: str) -> None:
@@ -47,8 +49,15 @@ def _child(mode: str, path: str) -> None:
 
 
 def instructions(mode: str, path: str) -> int:
-    """Instructions valgrind counted for one child run."""
-    return valgrind_instructions([sys.executable, __file__, "--child", mode, path])
+    """Instructions valgrind counted for one child run (PYTHONHASHSEED fixed: the same count every run)."""
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    out = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                          sys.executable, __file__, "--child", mode, path], env=env, capture_output=True, text=True,
+                         check=True).stderr
+    match = re.search(r"I\s+refs:\s+([\d,]+)", out)
+    if match is None:
+        raise RuntimeError(f"no instruction count in valgrind's output:\n{out[-2000:]}")
+    return int(match.group(1).replace(",", ""))
 
 
 def main() -> None:
