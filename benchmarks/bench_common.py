@@ -1,10 +1,11 @@
 """Set-up shared by the benchmarks: the best-of-N timing loop (wall or CPU clock), raw msgspec decode (the
-baseline), the simulated stream."""
+baseline), the simulated stream, instruction counts under valgrind."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -90,3 +91,14 @@ def time_into(spent: dict[str, float], owner: object, name: str, stage: str) -> 
             spent[stage] += time.process_time() - t
 
     setattr(owner, name, wrapper)
+
+
+def valgrind_instructions(argv: list[str]) -> int:
+    """Instructions valgrind counts for one run of `argv` (PYTHONHASHSEED fixed: the same count every run)."""
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    out = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                          *argv], env=env, capture_output=True, text=True, check=True).stderr
+    match = re.search(r"I\s+refs:\s+([\d,]+)", out)
+    if match is None:
+        raise RuntimeError(f"no instruction count in valgrind's output:\n{out[-2000:]}")
+    return int(match.group(1).replace(",", ""))

@@ -240,3 +240,28 @@ def test_batch_fill_gathers_polls_until_the_limit_and_stops_on_rebalance_or_sile
     fresh = fresh_records({tp: [_Rec(i) for i in range(5, 9)], TopicPartition("outcomes", 0): [_Rec(0)]},
                           {tp: 7}, set())
     assert list(fresh) == [tp] and [r.offset for r in fresh[tp]] == [7, 8]
+
+
+def test_batch_fill_lingers_from_when_the_first_records_were_polled() -> None:
+    import threading
+
+    from kafka import TopicPartition
+
+    from driftline.kafka.batches import fill
+
+    tp, now, asked = TopicPartition("predictions", 0), [10.0], []
+
+    def poll(timeout_ms: int, max_records: int) -> dict:
+        asked.append(timeout_ms)
+        now[0] += 0.1
+        return {tp: [_Rec(100 + len(asked))]}
+
+    first, stop = {tp: [_Rec(i) for i in range(5)]}, threading.Event()
+    # carried records polled 0.3 s ago have lingered past 0.25 s already: stored as they are, no poll
+    assert fill(poll, first, 100, 0.25, stop, lambda: False, lambda: now[0], since=9.7) == first and asked == []
+    # polled 0.1 s ago: only the remaining 0.15 s of the linger
+    assert len(fill(poll, first, 100, 0.25, stop, lambda: False, lambda: now[0], since=9.9)[tp]) == 7
+    assert asked == [150, 50]
+    asked.clear()
+    assert len(fill(poll, first, 100, 0.25, stop, lambda: False, lambda: now[0])[tp]) == 8  # from now: 0.25 s
+    assert asked == [250, 150, 50]

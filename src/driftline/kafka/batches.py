@@ -21,15 +21,17 @@ log = logging.getLogger(__name__)
 
 
 def fill(poll: Callable[..., Batch], polled: Batch, limit: int, linger_s: float, stop: threading.Event,
-         rebalancing: Callable[[], bool], monotonic: Callable[[], float]) -> Batch:
-    """Keep polling for up to `linger_s` after the first records, until `limit` records: a busy stream is then
-    stored in few large transactions (each costs a read-modify-write of every bucket it touches). Stops at once
-    on a rebalance, on stop, or when a poll brings nothing."""
+         rebalancing: Callable[[], bool], monotonic: Callable[[], float], since: float | None = None) -> Batch:
+    """Keep polling for up to `linger_s` after the first records (polled at `since`, default now), until `limit`
+    records: a busy stream is then stored in few large transactions (each costs a read-modify-write of every bucket
+    it touches). Records carried from the previous store have often waited longer than that already: they are
+    stored at once instead of lingering again. Stops at once on a rebalance, on stop, or when a poll brings
+    nothing."""
     count = sum(len(r) for r in polled.values())
     if not count or linger_s <= 0:
         return polled
+    deadline = (monotonic() if since is None else since) + linger_s
     batch: Batch = {tp: list(recs) for tp, recs in polled.items()}
-    deadline = monotonic() + linger_s
     while count < limit and not stop.is_set() and not rebalancing():
         left = deadline - monotonic()
         if left <= 0:

@@ -24,6 +24,7 @@ from ..ingest.pipeline import Pipeline, RawRecord
 from ..storage.store import StalePositions, StoreUnavailable
 from .batches import Batch, at_or_after, fill, fresh_records, raw_records
 from .connect import open_consumer, open_dead_letter_sink
+from .decode import speed_up
 from .assignment import Ownership, fmt, source_of
 from .refusals import Refusals
 from .dlt import DeadLetterCopies
@@ -80,7 +81,7 @@ class LiveConsumer(Ownership, Refusals):
         self.stored_batches = 0
         self.consumed = consumed_counter(self.ops)
         self.stall = StallWatch(settings.stall_restart_s)
-        self.overlap = Overlap()
+        self.overlap = Overlap(monotonic)
 
     # --- readiness ------------------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
@@ -123,6 +124,7 @@ class LiveConsumer(Ownership, Refusals):
     def attach(self, consumer: Any) -> Handoff:
         """Use this (subscribed or about to be) consumer; returns the rebalance listener to subscribe with."""
         self.consumer = consumer
+        speed_up(consumer)
         self.handoff = Handoff(consumer.pause, self._rebalance_event)
         self.status = ConsumerStatus(phase="consuming", broker_ok=True)
         return self.handoff
@@ -146,6 +148,7 @@ class LiveConsumer(Ownership, Refusals):
     def step(self) -> None:
         """One iteration: poll, apply rebalances, position new partitions, store a batch, housekeeping."""
         c = self.consumer
+        carried_at = self.overlap.carried_at
         carried, error = self.overlap.take()
         try:
             if error is not None:
@@ -153,7 +156,8 @@ class LiveConsumer(Ownership, Refusals):
             polled = carried or c.poll(timeout_ms=self.poll_ms, max_records=self.settings.batch_max_records)
             if self.held is None and self.handoff is not None:
                 polled = fill(self.consumer.poll, polled, self.settings.batch_max_records,
-                              self.settings.batch_linger_ms / 1000.0, self.stop, self.handoff.pending, self.monotonic)
+                              self.settings.batch_linger_ms / 1000.0, self.stop, self.handoff.pending, self.monotonic,
+                              carried_at if carried else None)
         except NoOffsetForPartitionError as err:  # new partitions, paused until seeked to the stored positions
             log.debug("poll before positioning: %s", err)
             polled = {}

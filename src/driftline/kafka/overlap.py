@@ -26,10 +26,13 @@ with the transaction."""
 class Overlap:
     """One worker thread for store transactions, and the records (or poll error) gathered while one ran."""
 
-    def __init__(self) -> None:
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
         self._pool: ThreadPoolExecutor | None = None
+        self.monotonic = monotonic
         self.carry: Batch = {}
         """Records polled while the previous batch was stored, for the next step (in poll order per partition)."""
+        self.carried_at: float | None = None
+        """When the first carried records were polled (monotonic): the next batch's linger counts from then."""
         self.error: KafkaError | None = None
         """A poll error met while storing, raised again at the next step's poll (so it is handled as ever)."""
 
@@ -65,16 +68,18 @@ class Overlap:
                         seek(tp, recs[0].offset)
                     except (KafkaError, AssertionError):  # no longer assigned: nothing to give back
                         pass
-                self.carry = {}
+                self.carry, self.carried_at = {}, None
                 return
+            if count == 0 and any(more.values()):
+                self.carried_at = self.monotonic()
             for tp, recs in more.items():
                 if recs:
                     self.carry.setdefault(tp, []).extend(recs)
                     count += len(recs)
 
     def take(self) -> tuple[Batch, KafkaError | None]:
-        """(carried records, kept poll error), and forget both."""
-        carry, error, self.carry, self.error = self.carry, self.error, {}, None
+        """(carried records, kept poll error), and forget both (and `carried_at`)."""
+        carry, error, self.carry, self.error, self.carried_at = self.carry, self.error, {}, None, None
         return carry, error
 
     def close(self) -> None:
