@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from driftline.core.engine import DEFAULT_VARIANT, DEFAULT_VERSION, EngineSettings
 from driftline.core.events import Decoded, Outcome, Prediction
 from driftline.core.feature_hists import _ABSENT, _exact_bucket, feature_hists
-from driftline.core.sample import (MAX_TAU, encode_sample, id_hash, id_hashes, sample_of, sample_row, sample_rows,
-                                   sample_sorted, smallest_distinct)
+from driftline.core.sample import (MAX_TAU, encode_sample, id_hash, id_hashes, sample_of, sample_row, sample_sorted,
+                                   smallest_distinct)
 from driftline.core.stats import BucketStats
 from driftline.ingest.sampling import batch_samples
 
@@ -100,20 +100,6 @@ def test_feature_histograms_equal_the_exact_rule_on_dirty_dicts(case: Any) -> No
 def _same_rows(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
     """Rows equal name by name, in the same name order, with the same float bits (-0.0 is not 0.0)."""
     assert [repr(list(r.items())) for r in a] == [repr(list(r.items())) for r in b]
-
-
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(feature_batches(), st.lists(st.integers(0, 39), max_size=5))
-def test_sample_rows_equal_sample_row_row_by_row(case: Any, absent: list[int]) -> None:
-    """The column-at-a-time rows are sample_row's, name order and float bits included, on dirty dicts (mixed
-    types in a column, non-finite numbers, long strings, more names than max_features, None or empty maps)."""
-    _, dicts, declared, max_features = case
-    features: list[dict[str, Any] | None] = list(dicts)
-    for i in absent:
-        if i < len(features):
-            features[i] = None if i % 2 else {}
-    _same_rows(sample_rows(features, declared, max_features),
-               [sample_row(f, declared, max_features) for f in features])
 
 
 @given(st.lists(st.one_of(st.text(), st.sampled_from(["", "\ud800x", "p-1", "é" * 300])), max_size=30))

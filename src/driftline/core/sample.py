@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
-from operator import itemgetter, lt, methodcaller
+from operator import lt, methodcaller
 from typing import Any
 
 import msgspec
@@ -87,61 +87,6 @@ def sample_row(features: Mapping[str, object] | None, keep: Sequence[str], max_f
         elif t is int:
             row[name] = float(v)  # type: ignore[arg-type]
     return row
-
-
-_BOOL_VALUE = {True: "true", False: "false"}.__getitem__
-_CUT = itemgetter(slice(None, MAX_VALUE_LEN))
-_VALUES = methodcaller("values")
-_NUMBERS = frozenset((int, float))
-_VALUE_TYPES = frozenset((int, float, str, bool))
-
-
-def sample_rows(features: Sequence[Mapping[str, object] | None], keep: Sequence[str], max_features: int
-                ) -> list[Row]:
-    """[sample_row(f, keep, max_features) for f in features]: the same rows, keys in the same order, built a
-    column at a time when the batch allows it (see _column_rows), row by row otherwise."""
-    rows = _column_rows(features, max_features)
-    return [sample_row(f, keep, max_features) for f in features] if rows is None else rows
-
-
-def _column_rows(features: Sequence[Mapping[str, object] | None], max_features: int) -> list[Row] | None:
-    """sample_row's rows by one C-level map per column (its loop per value is most of a batch's sampling cost)
-    when every map has the same names in the same order (at most max_features) and the values of each name are
-    all numbers, all strings or all booleans, besides values of no feature type (null: the name is left out of
-    those rows, as sample_row leaves it out); else None (a non-finite number too)."""
-    if not features or not all(features):
-        return None
-    names = tuple(features[0])  # type: ignore[arg-type]
-    if len(names) > max_features or not all(map(names.__eq__, map(tuple, features))):  # type: ignore[arg-type]
-        return None
-    kept: list[str] = []
-    cols: list[Sequence[Value | None]] = []
-    holes: list[tuple[str, list[int]]] = []
-    for name, col in zip(names, zip(*map(_VALUES, features))):
-        kinds = set(map(type, col))
-        present = kinds & _VALUE_TYPES
-        if not present:
-            continue
-        conv: Any = float if present <= _NUMBERS else _CUT if present == {str} else \
-            _BOOL_VALUE if present == {bool} else None
-        if conv is None:
-            return None
-        if present != kinds:  # some values of no feature type: None in the column, the name dropped from the row
-            col = tuple(conv(v) if type(v) in present else None for v in col)
-            holes.append((name, [i for i, v in enumerate(col) if v is None]))
-            if conv is float and not all(map(math.isfinite, (v for v in col if v is not None))):
-                return None
-        else:
-            col = col if present == {float} else tuple(map(conv, col))
-            if conv is float and not all(map(math.isfinite, col)):
-                return None
-        kept.append(name)
-        cols.append(col)
-    rows: list[Row] = list(map(dict, map(zip, repeat(kept), zip(*cols)))) if kept else [{} for _ in features]
-    for name, at in holes:
-        for i in at:
-            del rows[i][name]
-    return rows
 
 
 _row_enc = msgspec.msgpack.Encoder(order="sorted")
