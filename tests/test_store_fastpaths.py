@@ -207,7 +207,7 @@ def _stored(rows_by_step: list[list[tuple[Any, ...]]], fast: bool) -> list[tuple
         head = f"INSERT INTO predictions ({bulk.PRED_COLS}) VALUES "
         for rows in rows_by_step:
             if fast:
-                bulk._insert_many(conn, head, 12, bulk._PRED_CONFLICT, list(rows), bulk.PRED_LITERALS)
+                bulk._insert_many(conn, head, 12, bulk._PRED_CONFLICT, list(rows))
             elif rows:
                 conn.exec_driver_sql(head + "(" + ", ".join(["?"] * 12) + ") " + bulk._PRED_CONFLICT, rows)
         out = [tuple(r) for r in conn.exec_driver_sql(

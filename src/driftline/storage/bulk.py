@@ -9,9 +9,9 @@ statements, rows in key order (fewer B-tree page splits).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from itertools import chain
-from operator import attrgetter, is_, itemgetter
+from operator import attrgetter
 from typing import Any
 
 from sqlalchemy import Connection
@@ -29,9 +29,6 @@ step, reset and Python round of its own."""
 
 PRED_COLS = ("prediction_id, model, variant, model_version, ts, score, flagged, shard, label, label_ts, implicit, "
              "slice_values")
-PRED_LITERALS = (6, 8, 9, 10, 11)
-"""Columns of a join row written as literals on SQLite when None or a bool (flagged, label, label_ts, implicit,
-slice_values; see _insert_many)."""
 _PRED_ARRAYS = ("%b::text[], %b::text[], %b::text[], %b::text[], %b::float8[], %b::float8[], %b::bool[], %b::int[], "
                 "%b::smallint[], %b::float8[], %b::bool[], %b::text[]")
 _PRED_CONFLICT = ("ON CONFLICT (prediction_id, model, variant) DO UPDATE SET label = excluded.label, "
@@ -112,8 +109,7 @@ def write_predictions(conn: Connection, dialect: str, records: Sequence[PredReco
         conn.exec_driver_sql(f"INSERT INTO predictions ({PRED_COLS}) SELECT * FROM unnest({_PRED_ARRAYS}) "
                              + _PRED_CONFLICT, _pg_columns(conn, _columns(rows), _PRED_KINDS))
     else:
-        _insert_many(conn, f"INSERT INTO predictions ({PRED_COLS}) VALUES ", 12, _PRED_CONFLICT, rows,
-                     PRED_LITERALS)
+        _insert_many(conn, f"INSERT INTO predictions ({PRED_COLS}) VALUES ", 12, _PRED_CONFLICT, rows)
 
 
 def write_outcomes(conn: Connection, dialect: str, outcomes: Sequence[OutcomeRecord]) -> None:
@@ -126,59 +122,20 @@ def write_outcomes(conn: Connection, dialect: str, outcomes: Sequence[OutcomeRec
         conn.exec_driver_sql(f"INSERT INTO outcomes ({_OUT_COLS}) SELECT * FROM unnest({_OUT_ARRAYS}) "
                              + _OUT_CONFLICT, _pg_columns(conn, _columns(rows), _OUT_KINDS))
     else:
-        _insert_many(conn, f"INSERT INTO outcomes ({_OUT_COLS}) VALUES ", 5, _OUT_CONFLICT, rows, (4,))
+        _insert_many(conn, f"INSERT INTO outcomes ({_OUT_COLS}) VALUES ", 5, _OUT_CONFLICT, rows)
 
 
-def _insert_many(conn: Connection, head: str, width: int, tail: str, rows: list[tuple[Any, ...]],
-                 literal: Sequence[int] = ()) -> None:
+def _insert_many(conn: Connection, head: str, width: int, tail: str, rows: list[tuple[Any, ...]]) -> None:
     """`head (?, ...) tail` for every row, in key order, on SQLite: whole groups of ROWS_PER_INSERT rows as one
     multi-row statement each (one executemany), the rest one row per step (a second executemany). Rows are sorted
     (the table's key leads each row and is unique in a batch, so the order changes no stored row, and tuples never
-    compare past it): the key B-tree then grows at its right edge instead of splitting pages everywhere.
-
-    The `literal` columns' None, True and False are written into the statement as NULL, 1 and 0, rows grouped by
-    them: pysqlite looks every bound value that is not an exact int, float or str up in its adapter registry (more
-    instructions than the row's insert), and binds None as NULL and a bool as the integer anyway."""
+    compare past it): the key B-tree then grows at its right edge instead of splitting pages everywhere."""
     rows.sort()
-    if not literal:
-        _insert_rows(conn, head, tail, f"({_marks(width)})", width, rows)
-        return
-    probe = _getter(list(literal))
-    groups: dict[tuple[bool, ...], list[tuple[Any, ...]]] = {}
-    for row in rows:
-        shape = tuple(map(is_, probe(row) * 3, _LITERALS[len(literal)]))
-        if (group := groups.get(shape)) is None:
-            groups[shape] = [row]
-        else:
-            group.append(row)
-    n = len(literal)
-    for shape, group in groups.items():
-        spelled = dict(zip(literal, ("NULL" if shape[j] else "1" if shape[n + j] else "0" if shape[2 * n + j]
-                                     else "?" for j in range(n))))
-        marks = [spelled.get(i, "?") for i in range(width)]
-        bound = [i for i, m in enumerate(marks) if m == "?"]
-        _insert_rows(conn, head, tail, f"({', '.join(marks)})", len(bound),
-                     group if len(bound) == width else list(map(_getter(bound), group)))
-
-
-_LITERALS = {n: (None,) * n + (True,) * n + (False,) * n for n in range(1, 8)}
-"""Per count of literal columns: what `is` compares their values (probed three times) with."""
-
-
-def _getter(at: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    """The row's values at these positions, always as a tuple."""
-    if len(at) == 1:
-        return lambda row: (row[at[0]],)
-    return itemgetter(*at)
-
-
-def _insert_rows(conn: Connection, head: str, tail: str, one: str, binds: int, rows: list[tuple[Any, ...]]
-                 ) -> None:
-    """`head one tail` for every row (`binds` values each): ROWS_PER_INSERT rows per multi-row statement."""
+    one = f"({_marks(width)})"
     whole = len(rows) - len(rows) % ROWS_PER_INSERT
     if whole:
         flat = list(chain.from_iterable(rows[:whole]))
-        step = ROWS_PER_INSERT * binds
+        step = ROWS_PER_INSERT * width
         conn.exec_driver_sql(head + ", ".join([one] * ROWS_PER_INSERT) + " " + tail,
                              [tuple(flat[i:i + step]) for i in range(0, len(flat), step)])
     if whole < len(rows):
