@@ -298,3 +298,24 @@ def test_pg_encoded_arrays_reach_the_server_as_psycopg_lists_do(pg_url: str, kin
 
     check()
     eng.dispose()
+
+
+def test_sqlite_adapters_bind_bool_and_none_as_sqlite_stores_them() -> None:
+    """With driftline's adapters a bool is bound as its integer and None as NULL, exactly as pysqlite binds them
+    without an adapter (only cheaper): the values read back, and their storage classes, are unchanged."""
+    import sqlite3
+
+    from driftline.storage.sqlite_binding import register_adapters
+
+    rows = [(1, True, None, 0.5, "x"), (2, False, 3, None, None)]
+
+    def stored() -> list[tuple[object, ...]]:
+        conn = sqlite3.connect(":memory:")
+        conn.execute("CREATE TABLE t (a INTEGER, b BOOLEAN, c SMALLINT, d FLOAT, e TEXT)")
+        conn.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)", rows)
+        out = conn.execute("SELECT a, b, c, d, e, typeof(b), typeof(c), typeof(d), typeof(e) FROM t ORDER BY a")
+        return out.fetchall()
+
+    register_adapters()
+    assert stored() == [(1, 1, None, 0.5, "x", "integer", "null", "real", "text"),
+                        (2, 0, 3, None, None, "integer", "integer", "null", "null")]

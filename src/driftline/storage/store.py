@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, and_, case, create_engine, delete, func, select, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 
-from . import bulk, labels, locking, revisions
+from . import bulk, labels, locking, revisions, sqlite_binding
 from . import schema as t
 from ..core.engine import EngineResult, JoinView, OutcomeRecord, PredKey, PredRecord
 from ..core.events import DeadLetter
@@ -78,6 +78,7 @@ class Store:
         self.dialect = self.engine.dialect.name
         if self.dialect == "sqlite":
             locking.install_sqlite(self.engine, lock_timeout_s)
+            sqlite_binding.register_adapters()
         self._insert = sqlite.insert if self.dialect == "sqlite" else postgresql.insert
 
     # --- schema -------------------------------------------------------------------------------
