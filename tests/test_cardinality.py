@@ -16,7 +16,8 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from driftline import cli
-from driftline.config import ConfigError, parse_duration, from_dict, load
+from driftline.config import ConfigError, from_dict, load
+from driftline.durations import parse_duration
 from driftline.exporter.bounds import PIPELINE_SERIES, PROCESS_SERIES, series_bound
 from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.ingest.replay import replay

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from driftline.config import ConfigError, from_dict, load, parse_duration
+from driftline.config import ConfigError, from_dict, load
+from driftline.durations import parse_duration
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,33 +11,12 @@ import msgspec
 import yaml
 
 from .config_fields import dict_entry, unknown_field
+from .durations import parse_duration, window_too_long
 from .domain import Costs, Domain
 from .metric_names import MULTIVARIATE, unknown_metric
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-MAX_WINDOW_DAYS = 36525
-"""The longest window (100 years): a window reaches back from its end, and must stay within the calendar."""
-MAX_WINDOW_S = MAX_WINDOW_DAYS * 86400.0
-
-
 class ConfigError(ValueError):
     """A configuration problem, with the offending field in the message."""
-
-
-def parse_duration(text: str | int | float, allow_zero: bool = False) -> float:
-    """Seconds in a duration such as '90s', '30m', '1h', '7d', '2w' (a bare number is seconds); positive unless
-    `allow_zero` (a trigger's `for` and `cooldown`: 0s means none, as in Prometheus)."""
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        value = float(text)
-    else:
-        m = _DURATION.match(str(text))
-        if not m:
-            raise ValueError(f"invalid duration {text!r}: use a number and a unit s/m/h/d/w, e.g. '7d'")
-        value = float(m.group(1)) * _UNIT_S[m.group(2)]
-    if value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"duration must be {'0 or more' if allow_zero else 'positive'}, got {text!r}")
-    return value
 
 
 _PATTERN_HELP = {
@@ -56,12 +35,6 @@ def _positive_durations(section: str, allow_zero: bool = False, **fields: str | 
                 raise ValueError(f"{section}{name}: {err}") from None
 
 
-def window_too_long(field: str, text: str) -> None:
-    """Raise ValueError naming `field` when the window `text` is longer than MAX_WINDOW_DAYS."""
-    if parse_duration(text) > MAX_WINDOW_S:
-        raise ValueError(f"{field}: {text} is longer than {MAX_WINDOW_DAYS}d (100 years)")
-
-
 DEFAULT_RUNBOOK_BASE_URL = "https://github.com/driftline/driftline/blob/main/docs/RUNBOOKS.md"
 """Where runbooks live unless `notify.runbook_base_url` says otherwise: docs/RUNBOOKS.md, one section per alert."""
 
@@ -74,15 +47,6 @@ def _absolute_url(name: str, url: str | None, anchor: bool = True) -> None:
         raise ValueError(f"{name}: must be an absolute http(s) URL a pager can open, got {url!r}")
     if not anchor and "#" in url:
         raise ValueError(f"{name}: must not contain '#' (the alert's anchor is appended), got {url!r}")
-
-
-def format_duration(seconds: float) -> str:
-    """Compact label for a duration ('7d', '1h', '90s'), used in metric labels and reports."""
-    for unit in ("w", "d", "h", "m"):
-        n = seconds / _UNIT_S[unit]
-        if n >= 1 and float(n).is_integer() and not (unit == "w" and seconds % 86400 == 0):
-            return f"{int(n)}{unit}"
-    return f"{int(seconds)}s" if float(seconds).is_integer() else f"{seconds}s"
 
 
 Duration = Annotated[str, msgspec.Meta(pattern=r"^\s*\d+(\.\d+)?\s*[smhdw]\s*$")]

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from rich.console import Console
 
-from .config import MAX_WINDOW_DAYS, MAX_WINDOW_S, Config, ConfigError, parse_duration
+from .config import Config, ConfigError
+from .durations import MAX_WINDOW_DAYS, MAX_WINDOW_S, parse_duration
 from .core.events import MAX_EPOCH, parse_time_text
 from .storage.store import DEFAULT_URL, Store
 from .storage.urls import UnusableURL, check_url

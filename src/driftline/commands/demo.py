@@ -21,7 +21,8 @@ import yaml
 from rich.console import Console
 
 from .. import numbers
-from ..config import Config, ConfigError, Trigger, parse_duration
+from ..config import Config, ConfigError, Trigger
+from ..durations import parse_duration
 from ..domain import Costs, Domain
 from ..context import Context, parse_at, port_number
 from ..ingest.pipeline import Pipeline, RawRecord

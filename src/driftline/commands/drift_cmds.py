@@ -10,7 +10,8 @@ from typing import Any
 from rich.console import Console
 
 from ..context import Context, parse_at, parse_window
-from ..config import ConfigError, parse_duration
+from ..config import ConfigError
+from ..durations import parse_duration
 from ..numbers import MISSING, count, prop, pvalue, stat
 from .render import fmt_rate, shown
 from .query import add_matured_arg, add_window_args, window_end

@@ -24,7 +24,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from .. import __version__
 from ..analysis.classification import Metrics, classification
-from ..config import Config, format_duration
+from ..config import Config
+from ..durations import format_duration
 from ..core.events import DEAD_LETTER_REASONS
 from ..core.labels import MODEL, OVERFLOW, VARIANT, VERSION, overflow_counter
 from ..readouts.drift import MultivariateReading, active_reference_seasons, estimated_block, multivariate_reading

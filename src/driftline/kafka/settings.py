@@ -17,7 +17,8 @@ from typing import Any
 
 import yaml
 
-from ..config import ConfigError, Kafka, parse_duration
+from ..config import ConfigError, Kafka
+from ..durations import parse_duration
 
 BOOTSTRAP_ENV = "DRIFTLINE_KAFKA_BOOTSTRAP"
 OPTION_ENV_PREFIX = "DRIFTLINE_KAFKA_OPT_"

@@ -21,7 +21,8 @@ from ..analysis.profiles import Profile
 from ..analysis.season_mix import Mixture
 from ..analysis.seasons import SeasonalSlices
 from ..analysis.slices import slices_of, worst_slices
-from ..config import Config, format_duration
+from ..config import Config
+from ..durations import format_duration
 from .estimated import calibrated_block
 from .multivariate import multivariate_block, multivariate_result
 from .references import NoReference, Reference, active_reference_key, load_reference

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..config import format_duration
+from ..durations import format_duration
 from ..core.events import iso
 from ..storage.compaction import COMPACTED_SHARD, DAY_S
 from ..storage.store import BucketRow, Store

@@ -19,7 +19,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..config import Config, parse_duration
+from ..config import Config
+from ..durations import parse_duration
 from ..exporter.collector import SnapshotCollector
 from ..exporter.http import ExporterServer, Readiness, build_registry
 from ..ops import OpsMetrics

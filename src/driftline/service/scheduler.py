@@ -28,7 +28,8 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from ..storage.compaction import compact, compaction_cutoff
 from ..storage.samples import compact_samples
-from ..config import Config, ConfigError, parse_duration
+from ..config import Config, ConfigError
+from ..durations import parse_duration
 from ..ingest.pipeline import Pipeline
 from ..reports import table
 from ..reports.generate import generate

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..config import Trigger, format_duration, parse_duration
+from ..config import Trigger
+from ..durations import format_duration, parse_duration
 
 OK, PENDING, FIRING, RESOLVED, INSUFFICIENT = "ok", "pending", "firing", "resolved", "insufficient_data"
 STATES = (OK, PENDING, FIRING, RESOLVED, INSUFFICIENT)

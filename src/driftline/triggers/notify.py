@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import numbers
-from ..config import Notify, parse_duration
+from ..config import Notify
+from ..durations import parse_duration
 from ..ops import OpsMetrics
 from .metrics import canonical, fmt_line, info
 from .model import NOTICE_RESOLVED, Notice, Rule, TriggerState

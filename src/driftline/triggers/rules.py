@@ -20,7 +20,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..config import Config, format_duration
+from ..config import Config
+from ..durations import format_duration
 from ..core.labels import AGGREGATE
 from .metrics import canonical, info
 from .model import Rule
