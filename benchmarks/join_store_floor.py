@@ -111,7 +111,8 @@ def main() -> None:
             conn.close()
     n, rng, t0 = args.pending, np.random.default_rng(18), 1.7e9
     ids, ts, score = [f"tx-{i}" for i in range(n)], (t0 + np.arange(n) * (90 * DAY / n)).tolist(), rng.random(n)
-    probe = [ids[i] for i in rng.choice(n, 10_000, replace=False)] + [f"nx-{i}" for i in range(10_000)]
+    picks = rng.choice(n, 20_000, replace=False)  # misses sort next to real ids, so no layout gets them for free
+    probe = [ids[i] for i in picks[:10_000]] + [f"{ids[i]}-late" for i in picks[10_000:]]
     conns, size, hits = {}, {}, {}
     for k, lay in enumerate(layouts):
         conns[lay] = fresh(lay, os.path.join(work, f"pending-{k}.db"))
