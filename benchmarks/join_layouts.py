@@ -47,12 +47,13 @@ def hash63(ids: list[str]) -> list[int]:
     costs ~1 µs, as much as the decode. A collision only costs an overflow row, never a wrong join."""
     if not ids:
         return []
-    b = np.array([s.encode() for s in ids], dtype=bytes)
+    raw = [s.encode() for s in ids]
+    b, size = np.array(raw, dtype=bytes), np.array([len(r) for r in raw], dtype=np.uint64)
     width = -(-b.dtype.itemsize // 8) * 8
     words = b.astype(f"S{width}").view("<u8").reshape(len(ids), width // 8)
-    h = np.full(len(ids), 0xCBF29CE484222325, dtype=np.uint64)
-    for j in range(words.shape[1]):
-        h = (h ^ words[:, j]) * np.uint64(0x100000001B3)
+    h = np.uint64(0xCBF29CE484222325) ^ size
+    for j in range(words.shape[1]):  # words past an id's own bytes (padding to the batch's longest) leave it alone
+        h = np.where(size > 8 * j, (h ^ words[:, j]) * np.uint64(0x100000001B3), h)
     for mult in (0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53):
         h = (h ^ (h >> np.uint64(33))) * np.uint64(mult)
     return ((h ^ (h >> np.uint64(33))) >> np.uint64(1)).astype(np.int64).tolist()

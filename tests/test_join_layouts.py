@@ -19,7 +19,7 @@ from floor_bench import open_floor_db  # noqa: E402
 from join_layouts import DAY, HashRows, MemIndex, MergedRows, Segments, hash63  # noqa: E402
 
 T0 = 1_790_000_000.0
-IDS = [f"id-{i}" for i in range(20)]
+IDS = [f"id-{i}" + "x" * (i % 4 * 7) for i in range(20)]  # lengths over 1 to 4 words: batches pad differently
 
 
 def colliding(ids: list[str]) -> list[int]:
@@ -73,3 +73,4 @@ def test_hash63_is_stable_and_63_bit() -> None:
     hs = hash63(["tx-1", "tx-2", "a" * 200, ""])
     assert hs[0] != hs[1] and all(0 <= h < 2 ** 63 for h in hs)
     assert hs == hash63(["tx-1", "tx-2", "a" * 200, ""])
+    assert hash63(["tx-1"]) == hash63(["tx-1", "b" * 40])[:1]  # independent of the other ids' lengths
