@@ -26,44 +26,60 @@ from datetime import datetime
 
 import msgspec
 
-from driftline.core.events import Prediction, _tagged_dec
+from driftline.core.events import Outcome, Prediction, _tagged_dec
 from driftline.storage.store import Store
 from bench_common import best_rate, raw_decode, simulated_stream
 
 BATCH = 20_000
 
 
-def floor_rate(lines: list[bytes], db: str) -> float:
-    Store(f"sqlite:///{db}").migrate()
+def decode_batch(lines: list[bytes]) -> tuple[list[Prediction], list[Outcome]]:
+    """Typed decode of one batch, split into predictions and outcomes (the floor's first step, shared by
+    join_store_floor.py)."""
+    events = [_tagged_dec.decode(line) for line in lines]
+    return [e for e in events if hasattr(e, "score")], [e for e in events if not hasattr(e, "score")]
+
+
+def floor_batch(conn: sqlite3.Connection, lines: list[bytes]) -> None:
+    """One batch of the floor workload on driftline's own join tables, in one transaction."""
+    preds, outs = decode_batch(lines)
+    ids = sorted({e.prediction_id for e in (*preds, *outs)})
+    conn.execute("BEGIN")
+    known: set[str] = set()
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        marks = ",".join("?" * len(chunk))
+        known.update(r[0] for r in conn.execute(
+            f"SELECT prediction_id FROM predictions WHERE prediction_id IN ({marks})", chunk))
+        conn.execute(f"SELECT prediction_id FROM outcomes WHERE prediction_id IN ({marks})", chunk).fetchall()
+    conn.executemany(
+        "INSERT INTO predictions (prediction_id, model, variant, model_version, ts, score, flagged, shard, label, "
+        "label_ts, implicit, slice_values) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+        [(p.prediction_id, p.model, p.variant or "default", p.model_version or "unknown", _epoch(p.ts), p.score,
+          p.score >= 0.5, 0, None, None, False, None) for p in preds])
+    conn.executemany(
+        "INSERT INTO outcomes (prediction_id, label, ts, shard, matched) VALUES (?,?,?,?,?) ON CONFLICT "
+        "(prediction_id) DO UPDATE SET label = excluded.label, ts = excluded.ts",
+        [(o.prediction_id, int(o.label), _epoch(o.ts), 0, True) for o in outs])
+    conn.executemany("UPDATE predictions SET label = ?, label_ts = ? WHERE prediction_id = ?",
+                     [(int(o.label), _epoch(o.ts), o.prediction_id) for o in outs])
+    conn.execute("COMMIT")
+
+
+def open_floor_db(db: str) -> sqlite3.Connection:
+    """A connection in autocommit mode with the store's journal settings (WAL, synchronous=NORMAL)."""
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+def floor_rate(lines: list[bytes], db: str) -> float:
+    Store(f"sqlite:///{db}").migrate()
+    conn = open_floor_db(db)
     t = time.perf_counter()
     for start in range(0, len(lines), BATCH):
-        events = [_tagged_dec.decode(line) for line in lines[start:start + BATCH]]
-        preds = [e for e in events if hasattr(e, "score")]
-        outs = [e for e in events if not hasattr(e, "score")]
-        ids = sorted({e.prediction_id for e in events})
-        conn.execute("BEGIN")
-        known: set[str] = set()
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            marks = ",".join("?" * len(chunk))
-            known.update(r[0] for r in conn.execute(
-                f"SELECT prediction_id FROM predictions WHERE prediction_id IN ({marks})", chunk))
-            conn.execute(f"SELECT prediction_id FROM outcomes WHERE prediction_id IN ({marks})", chunk).fetchall()
-        conn.executemany(
-            "INSERT INTO predictions (prediction_id, model, variant, model_version, ts, score, flagged, shard, label, "
-            "label_ts, implicit, slice_values) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
-            [(p.prediction_id, p.model, p.variant or "default", p.model_version or "unknown", _epoch(p.ts), p.score,
-              p.score >= 0.5, 0, None, None, False, None) for p in preds])
-        conn.executemany(
-            "INSERT INTO outcomes (prediction_id, label, ts, shard, matched) VALUES (?,?,?,?,?) ON CONFLICT "
-            "(prediction_id) DO UPDATE SET label = excluded.label, ts = excluded.ts",
-            [(o.prediction_id, int(o.label), _epoch(o.ts), 0, True) for o in outs])
-        conn.executemany("UPDATE predictions SET label = ?, label_ts = ? WHERE prediction_id = ?",
-                         [(int(o.label), _epoch(o.ts), o.prediction_id) for o in outs])
-        conn.execute("COMMIT")
+        floor_batch(conn, lines[start:start + BATCH])
     rate = len(lines) / (time.perf_counter() - t)
     conn.close()
     return rate
