@@ -383,7 +383,10 @@ def _packed(code: str, values: Collection[int]) -> bytes:
 
 def _feature_doc(fh: FeatureHist) -> list[object]:
     """Compact encoding of a feature histogram: fine-bin indices and counts as packed arrays (struct makes numpy's
-    native bytes without its per-call cost; numpy itself for a key or count that is not a plain int)."""
+    native bytes without its per-call cost; numpy itself for a key or count that is not a plain int). A feature
+    without numeric values (a categorical one) packs to two empty byte strings, given as such."""
+    if not fh.num:
+        return [[b"", b""], list(fh.cat.items()), fh.missing]
     try:
         packed = [_packed("i", fh.num), _packed("q", fh.num.values())] if _NATIVE else None
     except struct.error:
