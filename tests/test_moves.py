@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from driftline.core.engine import Engine, EngineSettings, JoinView
+from driftline.core.grids import N_SCORE_BINS
 from driftline.core.moves import _exact_bucket, feature_hists
 from driftline.core.stats import BucketStats, add_encoded
 
@@ -86,6 +87,59 @@ def test_encoded_merge_equals_decode_add_encode(pair: tuple[BucketStats, BucketS
     stored, delta = pair
     expected = BucketStats.from_bytes(stored.to_bytes()).add(delta)
     assert_same(BucketStats.from_bytes(add_encoded(stored.to_bytes(), delta)), expected)
+
+
+@st.composite
+def engine_deltas(draw: Any) -> list[BucketStats]:
+    """The bucket deltas of one engine batch from random predictions and outcomes (labels move predictions out of
+    and into label states, so some written score cells sum back to zero), each with its `bins` as Moves.deltas set
+    them."""
+    eng = Engine(EngineSettings(slice_features=("country",)), JoinView())
+    raws = []
+    for _ in range(draw(st.integers(0, 20))):
+        pid = f"p{draw(st.integers(0, 12))}"
+        if draw(st.booleans()):
+            raws.append(pred(pid, draw(st.sampled_from([0.0, 0.5, 1.0, 0.3]) | st.floats(0, 1, allow_nan=False)),
+                             T0 + draw(st.integers(0, 9000)), features={"amount": draw(st.floats(-10, 10))}))
+        else:
+            raws.append(outcome(pid, draw(st.integers(0, 1)), T0 + draw(st.integers(0, 9000))))
+    for d in decoded(raws):
+        eng.apply(d)
+    return list(eng.finish().deltas.values())
+
+
+def _without_bins(b: BucketStats) -> BucketStats:
+    out = b.copy()
+    out.bins = None
+    return out
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(engine_deltas(), stats_pairs())
+def test_known_score_bins_serialise_and_merge_as_the_dense_scan(deltas: list[BucketStats],
+                                                                 pair: tuple[BucketStats, BucketStats]) -> None:
+    """The non-zero score bins Moves.deltas hands each delta are the dense scan's, and to_bytes and add_encoded
+    with them give the same bytes as without them."""
+    stored = pair[0].to_bytes()
+    for delta in deltas:
+        assert delta.bins is not None
+        plain = _without_bins(delta)
+        for got, want in zip(delta.score_bins(), plain.score_bins()):
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+        assert delta.to_bytes() == plain.to_bytes()
+        assert add_encoded(stored, delta) == add_encoded(stored, plain)
+        assert add_encoded(plain.to_bytes(), delta) == add_encoded(plain.to_bytes(), plain)
+
+
+def test_adding_into_a_delta_forgets_its_known_score_bins():
+    """add and add_prediction change hist/psum in place: the bins found before no longer hold."""
+    b = BucketStats()
+    b.bins = b.score_bins()
+    b.add_prediction(1, True, 5, 0.5)
+    assert b.bins is None and b.score_bins()[0].tolist() == [N_SCORE_BINS + 5]
+    b.bins = b.score_bins()
+    b.add(b.copy())
+    assert b.bins is None
 
 
 def test_fresh_zeros_are_zeros_of_their_shape_and_writable():

@@ -93,12 +93,12 @@ class Moves:
         psum = _fresh_zeros((nb, 3, N_SCORE_BINS), np.float64)
         sums = np.zeros((nb, 3, 3), dtype=np.float64)
         delay = np.zeros((nb, N_DELAY_BINS), dtype=np.int64)
-        if len(cols.bucket):
-            _scores(cols, conf, hist, psum, sums)
+        cells = _scores(cols, conf, hist, psum, sums) if len(cols.bucket) else np.zeros(0, dtype=np.int64)
         if len(cols.d_bucket):
             key = cols.d_bucket * N_DELAY_BINS + delay_bin(cols.d_delay)
             delay[:] = _summed(key, cols.d_sign, nb * N_DELAY_BINS).reshape(nb, -1)
         out = list(map(BucketStats, conf, hist, psum, sums, delay))  # row views, made in C
+        _set_score_bins(out, cells, hist, psum)
         if cols.f_dicts:
             feature_hists(cols.f_bucket, cols.f_dicts, declared, max_features, out, counters)
         for b, n in self.expired.items():
@@ -173,9 +173,10 @@ class MoveColumns:
     slice_moves: list[tuple[int, str, str, int, int, int]]
 
 
-def _scores(c: MoveColumns, conf: np.ndarray, hist: np.ndarray, psum: np.ndarray, sums: np.ndarray) -> None:
+def _scores(c: MoveColumns, conf: np.ndarray, hist: np.ndarray, psum: np.ndarray, sums: np.ndarray) -> np.ndarray:
     """Confusion cells, fine score histograms and score sums of every bucket, each in one numpy step: the flat
-    index bucket·(3·bins) + state·bins + bin of a move is its cell in the (buckets, 3, bins) arrays."""
+    index bucket·(3·bins) + state·bins + bin of a move is its cell in the (buckets, 3, bins) arrays. Returns the
+    cells written (sorted flat indexes; every other cell stays zero)."""
     nb = len(conf)
     bk, st, sc, sg = c.bucket, c.state, c.score, c.sign
     conf[:] = _summed(bk * 6 + st * 2 + c.flag, sg, nb * 6).reshape(nb, 3, 2)
@@ -188,6 +189,22 @@ def _scores(c: MoveColumns, conf: np.ndarray, hist: np.ndarray, psum: np.ndarray
     keys, inv = np.unique(bk * (3 * N_SCORE_BINS) + st * N_SCORE_BINS + score_bin(sc), return_inverse=True)
     hist.reshape(-1)[keys] = np.rint(np.bincount(inv, weights=sg)).astype(np.int64)
     psum.reshape(-1)[keys] = np.bincount(inv, weights=sg * sc)
+    return keys
+
+
+def _set_score_bins(out: list[BucketStats], cells: np.ndarray, hist: np.ndarray, psum: np.ndarray) -> None:
+    """Give each bucket its non-zero score bins (BucketStats.bins) from the batch's written cells, found for all
+    buckets at once, so serialising and merging a bucket never scan its dense rows."""
+    flat_h, flat_p = hist.reshape(-1), psum.reshape(-1)
+    h, p = flat_h[cells], flat_p[cells]
+    keep = (h != 0) | (p != 0)
+    cells, h, p = cells[keep], h[keep], p[keep]
+    row = 3 * N_SCORE_BINS
+    owner = cells // row
+    local = (cells - owner * row).astype(np.int32)
+    ends = np.searchsorted(owner, np.arange(len(out) + 1)).tolist()
+    for stats, lo, hi in zip(out, ends, ends[1:]):
+        stats.bins = (local[lo:hi], h[lo:hi], p[lo:hi])
 
 
 def _fresh_zeros(shape: tuple[int, ...], dtype: type) -> np.ndarray:

@@ -114,6 +114,10 @@ class BucketStats:
     implicit: int = 0
     slices: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     """Per slice feature and value, a conf array like `conf` (for per-slice metrics)."""
+    bins: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    """The non-zero score bins as (flat index int32, hist int64, psum float64), known by whoever built hist/psum
+    (Moves.deltas) so serialising skips the dense scan; None when unknown. add/add_prediction reset it: whatever
+    else writes hist or psum in place must reset it too."""
 
     # --- derived counts -----------------------------------------------------------------------
     @property
@@ -147,6 +151,7 @@ class BucketStats:
     # --- merging ------------------------------------------------------------------------------
     def add(self, other: BucketStats) -> BucketStats:
         """Add `other` into self in place and return self."""
+        self.bins = None
         self.conf += other.conf
         self.hist += other.hist
         self.psum += other.psum
@@ -190,6 +195,7 @@ class BucketStats:
     # --- per-prediction moves (used by the engine) ---------------------------------------------
     def add_prediction(self, state: int, flagged: bool, sbin: int, score: float, sign: int = 1) -> None:
         """Add (sign=+1) or remove (sign=-1) one prediction's score contribution in a label state."""
+        self.bins = None
         self.conf[state, int(flagged)] += sign
         self.hist[state, sbin] += sign
         self.psum[state, sbin] += sign * score
@@ -200,18 +206,26 @@ class BucketStats:
         s[SUM_NLL_NEG] += sign * -np.log1p(-p)
 
     # --- serialisation (sparse, compact) ------------------------------------------------------
-    def to_bytes(self) -> bytes:
-        """Sparse msgpack encoding: only non-zero fine bins are stored."""
+    def score_bins(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(flat index int32, hist int64, psum float64) of the score bins where hist or psum is non-zero: `bins`
+        when known, else one dense scan."""
+        if self.bins is not None:
+            return self.bins
         hist, psum = self.hist.ravel(), self.psum.ravel()
         # the same bins as hist | (psum != 0), through a bool mask: numpy finds non-zeros in bools far faster
         nz = np.flatnonzero((hist != 0) | (psum != 0) if hist.dtype.kind in "biu" else hist | (psum != 0))
+        return nz.astype(np.int32), hist[nz].astype(np.int64), psum[nz].astype(np.float64)
+
+    def to_bytes(self) -> bytes:
+        """Sparse msgpack encoding: only non-zero fine bins are stored."""
+        nz, hc, hp = self.score_bins()
         dnz = np.flatnonzero(self.delay)
         doc = {
             "v": 1,
             "conf": self.conf.ravel().tolist(),
-            "hi": nz.astype(np.int32).tobytes(),
-            "hc": self.hist.ravel()[nz].astype(np.int64).tobytes(),
-            "hp": self.psum.ravel()[nz].astype(np.float64).tobytes(),
+            "hi": nz.tobytes(),
+            "hc": hc.tobytes(),
+            "hp": hp.tobytes(),
             "sums": self.sums.ravel().tolist(),
             "di": dnz.astype(np.int32).tobytes(),
             "dc": self.delay[dnz].astype(np.int64).tobytes(),
@@ -329,7 +343,7 @@ def _add_score_bins(hi: bytes, hc: bytes, hp: bytes, delta: BucketStats) -> tupl
         psum[idx] += old_p
         nz = np.flatnonzero((hist != 0) | (psum != 0))
         return nz.astype(np.int32).tobytes(), hist[nz].tobytes(), psum[nz].tobytes()
-    bins = np.unique(np.concatenate((idx, np.flatnonzero((hist != 0) | (psum != 0)))))
+    bins = np.unique(np.concatenate((idx, delta.score_bins()[0])))
     h, p = hist[bins], psum[bins]
     at = np.searchsorted(bins, idx)
     h[at] += old_c
@@ -369,7 +383,10 @@ def _packed(code: str, values: Collection[int]) -> bytes:
 
 def _feature_doc(fh: FeatureHist) -> list[object]:
     """Compact encoding of a feature histogram: fine-bin indices and counts as packed arrays (struct makes numpy's
-    native bytes without its per-call cost; numpy itself for a key or count that is not a plain int)."""
+    native bytes without its per-call cost; numpy itself for a key or count that is not a plain int). A feature
+    without numeric values (a categorical one) packs to two empty byte strings, given as such."""
+    if not fh.num:
+        return [[b"", b""], list(fh.cat.items()), fh.missing]
     try:
         packed = [_packed("i", fh.num), _packed("q", fh.num.values())] if _NATIVE else None
     except struct.error:
