@@ -157,3 +157,14 @@ def test_fresh_zeros_are_zeros_of_their_shape_and_writable():
         del a
         assert row[2, 1] == 7 and int(row.sum()) == 7
     assert 200 * 3 * 2611 * 8 >= _FRESH_BYTES
+
+
+def test_a_bucket_read_with_packed_features_encodes_every_numeric_bin() -> None:
+    """to_bytes of a bucket decoded with features="packed" keeps its numeric bins (they are unpacked first)."""
+    from driftline.core.stats import BucketStats, FeatureHist
+
+    b = BucketStats()
+    b.features["amount"] = FeatureHist({3: 2, 7: 1}, {"x": 1}, 4)
+    packed = BucketStats.from_bytes(b.to_bytes(), features="packed")
+    assert packed.features["amount"].packed is not None
+    assert packed.to_bytes() == b.to_bytes()

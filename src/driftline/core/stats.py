@@ -384,7 +384,9 @@ def _packed(code: str, values: Collection[int]) -> bytes:
 def _feature_doc(fh: FeatureHist) -> list[object]:
     """Compact encoding of a feature histogram: fine-bin indices and counts as packed arrays (struct makes numpy's
     native bytes without its per-call cost; numpy itself for a key or count that is not a plain int). A feature
-    without numeric values (a categorical one) packs to two empty byte strings, given as such."""
+    without numeric values (a categorical one) packs to two empty byte strings, given as such. Counts still packed
+    (from_bytes(features="packed")) are unpacked first, so none is left out."""
+    fh.unpack()
     if not fh.num:
         return [[b"", b""], list(fh.cat.items()), fh.missing]
     try:
