@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from driftline.core.engine import Engine, EngineSettings, JoinView
 from driftline.core.grids import N_SCORE_BINS
 from driftline.core.moves import _exact_bucket, feature_hists
-from driftline.core.stats import BucketStats, add_encoded
+from driftline.core.encoded import add_encoded
+from driftline.core.stats import BucketStats
 
 from helpers import decoded, outcome, pred
 from test_engine_properties import T0, assert_same

@@ -17,7 +17,8 @@ from sqlalchemy import create_engine
 
 from driftline.core.engine import OutcomeRecord, PredRecord
 from driftline.core.grids import N_FEATURE_BINS, N_SCORE_BINS
-from driftline.core.stats import BucketStats, FeatureHist, add_encoded
+from driftline.core.encoded import add_encoded
+from driftline.core.stats import BucketStats, FeatureHist
 from driftline.storage import bulk
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -17,7 +17,8 @@ from typing import Any
 from sqlalchemy import Connection
 
 from ..core.engine import JoinView, OutcomeRecord, PredRecord
-from ..core.stats import BucketStats, add_encoded
+from ..core.encoded import add_encoded
+from ..core.stats import BucketStats
 
 BucketKey = tuple[str, str, str, int, int]
 CHUNK = 500

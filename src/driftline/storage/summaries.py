@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from sqlalchemy import select
 
-from ..core.stats import delay_sum, encoded_counts
+from ..core.encoded import delay_sum, encoded_counts
 from . import schema as t
 from .store import Store
 

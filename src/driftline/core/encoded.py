@@ -1,0 +1,126 @@
+"""Reads and sums on encoded buckets (BucketStats.to_bytes) without decoding them whole: the prediction count and
+label delays of many buckets (listing models, label maturity), and a stored bucket plus a batch's delta (the
+store's read-modify-write of a bucket, once per batch and bucket)."""
+
+from __future__ import annotations
+
+import struct
+
+import msgspec
+import numpy as np
+
+from .grids import N_DELAY_BINS, N_FEATURE_BINS
+from .stats import _NATIVE, BucketStats, _feature_doc, _packed, _zeros_i
+
+
+class _Counts(msgspec.Struct):
+    """The parts of an encoded bucket that say how many predictions and which label delays (the rest skipped)."""
+
+    conf: list[int]
+    di: bytes
+    dc: bytes
+
+
+_counts_dec = msgspec.msgpack.Decoder(_Counts)
+
+
+def encoded_counts(data: bytes) -> tuple[int, bytes, bytes]:
+    """(predictions, delay bin indexes, delay counts) of an encoded bucket, without decoding its score and
+    feature histograms: listing models and label maturity read every bucket of a model (see delay_sum)."""
+    doc = _counts_dec.decode(data)
+    return int(sum(doc.conf)), doc.di, doc.dc
+
+
+def delay_sum(indexes: list[bytes], counts: list[bytes]) -> np.ndarray:
+    """The label-delay histogram summed over many buckets' (indexes, counts) parts, in one numpy pass."""
+    delay = _zeros_i(N_DELAY_BINS)
+    np.add.at(delay, np.frombuffer(b"".join(indexes), dtype=np.int32),
+              np.frombuffer(b"".join(counts), dtype=np.int64))
+    return delay
+
+
+def add_encoded(data: bytes, delta: BucketStats) -> bytes:
+    """`BucketStats.from_bytes(data).add(delta).to_bytes()` without building dense or dict forms of the stored
+    bucket: the sparse score bins, packed feature bins and counts are summed as they are stored (the store's
+    read-modify-write of a bucket, once per batch and bucket)."""
+    doc = msgspec.msgpack.decode(data)
+    feats = doc["f"]
+    if any(not (isinstance(num, list) and len(num) == 2 and isinstance(num[0], bytes)) for num, _, _ in
+           feats.values()):
+        return BucketStats.from_bytes(data).add(delta).to_bytes()  # an older encoding: the general route
+    doc["conf"] = (np.asarray(doc["conf"], dtype=np.int64) + delta.conf.ravel()).tolist()
+    doc["sums"] = (np.asarray(doc["sums"], dtype=np.float64) + delta.sums.ravel()).tolist()
+    doc["hi"], doc["hc"], doc["hp"] = _add_score_bins(doc["hi"], doc["hc"], doc["hp"], delta)
+    if delta.delay.any():
+        delay = delta.delay.copy()
+        delay[np.frombuffer(doc["di"], dtype=np.int32)] += np.frombuffer(doc["dc"], dtype=np.int64)
+        dnz = np.flatnonzero(delay)
+        doc["di"], doc["dc"] = dnz.astype(np.int32).tobytes(), delay[dnz].tobytes()
+    for name, fh in delta.features.items():
+        old = feats.get(name)
+        if old is None:
+            feats[name] = _feature_doc(fh)
+            continue
+        fh.unpack()
+        if fh.num:
+            old[0] = _add_feature_bins(old[0][0], old[0][1], fh.num)
+        if fh.cat:
+            cat = dict(old[1])
+            for c, v in fh.cat.items():
+                cat[c] = cat.get(c, 0) + v
+            old[1] = list(cat.items())
+        old[2] = int(old[2]) + fh.missing
+    doc["exp"] = int(doc["exp"]) + delta.expired
+    doc["imp"] = int(doc["imp"]) + delta.implicit
+    slices = doc.setdefault("s", {})
+    for name, values in delta.slices.items():
+        mine = slices.setdefault(name, {})
+        for value, conf in values.items():
+            prev = mine.get(value)
+            mine[value] = (conf.ravel() + (0 if prev is None else np.asarray(prev, dtype=np.int64))).tolist()
+    return msgspec.msgpack.encode(doc)
+
+
+def _add_score_bins(hi: bytes, hc: bytes, hp: bytes, delta: BucketStats) -> tuple[bytes, bytes, bytes]:
+    """The stored sparse score bins plus the delta's, re-encoded: computed on the union of the stored and the
+    delta's non-zero bins only (the same sums as the dense route); the dense route when the stored bins are not
+    well-formed (out of range, lengths differ) or the delta's arrays are not int64/float64."""
+    hist, psum = delta.hist.ravel(), delta.psum.ravel()
+    idx = np.frombuffer(hi, dtype=np.int32)
+    old_c, old_p = np.frombuffer(hc, dtype=np.int64), np.frombuffer(hp, dtype=np.float64)
+    if (hist.dtype != np.int64 or psum.dtype != np.float64 or psum.size != hist.size or old_c.size != idx.size
+            or old_p.size != idx.size or (idx.size and (int(idx.min()) < 0 or int(idx.max()) >= hist.size))):
+        hist, psum = hist.copy(), psum.copy()
+        hist[idx] += old_c
+        psum[idx] += old_p
+        nz = np.flatnonzero((hist != 0) | (psum != 0))
+        return nz.astype(np.int32).tobytes(), hist[nz].tobytes(), psum[nz].tobytes()
+    bins = np.unique(np.concatenate((idx, delta.score_bins()[0])))
+    h, p = hist[bins], psum[bins]
+    at = np.searchsorted(bins, idx)
+    h[at] += old_c
+    p[at] += old_p
+    keep = (h != 0) | (p != 0)
+    return bins[keep].astype(np.int32).tobytes(), h[keep].tobytes(), p[keep].tobytes()
+
+
+def _add_feature_bins(idx_b: bytes, cnt_b: bytes, num: dict[int, int]) -> list[bytes]:
+    """Stored packed fine-bin counts plus a delta's, re-packed (non-zero bins in index order), with Python ints on
+    the few bins involved; the dense numpy route when a bin is out of range, repeated, or a sum leaves int64."""
+    idx, cnt = np.frombuffer(idx_b, dtype=np.int32).tolist(), np.frombuffer(cnt_b, dtype=np.int64).tolist()
+    merged = dict(zip(idx, cnt))
+    if _NATIVE and len(merged) == len(idx) and all(type(k) is int and 0 <= k < N_FEATURE_BINS for k in num) and (
+            not idx or (min(idx) >= 0 and max(idx) < N_FEATURE_BINS)):
+        for k, v in num.items():
+            merged[k] = merged.get(k, 0) + v
+        keys = sorted(k for k, v in merged.items() if v)
+        try:
+            return [_packed("i", keys), _packed("q", [merged[k] for k in keys])]
+        except struct.error:
+            pass
+    dense = np.zeros(N_FEATURE_BINS, dtype=np.int64)
+    dense[np.frombuffer(idx_b, dtype=np.int32)] = np.frombuffer(cnt_b, dtype=np.int64)
+    dense[np.fromiter(num.keys(), dtype=np.int64, count=len(num))] += np.fromiter(
+        num.values(), dtype=np.int64, count=len(num))
+    fnz = np.flatnonzero(dense)
+    return [fnz.astype(np.int32).tobytes(), dense[fnz].tobytes()]
