@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from driftline.core.engine import DEFAULT_VARIANT, DEFAULT_VERSION, EngineSettings
 from driftline.core.events import Decoded, Outcome, Prediction
 from driftline.core.feature_hists import _ABSENT, _exact_bucket, feature_hists
-from driftline.core.sample import (MAX_TAU, encode_sample, id_hash, id_hashes, sample_of, sample_row, sample_sorted,
-                                   smallest_distinct)
+from driftline.core.sample import (MAX_TAU, encode_sample, id_hash, id_hashes, sample_of, sample_row, sample_rows,
+                                   sample_sorted, smallest_distinct)
 from driftline.core.stats import BucketStats
 from driftline.ingest.sampling import batch_samples
 
@@ -100,6 +100,22 @@ def test_feature_histograms_equal_the_exact_rule_on_dirty_dicts(case: Any) -> No
 def _same_rows(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
     """Rows equal name by name, in the same name order, with the same float bits (-0.0 is not 0.0)."""
     assert [repr(list(r.items())) for r in a] == [repr(list(r.items())) for r in b]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(feature_batches(), st.sampled_from([None, {}, object(), [1.5], 1e400, "é" * 65]))
+def test_sample_rows_equal_sample_row_and_share_no_dict(case: Any, odd: object) -> None:
+    """The batch path of sample rows: the rows sample_row builds (same names, order and float bits, dirty values
+    and more names than max_features included), each a new dict: changing a row leaves the event's dict alone."""
+    _, dicts, declared, max_features = case
+    features: list[dict[str, Any] | None] = [*dicts, None, {"e": odd, **(dicts[0] if dicts else {})}]
+    before = [None if f is None else list(f.items()) for f in features]
+    rows = sample_rows(features, declared, max_features)
+    _same_rows(rows, [sample_row(f, declared, max_features) for f in features])
+    for row, f, was in zip(rows, features, before):
+        assert row is not f
+        row["zz"] = 1.0
+        assert (None if f is None else list(f.items())) == was
 
 
 @given(st.lists(st.one_of(st.text(), st.sampled_from(["", "\ud800x", "p-1", "é" * 300])), max_size=30))

@@ -89,6 +89,35 @@ def sample_row(features: Mapping[str, object] | None, keep: Sequence[str], max_f
     return row
 
 
+def sample_rows(features: Iterable[Mapping[str, object] | None], keep: Sequence[str], max_features: int
+                ) -> list[Row]:
+    """[sample_row(f, keep, max_features) for f in features], cheaper for a dict of at most max_features names
+    (the common case): a copy of it with only the values sample_row changes or leaves out fixed, in one loop
+    (same rows, same key order; the event's dict is never shared with its row)."""
+    rows: list[Row] = []
+    for f in features:
+        if not f or len(f) > max_features:
+            rows.append(sample_row(f, keep, max_features))
+            continue
+        row: dict[str, Any] = dict(f)
+        for name, v in f.items():
+            t = type(v)
+            if t is float:
+                if not math.isfinite(v):  # type: ignore[arg-type]
+                    del row[name]
+            elif t is str:
+                if len(v) > MAX_VALUE_LEN:  # type: ignore[arg-type]
+                    row[name] = v[:MAX_VALUE_LEN]  # type: ignore[index]
+            elif t is bool:
+                row[name] = "true" if v else "false"
+            elif t is int:
+                row[name] = float(v)  # type: ignore[arg-type]
+            else:
+                del row[name]
+        rows.append(row)
+    return rows
+
+
 _row_enc = msgspec.msgpack.Encoder(order="sorted")
 
 
