@@ -15,8 +15,8 @@ import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
-from operator import lt, methodcaller
+from itertools import repeat
+from operator import itemgetter, lt, methodcaller
 from typing import Any
 
 import msgspec
@@ -205,9 +205,14 @@ def merge_samples(samples: Iterable[FeatureSample], k: int) -> FeatureSample:
 
 def encode_sample(s: FeatureSample) -> bytes:
     """Compact, deterministic bytes: the threshold, the hashes, the feature names once and a column per name."""
-    names = sorted(set(chain.from_iterable(s.rows)))
-    cols = [list(map(dict.get, s.rows, repeat(n))) for n in names]
-    return msgspec.msgpack.encode({"tau": s.tau, "h": list(s.hashes), "f": names, "v": cols})
+    names = sorted(set().union(*s.rows))
+    cols: Sequence[Sequence[Value | None]]
+    if len(names) > 1:  # a row with every name gives its column values in one call; tuples encode as lists do
+        width, every = len(names), itemgetter(*names)
+        cols = list(zip(*[every(r) if len(r) == width else tuple(map(r.get, names)) for r in s.rows]))
+    else:
+        cols = [list(map(dict.get, s.rows, repeat(n))) for n in names]
+    return msgspec.msgpack.encode({"tau": s.tau, "h": s.hashes, "f": names, "v": cols})
 
 
 class _Stored(msgspec.Struct):
@@ -225,9 +230,13 @@ def _row(s: _Stored, i: int) -> Row:
 
 
 def decode_sample(data: bytes) -> FeatureSample:
-    """The sample stored by encode_sample."""
+    """The sample stored by encode_sample (a row without a missing value built in one call)."""
     s = _dec.decode(data)
-    return FeatureSample(s.tau, tuple(s.h), tuple(_row(s, i) for i in range(len(s.h))))
+    if not s.f:
+        return FeatureSample(s.tau, tuple(s.h), tuple({} for _ in s.h))
+    return FeatureSample(s.tau, tuple(s.h), tuple(dict(zip(s.f, vals)) if None not in vals else
+                                                  {n: v for n, v in zip(s.f, vals) if v is not None}
+                                                  for vals in zip(*s.v)))
 
 
 def merge_encoded(blobs: Iterable[bytes], k: int) -> FeatureSample:
