@@ -155,6 +155,28 @@ def test_sample_sorted_equals_sample_of(items: list[tuple[int, dict[str, Any]]],
     assert cand.items == items[:len(cand.items)] and cand.cut == (len({h for h, _ in items}) > k)
 
 
+@given(st.lists(st.tuples(st.sampled_from([MAX_TAU, 30, 12, 0]),
+                          st.lists(st.tuples(st.integers(0, 40), st.dictionaries(NAMES, st.floats(0, 9), max_size=2)),
+                                   max_size=12)), max_size=4),
+       st.integers(1, 12))
+def test_merge_samples_equals_the_sample_of_every_row(parts: list[Any], k: int) -> None:
+    """merge_samples (rows sorted by hash, taken as they are when distinct and at most k) is the sample of all
+    the samples' rows under the smallest threshold: overlapping, duplicated and cut samples included."""
+    from driftline.core.sample import FeatureSample, merge_samples
+
+    samples = [sample_of(items, 12, tau) for tau, items in parts]
+    samples += [FeatureSample(tau, tuple(h for h, _ in items), tuple(r for _, r in items))  # unsorted as well
+                for tau, items in parts]
+    if not samples:
+        assert merge_samples(samples, k) == FeatureSample.empty()
+        return
+    tau = min(s.tau for s in samples)
+    ref = sample_of(((h, r) for s in samples for h, r in zip(s.hashes, s.rows)), k, tau)
+    got = merge_samples(samples, k)
+    assert got == ref
+    _same_rows(list(got.rows), list(ref.rows))
+
+
 def _reference_batch_samples(s: EngineSettings, events: list[Decoded], k: int) -> dict[Any, Any]:
     """batch_samples as it was, event by event."""
     offered: dict[Any, list[tuple[int, int]]] = defaultdict(list)

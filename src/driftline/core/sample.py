@@ -15,7 +15,7 @@ import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, repeat
 from operator import itemgetter, lt, methodcaller
 from typing import Any
 
@@ -195,12 +195,16 @@ def sample_sorted(hashes: Sequence[int], rows: Sequence[Row], k: int, tau: int =
 
 
 def merge_samples(samples: Iterable[FeatureSample], k: int) -> FeatureSample:
-    """The sample of the union of the samples' predictions (threshold: the smallest, lowered to keep ≤ k rows)."""
+    """The sample of the union of the samples' predictions (threshold: the smallest, lowered to keep ≤ k rows);
+    their rows sorted by hash, so that distinct hashes, at most k, are taken as they are (sample_sorted)."""
     parts = list(samples)
     if not parts:
         return FeatureSample.empty()
     tau = min(s.tau for s in parts)
-    return sample_of(((h, r) for s in parts for h, r in zip(s.hashes, s.rows)), k, tau)
+    hashes = list(chain.from_iterable(s.hashes for s in parts))
+    rows = list(chain.from_iterable(s.rows for s in parts))
+    order = sorted(range(len(hashes)), key=hashes.__getitem__)  # then distinct hashes, the common case, are kept
+    return sample_sorted(list(map(hashes.__getitem__, order)), list(map(rows.__getitem__, order)), k, tau)
 
 
 def encode_sample(s: FeatureSample) -> bytes:
