@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from driftline.core.engine import DEFAULT_VARIANT, DEFAULT_VERSION, EngineSettings
 from driftline.core.events import Decoded, Outcome, Prediction
 from driftline.core.feature_hists import _ABSENT, _exact_bucket, feature_hists
-from driftline.core.sample import (MAX_TAU, encode_sample, id_hash, id_hashes, sample_of, sample_row, sample_sorted,
-                                   smallest_distinct)
+from driftline.core.sample import (MAX_TAU, encode_sample, id_hash, id_hashes, sample_of, sample_row, sample_rows,
+                                   sample_sorted, smallest_distinct)
 from driftline.core.stats import BucketStats
 from driftline.ingest.sampling import batch_samples
 
@@ -102,6 +102,44 @@ def _same_rows(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
     assert [repr(list(r.items())) for r in a] == [repr(list(r.items())) for r in b]
 
 
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(feature_batches(), st.sampled_from([None, {}, object(), [1.5], 1e400, "é" * 65]))
+def test_sample_rows_equal_sample_row_and_share_no_dict(case: Any, odd: object) -> None:
+    """The batch path of sample rows: the rows sample_row builds (same names, order and float bits, dirty values
+    and more names than max_features included), each a new dict: changing a row leaves the event's dict alone."""
+    _, dicts, declared, max_features = case
+    features: list[dict[str, Any] | None] = [*dicts, None, {"e": odd, **(dicts[0] if dicts else {})}]
+    before = [None if f is None else list(f.items()) for f in features]
+    rows = sample_rows(features, declared, max_features)
+    _same_rows(rows, [sample_row(f, declared, max_features) for f in features])
+    for row, f, was in zip(rows, features, before):
+        assert row is not f
+        row["zz"] = 1.0
+        assert (None if f is None else list(f.items())) == was
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(feature_batches(), st.sampled_from([MAX_TAU, 7]))
+def test_encode_and_decode_sample_equal_the_column_by_column_rule(case: Any, tau: int) -> None:
+    """encode_sample's bytes are the reference encoding's (columns by dict.get), rows with and without missing
+    names, none or one name included; decode_sample gives back the rows, in name order and float bits."""
+    import msgspec
+    from itertools import chain, repeat
+
+    from driftline.core.sample import FeatureSample, decode_sample
+
+    _, dicts, declared, max_features = case
+    rows = [sample_row(f, declared, max_features) for f in dicts]
+    s = FeatureSample(tau, tuple(range(len(rows))), tuple(rows))
+    names = sorted(set(chain.from_iterable(rows)))
+    cols = [list(map(dict.get, rows, repeat(n))) for n in names]
+    ref = msgspec.msgpack.encode({"tau": tau, "h": list(s.hashes), "f": names, "v": cols})
+    assert encode_sample(s) == ref
+    back = decode_sample(ref)
+    assert back == s and back.tau == tau
+    _same_rows(list(back.rows), [{n: r[n] for n in names if n in r} for r in rows])
+
+
 @given(st.lists(st.one_of(st.text(), st.sampled_from(["", "\ud800x", "p-1", "é" * 300])), max_size=30))
 def test_id_hashes_equal_id_hash(ids: list[str]) -> None:
     assert id_hashes(ids).tolist() == [id_hash(p) for p in ids]
@@ -115,6 +153,28 @@ def test_sample_sorted_equals_sample_of(items: list[tuple[int, dict[str, Any]]],
     assert sample_sorted(hashes, rows, k, tau) == sample_of(items, k, tau)
     cand = smallest_distinct(items, k)
     assert cand.items == items[:len(cand.items)] and cand.cut == (len({h for h, _ in items}) > k)
+
+
+@given(st.lists(st.tuples(st.sampled_from([MAX_TAU, 30, 12, 0]),
+                          st.lists(st.tuples(st.integers(0, 40), st.dictionaries(NAMES, st.floats(0, 9), max_size=2)),
+                                   max_size=12)), max_size=4),
+       st.integers(1, 12))
+def test_merge_samples_equals_the_sample_of_every_row(parts: list[Any], k: int) -> None:
+    """merge_samples (rows sorted by hash, taken as they are when distinct and at most k) is the sample of all
+    the samples' rows under the smallest threshold: overlapping, duplicated and cut samples included."""
+    from driftline.core.sample import FeatureSample, merge_samples
+
+    samples = [sample_of(items, 12, tau) for tau, items in parts]
+    samples += [FeatureSample(tau, tuple(h for h, _ in items), tuple(r for _, r in items))  # unsorted as well
+                for tau, items in parts]
+    if not samples:
+        assert merge_samples(samples, k) == FeatureSample.empty()
+        return
+    tau = min(s.tau for s in samples)
+    ref = sample_of(((h, r) for s in samples for h, r in zip(s.hashes, s.rows)), k, tau)
+    got = merge_samples(samples, k)
+    assert got == ref
+    _same_rows(list(got.rows), list(ref.rows))
 
 
 def _reference_batch_samples(s: EngineSettings, events: list[Decoded], k: int) -> dict[Any, Any]:

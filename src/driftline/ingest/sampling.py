@@ -16,7 +16,7 @@ from sqlalchemy import Connection
 
 from ..core.engine import DEFAULT_VARIANT, DEFAULT_VERSION, EngineSettings
 from ..core.events import DeadLetter, Decoded, Prediction
-from ..core.sample import MAX_TAU, FeatureSample, id_hashes, sample_row, sample_sorted, smallest_distinct
+from ..core.sample import MAX_TAU, FeatureSample, id_hashes, sample_rows, sample_sorted, smallest_distinct
 from ..storage.samples import SampleKey, merge_into
 from .labels import Positioned
 
@@ -52,7 +52,7 @@ def batch_samples(settings: EngineSettings, events: Sequence[Decoded], k: int) -
         tau = cand.items[-1][0] if cand.cut else MAX_TAU
         chosen.append((key, [h for h, _ in cand.items], [i for _, i in cand.items], tau))  # type: ignore[arg-type]
     keep, most = settings.declared_features, settings.max_features
-    rows = [sample_row(evs[i].features, keep, most) for _, _, idx, _ in chosen for i in idx]
+    rows = sample_rows([evs[i].features for _, _, idx, _ in chosen for i in idx], keep, most)
     out: dict[SampleKey, FeatureSample] = {}
     done = 0
     for key, hl, idx, tau in chosen:
