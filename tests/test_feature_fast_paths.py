@@ -269,3 +269,17 @@ def test_a_repeated_declared_name_is_counted_as_the_per_value_rule_counts_it(cas
     for f, r in zip(fast, ref):
         assert_same(f, r)
         assert list(f.features) == list(r.features)
+
+
+def test_a_stored_sample_whose_columns_do_not_match_its_hashes_is_refused() -> None:
+    """decode_sample zips the stored columns: a blob with a short column must raise, not come back cut short."""
+    import msgspec
+    import pytest
+
+    from driftline.core.sample import decode_sample
+
+    blob = msgspec.msgpack.encode({"tau": 9, "h": [1, 2, 3], "f": ["a"], "v": [[0.5, 1.5]]})
+    with pytest.raises(ValueError, match="corrupt feature sample"):
+        decode_sample(blob)
+    ok = msgspec.msgpack.encode({"tau": 9, "h": [1, 2], "f": ["a"], "v": [[0.5, None]]})
+    assert decode_sample(ok).rows == ({"a": 0.5}, {})

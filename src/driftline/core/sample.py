@@ -236,6 +236,9 @@ def _row(s: _Stored, i: int) -> Row:
 def decode_sample(data: bytes) -> FeatureSample:
     """The sample stored by encode_sample (a row without a missing value built in one call)."""
     s = _dec.decode(data)
+    if len(s.v) != len(s.f) or any(len(col) != len(s.h) for col in s.v):
+        raise ValueError(f"corrupt feature sample: {len(s.f)} names, {len(s.v)} columns, {len(s.h)} hashes, "
+                         f"column lengths {sorted({len(col) for col in s.v})}")
     if not s.f:
         return FeatureSample(s.tau, tuple(s.h), tuple({} for _ in s.h))
     return FeatureSample(s.tau, tuple(s.h), tuple(dict(zip(s.f, vals)) if None not in vals else
