@@ -200,6 +200,11 @@ class MergedRows(HashRows):
         conn.executemany(LABEL_PRED_X, xlabels)
         conn.execute("COMMIT")
 
+    def lookup(self, conn: sqlite3.Connection, ids: list[str]) -> int:
+        """Predictions found: a row holding only an outcome (its prediction not seen or expired) is no hit."""
+        hid, rows, over = self.resolve(conn, "jp", ids)
+        return sum(1 for i in ids if (r := rows.get(hid[i])) is not None and r[0] == i and r[1] is not None) + len(over)
+
     def expire(self, conn: sqlite3.Connection, cutoff: float) -> None:
         conn.execute("DELETE FROM jp WHERE coalesce(ts, out_ts) < ?", (cutoff,))
         conn.execute("DELETE FROM pred_x WHERE ts < ?", (cutoff,))
@@ -376,7 +381,7 @@ class MemIndex(Segments):
 
     def lookup(self, conn: sqlite3.Connection, ids: list[str]) -> int:
         by_seg: dict[int, list[int]] = {}
-        for loc in filter(None, map(self.ploc.get, ids)):
+        for loc in (loc for loc in map(self.ploc.get, ids) if loc is not None):
             by_seg.setdefault(loc >> SLOT_BITS, []).append(loc & ((1 << SLOT_BITS) - 1))
         found = [self.recs[seg][slots] for seg, slots in by_seg.items()]
         return sum(map(len, found))
@@ -402,4 +407,5 @@ class MemIndex(Segments):
                     if index.get(i, 0) >> SLOT_BITS == seg and (table == "seg" or i not in self.ploc):
                         del index[i]
                 conn.execute(f"DELETE FROM {table} WHERE id = ?", (seg,))
-                self.recs.pop(seg, None)
+                if table == "seg":  # outcome segments number their own ids: recs holds prediction segments only
+                    self.recs.pop(seg, None)
