@@ -69,7 +69,7 @@ def _merge_group(store: Store, target: Key, keys: list[Key]) -> None:
     b = t.buckets.c
     cols = (b.model, b.model_version, b.variant, b.bucket_start, b.shard)
     with store.write() as conn:
-        q = select(*cols, b.data).where(tuple_(*cols).in_(keys))
+        q = select(*cols, b.data).where(tuple_(*cols).in_(keys)).order_by(*cols)  # a fixed float summing order
         if store.dialect == "postgresql":
             q = q.with_for_update()
         rows = list(conn.execute(q))

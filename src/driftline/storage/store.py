@@ -375,9 +375,12 @@ class Store:
     # --- analysis queries ---------------------------------------------------------------------
     def buckets(self, model: str | None, start: float, end: float, variant: str | None = None,
                 model_version: str | None = None, features: bool | str = True) -> list[BucketRow]:
-        """Stored buckets whose start lies in [start, end) (feature histograms only when asked)."""
+        """Stored buckets whose start lies in [start, end) (feature histograms only when asked), in key order: the
+        callers sum floats across buckets, so the order is fixed, not the table's physical one (PostgreSQL returns
+        rows as they lie on disk, and two databases holding the same buckets would differ in the last digits)."""
         b = t.buckets.c
-        q = select(t.buckets).where(and_(b.bucket_start >= start, b.bucket_start < end))
+        q = (select(t.buckets).where(and_(b.bucket_start >= start, b.bucket_start < end))
+             .order_by(*t.buckets.primary_key))
         if model is not None:
             q = q.where(b.model == model)
         if variant is not None:
