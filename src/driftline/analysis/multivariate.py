@@ -30,6 +30,12 @@ MIN_ROWS = 50
 """Fewest rows of the window sample and of each reference half for a verdict (else `drifted` is null)."""
 PERMUTATIONS = 999
 CHUNK = 50
+Z_MAX = 1e100
+"""Standardised values are clipped to ±Z_MAX: a window value 1e300 standard deviations out is as drifted as one
+1e100 out, and bounded vectors keep every sum of squares finite (no inf or NaN reaches the test or the JSON)."""
+_BIG = 2.0 ** 500
+"""Columns reaching this magnitude are scaled by a power of two before their mean and spread are taken (squares
+of their deviations would overflow); below it nothing is scaled, so ordinary data give the same bits as before."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +48,9 @@ class Encoding:
     fill: np.ndarray
     centre: np.ndarray
     scale: np.ndarray
+    unit: np.ndarray
+    """Per column, the power of two raw values are multiplied by before centring (1 unless a value ≥ 2**500):
+    exact, so it changes no bits, it only keeps huge columns from overflowing."""
 
 
 def _raw_matrix(rows: Sequence[Row], sources: Sequence[tuple[str, str | None]], fill: np.ndarray) -> np.ndarray:
@@ -65,25 +74,43 @@ def fit_encoding(rows: Sequence[Row], features: Sequence[tuple[str, str]]) -> En
             vals = [v for r in rows if isinstance(v := r.get(name), float)]
             if vals:
                 sources.append((name, None))
-                fill.append(float(np.mean(vals)))
+                fill.append(_mean(np.asarray(vals, dtype=np.float64)))
         else:
             counts = Counter(v for r in rows if isinstance(v := r.get(name), str))
             for cat, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_CATEGORIES]:
                 sources.append((name, cat))
                 fill.append(0.0)
     filled = np.asarray(fill, dtype=np.float64)
-    x = _raw_matrix(rows, sources, filled)
+    raw = _raw_matrix(rows, sources, filled)
+    unit = _units(raw)
+    x = raw * unit
     centre = x.mean(axis=0) if len(rows) else np.zeros(len(sources))
     scale = x.std(axis=0) if len(rows) else np.zeros(len(sources))
     keep = scale > 1e-12
     src = [s for s, k in zip(sources, keep) if k]
     return Encoding(tuple(n if c is None else f"{n}={c}" for n, c in src), tuple(src), filled[keep],
-                    centre[keep], scale[keep])
+                    centre[keep], scale[keep], unit[keep])
+
+
+def _units(x: np.ndarray) -> np.ndarray:
+    """Per column of x, 1.0, or for a column reaching 2**500 in magnitude the power of two that brings its
+    largest value into [0.5, 1) (an exact scaling)."""
+    big = np.max(np.abs(x), axis=0, initial=0.0)
+    return np.where(big >= _BIG, np.ldexp(1.0, -np.frexp(big)[1]), 1.0)
+
+
+def _mean(v: np.ndarray) -> float:
+    """np.mean, computed on values scaled by a power of two when they are huge (so ±1.79e308 do not overflow)."""
+    unit = float(_units(v[:, None])[0])
+    return float(np.mean(v * unit)) / unit
 
 
 def encode(rows: Sequence[Row], enc: Encoding) -> np.ndarray:
-    """Rows as standardised vectors (n × columns)."""
-    return (_raw_matrix(rows, enc.sources, enc.fill) - enc.centre) / enc.scale
+    """Rows as standardised vectors (n × columns), clipped to ±Z_MAX (a window value far outside the reference's
+    scale overflows to inf otherwise)."""
+    with np.errstate(over="ignore"):
+        z = (_raw_matrix(rows, enc.sources, enc.fill) * enc.unit - enc.centre) / enc.scale
+    return np.clip(z, -Z_MAX, Z_MAX)
 
 
 def principal_components(z: np.ndarray, variance: float) -> tuple[np.ndarray, np.ndarray]:
