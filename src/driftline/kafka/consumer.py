@@ -27,13 +27,12 @@ from .connect import open_consumer, open_dead_letter_sink
 from .decode import speed_up
 from .assignment import Ownership, fmt, source_of
 from .refusals import Refusals
+from .upkeep import Upkeep
 from .dlt import DeadLetterCopies
 from .faults import Faults
 from .handoff import Handoff
 from .overlap import Overlap
-from .health import Backoff, ConsumerStatus, StallWatch, broker_connected, consumed_counter, membership_problem
-from .lag import end_offsets, lags_from
-from .topics import TopicsError
+from .health import Backoff, ConsumerStatus, StallWatch, consumed_counter
 from .resets import records_exist as records_exist_in
 from .settings import KafkaSettings
 from .signals import signals, zero_series
@@ -41,7 +40,7 @@ from .signals import signals, zero_series
 log = logging.getLogger(__name__)
 
 
-class LiveConsumer(Ownership, Refusals):
+class LiveConsumer(Ownership, Refusals, Upkeep):
     """One consumer-group member; `run()` blocks until `stop` is set, then closes cleanly."""
 
     def __init__(self, pipeline: Pipeline, settings: KafkaSettings, stop: threading.Event, *,
@@ -309,102 +308,6 @@ class LiveConsumer(Ownership, Refusals):
         self.db_backoff.reset()
         self.db_retry_at = 0.0
         self.status.db_ok = True
-
-    # --- housekeeping ---------------------------------------------------------------------------
-    def _housekeeping(self) -> None:
-        """Once a second: broker status, positions left behind by the log; every 5 s: lag of every partition;
-        every maintain_every_s: maturity/expiry of our shards; dead-letter copies still missing."""
-        now = self.monotonic()
-        self.next_housekeeping = now + 1.0
-        self._broker_status(now)
-        if self.stall.observe(membership_problem(self.consumer), now):
-            self._rebuild(now)
-            return
-        if now >= self.next_lag and self.status.broker_ok:
-            self.next_lag = now + 5.0
-            self._refresh_all_lags()
-        lags, behind = dict(self.all_lags), set()
-        for tp, start in self.expected.items():
-            hw = self.consumer.highwater(tp)
-            if hw is not None:
-                lags[(tp.topic, tp.partition)] = max(0, hw - start)
-                if hw < start and self.held is None:
-                    behind.add(tp)
-        self.ops.set_lags(lags)
-        self.status.lag = sum(lags.values()) if lags else None
-        if behind:
-            self._recheck(behind, "the log end fell below the stored position")
-        if self.dlt is not None and self.held is None:
-            self.dlt.maybe_retry({(source_of(tp.topic), tp.partition): off for tp, off in self.expected.items()})
-        if now >= self.next_maintain and self.held is None and self.expected:
-            self.next_maintain = now + self.maintain_every_s
-            self.maintain()
-
-    def _refresh_all_lags(self) -> None:
-        """Lag of every partition of both topics (owned or not) from the stored positions and the log ends
-        (owned partitions are refreshed every second from the fetch high-water marks)."""
-        try:
-            ends = end_offsets(self.consumer, self.settings.topics)
-            stored = {t: self.pipeline.store.positions(source_of(t)) for t in self.settings.topics}
-        except (KafkaError, StoreUnavailable) as err:
-            log.debug("lag of unowned partitions not updated: %s", err)
-            return
-        self.all_lags = lags_from(ends, stored, self.expected)
-
-    def maintain(self) -> None:
-        """Implicit negatives and expiry for the partitions (shards) this process owns."""
-        shards = sorted({tp.partition for tp in self.expected})
-        try:
-            counts = self.pipeline.maintain(shards)
-        except StoreUnavailable as err:
-            log.warning("maintenance skipped: database unavailable: %s", err)
-            return
-        done = {f"{k[0]}": v for k, v in counts.items() if v}
-        if done:
-            log.info("maintenance on shards %s: %s", shards, done)
-
-    def _broker_status(self, now: float) -> None:
-        ok = broker_connected(self.consumer)
-        if ok and self.broker_down_since is not None:
-            log.warning("Kafka reachable again after %.0fs", now - self.broker_down_since)
-            self.broker_down_since = None
-        elif not ok and self.broker_down_since is None:
-            self.broker_down_since = now
-            log.warning("Kafka unreachable (group coordinator lost); consuming resumes by itself when it is back")
-        if ok != self.status.broker_ok:
-            self.status.since = now
-        self.status.broker_ok = ok
-
-    def _rebuild(self, now: float) -> None:
-        """Group membership broken for longer than kafka.stall_restart: forget every partition as on a lost
-        assignment, close this client and connect a new one (it resumes at the positions stored in the database)."""
-        problem = membership_problem(self.consumer) or "group membership broken"
-        log.warning("Kafka client stuck for %.0fs (%s; kafka.stall_restart %.0fs): closing it and connecting a new "
-                    "one (positions are in the database: nothing is lost or counted twice)",
-                    self.stall.lasted(now), problem, self.settings.stall_restart_s)
-        self.sig.client_restarts.inc()
-        self.stall.reset()
-        if self.handoff is not None:
-            self.handoff.on_partitions_lost(set(self.owned))
-            self._apply_handoff()
-        self.held = None
-        self.overlap.take()  # records polled by the stuck client: the new one resumes at the stored positions
-        old, self.consumer = self.consumer, None
-        try:
-            old.close(autocommit=False, timeout_ms=2000)
-        except Exception as err:  # noqa: BLE001 - the old client is being discarded
-            log.debug("closing the stuck Kafka client: %s", err)
-        if self.dlt is not None:
-            self.dlt.close()
-            self.dlt = None
-        while not self.stop.is_set():
-            try:
-                self.connect()
-                return
-            except TopicsError as err:  # e.g. a reset broker whose topics are not recreated yet
-                self.status.error = str(err)
-                log.error("%s; retrying in 10s", err)
-                self.stop.wait(10.0)
 
     def close(self) -> None:
         """Abandon any held batch, commit the stored positions (advisory), leave the group, close clients."""
