@@ -18,6 +18,15 @@ def key_problem(key: bytes | None, prediction_id: str) -> str | None:
     return None if key == prediction_id.encode() else "key_mismatch"
 
 
+def keys_match(keys: list[bytes], prediction_ids: list[str]) -> bool:
+    """Whether `key_problem` is None for every (key, prediction_id) pair, all keys given (none None), in C-level
+    passes; False also when a prediction_id cannot be encoded (the record-by-record reference then decides)."""
+    try:
+        return all(keys) and list(map(str.encode, prediction_ids)) == keys
+    except (TypeError, UnicodeEncodeError):
+        return False
+
+
 def key_detail(problem: str, key: bytes, prediction_id: str) -> str:
     """Dead-letter detail naming the key found and the one expected."""
     if problem == "key_missing":

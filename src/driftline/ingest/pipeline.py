@@ -24,7 +24,7 @@ from ..core.events import RAW_LIMIT, Decoded, DeadLetter
 from ..core.limits import Limits
 from ..storage.store import Store
 from .isolation import TICK, Tick, apply_isolating
-from .keys import key_detail, key_problem
+from .keys import key_detail, key_problem, keys_match
 from .labels import LabelPolicy
 from .sampling import record_samples
 
@@ -86,10 +86,12 @@ key problems) of a batch."""
 
 def _split_plain(records: Sequence[RawRecord], decoded: list[Decoded | DeadLetter], horizon: float,
                  shard_of: Callable[[RawRecord], int] | None) -> Split | None:
-    """`Pipeline._split` for the common batch, a column at a time: no record has a key and no event is past the
-    horizon (only decoding refused some); None for any other batch."""
+    """`Pipeline._split` for the common batch, a column at a time: no event is past the horizon (only decoding refused
+    some) and either no record has a key (files) or every accepted event's key is its prediction_id (Kafka, both
+    topics keyed as they must be); None for any other batch."""
     n = len(records)
-    if [r.key for r in records].count(None) != n:
+    keyless = [r.key for r in records].count(None)
+    if keyless != n and keyless:
         return None
     if DeadLetter in set(map(type, decoded)):
         live = [type(d) is not DeadLetter for d in decoded]
@@ -100,6 +102,8 @@ def _split_plain(records: Sequence[RawRecord], decoded: list[Decoded | DeadLette
     else:
         ok_at, dead_at, ok_dec, ok_raw = range(n), [], decoded, list(records)  # type: ignore[assignment]
     if ok_dec and max([d.ts for d in ok_dec]) > horizon:
+        return None
+    if not keyless and not keys_match([r.key for r in ok_raw], [d.event.prediction_id for d in ok_dec]):
         return None
     shards = [r.partition for r in ok_raw] if shard_of is None else list(map(shard_of, ok_raw))
     return (list(zip(ok_dec, shards)), ok_raw, ok_at, [decoded[i] for i in dead_at], dead_at,  # type: ignore[misc]
