@@ -54,23 +54,56 @@ def decode_batch(batch: DefaultRecordBatch, topic: str, partition: int, leader_e
     out: list[tuple[ConsumerRecord, int]] = []
     new = tuple.__new__  # the namedtuple without its Python-level __new__
     try:
-        for _ in range(count):
-            length, start = _varint(buf, pos)
-            _, pos = _varint(buf, start)  # attributes
-            ts_delta, pos = _varint(buf, pos)
-            offset_delta, pos = _varint(buf, pos)
-            key_len, pos = _varint(buf, pos)
+        for _ in range(count):  # each varint's one- and two-byte forms inline (`_varint` for longer ones)
+            b = buf[pos]
+            if b < 0x80:
+                length, start = (b >> 1) ^ -(b & 1), pos + 1
+            elif (b2 := buf[pos + 1]) < 0x80:
+                b = (b & 0x7F) | (b2 << 7)
+                length, start = (b >> 1) ^ -(b & 1), pos + 2
+            else:
+                length, start = _varint(buf, pos)
+            pos = start + 1 if buf[start] < 0x80 else _varint(buf, start)[1]  # attributes (unused)
+            b = buf[pos]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                ts_delta, pos = _varint(buf, pos)
+            b = buf[pos]
+            if b < 0x80:
+                offset_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                offset_delta, pos = _varint(buf, pos)
+            b = buf[pos]
+            if b < 0x80:
+                key_len = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                key_len, pos = _varint(buf, pos)
             key = None
             if key_len >= 0:
                 key = buf[pos:pos + key_len]
                 pos += key_len
-            value_len, pos = _varint(buf, pos)
+            b = buf[pos]
+            if b < 0x80:
+                value_len = (b >> 1) ^ -(b & 1)
+                pos += 1
+            elif (b2 := buf[pos + 1]) < 0x80:
+                b = (b & 0x7F) | (b2 << 7)
+                value_len = (b >> 1) ^ -(b & 1)
+                pos += 2
+            else:
+                value_len, pos = _varint(buf, pos)
             value = None
             if value_len >= 0:
                 value = buf[pos:pos + value_len]
                 pos += value_len
-            headers, pos = _varint(buf, pos)
-            if headers != 0 or pos - start != length or pos > len(buf):
+            if buf[pos] != 0:  # a header count other than a one-byte 0: kafka-python's iteration decides
+                return None
+            pos += 1
+            if pos - start != length or pos > len(buf):
                 return None
             out.append((new(ConsumerRecord, (topic, partition, leader_epoch, base_offset + offset_delta,
                                              max_ts if log_append else first_ts + ts_delta, ts_type, key, value, [],
