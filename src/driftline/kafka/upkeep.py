@@ -112,6 +112,7 @@ class Upkeep:
             log.info("maintenance on shards %s: %s", shards, done)
 
     def _broker_status(self, now: float) -> None:
+        """Whether the group coordinator is reachable; the change (lost or back) is logged once."""
         ok = broker_connected(self.consumer)
         if ok and self.broker_down_since is not None:
             log.warning("Kafka reachable again after %.0fs", now - self.broker_down_since)
