@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from ..core.engine import JoinView, OutcomeRecord, PredRecord
-from ..core.encoded import add_encoded
+from ..core.encoded_many import encode_merged
 from ..core.stats import BucketStats
 
 BucketKey = tuple[str, str, str, int, int]
@@ -165,7 +165,7 @@ def _merge_chunk(conn: Connection, dialect: str, keys: list[BucketKey], deltas: 
         rows = conn.exec_driver_sql(f"SELECT {_BUCKET_KEY}, data FROM buckets WHERE ({_BUCKET_KEY}) IN "
                                     f"(VALUES {values})", tuple(v for k in keys for v in k))
         existing = {tuple(r[:5]): r[5] for r in rows}  # type: ignore[misc]
-    data = [deltas[k].to_bytes() if (old := existing.get(k)) is None else add_encoded(old, deltas[k]) for k in keys]
+    data = encode_merged(list(map(existing.get, keys)), list(map(deltas.__getitem__, keys)))
     if dialect == "postgresql":
         conn.exec_driver_sql(f"INSERT INTO buckets ({_BUCKET_KEY}, data) SELECT * FROM unnest({_BUCKET_ARRAYS}, "
                              f"%b::bytea[]) ON CONFLICT ({_BUCKET_KEY}) DO UPDATE SET data = excluded.data",
