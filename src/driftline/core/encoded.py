@@ -5,6 +5,7 @@ store's read-modify-write of a bucket, once per batch and bucket)."""
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -56,6 +57,14 @@ def add_encoded(data: bytes, delta: BucketStats) -> bytes:
         delay[np.frombuffer(doc["di"], dtype=np.int32)] += np.frombuffer(doc["dc"], dtype=np.int64)
         dnz = np.flatnonzero(delay)
         doc["di"], doc["dc"] = dnz.astype(np.int32).tobytes(), delay[dnz].tobytes()
+    add_rest(doc, delta)
+    return msgspec.msgpack.encode(doc)
+
+
+def add_rest(doc: dict[str, Any], delta: BucketStats) -> None:
+    """A delta's feature histograms, expired and implicit counts and slices added into a decoded stored bucket in
+    place (the parts of add_encoded after the score and delay bins; encoded_many shares them)."""
+    feats = doc["f"]
     for name, fh in delta.features.items():
         old = feats.get(name)
         if old is None:
@@ -78,7 +87,6 @@ def add_encoded(data: bytes, delta: BucketStats) -> bytes:
         for value, conf in values.items():
             prev = mine.get(value)
             mine[value] = (conf.ravel() + (0 if prev is None else np.asarray(prev, dtype=np.int64))).tolist()
-    return msgspec.msgpack.encode(doc)
 
 
 def _add_score_bins(hi: bytes, hc: bytes, hp: bytes, delta: BucketStats) -> tuple[bytes, bytes, bytes]:

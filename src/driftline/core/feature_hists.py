@@ -120,7 +120,7 @@ class _Batch:
         for b, fh in zip(bl, fhs):
             old = _hist(self.out[b], name)
             if fh.num:
-                old.num = fh.num
+                old.num, old.num_bytes = fh.num, fh.num_bytes
             if fh.cat:
                 old.cat = fh.cat
             old.missing += fh.missing
@@ -185,8 +185,9 @@ def _values(bidx: np.ndarray, vals: Sequence[Any], types: set[Any]) -> tuple[lis
     """(buckets, their histograms) of values of one plain shape: numbers (floats and ints), strings (None when
     one is longer than MAX_CATEGORY_LEN), or booleans."""
     if types <= _NUMERIC:
-        bl, nums = _numeric_groups(bidx, np.fromiter(vals, dtype=np.float64, count=len(vals)))
-        return bl, list(map(FeatureHist, nums))
+        bl, nums, packed = _numeric_groups(bidx, np.fromiter(vals, dtype=np.float64, count=len(vals)))
+        n = len(nums)
+        return bl, list(map(FeatureHist, nums, map(dict, repeat((), n)), repeat(0, n), repeat(None, n), packed))
     groups = _category_groups(bidx, vals, _BOOL_NAMES if types == {bool} else None)
     if groups is None:
         return None
@@ -231,17 +232,28 @@ def _hist(stats: BucketStats, name: str) -> FeatureHist:
 
 def _numeric(name: str, bidx: np.ndarray, values: np.ndarray, out: list[BucketStats]) -> None:
     """Fine-bin counts per bucket, in bin order (into the buckets' histograms of `name`)."""
-    for b, num in zip(*_numeric_groups(bidx, values)):
-        _hist(out[b], name).num = num
+    for b, num, packed in zip(*_numeric_groups(bidx, values)):
+        fh = _hist(out[b], name)
+        fh.num, fh.num_bytes = num, packed
 
 
-def _numeric_groups(bidx: np.ndarray, values: np.ndarray) -> tuple[list[int], list[dict[int, int]]]:
-    """(buckets, each one's fine-bin counts in bin order) of numeric values."""
+def _numeric_groups(bidx: np.ndarray, values: np.ndarray
+                    ) -> tuple[list[int], list[dict[int, int]], list[tuple[bytes, bytes]]]:
+    """(buckets, each one's fine-bin counts in bin order, the same counts packed as stats._feature_doc packs them:
+    int32 bins and int64 counts) of numeric values."""
     keys = bidx * N_FEATURE_BINS + feature_bin(values)
     uniq, cnt = np.unique(keys, return_counts=True)
     b_of = uniq // N_FEATURE_BINS
     bl, cuts = _groups(b_of)
-    return bl, _dicts((uniq - b_of * N_FEATURE_BINS).tolist(), cnt.tolist(), cuts)
+    local = uniq - b_of * N_FEATURE_BINS
+    return bl, _dicts(local.tolist(), cnt.tolist(), cuts), _packed_runs(local, cnt, cuts)
+
+
+def _packed_runs(local: np.ndarray, cnt: np.ndarray, cuts: list[slice]) -> list[tuple[bytes, bytes]]:
+    """(int32 bins, int64 counts) bytes of each run: two conversions for the batch, then byte slices."""
+    ib = local.astype(np.int32).tobytes()
+    cb = cnt.astype(np.int64).tobytes()
+    return [(ib[c.start * 4:c.stop * 4], cb[c.start * 8:c.stop * 8]) for c in cuts]
 
 
 def _category_groups(bidx: np.ndarray, vals: Sequence[Any], labels: dict[Any, str] | None

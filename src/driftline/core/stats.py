@@ -41,9 +41,14 @@ class FeatureHist:
     packed: tuple[np.ndarray, np.ndarray] | None = None
     """Numeric counts still as packed (fine-bin index, count) arrays: only from `from_bytes(features="packed")`,
     consumed by `merge`, which sums them without building dicts."""
+    num_bytes: tuple[bytes, bytes] | None = field(default=None, compare=False, repr=False)
+    """`num` as _feature_doc packs it (int32 bins, int64 counts, in num's order), known by whoever built num from
+    arrays (core/feature_hists) so encoding skips repacking; None when unknown. add and unpack reset it: whatever
+    else changes num must reset it too."""
 
     def add(self, other: FeatureHist) -> None:
         """Add another histogram into this one in place."""
+        self.num_bytes = None
         self.unpack()
         other.unpack()
         for k, v in other.num.items():
@@ -55,6 +60,7 @@ class FeatureHist:
     def unpack(self) -> None:
         """Turn packed numeric arrays into the `num` dict (no-op when not packed)."""
         if self.packed is not None:
+            self.num_bytes = None
             idx, cnt = self.packed
             for k, v in zip(idx.tolist(), cnt.tolist()):
                 self.num[k] = self.num.get(k, 0) + v
@@ -272,8 +278,11 @@ def _feature_doc(fh: FeatureHist) -> list[object]:
     """Compact encoding of a feature histogram: fine-bin indices and counts as packed arrays (struct makes numpy's
     native bytes without its per-call cost; numpy itself for a key or count that is not a plain int). A feature
     without numeric values (a categorical one) packs to two empty byte strings, given as such. Counts still packed
-    (from_bytes(features="packed")) are unpacked first, so none is left out."""
+    (from_bytes(features="packed")) are unpacked first, so none is left out; bins packed when num was built
+    (num_bytes) are taken as they are."""
     fh.unpack()
+    if fh.num_bytes is not None:
+        return [list(fh.num_bytes), list(fh.cat.items()), fh.missing]
     if not fh.num:
         return [[b"", b""], list(fh.cat.items()), fh.missing]
     try:

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from ..core.engine import JoinView, OutcomeRecord, PredRecord
-from ..core.encoded import add_encoded
+from ..core.encoded_many import encode_merged
 from ..core.stats import BucketStats
 
 BucketKey = tuple[str, str, str, int, int]
@@ -151,6 +151,17 @@ def merge_buckets(conn: Connection, dialect: str, deltas: dict[BucketKey, Bucket
         _merge_chunk(conn, dialect, list(chunk), deltas)
 
 
+def _stored_buckets_sql(n: int) -> str:
+    """SQLite's read of the stored buckets of n keys: each key looked up by the primary key (the keys' VALUES
+    first, CROSS JOIN fixing that order). `(key) IN (VALUES ...)`, the same rows, scanned the whole table per
+    chunk, so its cost grew with the bucket history."""
+    values = ", ".join([f"({_marks(5)})"] * n)
+    return ("SELECT b.model, b.model_version, b.variant, b.bucket_start, b.shard, b.data "
+            f"FROM (VALUES {values}) AS k CROSS JOIN buckets b ON b.model = k.column1 AND "
+            "b.model_version = k.column2 AND b.variant = k.column3 AND b.bucket_start = k.column4 AND "
+            "b.shard = k.column5")
+
+
 def _merge_chunk(conn: Connection, dialect: str, keys: list[BucketKey], deltas: dict[BucketKey, BucketStats]
                  ) -> None:
     existing: dict[BucketKey, bytes] = {}
@@ -161,11 +172,9 @@ def _merge_chunk(conn: Connection, dialect: str, keys: list[BucketKey], deltas: 
             _pg_columns(conn, _columns(keys), _BUCKET_KINDS))
         existing = {tuple(r[:5]): r[5] for r in rows}  # type: ignore[misc]
     else:
-        values = ", ".join([f"({_marks(5)})"] * len(keys))
-        rows = conn.exec_driver_sql(f"SELECT {_BUCKET_KEY}, data FROM buckets WHERE ({_BUCKET_KEY}) IN "
-                                    f"(VALUES {values})", tuple(v for k in keys for v in k))
+        rows = conn.exec_driver_sql(_stored_buckets_sql(len(keys)), tuple(v for k in keys for v in k))
         existing = {tuple(r[:5]): r[5] for r in rows}  # type: ignore[misc]
-    data = [deltas[k].to_bytes() if (old := existing.get(k)) is None else add_encoded(old, deltas[k]) for k in keys]
+    data = encode_merged(list(map(existing.get, keys)), list(map(deltas.__getitem__, keys)))
     if dialect == "postgresql":
         conn.exec_driver_sql(f"INSERT INTO buckets ({_BUCKET_KEY}, data) SELECT * FROM unnest({_BUCKET_ARRAYS}, "
                              f"%b::bytea[]) ON CONFLICT ({_BUCKET_KEY}) DO UPDATE SET data = excluded.data",

@@ -1,0 +1,70 @@
+"""Numeric feature bins packed where the batch path builds them (FeatureHist.num_bytes, core/feature_hists) encode
+exactly as stats._feature_doc packs the `num` dict (frozen below as it was), on dirty feature batches (numbers,
+nulls, absent names, mixed columns, declared and repeated names, refusals), and a histogram changed afterwards
+forgets them."""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+
+from driftline.core.moves import feature_hists
+from driftline.core.stats import _NATIVE, BucketStats, FeatureHist, _feature_doc
+
+from test_moves import feature_batches
+
+SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _frozen_packed(code: str, values: Any) -> bytes:
+    return struct.pack(f"{len(values)}{code}", *values)
+
+
+def _frozen_feature_doc(fh: FeatureHist) -> list[object]:
+    """stats._feature_doc before num_bytes (verbatim)."""
+    fh.unpack()
+    if not fh.num:
+        return [[b"", b""], list(fh.cat.items()), fh.missing]
+    try:
+        packed = [_frozen_packed("i", fh.num), _frozen_packed("q", fh.num.values())] if _NATIVE else None
+    except struct.error:
+        packed = None
+    if packed is None:
+        idx = np.fromiter(fh.num.keys(), dtype=np.int32, count=len(fh.num))
+        cnt = np.fromiter(fh.num.values(), dtype=np.int64, count=len(fh.num))
+        packed = [idx.tobytes(), cnt.tobytes()]
+    return [packed, list(fh.cat.items()), fh.missing]
+
+
+@SETTINGS
+@given(feature_batches())
+def test_packed_bins_encode_as_the_num_dicts(case: Any) -> None:
+    buckets, dicts, declared, max_features = case
+    out = [BucketStats() for _ in range(4)]
+    feature_hists(buckets, dicts, declared, max_features, out, Counter())
+    for stats in out:
+        for fh in stats.features.values():
+            plain = FeatureHist(dict(fh.num), dict(fh.cat), fh.missing)
+            assert _feature_doc(fh) == _frozen_feature_doc(plain)
+            if fh.num_bytes is not None:
+                assert fh.num_bytes == tuple(_frozen_feature_doc(plain)[0])  # type: ignore[arg-type]
+        plain_stats = stats.copy()
+        assert all(fh.num_bytes is None for fh in plain_stats.features.values())
+        assert stats.to_bytes() == plain_stats.to_bytes()
+
+
+def test_a_changed_histogram_forgets_its_packed_bins() -> None:
+    out = [BucketStats()]
+    feature_hists([0, 0], [{"a": 1.0}, {"a": 2.0}], (), 50, out, Counter())
+    fh = out[0].features["a"]
+    assert fh.num_bytes is not None
+    fh.add(FeatureHist({7: 1}))
+    assert fh.num_bytes is None and _feature_doc(fh) == _frozen_feature_doc(FeatureHist(dict(fh.num)))
+    fh2 = FeatureHist({}, {}, 0, (np.asarray([3], dtype=np.int32), np.asarray([2], dtype=np.int64)), (b"x", b"y"))
+    fh2.unpack()
+    assert fh2.num_bytes is None and fh2.num == {3: 2}
+    assert FeatureHist({1: 2}, num_bytes=(b"a", b"b")) == FeatureHist({1: 2})  # not part of equality
