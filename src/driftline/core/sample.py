@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
-from operator import itemgetter, lt, methodcaller
+from itertools import chain, compress, repeat
+from operator import is_, itemgetter, lt, methodcaller
 from typing import Any
 
 import msgspec
@@ -62,60 +63,96 @@ def id_hashes(prediction_ids: Iterable[str]) -> np.ndarray:
     return np.frombuffer(b"".join(digests), dtype=">u8")
 
 
+def _floats(vals: Sequence[float]) -> list[Value | None]:
+    """A float is kept when finite; NaN and infinities are left out (None)."""
+    if all(map(math.isfinite, vals)):
+        return list(vals)
+    return [v if math.isfinite(v) else None for v in vals]
+
+
+def _strs(vals: Sequence[str]) -> list[Value | None]:
+    """A category keeps its first MAX_VALUE_LEN characters."""
+    if max(map(len, vals)) <= MAX_VALUE_LEN:
+        return list(vals)
+    return [v[:MAX_VALUE_LEN] for v in vals]
+
+
+def _bools(vals: Sequence[bool]) -> list[Value | None]:
+    """A boolean becomes the category 'true' or 'false'."""
+    return list(map(_BOOL_NAMES.__getitem__, vals))
+
+
+def _ints(vals: Sequence[int]) -> list[Value | None]:
+    """An integer becomes a float (one too large for a float raises OverflowError, as float() does)."""
+    return list(map(float, vals))
+
+
+_BOOL_NAMES = {True: "true", False: "false"}
+_RULES: dict[type, Callable[[Any], list[Value | None]]] = {float: _floats, str: _strs, bool: _bools, int: _ints}
+"""The sampled form of a value, by its exact type, a column of one type at a time; any other type (null
+included) is left out."""
+
+
+def sample_values(vals: Sequence[object]) -> list[Value | None]:
+    """Each value's sampled form, None where it is left out: the one rule of sampled values. A column of one type
+    goes through its type's rule in one call; a mixed column is split by type, each part through its rule."""
+    types = set(map(type, vals))
+    if len(types) == 1:
+        rule = _RULES.get(types.pop())
+        return [None] * len(vals) if rule is None else rule(vals)
+    out: list[Value | None] = [None] * len(vals)
+    kinds = list(map(type, vals))
+    for t in types:
+        rule = _RULES.get(t)
+        if rule is not None:
+            mask = list(map(is_, kinds, repeat(t)))
+            deque(map(out.__setitem__, compress(range(len(vals)), mask), rule(list(compress(vals, mask)))), 0)
+    return out
+
+
 def sample_row(features: Mapping[str, object] | None, keep: Sequence[str], max_features: int) -> Row:
     """The sampled form of a prediction's features: the declared names `keep` first, then the others by name,
     at most `max_features`; numbers as floats, booleans and strings as categories, null and non-finite left out
     (missing)."""
     if not features:
         return {}
-    names: Iterable[str] = features
+    names: Sequence[str] = list(features)
     if len(features) > max_features:
         declared = set(keep)
         chosen = [n for n in keep if n in features]
         names = (chosen + sorted(n for n in features if n not in declared))[:max_features]
-    row: Row = {}
-    for name in names:
-        v = features[name]
-        t = type(v)
-        if t is float:
-            if math.isfinite(v):  # type: ignore[arg-type]
-                row[name] = v  # type: ignore[assignment]
-        elif t is str:
-            row[name] = v[:MAX_VALUE_LEN]  # type: ignore[index]
-        elif t is bool:
-            row[name] = "true" if v else "false"
-        elif t is int:
-            row[name] = float(v)  # type: ignore[arg-type]
-    return row
+    vals = sample_values(list(map(features.__getitem__, names)))
+    return {n: v for n, v in zip(names, vals) if v is not None}
 
 
 def sample_rows(features: Iterable[Mapping[str, object] | None], keep: Sequence[str], max_features: int
                 ) -> list[Row]:
-    """[sample_row(f, keep, max_features) for f in features], cheaper for a dict of at most max_features names
-    (the common case): a copy of it with only the values sample_row changes or leaves out fixed, in one loop
-    (same rows, same key order; the event's dict is never shared with its row)."""
+    """[sample_row(f, keep, max_features) for f in features], a column per name at a time (sampled_columns):
+    each row rebuilt in its dict's name order from the columns (a new dict, never the event's)."""
+    dicts = sampleable(features, keep, max_features)
+    names, cols = sampled_columns(dicts)
+    col_of = dict(zip(names, cols))
     rows: list[Row] = []
-    for f in features:
-        if not f or len(f) > max_features:
-            rows.append(sample_row(f, keep, max_features))
-            continue
-        row: dict[str, Any] = dict(f)
-        for name, v in f.items():
-            t = type(v)
-            if t is float:
-                if not math.isfinite(v):  # type: ignore[arg-type]
-                    del row[name]
-            elif t is str:
-                if len(v) > MAX_VALUE_LEN:  # type: ignore[arg-type]
-                    row[name] = v[:MAX_VALUE_LEN]  # type: ignore[index]
-            elif t is bool:
-                row[name] = "true" if v else "false"
-            elif t is int:
-                row[name] = float(v)  # type: ignore[arg-type]
-            else:
-                del row[name]
-        rows.append(row)
+    for j, d in enumerate(dicts):
+        row = dict(zip(d, map(list.__getitem__, map(col_of.__getitem__, d), repeat(j))))
+        rows.append({n: v for n, v in row.items() if v is not None} if None in row.values() else row)
     return rows
+
+
+def sampleable(features: Iterable[Mapping[str, object] | None], keep: Sequence[str], max_features: int
+               ) -> list[Mapping[str, object]]:
+    """Each prediction's features as a dict whose sampled values (sample_values) are its sample_row: the event's
+    own dict when it has at most max_features names, else its sample_row (whose values the rule keeps as they
+    are: finite floats, short strings); {} for none."""
+    return [f if type(f) is dict and len(f) <= max_features else sample_row(f, keep, max_features) if f else {}
+            for f in features]
+
+
+def sampled_columns(dicts: Sequence[Mapping[str, object]]) -> tuple[list[str], list[list[Value | None]]]:
+    """(names in order of first appearance, a column per name): column[j] is the sampled value of dicts[j]'s
+    name, None when it has none or it is left out. The values of every name go through sample_values at once."""
+    names = list(dict.fromkeys(chain.from_iterable(dicts)))
+    return names, [sample_values(list(map(dict.get, dicts, repeat(n)))) for n in names]
 
 
 _row_enc = msgspec.msgpack.Encoder(order="sorted")
