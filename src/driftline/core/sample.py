@@ -270,12 +270,19 @@ def _row(s: _Stored, i: int) -> Row:
     return {name: col[i] for name, col in zip(s.f, s.v) if col[i] is not None}  # type: ignore[misc]
 
 
-def decode_sample(data: bytes) -> FeatureSample:
-    """The sample stored by encode_sample (a row without a missing value built in one call)."""
+def stored_columns(data: bytes) -> _Stored:
+    """The threshold, hashes, names and columns stored by encode_sample, checked: a column per name, a value per
+    hash in every column (ValueError otherwise)."""
     s = _dec.decode(data)
     if len(s.v) != len(s.f) or any(len(col) != len(s.h) for col in s.v):
         raise ValueError(f"corrupt feature sample: {len(s.f)} names, {len(s.v)} columns, {len(s.h)} hashes, "
                          f"column lengths {sorted({len(col) for col in s.v})}")
+    return s
+
+
+def decode_sample(data: bytes) -> FeatureSample:
+    """The sample stored by encode_sample (a row without a missing value built in one call)."""
+    s = stored_columns(data)
     if not s.f:
         return FeatureSample(s.tau, tuple(s.h), tuple({} for _ in s.h))
     return FeatureSample(s.tau, tuple(s.h), tuple(dict(zip(s.f, vals)) if None not in vals else
