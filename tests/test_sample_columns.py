@@ -27,7 +27,7 @@ from driftline.ingest.sampling import _ID, _TS, _series, batch_columns, batch_sa
 from driftline.storage.samples import SampleKey, feature_samples, merge_into
 from driftline.storage.store import Store
 
-from test_feature_fast_paths import DIRTY, NAMES, _same_rows, event_batches, feature_batches
+from test_feature_fast_paths import DIRTY, NAMES, STRINGS, _same_rows, event_batches, feature_batches
 
 # ---- verbatim frozen copies of the row route (main 1836535), renamed ----
 
@@ -220,7 +220,14 @@ def test_sample_row_and_sample_rows_equal_the_frozen_rules(case: Any) -> None:
         assert row is not f
 
 
-@given(st.lists(VALUES, max_size=30))
+TYPED = st.sampled_from([st.floats(), st.integers(-2**64, 2**64), STRINGS, st.booleans(), st.sampled_from([0.0, -0.0]),
+                         st.sampled_from(["", "x" * 65]), st.just(10**400)])
+
+
+@settings(max_examples=500)
+@given(st.one_of(st.lists(VALUES, max_size=30),
+                 TYPED.flatmap(lambda t: st.lists(t, max_size=30)),
+                 TYPED.flatmap(lambda t: st.lists(st.one_of(st.none(), t), max_size=30))))
 def test_sample_values_is_the_per_value_rule(vals: list[Any]) -> None:
     """sample_values of a column, mixed types included, is the frozen per-value rule value by value (None where
     the value is left out), or raises what it raises."""

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, repeat
-from operator import is_, itemgetter, lt, methodcaller
+from operator import countOf, is_, is_not, itemgetter, lt, methodcaller
 from typing import Any
 
 import msgspec
@@ -63,42 +63,53 @@ def id_hashes(prediction_ids: Iterable[str]) -> np.ndarray:
     return np.frombuffer(b"".join(digests), dtype=">u8")
 
 
-def _floats(vals: Sequence[float]) -> list[Value | None]:
-    """A float is kept when finite; NaN and infinities are left out (None)."""
-    if all(map(math.isfinite, vals)):
+def _floats(vals: Sequence[float | None]) -> list[Value | None]:
+    """A float is kept when finite; NaN and infinities are left out (None). Nulls stay None; zeros, which
+    filter(None, …) skips with them, are finite."""
+    if all(map(math.isfinite, filter(None, vals))):
         return list(vals)
-    return [v if math.isfinite(v) else None for v in vals]
+    return [v if v is not None and math.isfinite(v) else None for v in vals]
 
 
-def _strs(vals: Sequence[str]) -> list[Value | None]:
-    """A category keeps its first MAX_VALUE_LEN characters."""
-    if max(map(len, vals)) <= MAX_VALUE_LEN:
+def _strs(vals: Sequence[str | None]) -> list[Value | None]:
+    """A category keeps its first MAX_VALUE_LEN characters (nulls stay None; "" is skipped with them by filter)."""
+    if max(map(len, filter(None, vals)), default=0) <= MAX_VALUE_LEN:
         return list(vals)
-    return [v[:MAX_VALUE_LEN] for v in vals]
+    return [None if v is None else v[:MAX_VALUE_LEN] for v in vals]
 
 
-def _bools(vals: Sequence[bool]) -> list[Value | None]:
-    """A boolean becomes the category 'true' or 'false'."""
+def _bools(vals: Sequence[bool | None]) -> list[Value | None]:
+    """A boolean becomes the category 'true' or 'false' (nulls stay None)."""
     return list(map(_BOOL_NAMES.__getitem__, vals))
 
 
-def _ints(vals: Sequence[int]) -> list[Value | None]:
-    """An integer becomes a float (one too large for a float raises OverflowError, as float() does)."""
-    return list(map(float, vals))
+def _ints(vals: Sequence[int | None]) -> list[Value | None]:
+    """An integer becomes a float (one too large for a float raises OverflowError, as float() does); nulls stay
+    None."""
+    if None not in vals:
+        return list(map(float, vals))
+    out: list[Value | None] = list(vals)  # type: ignore[arg-type]
+    at = list(compress(range(len(vals)), map(is_not, vals, repeat(None))))
+    deque(map(out.__setitem__, at, map(float, map(out.__getitem__, at))), 0)
+    return out
 
 
-_BOOL_NAMES = {True: "true", False: "false"}
+_BOOL_NAMES = {True: "true", False: "false", None: None}
+_NONE = type(None)
 _RULES: dict[type, Callable[[Any], list[Value | None]]] = {float: _floats, str: _strs, bool: _bools, int: _ints}
-"""The sampled form of a value, by its exact type, a column of one type at a time; any other type (null
-included) is left out."""
+"""The sampled form of a value, by its exact type, a column of one type (nulls allowed) at a time; any other type
+(null included) is left out."""
 
 
 def sample_values(vals: Sequence[object]) -> list[Value | None]:
-    """Each value's sampled form, None where it is left out: the one rule of sampled values. A column of one type
-    goes through its type's rule in one call; a mixed column is split by type, each part through its rule."""
-    types = set(map(type, vals))
-    if len(types) == 1:
-        rule = _RULES.get(types.pop())
+    """Each value's sampled form, None where it is left out: the one rule of sampled values. A column of one type,
+    with or without nulls, goes through its type's rule in one call; a mixed column is split by type, each part
+    through its rule."""
+    first = type(vals[0]) if vals else _NONE
+    types = {first} if countOf(map(type, vals), first) == len(vals) else set(map(type, vals))
+    types.discard(_NONE)
+    if len(types) <= 1:
+        rule = _RULES.get(types.pop()) if types else None
         return [None] * len(vals) if rule is None else rule(vals)
     out: list[Value | None] = [None] * len(vals)
     kinds = list(map(type, vals))
