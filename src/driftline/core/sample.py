@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, repeat
-from operator import countOf, is_, is_not, itemgetter, lt, methodcaller
+from operator import is_, is_not, itemgetter, lt, methodcaller
 from typing import Any
 
 import msgspec
@@ -63,31 +63,44 @@ def id_hashes(prediction_ids: Iterable[str]) -> np.ndarray:
     return np.frombuffer(b"".join(digests), dtype=">u8")
 
 
-def _floats(vals: Sequence[float | None]) -> list[Value | None]:
-    """A float is kept when finite; NaN and infinities are left out (None). Nulls stay None; zeros, which
-    filter(None, …) skips with them, are finite."""
-    if all(map(math.isfinite, filter(None, vals))):
+def _floats(vals: Sequence[float | None], gaps: bool) -> list[Value | None]:
+    """A float is kept when finite; NaN and infinities are left out (None). Nulls (`gaps`) stay None. Without
+    nulls, finiteness is checked on one numpy array of the same doubles."""
+    if not gaps:
+        if np.isfinite(np.array(vals, dtype=np.float64)).all():
+            return list(vals)
+    elif all(map(math.isfinite, filter(None, vals))):  # zeros, which filter skips with the nulls, are finite
         return list(vals)
     return [v if v is not None and math.isfinite(v) else None for v in vals]
 
 
-def _strs(vals: Sequence[str | None]) -> list[Value | None]:
-    """A category keeps its first MAX_VALUE_LEN characters (nulls stay None; "" is skipped with them by filter)."""
-    if max(map(len, filter(None, vals)), default=0) <= MAX_VALUE_LEN:
+def _strs(vals: Sequence[str | None], gaps: bool) -> list[Value | None]:
+    """A category keeps its first MAX_VALUE_LEN characters (nulls stay None): lengths looked at once per
+    distinct value."""
+    distinct = set(vals)
+    distinct.discard(None)  # type: ignore[arg-type]
+    if max(map(len, distinct), default=0) <= MAX_VALUE_LEN:  # type: ignore[arg-type]
         return list(vals)
     return [None if v is None else v[:MAX_VALUE_LEN] for v in vals]
 
 
-def _bools(vals: Sequence[bool | None]) -> list[Value | None]:
-    """A boolean becomes the category 'true' or 'false' (nulls stay None)."""
-    return list(map(_BOOL_NAMES.__getitem__, vals))
+def _bools(vals: Sequence[bool | None], gaps: bool) -> list[Value | None]:
+    """A boolean becomes the category 'true' or 'false' (nulls stay None): without nulls, one numpy lookup."""
+    if gaps:
+        return list(map(_BOOL_NAMES.__getitem__, vals))
+    return _BOOL_ARRAY[np.fromiter(vals, dtype=np.uint8, count=len(vals))].tolist()  # type: ignore[no-any-return]
 
 
-def _ints(vals: Sequence[int | None]) -> list[Value | None]:
+def _ints(vals: Sequence[int | None], gaps: bool) -> list[Value | None]:
     """An integer becomes a float (one too large for a float raises OverflowError, as float() does); nulls stay
-    None."""
-    if None not in vals:
-        return list(map(float, vals))
+    None. Integers within int64 are converted by numpy: int64 to float64 rounds to nearest, ties to even, as
+    float() does, so the doubles are the same."""
+    if not gaps:
+        try:
+            ints = np.array(vals, dtype=np.int64)
+        except OverflowError:
+            return list(map(float, vals))  # type: ignore[arg-type]
+        return ints.astype(np.float64).tolist()  # type: ignore[no-any-return]
     out: list[Value | None] = list(vals)  # type: ignore[arg-type]
     at = list(compress(range(len(vals)), map(is_not, vals, repeat(None))))
     deque(map(out.__setitem__, at, map(float, map(out.__getitem__, at))), 0)
@@ -95,29 +108,34 @@ def _ints(vals: Sequence[int | None]) -> list[Value | None]:
 
 
 _BOOL_NAMES = {True: "true", False: "false", None: None}
+_BOOL_ARRAY = np.array(["false", "true"], dtype=object)
 _NONE = type(None)
-_RULES: dict[type, Callable[[Any], list[Value | None]]] = {float: _floats, str: _strs, bool: _bools, int: _ints}
-"""The sampled form of a value, by its exact type, a column of one type (nulls allowed) at a time; any other type
-(null included) is left out."""
+_RULES: dict[type, Callable[[Any, bool], list[Value | None]]] = {float: _floats, str: _strs, bool: _bools,
+                                                                  int: _ints}
+"""The sampled form of a value, by its exact type, a column of one type (with nulls when told) at a time; any
+other type (null included) is left out."""
 
 
-def sample_values(vals: Sequence[object]) -> list[Value | None]:
-    """Each value's sampled form, None where it is left out: the one rule of sampled values. A column of one type,
-    with or without nulls, goes through its type's rule in one call; a mixed column is split by type, each part
-    through its rule."""
-    first = type(vals[0]) if vals else _NONE
-    types = {first} if countOf(map(type, vals), first) == len(vals) else set(map(type, vals))
+def sample_values(vals: Sequence[object], kinds: list[type] | None = None) -> list[Value | None]:
+    """Each value's sampled form, None where it is left out: the one rule of sampled values. `kinds`: the values'
+    types, when known. A column of one type, with or without nulls, goes through its type's rule in one call; a
+    mixed column is split by type, each part through its rule."""
+    if kinds is None:
+        kinds = list(map(type, vals))
+    first = kinds[0] if kinds else _NONE
+    types = {first} if kinds.count(first) == len(kinds) else set(kinds)
+    gaps = _NONE in types
     types.discard(_NONE)
     if len(types) <= 1:
         rule = _RULES.get(types.pop()) if types else None
-        return [None] * len(vals) if rule is None else rule(vals)
+        return [None] * len(vals) if rule is None else rule(vals, gaps)
     out: list[Value | None] = [None] * len(vals)
-    kinds = list(map(type, vals))
     for t in types:
         rule = _RULES.get(t)
         if rule is not None:
             mask = list(map(is_, kinds, repeat(t)))
-            deque(map(out.__setitem__, compress(range(len(vals)), mask), rule(list(compress(vals, mask)))), 0)
+            deque(map(out.__setitem__, compress(range(len(vals)), mask), rule(list(compress(vals, mask)), False)),
+                  0)
     return out
 
 
@@ -139,11 +157,20 @@ def sample_row(features: Mapping[str, object] | None, keep: Sequence[str], max_f
 def sample_rows(features: Iterable[Mapping[str, object] | None], keep: Sequence[str], max_features: int
                 ) -> list[Row]:
     """[sample_row(f, keep, max_features) for f in features], a column per name at a time (sampled_columns):
-    each row rebuilt in its dict's name order from the columns (a new dict, never the event's)."""
+    each row rebuilt in its dict's name order from the columns (a new dict, never the event's); in one call per
+    row when every dict has the same names in the same order."""
     dicts = sampleable(features, keep, max_features)
     names, cols = sampled_columns(dicts)
+    if not names:
+        return [{} for _ in dicts]
+    if len(set(map(tuple, dicts))) == 1:  # every dict's names are `names`, in this order
+        rows: list[Row] = list(map(dict, map(zip, repeat(names), zip(*cols))))
+        if any(None in col for col in cols):
+            rows = [{n: v for n, v in row.items() if v is not None} if None in row.values() else row
+                    for row in rows]
+        return rows
     col_of = dict(zip(names, cols))
-    rows: list[Row] = []
+    rows = []
     for j, d in enumerate(dicts):
         row = dict(zip(d, map(list.__getitem__, map(col_of.__getitem__, d), repeat(j))))
         rows.append({n: v for n, v in row.items() if v is not None} if None in row.values() else row)
@@ -161,7 +188,22 @@ def sampleable(features: Iterable[Mapping[str, object] | None], keep: Sequence[s
 
 def sampled_columns(dicts: Sequence[Mapping[str, object]]) -> tuple[list[str], list[list[Value | None]]]:
     """(names in order of first appearance, a column per name): column[j] is the sampled value of dicts[j]'s
-    name, None when it has none or it is left out. The values of every name go through sample_values at once."""
+    name, None when it has none or it is left out. The values of every name go through sample_values at once;
+    when every dict has the first's names (same count, none missing), the batch's values in name order and
+    their types are listed in one pass each and cut into columns."""
+    names = list(dicts[0]) if dicts else []
+    width = len(names)
+    if width and len(set(map(len, dicts))) == 1:
+        try:
+            if width == 1:
+                flat = list(map(itemgetter(names[0]), dicts))
+            else:
+                flat = list(chain.from_iterable(map(itemgetter(*names), dicts)))
+        except KeyError:
+            pass
+        else:
+            kinds = list(map(type, flat))
+            return names, [sample_values(flat[i::width], kinds[i::width]) for i in range(width)]
     names = list(dict.fromkeys(chain.from_iterable(dicts)))
     return names, [sample_values(list(map(dict.get, dicts, repeat(n)))) for n in names]
 
