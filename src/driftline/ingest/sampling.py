@@ -8,7 +8,8 @@ has the same hash and a sample keeps one row per hash.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
@@ -66,10 +67,12 @@ def _candidates(settings: EngineSettings, events: Sequence[Decoded], k: int) -> 
 
     The predictions are grouped with numpy: one stable sort by (model/version/variant, bucket start, hash) puts
     each bucket's (hash, position) pairs in the order sorting them would; buckets come in order of first sight."""
-    preds = [d for d in events if isinstance(d.event, Prediction)]
+    every = list(map(_EVENT, events))
+    mask = list(map(isinstance, every, repeat(Prediction)))
+    preds = list(compress(events, mask))
     if not preds:
         return [], []
-    evs: list[Prediction] = [d.event for d in preds]  # type: ignore[misc]
+    evs: list[Prediction] = list(compress(every, mask))
     n = len(preds)
     hashes = id_hashes(map(_ID, evs)).astype(np.uint64)
     bs = settings.bucket_s
@@ -94,6 +97,8 @@ def _candidates(settings: EngineSettings, events: Sequence[Decoded], k: int) -> 
 
 
 _ID = attrgetter("prediction_id")
+_EVENT = attrgetter("event")
+_FIRST = itemgetter(0)
 _TS = attrgetter("ts")
 _SERIES = attrgetter("model", "model_version", "variant")
 
@@ -113,7 +118,10 @@ def record_samples(conn: Connection, settings: EngineSettings, ok: Sequence[tupl
     """Merge the batch's samples into the stored bucket samples (in the batch's write transaction); `positions`
     are the accepted events' records, `failed` the engine's internal_error letters (left out)."""
     out = {(f.source, f.partition, f.offset) for f in failed}
-    events = [d for (d, _), r in zip(ok, positions) if not out or (r.source, r.partition, r.offset) not in out]
+    if out:
+        events = [d for (d, _), r in zip(ok, positions) if (r.source, r.partition, r.offset) not in out]
+    else:
+        events = list(map(_FIRST, ok))
     deltas = batch_columns(settings, events, k)
     if deltas:
         merge_into(conn, deltas, k, settings.bucket_s)
