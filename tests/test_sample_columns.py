@@ -232,6 +232,7 @@ def test_sample_values_is_the_per_value_rule(vals: list[Any]) -> None:
     """sample_values of a column, mixed types included, is the frozen per-value rule value by value (None where
     the value is left out), or raises what it raises."""
     def per_value() -> list[Any]:
+        """The frozen rule applied to one value at a time."""
         return [frozen_sample_row({"n": v}, (), 50).get("n") for v in vals]
     got, ref = _outcome(lambda: sample_values(vals)), _outcome(per_value)
     assert repr(got) == repr(ref) if got[0] == "ok" else got[1] == ref[1]
@@ -256,6 +257,7 @@ def dirty_events(draw: Any) -> tuple[list[Decoded], tuple[str, ...], int]:
 
 
 def _as_sample(s: SampleColumns | FeatureSample) -> FeatureSample:
+    """The sample as rows, whichever form batch_columns gave it in."""
     return s.to_sample() if isinstance(s, SampleColumns) else s
 
 
@@ -332,6 +334,7 @@ def test_a_corrupt_stored_sample_raises_on_both_routes() -> None:
 
 
 def _stored(store: Store) -> dict[Any, bytes]:
+    """Every stored bucket sample's bytes by key."""
     c = feature_samples.c
     with store.read() as conn:
         return {(r.model, r.model_version, r.variant, int(r.bucket_start)): bytes(r.data)
@@ -368,6 +371,7 @@ def _check_batches_through_merge_into(store: Store) -> None:
 
 
 def test_batches_through_merge_into_store_the_frozen_bytes_on_sqlite(tmp_path: Any) -> None:
+    """The recording path on SQLite (one writer: new rows inserted without a conflict check)."""
     store = Store(f"sqlite:///{tmp_path}/s.db")
     store.migrate()
     _check_batches_through_merge_into(store)
@@ -375,6 +379,7 @@ def test_batches_through_merge_into_store_the_frozen_bytes_on_sqlite(tmp_path: A
 
 
 def test_batches_through_merge_into_store_the_frozen_bytes_on_postgresql(pg_url: str) -> None:
+    """The recording path on PostgreSQL (rows locked, new rows inserted with ON CONFLICT DO NOTHING)."""
     store = Store(pg_url)
     store.migrate()
     _check_batches_through_merge_into(store)
