@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
-from operator import itemgetter, lt, methodcaller
+from itertools import chain, compress, repeat
+from operator import is_, is_not, itemgetter, lt, methodcaller
 from typing import Any
 
 import msgspec
@@ -62,60 +63,149 @@ def id_hashes(prediction_ids: Iterable[str]) -> np.ndarray:
     return np.frombuffer(b"".join(digests), dtype=">u8")
 
 
+def _floats(vals: Sequence[float | None], gaps: bool) -> list[Value | None]:
+    """A float is kept when finite; NaN and infinities are left out (None). Nulls (`gaps`) stay None. Without
+    nulls, finiteness is checked on one numpy array of the same doubles."""
+    if not gaps:
+        if np.isfinite(np.array(vals, dtype=np.float64)).all():
+            return list(vals)
+    elif all(map(math.isfinite, filter(None, vals))):  # zeros, which filter skips with the nulls, are finite
+        return list(vals)
+    return [v if v is not None and math.isfinite(v) else None for v in vals]
+
+
+def _strs(vals: Sequence[str | None], gaps: bool) -> list[Value | None]:
+    """A category keeps its first MAX_VALUE_LEN characters (nulls stay None): lengths looked at once per
+    distinct value."""
+    distinct = set(vals)
+    distinct.discard(None)  # type: ignore[arg-type]
+    if max(map(len, distinct), default=0) <= MAX_VALUE_LEN:  # type: ignore[arg-type]
+        return list(vals)
+    return [None if v is None else v[:MAX_VALUE_LEN] for v in vals]
+
+
+def _bools(vals: Sequence[bool | None], gaps: bool) -> list[Value | None]:
+    """A boolean becomes the category 'true' or 'false' (nulls stay None): without nulls, one numpy lookup."""
+    if gaps:
+        return list(map(_BOOL_NAMES.__getitem__, vals))
+    return _BOOL_ARRAY[np.fromiter(vals, dtype=np.uint8, count=len(vals))].tolist()  # type: ignore[no-any-return]
+
+
+def _ints(vals: Sequence[int | None], gaps: bool) -> list[Value | None]:
+    """An integer becomes a float (one too large for a float raises OverflowError, as float() does); nulls stay
+    None. Integers within int64 are converted by numpy: int64 to float64 rounds to nearest, ties to even, as
+    float() does, so the doubles are the same."""
+    if not gaps:
+        try:
+            ints = np.array(vals, dtype=np.int64)
+        except OverflowError:
+            return list(map(float, vals))  # type: ignore[arg-type]
+        return ints.astype(np.float64).tolist()  # type: ignore[no-any-return]
+    out: list[Value | None] = list(vals)  # type: ignore[arg-type]
+    at = list(compress(range(len(vals)), map(is_not, vals, repeat(None))))
+    deque(map(out.__setitem__, at, map(float, map(out.__getitem__, at))), 0)
+    return out
+
+
+_BOOL_NAMES = {True: "true", False: "false", None: None}
+_BOOL_ARRAY = np.array(["false", "true"], dtype=object)
+_NONE = type(None)
+_RULES: dict[type, Callable[[Any, bool], list[Value | None]]] = {float: _floats, str: _strs, bool: _bools,
+                                                                  int: _ints}
+"""The sampled form of a value, by its exact type, a column of one type (with nulls when told) at a time; any
+other type (null included) is left out."""
+
+
+def sample_values(vals: Sequence[object], kinds: list[type] | None = None) -> list[Value | None]:
+    """Each value's sampled form, None where it is left out: the one rule of sampled values. `kinds`: the values'
+    types, when known. A column of one type, with or without nulls, goes through its type's rule in one call; a
+    mixed column is split by type, each part through its rule."""
+    if kinds is None:
+        kinds = list(map(type, vals))
+    first = kinds[0] if kinds else _NONE
+    types = {first} if kinds.count(first) == len(kinds) else set(kinds)
+    gaps = _NONE in types
+    types.discard(_NONE)
+    if len(types) <= 1:
+        rule = _RULES.get(types.pop()) if types else None
+        return [None] * len(vals) if rule is None else rule(vals, gaps)
+    out: list[Value | None] = [None] * len(vals)
+    for t in types:
+        rule = _RULES.get(t)
+        if rule is not None:
+            mask = list(map(is_, kinds, repeat(t)))
+            deque(map(out.__setitem__, compress(range(len(vals)), mask), rule(list(compress(vals, mask)), False)),
+                  0)
+    return out
+
+
 def sample_row(features: Mapping[str, object] | None, keep: Sequence[str], max_features: int) -> Row:
     """The sampled form of a prediction's features: the declared names `keep` first, then the others by name,
     at most `max_features`; numbers as floats, booleans and strings as categories, null and non-finite left out
     (missing)."""
     if not features:
         return {}
-    names: Iterable[str] = features
+    names: Sequence[str] = list(features)
     if len(features) > max_features:
         declared = set(keep)
         chosen = [n for n in keep if n in features]
         names = (chosen + sorted(n for n in features if n not in declared))[:max_features]
-    row: Row = {}
-    for name in names:
-        v = features[name]
-        t = type(v)
-        if t is float:
-            if math.isfinite(v):  # type: ignore[arg-type]
-                row[name] = v  # type: ignore[assignment]
-        elif t is str:
-            row[name] = v[:MAX_VALUE_LEN]  # type: ignore[index]
-        elif t is bool:
-            row[name] = "true" if v else "false"
-        elif t is int:
-            row[name] = float(v)  # type: ignore[arg-type]
-    return row
+    vals = sample_values(list(map(features.__getitem__, names)))
+    return {n: v for n, v in zip(names, vals) if v is not None}
 
 
 def sample_rows(features: Iterable[Mapping[str, object] | None], keep: Sequence[str], max_features: int
                 ) -> list[Row]:
-    """[sample_row(f, keep, max_features) for f in features], cheaper for a dict of at most max_features names
-    (the common case): a copy of it with only the values sample_row changes or leaves out fixed, in one loop
-    (same rows, same key order; the event's dict is never shared with its row)."""
-    rows: list[Row] = []
-    for f in features:
-        if not f or len(f) > max_features:
-            rows.append(sample_row(f, keep, max_features))
-            continue
-        row: dict[str, Any] = dict(f)
-        for name, v in f.items():
-            t = type(v)
-            if t is float:
-                if not math.isfinite(v):  # type: ignore[arg-type]
-                    del row[name]
-            elif t is str:
-                if len(v) > MAX_VALUE_LEN:  # type: ignore[arg-type]
-                    row[name] = v[:MAX_VALUE_LEN]  # type: ignore[index]
-            elif t is bool:
-                row[name] = "true" if v else "false"
-            elif t is int:
-                row[name] = float(v)  # type: ignore[arg-type]
-            else:
-                del row[name]
-        rows.append(row)
+    """[sample_row(f, keep, max_features) for f in features], a column per name at a time (sampled_columns):
+    each row rebuilt in its dict's name order from the columns (a new dict, never the event's); in one call per
+    row when every dict has the same names in the same order."""
+    dicts = sampleable(features, keep, max_features)
+    names, cols = sampled_columns(dicts)
+    if not names:
+        return [{} for _ in dicts]
+    if len(set(map(tuple, dicts))) == 1:  # every dict's names are `names`, in this order
+        rows: list[Row] = list(map(dict, map(zip, repeat(names), zip(*cols))))
+        if any(None in col for col in cols):
+            rows = [{n: v for n, v in row.items() if v is not None} if None in row.values() else row
+                    for row in rows]
+        return rows
+    col_of = dict(zip(names, cols))
+    rows = []
+    for j, d in enumerate(dicts):
+        row = dict(zip(d, map(list.__getitem__, map(col_of.__getitem__, d), repeat(j))))
+        rows.append({n: v for n, v in row.items() if v is not None} if None in row.values() else row)
     return rows
+
+
+def sampleable(features: Iterable[Mapping[str, object] | None], keep: Sequence[str], max_features: int
+               ) -> list[Mapping[str, object]]:
+    """Each prediction's features as a dict whose sampled values (sample_values) are its sample_row: the event's
+    own dict when it has at most max_features names, else its sample_row (whose values the rule keeps as they
+    are: finite floats, short strings); {} for none."""
+    return [f if type(f) is dict and len(f) <= max_features else sample_row(f, keep, max_features) if f else {}
+            for f in features]
+
+
+def sampled_columns(dicts: Sequence[Mapping[str, object]]) -> tuple[list[str], list[list[Value | None]]]:
+    """(names in order of first appearance, a column per name): column[j] is the sampled value of dicts[j]'s
+    name, None when it has none or it is left out. The values of every name go through sample_values at once;
+    when every dict has the first's names (same count, none missing), the batch's values in name order and
+    their types are listed in one pass each and cut into columns."""
+    names = list(dicts[0]) if dicts else []
+    width = len(names)
+    if width and len(set(map(len, dicts))) == 1:
+        try:
+            if width == 1:
+                flat = list(map(itemgetter(names[0]), dicts))
+            else:
+                flat = list(chain.from_iterable(map(itemgetter(*names), dicts)))
+        except KeyError:
+            pass
+        else:
+            kinds = list(map(type, flat))
+            return names, [sample_values(flat[i::width], kinds[i::width]) for i in range(width)]
+    names = list(dict.fromkeys(chain.from_iterable(dicts)))
+    return names, [sample_values(list(map(dict.get, dicts, repeat(n)))) for n in names]
 
 
 _row_enc = msgspec.msgpack.Encoder(order="sorted")
@@ -233,12 +323,19 @@ def _row(s: _Stored, i: int) -> Row:
     return {name: col[i] for name, col in zip(s.f, s.v) if col[i] is not None}  # type: ignore[misc]
 
 
-def decode_sample(data: bytes) -> FeatureSample:
-    """The sample stored by encode_sample (a row without a missing value built in one call)."""
+def stored_columns(data: bytes) -> _Stored:
+    """The threshold, hashes, names and columns stored by encode_sample, checked: a column per name, a value per
+    hash in every column (ValueError otherwise)."""
     s = _dec.decode(data)
     if len(s.v) != len(s.f) or any(len(col) != len(s.h) for col in s.v):
         raise ValueError(f"corrupt feature sample: {len(s.f)} names, {len(s.v)} columns, {len(s.h)} hashes, "
                          f"column lengths {sorted({len(col) for col in s.v})}")
+    return s
+
+
+def decode_sample(data: bytes) -> FeatureSample:
+    """The sample stored by encode_sample (a row without a missing value built in one call)."""
+    s = stored_columns(data)
     if not s.f:
         return FeatureSample(s.tau, tuple(s.h), tuple({} for _ in s.h))
     return FeatureSample(s.tau, tuple(s.h), tuple(dict(zip(s.f, vals)) if None not in vals else

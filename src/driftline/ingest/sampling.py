@@ -8,7 +8,8 @@ has the same hash and a sample keeps one row per hash.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
@@ -16,41 +17,21 @@ from sqlalchemy import Connection
 
 from ..core.engine import DEFAULT_VARIANT, DEFAULT_VERSION, EngineSettings
 from ..core.events import DeadLetter, Decoded, Prediction
-from ..core.sample import MAX_TAU, FeatureSample, id_hashes, sample_rows, sample_sorted, smallest_distinct
+from ..core.sample import (MAX_TAU, FeatureSample, id_hashes, sample_rows, sample_sorted, sampleable, sampled_columns,
+                           smallest_distinct)
+from ..core.sample_columns import SampleColumns, bucket_columns, distinct_within
 from ..storage.samples import SampleKey, merge_into
 from .labels import Positioned
 
 
+Chosen = list[tuple[SampleKey, list[int], list[int], int]]
+"""Per bucket: (key, its candidates' hashes sorted, their positions among the predictions, its threshold)."""
+
+
 def batch_samples(settings: EngineSettings, events: Sequence[Decoded], k: int) -> dict[SampleKey, FeatureSample]:
     """Per bucket, the sample of the given events' predictions (outcomes are skipped). Feature rows are built
-    only for the candidates: the predictions holding one of a bucket's k smallest hashes.
-
-    The predictions are grouped with numpy: one stable sort by (model/version/variant, bucket start, hash) puts
-    each bucket's (hash, position) pairs in the order sorting them would; buckets come in order of first sight."""
-    preds = [d for d in events if isinstance(d.event, Prediction)]
-    if not preds:
-        return {}
-    evs: list[Prediction] = [d.event for d in preds]  # type: ignore[misc]
-    n = len(preds)
-    hashes = id_hashes(map(_ID, evs)).astype(np.uint64)
-    bs = settings.bucket_s
-    starts = np.floor_divide(np.fromiter(map(_TS, preds), dtype=np.float64, count=n), bs).astype(np.int64) * bs
-    groups, codes = _series(evs)
-    order = np.lexsort((hashes, starts, codes))
-    runs = np.flatnonzero(np.r_[True, (np.diff(codes[order]) != 0) | (np.diff(starts[order]) != 0)])
-    ends = np.r_[runs[1:], n].tolist()
-    firsts = np.minimum.reduceat(order, runs)
-    hs, at, st, gs = hashes[order].tolist(), order.tolist(), starts[order].tolist(), codes[order].tolist()
-    chosen: list[tuple[SampleKey, list[int], list[int], int]] = []
-    for r in np.argsort(firsts, kind="stable").tolist():
-        a, e = int(runs[r]), ends[r]
-        key = (*groups[gs[a]], st[a])
-        if e - a <= k:  # at most k predictions: every one is a candidate
-            chosen.append((key, hs[a:e], at[a:e], MAX_TAU))  # type: ignore[arg-type]
-            continue
-        cand = smallest_distinct(list(zip(hs[a:e], at[a:e])), k)
-        tau = cand.items[-1][0] if cand.cut else MAX_TAU
-        chosen.append((key, [h for h, _ in cand.items], [i for _, i in cand.items], tau))  # type: ignore[arg-type]
+    only for the candidates: the predictions holding one of a bucket's k smallest hashes."""
+    evs, chosen = _candidates(settings, events, k)
     keep, most = settings.declared_features, settings.max_features
     rows = sample_rows([evs[i].features for _, _, idx, _ in chosen for i in idx], keep, most)
     out: dict[SampleKey, FeatureSample] = {}
@@ -61,7 +42,63 @@ def batch_samples(settings: EngineSettings, events: Sequence[Decoded], k: int) -
     return out
 
 
+def batch_columns(settings: EngineSettings, events: Sequence[Decoded], k: int
+                  ) -> dict[SampleKey, SampleColumns | FeatureSample]:
+    """batch_samples' samples, each kept as columns (cut from the batch's candidates' columns, a column per feature
+    name) when its candidates' hashes are distinct and at most k, else as rows (sample_sorted decides)."""
+    evs, chosen = _candidates(settings, events, k)
+    keep, most = settings.declared_features, settings.max_features
+    dicts = sampleable([evs[i].features for _, _, idx, _ in chosen for i in idx], keep, most)
+    names, cols = sampled_columns(dicts)
+    out: dict[SampleKey, SampleColumns | FeatureSample] = {}
+    done = 0
+    for key, hl, idx, tau in chosen:
+        lo, done = done, done + len(idx)
+        if distinct_within(hl, k, tau):
+            out[key] = bucket_columns(tau, hl, names, cols, lo, done)
+        else:  # a repeated id among the candidates: sample_of picks a row by its encoding
+            out[key] = sample_sorted(hl, sample_rows(dicts[lo:done], keep, most), k, tau)
+    return out
+
+
+def _candidates(settings: EngineSettings, events: Sequence[Decoded], k: int) -> tuple[list[Prediction], Chosen]:
+    """(the events' predictions, each bucket's candidates): the predictions holding one of the bucket's k
+    smallest hashes.
+
+    The predictions are grouped with numpy: one stable sort by (model/version/variant, bucket start, hash) puts
+    each bucket's (hash, position) pairs in the order sorting them would; buckets come in order of first sight."""
+    every = list(map(_EVENT, events))
+    mask = list(map(isinstance, every, repeat(Prediction)))
+    preds = list(compress(events, mask))
+    if not preds:
+        return [], []
+    evs: list[Prediction] = list(compress(every, mask))
+    n = len(preds)
+    hashes = id_hashes(map(_ID, evs)).astype(np.uint64)
+    bs = settings.bucket_s
+    starts = np.floor_divide(np.fromiter(map(_TS, preds), dtype=np.float64, count=n), bs).astype(np.int64) * bs
+    groups, codes = _series(evs)
+    order = np.lexsort((hashes, starts, codes))
+    runs = np.flatnonzero(np.r_[True, (np.diff(codes[order]) != 0) | (np.diff(starts[order]) != 0)])
+    ends = np.r_[runs[1:], n].tolist()
+    firsts = np.minimum.reduceat(order, runs)
+    hs, at, st, gs = hashes[order].tolist(), order.tolist(), starts[order].tolist(), codes[order].tolist()
+    chosen: Chosen = []
+    for r in np.argsort(firsts, kind="stable").tolist():
+        a, e = int(runs[r]), ends[r]
+        key = (*groups[gs[a]], st[a])
+        if e - a <= k:  # at most k predictions: every one is a candidate
+            chosen.append((key, hs[a:e], at[a:e], MAX_TAU))  # type: ignore[arg-type]
+            continue
+        cand = smallest_distinct(list(zip(hs[a:e], at[a:e])), k)
+        tau = cand.items[-1][0] if cand.cut else MAX_TAU
+        chosen.append((key, [h for h, _ in cand.items], [i for _, i in cand.items], tau))  # type: ignore[arg-type]
+    return evs, chosen
+
+
 _ID = attrgetter("prediction_id")
+_EVENT = attrgetter("event")
+_FIRST = itemgetter(0)
 _TS = attrgetter("ts")
 _SERIES = attrgetter("model", "model_version", "variant")
 
@@ -81,7 +118,10 @@ def record_samples(conn: Connection, settings: EngineSettings, ok: Sequence[tupl
     """Merge the batch's samples into the stored bucket samples (in the batch's write transaction); `positions`
     are the accepted events' records, `failed` the engine's internal_error letters (left out)."""
     out = {(f.source, f.partition, f.offset) for f in failed}
-    events = [d for (d, _), r in zip(ok, positions) if not out or (r.source, r.partition, r.offset) not in out]
-    deltas = batch_samples(settings, events, k)
+    if out:
+        events = [d for (d, _), r in zip(ok, positions) if (r.source, r.partition, r.offset) not in out]
+    else:
+        events = list(map(_FIRST, ok))
+    deltas = batch_columns(settings, events, k)
     if deltas:
         merge_into(conn, deltas, k, settings.bucket_s)

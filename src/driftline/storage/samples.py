@@ -16,6 +16,7 @@ from sqlalchemy import (BigInteger, Column, Connection, Integer, LargeBinary, Me
 
 from . import bulk
 from ..core.sample import FeatureSample, decode_sample, encode_sample, merge_encoded, merge_samples
+from ..core.sample_columns import SampleColumns, encoded, merged_encoded
 from .store import Store
 
 SampleKey = tuple[str, str, str, int]
@@ -41,7 +42,8 @@ reference_samples = Table(
 )
 
 
-def merge_into(conn: Connection, deltas: Mapping[SampleKey, FeatureSample], k: int, span: int) -> None:
+def merge_into(conn: Connection, deltas: Mapping[SampleKey, FeatureSample | SampleColumns], k: int, span: int
+               ) -> None:
     """Merge the batch's per-bucket samples (buckets `span` seconds wide) into the stored ones (call inside
     Store.write). A write into the first bucket of a compacted day merges into the day's row: merging is a union.
 
@@ -58,8 +60,8 @@ def merge_into(conn: Connection, deltas: Mapping[SampleKey, FeatureSample], k: i
             todo = _merge_chunk(conn, dialect, todo, deltas, k, span)
 
 
-def _merge_chunk(conn: Connection, dialect: str, keys: list[SampleKey], deltas: Mapping[SampleKey, FeatureSample],
-                 k: int, span: int) -> list[SampleKey]:
+def _merge_chunk(conn: Connection, dialect: str, keys: list[SampleKey],
+                 deltas: Mapping[SampleKey, FeatureSample | SampleColumns], k: int, span: int) -> list[SampleKey]:
     """Merge these keys' samples; returns the keys whose insert found a row already there (to merge again)."""
     existing = _stored(conn, dialect, keys)
     new: list[tuple[Any, ...]] = []
@@ -67,9 +69,9 @@ def _merge_chunk(conn: Connection, dialect: str, keys: list[SampleKey], deltas: 
     for key in keys:
         old = existing.get(key)
         if old is None:
-            new.append((*key, span, encode_sample(deltas[key])))
+            new.append((*key, span, encoded(deltas[key])))
             continue
-        data = encode_sample(merge_samples((decode_sample(old), deltas[key]), k))
+        data = merged_encoded(old, deltas[key], k)
         if data != old:
             changed.append((data, *key))
     mark = "%s" if dialect == "postgresql" else "?"
