@@ -3,13 +3,14 @@
 On PostgreSQL each is one statement over binary column arrays (`= ANY`, `unnest`), rows locked in key order so
 concurrent consumers cannot deadlock; a statement per row costs a server round of parse/bind/execute each. On SQLite
 (one writer at a time) they are driver-level executemany calls, which bypass SQL compilation, of multi-row
-statements, rows in key order (slightly cheaper B-tree inserts than the engine's order).
+statements, rows in key order (slightly cheaper B-tree inserts than the engine's order), their values bound as
+pysqlite binds them without an adapter lookup (booleans as ints, NULL as NaN), lookups in IN lists of a few fixed
+sizes (statements compiled once).
 """
 
 from __future__ import annotations
 
 import json
-from json import loads
 from collections.abc import Iterator, Sequence
 from itertools import chain
 from operator import attrgetter
@@ -120,7 +121,7 @@ def lookup_chunks(idl: list[str]) -> Iterator[tuple[str, ...]]:
 
 def pred_records(rows: Sequence[Sequence[Any]]) -> list[PredRecord]:
     """PredRecords from rows in _PRED_SELECT (PredRecord field) order, unpacked rather than indexed."""
-    return [PredRecord(p, m, mv, v, ts, sc, bool(fl), sh, lb, lts, bool(imp), None if sv is None else loads(sv))
+    return [PredRecord(p, m, mv, v, ts, sc, bool(fl), sh, lb, lts, bool(imp), None if sv is None else json.loads(sv))
             for p, m, mv, v, ts, sc, fl, sh, lb, lts, imp, sv in rows]
 
 

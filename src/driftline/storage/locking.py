@@ -27,7 +27,8 @@ re-reads its B-tree pages from the OS on every batch (system time and page parsi
 
 
 def install_sqlite(engine: Engine, lock_timeout_s: float) -> None:
-    """Pragmas (WAL, busy timeout = the lock timeout, page cache size) and explicit BEGIN / BEGIN IMMEDIATE on every connection."""
+    """Pragmas (WAL, busy timeout = the lock timeout, page cache size) and explicit BEGIN / BEGIN IMMEDIATE on
+    every connection."""
 
     def connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # pysqlite must not BEGIN on its own (after our reads)
