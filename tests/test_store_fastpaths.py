@@ -20,6 +20,7 @@ from driftline.core.grids import N_FEATURE_BINS, N_SCORE_BINS
 from driftline.core.encoded import add_encoded
 from driftline.core.stats import BucketStats, FeatureHist
 from driftline.storage import bulk
+from driftline.storage.sqlite_binding import register_adapters
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -195,9 +196,11 @@ def test_pred_rows_are_pred_tuples(records: list[PredRecord]) -> None:
     assert bulk.pred_rows(records) == [bulk.pred_tuple(r) for r in records]
 
 
-def _stored(rows_by_step: list[list[tuple[Any, ...]]], fast: bool) -> list[tuple[Any, ...]]:
-    """The predictions table after writing each list of rows in turn (multi-row or one step per row)."""
+def _stored(records_by_step: list[list[PredRecord]], fast: bool) -> list[tuple[Any, ...]]:
+    """The predictions table after writing each list of records in turn (the SQLite fast path, or pred_rows one
+    step per row)."""
     eng = create_engine("sqlite://")
+    register_adapters()
     with eng.begin() as conn:
         conn.exec_driver_sql(
             "CREATE TABLE predictions (prediction_id VARCHAR(200) NOT NULL, model VARCHAR(200) NOT NULL, "
@@ -206,11 +209,12 @@ def _stored(rows_by_step: list[list[tuple[Any, ...]]], fast: bool) -> list[tuple
             "implicit BOOLEAN NOT NULL, slice_values TEXT, PRIMARY KEY (prediction_id, model, variant)) "
             "WITHOUT ROWID")
         head = f"INSERT INTO predictions ({bulk.PRED_COLS}) VALUES "
-        for rows in rows_by_step:
+        for records in records_by_step:
             if fast:
-                bulk._insert_many(conn, head, 12, bulk._PRED_CONFLICT, list(rows))
-            elif rows:
-                conn.exec_driver_sql(head + "(" + ", ".join(["?"] * 12) + ") " + bulk._PRED_CONFLICT, rows)
+                bulk.write_predictions(conn, "sqlite", records)
+            elif records:
+                conn.exec_driver_sql(head + "(" + ", ".join(["?"] * 12) + ") " + bulk._PRED_CONFLICT,
+                                     bulk.pred_rows(records))
         out = [tuple(r) for r in conn.exec_driver_sql(
             "SELECT *, typeof(ts), typeof(label_ts), typeof(flagged), typeof(label), typeof(implicit), "
             "typeof(slice_values) FROM predictions ORDER BY prediction_id, model, variant")]
@@ -221,20 +225,19 @@ def _stored(rows_by_step: list[list[tuple[Any, ...]]], fast: bool) -> list[tuple
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.lists(preds, max_size=200), min_size=1, max_size=3))
 def test_multi_row_inserts_store_what_one_row_per_step_stores(batches: list[list[PredRecord]]) -> None:
-    steps = []
-    for records in batches:
-        unique = {r.key: r for r in records}  # a batch holds one record per key, as EngineResult.upserts does
-        steps.append(bulk.pred_rows(list(unique.values())))  # engine order: the fast path sorts
+    steps = [list({r.key: r for r in records}.values())  # a batch holds one record per key, as EngineResult.upserts
+             for records in batches]  # in engine order: the fast path sorts
     assert _stored(steps, fast=True) == _stored(steps, fast=False)
 
 
 def test_multi_row_inserts_at_the_group_boundaries() -> None:
     for n in (0, 1, bulk.ROWS_PER_INSERT - 1, bulk.ROWS_PER_INSERT, bulk.ROWS_PER_INSERT + 1,
               3 * bulk.ROWS_PER_INSERT + 7):
-        rows = sorted(bulk.pred_rows([PredRecord(f"p{i}", "m", "v", "A", float(i), 0.5, i % 2 == 0, i % 3,
-                                                 None if i % 4 else 1, None, False, None) for i in range(n)]))
-        relabel = [(*r[:8], 0, 9.5, True, r[11]) for r in rows[::3]]
-        assert _stored([rows, relabel], fast=True) == _stored([rows, relabel], fast=False)
+        recs = [PredRecord(f"p{i}", "m", "v", "A", float(i), 0.5, i % 2 == 0, i % 3, None if i % 4 else 1, None,
+                           False, None if i % 5 else {"c": str(i)}) for i in range(n)]
+        relabel = [PredRecord(r.prediction_id, r.model, r.model_version, r.variant, r.ts, r.score, r.flagged, r.shard,
+                              0, 9.5, True, r.slice_values) for r in recs[::3]]
+        assert _stored([recs, relabel], fast=True) == _stored([recs, relabel], fast=False)
 
 
 outcomes = st.builds(OutcomeRecord, st.sampled_from([f"p{i}" for i in range(300)]), st.integers(0, 1),
@@ -247,6 +250,7 @@ def test_outcome_inserts_store_what_one_row_per_step_stores(batches: list[list[O
     stored = []
     for fast in (True, False):
         eng = create_engine("sqlite://")
+        register_adapters()
         with eng.begin() as conn:
             conn.exec_driver_sql("CREATE TABLE outcomes (prediction_id VARCHAR(200) NOT NULL, label SMALLINT NOT "
                                  "NULL, ts FLOAT NOT NULL, shard INTEGER NOT NULL, matched BOOLEAN NOT NULL, "

@@ -3,7 +3,9 @@
 On PostgreSQL each is one statement over binary column arrays (`= ANY`, `unnest`), rows locked in key order so
 concurrent consumers cannot deadlock; a statement per row costs a server round of parse/bind/execute each. On SQLite
 (one writer at a time) they are driver-level executemany calls, which bypass SQL compilation, of multi-row
-statements, rows in key order (slightly cheaper B-tree inserts than the engine's order).
+statements, rows in key order (slightly cheaper B-tree inserts than the engine's order), their values bound as
+pysqlite binds them without an adapter lookup (booleans as ints, NULL as NaN), lookups in IN lists of a few fixed
+sizes (statements compiled once).
 """
 
 from __future__ import annotations
@@ -19,10 +21,16 @@ from sqlalchemy import Connection
 from ..core.engine import JoinView, OutcomeRecord, PredRecord
 from ..core.encoded_many import encode_merged
 from ..core.stats import BucketStats
+from .sqlite_binding import NULL
 
 BucketKey = tuple[str, str, str, int, int]
 CHUNK = 500
-"""Ids per IN (...) list on SQLite."""
+"""Keys per IN (...) list of the deletes on SQLite."""
+LOOKUP_IDS = 512
+"""Ids per IN (...) list of the join lookups on SQLite: fewest instructions per id measured (longer lists cost
+more per id: 4,096 ~2 % more than 500)."""
+LOOKUP_SIZES = tuple(1 << n for n in range(4, LOOKUP_IDS.bit_length()))
+"""The IN list sizes of the join lookups (see lookup_chunks)."""
 ROWS_PER_INSERT = 80
 """Rows per multi-row INSERT on SQLite (80 × 12 columns stays under the 999 bound parameters of old SQLite):
 SQLite runs one statement per step of executemany, so a row then costs one bind call per value but no statement
@@ -34,6 +42,9 @@ _PRED_ARRAYS = ("%b::text[], %b::text[], %b::text[], %b::text[], %b::float8[], %
                 "%b::smallint[], %b::float8[], %b::bool[], %b::text[]")
 _PRED_CONFLICT = ("ON CONFLICT (prediction_id, model, variant) DO UPDATE SET label = excluded.label, "
                   "label_ts = excluded.label_ts, implicit = excluded.implicit")
+_PRED_SELECT = ("prediction_id, model, model_version, variant, ts, score, flagged, shard, label, label_ts, implicit, "
+                "slice_values")
+"""PRED_COLS in PredRecord's field order (join lookups)."""
 _OUT_COLS = "prediction_id, label, ts, shard, matched"
 _OUT_ARRAYS = "%b::text[], %b::smallint[], %b::float8[], %b::int[], %b::bool[]"
 _OUT_CONFLICT = "ON CONFLICT (prediction_id) DO UPDATE SET label = excluded.label, ts = excluded.ts, " \
@@ -78,39 +89,54 @@ def load_join(conn: Connection, dialect: str, ids: Sequence[str]) -> JoinView:
     if not idl:
         return view
     if dialect == "postgresql":
-        queries = [(f"SELECT {PRED_COLS} FROM predictions WHERE prediction_id = ANY(%b::text[]) "
+        queries = [(f"SELECT {_PRED_SELECT} FROM predictions WHERE prediction_id = ANY(%b::text[]) "
                     "ORDER BY prediction_id, model, variant FOR UPDATE",
                     f"SELECT {_OUT_COLS} FROM outcomes WHERE prediction_id = ANY(%b::text[]) "
                     "ORDER BY prediction_id FOR UPDATE", _pg_columns(conn, [idl], ("text",)))]
     else:
-        queries = [(f"SELECT {PRED_COLS} FROM predictions WHERE prediction_id IN ({_marks(len(chunk))})",
-                    f"SELECT {_OUT_COLS} FROM outcomes WHERE prediction_id IN ({_marks(len(chunk))})", tuple(chunk))
-                   for chunk in chunks(idl)]
+        queries = [(f"SELECT {_PRED_SELECT} FROM predictions WHERE prediction_id IN ({_marks(len(chunk))})",
+                    f"SELECT {_OUT_COLS} FROM outcomes WHERE prediction_id IN ({_marks(len(chunk))})", chunk)
+                   for chunk in lookup_chunks(idl)]
     preds, outcomes = view.preds, view.outcomes
     for pred_sql, out_sql, params in queries:
-        for r in conn.exec_driver_sql(pred_sql, params).fetchall():
-            rec = PredRecord(r[0], r[1], r[3], r[2], r[4], r[5], bool(r[6]), r[7], r[8], r[9], bool(r[10]),
-                             None if r[11] is None else json.loads(r[11]))
-            if (recs := preds.get(r[0])) is None:
-                preds[r[0]] = [rec]
+        for rec in pred_records(conn.exec_driver_sql(pred_sql, params).fetchall()):
+            if (recs := preds.get(rec.prediction_id)) is None:
+                preds[rec.prediction_id] = [rec]
             else:
                 recs.append(rec)
-        for r in conn.exec_driver_sql(out_sql, params).fetchall():
-            outcomes[r[0]] = OutcomeRecord(r[0], r[1], r[2], r[3], bool(r[4]))
+        outcomes.update([(p, OutcomeRecord(p, lb, ts, sh, bool(m)))
+                         for p, lb, ts, sh, m in conn.exec_driver_sql(out_sql, params).fetchall()])
     return view
+
+
+def lookup_chunks(idl: list[str]) -> Iterator[tuple[str, ...]]:
+    """Sorted distinct ids in IN lists of at most LOOKUP_IDS, each padded by repeating its last id to a size of
+    LOOKUP_SIZES (an IN list ignores repeats): a handful of statement texts, compiled once and then reused from the
+    driver's statement cache instead of compiling a new one for the odd-sized tail of every batch."""
+    for i in range(0, len(idl), LOOKUP_IDS):
+        chunk = idl[i:i + LOOKUP_IDS]
+        size = next(s for s in LOOKUP_SIZES if s >= len(chunk))
+        yield tuple(chunk) + (chunk[-1],) * (size - len(chunk))
+
+
+def pred_records(rows: Sequence[Sequence[Any]]) -> list[PredRecord]:
+    """PredRecords from rows in _PRED_SELECT (PredRecord field) order, unpacked rather than indexed."""
+    return [PredRecord(p, m, mv, v, ts, sc, bool(fl), sh, lb, lts, bool(imp), None if sv is None else json.loads(sv))
+            for p, m, mv, v, ts, sc, fl, sh, lb, lts, imp, sv in rows]
 
 
 def write_predictions(conn: Connection, dialect: str, records: Sequence[PredRecord]) -> None:
     """Insert new join rows and move labels of existing ones."""
     if not records:
         return
-    rows = pred_rows(records)
     if dialect == "postgresql":
+        rows = pred_rows(records)
         rows.sort()  # key order: concurrent writers lock rows in the same order
         conn.exec_driver_sql(f"INSERT INTO predictions ({PRED_COLS}) SELECT * FROM unnest({_PRED_ARRAYS}) "
                              + _PRED_CONFLICT, _pg_columns(conn, _columns(rows), _PRED_KINDS))
     else:
-        _insert_many(conn, f"INSERT INTO predictions ({PRED_COLS}) VALUES ", 12, _PRED_CONFLICT, rows)
+        _insert_many(conn, f"INSERT INTO predictions ({PRED_COLS}) VALUES ", 12, _PRED_CONFLICT,
+                     sqlite_pred_values(records))
 
 
 def write_outcomes(conn: Connection, dialect: str, outcomes: Sequence[OutcomeRecord]) -> None:
@@ -118,29 +144,65 @@ def write_outcomes(conn: Connection, dialect: str, outcomes: Sequence[OutcomeRec
     if not outcomes:
         return
     rows = list(map(_OUT_FIELDS, outcomes))
+    rows.sort()  # key order (PostgreSQL: concurrent writers lock rows in the same order)
     if dialect == "postgresql":
-        rows.sort()
         conn.exec_driver_sql(f"INSERT INTO outcomes ({_OUT_COLS}) SELECT * FROM unnest({_OUT_ARRAYS}) "
                              + _OUT_CONFLICT, _pg_columns(conn, _columns(rows), _OUT_KINDS))
     else:
-        _insert_many(conn, f"INSERT INTO outcomes ({_OUT_COLS}) VALUES ", 5, _OUT_CONFLICT, rows)
+        flat = list(chain.from_iterable(rows))
+        flat[4::5] = as_ints(flat[4::5])
+        _insert_many(conn, f"INSERT INTO outcomes ({_OUT_COLS}) VALUES ", 5, _OUT_CONFLICT, flat)
 
 
-def _insert_many(conn: Connection, head: str, width: int, tail: str, rows: list[tuple[Any, ...]]) -> None:
-    """`head (?, ...) tail` for every row, in key order, on SQLite: whole groups of ROWS_PER_INSERT rows as one
-    multi-row statement each (one executemany), the rest one row per step (a second executemany). Rows are sorted
-    (the table's key leads each row and is unique in a batch, so the order changes no stored row, and tuples never
-    compare past it): ~0.6 % fewer instructions in SQLite's B-tree inserts of a replay than the engine's order."""
+def sqlite_pred_values(records: Sequence[PredRecord]) -> list[Any]:
+    """The values of pred_rows in key order, flattened, as SQLite binds them cheapest: booleans as the integers
+    sqlite3 stores for them and NULLs as NaN (see sqlite_binding.NULL). Rows are sorted with their slice values
+    still dicts: the key leads each row and is unique in a batch, so tuples never compare past it."""
+    rows = list(map(_PRED_FIELDS, records))
     rows.sort()
+    flat = list(chain.from_iterable(rows))
+    flat[6::12] = as_ints(flat[6::12])
+    flat[8::12] = nulls_bound(flat[8::12])
+    flat[9::12] = nulls_bound(flat[9::12])
+    flat[10::12] = as_ints(flat[10::12])
+    slices = flat[11::12]
+    if slices.count(None) == len(slices):  # no slice features (the common case): all NULL
+        flat[11::12] = [NULL] * len(slices)
+    else:
+        flat[11::12] = [NULL if v is None else json.dumps(v) for v in slices]
+    return flat
+
+
+def as_ints(values: list[Any]) -> list[Any]:
+    """Booleans as the integers sqlite3 binds for them (other values as they are): exact ints bind directly,
+    while a bool takes pysqlite's adapter lookup (~1,300 instructions a value)."""
+    return list(map(_BOOL_INT.get, values, values))
+
+
+def nulls_bound(values: list[Any]) -> list[Any]:
+    """None as sqlite_binding.NULL (other values as they are): bound as NULL without the adapter lookup."""
+    return list(map(_NULL_FOR_NONE.get, values, values))
+
+
+_BOOL_INT: dict[Any, Any] = {False: 0, True: 1}
+_NULL_FOR_NONE: dict[Any, Any] = {None: NULL}
+
+
+def _insert_many(conn: Connection, head: str, width: int, tail: str, flat: list[Any]) -> None:
+    """`head (?, ...) tail` for every row of `flat` (rows of `width` values, in key order), on SQLite: whole
+    groups of ROWS_PER_INSERT rows as one multi-row statement each (one executemany), the rest one row per step
+    (a second executemany). Key order (sorted by the callers): ~0.6 % fewer instructions in SQLite's B-tree
+    inserts of a replay than the engine's order."""
     one = f"({_marks(width)})"
-    whole = len(rows) - len(rows) % ROWS_PER_INSERT
+    n = len(flat) // width
+    whole = (n - n % ROWS_PER_INSERT) * width
     if whole:
-        flat = list(chain.from_iterable(rows[:whole]))
         step = ROWS_PER_INSERT * width
         conn.exec_driver_sql(head + ", ".join([one] * ROWS_PER_INSERT) + " " + tail,
-                             [tuple(flat[i:i + step]) for i in range(0, len(flat), step)])
-    if whole < len(rows):
-        conn.exec_driver_sql(f"{head}{one} {tail}", rows[whole:])
+                             [tuple(flat[i:i + step]) for i in range(0, whole, step)])
+    if whole < len(flat):
+        conn.exec_driver_sql(f"{head}{one} {tail}",
+                             [tuple(flat[i:i + width]) for i in range(whole, len(flat), width)])
 
 
 def merge_buckets(conn: Connection, dialect: str, deltas: dict[BucketKey, BucketStats]) -> None:
