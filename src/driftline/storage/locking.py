@@ -21,14 +21,10 @@ WRITE = "driftline_write"
 WRITE_LOCK_KEY = 0x6472_6966_746C + 16
 """PostgreSQL advisory lock key serialising write transactions (and migrations) of every driftline process."""
 DEFAULT_LOCK_TIMEOUT_S = 30.0
-SQLITE_CACHE_KIB = 65536
-"""SQLite page cache per connection (KiB; SQLite's default is 2 MiB): a join store of hundreds of MB otherwise
-re-reads its B-tree pages from the OS on every batch (system time and page parsing). Memory, not stored bytes."""
 
 
 def install_sqlite(engine: Engine, lock_timeout_s: float) -> None:
-    """Pragmas (WAL, busy timeout = the lock timeout, page cache size) and explicit BEGIN / BEGIN IMMEDIATE on
-    every connection."""
+    """Pragmas (WAL, busy timeout = the lock timeout) and explicit BEGIN / BEGIN IMMEDIATE on every connection."""
 
     def connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # pysqlite must not BEGIN on its own (after our reads)
@@ -36,7 +32,6 @@ def install_sqlite(engine: Engine, lock_timeout_s: float) -> None:
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute(f"PRAGMA busy_timeout={int(lock_timeout_s * 1000)}")
-        cur.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
         cur.close()
 
     def begin(conn: Connection) -> None:

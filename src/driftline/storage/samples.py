@@ -104,9 +104,14 @@ def _stored(conn: Connection, dialect: str, keys: list[SampleKey]) -> dict[Sampl
             f"%b::int8[]) AS k({_SAMPLE_KEY}) USING ({_SAMPLE_KEY}) ORDER BY {_SAMPLE_KEY} FOR UPDATE OF s",
             tuple(map(list, zip(*keys))))
     else:
+        # each key looked up by the primary key (CROSS JOIN fixes the order): `(key) IN (VALUES ...)` gave the
+        # same rows but scanned the whole table per call, a cost growing with the sample history
         values = ", ".join(["(?, ?, ?, ?)"] * len(keys))
-        rows = conn.exec_driver_sql(f"SELECT {_SAMPLE_KEY}, data FROM feature_samples WHERE ({_SAMPLE_KEY}) IN "
-                                    f"(VALUES {values})", tuple(v for key in keys for v in key))
+        rows = conn.exec_driver_sql(
+            "SELECT s.model, s.model_version, s.variant, s.bucket_start, s.data "
+            f"FROM (VALUES {values}) AS k CROSS JOIN feature_samples s ON s.model = k.column1 AND "
+            "s.model_version = k.column2 AND s.variant = k.column3 AND s.bucket_start = k.column4",
+            tuple(v for key in keys for v in key))
     return {(r[0], r[1], r[2], int(r[3])): bytes(r[4]) for r in rows}
 
 
