@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -102,3 +103,15 @@ def valgrind_instructions(argv: list[str]) -> int:
     if match is None:
         raise RuntimeError(f"no instruction count in valgrind's output:\n{out[-2000:]}")
     return int(match.group(1).replace(",", ""))
+
+
+def valgrind_child_args(days: float = 1, per_day: int = 8000) -> tuple[argparse.Namespace, list[str]]:
+    """--days/--per-day of an instruction benchmark (exits when valgrind is missing) and the child's argv tail
+    (the benchmark re-runs itself under valgrind as `__file__ --child MODE DAYS PER_DAY`)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--days", type=float, default=days)
+    ap.add_argument("--per-day", type=int, default=per_day)
+    args = ap.parse_args()
+    if shutil.which("valgrind") is None:
+        sys.exit("valgrind is not installed (apt-get install valgrind)")
+    return args, [str(args.days), str(args.per_day)]

@@ -8,11 +8,9 @@ Needs valgrind (apt-get install valgrind).
 
 from __future__ import annotations
 
-import argparse
-import shutil
 import sys
 
-from bench_common import valgrind_instructions
+from bench_common import valgrind_child_args, valgrind_instructions
 
 
 def _batches(days: float, per_day: int) -> tuple[bytes, int]:
@@ -50,15 +48,9 @@ def _child(mode: str, days: float, per_day: int) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--days", type=float, default=1)
-    ap.add_argument("--per-day", type=int, default=8000)
-    args = ap.parse_args()
-    if shutil.which("valgrind") is None:
-        sys.exit("valgrind is not installed (apt-get install valgrind)")
+    args, rest = valgrind_child_args()
     _, n = _batches(args.days, args.per_day)
     child = [sys.executable, __file__, "--child"]
-    rest = [str(args.days), str(args.per_day)]
     base = valgrind_instructions([*child, "none", *rest])
     for mode in ("kafka-python", "fast"):
         ir = valgrind_instructions([*child, mode, *rest]) - base

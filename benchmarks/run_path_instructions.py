@@ -11,14 +11,12 @@ Needs valgrind (apt-get install valgrind).
 
 from __future__ import annotations
 
-import argparse
-import shutil
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench_common import valgrind_instructions
+from bench_common import valgrind_child_args, valgrind_instructions
 
 PER_PARTITION = 5000
 """Records per partition in one stored batch (4 partitions: kafka.batch_max_records' default 20,000)."""
@@ -88,17 +86,11 @@ def _child(mode: str, days: float, per_day: int) -> None:
 
 def main() -> None:
     """Print the live path's instructions per event."""
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--days", type=float, default=1)
-    ap.add_argument("--per-day", type=int, default=8000)
-    args = ap.parse_args()
-    if shutil.which("valgrind") is None:
-        sys.exit("valgrind is not installed (apt-get install valgrind)")
+    args, rest = valgrind_child_args()
     from kafka_bench import events
 
     n = len(events(args.days, args.per_day))
     child = [sys.executable, __file__, "--child"]
-    rest = [str(args.days), str(args.per_day)]
     ir = valgrind_instructions([*child, "run", *rest]) - valgrind_instructions([*child, "none", *rest])
     print(f"run path (unpack → stored batch) {ir / n / 1000:8.1f} k instructions per event ({n:,} events)")
 
