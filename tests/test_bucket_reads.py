@@ -36,7 +36,7 @@ def _read(conn: Any, keys: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], bytes
 def _near(key: tuple[Any, ...], i: int) -> tuple[Any, ...]:
     """The key with column i changed a little (a near miss)."""
     k = list(key)
-    k[i] = k[i] + "x" if i < 3 else k[i] + 1
+    k[i] = k[i] + "x" if i < 3 else (k[i] - 1 if k[i] > 0 else k[i] + 1)  # stays within SQLite's 64-bit INTEGER
     return tuple(k)
 
 
