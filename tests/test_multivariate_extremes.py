@@ -52,6 +52,19 @@ def test_huge_values_in_the_reference_and_the_window_give_finite_results_without
     assert r.columns == ("a", "b", "c")
 
 
+def test_tiny_and_zero_columns_give_no_warnings() -> None:
+    """Subnormal and all-zero columns beside huge ones: nothing overflows while choosing the scaling."""
+    rng = np.random.default_rng(9)
+    rows = _rows(rng, 400, huge_every=9)
+    for i, row in enumerate(rows):
+        row["a"] = 5e-324 * (i % 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        enc = fit_encoding(rows, FEATURES + [("z", "numeric")])
+        z = encode(rows, enc)
+    assert np.isfinite(z).all()
+
+
 def test_a_window_far_outside_an_ordinary_reference_is_drifted_not_nan() -> None:
     rng = np.random.default_rng(5)
     window = _rows(rng, 300)

@@ -96,7 +96,8 @@ def _units(x: np.ndarray) -> np.ndarray:
     """Per column of x, 1.0, or for a column reaching 2**500 in magnitude the power of two that brings its
     largest value into [0.5, 1) (an exact scaling)."""
     big = np.max(np.abs(x), axis=0, initial=0.0)
-    return np.where(big >= _BIG, np.ldexp(1.0, -np.frexp(big)[1]), 1.0)
+    huge = big >= _BIG
+    return np.where(huge, np.ldexp(1.0, -np.frexp(np.where(huge, big, 1.0))[1]), 1.0)  # no ldexp overflow
 
 
 def _mean(v: np.ndarray) -> float:
