@@ -1,6 +1,9 @@
 """`driftline run` ×1 as a subprocess against SQLite and PostgreSQL: events/s and the process's CPU seconds (user,
 system) next to a bare kafka-python reader of the same topics — a quicker loop than kafka_bench.py for the run path.
 
+Each run is paired with a bare-reader reading taken just before it (that rate alone moves by ±40 % between
+readings on a shared machine); the median of the paired ratios is printed last.
+
 Usage: python benchmarks/run_process_bench.py [--days D] [--per-day N] [--pg URL] [--only sqlite|pg] [--repeat K]
 """
 
@@ -9,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -96,19 +100,27 @@ def main() -> None:
         topics = {"predictions": "bench-predictions", "outcomes": "bench-outcomes"}
         create_topics(broker.bootstrap, topics.values(), 2)
         produce(broker.bootstrap, topics, recs)
-        raw = raw_rate(broker.bootstrap, topics, n)
-        print(f"{n:,} events; bare kafka-python reader {raw:,.0f}/s")
+        print(f"{n:,} events")
+        ratios: dict[str, list[float]] = {"SQLite": [], "PostgreSQL": []}
         for i in range(args.repeat):
-            if args.only != "pg":
-                rate, user, sys_ = run_once(broker.bootstrap, topics, f"sqlite:///{work / f'run{i}.db'}", n, work)
-                print(f"driftline run ×1 → SQLite:     {rate:9,.0f}/s ratio {rate / raw:.2f}; CPU {user:.2f}s user + "
-                      f"{sys_:.2f}s sys = {(user + sys_) * 1e6 / n:.1f} µs/event", flush=True)
-            if args.only != "sqlite":
-                with psycopg.connect(args.pg, autocommit=True) as conn:
-                    conn.execute(f'CREATE DATABASE "{dbname}_{i}"')
-                rate, user, sys_ = run_once(broker.bootstrap, topics, f"{pg_base}/{dbname}_{i}", n, work)
-                print(f"driftline run ×1 → PostgreSQL: {rate:9,.0f}/s ratio {rate / raw:.2f}; CPU {user:.2f}s user + "
-                      f"{sys_:.2f}s sys = {(user + sys_) * 1e6 / n:.1f} µs/event", flush=True)
+            for db in ("SQLite", "PostgreSQL"):
+                if args.only == ("pg" if db == "SQLite" else "sqlite"):
+                    continue
+                if db == "SQLite":
+                    url = f"sqlite:///{work / f'run{i}.db'}"
+                else:
+                    with psycopg.connect(args.pg, autocommit=True) as conn:
+                        conn.execute(f'CREATE DATABASE "{dbname}_{i}"')
+                    url = f"{pg_base}/{dbname}_{i}"
+                raw = raw_rate(broker.bootstrap, topics, n)  # read right before each run: the reader's rate drifts
+                rate, user, sys_ = run_once(broker.bootstrap, topics, url, n, work)
+                ratios[db].append(rate / raw)
+                print(f"driftline run ×1 → {db + ':':12s} {rate:9,.0f}/s ratio {rate / raw:.2f} (bare reader just "
+                      f"before: {raw:,.0f}/s); CPU {user:.2f}s user + {sys_:.2f}s sys = "
+                      f"{(user + sys_) * 1e6 / n:.1f} µs/event", flush=True)
+        for db, got in ratios.items():
+            if got:
+                print(f"{db}: median ratio {statistics.median(got):.2f} over {len(got)} run(s)")
     finally:
         if args.only != "sqlite":
             with psycopg.connect(args.pg, autocommit=True) as conn:

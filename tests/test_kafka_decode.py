@@ -44,8 +44,8 @@ def build(batches: list[Any], base: int) -> bytes:
     return b"".join(out)
 
 
-def outcome(cls: Any, data: bytes, fetch_offset: int, takes: list[int], check_crcs: bool) -> list[Any]:
-    """Every take()'s records (as tuples) or error, with the fetch position and counters after it."""
+def outcome(cls: Any, data: bytes, fetch_offset: int, takes: list[int | None], check_crcs: bool) -> list[Any]:
+    """Every take()'s (of n records, or all when None) records (as tuples) or error, with the fetch position and counters after it."""
     parts = cls(fetch_offset, TP, MemoryRecords(data), check_crcs=check_crcs)
     seen: list[Any] = []
     for n in takes:
@@ -59,8 +59,9 @@ def outcome(cls: Any, data: bytes, fetch_offset: int, takes: list[int], check_cr
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(batch, min_size=1, max_size=4), st.integers(0, 1000), st.one_of(st.integers(0, 10), st.integers(0, 400)),
-       st.lists(st.integers(1, 200), min_size=1, max_size=6), st.booleans(), st.data())
-def test_fast_partition_records_match_kafka_python(batches: list[Any], base: int, skip: int, takes: list[int],
+       st.lists(st.one_of(st.integers(1, 200), st.integers(1, 200), st.just(0), st.none()), min_size=1, max_size=6),
+       st.booleans(), st.data())
+def test_fast_partition_records_match_kafka_python(batches: list[Any], base: int, skip: int, takes: list[int | None],
                                                    corrupt: bool, data: Any) -> None:
     raw = build(batches, base)
     check = not corrupt and not any(append for _, _, append in batches)

@@ -88,4 +88,4 @@ def test_inline_varints_decode_as_before(recs: list[Any], gaps: int, append_time
         if not edits:  # untouched batches: refused only for their headers
             assert (new is None) == (old is None)
         return
-    assert [(tuple(r), n) for r, n in new] == [(tuple(r), n) for r, n in old]
+    assert [(tuple(r), n) for r, n in zip(*new, strict=True)] == [(tuple(r), n) for r, n in old]

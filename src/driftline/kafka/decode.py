@@ -1,6 +1,7 @@
 """Faster unpacking of fetched records for this consumer's kafka-python client: kafka-python decodes each record
 through ~40 Python calls (~56,000 instructions a record, a quarter of `driftline run`'s CPU); a v2 batch is decoded
-here in one loop per batch, to exactly the ConsumerRecords kafka-python builds.
+here in one loop per batch, to exactly the ConsumerRecords kafka-python builds, and take() hands them out in slices
+with the fetch position and counters kafka-python would leave after each record.
 
 Only the common case is taken: a magic-2 data batch, no (de)serialisers (driftline sets none), records without
 headers and a batch that decodes cleanly to its end; anything else (control batches, headers, corrupt or odd data)
@@ -39,10 +40,10 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def decode_batch(batch: DefaultRecordBatch, topic: str, partition: int, leader_epoch: int
-                 ) -> list[tuple[ConsumerRecord, int]] | None:
-    """(record, size in bytes) of every record of an uncompressed-or-decompressed v2 data batch whose records carry
-    no headers, as kafka-python's iteration gives them; None when the batch is anything else (then kafka-python's
-    iteration is the reference, errors included)."""
+                 ) -> tuple[list[ConsumerRecord], list[int]] | None:
+    """Every record of an uncompressed-or-decompressed v2 data batch whose records carry no headers, as
+    kafka-python's iteration gives them, and each one's size in bytes; None when the batch is anything else (then
+    kafka-python's iteration is the reference, errors included)."""
     if type(batch) is not DefaultRecordBatch or batch.is_control_batch:
         return None
     batch._maybe_uncompress()
@@ -51,7 +52,8 @@ def decode_batch(batch: DefaultRecordBatch, topic: str, partition: int, leader_e
     base_offset, first_ts = batch.base_offset, batch.first_timestamp
     log_append = ts_type == batch.LOG_APPEND_TIME
     max_ts = batch.max_timestamp
-    out: list[tuple[ConsumerRecord, int]] = []
+    out: list[ConsumerRecord] = []
+    sizes: list[int] = []
     new = tuple.__new__  # the namedtuple without its Python-level __new__
     try:
         for _ in range(count):  # each varint's one- and two-byte forms inline (`_varint` for longer ones)
@@ -105,21 +107,93 @@ def decode_batch(batch: DefaultRecordBatch, topic: str, partition: int, leader_e
             pos += 1
             if pos - start != length or pos > len(buf):
                 return None
-            out.append((new(ConsumerRecord, (topic, partition, leader_epoch, base_offset + offset_delta,
-                                             max_ts if log_append else first_ts + ts_delta, ts_type, key, value, [],
-                                             None, len(key) if key is not None else -1,
-                                             len(value) if value is not None else -1, -1)), length))
+            out.append(new(ConsumerRecord, (topic, partition, leader_epoch, base_offset + offset_delta,
+                                            max_ts if log_append else first_ts + ts_delta, ts_type, key, value, [],
+                                            None, len(key) if key is not None else -1,
+                                            len(value) if value is not None else -1, -1)))
+            sizes.append(length)
     except (ValueError, IndexError):
         return None
-    return out if pos == len(buf) else None
+    return (out, sizes) if pos == len(buf) else None
+
+
+_READY = object()
+"""Yielded by FastPartitionRecords' generator when it has decoded a batch into `_ready` for take() to serve."""
 
 
 class FastPartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc, name-defined]
-    """kafka-python's PartitionRecords with `decode_batch` for the common batch; the rest of `_unpack_records`
-    follows kafka-python 3.0.12's (crc check, aborted transactions, control batches, the fetch position)."""
+    """kafka-python's PartitionRecords with `decode_batch` for the common batch, served by take() in slices (the
+    fetch position and counters updated once per slice, not once per record through a generator, islice and
+    dropwhile). The batch walk follows kafka-python 3.0.12's `_unpack_records` (crc check, aborted transactions,
+    control batches, the fetch position) and take() its `take` and `_maybe_skip_record`."""
+
+    def __init__(self, fetch_offset: int, tp: Any, records: Any, key_deserializer: Any = None,
+                 value_deserializer: Any = None, **kwargs: Any) -> None:
+        super().__init__(fetch_offset, tp, records, key_deserializer, value_deserializer, **kwargs)
+        self._fast = key_deserializer is None and value_deserializer is None
+        self._ready: list[ConsumerRecord] = []
+        """The decoded batch being served; `_sizes` its records' sizes, `_at` the next one to take."""
+        self._sizes: list[int] = []
+        self._at = 0
+        self._skipping = True
+        """Records below fetch_offset are still dropped (kafka-python's dropwhile: only until the first kept one)."""
+        if self._fast:  # the parent's iterator (a dropwhile over a generator not yet started) is replaced
+            self.record_iterator = self._unpack_records(tp, records, None, None)
+
+    def take(self, n: int | None = None) -> list[ConsumerRecord]:
+        """Up to n records (all when None), as kafka-python's take: an error after some records is kept for the
+        next call."""
+        if not self._fast:
+            return super().take(n)
+        self._maybe_raise_next_inline_exception()
+        if self.record_iterator is None:  # drained: what kafka-python's islice(None, 0, n) raises
+            raise TypeError("'NoneType' object is not iterable")
+        records: list[ConsumerRecord] = []
+        want = -1 if n is None else n
+        try:
+            while len(records) != want:
+                ready, at = self._ready, self._at
+                if at < len(ready):
+                    if self._skipping:
+                        self._skip_ready()
+                        continue
+                    end = len(ready) if want < 0 else min(len(ready), at + want - len(records))
+                    records += ready[at:end]
+                    self._served(at, end)
+                    continue
+                if self.record_iterator is None:
+                    break
+                record = next(self.record_iterator, None)
+                if record is None:
+                    break
+                if record is not _READY and not (self._skipping and self._maybe_skip_record(record)):
+                    self._skipping = False
+                    records.append(record)
+        except Exception as err:  # noqa: BLE001 - as kafka-python's take: raised now, or at the next call
+            if not records:
+                raise
+            self._next_inline_exception = err
+        return records
+
+    def _skip_ready(self) -> None:
+        """Drop the ready records below fetch_offset (counted as read, as kafka-python's dropwhile does)."""
+        ready, at, end = self._ready, self._at, self._at
+        while end < len(ready) and ready[end].offset < self.fetch_offset:
+            end += 1
+        if end < len(ready):
+            self._skipping = False
+        if end > at:
+            self._served(at, end)
+
+    def _served(self, at: int, end: int) -> None:
+        """Ready records [at, end) taken: the position and counters as after kafka-python yielded each."""
+        self._at = end
+        self.records_read += end - at
+        self.bytes_read += sum(self._sizes[at:end])
+        self.next_fetch_offset = self._ready[end - 1].offset + 1
 
     def _unpack_records(self, tp: Any, records: Any, key_deserializer: Any, value_deserializer: Any
-                        ) -> Iterator[ConsumerRecord]:
+                        ) -> Iterator[Any]:
         if key_deserializer is not None or value_deserializer is not None:
             yield from super()._unpack_records(tp, records, key_deserializer, value_deserializer)
             return
@@ -150,12 +224,10 @@ class FastPartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc, name
             decoded = decode_batch(batch, tp.topic, tp.partition, self.leader_epoch)
             if decoded is None:
                 yield from self._reference_records(tp, batch)
-            else:
-                for record, size in decoded:
-                    self.records_read += 1
-                    self.bytes_read += size
-                    self.next_fetch_offset = record.offset + 1
-                    yield record
+            elif decoded[0]:
+                self._ready, self._sizes = decoded
+                self._at = 0
+                yield _READY  # take() serves them and resumes here once they are all taken
             batch = records.next_batch()
         if last_batch and last_batch.magic == 2:
             self.next_fetch_offset = last_batch.next_offset
