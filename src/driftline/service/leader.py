@@ -51,8 +51,15 @@ class LeaderLock:
             return False
 
     def release(self) -> None:
-        """Give the lock up: the connection is discarded, not returned to the pool (which would keep it)."""
+        """Give the lock up: unlocked explicitly (closing the connection alone frees it only once the server's
+        backend has noticed and exited, so another replica asking right after could still be refused), then the
+        connection is discarded, not returned to the pool (which would keep it)."""
         with self._mutex:
+            if self._conn is not None and self._held:
+                try:
+                    self._conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": self.key})
+                except Exception as err:  # noqa: BLE001 - connection lost: the lock went with it
+                    log.debug("leader lock unlock failed: %s", err)
             self._discard()
 
     def _discard(self) -> None:
