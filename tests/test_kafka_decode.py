@@ -1,18 +1,22 @@
 """kafka/decode.py's FastPartitionRecords against kafka-python's own PartitionRecords (the reference): the same
 ConsumerRecords, fetch positions, metrics counters and errors for every take(), on batches with tombstones, null
-keys, headers, log-append time, gzip, a fetch offset inside a batch, and corrupted bytes."""
+keys, headers, log-append time, gzip, a fetch offset inside a batch, corrupted bytes, and transactions (commit
+and abort markers, read_committed and read_uncommitted)."""
 
 from __future__ import annotations
 
+import struct
+from collections import namedtuple
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka import TopicPartition
-from kafka.consumer.fetcher import Fetcher
+from kafka.consumer.fetcher import Fetcher, IsolationLevel
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
+from kafka.record.util import calc_crc32c
 
 from driftline.kafka.decode import TESTED_VERSIONS, FastPartitionRecords, speed_up
 
@@ -44,9 +48,10 @@ def build(batches: list[Any], base: int) -> bytes:
     return b"".join(out)
 
 
-def outcome(cls: Any, data: bytes, fetch_offset: int, takes: list[int | None], check_crcs: bool) -> list[Any]:
+def outcome(cls: Any, data: bytes, fetch_offset: int, takes: list[int | None], check_crcs: bool,
+            **kwargs: Any) -> list[Any]:
     """Every take()'s (of n records, or all when None) records (as tuples) or error, with the fetch position and counters after it."""
-    parts = cls(fetch_offset, TP, MemoryRecords(data), check_crcs=check_crcs)
+    parts = cls(fetch_offset, TP, MemoryRecords(data), check_crcs=check_crcs, **kwargs)
     seen: list[Any] = []
     for n in takes:
         try:
@@ -94,3 +99,81 @@ def test_installed_per_client_on_a_tested_version_only() -> None:
     assert client._fetcher.PartitionRecords is FastPartitionRecords or kafka.__version__ not in TESTED_VERSIONS
     assert Fetcher.PartitionRecords is not FastPartitionRecords  # the class itself is untouched
     assert speed_up(object()) is False
+
+
+AbortedTransaction = namedtuple("AbortedTransaction", ["producer_id", "first_offset"])
+"""What kafka-python's FetchResponse hands PartitionRecords: a producer and the first offset of its aborted run."""
+
+# a stream of a producer's transactions: (producer 1 or 2, records or None for its end marker, abort?)
+txn_step = st.tuples(st.sampled_from([1, 2]), st.one_of(st.none(), st.lists(plain, min_size=1, max_size=20)),
+                     st.booleans())
+
+
+def build_transactional(steps: list[Any], plain_between: list[Any], base: int) -> tuple[bytes, list[Any]]:
+    """Transactional batches of two producers interleaved with plain ones, each transaction ended by a commit or
+    abort control batch; returns the bytes and the aborted transactions a broker would report with them."""
+    out, offset, open_at, aborted = [], base, {}, []
+    for i, (pid, recs, abort) in enumerate(steps):
+        if recs is None and pid not in open_at:
+            continue  # no marker without an open transaction
+        control = recs is None
+        b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True, producer_id=pid,
+                                      producer_epoch=0, base_sequence=0, batch_size=10**7)
+        if control:  # ControlRecord key: version, type (0 abort, 1 commit); value: version, coordinator epoch
+            b.append(0, timestamp=1_700_000_000_000, key=struct.pack(">hh", 0, 0 if abort else 1),
+                     value=struct.pack(">hi", 0, 7), headers=[])
+            start = open_at.pop(pid)
+            if abort:
+                aborted.append(AbortedTransaction(pid, start))
+        else:
+            open_at.setdefault(pid, offset)
+            for j, (value, key, ts, headers) in enumerate(recs):
+                b.append(j, timestamp=1_700_000_000_000 + ts, key=key, value=value, headers=headers)
+        data = bytearray(b.build())
+        data[0:8] = offset.to_bytes(8, "big")
+        if control:
+            data[22] |= 0x20  # attributes: control batch
+            data[17:21] = calc_crc32c(bytes(data[21:])).to_bytes(4, "big")
+        out.append(bytes(data))
+        offset += 1 if control else len(recs)
+        if i < len(plain_between) and plain_between[i]:
+            out.append(build([(plain_between[i], 0, False)], offset))
+            offset += len(plain_between[i])
+    return b"".join(out), aborted
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(txn_step, min_size=1, max_size=12), st.lists(st.lists(plain, max_size=5), max_size=12),
+       st.integers(0, 1000), st.integers(0, 30),
+       st.lists(st.one_of(st.integers(1, 60), st.just(0), st.none()), min_size=1, max_size=5),
+       st.sampled_from([IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED]))
+def test_transactions_and_aborts_match_kafka_python(steps: list[Any], plain_between: list[Any], base: int,
+                                                    skip: int, takes: list[int | None], isolation: Any) -> None:
+    """Under read_committed the records of aborted transactions are dropped exactly as kafka-python drops them
+    (and control batches never reach the engine); under read_uncommitted every data record is served."""
+    raw, aborted = build_transactional(steps, plain_between, base)
+    if not raw:
+        return
+    args = (raw, base + skip, takes + [10**6], True)
+    kwargs = {"isolation_level": isolation, "aborted_transactions": aborted}
+    fast = outcome(FastPartitionRecords, *args, **kwargs)
+    assert fast == outcome(Fetcher.PartitionRecords, *args, **kwargs)
+    values = {r[6] for got, *_ in fast if isinstance(got, list) for r in got}  # ConsumerRecord.value
+    if isolation == IsolationLevel.READ_COMMITTED and aborted and skip == 0:
+        assert not values & {v for pid, recs, abort in steps if recs and abort for v, *_ in recs} - {
+            v for pid, recs, abort in steps if recs and not abort for v, *_ in recs} - {
+            v for recs in plain_between for v, *_ in recs}
+
+
+def test_aborted_records_are_not_served_under_read_committed() -> None:
+    """A worked case: a committed and an aborted transaction of one producer around a plain record."""
+    steps = [(1, [(b"kept", b"k", 0, [])], False), (1, None, False), (1, [(b"aborted", b"k", 0, [])], True),
+             (1, None, True)]
+    raw, aborted = build_transactional(steps, [[], [(b"plain", None, 0, [])]], 0)
+    assert aborted == [AbortedTransaction(1, 3)]
+    for cls in (FastPartitionRecords, Fetcher.PartitionRecords):
+        committed = cls(0, TP, MemoryRecords(raw), isolation_level=IsolationLevel.READ_COMMITTED,
+                        aborted_transactions=aborted).take(None)
+        assert [r.value for r in committed] == [b"kept", b"plain"]
+        everything = cls(0, TP, MemoryRecords(raw), aborted_transactions=aborted).take(None)
+        assert [r.value for r in everything] == [b"kept", b"plain", b"aborted"]

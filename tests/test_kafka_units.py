@@ -54,6 +54,38 @@ def test_each_client_gets_only_its_options_and_the_consumer_commits_manually_wit
     assert c["security_protocol"] == p["security_protocol"] == a["security_protocol"] == "SASL_SSL"
 
 
+def test_aborted_transactions_are_not_read_by_default_but_the_position_probe_sees_open_ones(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The consumer reads committed records only (overridable); the probe that confirms a stored position beyond
+    the reported log end reads uncommitted ones: under read_committed the end offset is the last stable offset, and
+    a position stored inside a transaction still open is not a log reset."""
+    import kafka
+
+    from driftline.kafka.resets import records_exist
+
+    assert resolve(Kafka(), "a:1", {}).consumer_kwargs()["isolation_level"] == "read_committed"
+    assert resolve(Kafka(options={"isolation_level": "read_uncommitted"}), "a:1", {}
+                   ).consumer_kwargs()["isolation_level"] == "read_uncommitted"
+    built: list[dict[str, Any]] = []
+
+    class Probe:
+        DEFAULT_CONFIG = kafka.KafkaConsumer.DEFAULT_CONFIG
+
+        def __init__(self, **kwargs: Any) -> None:
+            built.append(kwargs)
+
+        def assign(self, tps: Any) -> None: ...
+        def seek(self, tp: Any, offset: int) -> None: ...
+        def poll(self, timeout_ms: int) -> dict[Any, Any]:
+            return {}
+
+        def close(self, autocommit: bool) -> None: ...
+
+    monkeypatch.setattr(kafka, "KafkaConsumer", Probe)
+    assert records_exist(resolve(Kafka(), "a:1", {}), {kafka.TopicPartition("p", 0): 5}, timeout_s=0.0) == set()
+    assert built[0]["isolation_level"] == "read_uncommitted" and built[0]["group_id"] is None
+
+
 def test_secrets_never_reach_log_lines(caplog: pytest.LogCaptureFixture) -> None:
     env = {"DRIFTLINE_KAFKA_OPT_SASL_PLAIN_PASSWORD": "12345-hunter2", "DRIFTLINE_KAFKA_OPT_SASL_MECHANISM": "PLAIN",
            "DRIFTLINE_KAFKA_OPT_REQUEST_TIMEOUT_MS": "40000"}

@@ -104,7 +104,8 @@ def records_exist(settings: KafkaSettings, wanted: dict[TopicPartition, int], ti
     from kafka import KafkaConsumer
 
     kwargs = settings.consumer_kwargs()
-    kwargs.update(group_id=None, client_id=settings.client_id + "-probe")
+    # existence, not visibility: a record of a transaction still open (beyond the last stable offset) exists
+    kwargs.update(group_id=None, client_id=settings.client_id + "-probe", isolation_level="read_uncommitted")
     kwargs.pop("partition_assignment_strategy", None)
     probe = KafkaConsumer(**kwargs)
     found: set[TopicPartition] = set()
