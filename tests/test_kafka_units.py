@@ -66,6 +66,10 @@ def test_aborted_transactions_are_not_read_by_default_but_the_position_probe_see
     assert resolve(Kafka(), "a:1", {}).consumer_kwargs()["isolation_level"] == "read_committed"
     assert resolve(Kafka(options={"isolation_level": "read_uncommitted"}), "a:1", {}
                    ).consumer_kwargs()["isolation_level"] == "read_uncommitted"
+    with pytest.raises(ConfigError, match=r"kafka.options.isolation_level: 'read-committed' is neither"):
+        resolve(Kafka(options={"isolation_level": "read-committed"}), "a:1", {})
+    with pytest.raises(ConfigError, match="kafka.options.isolation_level"):
+        resolve(Kafka(), "a:1", {"DRIFTLINE_KAFKA_OPT_ISOLATION_LEVEL": "committed"})
     built: list[dict[str, Any]] = []
 
     class Probe:

@@ -180,6 +180,10 @@ def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | No
         raise ConfigError(f"kafka.options: unknown kafka-python setting(s) {', '.join(unknown)}")
     if section.predictions_topic == section.outcomes_topic:
         raise ConfigError("kafka.predictions_topic and kafka.outcomes_topic must differ")
+    isolation = options.get("isolation_level", CONSUMER_DEFAULTS["isolation_level"])
+    if isolation not in ("read_committed", "read_uncommitted"):
+        raise ConfigError(f"kafka.options.isolation_level: {isolation!r} is neither read_committed (default) nor "
+                          "read_uncommitted")
     stall_s = parse_duration(section.stall_restart)
     rebalance_ms = int(options.get("max_poll_interval_ms", CONSUMER_DEFAULTS["max_poll_interval_ms"]))
     session_ms = int(options.get("session_timeout_ms", CONSUMER_DEFAULTS["session_timeout_ms"]))
