@@ -5,6 +5,7 @@ Each run is paired with a bare-reader reading taken just before it (that rate al
 readings on a shared machine); the median of the paired ratios is printed last.
 
 Usage: python benchmarks/run_process_bench.py [--days D] [--per-day N] [--pg URL] [--only sqlite|pg] [--repeat K]
+       [--pg-set NAME=VALUE ...]
 """
 
 from __future__ import annotations
@@ -83,6 +84,9 @@ def main() -> None:
     ap.add_argument("--pg", default=os.environ.get("DRIFTLINE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test"))
     ap.add_argument("--only", choices=("sqlite", "pg"))
     ap.add_argument("--repeat", type=int, default=1, help="runs per database (each a fresh group and database)")
+    ap.add_argument("--pg-set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a server setting for the run's PostgreSQL database (ALTER DATABASE … SET), e.g. "
+                         "synchronous_commit=off; repeatable")
     args = ap.parse_args()
     import logging
 
@@ -111,6 +115,9 @@ def main() -> None:
                 else:
                     with psycopg.connect(args.pg, autocommit=True) as conn:
                         conn.execute(f'CREATE DATABASE "{dbname}_{i}"')
+                        for setting in args.pg_set:
+                            name, value = setting.split("=", 1)
+                            conn.execute(f'ALTER DATABASE "{dbname}_{i}" SET {name} = {value}')
                     url = f"{pg_base}/{dbname}_{i}"
                 raw = raw_rate(broker.bootstrap, topics, n)  # read right before each run: the reader's rate drifts
                 rate, user, sys_ = run_once(broker.bootstrap, topics, url, n, work)
