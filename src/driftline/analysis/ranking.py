@@ -132,6 +132,8 @@ def histogram_ranking(pos_hist: np.ndarray, neg_hist: np.ndarray) -> Ranking:
     """Both metrics from the fine score histograms: the midpoint of each exact range, its half-width the bound."""
     auc = roc_auc_bounds(pos_hist, neg_hist)
     ap = average_precision_bounds(pos_hist, neg_hist)
-    return Ranking(None if auc is None else (auc[0] + auc[1]) / 2, None if auc is None else (auc[1] - auc[0]) / 2,
-                   None if ap is None else (ap[0] + ap[1]) / 2, None if ap is None else (ap[1] - ap[0]) / 2,
+    # a range of width 0 can come out a rounding error below it (−2.8e-16): a bound is never negative
+    return Ranking(None if auc is None else (auc[0] + auc[1]) / 2,
+                   None if auc is None else max(0.0, (auc[1] - auc[0]) / 2),
+                   None if ap is None else (ap[0] + ap[1]) / 2, None if ap is None else max(0.0, (ap[1] - ap[0]) / 2),
                    HISTOGRAM)
