@@ -68,8 +68,13 @@ def test_aborted_transactions_are_not_read_by_default_but_the_position_probe_see
                    ).consumer_kwargs()["isolation_level"] == "read_uncommitted"
     with pytest.raises(ConfigError, match=r"kafka.options.isolation_level: 'read-committed' is neither"):
         resolve(Kafka(options={"isolation_level": "read-committed"}), "a:1", {})
-    with pytest.raises(ConfigError, match="kafka.options.isolation_level"):
+    with pytest.raises(ConfigError, match="DRIFTLINE_KAFKA_OPT_ISOLATION_LEVEL: 'committed' is neither"):
         resolve(Kafka(), "a:1", {"DRIFTLINE_KAFKA_OPT_ISOLATION_LEVEL": "committed"})
+    for bad in ("abc", 0, -5, True, 1.5, None):  # was "unexpected ValueError" (exit 1) for "abc"
+        with pytest.raises(ConfigError, match=r"kafka.options.max_poll_interval_ms: .* not a positive whole number"):
+            resolve(Kafka(options={"max_poll_interval_ms": bad}), "a:1", {})
+    with pytest.raises(ConfigError, match=r"DRIFTLINE_KAFKA_OPT_SESSION_TIMEOUT_MS: 'soon' is not a positive"):
+        resolve(Kafka(), "a:1", {"DRIFTLINE_KAFKA_OPT_SESSION_TIMEOUT_MS": "soon"})
     built: list[dict[str, Any]] = []
 
     class Probe:

@@ -28,3 +28,15 @@ def end_offsets(consumer: Any, topics: Iterable[str], timeout_ms: int = 2000) ->
     if not tps:
         return {}
     return dict(consumer.end_offsets(tps, timeout_ms=timeout_ms))
+
+
+def fetch_position(consumer: Any, tp: TopicPartition) -> int | None:
+    """kafka-python's in-memory fetch position of an assigned partition (no network call, unlike position());
+    None when unknown or not assigned. It passes transaction markers and aborted records once a partition's
+    fetched data is drained."""
+    try:
+        state = consumer._subscription.assignment.get(tp)  # noqa: SLF001 - no non-blocking public accessor in 3.x
+    except AttributeError:
+        return None
+    position = getattr(state, "position", None)
+    return None if position is None else int(position.offset)

@@ -167,7 +167,8 @@ def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | No
     if not bootstrap or not bootstrap.strip():
         raise ConfigError(f"no Kafka bootstrap servers: pass --kafka HOST:PORT, set {BOOTSTRAP_ENV}, "
                           "or set kafka.bootstrap in the config")
-    options = {**section.options, **env_options(env)}
+    from_env = env_options(env)
+    options = {**section.options, **from_env}
     forced = sorted(k for k in options if k in FORCED)
     if forced:
         raise ConfigError(f"kafka.options: {', '.join(forced)} cannot be set there (driftline sets them: "
@@ -182,8 +183,13 @@ def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | No
         raise ConfigError("kafka.predictions_topic and kafka.outcomes_topic must differ")
     isolation = options.get("isolation_level", CONSUMER_DEFAULTS["isolation_level"])
     if isolation not in ("read_committed", "read_uncommitted"):
-        raise ConfigError(f"kafka.options.isolation_level: {isolation!r} is neither read_committed (default) nor "
-                          "read_uncommitted")
+        raise ConfigError(f"{_option_source('isolation_level', from_env)}: {isolation!r} is neither read_committed "
+                          "(default) nor read_uncommitted")
+    for name in ("max_poll_interval_ms", "session_timeout_ms"):
+        value = options.get(name, CONSUMER_DEFAULTS[name])
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ConfigError(f"{_option_source(name, from_env)}: {value!r} is not a positive whole number of "
+                              "milliseconds")
     stall_s = parse_duration(section.stall_restart)
     rebalance_ms = int(options.get("max_poll_interval_ms", CONSUMER_DEFAULTS["max_poll_interval_ms"]))
     session_ms = int(options.get("session_timeout_ms", CONSUMER_DEFAULTS["session_timeout_ms"]))
@@ -199,6 +205,11 @@ def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | No
                          dead_letter_max_bytes=section.dead_letter_max_bytes,
                          unassigned_grace_s=parse_duration(section.unassigned_grace), stall_restart_s=stall_s,
                          options=options)
+
+
+def _option_source(name: str, from_env: Mapping[str, Any]) -> str:
+    """Where a kafka option's value came from, for error messages: its environment variable or the config field."""
+    return f"{OPTION_ENV_PREFIX}{name.upper()}" if name in from_env else f"kafka.options.{name}"
 
 
 class SecretFilter(logging.Filter):

@@ -14,12 +14,12 @@ from kafka.errors import KafkaError
 
 from ..ingest.pipeline import Pipeline
 from ..ops import OpsMetrics
-from ..storage.store import StoreUnavailable
+from ..storage.store import StalePositions, StoreUnavailable
 from .assignment import source_of
 from .dlt import DeadLetterCopies
 from .handoff import Handoff
 from .health import ConsumerStatus, StallWatch, broker_connected, membership_problem
-from .lag import end_offsets, lags_from
+from .lag import end_offsets, fetch_position, lags_from
 from .overlap import Overlap
 from .settings import KafkaSettings
 from .signals import KafkaSignals
@@ -45,6 +45,8 @@ class Upkeep:
     overlap: Overlap
     owned: set[TopicPartition]
     expected: dict[TopicPartition, int]
+    pending: set[TopicPartition]
+    unresolved: dict[TopicPartition, str]
     held: Any
     all_lags: dict[tuple[str, int], int]
     next_lag: float
@@ -57,6 +59,7 @@ class Upkeep:
     connect: Callable[[], bool]
     _apply_handoff: Callable[[], None]
     _recheck: Callable[[set[TopicPartition], str], None]
+    _commit: Callable[[dict[TopicPartition, int]], None]
 
     # --- housekeeping ---------------------------------------------------------------------------
     def _housekeeping(self) -> None:
@@ -70,6 +73,7 @@ class Upkeep:
         if self.stall.observe(problem, now):
             self._rebuild(now)
             return
+        self._pass_records_not_stored()
         if now >= self.next_lag and self.status.broker_ok:
             self.next_lag = now + 5.0
             self._refresh_all_lags()
@@ -89,6 +93,37 @@ class Upkeep:
         if now >= self.next_maintain and self.held is None and self.expected:
             self.next_maintain = now + self.maintain_every_s
             self.maintain()
+
+    def _pass_records_not_stored(self) -> None:
+        """Move stored positions over offsets that hold nothing to store — transaction markers, and records of
+        aborted transactions under read_committed — once kafka-python's own fetch position has passed them and no
+        polled record is waiting: a position is stored with a batch's last record, so a partition ending in a
+        marker showed lag 1 (an aborted tail, its size) until new records came, and re-read them at each start."""
+        if self.held is not None or self.overlap.carry:
+            return
+        moves: dict[TopicPartition, tuple[int, int]] = {}
+        for tp in self.owned:
+            start = self.expected.get(tp)
+            if start is None or tp in self.pending or tp in self.unresolved:
+                continue
+            position = fetch_position(self.consumer, tp)
+            if position is not None and position > start:
+                moves[tp] = (start, position)
+        if not moves:
+            return
+        try:
+            self.pipeline.store.advance_positions({(source_of(tp.topic), tp.partition): m for tp, m in moves.items()})
+        except StalePositions as err:  # another consumer stored there: its next batch here is fenced and re-read
+            log.info("positions not moved over records without data: %s", err)
+            return
+        except StoreUnavailable as err:
+            log.debug("positions not moved over records without data: %s", err)
+            return
+        for tp, (_, position) in moves.items():
+            self.expected[tp] = position
+        if self.dlt is not None:
+            self.dlt.after_batch([], {}, {(source_of(tp.topic), tp.partition): m for tp, m in moves.items()})
+        self._commit({tp: position for tp, (_, position) in moves.items()})
 
     def _refresh_all_lags(self) -> None:
         """Lag of every partition of both topics (owned or not) from the stored positions and the log ends

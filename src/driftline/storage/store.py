@@ -295,6 +295,13 @@ class Store:
                 out[(source, partition)] = int(value)
         return out
 
+    def advance_positions(self, moves: dict[tuple[str, int], tuple[int, int]]) -> None:
+        """Move stored next offsets (source, partition) → (from, to) by compare-and-set, alone in a write
+        transaction (StalePositions when one moved meanwhile: nothing is written)."""
+        with self.write() as conn:
+            self._guard_positions(conn, {k: to for k, (_, to) in moves.items()},
+                                  {k: start for k, (start, _) in moves.items()})
+
     def get_meta(self, conn: Connection, key: str) -> str | None:
         return conn.execute(select(t.meta.c.value).where(t.meta.c.key == key)).scalar_one_or_none()
 
