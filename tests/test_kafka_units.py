@@ -235,6 +235,29 @@ def test_pacer_holds_the_rate_in_wall_time() -> None:
         Pacer(0)
 
 
+def test_reachability_is_not_read_from_heartbeats_paused_by_a_rebalance() -> None:
+    """kafka-python pauses heartbeats while rebalancing: a rebalance held up by another member was reported as
+    'Kafka unreachable' once the last heartbeat was 12-20 s old, although the coordinator was known."""
+    from driftline.kafka.health import broker_connected, membership_problem
+
+    class Consumer:
+        config = {"session_timeout_ms": 6000}
+
+        def __init__(self, coordinator: int | None, state: str, heartbeat_ago: float) -> None:
+            self._coordinator = type("C", (), {"coordinator_id": coordinator, "state": state})()
+            self.ago = heartbeat_ago
+
+        def metrics(self) -> dict[str, Any]:
+            return {"consumer-coordinator-metrics": {"last-heartbeat-seconds-ago": self.ago}}
+
+    assert broker_connected(Consumer(1, "<rebalancing>", 100.0))
+    assert membership_problem(Consumer(1, "<rebalancing>", 100.0)) == "group membership <rebalancing>"
+    assert not broker_connected(Consumer(1, "<stable>", 100.0))  # a stable member's heartbeats stopped
+    assert broker_connected(Consumer(1, "<stable>", 3.0))
+    assert not broker_connected(Consumer(None, "<rebalancing>", 1.0))  # the coordinator is forgotten
+    assert membership_problem(Consumer(None, "<rebalancing>", 1.0)) == "group coordinator unknown"
+
+
 def test_backoff_doubles_to_its_cap_and_resets() -> None:
     b = Backoff(0.5, 5.0)
     assert [b.next() for _ in range(6)] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]

@@ -90,7 +90,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep):
         if s.phase != "consuming":
             return False, f"kafka {s.phase}" + (f": {s.error}" if s.error else "")
         if not s.broker_ok:
-            return False, f"kafka unreachable for {self.monotonic() - s.since:.0f}s"
+            return False, (f"kafka unreachable for {self.monotonic() - s.since:.0f}s (group coordinator unknown: the "
+                           "broker is down, or it answers but cannot name the group's coordinator)")
         if not s.db_ok:
             return False, "database unavailable: consuming paused, batch held"
         unresolved = dict(self.unresolved)

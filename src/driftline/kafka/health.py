@@ -45,11 +45,16 @@ class ConsumerStatus:
 
 def broker_connected(consumer: Any) -> bool:
     """Whether the group coordinator is known and heartbeats are recent (kafka-python's own state: the
-    coordinator is forgotten within about a second of the connection dropping)."""
+    coordinator is forgotten within about a second of the connection dropping). While a rebalance is under way
+    heartbeats pause, so their age says nothing: a known coordinator is enough (a rebalance held up by another
+    member was reported as "Kafka unreachable" after 12-20 s)."""
     try:
         coordinator = consumer._coordinator.coordinator_id  # noqa: SLF001 - no public accessor in 3.x
     except AttributeError:
         coordinator = True
+    state = getattr(getattr(consumer, "_coordinator", None), "state", None)  # noqa: SLF001
+    if coordinator is not None and str(state) == "<rebalancing>":
+        return True
     try:
         metrics = consumer.metrics().get("consumer-coordinator-metrics", {})
         hb = float(metrics.get("last-heartbeat-seconds-ago", math.inf))

@@ -156,7 +156,8 @@ class Upkeep:
             self.broker_down_since = None
         elif not ok and self.broker_down_since is None:
             self.broker_down_since = now
-            log.warning("Kafka unreachable (group coordinator lost); consuming resumes by itself when it is back")
+            log.warning("Kafka unreachable (group coordinator lost: the broker is down, or it answers but cannot name "
+                        "the group's coordinator); consuming resumes by itself when it is back")
         if ok != self.status.broker_ok:
             self.status.since = now
         self.status.broker_ok = ok
