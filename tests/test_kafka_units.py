@@ -256,6 +256,10 @@ def test_reachability_is_not_read_from_heartbeats_paused_by_a_rebalance() -> Non
     assert broker_connected(Consumer(1, "<stable>", 3.0))
     assert not broker_connected(Consumer(None, "<rebalancing>", 1.0))  # the coordinator is forgotten
     assert membership_problem(Consumer(None, "<rebalancing>", 1.0)) == "group coordinator unknown"
+    # just after a 56-s rebalance the last heartbeat is still the one before it (~3 s until the next)
+    assert broker_connected(Consumer(1, "<stable>", 56.0), rebalanced_s_ago=1.0)
+    assert membership_problem(Consumer(1, "<stable>", 56.0), rebalanced_s_ago=1.0) is None
+    assert not broker_connected(Consumer(1, "<stable>", 56.0), rebalanced_s_ago=30.0)
 
 
 def test_backoff_doubles_to_its_cap_and_resets() -> None:

@@ -19,7 +19,8 @@ class OpsMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.consumer_lag = Gauge(
-            "driftline_consumer_lag_messages", "Kafka end offset minus committed offset of the consumer group.",
+            "driftline_consumer_lag_messages", "Kafka end offset minus the position stored with the state in the "
+            "database.",
             ["topic", "partition"], registry=self.registry)
         self.batch_duration = Histogram(
             "driftline_batch_duration_seconds", "Wall time to process one batch (decode, accumulate, commit).",

@@ -10,6 +10,7 @@ consumer reports not-ready. Database away: consuming pauses, the batch is kept a
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -75,6 +76,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep):
         self.db_retry_at = 0.0
         self.db_down_since: float | None = None
         self.broker_down_since: float | None = None
+        self.rebalance_seen_at = -math.inf
         self.next_housekeeping = 0.0
         self.next_maintain = monotonic() + maintain_every_s
         self.stored_batches = 0

@@ -43,17 +43,22 @@ class ConsumerStatus:
     error: str = ""
 
 
-def broker_connected(consumer: Any) -> bool:
+def rebalancing(consumer: Any) -> bool:
+    """Whether kafka-python reports this member in a rebalance (joined or joining, not yet synced)."""
+    return str(getattr(getattr(consumer, "_coordinator", None), "state", None)) == "<rebalancing>"  # noqa: SLF001
+
+
+def broker_connected(consumer: Any, rebalanced_s_ago: float = math.inf) -> bool:
     """Whether the group coordinator is known and heartbeats are recent (kafka-python's own state: the
-    coordinator is forgotten within about a second of the connection dropping). While a rebalance is under way
-    heartbeats pause, so their age says nothing: a known coordinator is enough (a rebalance held up by another
-    member was reported as "Kafka unreachable" after 12-20 s)."""
+    coordinator is forgotten within about a second of the connection dropping). Heartbeats pause during a
+    rebalance, so their age says nothing then, nor until the first one after it: a known coordinator is enough
+    while rebalancing, and `rebalanced_s_ago` (when the caller last saw a rebalance) counts as a heartbeat (a
+    rebalance held up by another member read as "Kafka unreachable" after 12-20 s, and for ~3 s after it)."""
     try:
         coordinator = consumer._coordinator.coordinator_id  # noqa: SLF001 - no public accessor in 3.x
     except AttributeError:
         coordinator = True
-    state = getattr(getattr(consumer, "_coordinator", None), "state", None)  # noqa: SLF001
-    if coordinator is not None and str(state) == "<rebalancing>":
+    if coordinator is not None and rebalancing(consumer):
         return True
     try:
         metrics = consumer.metrics().get("consumer-coordinator-metrics", {})
@@ -61,13 +66,13 @@ def broker_connected(consumer: Any) -> bool:
     except Exception:  # noqa: BLE001 - metrics disabled
         hb = math.inf
     session_s = consumer.config.get("session_timeout_ms", 10000) / 1000.0
-    return coordinator is not None and (math.isinf(hb) or hb < max(2 * session_s, 10.0))
+    return coordinator is not None and (math.isinf(hb) or min(hb, rebalanced_s_ago) < max(2 * session_s, 10.0))
 
 
-def membership_problem(consumer: Any) -> str | None:
+def membership_problem(consumer: Any, rebalanced_s_ago: float = math.inf) -> str | None:
     """Why this member is not working in its group now ("group coordinator unknown", "group membership
     <rebalancing>"), None when it is: kafka-python's own state (a stable member owning nothing is fine)."""
-    if not broker_connected(consumer):
+    if not broker_connected(consumer, rebalanced_s_ago):
         return "group coordinator unknown"
     state = getattr(getattr(consumer, "_coordinator", None), "state", None)  # noqa: SLF001 - no public accessor
     if state is not None and str(state) != "<stable>":

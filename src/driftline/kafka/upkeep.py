@@ -18,7 +18,7 @@ from ..storage.store import StalePositions, StoreUnavailable
 from .assignment import source_of
 from .dlt import DeadLetterCopies
 from .handoff import Handoff
-from .health import ConsumerStatus, StallWatch, broker_connected, membership_problem
+from .health import ConsumerStatus, StallWatch, broker_connected, membership_problem, rebalancing
 from .lag import end_offsets, fetch_position, lags_from
 from .overlap import Overlap
 from .settings import KafkaSettings
@@ -54,6 +54,8 @@ class Upkeep:
     next_maintain: float
     maintain_every_s: float
     broker_down_since: float | None
+    rebalance_seen_at: float
+    """When the member was last seen in a rebalance (monotonic; -inf never): heartbeats are stale until after it."""
 
     # provided by LiveConsumer (or its other mixins)
     connect: Callable[[], bool]
@@ -67,8 +69,10 @@ class Upkeep:
         every maintain_every_s: maturity/expiry of our shards; dead-letter copies still missing."""
         now = self.monotonic()
         self.next_housekeeping = now + 1.0
+        if rebalancing(self.consumer):
+            self.rebalance_seen_at = now
         self._broker_status(now)
-        problem = membership_problem(self.consumer)
+        problem = membership_problem(self.consumer, now - self.rebalance_seen_at)
         self.sig.group_stable.set(0 if problem else 1)
         if self.stall.observe(problem, now):
             self._rebuild(now)
@@ -150,7 +154,7 @@ class Upkeep:
 
     def _broker_status(self, now: float) -> None:
         """Whether the group coordinator is reachable; the change (lost or back) is logged once."""
-        ok = broker_connected(self.consumer)
+        ok = broker_connected(self.consumer, now - self.rebalance_seen_at)
         if ok and self.broker_down_since is not None:
             log.warning("Kafka reachable again after %.0fs", now - self.broker_down_since)
             self.broker_down_since = None
