@@ -19,13 +19,13 @@ from driftline.core.stats import BucketStats, _feature_doc
 
 from helpers import decoded, outcome, pred
 from test_engine_properties import T0
-from test_store_fastpaths import _ref_to_bytes, _same, buckets
+from test_store_fastpaths import _ref_to_bytes, _same, buckets, ref_rank_into
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _frozen_add_encoded(data: bytes, delta: BucketStats) -> bytes:
-    """core/encoded.add_encoded before encoded_many (verbatim)."""
+    """core/encoded.add_encoded before encoded_many (verbatim), plus the ranking histogram's reference sum."""
     doc = msgspec.msgpack.decode(data)
     feats = doc["f"]
     if any(not (isinstance(num, list) and len(num) == 2 and isinstance(num[0], bytes)) for num, _, _ in
@@ -61,6 +61,7 @@ def _frozen_add_encoded(data: bytes, delta: BucketStats) -> bytes:
         for value, conf in values.items():
             prev = mine.get(value)
             mine[value] = (conf.ravel() + (0 if prev is None else np.asarray(prev, dtype=np.int64))).tolist()
+    ref_rank_into(doc, delta)  # added with the ranking histograms (the verbatim part above is unchanged)
     return msgspec.msgpack.encode(doc)
 
 

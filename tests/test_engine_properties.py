@@ -7,7 +7,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from driftline.core.engine import EngineSettings
-from driftline.core.stats import BucketStats, merge
+from driftline.analysis.ranking import ranking_hists
+from driftline.core.grids import N_SCORE_BINS, RANK_SUB
+from driftline.core.rank_hist import rank_rows
+from driftline.core.stats import NEG, POS, BucketStats, merge
 
 from helpers import MemoryState, outcome, pred
 
@@ -26,6 +29,20 @@ def assert_same(a: BucketStats, b: BucketStats) -> None:
     assert (a.expired, a.implicit) == (b.expired, b.implicit)
     assert {k: {v: c.tolist() for v, c in vals.items()} for k, vals in a.slices.items()} == \
         {k: {v: c.tolist() for v, c in vals.items()} for k, vals in b.slices.items()}
+    assert (a.rank is None) == (b.rank is None)
+    if a.rank is not None and b.rank is not None:
+        assert (a.rank[0].tolist(), a.rank[1].tolist()) == (b.rank[0].tolist(), b.rank[1].tolist())
+
+
+def assert_rank_agrees(b: BucketStats) -> None:
+    """The ranking histogram is the labelled predictions on the ranking grid: it sums to the score histogram fine
+    bin by fine bin, and analysis.ranking takes it (not the coarser fallback)."""
+    assert b.rank is not None
+    neg, pos = rank_rows(b.rank)
+    assert (neg >= 0).all() and (pos >= 0).all()
+    np.testing.assert_array_equal(neg.reshape(N_SCORE_BINS, RANK_SUB).sum(axis=1), b.hist[NEG])
+    np.testing.assert_array_equal(pos.reshape(N_SCORE_BINS, RANK_SUB).sum(axis=1), b.hist[POS])
+    assert ranking_hists(b)[0] is not b.hist[POS] or not b.hist[POS].any()
 
 
 @st.composite
@@ -71,6 +88,9 @@ def test_any_order_and_batching_gives_same_state(raws, rnd, cuts):
     assert_same(ref.total(), other.total())
     for key in ref.buckets.keys() | other.buckets.keys():
         assert_same(ref.buckets.get(key, BucketStats()), other.buckets.get(key, BucketStats()))
+    assert_rank_agrees(ref.total())
+    for b in ref.buckets.values():
+        assert_rank_agrees(b)
 
 
 @FAST

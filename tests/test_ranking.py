@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,10 +20,11 @@ from driftline.analysis.ranking import (average_precision_bounds, exact_average_
                                         histogram_ranking, roc_auc_bounds)
 from driftline.cli import main
 from driftline.config import from_dict
-from driftline.core.grids import N_SCORE_BINS, score_bin
+from driftline.core.grids import N_RANK_BINS, N_SCORE_BINS, RANK_SUB, rank_bin, score_bin
 from driftline.exporter.collector import SnapshotCollector
 from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.readouts.metrics import MetricsQuery, metrics_document
+from driftline.readouts.ranking import TOLERANCE
 from driftline.storage.store import Store
 from driftline.triggers import runner
 
@@ -76,6 +78,15 @@ def test_exact_equals_sklearn_and_histogram_bounds_contain_it(data) -> None:
     assert abs(h.roc_auc - auc) <= h.roc_auc_bound + 1e-12
     assert abs(h.average_precision - ap) <= h.average_precision_bound + 1e-12
     assert h.roc_auc_bound >= 0.0 and h.average_precision_bound >= 0.0  # −2.8e-16 was shown for a width-0 range
+    # the ranking grid (BucketStats.rank): its bounds contain sklearn's values too, and split bins tie less
+    k = rank_bin(s)
+    r = histogram_ranking(np.bincount(k[y == 1], minlength=N_RANK_BINS), np.bincount(k[y == 0], minlength=N_RANK_BINS))
+    assert abs(r.roc_auc - auc) <= r.roc_auc_bound + 1e-12
+    assert abs(r.average_precision - ap) <= r.average_precision_bound + 1e-12
+    assert r.roc_auc_bound <= h.roc_auc_bound + 1e-15
+    assert (k // RANK_SUB == score_bin(s)).all()  # each ranking bin lies inside its fine score bin
+    order = np.argsort(s, kind="stable")
+    assert (np.diff(k[order]) >= 0).all()  # never decreasing in the score: the bounds' only assumption
 
 
 def test_a_range_of_width_zero_has_bound_zero_not_a_rounding_error_below() -> None:
@@ -162,8 +173,8 @@ def test_variant_filter_and_expired_join_rows_fall_back_to_the_bounded_histogram
     store = Store(f"sqlite:///{tmp_path / 'v.db'}")
     store.migrate()
     try:
-        rng = np.random.default_rng(3)
-        sa, sb = rng.uniform(0.45, 0.55, 3000), rng.uniform(0.1, 0.9, 500)
+        rng = np.random.default_rng(3)  # a band narrow enough to hold ~50 scores in each ranking bin
+        sa, sb = rng.uniform(0.495, 0.505, 3000), rng.uniform(0.1, 0.9, 500)
         ya, yb = (rng.random(3000) < sa).astype(int), (rng.random(500) < sb).astype(int)
         _ingest(store, sa, ya, "A")
         _ingest(store, sb, yb, "B")
@@ -214,3 +225,77 @@ def test_average_ranks_equal_scipys_rankdata() -> None:
     for x in (rng.random(1000), np.round(rng.random(1000), 2), np.zeros(5), np.array([0.5]), np.array([]),
               np.array([0.3, 0.1, 0.3, 0.2, 0.1, 0.3])):
         assert np.array_equal(average_ranks(x), rankdata(x))
+
+
+def _strip_ranks(store: Store) -> int:
+    """Rewrite every stored bucket as a version without ranking histograms wrote it (no "ri"/"rc")."""
+    with store.begin() as conn:
+        rows = conn.exec_driver_sql("SELECT rowid, data FROM buckets").fetchall()
+        for rowid, data in rows:
+            doc = msgspec.msgpack.decode(data)
+            doc.pop("ri"), doc.pop("rc")
+            conn.exec_driver_sql("UPDATE buckets SET data = ? WHERE rowid = ?", (msgspec.msgpack.encode(doc), rowid))
+    return len(rows)
+
+
+def test_ranking_histograms_give_the_window_without_the_join_rows(tmp_path) -> None:
+    """A 20,000-prediction window whose score histogram alone cannot reach the tolerance: the ranking histograms
+    (16 × finer) can, from the buckets alone (the join rows deleted), and contain sklearn's values. Buckets stored
+    without them (an older version) fall back to the exact read; labels that reach such a bucket while it held
+    none make a complete one; a bucket whose ranking histogram disagrees with its score histogram (an older
+    writer added labels to it) is not used."""
+    rng = np.random.default_rng(7)
+    s = rng.uniform(0.25, 0.75, 20_000)
+    y = (rng.random(20_000) < s).astype(np.int64)
+    auc, ap = roc_auc_score(y, s), average_precision_score(y, s)
+    assert histogram_ranking(*_hists(s, y)).bound > TOLERANCE  # the score histogram alone would read the rows
+    q = MetricsQuery("fraud", 86400, at=T0 + 86400)
+    store = Store(f"sqlite:///{tmp_path / 'k.db'}")
+    store.migrate()
+    try:
+        _ingest(store, s, y)
+        m = metrics_document(store, from_dict({}), q)["metrics"]
+        assert m["roc_auc"]["method"] == "histogram" and m["roc_auc"]["bound"] <= TOLERANCE
+        assert m["average_precision"]["bound"] <= TOLERANCE
+        assert abs(m["roc_auc"]["value"] - auc) <= m["roc_auc"]["bound"]
+        assert abs(m["average_precision"]["value"] - ap) <= m["average_precision"]["bound"]
+        with store.begin() as conn:
+            conn.exec_driver_sql("DELETE FROM predictions")
+        assert metrics_document(store, from_dict({}), q)["metrics"]["roc_auc"] == m["roc_auc"]
+    finally:
+        store.close()
+
+    store = Store(f"sqlite:///{tmp_path / 'old.db'}")
+    store.migrate()
+    try:
+        _ingest(store, s, y)
+        assert _strip_ranks(store) > 0
+        m = metrics_document(store, from_dict({}), q)["metrics"]
+        assert m["roc_auc"]["method"] == "exact" and m["roc_auc"]["value"] == pytest.approx(auc, abs=1e-12)
+        # an older writer adds labels to buckets that hold ranking histograms: those no longer sum to the score
+        # histograms, and the window falls back (to the exact read here) rather than report a stale bound
+        with store.begin() as conn:
+            for rowid, data in conn.exec_driver_sql("SELECT rowid, data FROM buckets").fetchall():
+                doc = msgspec.msgpack.decode(data)
+                doc["ri"], doc["rc"] = np.zeros(0, np.int32).tobytes(), np.zeros(0, np.int64).tobytes()
+                conn.exec_driver_sql("UPDATE buckets SET data = ? WHERE rowid = ?",
+                                     (msgspec.msgpack.encode(doc), rowid))
+        m = metrics_document(store, from_dict({}), q)["metrics"]
+        assert m["roc_auc"]["method"] == "exact" and m["average_precision"]["method"] == "exact"
+    finally:
+        store.close()
+
+    store = Store(f"sqlite:///{tmp_path / 'late.db'}")
+    store.migrate()
+    try:  # predictions stored by an older version (no labels yet), labelled after the upgrade: complete
+        pipe = Pipeline(from_dict({}), store, clock=lambda: T0 + 86400)
+        pipe.process_batch([RawRecord("t", 0, i, pred(f"A{i}", float(v), T0 + (i % 3600)))
+                            for i, v in enumerate(s)])
+        _strip_ranks(store)
+        pipe.process_batch([RawRecord("t", 0, 20_000 + i, outcome(f"A{i}", int(v), T0 + 7200))
+                            for i, v in enumerate(y)])
+        m = metrics_document(store, from_dict({}), q)["metrics"]
+        assert m["roc_auc"]["method"] == "histogram" and m["roc_auc"]["bound"] <= TOLERANCE
+        assert abs(m["roc_auc"]["value"] - auc) <= m["roc_auc"]["bound"]
+    finally:
+        store.close()

@@ -18,6 +18,7 @@ from sqlalchemy import create_engine
 from driftline.core.engine import OutcomeRecord, PredRecord
 from driftline.core.grids import N_FEATURE_BINS, N_SCORE_BINS
 from driftline.core.encoded import add_encoded
+from driftline.core.rank_hist import RANK_ROW
 from driftline.core.stats import BucketStats, FeatureHist
 from driftline.storage import bulk
 from driftline.storage.sqlite_binding import register_adapters
@@ -41,7 +42,30 @@ def _ref_to_bytes(b: BucketStats) -> bytes:
         "sums": b.sums.ravel().tolist(), "di": dnz.astype(np.int32).tobytes(),
         "dc": b.delay[dnz].astype(np.int64).tobytes(), "f": {k: _ref_feature_doc(fh) for k, fh in b.features.items()},
         "exp": b.expired, "imp": b.implicit,
-        "s": {k: {v: c.ravel().tolist() for v, c in vals.items()} for k, vals in b.slices.items()}})
+        "s": {k: {v: c.ravel().tolist() for v, c in vals.items()} for k, vals in b.slices.items()},
+        **({} if b.rank is None else {"ri": np.asarray(b.rank[0], dtype=np.int32).tobytes(),
+                                      "rc": np.asarray(b.rank[1], dtype=np.int64).tobytes()})})
+
+
+def ref_rank_into(doc: dict[str, Any], delta: BucketStats) -> None:
+    """The ranking histogram a stored doc plus a delta must hold (doc["conf"] already the sum), by dict sums: the
+    stored "ri"/"rc" (none stored: empty if the bucket held no labels before, else unknown), plus the delta's;
+    unknown (no keys) when either is unknown."""
+    labelled_before = sum(doc["conf"][:4]) - int(delta.conf.ravel()[:4].sum())
+    if "ri" in doc or "rc" in doc:
+        stored: dict[int, int] | None = dict(zip(np.frombuffer(doc["ri"], dtype=np.int32).tolist(),
+                                                 np.frombuffer(doc["rc"], dtype=np.int64).tolist()))
+    else:
+        stored = {} if labelled_before == 0 else None
+    if stored is None or delta.rank is None:
+        doc.pop("ri", None)
+        doc.pop("rc", None)
+        return
+    for k, v in zip(delta.rank[0].tolist(), delta.rank[1].tolist()):
+        stored[k] = stored.get(k, 0) + v
+    keys = sorted(k for k, v in stored.items() if v)
+    doc["ri"] = np.array(keys, dtype=np.int32).tobytes()
+    doc["rc"] = np.array([stored[k] for k in keys], dtype=np.int64).tobytes()
 
 
 def _ref_add_encoded(data: bytes, delta: BucketStats) -> bytes:
@@ -91,6 +115,7 @@ def _ref_add_encoded(data: bytes, delta: BucketStats) -> bytes:
         for value, conf in values.items():
             prev = mine.get(value)
             mine[value] = (conf.ravel() + (0 if prev is None else np.asarray(prev, dtype=np.int64))).tolist()
+    ref_rank_into(doc, delta)
     return msgspec.msgpack.encode(doc)
 
 
@@ -120,6 +145,13 @@ def buckets(draw: Any, dirty: bool) -> BucketStats:
     b.expired, b.implicit = draw(st.integers(0, 3)), draw(st.integers(0, 3))
     if draw(st.booleans()):
         b.slices["country"] = {"FR": np.arange(6, dtype=np.int64).reshape(3, 2)}
+    kind = draw(st.sampled_from(["empty", "some", "unknown"]))  # unknown: stored without one (an older bucket)
+    if kind == "unknown":
+        b.rank = None
+    elif kind == "some":
+        ranks = draw(st.dictionaries(st.integers(0, RANK_ROW - 1), st.integers(-3, 40).filter(bool), max_size=20))
+        keys = sorted(ranks)
+        b.rank = (np.array(keys, dtype=np.int32), np.array([ranks[k] for k in keys], dtype=np.int64))
     return b
 
 

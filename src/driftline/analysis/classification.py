@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from ..core.grids import DELAY_EDGES
-from ..core.stats import NEG, POS, BucketStats
+from ..core.stats import BucketStats
 from .calibration import ReliabilityTable, brier_score, log_loss, reliability_table
-from .ranking import Ranking, histogram_ranking
+from .ranking import Ranking, histogram_ranking, ranking_hists
 from .rates import Rate, rate
 
 
@@ -129,13 +129,12 @@ def classification(stats: BucketStats, ranking: Ranking | None = None) -> Metric
         "npv": rate(c.tn, c.tn + c.fn),
     }
     denom_f1 = 2 * c.tp + c.fp + c.fn
-    pos_hist, neg_hist = stats.hist[POS], stats.hist[NEG]
     return Metrics(
         counts=c,
         rates=rates,
         label_coverage=rate(c.labelled, c.predictions),
         f1=(2 * c.tp / denom_f1) if denom_f1 else None,
-        ranking=ranking if ranking is not None else histogram_ranking(pos_hist, neg_hist),
+        ranking=ranking if ranking is not None else histogram_ranking(*ranking_hists(stats)),
         brier=brier_score(stats),
         log_loss=log_loss(stats),
         reliability=reliability_table(stats, 10),

@@ -1,4 +1,5 @@
-"""ROC AUC and average precision: exact from (score, label) pairs, or bounded from the fine score histograms.
+"""ROC AUC and average precision: exact from (score, label) pairs, or bounded from histograms (the ranking
+histograms, or the fine score histograms: ranking_hists).
 
 Exact values follow scikit-learn (`roc_auc_score`: ties count ½; `average_precision_score`: one threshold per
 distinct score, each positive credited with the precision at its score). From histograms only the order of
@@ -15,6 +16,10 @@ from typing import Any
 
 import numpy as np
 from scipy.special import digamma
+
+from ..core.grids import N_SCORE_BINS, RANK_SUB
+from ..core.rank_hist import rank_rows
+from ..core.stats import NEG, POS, BucketStats
 
 EXACT, HISTOGRAM = "exact", "histogram"
 
@@ -126,6 +131,18 @@ def average_precision_bounds(pos_hist: np.ndarray, neg_hist: np.ndarray) -> tupl
     lo = p - (f + n) * (digamma(c + p + 1.0) - digamma(c + 1.0))  # Σ_j (a+j)/(c+j) = p − (c−a)·(H(c+p) − H(c))
     hi = p * (a + p) / (a + f + p)
     return float(np.clip(lo.sum() / n_pos, 0.0, 1.0)), float(np.clip(hi.sum() / n_pos, 0.0, 1.0))
+
+
+def ranking_hists(stats: BucketStats) -> tuple[np.ndarray, np.ndarray]:
+    """(positive, negative) counts on the finest grid the window knows: its ranking histograms (grids.rank_bin)
+    when every bucket has one and they sum, fine bin by fine bin, to the score histograms (a bucket last written
+    by a version without them fails this); otherwise the score histograms themselves."""
+    if stats.rank is not None:
+        neg, pos = rank_rows(stats.rank)
+        if (np.array_equal(pos.reshape(N_SCORE_BINS, RANK_SUB).sum(axis=1), stats.hist[POS])
+                and np.array_equal(neg.reshape(N_SCORE_BINS, RANK_SUB).sum(axis=1), stats.hist[NEG])):
+            return pos, neg
+    return stats.hist[POS], stats.hist[NEG]
 
 
 def histogram_ranking(pos_hist: np.ndarray, neg_hist: np.ndarray) -> Ranking:

@@ -11,6 +11,7 @@ import msgspec
 import numpy as np
 
 from .grids import N_DELAY_BINS, N_FEATURE_BINS
+from .rank_hist import labelled_in_conf, rank_from_doc, rank_into_doc, rank_sum
 from .stats import _NATIVE, BucketStats, _feature_doc, _packed, _zeros_i
 
 
@@ -63,7 +64,8 @@ def add_encoded(data: bytes, delta: BucketStats) -> bytes:
 
 def add_rest(doc: dict[str, Any], delta: BucketStats) -> None:
     """A delta's feature histograms, expired and implicit counts and slices added into a decoded stored bucket in
-    place (the parts of add_encoded after the score and delay bins; encoded_many shares them)."""
+    place (the parts of add_encoded after the score and delay bins; encoded_many shares them), and its ranking
+    histogram (add_encoded and encoded_many set doc["conf"] to the sum first)."""
     feats = doc["f"]
     for name, fh in delta.features.items():
         old = feats.get(name)
@@ -87,6 +89,9 @@ def add_rest(doc: dict[str, Any], delta: BucketStats) -> None:
         for value, conf in values.items():
             prev = mine.get(value)
             mine[value] = (conf.ravel() + (0 if prev is None else np.asarray(prev, dtype=np.int64))).tolist()
+    # doc["conf"] already holds the sum: the stored bucket held its labelled count minus the delta's
+    stored = rank_from_doc(doc, labelled_in_conf(doc["conf"]) - labelled_in_conf(delta.conf))
+    rank_into_doc(doc, rank_sum((stored, delta.rank)))
 
 
 def _add_score_bins(hi: bytes, hc: bytes, hp: bytes, delta: BucketStats) -> tuple[bytes, bytes, bytes]:

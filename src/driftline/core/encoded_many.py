@@ -14,6 +14,7 @@ import numpy as np
 
 from .encoded import add_encoded, add_rest
 from .grids import N_DELAY_BINS, N_SCORE_BINS
+from .rank_hist import rank_into_doc
 from .stats import BucketStats, _feature_doc
 
 _ROW = 3 * N_SCORE_BINS
@@ -108,10 +109,12 @@ def _encode_new(d: BucketStats, part: tuple[list[int], list[float], bytes, bytes
     """d.to_bytes() (the same doc, key for key) from its chunk-wide parts."""
     conf, sums, di, dc = part
     nz, hc, hp = d.bins  # type: ignore[misc]
-    return _encode({
+    doc = {
         "v": 1, "conf": conf, "hi": nz.tobytes(), "hc": hc.tobytes(), "hp": hp.tobytes(), "sums": sums, "di": di,
         "dc": dc, "f": {k: _feature_doc(fh) for k, fh in d.features.items()}, "exp": d.expired, "imp": d.implicit,
-        "s": {k: {v: c.ravel().tolist() for v, c in vals.items()} for k, vals in d.slices.items()}})
+        "s": {k: {v: c.ravel().tolist() for v, c in vals.items()} for k, vals in d.slices.items()}}
+    rank_into_doc(doc, d.rank)
+    return _encode(doc)
 
 
 def _encode_added(d: BucketStats, part: tuple[Any, ...]) -> bytes:

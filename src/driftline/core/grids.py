@@ -33,6 +33,23 @@ def score_edge_index(threshold: float) -> int:
     return int(np.searchsorted(SCORE_EDGES, threshold, side="left"))
 
 
+RANK_SUB = 16
+"""Equal-width sub-bins of each fine score bin in the ranking histograms (BucketStats.rank): 16 × finer order for
+the ROC AUC / average precision bounds (their half-width shrinks about as 1/RANK_SUB), still a fixed grid."""
+N_RANK_BINS: int = N_SCORE_BINS * RANK_SUB
+_SCORE_WIDTHS = np.diff(SCORE_EDGES)
+
+
+def rank_bin(scores: np.ndarray) -> np.ndarray:
+    """Index of the ranking bin of each score in [0, 1]: fine bin i split into RANK_SUB equal widths, so bin
+    i·RANK_SUB + j lies inside fine bin i (the two histograms check each other) and the index never decreases as
+    the score grows (each step is a correctly rounded, hence monotone, float operation)."""
+    s = np.asarray(scores, dtype=np.float64)
+    i = score_bin(s)
+    j = np.floor((s - SCORE_EDGES[i]) / _SCORE_WIDTHS[i] * RANK_SUB)
+    return i * RANK_SUB + np.clip(j, 0, RANK_SUB - 1).astype(np.int64)
+
+
 # --- label delay grid (seconds) ------------------------------------------------------------------
 DELAY_EDGES: np.ndarray = np.concatenate(([0.0], np.geomspace(60.0, 400 * 86400.0, 160)))
 """Label-delay bins: [0, 1 min) then log-spaced up to 400 days; the last bin is open-ended."""

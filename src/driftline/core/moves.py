@@ -20,6 +20,7 @@ from .feature_hists import (  # noqa: F401 (re-exported: imported from here by t
     MAX_CATEGORIES_PER_BUCKET, MAX_CATEGORY_LEN, OTHER, _exact_bucket, bound_categories, count_undeclared,
     feature_hists)
 from .grids import N_DELAY_BINS, N_SCORE_BINS, delay_bin, score_bin
+from .rank_hist import batch_ranks
 from .stats import LOG_EPS, SUM_NLL_NEG, SUM_NLL_POS, SUM_P2, BucketStats
 
 NO_FEATURES: dict[str, Any] = {}
@@ -99,6 +100,9 @@ class Moves:
             delay[:] = _summed(key, cols.d_sign, nb * N_DELAY_BINS).reshape(nb, -1)
         out = list(map(BucketStats, conf, hist, psum, sums, delay))  # row views, made in C
         _set_score_bins(out, cells, hist, psum)
+        if len(cols.bucket):
+            for stats, rank in zip(out, batch_ranks(nb, cols.bucket, cols.state, cols.score, cols.sign)):
+                stats.rank = rank
         if cols.f_dicts:
             feature_hists(cols.f_bucket, cols.f_dicts, declared, max_features, out, counters)
         for b, n in self.expired.items():

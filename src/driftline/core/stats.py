@@ -17,7 +17,8 @@ from itertools import chain
 import msgspec
 import numpy as np
 
-from .grids import N_DELAY_BINS, N_SCORE_BINS
+from .grids import N_DELAY_BINS, N_RANK_BINS, N_SCORE_BINS, rank_bin
+from .rank_hist import Rank, empty_rank, labelled_in_conf, rank_from_doc, rank_into_doc, rank_sum
 
 NEG, POS, UNL = 0, 1, 2
 """Label states: row index into every per-label array."""
@@ -108,6 +109,7 @@ class BucketStats:
     of labelled predictions. features: per feature name, its FeatureHist (label-free).
     expired: unlabelled predictions that passed the label horizon (they stay in UNL).
     implicit: labels assigned by the implicit-negative policy (they are also in NEG).
+    rank: the labelled predictions on the finer ranking grid (core.rank_hist; None: unknown, an older bucket).
     """
 
     conf: np.ndarray = field(default_factory=lambda: _zeros_i(3, 2))
@@ -124,6 +126,7 @@ class BucketStats:
     """The non-zero score bins as (flat index int32, hist int64, psum float64), known by whoever built hist/psum
     (Moves.deltas) so serialising skips the dense scan; None when unknown. add/add_prediction reset it: whatever
     else writes hist or psum in place must reset it too."""
+    rank: Rank | None = field(default_factory=empty_rank)
 
     # --- derived counts -----------------------------------------------------------------------
     @property
@@ -171,6 +174,7 @@ class BucketStats:
                 mine.add(fh)
         self.expired += other.expired
         self.implicit += other.implicit
+        self.rank = rank_sum((self.rank, other.rank))
         for name, values in other.slices.items():
             mine_s = self.slices.setdefault(name, {})
             for value, conf in values.items():
@@ -189,6 +193,7 @@ class BucketStats:
             self.delay.copy(), {k: v.copy() for k, v in self.features.items()},
             self.expired, self.implicit,
             {k: {v: c.copy() for v, c in vals.items()} for k, vals in self.slices.items()},
+            rank=self.rank,  # never written in place: shared
         )
 
     def is_empty(self) -> bool:
@@ -196,6 +201,7 @@ class BucketStats:
             not self.conf.any() and not self.hist.any() and not self.delay.any()
             and not self.features and self.expired == 0 and self.implicit == 0
             and not self.psum.any() and not self.sums.any() and not self.slices
+            and (self.rank is None or not len(self.rank[0]))
         )
 
     # --- per-prediction moves (used by the engine) ---------------------------------------------
@@ -210,6 +216,9 @@ class BucketStats:
         s[SUM_P2] += sign * score * score
         s[SUM_NLL_POS] += sign * -np.log(p)
         s[SUM_NLL_NEG] += sign * -np.log1p(-p)
+        if state != UNL:
+            key = np.array([state * N_RANK_BINS + int(rank_bin(np.array([score]))[0])], dtype=np.int32)
+            self.rank = rank_sum((self.rank, (key, np.array([sign], dtype=np.int64))))
 
     # --- serialisation (sparse, compact) ------------------------------------------------------
     def score_bins(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -240,6 +249,7 @@ class BucketStats:
             "imp": self.implicit,
             "s": {k: {v: c.ravel().tolist() for v, c in vals.items()} for k, vals in self.slices.items()},
         }
+        rank_into_doc(doc, self.rank)
         return msgspec.msgpack.encode(doc)
 
     @classmethod
@@ -264,6 +274,7 @@ class BucketStats:
         b.implicit = int(doc["imp"])
         for k, vals in doc.get("s", {}).items():
             b.slices[k] = {v: np.asarray(c, dtype=np.int64).reshape(3, 2) for v, c in vals.items()}
+        b.rank = rank_from_doc(doc, labelled_in_conf(b.conf))
         return b
 
 
@@ -312,16 +323,20 @@ def merge(buckets: Iterable[BucketStats]) -> BucketStats:
     """
     total = BucketStats()
     parts: dict[str, list[FeatureHist]] = {}
+    ranks: list[Rank | None] = []
     for b in buckets:
         feats, b.features = b.features, {}
+        rank, b.rank = b.rank, empty_rank()
         try:
             total.add(b)
         finally:
-            b.features = feats
+            b.features, b.rank = feats, rank
         for name, fh in feats.items():
             parts.setdefault(name, []).append(fh)
+        ranks.append(rank)
     for name, fhs in parts.items():
         total.features[name] = _merge_features(fhs)
+    total.rank = rank_sum(ranks)  # one sort for the window (pair by pair would re-sort the growing sum)
     return total
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..analysis.classification import Metrics, classification
-from ..analysis.ranking import Ranking, exact_ranking, histogram_ranking
+from ..analysis.ranking import Ranking, exact_ranking, histogram_ranking, ranking_hists
 from ..core.stats import NEG, POS, BucketStats
 from ..storage.compaction import COMPACTED_SHARD
 from ..storage.scores import bucket_shards, labelled_scores
@@ -24,7 +24,7 @@ def window_ranking(store: Store, model: str | None, window: Window, rows: Sequen
     """The histogram result when its bound is ≤ TOLERANCE; else the exact one when every labelled prediction of
     the window is still held (same labelled and positive counts as the buckets) and there are
     at most EXACT_MAX_LABELLED; else the histogram result with its bound."""
-    hist = histogram_ranking(stats.hist[POS], stats.hist[NEG])
+    hist = histogram_ranking(*ranking_hists(stats))
     labelled = int(stats.conf[POS].sum() + stats.conf[NEG].sum())
     if hist.bound <= TOLERANCE or labelled > EXACT_MAX_LABELLED or not rows:
         return hist

@@ -1,0 +1,108 @@
+"""Ranking histograms: per bucket, the labelled predictions' counts on the fine ranking grid (grids.rank_bin), kept
+sparse as sorted (key, count) arrays, key = label row · N_RANK_BINS + ranking bin (row 0 negatives, row 1
+positives: stats.NEG and stats.POS). They give ROC AUC and average precision bounds 16 × tighter than the score
+histograms, from a window's buckets alone (readouts.ranking), without reading the join rows.
+
+A bucket's ranking histogram is None ("unknown") when it was stored before they existed and already held labels;
+such a bucket makes its window fall back to the score histograms. Arrays are never written in place (they may be
+read-only views of a stored blob), so a rank can be shared between copies."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .grids import N_RANK_BINS, rank_bin
+
+Rank = tuple[np.ndarray, np.ndarray]
+"""(sorted distinct int32 keys, their non-zero int64 counts)."""
+RANK_ROWS = 2
+"""Label rows of a ranking histogram: negatives (0) and positives (1), as stats.NEG and stats.POS."""
+RANK_ROW = RANK_ROWS * N_RANK_BINS
+"""Keys of one bucket's ranking histogram: a batch numbers its buckets' keys bucket·RANK_ROW + key."""
+
+
+_DENSE_FROM = RANK_ROW // 4
+"""rank_sum adds this many entries or more on the dense grid (float64 weights: exact for counts below 2⁵³)."""
+
+
+def empty_rank() -> Rank:
+    """The ranking histogram of a bucket without labelled predictions."""
+    return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)
+
+
+def rank_sum(parts: Sequence[Rank | None]) -> Rank | None:
+    """Sum of ranking histograms (counts added per key, zero sums dropped); None when any part is unknown."""
+    if any(p is None for p in parts):
+        return None
+    known = [p for p in parts if p is not None and len(p[0])]
+    if len(known) <= 1:
+        return known[0] if known else empty_rank()
+    keys = np.concatenate([k for k, _ in known])
+    counts = np.concatenate([c for _, c in known]).astype(np.int64, copy=False)
+    if len(keys) > _DENSE_FROM:  # a window's many buckets: one O(n) pass over the dense grid instead of a sort
+        dense = np.rint(np.bincount(keys, weights=counts, minlength=RANK_ROW)).astype(np.int64)
+        nz = np.flatnonzero(dense)
+        return nz.astype(np.int32), dense[nz]
+    order = np.argsort(keys, kind="stable")
+    keys, counts = keys[order], counts[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    sums = np.add.reduceat(counts, starts)
+    keep = sums != 0
+    return keys[starts][keep].astype(np.int32), sums[keep]
+
+
+def batch_ranks(n_buckets: int, bucket: np.ndarray, state: np.ndarray, score: np.ndarray, sign: np.ndarray
+                ) -> list[Rank]:
+    """Each bucket's ranking-histogram delta from a batch's score moves (bucket, label state, score, ±1): moves in
+    the unlabelled state (2) have no ranking row."""
+    lab = np.flatnonzero(np.asarray(state) < RANK_ROWS)
+    if not len(lab):
+        return [empty_rank() for _ in range(n_buckets)]
+    bk = np.asarray(bucket, dtype=np.int64)[lab]
+    keys = bk * RANK_ROW + np.asarray(state, dtype=np.int64)[lab] * N_RANK_BINS + rank_bin(np.asarray(score)[lab])
+    uniq, inv = np.unique(keys, return_inverse=True)
+    counts = np.rint(np.bincount(inv.ravel(), weights=np.asarray(sign, dtype=np.float64)[lab])).astype(np.int64)
+    keep = counts != 0
+    uniq, counts = uniq[keep], counts[keep]
+    owner = uniq // RANK_ROW
+    local = (uniq - owner * RANK_ROW).astype(np.int32)
+    ends = np.searchsorted(owner, np.arange(n_buckets + 1)).tolist()
+    return [(local[lo:hi], counts[lo:hi]) for lo, hi in zip(ends, ends[1:])]
+
+
+def rank_rows(rank: Rank) -> tuple[np.ndarray, np.ndarray]:
+    """(negative counts, positive counts) per ranking bin, dense (N_RANK_BINS each)."""
+    dense = np.zeros(RANK_ROW, dtype=np.int64)
+    dense[rank[0]] = rank[1]
+    return dense[:N_RANK_BINS], dense[N_RANK_BINS:]
+
+
+def rank_from_doc(doc: dict[str, Any], labelled_before: int) -> Rank | None:
+    """A stored bucket's ranking histogram: its "ri"/"rc" arrays; empty when it has none and held no labels (an
+    older bucket: nothing to rank yet); None (unknown) when it has none but held labels, or they are malformed."""
+    ri, rc = doc.get("ri"), doc.get("rc")
+    if ri is None and rc is None:
+        return empty_rank() if labelled_before == 0 else None
+    if type(ri) is not bytes or type(rc) is not bytes or len(ri) % 4 or len(ri) * 2 != len(rc):
+        return None
+    keys = np.frombuffer(ri, dtype=np.int32)
+    if keys.size and (int(keys.min()) < 0 or int(keys.max()) >= RANK_ROW):
+        return None
+    return keys, np.frombuffer(rc, dtype=np.int64)
+
+
+def rank_into_doc(doc: dict[str, Any], rank: Rank | None) -> None:
+    """Set (or, for an unknown rank, remove) a bucket document's "ri"/"rc" arrays."""
+    if rank is None:
+        doc.pop("ri", None)
+        doc.pop("rc", None)
+    else:
+        doc["ri"], doc["rc"] = rank[0].astype(np.int32, copy=False).tobytes(), rank[1].tobytes()
+
+
+def labelled_in_conf(conf: Sequence[int] | np.ndarray) -> int:
+    """Labelled predictions of a bucket's confusion counts, flat or (3, 2) (rows NEG and POS: the first four)."""
+    return int(np.asarray(conf, dtype=np.int64).ravel()[:2 * RANK_ROWS].sum())
