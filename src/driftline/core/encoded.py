@@ -59,13 +59,13 @@ def add_encoded(data: bytes, delta: BucketStats) -> bytes:
         dnz = np.flatnonzero(delay)
         doc["di"], doc["dc"] = dnz.astype(np.int32).tobytes(), delay[dnz].tobytes()
     add_rest(doc, delta)
+    add_rank(doc, delta)
     return msgspec.msgpack.encode(doc)
 
 
 def add_rest(doc: dict[str, Any], delta: BucketStats) -> None:
     """A delta's feature histograms, expired and implicit counts and slices added into a decoded stored bucket in
-    place (the parts of add_encoded after the score and delay bins; encoded_many shares them), and its ranking
-    histogram (add_encoded and encoded_many set doc["conf"] to the sum first)."""
+    place (the parts of add_encoded after the score and delay bins; encoded_many shares them)."""
     feats = doc["f"]
     for name, fh in delta.features.items():
         old = feats.get(name)
@@ -89,7 +89,12 @@ def add_rest(doc: dict[str, Any], delta: BucketStats) -> None:
         for value, conf in values.items():
             prev = mine.get(value)
             mine[value] = (conf.ravel() + (0 if prev is None else np.asarray(prev, dtype=np.int64))).tolist()
-    # doc["conf"] already holds the sum: the stored bucket held its labelled count minus the delta's
+
+
+def add_rank(doc: dict[str, Any], delta: BucketStats) -> None:
+    """A delta's ranking histogram added into a decoded stored bucket in place (after add_rest; encoded_many does
+    the same chunk-wide). doc["conf"] already holds the sum: the stored bucket held its labelled count minus the
+    delta's."""
     stored = rank_from_doc(doc, labelled_in_conf(doc["conf"]) - labelled_in_conf(delta.conf))
     rank_into_doc(doc, rank_sum((stored, delta.rank)))
 

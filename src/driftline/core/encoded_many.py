@@ -14,7 +14,7 @@ import numpy as np
 
 from .encoded import add_encoded, add_rest
 from .grids import N_DELAY_BINS, N_SCORE_BINS
-from .rank_hist import rank_into_doc
+from .rank_hist import rank_into_doc, ranks_added, stored_rank_bytes
 from .stats import BucketStats, _feature_doc
 
 _ROW = 3 * N_SCORE_BINS
@@ -119,19 +119,20 @@ def _encode_new(d: BucketStats, part: tuple[list[int], list[float], bytes, bytes
 
 def _encode_added(d: BucketStats, part: tuple[Any, ...]) -> bytes:
     """add_encoded's bytes from a stored doc and its chunk-wide sums: the rest added bucket by bucket."""
-    doc, conf, sums, (hi, hc, hp), delay = part
+    doc, conf, sums, (hi, hc, hp), delay, rank = part
     doc["conf"], doc["sums"] = conf, sums
     doc["hi"], doc["hc"], doc["hp"] = hi, hc, hp
     if delay is not None:
         doc["di"], doc["dc"] = delay
     add_rest(doc, d)
+    rank_into_doc(doc, rank)  # encoded.add_rank's sum, made chunk-wide
     return _encode(doc)
 
 
 def _add_parts(docs: list[dict[str, Any]], deltas: list[BucketStats]) -> list[tuple[Any, ...]] | None:
-    """(doc, conf, sums, score bins, delay bins or None) of each plain (stored doc, delta), summed chunk-wide; None
-    (the per-bucket route then decides) when a stored value is out of the range the sparse routes take, or fails
-    to convert."""
+    """(doc, conf, sums, score bins, delay bins or None, ranking histogram) of each plain (stored doc, delta), summed
+    chunk-wide; None (the per-bucket route then decides) when a stored value is out of the range the sparse routes
+    take, or fails to convert."""
     n = len(docs)
     try:
         conf = (np.array([doc["conf"] for doc in docs], dtype=np.int64)
@@ -146,7 +147,13 @@ def _add_parts(docs: list[dict[str, Any]], deltas: list[BucketStats]) -> list[tu
     delays = _add_delays(docs, deltas)
     if delays is None:
         return None
-    return list(zip(docs, conf, sums, scores, delays))
+    labelled = (np.array(conf, dtype=np.int64)[:, :4].sum(axis=1)
+                - np.array([d.conf for d in deltas]).reshape(n, 6)[:, :4].sum(axis=1)).tolist()
+    ranks = ranks_added([stored_rank_bytes(doc, lab) for doc, lab in zip(docs, labelled)],
+                        [d.rank for d in deltas])
+    if ranks is None:
+        return None
+    return list(zip(docs, conf, sums, scores, delays, ranks))
 
 
 def _score_bins(docs: list[dict[str, Any]], deltas: list[BucketStats]) -> list[tuple[bytes, bytes, bytes]] | None:

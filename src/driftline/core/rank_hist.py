@@ -83,15 +83,13 @@ def rank_rows(rank: Rank) -> tuple[np.ndarray, np.ndarray]:
 def rank_from_doc(doc: dict[str, Any], labelled_before: int) -> Rank | None:
     """A stored bucket's ranking histogram: its "ri"/"rc" arrays; empty when it has none and held no labels (an
     older bucket: nothing to rank yet); None (unknown) when it has none but held labels, or they are malformed."""
-    ri, rc = doc.get("ri"), doc.get("rc")
-    if ri is None and rc is None:
-        return empty_rank() if labelled_before == 0 else None
-    if type(ri) is not bytes or type(rc) is not bytes or len(ri) % 4 or len(ri) * 2 != len(rc):
+    raw = stored_rank_bytes(doc, labelled_before)
+    if raw is None:
         return None
-    keys = np.frombuffer(ri, dtype=np.int32)
+    keys = np.frombuffer(raw[0], dtype=np.int32)
     if keys.size and (int(keys.min()) < 0 or int(keys.max()) >= RANK_ROW):
         return None
-    return keys, np.frombuffer(rc, dtype=np.int64)
+    return keys, np.frombuffer(raw[1], dtype=np.int64)
 
 
 def rank_into_doc(doc: dict[str, Any], rank: Rank | None) -> None:
@@ -106,3 +104,55 @@ def rank_into_doc(doc: dict[str, Any], rank: Rank | None) -> None:
 def labelled_in_conf(conf: Sequence[int] | np.ndarray) -> int:
     """Labelled predictions of a bucket's confusion counts, flat or (3, 2) (rows NEG and POS: the first four)."""
     return int(np.asarray(conf, dtype=np.int64).ravel()[:2 * RANK_ROWS].sum())
+
+
+def stored_rank_bytes(doc: dict[str, Any], labelled_before: int) -> tuple[bytes, bytes] | None:
+    """A stored bucket's "ri"/"rc" bytes as rank_from_doc reads them, unchecked beyond their lengths: empty for
+    an older bucket without labels, None where rank_from_doc gives None for the form (absent with labels held,
+    wrong types or lengths)."""
+    ri, rc = doc.get("ri"), doc.get("rc")
+    if ri is None and rc is None:
+        return (b"", b"") if labelled_before == 0 else None
+    if type(ri) is not bytes or type(rc) is not bytes or len(ri) % 4 or len(ri) * 2 != len(rc):
+        return None
+    return ri, rc
+
+
+def ranks_added(stored: Sequence[tuple[bytes, bytes] | None], deltas: Sequence[Rank | None]
+                ) -> list[Rank | None] | None:
+    """rank_sum((stored j, delta j)) for every bucket of a chunk in one sort (the store's write of a batch touches
+    hundreds of buckets; numpy calls per bucket cost more than their arithmetic). Stored histograms come as
+    stored_rank_bytes gives them (None: unknown). The same arrays as rank_sum wherever every histogram is in the
+    form it keeps as it is (keys strictly increasing and in range, counts non-zero); None otherwise (the per-bucket
+    route then decides)."""
+    n = len(stored)
+    if n == 0:
+        return []
+    ok = [s is not None and d is not None for s, d in zip(stored, deltas)]
+    old = [s if k else (b"", b"") for s, k in zip(stored, ok)]
+    new = [d if k and d is not None else empty_rank() for d, k in zip(deltas, ok)]
+    offsets = np.arange(n, dtype=np.int64) * RANK_ROW
+    old_keys = np.frombuffer(b"".join([s[0] for s in old]), dtype=np.int32)  # type: ignore[index]
+    new_keys = np.concatenate([d[0] for d in new]).astype(np.int64)
+    if (old_keys.size and (int(old_keys.min()) < 0 or int(old_keys.max()) >= RANK_ROW)) or (
+            new_keys.size and (int(new_keys.min()) < 0 or int(new_keys.max()) >= RANK_ROW)):
+        return None
+    g_old = old_keys + np.repeat(offsets, [len(s[0]) // 4 for s in old])  # type: ignore[index]
+    g_new = new_keys + np.repeat(offsets, [len(d[0]) for d in new])
+    c_old = np.frombuffer(b"".join([s[1] for s in old]), dtype=np.int64)  # type: ignore[index]
+    c_new = np.concatenate([d[1] for d in new]).astype(np.int64, copy=False)
+    if (np.diff(g_old) <= 0).any() or (np.diff(g_new) <= 0).any() or not c_old.all() or not c_new.all():
+        return None
+    keys = np.concatenate((g_old, g_new))
+    counts = np.concatenate((c_old, c_new))
+    order = np.argsort(keys, kind="stable")
+    keys, counts = keys[order], counts[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else np.zeros(0, dtype=np.intp)
+    sums = np.add.reduceat(counts, starts) if keys.size else np.zeros(0, dtype=np.int64)
+    keys = keys[starts]
+    keep = sums != 0
+    keys, sums = keys[keep], sums[keep]
+    owner = keys // RANK_ROW
+    local = (keys - owner * RANK_ROW).astype(np.int32)
+    ends = np.searchsorted(owner, np.arange(n + 1)).tolist()
+    return [(local[lo:hi], sums[lo:hi]) if k else None for k, lo, hi in zip(ok, ends, ends[1:])]

@@ -1,0 +1,109 @@
+"""Ranking histograms (core/rank_hist.py): sums against a dict reference on both of rank_sum's routes (sort, dense
+grid), the chunk-wide sum against rank_sum bucket by bucket, and a correction that empties a ranking bin through
+the store's chunk write."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import numpy as np
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+from driftline.core.encoded import add_encoded
+from driftline.core.encoded_many import encode_merged
+from driftline.core.grids import N_RANK_BINS
+from driftline.core.rank_hist import RANK_ROW, Rank, rank_sum, ranks_added, stored_rank_bytes
+from driftline.core.stats import NEG, POS, BucketStats
+
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def ranks(draw: Any, big: bool = False) -> Rank:
+    """Sorted distinct keys, non-zero counts (negative ones too: a batch's delta removes labels); `big` draws
+    enough keys (from a few seeds) to take rank_sum's dense route, with many shared keys."""
+    if big:
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        keys = np.unique(rng.integers(0, 30_000, 60_000) * draw(st.sampled_from([1, 2, 3])) % RANK_ROW)
+        counts = rng.integers(-3, 4, len(keys))
+        counts[counts == 0] = 5
+        return keys.astype(np.int32), counts.astype(np.int64)
+    d = draw(st.dictionaries(st.integers(0, RANK_ROW - 1) | st.sampled_from([0, 5, RANK_ROW - 1]),
+                             st.integers(-3, 40).filter(bool), max_size=25))
+    keys = sorted(d)
+    return np.array(keys, dtype=np.int32), np.array([d[k] for k in keys], dtype=np.int64)
+
+
+def _dict_sum(parts: list[Rank | None]) -> tuple[list[int], list[int]] | None:
+    if any(p is None for p in parts):
+        return None
+    total: dict[int, int] = {}
+    for keys, counts in parts:  # type: ignore[misc]
+        for k, c in zip(keys.tolist(), counts.tolist()):
+            total[k] = total.get(k, 0) + c
+    keys = sorted(k for k, c in total.items() if c)
+    return keys, [total[k] for k in keys]
+
+
+def _lists(r: Rank | None) -> tuple[list[int], list[int]] | None:
+    return None if r is None else (r[0].tolist(), r[1].tolist())
+
+
+@SETTINGS
+@given(st.lists(ranks() | ranks(big=True) | st.none(), max_size=6), st.data())
+def test_rank_sum_equals_the_dict_sum(parts, data) -> None:
+    # the negation of a part cancels it key for key: zero sums must be dropped on both routes
+    if parts and parts[0] is not None and data.draw(st.booleans()):
+        parts.append((parts[0][0], -parts[0][1]))
+    got = rank_sum(parts)
+    assert _lists(got) == _dict_sum(parts)
+    big = sum(len(p[0]) for p in parts if p is not None) > RANK_ROW // 4
+    note(f"dense route: {big}")
+    if got is not None:
+        assert got[0].dtype == np.int32 and got[1].dtype == np.int64
+
+
+@SETTINGS
+@given(st.lists(st.tuples(ranks() | st.none(), ranks() | st.none(), st.booleans()), max_size=8))
+def test_the_chunk_wide_sum_equals_rank_sum_bucket_by_bucket(rows) -> None:
+    stored = [None if s is None else (s[0].tobytes(), s[1].tobytes()) for s, _, _ in rows]
+    deltas = [d for _, d, _ in rows]
+    got = ranks_added(stored, deltas)
+    assert got is not None
+    want = [rank_sum((None if s is None else (np.frombuffer(s[0], np.int32), np.frombuffer(s[1], np.int64)), d))
+            for s, d in zip(stored, deltas)]
+    assert [_lists(g) for g in got] == [_lists(w) for w in want]
+
+
+def test_the_chunk_wide_sum_leaves_unsorted_or_zero_stored_counts_to_the_per_bucket_route() -> None:
+    keys = np.array([9, 3], dtype=np.int32)
+    none = (np.zeros(0, np.int32), np.zeros(0, np.int64))
+    assert ranks_added([(keys.tobytes(), np.array([1, 1], np.int64).tobytes())], [none]) is None
+    assert ranks_added([(keys.tobytes(), np.array([1, 1], np.int64).tobytes())], [None]) == [None]  # unknown
+    zero = (np.array([3], np.int32).tobytes(), np.array([0], np.int64).tobytes())
+    assert ranks_added([zero], [none]) is None
+    assert ranks_added([(b"", b"")], [(keys, np.array([1, 1], np.int64))]) is None  # an unsorted delta
+    assert stored_rank_bytes({}, 0) == (b"", b"") and stored_rank_bytes({}, 2) is None
+    assert stored_rank_bytes({"ri": b"\0\0\0", "rc": b""}, 0) is None
+
+
+def test_a_correction_empties_its_ranking_bin_on_every_write_route() -> None:
+    """Stored: two positives in ranking bins 7 and 9; the batch relabels the one in bin 7 negative. The positive
+    row's bin 7 goes to zero and must be dropped (not stored as a zero count) by the chunk write, the per-bucket
+    write and the decoded sum alike."""
+    stored = BucketStats()
+    stored.conf[POS, 1] = 2
+    stored.rank = (np.array([N_RANK_BINS + 7, N_RANK_BINS + 9], np.int32), np.array([1, 1], np.int64))
+    delta = BucketStats()
+    delta.conf[POS, 1], delta.conf[NEG, 1] = -1, 1
+    delta.rank = (np.array([7, N_RANK_BINS + 7], np.int32), np.array([1, -1], np.int64))
+    delta.bins = delta.score_bins()
+    data = stored.to_bytes()
+    chunk = encode_merged([data, data, None], [delta, delta, delta])
+    single = add_encoded(data, delta)
+    assert chunk[0] == chunk[1] == single == BucketStats.from_bytes(data).add(delta).to_bytes()
+    doc = msgspec.msgpack.decode(single)
+    assert np.frombuffer(doc["ri"], np.int32).tolist() == [7, N_RANK_BINS + 9]
+    assert np.frombuffer(doc["rc"], np.int64).tolist() == [1, 1]
