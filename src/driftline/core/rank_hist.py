@@ -42,14 +42,20 @@ def rank_sum(parts: Sequence[Rank | None]) -> Rank | None:
         return known[0] if known else empty_rank()
     keys = np.concatenate([k for k, _ in known])
     counts = np.concatenate([c for _, c in known]).astype(np.int64, copy=False)
+    return summed(keys, counts)
+
+
+def summed(keys: np.ndarray, counts: np.ndarray) -> Rank:
+    """Counts added per key (keys in [0, RANK_ROW), in any order, repeated), zero sums dropped: a ranking
+    histogram."""
     if len(keys) > _DENSE_FROM:  # a window's many buckets: one O(n) pass over the dense grid instead of a sort
         dense = np.rint(np.bincount(keys, weights=counts, minlength=RANK_ROW)).astype(np.int64)
         nz = np.flatnonzero(dense)
         return nz.astype(np.int32), dense[nz]
     order = np.argsort(keys, kind="stable")
     keys, counts = keys[order], counts[order]
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    sums = np.add.reduceat(counts, starts)
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else np.zeros(0, dtype=np.intp)
+    sums = np.add.reduceat(counts, starts) if keys.size else np.zeros(0, dtype=np.int64)
     keep = sums != 0
     return keys[starts][keep].astype(np.int32), sums[keep]
 

@@ -11,6 +11,7 @@ from ..core.events import iso
 from ..storage.compaction import COMPACTED_SHARD, DAY_S
 from ..storage.store import BucketRow, Store
 from ..core.stats import BucketStats, merge
+from ..core.window_sum import sum_encoded
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,5 +59,8 @@ def window_rows(store: Store, model: str | None, window: Window, variant: str | 
 
 
 def merged(rows: list[BucketRow]) -> BucketStats:
-    """Sum of the rows' statistics."""
+    """Sum of the rows' statistics: from the encoded rows when none is decoded and no features were asked for
+    (core.window_sum: the same sum without each bucket's dense arrays), else merge."""
+    if rows and not any(r.features or r.decoded for r in rows):
+        return sum_encoded([r.data for r in rows])
     return merge(r.stats for r in rows)

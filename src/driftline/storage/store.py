@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +46,29 @@ class StalePositions(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class BucketRow:
-    """One stored bucket: its key and its statistics."""
+    """One stored bucket: its key and its statistics, decoded from `data` on first use (a window's sum without
+    features skips that: readouts.windows.merged)."""
 
     model: str
     model_version: str
     variant: str
     bucket_start: int
     shard: int
-    stats: BucketStats
+    data: bytes
+    features: bool | str = True
+    """What `stats` decodes of the feature histograms (BucketStats.from_bytes)."""
+    _decoded: list[BucketStats] = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def stats(self) -> BucketStats:
+        if not self._decoded:
+            self._decoded.append(BucketStats.from_bytes(self.data, self.features))
+        return self._decoded[0]
+
+    @property
+    def decoded(self) -> bool:
+        """Whether `stats` was decoded (a caller may have changed it since)."""
+        return bool(self._decoded)
 
 
 def normalise_url(url: str) -> str:
@@ -395,8 +410,8 @@ class Store:
         if model_version is not None:
             q = q.where(b.model_version == model_version)
         with self.read() as conn:
-            return [BucketRow(r.model, r.model_version, r.variant, r.bucket_start, r.shard,
-                              BucketStats.from_bytes(r.data, features)) for r in conn.execute(q)]
+            return [BucketRow(r.model, r.model_version, r.variant, r.bucket_start, r.shard, r.data, features)
+                    for r in conn.execute(q)]
 
     def bucket_range(self, model: str | None) -> tuple[int, int] | None:
         """Earliest and latest bucket start stored (for a model)."""
