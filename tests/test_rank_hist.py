@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from driftline.core.encoded import add_encoded
 from driftline.core.encoded_many import encode_merged
 from driftline.core.grids import N_RANK_BINS
-from driftline.core.rank_hist import RANK_ROW, Rank, rank_sum, ranks_added, stored_rank_bytes
+from driftline.core.rank_hist import RANK_ROW, Rank, rank_from_doc, rank_into_doc, rank_sum, ranks_added, stored_rank
 from driftline.core.stats import NEG, POS, BucketStats
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -68,25 +68,39 @@ def test_rank_sum_equals_the_dict_sum(parts, data) -> None:
 @SETTINGS
 @given(st.lists(st.tuples(ranks() | st.none(), ranks() | st.none(), st.booleans()), max_size=8))
 def test_the_chunk_wide_sum_equals_rank_sum_bucket_by_bucket(rows) -> None:
-    stored = [None if s is None else (s[0].tobytes(), s[1].tobytes()) for s, _, _ in rows]
+    docs: list[dict[str, Any]] = [{} for _ in rows]
+    for doc, (s, _, _) in zip(docs, rows):
+        rank_into_doc(doc, s)  # as stored: counts in their narrowest width
+    stored = [stored_rank(doc, 0 if s is not None else 1) for doc, (s, _, _) in zip(docs, rows)]
     deltas = [d for _, d, _ in rows]
     got = ranks_added(stored, deltas)
     assert got is not None
-    want = [rank_sum((None if s is None else (np.frombuffer(s[0], np.int32), np.frombuffer(s[1], np.int64)), d))
-            for s, d in zip(stored, deltas)]
+    want = [rank_sum((rank_from_doc(doc, 0 if s is not None else 1), d)) for doc, (s, d, _) in zip(docs, rows)]
     assert [_lists(g) for g in got] == [_lists(w) for w in want]
 
 
 def test_the_chunk_wide_sum_leaves_unsorted_or_zero_stored_counts_to_the_per_bucket_route() -> None:
     keys = np.array([9, 3], dtype=np.int32)
     none = (np.zeros(0, np.int32), np.zeros(0, np.int64))
-    assert ranks_added([(keys.tobytes(), np.array([1, 1], np.int64).tobytes())], [none]) is None
-    assert ranks_added([(keys.tobytes(), np.array([1, 1], np.int64).tobytes())], [None]) == [None]  # unknown
-    zero = (np.array([3], np.int32).tobytes(), np.array([0], np.int64).tobytes())
+    assert ranks_added([(keys.tobytes(), np.array([1, 1], np.int64))], [none]) is None
+    assert ranks_added([(keys.tobytes(), np.array([1, 1], np.int64))], [None]) == [None]  # unknown
+    zero = (np.array([3], np.int32).tobytes(), np.array([0], np.int64))
     assert ranks_added([zero], [none]) is None
-    assert ranks_added([(b"", b"")], [(keys, np.array([1, 1], np.int64))]) is None  # an unsorted delta
-    assert stored_rank_bytes({}, 0) == (b"", b"") and stored_rank_bytes({}, 2) is None
-    assert stored_rank_bytes({"ri": b"\0\0\0", "rc": b""}, 0) is None
+    assert ranks_added([(b"", np.zeros(0, np.int64))], [(keys, np.array([1, 1], np.int64))]) is None  # unsorted
+    assert stored_rank({}, 2) is None
+    assert stored_rank({}, 0)[0] == b"" and not stored_rank({}, 0)[1].size  # type: ignore[index]
+    for ri, rc in ((b"\0\0\0", b""), (b"\0" * 4, b""), (b"\0" * 8, b"\0" * 3), (b"\0" * 4, b"\0" * 16), (b"", b"\0")):
+        assert stored_rank({"ri": ri, "rc": rc}, 0) is None, (ri, rc)
+
+
+def test_counts_are_stored_in_the_narrowest_width_and_read_back() -> None:
+    keys = np.array([1, 2, 3], dtype=np.int32)
+    for counts, width in (([1, -3, 32767], 2), ([1, -32769, 5], 4), ([2**31, 1, 1], 8), ([-(2**31), 1, 1], 4)):
+        doc: dict[str, Any] = {}
+        rank_into_doc(doc, (keys, np.array(counts, dtype=np.int64)))
+        assert len(doc["rc"]) == 3 * width
+        back = rank_from_doc(doc, 1)
+        assert back is not None and back[1].tolist() == counts and back[1].dtype == np.int64
 
 
 def test_a_correction_empties_its_ranking_bin_on_every_write_route() -> None:
@@ -106,4 +120,4 @@ def test_a_correction_empties_its_ranking_bin_on_every_write_route() -> None:
     assert chunk[0] == chunk[1] == single == BucketStats.from_bytes(data).add(delta).to_bytes()
     doc = msgspec.msgpack.decode(single)
     assert np.frombuffer(doc["ri"], np.int32).tolist() == [7, N_RANK_BINS + 9]
-    assert np.frombuffer(doc["rc"], np.int64).tolist() == [1, 1]
+    assert np.frombuffer(doc["rc"], np.int16).tolist() == [1, 1]  # little counts: 2 bytes each

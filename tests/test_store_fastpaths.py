@@ -6,6 +6,7 @@ arrays built by storage/pgarrays.py against psycopg's own list dumping (compared
 from __future__ import annotations
 
 import sqlite3
+import struct
 from typing import Any
 
 import msgspec
@@ -44,7 +45,25 @@ def _ref_to_bytes(b: BucketStats) -> bytes:
         "exp": b.expired, "imp": b.implicit,
         "s": {k: {v: c.ravel().tolist() for v, c in vals.items()} for k, vals in b.slices.items()},
         **({} if b.rank is None else {"ri": np.asarray(b.rank[0], dtype=np.int32).tobytes(),
-                                      "rc": np.asarray(b.rank[1], dtype=np.int64).tobytes()})})
+                                      "rc": ref_counts(b.rank[1].tolist())})})
+
+
+def ref_counts(counts: list[int]) -> bytes:
+    """Ranking counts as stored: little ints in the narrowest of int16, int32, int64 that holds every one."""
+    for code, bits in (("h", 16), ("i", 32), ("q", 64)):
+        if all(-2 ** (bits - 1) <= c < 2 ** (bits - 1) for c in counts):
+            return struct.pack(f"<{len(counts)}{code}", *counts)
+    raise OverflowError(counts)
+
+
+def ref_read_counts(ri: bytes, rc: bytes) -> list[int]:
+    """Stored ranking counts back, their width told by the two lengths (4-byte keys)."""
+    n = len(ri) // 4
+    if not n:
+        assert rc == b""
+        return []
+    code = {2: "h", 4: "i", 8: "q"}[len(rc) // n]
+    return list(struct.unpack(f"<{n}{code}", rc))
 
 
 def ref_rank_into(doc: dict[str, Any], delta: BucketStats) -> None:
@@ -54,7 +73,7 @@ def ref_rank_into(doc: dict[str, Any], delta: BucketStats) -> None:
     labelled_before = sum(doc["conf"][:4]) - int(delta.conf.ravel()[:4].sum())
     if "ri" in doc or "rc" in doc:
         stored: dict[int, int] | None = dict(zip(np.frombuffer(doc["ri"], dtype=np.int32).tolist(),
-                                                 np.frombuffer(doc["rc"], dtype=np.int64).tolist()))
+                                                 ref_read_counts(doc["ri"], doc["rc"])))
     else:
         stored = {} if labelled_before == 0 else None
     if stored is None or delta.rank is None:
@@ -65,7 +84,7 @@ def ref_rank_into(doc: dict[str, Any], delta: BucketStats) -> None:
         stored[k] = stored.get(k, 0) + v
     keys = sorted(k for k, v in stored.items() if v)
     doc["ri"] = np.array(keys, dtype=np.int32).tobytes()
-    doc["rc"] = np.array([stored[k] for k in keys], dtype=np.int64).tobytes()
+    doc["rc"] = ref_counts([stored[k] for k in keys])
 
 
 def _ref_add_encoded(data: bytes, delta: BucketStats) -> bytes:
@@ -149,7 +168,8 @@ def buckets(draw: Any, dirty: bool) -> BucketStats:
     if kind == "unknown":
         b.rank = None
     elif kind == "some":
-        ranks = draw(st.dictionaries(st.integers(0, RANK_ROW - 1), st.integers(-3, 40).filter(bool), max_size=20))
+        ranks = draw(st.dictionaries(st.integers(0, RANK_ROW - 1), (st.integers(-3, 40) | st.sampled_from(
+            [2**15, -2**15 - 1, 2**31, 2**40, -(2**31) - 1])).filter(bool), max_size=20))
         keys = sorted(ranks)
         b.rank = (np.array(keys, dtype=np.int32), np.array([ranks[k] for k in keys], dtype=np.int64))
     return b

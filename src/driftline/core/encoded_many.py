@@ -14,7 +14,7 @@ import numpy as np
 
 from .encoded import add_encoded, add_rest
 from .grids import N_DELAY_BINS, N_SCORE_BINS
-from .rank_hist import rank_into_doc, ranks_added, stored_rank_bytes
+from .rank_hist import rank_into_doc, ranks_added, stored_rank
 from .stats import BucketStats, _feature_doc
 
 _ROW = 3 * N_SCORE_BINS
@@ -149,7 +149,7 @@ def _add_parts(docs: list[dict[str, Any]], deltas: list[BucketStats]) -> list[tu
         return None
     labelled = (np.array(conf, dtype=np.int64)[:, :4].sum(axis=1)
                 - np.array([d.conf for d in deltas]).reshape(n, 6)[:, :4].sum(axis=1)).tolist()
-    ranks = ranks_added([stored_rank_bytes(doc, lab) for doc, lab in zip(docs, labelled)],
+    ranks = ranks_added([stored_rank(doc, lab) for doc, lab in zip(docs, labelled)],
                         [d.rank for d in deltas])
     if ranks is None:
         return None

@@ -52,12 +52,8 @@ def summed(keys: np.ndarray, counts: np.ndarray) -> Rank:
         dense = np.rint(np.bincount(keys, weights=counts, minlength=RANK_ROW)).astype(np.int64)
         nz = np.flatnonzero(dense)
         return nz.astype(np.int32), dense[nz]
-    order = np.argsort(keys, kind="stable")
-    keys, counts = keys[order], counts[order]
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else np.zeros(0, dtype=np.intp)
-    sums = np.add.reduceat(counts, starts) if keys.size else np.zeros(0, dtype=np.int64)
-    keep = sums != 0
-    return keys[starts][keep].astype(np.int32), sums[keep]
+    keys, sums = _sorted_sum(keys, counts)
+    return keys.astype(np.int32), sums
 
 
 def batch_ranks(n_buckets: int, bucket: np.ndarray, state: np.ndarray, score: np.ndarray, sign: np.ndarray
@@ -89,22 +85,31 @@ def rank_rows(rank: Rank) -> tuple[np.ndarray, np.ndarray]:
 def rank_from_doc(doc: dict[str, Any], labelled_before: int) -> Rank | None:
     """A stored bucket's ranking histogram: its "ri"/"rc" arrays; empty when it has none and held no labels (an
     older bucket: nothing to rank yet); None (unknown) when it has none but held labels, or they are malformed."""
-    raw = stored_rank_bytes(doc, labelled_before)
+    raw = stored_rank(doc, labelled_before)
     if raw is None:
         return None
     keys = np.frombuffer(raw[0], dtype=np.int32)
     if keys.size and (int(keys.min()) < 0 or int(keys.max()) >= RANK_ROW):
         return None
-    return keys, np.frombuffer(raw[1], dtype=np.int64)
+    return keys, raw[1]
+
+
+_WIDTHS = {2: np.int16, 4: np.int32, 8: np.int64}
+"""Bytes per stored count → its type: a bucket's counts are stored in the narrowest that holds them all (most
+ranking bins of an hourly bucket hold a handful of predictions), the width read back from the two lengths."""
 
 
 def rank_into_doc(doc: dict[str, Any], rank: Rank | None) -> None:
-    """Set (or, for an unknown rank, remove) a bucket document's "ri"/"rc" arrays."""
+    """Set (or, for an unknown rank, remove) a bucket document's "ri" (int32 keys) and "rc" (counts, as int16,
+    int32 or int64: the narrowest holding every one) arrays."""
     if rank is None:
         doc.pop("ri", None)
         doc.pop("rc", None)
-    else:
-        doc["ri"], doc["rc"] = rank[0].astype(np.int32, copy=False).tobytes(), rank[1].tobytes()
+        return
+    counts = rank[1]
+    lo, hi = (int(counts.min()), int(counts.max())) if counts.size else (0, 0)
+    kind = np.int16 if -2**15 <= lo and hi < 2**15 else np.int32 if -2**31 <= lo and hi < 2**31 else np.int64
+    doc["ri"], doc["rc"] = rank[0].astype(np.int32, copy=False).tobytes(), counts.astype(kind).tobytes()
 
 
 def labelled_in_conf(conf: Sequence[int] | np.ndarray) -> int:
@@ -112,52 +117,59 @@ def labelled_in_conf(conf: Sequence[int] | np.ndarray) -> int:
     return int(np.asarray(conf, dtype=np.int64).ravel()[:2 * RANK_ROWS].sum())
 
 
-def stored_rank_bytes(doc: dict[str, Any], labelled_before: int) -> tuple[bytes, bytes] | None:
-    """A stored bucket's "ri"/"rc" bytes as rank_from_doc reads them, unchecked beyond their lengths: empty for
-    an older bucket without labels, None where rank_from_doc gives None for the form (absent with labels held,
-    wrong types or lengths)."""
+def stored_rank(doc: dict[str, Any], labelled_before: int) -> tuple[bytes, np.ndarray] | None:
+    """A stored bucket's "ri" bytes (keys unchecked) and its counts as int64: empty for an older bucket without
+    labels; None where rank_from_doc gives None for the form (absent with labels held, wrong types or lengths)."""
     ri, rc = doc.get("ri"), doc.get("rc")
     if ri is None and rc is None:
-        return (b"", b"") if labelled_before == 0 else None
-    if type(ri) is not bytes or type(rc) is not bytes or len(ri) % 4 or len(ri) * 2 != len(rc):
+        return (b"", np.zeros(0, dtype=np.int64)) if labelled_before == 0 else None
+    if type(ri) is not bytes or type(rc) is not bytes or len(ri) % 4:
         return None
-    return ri, rc
+    n = len(ri) // 4
+    kind = _WIDTHS.get(len(rc) // n) if n and len(rc) % n == 0 else (np.int64 if not rc else None)
+    if kind is None:
+        return None
+    return ri, np.frombuffer(rc, dtype=kind).astype(np.int64)
 
 
-def ranks_added(stored: Sequence[tuple[bytes, bytes] | None], deltas: Sequence[Rank | None]
+def _sorted_sum(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct keys in order and their summed counts, zero sums dropped (one stable sort)."""
+    if not keys.size:
+        return keys, counts.astype(np.int64)
+    order = np.argsort(keys, kind="stable")
+    keys, counts = keys[order], counts[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    sums = np.add.reduceat(counts, starts)
+    keep = sums != 0
+    return keys[starts][keep], sums[keep]
+
+
+def ranks_added(stored: Sequence[tuple[bytes, np.ndarray] | None], deltas: Sequence[Rank | None]
                 ) -> list[Rank | None] | None:
     """rank_sum((stored j, delta j)) for every bucket of a chunk in one sort (the store's write of a batch touches
     hundreds of buckets; numpy calls per bucket cost more than their arithmetic). Stored histograms come as
-    stored_rank_bytes gives them (None: unknown). The same arrays as rank_sum wherever every histogram is in the
-    form it keeps as it is (keys strictly increasing and in range, counts non-zero); None otherwise (the per-bucket
-    route then decides)."""
+    stored_rank gives them (None: unknown). The same arrays as rank_sum wherever every histogram is in the form it
+    keeps as it is (keys strictly increasing and in range, counts non-zero); None otherwise (the per-bucket route
+    then decides)."""
     n = len(stored)
     if n == 0:
         return []
     ok = [s is not None and d is not None for s, d in zip(stored, deltas)]
-    old = [s if k else (b"", b"") for s, k in zip(stored, ok)]
+    old = [s if k and s is not None else (b"", np.zeros(0, dtype=np.int64)) for s, k in zip(stored, ok)]
     new = [d if k and d is not None else empty_rank() for d, k in zip(deltas, ok)]
     offsets = np.arange(n, dtype=np.int64) * RANK_ROW
-    old_keys = np.frombuffer(b"".join([s[0] for s in old]), dtype=np.int32)  # type: ignore[index]
+    old_keys = np.frombuffer(b"".join([s[0] for s in old]), dtype=np.int32)
     new_keys = np.concatenate([d[0] for d in new]).astype(np.int64)
     if (old_keys.size and (int(old_keys.min()) < 0 or int(old_keys.max()) >= RANK_ROW)) or (
             new_keys.size and (int(new_keys.min()) < 0 or int(new_keys.max()) >= RANK_ROW)):
         return None
-    g_old = old_keys + np.repeat(offsets, [len(s[0]) // 4 for s in old])  # type: ignore[index]
+    g_old = old_keys + np.repeat(offsets, [len(s[0]) // 4 for s in old])
     g_new = new_keys + np.repeat(offsets, [len(d[0]) for d in new])
-    c_old = np.frombuffer(b"".join([s[1] for s in old]), dtype=np.int64)  # type: ignore[index]
+    c_old = np.concatenate([s[1] for s in old])
     c_new = np.concatenate([d[1] for d in new]).astype(np.int64, copy=False)
     if (np.diff(g_old) <= 0).any() or (np.diff(g_new) <= 0).any() or not c_old.all() or not c_new.all():
         return None
-    keys = np.concatenate((g_old, g_new))
-    counts = np.concatenate((c_old, c_new))
-    order = np.argsort(keys, kind="stable")
-    keys, counts = keys[order], counts[order]
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else np.zeros(0, dtype=np.intp)
-    sums = np.add.reduceat(counts, starts) if keys.size else np.zeros(0, dtype=np.int64)
-    keys = keys[starts]
-    keep = sums != 0
-    keys, sums = keys[keep], sums[keep]
+    keys, sums = _sorted_sum(np.concatenate((g_old, g_new)), np.concatenate((c_old, c_new)))
     owner = keys // RANK_ROW
     local = (keys - owner * RANK_ROW).astype(np.int32)
     ends = np.searchsorted(owner, np.arange(n + 1)).tolist()

@@ -12,7 +12,7 @@ import msgspec
 import numpy as np
 
 from .grids import N_DELAY_BINS, N_SCORE_BINS
-from .rank_hist import RANK_ROW, Rank, labelled_in_conf, stored_rank_bytes, summed
+from .rank_hist import RANK_ROW, Rank, labelled_in_conf, stored_rank, summed
 from .stats import BucketStats, merge
 
 
@@ -84,15 +84,16 @@ def sum_encoded(datas: Sequence[bytes]) -> BucketStats:
 def _rank(docs: list[_Summable]) -> Rank | None | bool:
     """rank_sum of the buckets' rank_from_doc, their arrays joined first: None when any is unknown; False when a
     bucket's keys are not strictly increasing or a count is zero (rank_sum keeps a lone such part as it is)."""
-    raw = [stored_rank_bytes({"ri": d.ri, "rc": d.rc} if d.ri is not None or d.rc is not None else {},
-                             labelled_in_conf(d.conf)) for d in docs]
-    if any(r is None for r in raw):
+    raw = [stored_rank({"ri": d.ri, "rc": d.rc} if d.ri is not None or d.rc is not None else {},
+                       labelled_in_conf(d.conf)) for d in docs]
+    known = [r for r in raw if r is not None]
+    if len(known) < len(raw):
         return None
-    keys = np.frombuffer(b"".join([r[0] for r in raw]), dtype=np.int32)  # type: ignore[index]
+    keys = np.frombuffer(b"".join([r[0] for r in known]), dtype=np.int32)
     if keys.size and (int(keys.min()) < 0 or int(keys.max()) >= RANK_ROW):
         return None  # rank_from_doc gives None for such a bucket
-    counts = np.frombuffer(b"".join([r[1] for r in raw]), dtype=np.int64)  # type: ignore[index]
-    if not (_in_order(keys, [len(r[0]) // 4 for r in raw], RANK_ROW) and counts.all()):  # type: ignore[index]
+    counts = np.concatenate([r[1] for r in known]) if known else np.zeros(0, dtype=np.int64)
+    if not (_in_order(keys, [len(r[0]) // 4 for r in known], RANK_ROW) and counts.all()):
         return False
     return summed(keys, counts)
 
