@@ -76,13 +76,14 @@ def test_damaged_buckets_take_merges_route() -> None:
 def test_merged_sums_encoded_rows_only_without_features() -> None:
     b = BucketStats()
     b.hist[0, 3], b.conf[0, 0] = 1, 1
-    rows = [BucketRow("m", "v", "A", 0, s, b.to_bytes(), False) for s in range(3)]
-    assert merged(rows).to_bytes() == _reference([r.data for r in rows])
-    assert not any(r.decoded for r in rows)  # the fast route: nothing decoded
+    rows = [BucketRow.encoded("m", "v", "A", 0, s, b.to_bytes(), False) for s in range(3)]
+    assert merged(rows).to_bytes() == _reference([b.to_bytes()] * 3)
+    assert all(r.data is not None for r in rows)  # the fast route: nothing decoded
     rows[0].stats.conf[0, 0] = 5  # a caller changed a decoded row: merge sees the change
+    assert rows[0].data is None  # its bytes are dropped once decoded
     assert int(merged(rows).conf[0, 0]) == 7
-    feats = [BucketRow("m", "v", "A", 0, s, b.to_bytes(), True) for s in range(2)]
-    assert int(merged(feats).conf[0, 0]) == 2 and all(r.decoded for r in feats)
+    feats = [BucketRow.encoded("m", "v", "A", 0, s, b.to_bytes(), True) for s in range(2)]
+    assert int(merged(feats).conf[0, 0]) == 2 and all(r.data is None for r in feats)
 
 
 def test_a_week_of_buckets_adds_its_float_sums_in_merges_order() -> None:

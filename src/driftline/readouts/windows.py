@@ -61,6 +61,7 @@ def window_rows(store: Store, model: str | None, window: Window, variant: str | 
 def merged(rows: list[BucketRow]) -> BucketStats:
     """Sum of the rows' statistics: from the encoded rows when none is decoded and no features were asked for
     (core.window_sum: the same sum without each bucket's dense arrays), else merge."""
-    if rows and not any(r.features or r.decoded for r in rows):
-        return sum_encoded([r.data for r in rows])
+    datas = [r.data for r in rows if not r.features]
+    if rows and len(datas) == len(rows) and all(d is not None for d in datas):
+        return sum_encoded(datas)  # type: ignore[arg-type]
     return merge(r.stats for r in rows)

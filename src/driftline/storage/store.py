@@ -46,29 +46,37 @@ class StalePositions(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class BucketRow:
-    """One stored bucket: its key and its statistics, decoded from `data` on first use (a window's sum without
-    features skips that: readouts.windows.merged)."""
+    """One stored bucket: its key and its statistics, decoded from the stored bytes on first use (a window's sum
+    without features reads the bytes instead: readouts.windows.merged); the bytes are dropped once decoded."""
 
     model: str
     model_version: str
     variant: str
     bucket_start: int
     shard: int
-    data: bytes
+    _held: list[bytes | BucketStats] = field(compare=False, repr=False)
+    """[the encoded bucket] until `stats` is first read, then [its BucketStats]."""
     features: bool | str = True
     """What `stats` decodes of the feature histograms (BucketStats.from_bytes)."""
-    _decoded: list[BucketStats] = field(default_factory=list, compare=False, repr=False)
+
+    @classmethod
+    def encoded(cls, model: str, model_version: str, variant: str, bucket_start: int, shard: int, data: bytes,
+                features: bool | str = True) -> BucketRow:
+        return cls(model, model_version, variant, bucket_start, shard, [data], features)
 
     @property
     def stats(self) -> BucketStats:
-        if not self._decoded:
-            self._decoded.append(BucketStats.from_bytes(self.data, self.features))
-        return self._decoded[0]
+        held = self._held[0]
+        if isinstance(held, BucketStats):
+            return held
+        stats = self._held[0] = BucketStats.from_bytes(held, self.features)
+        return stats
 
     @property
-    def decoded(self) -> bool:
-        """Whether `stats` was decoded (a caller may have changed it since)."""
-        return bool(self._decoded)
+    def data(self) -> bytes | None:
+        """The encoded bucket while `stats` was not read (a caller may have changed the decoded one since)."""
+        held = self._held[0]
+        return None if isinstance(held, BucketStats) else held
 
 
 def normalise_url(url: str) -> str:
@@ -410,7 +418,7 @@ class Store:
         if model_version is not None:
             q = q.where(b.model_version == model_version)
         with self.read() as conn:
-            return [BucketRow(r.model, r.model_version, r.variant, r.bucket_start, r.shard, r.data, features)
+            return [BucketRow.encoded(r.model, r.model_version, r.variant, r.bucket_start, r.shard, r.data, features)
                     for r in conn.execute(q)]
 
     def bucket_range(self, model: str | None) -> tuple[int, int] | None:
