@@ -61,7 +61,7 @@ def _frozen_add_encoded(data: bytes, delta: BucketStats) -> bytes:
         for value, conf in values.items():
             prev = mine.get(value)
             mine[value] = (conf.ravel() + (0 if prev is None else np.asarray(prev, dtype=np.int64))).tolist()
-    ref_rank_into(doc, delta)  # added with the ranking histograms (the verbatim part above is unchanged)
+    ref_rank_into(doc, delta, data)  # added with the ranking histograms (the verbatim part above is unchanged)
     return msgspec.msgpack.encode(doc)
 
 

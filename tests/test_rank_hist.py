@@ -68,7 +68,7 @@ def test_rank_sum_equals_the_dict_sum(parts, data) -> None:
 @SETTINGS
 @given(st.lists(st.tuples(ranks() | st.none(), ranks() | st.none(), st.booleans()), max_size=8))
 def test_the_chunk_wide_sum_equals_rank_sum_bucket_by_bucket(rows) -> None:
-    docs: list[dict[str, Any]] = [{} for _ in rows]
+    docs: list[dict[str, Any]] = [{"sums": [0.0] * 9} for _ in rows]
     for doc, (s, _, _) in zip(docs, rows):
         rank_into_doc(doc, s)  # as stored: counts in their narrowest width
     stored = [stored_rank(doc, 0 if s is not None else 1) for doc, (s, _, _) in zip(docs, rows)]
@@ -90,13 +90,18 @@ def test_the_chunk_wide_sum_leaves_unsorted_or_zero_stored_counts_to_the_per_buc
     assert stored_rank({}, 2) is None
     assert stored_rank({}, 0)[0] == b"" and not stored_rank({}, 0)[1].size  # type: ignore[index]
     for ri, rc in ((b"\0\0\0", b""), (b"\0" * 4, b""), (b"\0" * 8, b"\0" * 3), (b"\0" * 4, b"\0" * 16), (b"", b"\0")):
-        assert stored_rank({"ri": ri, "rc": rc}, 0) is None, (ri, rc)
+        assert stored_rank({"ri": ri, "rc": rc, "rs": [0.0] * 6, "sums": [0.0] * 9}, 0) is None, (ri, rc)
+    good = {"ri": np.array([3], np.int32).tobytes(), "rc": np.array([2], np.int16).tobytes(), "sums": [0.5] * 9}
+    assert stored_rank(dict(good, rs=[0.5] * 6), 1) is not None
+    # written with other labelled sums (an older writer moved labels since), or without them: unknown
+    assert stored_rank(dict(good, rs=[0.5] * 5 + [0.25]), 1) is None and stored_rank(good, 1) is None
+    assert stored_rank(dict(good, rs=[0.5] * 6, sums=[0.5] * 6 + [9.0] * 3), 1) is not None  # unlabelled rows
 
 
 def test_counts_are_stored_in_the_narrowest_width_and_read_back() -> None:
     keys = np.array([1, 2, 3], dtype=np.int32)
     for counts, width in (([1, -3, 32767], 2), ([1, -32769, 5], 4), ([2**31, 1, 1], 8), ([-(2**31), 1, 1], 4)):
-        doc: dict[str, Any] = {}
+        doc: dict[str, Any] = {"sums": [1.5] * 9}
         rank_into_doc(doc, (keys, np.array(counts, dtype=np.int64)))
         assert len(doc["rc"]) == 3 * width
         back = rank_from_doc(doc, 1)

@@ -299,3 +299,36 @@ def test_ranking_histograms_give_the_window_without_the_join_rows(tmp_path) -> N
         assert abs(m["roc_auc"]["value"] - auc) <= m["roc_auc"]["bound"]
     finally:
         store.close()
+
+
+def test_an_older_writers_relabels_within_one_fine_bin_are_caught(tmp_path) -> None:
+    """The tryout's case: a = 0.5001 and b = 0.5024 share the fine bin [0.5, 0.5025); labelled a = 1, b = 0 by this
+    version, then swapped (a = 0, b = 1) by a version that keeps "ri"/"rc" as they were. Every fine bin's totals
+    still agree with the stale ranking counts, which gave AUC 0.75 with bound 0 (sklearn: 1.0). The labelled sums
+    the counts were written with no longer match the bucket's, so the bucket reads as unknown: exact read, 1.0."""
+    day = T0 + 86400
+    store = Store(f"sqlite:///{tmp_path / 'swap.db'}")
+    store.migrate()
+    try:
+        pipe = Pipeline(from_dict({}), store, clock=lambda: day)
+        scores = {"a": 0.5001, "b": 0.5024, "c": 0.1, "d": 0.9}
+        first = [pred(k, v, T0 + 60) for k, v in scores.items()]
+        first += [outcome(k, y, T0 + 120) for k, y in zip("abcd", (1, 0, 0, 1))]
+        pipe.process_batch([RawRecord("t", 0, i, r) for i, r in enumerate(first)])
+        with store.read() as conn:
+            kept = {rowid: msgspec.msgpack.decode(data)
+                    for rowid, data in conn.exec_driver_sql("SELECT rowid, data FROM buckets").fetchall()}
+        swap = [outcome("a", 0, T0 + 600), outcome("b", 1, T0 + 600)]
+        pipe.process_batch([RawRecord("t", 0, 100 + i, r) for i, r in enumerate(swap)])
+        with store.begin() as conn:  # what an older writer leaves: its sums, hist and conf, the ranking keys as were
+            for rowid, data in conn.exec_driver_sql("SELECT rowid, data FROM buckets").fetchall():
+                doc = msgspec.msgpack.decode(data)
+                for key in ("ri", "rc", "rs"):
+                    if key in kept[rowid]:
+                        doc[key] = kept[rowid][key]
+                conn.exec_driver_sql("UPDATE buckets SET data = ? WHERE rowid = ?", (msgspec.msgpack.encode(doc), rowid))
+        m = metrics_document(store, from_dict({}), MetricsQuery("fraud", 86400, at=day))["metrics"]
+        assert (m["roc_auc"]["value"], m["roc_auc"]["method"]) == (1.0, "exact")
+        assert (m["average_precision"]["value"], m["average_precision"]["method"]) == (1.0, "exact")
+    finally:
+        store.close()

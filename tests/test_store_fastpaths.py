@@ -45,7 +45,7 @@ def _ref_to_bytes(b: BucketStats) -> bytes:
         "exp": b.expired, "imp": b.implicit,
         "s": {k: {v: c.ravel().tolist() for v, c in vals.items()} for k, vals in b.slices.items()},
         **({} if b.rank is None else {"ri": np.asarray(b.rank[0], dtype=np.int32).tobytes(),
-                                      "rc": ref_counts(b.rank[1].tolist())})})
+                                      "rc": ref_counts(b.rank[1].tolist()), "rs": b.sums.ravel()[:6].tolist()})})
 
 
 def ref_counts(counts: list[int]) -> bytes:
@@ -66,25 +66,27 @@ def ref_read_counts(ri: bytes, rc: bytes) -> list[int]:
     return list(struct.unpack(f"<{n}{code}", rc))
 
 
-def ref_rank_into(doc: dict[str, Any], delta: BucketStats) -> None:
-    """The ranking histogram a stored doc plus a delta must hold (doc["conf"] already the sum), by dict sums: the
-    stored "ri"/"rc" (none stored: empty if the bucket held no labels before, else unknown), plus the delta's;
-    unknown (no keys) when either is unknown."""
-    labelled_before = sum(doc["conf"][:4]) - int(delta.conf.ravel()[:4].sum())
-    if "ri" in doc or "rc" in doc:
-        stored: dict[int, int] | None = dict(zip(np.frombuffer(doc["ri"], dtype=np.int32).tolist(),
-                                                 ref_read_counts(doc["ri"], doc["rc"])))
+def ref_rank_into(doc: dict[str, Any], delta: BucketStats, data: bytes) -> None:
+    """The ranking histogram a stored bucket (`data`) plus a delta must hold, set in the summed doc, by dict sums:
+    the stored "ri"/"rc" if its "rs" still equals the labelled rows of its "sums" (none stored: empty if the
+    bucket held no labels, else unknown), plus the delta's; unknown (no keys) when either is unknown."""
+    before = msgspec.msgpack.decode(data)
+    if "ri" in before or "rc" in before:
+        fresh = before.get("rs") is not None and before["rs"] == before["sums"][:6]
+        stored: dict[int, int] | None = dict(zip(np.frombuffer(before["ri"], dtype=np.int32).tolist(),
+                                                 ref_read_counts(before["ri"], before["rc"]))) if fresh else None
     else:
-        stored = {} if labelled_before == 0 else None
+        stored = {} if sum(before["conf"][:4]) == 0 else None
     if stored is None or delta.rank is None:
-        doc.pop("ri", None)
-        doc.pop("rc", None)
+        for key in ("ri", "rc", "rs"):
+            doc.pop(key, None)
         return
     for k, v in zip(delta.rank[0].tolist(), delta.rank[1].tolist()):
         stored[k] = stored.get(k, 0) + v
     keys = sorted(k for k, v in stored.items() if v)
     doc["ri"] = np.array(keys, dtype=np.int32).tobytes()
     doc["rc"] = ref_counts([stored[k] for k in keys])
+    doc["rs"] = list(doc["sums"][:6])
 
 
 def _ref_add_encoded(data: bytes, delta: BucketStats) -> bytes:
@@ -134,7 +136,7 @@ def _ref_add_encoded(data: bytes, delta: BucketStats) -> bytes:
         for value, conf in values.items():
             prev = mine.get(value)
             mine[value] = (conf.ravel() + (0 if prev is None else np.asarray(prev, dtype=np.int64))).tolist()
-    ref_rank_into(doc, delta)
+    ref_rank_into(doc, delta, data)
     return msgspec.msgpack.encode(doc)
 
 

@@ -50,6 +50,7 @@ def add_encoded(data: bytes, delta: BucketStats) -> bytes:
     if any(not (isinstance(num, list) and len(num) == 2 and isinstance(num[0], bytes)) for num, _, _ in
            feats.values()):
         return BucketStats.from_bytes(data).add(delta).to_bytes()  # an older encoding: the general route
+    stored = rank_from_doc(doc, labelled_in_conf(doc["conf"]))  # read before conf and sums change
     doc["conf"] = (np.asarray(doc["conf"], dtype=np.int64) + delta.conf.ravel()).tolist()
     doc["sums"] = (np.asarray(doc["sums"], dtype=np.float64) + delta.sums.ravel()).tolist()
     doc["hi"], doc["hc"], doc["hp"] = _add_score_bins(doc["hi"], doc["hc"], doc["hp"], delta)
@@ -59,7 +60,7 @@ def add_encoded(data: bytes, delta: BucketStats) -> bytes:
         dnz = np.flatnonzero(delay)
         doc["di"], doc["dc"] = dnz.astype(np.int32).tobytes(), delay[dnz].tobytes()
     add_rest(doc, delta)
-    add_rank(doc, delta)
+    rank_into_doc(doc, rank_sum((stored, delta.rank)))
     return msgspec.msgpack.encode(doc)
 
 
@@ -89,14 +90,6 @@ def add_rest(doc: dict[str, Any], delta: BucketStats) -> None:
         for value, conf in values.items():
             prev = mine.get(value)
             mine[value] = (conf.ravel() + (0 if prev is None else np.asarray(prev, dtype=np.int64))).tolist()
-
-
-def add_rank(doc: dict[str, Any], delta: BucketStats) -> None:
-    """A delta's ranking histogram added into a decoded stored bucket in place (after add_rest; encoded_many does
-    the same chunk-wide). doc["conf"] already holds the sum: the stored bucket held its labelled count minus the
-    delta's."""
-    stored = rank_from_doc(doc, labelled_in_conf(doc["conf"]) - labelled_in_conf(delta.conf))
-    rank_into_doc(doc, rank_sum((stored, delta.rank)))
 
 
 def _add_score_bins(hi: bytes, hc: bytes, hp: bytes, delta: BucketStats) -> tuple[bytes, bytes, bytes]:

@@ -125,7 +125,7 @@ def _encode_added(d: BucketStats, part: tuple[Any, ...]) -> bytes:
     if delay is not None:
         doc["di"], doc["dc"] = delay
     add_rest(doc, d)
-    rank_into_doc(doc, rank)  # encoded.add_rank's sum, made chunk-wide
+    rank_into_doc(doc, rank)  # add_encoded's sum of the ranking histograms, made chunk-wide (after the sums)
     return _encode(doc)
 
 
@@ -149,6 +149,7 @@ def _add_parts(docs: list[dict[str, Any]], deltas: list[BucketStats]) -> list[tu
         return None
     labelled = (np.array(conf, dtype=np.int64)[:, :4].sum(axis=1)
                 - np.array([d.conf for d in deltas]).reshape(n, 6)[:, :4].sum(axis=1)).tolist()
+    # the docs still hold their stored conf and sums here (_encode_added sets the summed ones)
     ranks = ranks_added([stored_rank(doc, lab) for doc, lab in zip(docs, labelled)],
                         [d.rank for d in deltas])
     if ranks is None:

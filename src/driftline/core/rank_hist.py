@@ -20,6 +20,8 @@ Rank = tuple[np.ndarray, np.ndarray]
 """(sorted distinct int32 keys, their non-zero int64 counts)."""
 RANK_ROWS = 2
 """Label rows of a ranking histogram: negatives (0) and positives (1), as stats.NEG and stats.POS."""
+LABELLED_SUMS = 6
+"""The labelled rows (NEG, POS) of a bucket's flat "sums" (3 label states × 3 sums: stats.SUM_*)."""
 RANK_ROW = RANK_ROWS * N_RANK_BINS
 """Keys of one bucket's ranking histogram: a batch numbers its buckets' keys bucket·RANK_ROW + key."""
 
@@ -101,15 +103,19 @@ ranking bins of an hourly bucket hold a handful of predictions), the width read 
 
 def rank_into_doc(doc: dict[str, Any], rank: Rank | None) -> None:
     """Set (or, for an unknown rank, remove) a bucket document's "ri" (int32 keys) and "rc" (counts, as int16,
-    int32 or int64: the narrowest holding every one) arrays."""
+    int32 or int64: the narrowest holding every one) arrays, and "rs": the labelled rows of its "sums" (set
+    first) they were written with. A writer that knows no ranking histograms keeps all three as they were while
+    it moves labels, which changes those sums (every score adds to Σp², Σ−ln p or Σ−ln(1−p)): the two then
+    differ and the ranking histogram reads as unknown (stored_rank), even where its fine-bin totals still agree."""
     if rank is None:
-        doc.pop("ri", None)
-        doc.pop("rc", None)
+        for key in ("ri", "rc", "rs"):
+            doc.pop(key, None)
         return
     counts = rank[1]
     lo, hi = (int(counts.min()), int(counts.max())) if counts.size else (0, 0)
     kind = np.int16 if -2**15 <= lo and hi < 2**15 else np.int32 if -2**31 <= lo and hi < 2**31 else np.int64
     doc["ri"], doc["rc"] = rank[0].astype(np.int32, copy=False).tobytes(), counts.astype(kind).tobytes()
+    doc["rs"] = list(doc["sums"][:LABELLED_SUMS])
 
 
 def labelled_in_conf(conf: Sequence[int] | np.ndarray) -> int:
@@ -119,11 +125,15 @@ def labelled_in_conf(conf: Sequence[int] | np.ndarray) -> int:
 
 def stored_rank(doc: dict[str, Any], labelled_before: int) -> tuple[bytes, np.ndarray] | None:
     """A stored bucket's "ri" bytes (keys unchecked) and its counts as int64: empty for an older bucket without
-    labels; None where rank_from_doc gives None for the form (absent with labels held, wrong types or lengths)."""
+    labels; None where rank_from_doc gives None for the form (absent with labels held, wrong types or lengths)
+    or the labels moved since it was written ("rs" no longer the labelled rows of "sums": rank_into_doc)."""
     ri, rc = doc.get("ri"), doc.get("rc")
     if ri is None and rc is None:
         return (b"", np.zeros(0, dtype=np.int64)) if labelled_before == 0 else None
     if type(ri) is not bytes or type(rc) is not bytes or len(ri) % 4:
+        return None
+    rs, sums = doc.get("rs"), doc.get("sums")
+    if type(rs) is not list or type(sums) is not list or rs != sums[:LABELLED_SUMS]:
         return None
     n = len(ri) // 4
     kind = _WIDTHS.get(len(rc) // n) if n and len(rc) % n == 0 else (np.int64 if not rc else None)

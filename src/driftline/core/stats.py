@@ -336,7 +336,7 @@ def merge(buckets: Iterable[BucketStats]) -> BucketStats:
         ranks.append(rank)
     for name, fhs in parts.items():
         total.features[name] = _merge_features(fhs)
-    total.rank = rank_sum(ranks)  # one sort for the window (pair by pair would re-sort the growing sum)
+    total.rank = rank_sum(ranks)  # one pass for the window (pair by pair would re-sum the growing total)
     return total
 
 

@@ -31,6 +31,7 @@ class _Summable(msgspec.Struct):
     s: dict[str, dict[str, list[int]]] = {}
     ri: Any = None
     rc: Any = None
+    rs: Any = None
 
 
 _decoder = msgspec.msgpack.Decoder(_Summable)
@@ -84,8 +85,7 @@ def sum_encoded(datas: Sequence[bytes]) -> BucketStats:
 def _rank(docs: list[_Summable]) -> Rank | None | bool:
     """rank_sum of the buckets' rank_from_doc, their arrays joined first: None when any is unknown; False when a
     bucket's keys are not strictly increasing or a count is zero (rank_sum keeps a lone such part as it is)."""
-    raw = [stored_rank({"ri": d.ri, "rc": d.rc} if d.ri is not None or d.rc is not None else {},
-                       labelled_in_conf(d.conf)) for d in docs]
+    raw = [stored_rank(_rank_doc(d), labelled_in_conf(d.conf)) for d in docs]
     known = [r for r in raw if r is not None]
     if len(known) < len(raw):
         return None
@@ -107,3 +107,13 @@ def _in_order(idx: np.ndarray, sizes: list[int], size: int) -> bool:
         return False
     flat = idx.astype(np.int64) + np.repeat(np.arange(len(sizes), dtype=np.int64) * size, sizes)
     return bool((np.diff(flat) > 0).all())
+
+
+def _rank_doc(d: _Summable) -> dict[str, Any]:
+    """The keys stored_rank reads, present as they are in the stored document."""
+    doc: dict[str, Any] = {"sums": d.sums}
+    for key in ("ri", "rc", "rs"):
+        value = getattr(d, key)
+        if value is not None:
+            doc[key] = value
+    return doc

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.classification import Metrics, classification
+from ..analysis.ranking import UNRANKED
 from ..config import Config
 from ..core.labels import VARIANT, VERSION, overflow_counter
 from ..core.stats import UNL, BucketStats
@@ -60,7 +61,7 @@ def metrics_document(store: Store, config: Config, q: MetricsQuery) -> dict[str,
         doc["window"].update(start=None, end=None)
         doc["note"] = "no predictions stored yet"
     doc.update(m.to_json())
-    doc["by_variant"] = [{"variant": v, "model_version": mv, **_brief(classification(st))}
+    doc["by_variant"] = [{"variant": v, "model_version": mv, **_brief(classification(st, UNRANKED))}
                          for (v, mv), st in group_stats.items()]
     doc["label_maturity"] = None if empty else maturity_hint(store, config, q.model, window, total.predictions,
                                                              total.predictions - int(total.conf[UNL].sum()),
