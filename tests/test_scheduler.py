@@ -184,6 +184,35 @@ def _window_doc(store: Store, config: Config, at: float, days: int) -> dict[str,
     return metrics_document(store, config, MetricsQuery("fraud", days * DAY, at=at))
 
 
+def test_a_window_cutting_a_compacted_day_says_which_day_it_left_out(tmp_path: Path, capsys) -> None:
+    """A compacted day cannot be split: a window starting (or ending) inside one leaves it out. It did so silently
+    (the tryout: 13,850 labelled predictions, 11 % of the window, with window.start shown as asked); now the JSON
+    names the day in window.cut_days and a note, and the terminal table prints the note."""
+    from driftline.cli import main
+    url = f"sqlite:///{tmp_path / 'cut.db'}"
+    store = Store(url)
+    store.migrate()
+    ingest(store, CONFIG, WEEK_START, 3, per_day=300, partitions=2)
+    compact(store, WEEK_START + 2 * DAY)
+    whole = _window_doc(store, CONFIG, WEEK_START + 2 * DAY, 2)
+    assert whole["window"]["cut_days"] == [] and "note" not in whole
+    mid = metrics_document(store, CONFIG, MetricsQuery("fraud", 1.5 * DAY, at=WEEK_START + 2 * DAY))  # from 12:00
+    assert mid["window"]["cut_days"] == ["2025-11-17T00:00:00Z"]
+    assert "1 compacted day (2025-11-17) left out" in mid["note"]
+    assert mid["counts"]["predictions"] == whole["counts"]["predictions"] - whole_day(store, WEEK_START)
+    ends_inside = metrics_document(store, CONFIG, MetricsQuery("fraud", DAY, at=WEEK_START + 1.5 * DAY))
+    assert ends_inside["window"]["cut_days"] == ["2025-11-17T00:00:00Z", "2025-11-18T00:00:00Z"]
+    store.close()
+    assert main(["--db", url, "metrics", "--window", "36h", "--at", str(WEEK_START + 2 * DAY)]) == 0
+    out = capsys.readouterr().out
+    assert "compacted day" in out and "2025-11-17" in out
+
+
+def whole_day(store: Store, day: float) -> int:
+    """Predictions of one compacted day row set (all versions and variants)."""
+    return sum(r.stats.predictions for r in store.buckets("fraud", day, day + 1, features=False))
+
+
 def test_compaction_merges_old_days_losslessly(tmp_path: Path) -> None:
     """Hourly buckets of two shards older than the cutoff become one shard −1 row per day and (version,
     variant); day-aligned windows give the same numbers; a second run does nothing; a late old write merges."""

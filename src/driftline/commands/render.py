@@ -66,6 +66,8 @@ def metrics_table(doc: dict[str, Any], console: Console) -> None:
                 title=shown(title))
     if doc.get("label_maturity"):
         say(console, shown(doc['label_maturity']['note']), "[yellow]note:[/yellow] ")
+    if doc.get("note"):
+        say(console, shown(doc["note"]), "[yellow]note:[/yellow] ")
     d = doc["label_delay_seconds"]
     cols = [Col("F1"), Col("ROC AUC"), Col("avg precision"), Col("Brier", drop=2), Col("log loss", drop=3),
             Col("ECE (10 bins)", drop=2), Col("delay p50", drop=1), Col("delay p95", drop=1)]

@@ -9,11 +9,12 @@ from ..analysis.classification import Metrics, classification
 from ..analysis.ranking import UNRANKED
 from ..config import Config
 from ..core.labels import VARIANT, VERSION, overflow_counter
+from ..core.events import iso
 from ..core.stats import UNL, BucketStats
 from ..storage.store import Store
 from .maturity import maturity_hint
 from .ranking import window_metrics
-from .windows import Window, default_at, merged, window_ending, window_rows
+from .windows import Window, cut_days, cut_days_note, default_at, merged, window_ending, window_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,11 @@ def metrics_document(store: Store, config: Config, q: MetricsQuery) -> dict[str,
     if empty:
         doc["window"].update(start=None, end=None)
         doc["note"] = "no predictions stored yet"
+    else:
+        cut = cut_days(store, q.model, window)
+        doc["window"]["cut_days"] = [iso(d) for d in cut]
+        if cut:
+            doc["note"] = cut_days_note(cut)
     doc.update(m.to_json())
     doc["by_variant"] = [{"variant": v, "model_version": mv, **_brief(classification(st, UNRANKED))}
                          for (v, mv), st in group_stats.items()]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..durations import format_duration
 from ..core.events import iso
-from ..storage.compaction import COMPACTED_SHARD, DAY_S
+from ..storage.compaction import COMPACTED_SHARD, DAY_S, compacted_days
 from ..storage.store import BucketRow, Store
 from ..core.stats import BucketStats, merge
 from ..core.window_sum import sum_encoded
@@ -56,6 +56,22 @@ def window_rows(store: Store, model: str | None, window: Window, variant: str | 
     reaches past the window's end is left out: it would bring predictions at or after the end."""
     rows = store.buckets(model, window.start, window.end, variant, model_version, features)
     return [r for r in rows if r.shard != COMPACTED_SHARD or r.bucket_start + DAY_S <= window.end]
+
+
+def cut_days(store: Store, model: str | None, window: Window) -> list[int]:
+    """Compacted days the window holds only part of (it starts or ends inside them): window_rows leaves them out,
+    since a day row cannot be split; a window from and to midnight (UTC) holds them whole."""
+    days = compacted_days(store, model, window.start - DAY_S + 1, window.end)
+    return [d for d in days if d < window.start or d + DAY_S > window.end]
+
+
+def cut_days_note(days: list[int]) -> str | None:
+    """What a reader must know when a window cut compacted days: which, and how to count them."""
+    if not days:
+        return None
+    return (f"{len(days)} compacted day{'s' if len(days) > 1 else ''} ({', '.join(iso(d)[:10] for d in days)}) "
+            "left out: hourly buckets past the label horizon are merged into UTC days, and this window holds only "
+            "part of these; a window from and to midnight UTC counts them")
 
 
 def merged(rows: list[BucketRow]) -> BucketStats:

@@ -4,7 +4,8 @@ bucket per (model, model version, variant, UTC day), stored under shard COMPACTE
 Safe because buckets past the label horizon no longer change (their predictions' join state has expired) and
 buckets merge by addition: a window that covers whole days gives exactly the same numbers before and after
 (ISO-week reports, daily trends, 7-day windows ending at midnight). A window starting or ending mid-day over
-compacted history leaves out the day it cuts (readouts.windows.window_rows). Nothing is dropped. The engine never writes shard -1, so a
+compacted history leaves out the day it cuts (readouts.windows.window_rows; `metrics` names it: cut_days). Nothing
+is dropped. The engine never writes shard -1, so a
 late write to an old hourly bucket (a replayed old event) simply lands next to the compacted row and is merged
 by the next run; on PostgreSQL the rows are locked (FOR UPDATE) while merged, as the ingestion path does.
 """
@@ -49,6 +50,16 @@ def compaction_cutoff(store: Store, horizon_s: float, grace_s: float = GRACE_S, 
     if newest is None:
         return None
     return float((int(newest - horizon_s - grace_s) // width) * width)
+
+
+def compacted_days(store: Store, model: str | None, lo: float, hi: float) -> list[int]:
+    """Starts of the compacted day rows (of a model) starting in [lo, hi), each once."""
+    b = t.buckets.c
+    q = select(b.bucket_start).where(and_(b.shard == COMPACTED_SHARD, b.bucket_start >= lo, b.bucket_start < hi))
+    if model is not None:
+        q = q.where(b.model == model)
+    with store.read() as conn:
+        return sorted({int(r[0]) for r in conn.execute(q.distinct())})
 
 
 def _pending_groups(store: Store, cutoff: float, width: int, model: str | None) -> dict[Key, list[Key]]:
