@@ -168,19 +168,30 @@ def ranks_added(stored: Sequence[tuple[bytes, np.ndarray] | None], deltas: Seque
     old = [s if k and s is not None else (b"", np.zeros(0, dtype=np.int64)) for s, k in zip(stored, ok)]
     new = [d if k and d is not None else empty_rank() for d, k in zip(deltas, ok)]
     offsets = np.arange(n, dtype=np.int64) * RANK_ROW
-    old_keys = np.frombuffer(b"".join([s[0] for s in old]), dtype=np.int32)
+    old_keys = np.frombuffer(b"".join([s[0] for s in old]), dtype=np.int32).astype(np.int64)
     new_keys = np.concatenate([d[0] for d in new]).astype(np.int64)
-    if (old_keys.size and (int(old_keys.min()) < 0 or int(old_keys.max()) >= RANK_ROW)) or (
-            new_keys.size and (int(new_keys.min()) < 0 or int(new_keys.max()) >= RANK_ROW)):
-        return None
-    g_old = old_keys + np.repeat(offsets, [len(s[0]) // 4 for s in old])
-    g_new = new_keys + np.repeat(offsets, [len(d[0]) for d in new])
+    old_sizes, new_sizes = [len(s[0]) // 4 for s in old], [len(d[0]) for d in new]
     c_old = np.concatenate([s[1] for s in old])
     c_new = np.concatenate([d[1] for d in new]).astype(np.int64, copy=False)
-    if (np.diff(g_old) <= 0).any() or (np.diff(g_new) <= 0).any() or not c_old.all() or not c_new.all():
+    if not (in_order(old_keys, old_sizes, RANK_ROW) and in_order(new_keys, new_sizes, RANK_ROW)
+            and c_old.all() and c_new.all()):
         return None
+    g_old = old_keys + np.repeat(offsets, old_sizes)
+    g_new = new_keys + np.repeat(offsets, new_sizes)
     keys, sums = _sorted_sum(np.concatenate((g_old, g_new)), np.concatenate((c_old, c_new)))
     owner = keys // RANK_ROW
     local = (keys - owner * RANK_ROW).astype(np.int32)
     ends = np.searchsorted(owner, np.arange(n + 1)).tolist()
     return [(local[lo:hi], sums[lo:hi]) if k else None for k, lo, hi in zip(ok, ends, ends[1:])]
+
+
+def in_order(idx: np.ndarray, sizes: list[int], size: int) -> bool:
+    """Whether the concatenated per-bucket indexes (`sizes` of them each) are in [0, size) and strictly
+    increasing within each bucket, as the writers store them (a repeated one would be added by a sum but
+    assigned by a decode)."""
+    if not idx.size:
+        return True
+    if int(idx.min()) < 0 or int(idx.max()) >= size:
+        return False
+    flat = idx.astype(np.int64) + np.repeat(np.arange(len(sizes), dtype=np.int64) * size, sizes)
+    return bool((np.diff(flat) > 0).all())

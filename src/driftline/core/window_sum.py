@@ -12,7 +12,7 @@ import msgspec
 import numpy as np
 
 from .grids import N_DELAY_BINS, N_SCORE_BINS
-from .rank_hist import RANK_ROW, Rank, labelled_in_conf, stored_rank, summed
+from .rank_hist import RANK_ROW, Rank, in_order, labelled_in_conf, stored_rank, summed
 from .stats import BucketStats, merge
 
 
@@ -38,26 +38,31 @@ _decoder = msgspec.msgpack.Decoder(_Summable)
 _CELLS = 3 * N_SCORE_BINS
 
 
+def _merged(datas: Sequence[bytes]) -> BucketStats:
+    """merge's own route: each bucket decoded, then summed."""
+    return merge(BucketStats.from_bytes(d, features=False) for d in datas)
+
+
 def sum_encoded(datas: Sequence[bytes]) -> BucketStats:
     """The sum of encoded buckets, feature histograms left out; merge's own route for anything the fast one does
     not read as it is written (an older or damaged encoding)."""
     try:
         docs = [_decoder.decode(d) for d in datas]
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return merge(BucketStats.from_bytes(d, features=False) for d in datas)
+        return _merged(datas)
     idx_parts = [np.frombuffer(d.hi, dtype=np.int32) for d in docs]
     if any(len(d.hc) != 2 * len(d.hi) or len(d.hp) != 2 * len(d.hi) or len(d.dc) != 2 * len(d.di) or len(d.conf) != 6
            or len(d.sums) != 9 for d in docs):
-        return merge(BucketStats.from_bytes(d, features=False) for d in datas)
+        return _merged(datas)
     total = BucketStats()
     if not docs:
         return total
     total.conf[:] = np.array([d.conf for d in docs], dtype=np.int64).sum(axis=0).reshape(3, 2)
     idx = np.concatenate(idx_parts).astype(np.int64)
     didx = np.frombuffer(b"".join([d.di for d in docs]), dtype=np.int32)
-    if not (_in_order(idx, [len(p) for p in idx_parts], _CELLS)
-            and _in_order(didx, [len(d.di) // 4 for d in docs], N_DELAY_BINS)):
-        return merge(BucketStats.from_bytes(d, features=False) for d in datas)
+    if not (in_order(idx, [len(p) for p in idx_parts], _CELLS)
+            and in_order(didx, [len(d.di) // 4 for d in docs], N_DELAY_BINS)):
+        return _merged(datas)
     counts = np.frombuffer(b"".join([d.hc for d in docs]), dtype=np.int64)
     # bincount adds each cell's terms in array order, bucket after bucket, from 0.0: merge's order (+= per bucket)
     total.hist[:] = np.rint(np.bincount(idx, weights=counts, minlength=_CELLS)).astype(np.int64).reshape(3, -1)
@@ -77,7 +82,7 @@ def sum_encoded(datas: Sequence[bytes]) -> BucketStats:
                 mine[value] = mine[value] + cell if value in mine else cell
     rank = _rank(docs)
     if rank is False:
-        return merge(BucketStats.from_bytes(d, features=False) for d in datas)
+        return _merged(datas)
     total.rank = rank
     return total
 
@@ -93,20 +98,9 @@ def _rank(docs: list[_Summable]) -> Rank | None | bool:
     if keys.size and (int(keys.min()) < 0 or int(keys.max()) >= RANK_ROW):
         return None  # rank_from_doc gives None for such a bucket
     counts = np.concatenate([r[1] for r in known]) if known else np.zeros(0, dtype=np.int64)
-    if not (_in_order(keys, [len(r[0]) // 4 for r in known], RANK_ROW) and counts.all()):
+    if not (in_order(keys, [len(r[0]) // 4 for r in known], RANK_ROW) and counts.all()):
         return False
     return summed(keys, counts)
-
-
-def _in_order(idx: np.ndarray, sizes: list[int], size: int) -> bool:
-    """Whether each bucket's bin indexes are in range and strictly increasing, as to_bytes writes them (from_bytes
-    assigns them, a sum would add a repeated one)."""
-    if not idx.size:
-        return True
-    if int(idx.min()) < 0 or int(idx.max()) >= size:
-        return False
-    flat = idx.astype(np.int64) + np.repeat(np.arange(len(sizes), dtype=np.int64) * size, sizes)
-    return bool((np.diff(flat) > 0).all())
 
 
 def _rank_doc(d: _Summable) -> dict[str, Any]:
