@@ -15,7 +15,7 @@ from . import __version__
 from .config import ConfigError, load_named
 from .context import Context, resolve_db
 from .gc_tuning import tune_for_batches
-from .storage.store import StoreUnavailable
+from .storage.errors import StoreUnavailable
 from .terminal import LOG_FORMAT, VisibleFormatter, visible
 
 COMMANDS = ("ingest", "query", "simulate", "demo", "alerts", "serve", "ab", "drift_cmds", "report", "kafka_cmds")

@@ -30,7 +30,9 @@ from ..core.events import DEAD_LETTER_REASONS
 from ..core.labels import MODEL, OVERFLOW, VARIANT, VERSION, overflow_counter
 from ..readouts.drift import MultivariateReading, active_reference_seasons, estimated_block, multivariate_reading
 from ..readouts.seasonal import fallback_predictions
-from ..storage.store import BucketRow, Store, StoreUnavailable
+from ..storage.bucket_row import BucketRow
+from ..storage.errors import StoreUnavailable
+from ..storage.store import Store
 from ..triggers import history
 from ..triggers.drift_hook import DriftProvider
 from ..triggers.metrics import canonical

@@ -12,7 +12,7 @@ from kafka import TopicPartition
 from kafka.errors import KafkaError
 
 from ..ingest.pipeline import Pipeline
-from ..storage.store import StalePositions, StoreUnavailable
+from ..storage.errors import StalePositions, StoreUnavailable
 from .dlt import DeadLetterCopies
 from .handoff import Handoff
 from .health import ConsumerStatus

@@ -22,7 +22,7 @@ from sqlalchemy.exc import DataError
 
 from ..ops import OpsMetrics
 from ..ingest.pipeline import Pipeline, RawRecord
-from ..storage.store import StalePositions, StoreUnavailable
+from ..storage.errors import StalePositions, StoreUnavailable
 from .batches import Batch, at_or_after, fill, fresh_records, raw_records
 from .connect import open_consumer, open_dead_letter_sink
 from .decode import speed_up

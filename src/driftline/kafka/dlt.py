@@ -18,7 +18,8 @@ from sqlalchemy import and_, select
 
 from ..core.events import DeadLetter
 from ..storage import schema as t
-from ..storage.store import Store, StoreUnavailable
+from ..storage.errors import StoreUnavailable
+from ..storage.store import Store
 from .signals import KafkaSignals
 
 log = logging.getLogger(__name__)

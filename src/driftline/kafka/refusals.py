@@ -10,7 +10,7 @@ from typing import Any
 from kafka import TopicPartition
 
 from ..ingest.pipeline import Pipeline, RawRecord
-from ..storage.store import StalePositions, StoreUnavailable
+from ..storage.errors import StalePositions, StoreUnavailable
 from .assignment import source_of
 from .batches import Batch, record_key
 from .dlt import DeadLetterCopies

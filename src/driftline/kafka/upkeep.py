@@ -14,7 +14,7 @@ from kafka.errors import KafkaError
 
 from ..ingest.pipeline import Pipeline
 from ..ops import OpsMetrics
-from ..storage.store import StalePositions, StoreUnavailable
+from ..storage.errors import StalePositions, StoreUnavailable
 from .assignment import source_of
 from .dlt import DeadLetterCopies
 from .handoff import Handoff

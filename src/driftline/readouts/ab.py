@@ -49,7 +49,8 @@ from ..core.grids import DELAY_EDGES
 from .maturity import maturity_hint
 from .metrics import resolve_window
 from ..core.stats import NEG, POS, UNL, BucketStats, merge
-from ..storage.store import BucketRow, Store
+from ..storage.bucket_row import BucketRow
+from ..storage.store import Store
 from .windows import Window, merged, window_ending, window_rows
 
 ALPHA = 0.05

@@ -10,7 +10,8 @@ from ..analysis.ranking import Ranking, exact_ranking, histogram_ranking, rankin
 from ..core.stats import NEG, POS, BucketStats
 from ..storage.compaction import COMPACTED_SHARD
 from ..storage.scores import bucket_shards, labelled_scores
-from ..storage.store import BucketRow, Store
+from ..storage.bucket_row import BucketRow
+from ..storage.store import Store
 from .windows import Window
 
 TOLERANCE = 5e-4

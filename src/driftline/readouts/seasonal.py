@@ -18,7 +18,8 @@ from ..analysis.seasons import (
 from ..config import Config, ConfigError
 from ..core.stats import merge
 from ..storage.compaction import COMPACTED_SHARD, DAY_S
-from ..storage.store import BucketRow, Store
+from ..storage.bucket_row import BucketRow
+from ..storage.store import Store
 
 
 def check_bucket(seasonality: str, bucket_s: int, field: str) -> str:

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from ..durations import format_duration
 from ..core.events import iso
 from ..storage.compaction import COMPACTED_SHARD, DAY_S, compacted_days
-from ..storage.store import BucketRow, Store
+from ..storage.bucket_row import BucketRow
+from ..storage.store import Store
 from ..core.stats import BucketStats, merge
 from ..core.window_sum import sum_encoded
 

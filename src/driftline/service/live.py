@@ -20,7 +20,8 @@ from ..config import Config
 from ..ops import OpsMetrics
 from ..ingest.pipeline import Pipeline
 from .process import Service
-from ..storage.store import Store, StoreUnavailable
+from ..storage.errors import StoreUnavailable
+from ..storage.store import Store
 from ..kafka.consumer import LiveConsumer
 from ..kafka.health import Backoff
 from ..kafka.faults import Faults

@@ -25,7 +25,8 @@ from ..exporter.collector import SnapshotCollector
 from ..exporter.http import ExporterServer, Readiness, build_registry
 from ..ops import OpsMetrics
 from ..triggers.notify import Notifier
-from ..storage.store import Store, StoreUnavailable
+from ..storage.errors import StoreUnavailable
+from ..storage.store import Store
 from ..triggers import history, runner
 from ..triggers.drift_hook import DriftProvider, default_provider
 from ..triggers.model import FIRING

@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,65 +17,16 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from . import bulk, labels, locking, revisions, sqlite_binding
 from . import schema as t
+from .bucket_row import BucketRow
+from .errors import StalePositions, StoreUnavailable
 from ..core.engine import EngineResult, JoinView, OutcomeRecord, PredKey, PredRecord
 from ..core.events import DeadLetter
 from ..core.labels import Admitted
 from ..core.limits import MAX_UNDECLARED_NAMES, UNDECLARED_COUNTER
-from ..core.stats import BucketStats
 
 DEFAULT_URL = "sqlite:///driftline.db"
 NEWEST_EVENT = "newest_event_us"
 """Counter row name holding the newest event time per type, in microseconds (kept monotonic)."""
-
-
-class StoreUnavailable(RuntimeError):
-    """The database cannot be reached or written; the caller keeps its batch and retries."""
-
-
-class StalePositions(RuntimeError):
-    """A guarded batch started where the stored position no longer is: another consumer moved it (the batch is
-    rolled back; the caller drops it and re-reads the stored positions)."""
-
-    def __init__(self, stale: dict[tuple[str, int], tuple[int, int | None]]) -> None:
-        self.stale = stale
-        """(source, partition) → (expected start offset, stored next offset or None when no row)."""
-        parts = ", ".join(f"{s}[{p}] expected {e}, stored {a}" for (s, p), (e, a) in sorted(stale.items()))
-        super().__init__(f"stale batch rejected: {parts}")
-
-
-@dataclass(frozen=True, slots=True)
-class BucketRow:
-    """One stored bucket: its key and its statistics, decoded from the stored bytes on first use (a window's sum
-    without features reads the bytes instead: readouts.windows.merged); the bytes are dropped once decoded."""
-
-    model: str
-    model_version: str
-    variant: str
-    bucket_start: int
-    shard: int
-    _held: list[bytes | BucketStats] = field(compare=False, repr=False)
-    """[the encoded bucket] until `stats` is first read, then [its BucketStats]."""
-    features: bool | str = True
-    """What `stats` decodes of the feature histograms (BucketStats.from_bytes)."""
-
-    @classmethod
-    def encoded(cls, model: str, model_version: str, variant: str, bucket_start: int, shard: int, data: bytes,
-                features: bool | str = True) -> BucketRow:
-        return cls(model, model_version, variant, bucket_start, shard, [data], features)
-
-    @property
-    def stats(self) -> BucketStats:
-        held = self._held[0]
-        if isinstance(held, BucketStats):
-            return held
-        stats = self._held[0] = BucketStats.from_bytes(held, self.features)
-        return stats
-
-    @property
-    def data(self) -> bytes | None:
-        """The encoded bucket while `stats` was not read (a caller may have changed the decoded one since)."""
-        held = self._held[0]
-        return None if isinstance(held, BucketStats) else held
 
 
 def normalise_url(url: str) -> str:

@@ -13,7 +13,8 @@ from typing import Any
 from ..analysis.classification import Metrics
 from ..config import Config, ConfigError, Trigger
 from ..core.stats import BucketStats
-from ..storage.store import BucketRow, Store
+from ..storage.bucket_row import BucketRow
+from ..storage.store import Store
 from ..readouts.drift import multivariate_reading
 from ..readouts.ranking import window_metrics
 from ..readouts.windows import Window, iso, merged, window_ending, window_rows

@@ -1,0 +1,42 @@
+"""One stored bucket as the analysis queries read it: its key and its statistics, decoded lazily."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..core.stats import BucketStats
+
+
+@dataclass(frozen=True, slots=True)
+class BucketRow:
+    """One stored bucket: its key and its statistics, decoded from the stored bytes on first use (a window's sum
+    without features reads the bytes instead: readouts.windows.merged); the bytes are dropped once decoded."""
+
+    model: str
+    model_version: str
+    variant: str
+    bucket_start: int
+    shard: int
+    _held: list[bytes | BucketStats] = field(compare=False, repr=False)
+    """[the encoded bucket] until `stats` is first read, then [its BucketStats]."""
+    features: bool | str = True
+    """What `stats` decodes of the feature histograms (BucketStats.from_bytes)."""
+
+    @classmethod
+    def encoded(cls, model: str, model_version: str, variant: str, bucket_start: int, shard: int, data: bytes,
+                features: bool | str = True) -> BucketRow:
+        return cls(model, model_version, variant, bucket_start, shard, [data], features)
+
+    @property
+    def stats(self) -> BucketStats:
+        held = self._held[0]
+        if isinstance(held, BucketStats):
+            return held
+        stats = self._held[0] = BucketStats.from_bytes(held, self.features)
+        return stats
+
+    @property
+    def data(self) -> bytes | None:
+        """The encoded bucket while `stats` was not read (a caller may have changed the decoded one since)."""
+        held = self._held[0]
+        return None if isinstance(held, BucketStats) else held

@@ -1,0 +1,19 @@
+"""What the store raises to its callers: the database is away, or a batch's positions were moved by another
+consumer (both are handled by the ingestion loops: hold and retry, or re-read the positions)."""
+
+from __future__ import annotations
+
+
+class StoreUnavailable(RuntimeError):
+    """The database cannot be reached or written; the caller keeps its batch and retries."""
+
+
+class StalePositions(RuntimeError):
+    """A guarded batch started where the stored position no longer is: another consumer moved it (the batch is
+    rolled back; the caller drops it and re-reads the stored positions)."""
+
+    def __init__(self, stale: dict[tuple[str, int], tuple[int, int | None]]) -> None:
+        self.stale = stale
+        """(source, partition) → (expected start offset, stored next offset or None when no row)."""
+        parts = ", ".join(f"{s}[{p}] expected {e}, stored {a}" for (s, p), (e, a) in sorted(stale.items()))
+        super().__init__(f"stale batch rejected: {parts}")
