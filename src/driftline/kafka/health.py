@@ -43,9 +43,14 @@ class ConsumerStatus:
     error: str = ""
 
 
+def member_state(consumer: Any) -> Any:
+    """kafka-python's group membership state of this member (None when the client has no coordinator)."""
+    return getattr(getattr(consumer, "_coordinator", None), "state", None)  # noqa: SLF001 - no public accessor
+
+
 def rebalancing(consumer: Any) -> bool:
     """Whether kafka-python reports this member in a rebalance (joined or joining, not yet synced)."""
-    return str(getattr(getattr(consumer, "_coordinator", None), "state", None)) == "<rebalancing>"  # noqa: SLF001
+    return str(member_state(consumer)) == "<rebalancing>"
 
 
 def broker_connected(consumer: Any, rebalanced_s_ago: float = math.inf) -> bool:
@@ -74,7 +79,7 @@ def membership_problem(consumer: Any, rebalanced_s_ago: float = math.inf) -> str
     <rebalancing>"), None when it is: kafka-python's own state (a stable member owning nothing is fine)."""
     if not broker_connected(consumer, rebalanced_s_ago):
         return "group coordinator unknown"
-    state = getattr(getattr(consumer, "_coordinator", None), "state", None)  # noqa: SLF001 - no public accessor
+    state = member_state(consumer)
     if state is not None and str(state) != "<stable>":
         return f"group membership {state}"
     return None
