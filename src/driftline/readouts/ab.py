@@ -30,9 +30,6 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
-from sqlalchemy import and_, func, select
-
-from ..storage import schema
 from .ab_verdict import verdict
 from ..analysis.abstats import (HEADLINE_METRICS, ArmCounts, arm_metrics, compare_arms, compare_proportions,
                                holm, srm_check, z_for)
@@ -127,23 +124,12 @@ class ShadowPairs:
 def shadow_pairs(store: Store, model: str | None, window: Window, control: str, treatment: str) -> ShadowPairs:
     """Join control and treatment predictions by (prediction_id, model) in the join table and count
     cells [label state, flagged by control, flagged by treatment] in the database (GROUP BY)."""
-    p = schema.predictions
-    c, t = p.alias("c"), p.alias("t")
-    cond = [c.c.variant == control, t.c.variant == treatment, c.c.ts >= window.start, c.c.ts < window.end]
-    if model is not None:
-        cond.append(c.c.model == model)
-    q = (select(c.c.label, c.c.flagged, t.c.flagged.label("t_flagged"), func.count().label("n"))
-         .select_from(c.join(t, and_(c.c.prediction_id == t.c.prediction_id, c.c.model == t.c.model)))
-         .where(and_(*cond)).group_by(c.c.label, c.c.flagged, t.c.flagged))
-    rows_q = select(p.c.variant, func.count()).where(
-        and_(p.c.variant.in_([control, treatment]), p.c.ts >= window.start, p.c.ts < window.end,
-             *([p.c.model == model] if model is not None else []))).group_by(p.c.variant)
-    counts = np.zeros((3, 2, 2), dtype=np.int64)
     with store.read() as conn:
-        for label, fc, ft, n in conn.execute(q):
-            state = POS if label == 1 else NEG if label == 0 else UNL
-            counts[state, int(bool(fc)), int(bool(ft))] += int(n)
-        per_variant = {v: int(n) for v, n in conn.execute(rows_q)}
+        cells, per_variant = store.join.shadow_cells(conn, model, window.start, window.end, control, treatment)
+    counts = np.zeros((3, 2, 2), dtype=np.int64)
+    for label, fc, ft, n in cells:
+        state = POS if label == 1 else NEG if label == 0 else UNL
+        counts[state, int(fc), int(ft)] += n
     return ShadowPairs(PairedTable(counts), per_variant.get(control, 0), per_variant.get(treatment, 0))
 
 

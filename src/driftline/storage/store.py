@@ -12,13 +12,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, case, create_engine, delete, func, select, tuple_
+from sqlalchemy import Connection, Engine, and_, case, create_engine, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from . import bulk, labels, locking, revisions, sqlite_binding
 from . import schema as t
 from .bucket_row import BucketRow
 from .errors import StalePositions, StoreUnavailable
+from .join_rows import JoinRows
 from ..core.engine import EngineResult, JoinView, OutcomeRecord, PredKey, PredRecord
 from ..core.events import DeadLetter
 from ..core.labels import Admitted
@@ -49,6 +50,8 @@ class Store:
         connect_args = {"prepare_threshold": None} if self.url.startswith("postgresql+psycopg") else {}
         self.engine: Engine = create_engine(self.url, pool_pre_ping=True, connect_args=connect_args)
         self.dialect = self.engine.dialect.name
+        self.join = JoinRows(self.dialect)
+        """The join state (all its SQL is in join_rows)."""
         if self.dialect == "sqlite":
             locking.install_sqlite(self.engine, lock_timeout_s)
             sqlite_binding.register_adapters()
@@ -121,7 +124,7 @@ class Store:
     # --- join state ---------------------------------------------------------------------------
     def load_join(self, conn: Connection, ids: Iterable[str]) -> JoinView:
         """Predictions and outcomes stored for these prediction ids."""
-        return bulk.load_join(conn, self.dialect, list(ids))
+        return self.join.load(conn, ids)
 
     def _upsert(self, conn: Connection, table: Any, rows: list[dict[str, Any]], keys: list[str],
                 update: list[str]) -> None:
@@ -193,13 +196,7 @@ class Store:
             self._guard_positions(conn, positions, expected_positions)
             positions = {k: v for k, v in positions.items() if k not in expected_positions}
         bulk.merge_buckets(conn, self.dialect, result.deltas)
-        bulk.write_predictions(conn, self.dialect, list(result.upserts.values()))
-        for chunk in bulk.chunks(sorted(result.deletes)):
-            p = t.predictions.c
-            conn.execute(delete(t.predictions).where(tuple_(p.prediction_id, p.model, p.variant).in_(list(chunk))))
-        bulk.write_outcomes(conn, self.dialect, list(result.outcomes.values()))
-        for chunk in bulk.chunks(sorted(result.outcome_deletes)):
-            conn.execute(delete(t.outcomes).where(t.outcomes.c.prediction_id.in_(list(chunk))))
+        self.join.write(conn, result)
         if dead:
             now = float(self.clock())
             conn.execute(t.dead_letters.insert(), [
@@ -308,7 +305,7 @@ class Store:
     def join_size(self) -> int:
         """Predictions held in the join state (waiting for, or keeping, their label until the horizon)."""
         with self.read() as conn:
-            return int(conn.execute(select(func.count()).select_from(t.predictions)).scalar_one())
+            return self.join.size(conn)
 
     def dead_letters(self, limit: int = 100, reason: str | None = None) -> list[dict[str, Any]]:
         """Newest dead letters first."""
@@ -321,36 +318,18 @@ class Store:
     def pending_outcomes(self) -> int:
         """Outcomes still waiting for their prediction."""
         with self.read() as conn:
-            q = select(func.count()).select_from(t.outcomes).where(t.outcomes.c.matched.is_(False))
-            return int(conn.execute(q).scalar_one())
+            return self.join.pending_outcomes(conn)
 
-    # --- maintenance queries ------------------------------------------------------------------
-    def _claim(self, q: Any) -> Any:
-        """On PostgreSQL, lock the selected join rows and skip rows another transaction holds, so concurrent
-        maintenance passes and consumers never move the same prediction's counts twice."""
-        return q.with_for_update(skip_locked=True) if self.dialect == "postgresql" else q
-
+    # --- maintenance queries (join_rows.JoinRows) --------------------------------------------------
     def unlabelled_before(self, conn: Connection, cutoff: float, shards: Sequence[int] | None,
                           limit: int = 50_000) -> list[PredRecord]:
         """Unlabelled predictions made before cutoff (for the implicit-negative policy)."""
-        p = t.predictions.c
-        q = select(t.predictions).where(and_(p.label.is_(None), p.ts < cutoff)).limit(limit)
-        if shards is not None:
-            q = q.where(p.shard.in_(list(shards)))
-        return [bulk.pred_record(r) for r in conn.execute(self._claim(q))]
+        return self.join.unlabelled_before(conn, cutoff, shards, limit)
 
     def joins_before(self, conn: Connection, cutoff: float, shards: Sequence[int] | None,
                      limit: int = 50_000) -> tuple[list[PredRecord], list[OutcomeRecord]]:
         """Join state older than cutoff (past the label horizon)."""
-        p, o = t.predictions.c, t.outcomes.c
-        qp = select(t.predictions).where(p.ts < cutoff).limit(limit)
-        qo = select(t.outcomes).where(o.ts < cutoff).limit(limit)
-        if shards is not None:
-            qp, qo = qp.where(p.shard.in_(list(shards))), qo.where(o.shard.in_(list(shards)))
-        preds = [bulk.pred_record(r) for r in conn.execute(self._claim(qp))]
-        outs = [OutcomeRecord(r.prediction_id, r.label, r.ts, r.shard, bool(r.matched))
-                for r in conn.execute(self._claim(qo))]
-        return preds, outs
+        return self.join.before(conn, cutoff, shards, limit)
 
     # --- analysis queries ---------------------------------------------------------------------
     def buckets(self, model: str | None, start: float, end: float, variant: str | None = None,

@@ -1,0 +1,125 @@
+"""The join state as rows: a `predictions` row per held prediction and an `outcomes` row per held outcome, kept
+until the label horizon. Every read and write of the join state goes through here (the batch's lookups and
+writes, maintenance, the exact ranking read, shadow pairs), so its layout can change in this one module.
+
+Statements run in the caller's connection and transaction; the SQL of the hot path is in bulk.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, and_, delete, func, select, tuple_
+
+from . import bulk
+from . import schema as t
+from ..core.engine import EngineResult, JoinView, OutcomeRecord, PredRecord
+
+ShadowCells = tuple[list[tuple[int | None, bool, bool, int]], dict[str, int]]
+"""([(label, flagged by control, flagged by treatment, predictions)], predictions per variant) of a shadow pair."""
+
+
+class JoinRows:
+    """The join state of one database (its SQL dialect decides the statements)."""
+
+    def __init__(self, dialect: str) -> None:
+        self.dialect = dialect
+
+    # --- the ingestion batch ----------------------------------------------------------------------
+    def load(self, conn: Connection, ids: Iterable[str]) -> JoinView:
+        """Predictions and outcomes held for these prediction ids (locked on PostgreSQL)."""
+        return bulk.load_join(conn, self.dialect, list(ids))
+
+    def write(self, conn: Connection, result: EngineResult) -> None:
+        """A batch's join-state changes: new and relabelled predictions, outcomes, and the rows it dropped."""
+        bulk.write_predictions(conn, self.dialect, list(result.upserts.values()))
+        p = t.predictions.c
+        for chunk in bulk.chunks(sorted(result.deletes)):
+            conn.execute(delete(t.predictions).where(tuple_(p.prediction_id, p.model, p.variant).in_(list(chunk))))
+        bulk.write_outcomes(conn, self.dialect, list(result.outcomes.values()))
+        for chunk in bulk.chunks(sorted(result.outcome_deletes)):
+            conn.execute(delete(t.outcomes).where(t.outcomes.c.prediction_id.in_(list(chunk))))
+
+    # --- maintenance ------------------------------------------------------------------------------
+    def _claim(self, q: Any) -> Any:
+        """On PostgreSQL, lock the selected join rows and skip rows another transaction holds, so concurrent
+        maintenance passes and consumers never move the same prediction's counts twice."""
+        return q.with_for_update(skip_locked=True) if self.dialect == "postgresql" else q
+
+    def unlabelled_before(self, conn: Connection, cutoff: float, shards: Sequence[int] | None,
+                          limit: int = 50_000) -> list[PredRecord]:
+        """Unlabelled predictions made before cutoff (for the implicit-negative policy)."""
+        p = t.predictions.c
+        q = select(t.predictions).where(and_(p.label.is_(None), p.ts < cutoff)).limit(limit)
+        if shards is not None:
+            q = q.where(p.shard.in_(list(shards)))
+        return [bulk.pred_record(r) for r in conn.execute(self._claim(q))]
+
+    def before(self, conn: Connection, cutoff: float, shards: Sequence[int] | None,
+               limit: int = 50_000) -> tuple[list[PredRecord], list[OutcomeRecord]]:
+        """Join state older than cutoff (past the label horizon)."""
+        p, o = t.predictions.c, t.outcomes.c
+        qp = select(t.predictions).where(p.ts < cutoff).limit(limit)
+        qo = select(t.outcomes).where(o.ts < cutoff).limit(limit)
+        if shards is not None:
+            qp, qo = qp.where(p.shard.in_(list(shards))), qo.where(o.shard.in_(list(shards)))
+        preds = [bulk.pred_record(r) for r in conn.execute(self._claim(qp))]
+        outs = [OutcomeRecord(r.prediction_id, r.label, r.ts, r.shard, bool(r.matched))
+                for r in conn.execute(self._claim(qo))]
+        return preds, outs
+
+    # --- sizes and analysis reads -----------------------------------------------------------------
+    @staticmethod
+    def size(conn: Connection) -> int:
+        """Predictions held (waiting for, or keeping, their label until the horizon)."""
+        return int(conn.execute(select(func.count()).select_from(t.predictions)).scalar_one())
+
+    @staticmethod
+    def pending_outcomes(conn: Connection) -> int:
+        """Outcomes still waiting for their prediction."""
+        q = select(func.count()).select_from(t.outcomes).where(t.outcomes.c.matched.is_(False))
+        return int(conn.execute(q).scalar_one())
+
+    @staticmethod
+    def labelled_scores(conn: Connection, model: str | None, start: float, end: float, shards: Sequence[int],
+                        variant: str | None, model_version: str | None, limit: int
+                        ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Scores and labels (label in force) of the held labelled predictions made in [start, end) on `shards`
+        (the index is by shard and time); None when there are more than `limit` of them."""
+        p = t.predictions.c
+        q = select(p.score, p.label).where(and_(p.shard.in_(list(shards)), p.ts >= start, p.ts < end,
+                                                p.label.is_not(None)))
+        if model is not None:
+            q = q.where(p.model == model)
+        if variant is not None:
+            q = q.where(p.variant == variant)
+        if model_version is not None:
+            q = q.where(p.model_version == model_version)
+        # the driver's own tuples: SQLAlchemy's Row objects cost ~0.6 µs a row here (a 7-day window holds 10^5)
+        rows = conn.execute(q.limit(limit + 1)).cursor.fetchall()
+        if len(rows) > limit:
+            return None
+        pairs = np.array(rows, dtype=np.float64).reshape(-1, 2)
+        return pairs[:, 0].copy(), pairs[:, 1].astype(np.int64)
+
+    @staticmethod
+    def shadow_cells(conn: Connection, model: str | None, start: float, end: float, control: str,
+                     treatment: str) -> ShadowCells:
+        """Control and treatment predictions made in [start, end) joined by (prediction_id, model) and counted by
+        (control's label, flagged by control, flagged by treatment) in the database (GROUP BY), and the
+        predictions of each variant in the window."""
+        p = t.predictions
+        c, tr = p.alias("c"), p.alias("t")
+        cond = [c.c.variant == control, tr.c.variant == treatment, c.c.ts >= start, c.c.ts < end]
+        if model is not None:
+            cond.append(c.c.model == model)
+        q = (select(c.c.label, c.c.flagged, tr.c.flagged.label("t_flagged"), func.count().label("n"))
+             .select_from(c.join(tr, and_(c.c.prediction_id == tr.c.prediction_id, c.c.model == tr.c.model)))
+             .where(and_(*cond)).group_by(c.c.label, c.c.flagged, tr.c.flagged))
+        rows_q = select(p.c.variant, func.count()).where(
+            and_(p.c.variant.in_([control, treatment]), p.c.ts >= start, p.c.ts < end,
+                 *([p.c.model == model] if model is not None else []))).group_by(p.c.variant)
+        cells = [(label, bool(fc), bool(ft), int(n)) for label, fc, ft, n in conn.execute(q)]
+        return cells, {v: int(n) for v, n in conn.execute(rows_q)}
