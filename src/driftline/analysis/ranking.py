@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 from scipy.special import digamma
 
+from .auc_interval import auc_interval, delong_variance, delong_variance_hist
+from .ranks import average_ranks
 from ..core.grids import N_SCORE_BINS, RANK_SUB
 from ..core.rank_hist import rank_rows
 from ..core.stats import NEG, POS, BucketStats
@@ -34,9 +36,13 @@ class Ranking:
     average_precision_bound: float | None
     method: str
     """"exact" (from the held (score, label) pairs: bound 0) or "histogram" (bounded, see the module doc)."""
+    roc_auc_interval: tuple[float, float] | None = None
+    """95 % interval of ROC AUC (auc_interval: DeLong's, widened by the bound); None with < 2 of either class."""
 
     def auc_json(self) -> dict[str, Any]:
-        return {"value": self.roc_auc, "bound": self.roc_auc_bound, "method": self.method}
+        ci = self.roc_auc_interval
+        return {"value": self.roc_auc, "low": None if ci is None else ci[0], "high": None if ci is None else ci[1],
+                "interval": "delong", "bound": self.roc_auc_bound, "method": self.method}
 
     def ap_json(self) -> dict[str, Any]:
         return {"value": self.average_precision, "bound": self.average_precision_bound, "method": self.method}
@@ -52,19 +58,6 @@ UNRANKED = Ranking(None, None, None, None, "not computed")
 
 
 # --- exact -------------------------------------------------------------------------------------------
-def average_ranks(x: np.ndarray) -> np.ndarray:
-    """1-based ranks with ties given their average rank: scipy.stats.rankdata(x) (its algorithm, same floats),
-    here because importing scipy.stats would cost `driftline metrics` most of a second (issue 17)."""
-    order = np.argsort(x, kind="mergesort")
-    inverse = np.empty(len(x), dtype=np.intp)
-    inverse[order] = np.arange(len(x), dtype=np.intp)
-    xs = x[order]
-    starts = np.r_[True, xs[1:] != xs[:-1]]
-    dense = starts.cumsum()[inverse]
-    count = np.r_[np.nonzero(starts)[0], len(starts)]
-    return 0.5 * (count[dense] + count[dense - 1] + 1)
-
-
 def exact_roc_auc(scores: np.ndarray, labels: np.ndarray) -> float | None:
     """ROC AUC as `sklearn.metrics.roc_auc_score` (Mann–Whitney with ties ½); None without both classes."""
     y = np.asarray(labels) == 1
@@ -97,7 +90,8 @@ def exact_ranking(scores: np.ndarray, labels: np.ndarray) -> Ranking:
     """Both metrics from the window's labelled (score, label) pairs."""
     auc = exact_roc_auc(scores, labels)
     ap = exact_average_precision(scores, labels)
-    return Ranking(auc, None if auc is None else 0.0, ap, None if ap is None else 0.0, EXACT)
+    return Ranking(auc, None if auc is None else 0.0, ap, None if ap is None else 0.0, EXACT,
+                   auc_interval(auc, delong_variance(scores, labels), 0.0))
 
 
 # --- bounded from histograms -------------------------------------------------------------------------
@@ -156,7 +150,8 @@ def histogram_ranking(pos_hist: np.ndarray, neg_hist: np.ndarray) -> Ranking:
     auc = roc_auc_bounds(pos_hist, neg_hist)
     ap = average_precision_bounds(pos_hist, neg_hist)
     # a range of width 0 can come out a rounding error below it (−2.8e-16): a bound is never negative
-    return Ranking(None if auc is None else (auc[0] + auc[1]) / 2,
-                   None if auc is None else max(0.0, (auc[1] - auc[0]) / 2),
+    value = None if auc is None else (auc[0] + auc[1]) / 2
+    bound = None if auc is None else max(0.0, (auc[1] - auc[0]) / 2)
+    return Ranking(value, bound,
                    None if ap is None else (ap[0] + ap[1]) / 2, None if ap is None else max(0.0, (ap[1] - ap[0]) / 2),
-                   HISTOGRAM)
+                   HISTOGRAM, auc_interval(value, delong_variance_hist(pos_hist, neg_hist), bound))

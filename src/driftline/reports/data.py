@@ -118,9 +118,10 @@ def headline(metrics: dict[str, Any], config: Config, triggers: list[dict[str, A
                      "triggers": [t["name"] for t in triggers if t["metric"] == name]})
     for name in ("roc_auc", "average_precision", "brier", "ece"):
         v = m[name]["value"]
-        point = {"value": v, "low": v, "high": v}
-        rows.append({"metric": name, "value": v, "low": None, "high": None, "n": metrics["counts"]["labelled"],
-                     "indicative": False, "target": headline_target(name, point, config),
+        lo, hi = m[name].get("low"), m[name].get("high")  # ROC AUC's DeLong interval; the others have none
+        judged = {"value": v, "low": v if lo is None else lo, "high": v if hi is None else hi}
+        rows.append({"metric": name, "value": v, "low": lo, "high": hi, "n": metrics["counts"]["labelled"],
+                     "indicative": False, "target": headline_target(name, judged, config),
                      "triggers": [t["name"] for t in triggers if t["metric"] == name]})
     return rows
 

@@ -32,7 +32,9 @@ def info(metric: str) -> MetricInfo:
     m = canonical(metric)
     if m in RATES or m == "label_coverage":
         return MetricInfo(m, "ratio", True, True)
-    if m in ("roc_auc", "average_precision", "ece", "f1"):
+    if m == "roc_auc":
+        return MetricInfo(m, "ratio", True, True)
+    if m in ("average_precision", "ece", "f1"):
         return MetricInfo(m, "ratio", True, False)
     if m in ("brier", "log_loss"):
         return MetricInfo(m, "", True, False)
@@ -55,7 +57,9 @@ def from_metrics(metric: str, m: Metrics) -> Observation:
         r = m.label_coverage if name == "label_coverage" else m.rates[name]
         return Observation(r.value, r.low, r.high, r.n)
     if name == "roc_auc":
-        return Observation(m.roc_auc, n=min(c.positives, c.negatives))
+        ci = m.ranking.roc_auc_interval
+        lo, hi = ci if ci is not None else (None, None)
+        return Observation(m.roc_auc, lo, hi, min(c.positives, c.negatives))
     if name == "average_precision":
         return Observation(m.average_precision, n=c.positives)
     if name == "f1":

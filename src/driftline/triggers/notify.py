@@ -66,8 +66,8 @@ def fmt_value(rule: Rule, value: float | None) -> str:
 def summary(rule: Rule, model: str, state: TriggerState, kind: str) -> str:
     """One-line summary: what is past which line, or that it resolved."""
     metric = canonical(rule.metric) + (f"[{rule.feature}]" if rule.feature else "")
-    judged = "upper 95% bound of " if rule.mode == "confident" and rule.below else (
-        "lower 95% bound of " if rule.mode == "confident" else "")
+    bounded = rule.mode == "confident" and info(rule.metric).has_interval  # else the estimate was judged
+    judged = ("upper 95% bound of " if rule.below else "lower 95% bound of ") if bounded else ""
     where = f"{model}" + (f" variant {rule.variant}" if rule.variant else "")
     head = "Resolved: " if kind == NOTICE_RESOLVED else ""
     return (f"{head}{judged}{metric} of {where} is {fmt_value(rule, state.judged)} over {state.window} "

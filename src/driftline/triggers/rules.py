@@ -29,6 +29,9 @@ from .runner import compile_rules
 
 EXPORTED_RATES = ("recall", "fpr", "precision", "alert_rate", "label_coverage", "prevalence", "specificity",
                   "accuracy")
+_INTERVAL_SCORES = ("roc_auc",)
+"""Score series exported with a 95 % interval (`<series>_lower`, `<series>_upper`): judged on its bound in
+confident mode."""
 _SCORE_SERIES = {"roc_auc": "driftline_roc_auc", "average_precision": "driftline_average_precision",
                  "brier": "driftline_brier_score", "log_loss": "driftline_log_loss", "ece": "driftline_ece"}
 _TITLES = {"recall": ("Recall", "Recall"), "fpr": ("FPR", "False positive rate"),
@@ -106,7 +109,9 @@ def _series(rule: Rule, model: str) -> tuple[str, str, tuple[str, ...]] | None:
     if m in _SCORE_SERIES:
         guard = {"roc_auc": f"{pos} >= {n_min}\nand\n{neg} >= {n_min}", "average_precision": f"{pos} >= {n_min}"
                  }.get(m, f"{lab} >= {n_min}")
-        return f"{_SCORE_SERIES[m]}{s}", guard, _WINDOWED_ON
+        bound = "_upper" if rule.below else "_lower"
+        return f"{_SCORE_SERIES[m]}{bound if m in _INTERVAL_SCORES and rule.mode == 'confident' else ''}{s}", guard, \
+            _WINDOWED_ON
     if m in ("label_delay_p50", "label_delay_p95"):
         q = "0.5" if m == "label_delay_p50" else "0.95"
         return (f"driftline_label_delay_seconds{_sel({**win, 'quantile': q})}",
@@ -190,7 +195,7 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
     direction = "under" if rule.below else "over"
     value = _value_tpl(unit)
     line = _fmt_line(rule, unit)
-    confident = rule.mode == "confident" and m in EXPORTED_RATES
+    confident = rule.mode == "confident" and (m in EXPORTED_RATES or m in _INTERVAL_SCORES)
     what_short = (f"{'Upper' if rule.below else 'Lower'} 95% bound of {short} of {{{{ $labels.model }}}}"
                   if confident else f"{short} of {{{{ $labels.model }}}}")
     runbook = runbook_url(rule, base)
@@ -229,6 +234,13 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
             n_txt = (f', n = {{{{ with printf "{n_series[0]}{{{sel}}}" {args} | query }}}}'
                      f"{{{{ . | first | value }}}}{{{{ else }}}}n/a{{{{ end }}}} {n_series[1]}")
         desc += f" (95% interval {lo} to {hi}{n_txt})."
+    elif m in _INTERVAL_SCORES:
+        args = "$labels.model $labels.model_version $labels.variant $labels.window"
+        sel = "model=%q,model_version=%q,variant=%q,window=%q"
+        lo, hi = (f'{{{{ with printf "{_SCORE_SERIES[m]}_{end}{{{sel}}}" {args} | query }}}}'
+                  f"{{{{ . | first | value | humanizePercentage }}}}{{{{ else }}}}n/a{{{{ end }}}}"
+                  for end in ("lower", "upper"))
+        desc += f" (95% DeLong interval {lo} to {hi})."
     else:
         desc += "."
     if rule.hysteresis > 0:

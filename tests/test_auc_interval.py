@@ -1,0 +1,201 @@
+"""The 95 % interval of ROC AUC: DeLong's variance against its definition (the O(m·n) placement matrix) on random
+data with ties, the histogram form against the pairs form, coverage by simulation on a binormal model whose true
+AUC is known, the computation bound added; then where users meet it: `metrics --json`, a confident trigger (it
+judged the estimate before), the exporter, and the rendered Prometheus rule run by the real promtool."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+from sklearn.metrics import roc_auc_score
+
+from driftline.analysis.auc_interval import auc_interval, delong_variance, delong_variance_hist
+from driftline.analysis.rates import Z95
+from driftline.analysis.ranking import exact_ranking, histogram_ranking
+from driftline.config import from_dict
+from driftline.triggers.metrics import from_metrics, info
+from driftline.triggers.model import Rule, judged_value
+from driftline.triggers.notify import summary
+from driftline.triggers.model import TriggerState
+from driftline.triggers.rules import render_rules, to_yaml
+
+from test_triggers import _promtool_test
+
+
+def definitional_variance(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """(DeLong variance, AUC) straight from the definition: ψ(x, y) = 1 if x > y, ½ if equal, for every pair."""
+    x, y = scores[labels == 1], scores[labels == 0]
+    psi = (x[:, None] > y[None, :]) + 0.5 * (x[:, None] == y[None, :])
+    v10, v01 = psi.mean(axis=1), psi.mean(axis=0)
+    return v10.var(ddof=1) / len(x) + v01.var(ddof=1) / len(y), float(psi.mean())
+
+
+def test_delong_variance_equals_its_definition_on_random_data_with_ties():
+    rng = np.random.default_rng(20261204)
+    checked = 0
+    for trial in range(60):
+        n = int(rng.integers(4, 400))
+        places = int(rng.integers(1, 4))  # 1 place: heavy ties; 3: few
+        scores = np.round(rng.beta(2, 5, n) + 0.2 * rng.random(n), places)
+        labels = (rng.random(n) < rng.uniform(0.05, 0.6)).astype(np.int64)
+        if min(labels.sum(), n - labels.sum()) < 2:
+            assert delong_variance(scores, labels) is None
+            continue
+        want, auc = definitional_variance(scores, labels)
+        assert auc == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
+        assert delong_variance(scores, labels) == pytest.approx(want, rel=1e-9, abs=1e-15)
+        values = np.unique(scores)  # one bin per distinct score: the histogram form sees the same ties
+        at = np.searchsorted(values, scores)
+        pos = np.bincount(at[labels == 1], minlength=len(values))
+        neg = np.bincount(at[labels == 0], minlength=len(values))
+        assert delong_variance_hist(pos, neg) == pytest.approx(want, rel=1e-9, abs=1e-15)
+        checked += 1
+    assert checked > 40
+
+
+def test_too_few_of_a_class_has_no_interval_and_separated_classes_a_point():
+    assert delong_variance(np.array([0.1, 0.9, 0.8]), np.array([0, 1, 1])) is None
+    assert delong_variance_hist(np.array([0, 3]), np.array([1, 0])) is None
+    assert auc_interval(None, 0.01, 0.0) is None and auc_interval(0.7, None, 0.0) is None
+    var = delong_variance(np.array([0.1, 0.2, 0.8, 0.9]), np.array([0, 0, 1, 1]))
+    assert var == 0.0 and auc_interval(1.0, var, 0.0) == (1.0, 1.0)
+
+
+def test_the_interval_is_the_estimate_plus_minus_z_se_plus_the_bound_within_0_1():
+    lo, hi = auc_interval(0.8, 0.0004, 0.001)
+    assert (hi - lo) / 2 == pytest.approx(Z95 * 0.02 + 0.001)
+    assert auc_interval(0.99, 0.0004, 0.0) == (pytest.approx(0.99 - Z95 * 0.02), 1.0)
+    # a histogram result: the interval holds its bound on top of the sampling error
+    rng = np.random.default_rng(7)
+    pos = rng.integers(0, 5, 50)
+    neg = rng.integers(0, 40, 50)
+    r = histogram_ranking(pos, neg)
+    assert r.roc_auc_bound > 0
+    lo, hi = r.roc_auc_interval
+    assert (hi - lo) / 2 == pytest.approx(Z95 * math.sqrt(delong_variance_hist(pos, neg)) + r.roc_auc_bound)
+
+
+def test_coverage_on_a_binormal_model_is_near_95_percent():
+    """Positives ~ N(δ, 1), negatives ~ N(0, 1): AUC = Φ(δ/√2). 600 windows of 60 positives and 240 negatives."""
+    rng = np.random.default_rng(11)
+    delta = 1.2
+    truth = float(norm.cdf(delta / math.sqrt(2)))
+    hits = 0
+    reps = 600
+    for _ in range(reps):
+        scores = np.r_[rng.normal(delta, 1, 60), rng.normal(0, 1, 240)]
+        labels = np.r_[np.ones(60, dtype=np.int64), np.zeros(240, dtype=np.int64)]
+        lo, hi = exact_ranking(scores, labels).roc_auc_interval
+        hits += lo <= truth <= hi
+    # binomial sd at 95 % over 600 windows is 0.9 %: [0.92, 0.98] is more than 3 sd either side
+    assert 0.92 <= hits / reps <= 0.98, hits / reps
+
+
+def test_metrics_json_trigger_and_notice_judge_the_interval(tmp_path, capsys):
+    from driftline import cli
+
+    db = tmp_path / "m.db"
+    events = tmp_path / "e.jsonl"
+    assert cli.main(["simulate", "--days", "3", "--per-day", "3000", "--seed", "5", "--out", str(events)]) == 0
+    assert cli.main(["--db", f"sqlite:///{db}", "replay", str(events)]) == 0
+    capsys.readouterr()
+    assert cli.main(["--db", f"sqlite:///{db}", "metrics", "--json", "--window", "3d"]) == 0
+    auc = json.loads(capsys.readouterr().out)["metrics"]["roc_auc"]
+    assert auc["interval"] == "delong" and auc["low"] < auc["value"] < auc["high"]
+    # the same labelled pairs read back from the join rows: the interval holds sklearn's value and has DeLong's
+    # half-width (plus the bound) on them
+    from driftline.storage.store import Store
+    with Store(f"sqlite:///{db}").read() as conn:
+        rows = np.array(conn.exec_driver_sql("SELECT score, label FROM predictions WHERE label IS NOT NULL "
+                                             "AND model = 'fraud'").fetchall(), dtype=np.float64)
+    scores, labels = rows[:, 0], rows[:, 1].astype(np.int64)
+    exact = roc_auc_score(labels, scores)
+    assert auc["low"] <= exact <= auc["high"]
+    half = Z95 * math.sqrt(definitional_variance(scores, labels)[0]) + auc["bound"]
+    assert (auc["high"] - auc["low"]) / 2 == pytest.approx(half, rel=0.01)
+    # the exporter: every window's ROC AUC comes with both bounds around it
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+    from driftline.config import Config
+    from driftline.exporter.collector import SnapshotCollector
+    reg = CollectorRegistry()
+    reg.register(SnapshotCollector(Store(f"sqlite:///{db}"), Config(), clock=time.time))  # simulate ends now
+    got: dict[str, dict[frozenset, float]] = {}
+    for fam in text_string_to_metric_families(generate_latest(reg).decode()):
+        for smp in fam.samples:
+            got.setdefault(smp.name, {})[frozenset(smp.labels.items())] = smp.value
+    assert got.get("driftline_roc_auc")
+    for key, value in got["driftline_roc_auc"].items():
+        assert got["driftline_roc_auc_lower"][key] <= value <= got["driftline_roc_auc_upper"][key]
+
+
+def _metrics_for(scores: np.ndarray, labels: np.ndarray):
+    from driftline.analysis.classification import classification
+    from driftline.core.stats import BucketStats
+    stats = BucketStats()
+    return classification(stats, exact_ranking(scores, labels))
+
+
+def test_a_confident_roc_auc_trigger_judges_the_bound_nearest_the_line():
+    rng = np.random.default_rng(3)
+    scores = np.r_[rng.normal(1.0, 1, 80), rng.normal(0, 1, 400)]
+    labels = np.r_[np.ones(80, dtype=np.int64), np.zeros(400, dtype=np.int64)]
+    m = _metrics_for(scores, labels)
+    o = from_metrics("roc_auc", m)
+    lo, hi = m.ranking.roc_auc_interval
+    assert (o.value, o.low, o.high) == (m.roc_auc, lo, hi) and info("roc_auc").has_interval
+    below = Rule(name="auc_low", metric="roc_auc", op="<", value=0.8, mode="confident")
+    above = Rule(name="auc_high", metric="roc_auc", op=">", value=0.6, mode="confident")
+    assert judged_value(below, o) == hi and judged_value(above, o) == lo
+    point = Rule(name="auc_point", metric="roc_auc", op="<", value=0.8)
+    assert judged_value(point, o) == o.value
+    state = TriggerState(trigger="auc_low", state="firing", since=0.0, updated_at=0.0, window="7d", value=o.value,
+                         low=lo, high=hi, judged=hi, n=80)
+    assert summary(below, "fraud", state, "firing").startswith("upper 95% bound of roc_auc of fraud")
+    ap = Rule(name="ap_low", metric="average_precision", op="<", value=0.5, mode="confident")
+    assert summary(ap, "fraud", state, "firing").startswith("average_precision of fraud")  # judged on the estimate
+
+
+def test_rendered_confident_roc_auc_rule_reads_the_upper_bound_promtool_test_rules(tmp_path):
+    cfg = from_dict({"triggers": [{"name": "auc_below_target", "metric": "roc_auc", "op": "<", "value": 0.8,
+                                   "severity": "warning", "mode": "confident", "min_n": 30, "cooldown": "1m"}]})
+    text = to_yaml(render_rules(cfg))
+    assert "driftline_roc_auc_upper{" in text
+    sel = 'model="fraud", model_version="all", variant="all", window="7d"'
+    labels = {"severity": "warning", "trigger": "auc_below_target", "model": "fraud", "model_version": "all",
+              "variant": "all", "window": "7d"}
+    res = _promtool_test(tmp_path, text, f"""
+        rule_files: [r.yml]
+        evaluation_interval: 1m
+        tests:
+          - interval: 1m
+            input_series:
+              - series: 'driftline_roc_auc{{{sel}}}'
+                values: '0.75x30'
+              - series: 'driftline_roc_auc_lower{{{sel}}}'
+                values: '0.70x30'
+              - series: 'driftline_roc_auc_upper{{{sel}}}'
+                values: '0.82x10 0.79x20'
+              - series: 'driftline_window_positives{{{sel}}}'
+                values: '50x30'
+              - series: 'driftline_window_labelled{{{sel}}}'
+                values: '500x30'
+            alert_rule_test:
+              - eval_time: 5m
+                alertname: AucBelowTarget
+                exp_alerts: []
+              - eval_time: 25m
+                alertname: AucBelowTarget
+                exp_alerts:
+                  - exp_labels: {json.dumps(labels)}
+                    exp_annotations:
+                      summary: "Upper 95% bound of ROC AUC of fraud is 79% over 7d (line 80%)"
+                      description: "The upper bound of the 95% interval of roc auc of model fraud (version all, variant all) over the last 7d is 79%, under the agreed line of 80% (95% DeLong interval 70% to 79%)."
+                      runbook_url: "https://github.com/driftline/driftline/blob/main/docs/RUNBOOKS.md#aucbelowtarget"
+    """)
+    assert res.returncode == 0, res.stdout + res.stderr
