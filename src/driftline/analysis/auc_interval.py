@@ -1,5 +1,5 @@
-"""The 95 % interval of ROC AUC: DeLong's variance (DeLong, DeLong & Clarke-Pearson 1988, the method of pROC's
-`ci.auc`), from (score, label) pairs or from histograms, widened by the value's computation bound.
+"""The 95 % interval of ROC AUC: DeLong's variance (DeLong, DeLong & Clarke-Pearson 1988, as pROC's `ci.auc`),
+from (score, label) pairs or from histograms, on the logit scale, widened by the value's computation bound.
 
 Each positive's placement is the share of negatives scored below it (ties ½), each negative's the share of
 positives scored above it; AUC is the mean of either, and its variance is var(positive placements)/m +
@@ -50,9 +50,17 @@ def delong_variance_hist(pos_hist: np.ndarray, neg_hist: np.ndarray) -> float | 
 
 def auc_interval(auc: float | None, variance: float | None, bound: float | None, z: float = Z95
                  ) -> tuple[float, float] | None:
-    """auc ± (z·√variance + bound), within [0, 1]; None when either is unknown. A window whose classes do not
-    overlap has variance 0 (the interval is the value itself, as in pROC): judge such small windows by `min_n`."""
+    """The 95 % interval of an AUC with DeLong's variance, on the logit scale: logit(auc) ± z·se / (auc(1 − auc)),
+    mapped back (it stays inside (0, 1) and holds its level near 1, where the plain auc ± z·se covered 91 % of
+    simulated windows at AUC 0.96: tests/test_auc_interval.py), then widened by the computation bound. None when
+    either is unknown; the value itself when the variance is 0 or the AUC is 0 or 1 (classes that do not overlap:
+    as in pROC), so small windows are judged by `min_n`."""
     if auc is None or variance is None:
         return None
-    half = z * math.sqrt(max(variance, 0.0)) + (bound or 0.0)
-    return max(0.0, auc - half), min(1.0, auc + half)
+    se = math.sqrt(max(variance, 0.0))
+    lo = hi = auc
+    if 0.0 < auc < 1.0 and se > 0.0:
+        center, half = math.log(auc / (1.0 - auc)), z * se / (auc * (1.0 - auc))
+        lo, hi = 1.0 / (1.0 + math.exp(half - center)), 1.0 / (1.0 + math.exp(-center - half))
+    b = bound or 0.0
+    return max(0.0, lo - b), min(1.0, hi + b)
