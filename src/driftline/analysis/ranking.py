@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from scipy.special import digamma
 
-from .auc_interval import auc_interval, delong_variance, delong_variance_hist
+from .ranking_intervals import ap_interval, auc_interval, delong_variance, delong_variance_hist
 from .ranks import average_ranks
 from ..core.grids import N_SCORE_BINS, RANK_SUB
 from ..core.rank_hist import rank_rows
@@ -38,6 +38,8 @@ class Ranking:
     """"exact" (from the held (score, label) pairs: bound 0) or "histogram" (bounded, see the module doc)."""
     roc_auc_interval: tuple[float, float] | None = None
     """95 % interval of ROC AUC (auc_interval: DeLong's, widened by the bound); None with < 2 of either class."""
+    average_precision_interval: tuple[float, float] | None = None
+    """95 % interval of average precision (ap_interval: logit, widened by the bound); None with < 2 positives."""
 
     def auc_json(self) -> dict[str, Any]:
         ci = self.roc_auc_interval
@@ -45,7 +47,10 @@ class Ranking:
                 "interval": "delong", "bound": self.roc_auc_bound, "method": self.method}
 
     def ap_json(self) -> dict[str, Any]:
-        return {"value": self.average_precision, "bound": self.average_precision_bound, "method": self.method}
+        ci = self.average_precision_interval
+        return {"value": self.average_precision, "low": None if ci is None else ci[0],
+                "high": None if ci is None else ci[1], "interval": "logit", "bound": self.average_precision_bound,
+                "method": self.method}
 
     @property
     def bound(self) -> float:
@@ -90,8 +95,9 @@ def exact_ranking(scores: np.ndarray, labels: np.ndarray) -> Ranking:
     """Both metrics from the window's labelled (score, label) pairs."""
     auc = exact_roc_auc(scores, labels)
     ap = exact_average_precision(scores, labels)
+    positives = int((np.asarray(labels) == 1).sum())
     return Ranking(auc, None if auc is None else 0.0, ap, None if ap is None else 0.0, EXACT,
-                   auc_interval(auc, delong_variance(scores, labels), 0.0))
+                   auc_interval(auc, delong_variance(scores, labels), 0.0), ap_interval(ap, positives, 0.0))
 
 
 # --- bounded from histograms -------------------------------------------------------------------------
@@ -152,6 +158,8 @@ def histogram_ranking(pos_hist: np.ndarray, neg_hist: np.ndarray) -> Ranking:
     # a range of width 0 can come out a rounding error below it (−2.8e-16): a bound is never negative
     value = None if auc is None else (auc[0] + auc[1]) / 2
     bound = None if auc is None else max(0.0, (auc[1] - auc[0]) / 2)
-    return Ranking(value, bound,
-                   None if ap is None else (ap[0] + ap[1]) / 2, None if ap is None else max(0.0, (ap[1] - ap[0]) / 2),
-                   HISTOGRAM, auc_interval(value, delong_variance_hist(pos_hist, neg_hist), bound))
+    ap_value = None if ap is None else (ap[0] + ap[1]) / 2
+    ap_bound = None if ap is None else max(0.0, (ap[1] - ap[0]) / 2)
+    return Ranking(value, bound, ap_value, ap_bound, HISTOGRAM,
+                   auc_interval(value, delong_variance_hist(pos_hist, neg_hist), bound),
+                   ap_interval(ap_value, int(np.asarray(pos_hist).sum()), ap_bound))

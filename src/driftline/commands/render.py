@@ -69,12 +69,13 @@ def metrics_table(doc: dict[str, Any], console: Console) -> None:
     if doc.get("note"):
         say(console, shown(doc["note"]), "[yellow]note:[/yellow] ")
     d = doc["label_delay_seconds"]
-    auc = m["roc_auc"]
-    auc_txt = numbers.prop(auc["value"]) + ("" if auc.get("low") is None else " " + numbers.interval(auc["low"], auc["high"]))
-    cols = [Col("F1"), Col("ROC AUC [95 % DeLong]"), Col("avg precision"), Col("Brier", drop=2), Col("log loss", drop=3),
+    auc_txt, ap_txt = (numbers.prop(m[k]["value"]) + ("" if m[k].get("low") is None else
+                                                       " " + numbers.interval(m[k]["low"], m[k]["high"]))
+                       for k in ("roc_auc", "average_precision"))
+    cols = [Col("F1"), Col("ROC AUC [95 %]"), Col("avg precision [95 %]"), Col("Brier", drop=2), Col("log loss", drop=3),
             Col("ECE (10 bins)", drop=2), Col("delay p50", drop=1), Col("delay p95", drop=1)]
     print_table(console, cols, [[
-        numbers.prop(m["f1"]["value"]), auc_txt, numbers.prop(m["average_precision"]["value"]),
+        numbers.prop(m["f1"]["value"]), auc_txt, ap_txt,
         numbers.stat(m["brier"]["value"]), numbers.stat(m["log_loss"]["value"]), numbers.stat(m["ece"]["value"]),
         numbers.duration(d.get("p50")), numbers.duration(d.get("p95"))]],
         title="threshold-free scores and label delay")

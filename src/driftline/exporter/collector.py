@@ -165,12 +165,14 @@ def add_window(f: _Families, model: str, window: str, groups: list[Group]) -> No
             if value is not None:
                 name, helptext = SCORE_HELP[key]
                 f.gauge(name, helptext, WINDOWED).add_metric(lv, float(value))
-        if m.ranking.roc_auc_interval is not None:
-            lo, hi = m.ranking.roc_auc_interval
-            f.gauge("driftline_roc_auc_lower", "Lower bound of the 95% DeLong interval of ROC AUC (widened by its error "
-                    "bound).", WINDOWED).add_metric(lv, lo)
-            f.gauge("driftline_roc_auc_upper", "Upper bound of the 95% DeLong interval of ROC AUC (widened by its error "
-                    "bound).", WINDOWED).add_metric(lv, hi)
+        for series, ci, what in (("driftline_roc_auc", m.ranking.roc_auc_interval, "DeLong interval of ROC AUC"),
+                                 ("driftline_average_precision", m.ranking.average_precision_interval,
+                                  "logit interval of average precision")):
+            if ci is not None:
+                f.gauge(f"{series}_lower", f"Lower bound of the 95% {what} (widened by its error bound).",
+                        WINDOWED).add_metric(lv, ci[0])
+                f.gauge(f"{series}_upper", f"Upper bound of the 95% {what} (widened by its error bound).",
+                        WINDOWED).add_metric(lv, ci[1])
         for name, bound in (("driftline_roc_auc_error_bound", m.ranking.roc_auc_bound),
                             ("driftline_average_precision_error_bound", m.ranking.average_precision_bound)):
             if bound is not None:

@@ -32,9 +32,9 @@ def info(metric: str) -> MetricInfo:
     m = canonical(metric)
     if m in RATES or m == "label_coverage":
         return MetricInfo(m, "ratio", True, True)
-    if m == "roc_auc":
+    if m in ("roc_auc", "average_precision"):
         return MetricInfo(m, "ratio", True, True)
-    if m in ("average_precision", "ece", "f1"):
+    if m in ("ece", "f1"):
         return MetricInfo(m, "ratio", True, False)
     if m in ("brier", "log_loss"):
         return MetricInfo(m, "", True, False)
@@ -61,7 +61,9 @@ def from_metrics(metric: str, m: Metrics) -> Observation:
         lo, hi = ci if ci is not None else (None, None)
         return Observation(m.roc_auc, lo, hi, min(c.positives, c.negatives))
     if name == "average_precision":
-        return Observation(m.average_precision, n=c.positives)
+        ci = m.ranking.average_precision_interval
+        lo, hi = ci if ci is not None else (None, None)
+        return Observation(m.average_precision, lo, hi, c.positives)
     if name == "f1":
         return Observation(m.f1, n=c.positives)
     if name == "brier":

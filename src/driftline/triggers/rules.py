@@ -29,7 +29,7 @@ from .runner import compile_rules
 
 EXPORTED_RATES = ("recall", "fpr", "precision", "alert_rate", "label_coverage", "prevalence", "specificity",
                   "accuracy")
-_INTERVAL_SCORES = ("roc_auc",)
+_INTERVAL_SCORES = {"roc_auc": "DeLong", "average_precision": "logit"}
 """Score series exported with a 95 % interval (`<series>_lower`, `<series>_upper`): judged on its bound in
 confident mode."""
 _SCORE_SERIES = {"roc_auc": "driftline_roc_auc", "average_precision": "driftline_average_precision",
@@ -240,7 +240,7 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
         lo, hi = (f'{{{{ with printf "{_SCORE_SERIES[m]}_{end}{{{sel}}}" {args} | query }}}}'
                   f"{{{{ . | first | value | humanizePercentage }}}}{{{{ else }}}}n/a{{{{ end }}}}"
                   for end in ("lower", "upper"))
-        desc += f" (95% DeLong interval {lo} to {hi})."
+        desc += f" (95% {_INTERVAL_SCORES[m]} interval {lo} to {hi})."
     else:
         desc += "."
     if rule.hysteresis > 0:

@@ -1,7 +1,8 @@
-"""The 95 % interval of ROC AUC: DeLong's variance against its definition (the O(m·n) placement matrix) on random
-data with ties, the histogram form against the pairs form, coverage by simulation on a binormal model whose true
-AUC is known, the computation bound added; then where users meet it: `metrics --json`, a confident trigger (it
-judged the estimate before), the exporter, and the rendered Prometheus rule run by the real promtool."""
+"""95 % intervals of ROC AUC and average precision: DeLong's variance against its definition (the O(m·n) placement
+matrix) on random data with ties, the histogram form against the pairs form, both intervals written out with
+scipy, coverage by simulation on binormal models whose true AUC and AP are known, the computation bound added;
+then where users meet them: `metrics --json`, confident triggers (they judged the estimate before), the exporter,
+and the rendered Prometheus rules run by the real promtool."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import time
 import numpy as np
 import pytest
 from scipy.stats import norm
-from sklearn.metrics import roc_auc_score
+from sklearn.metrics import average_precision_score, roc_auc_score
 
-from driftline.analysis.auc_interval import auc_interval, delong_variance, delong_variance_hist
+from driftline.analysis.ranking_intervals import ap_interval, auc_interval, delong_variance, delong_variance_hist
 from driftline.analysis.rates import Z95
 from driftline.analysis.ranking import exact_ranking, histogram_ranking
 from driftline.config import from_dict
@@ -89,6 +90,38 @@ def test_the_interval_is_the_logit_wald_interval_plus_the_bound_within_0_1():
     assert (lo, hi) == pytest.approx(logit_interval(r.roc_auc, delong_variance_hist(pos, neg), r.roc_auc_bound))
 
 
+def test_the_ap_interval_is_boyds_logit_interval_plus_the_bound():
+    from scipy.special import expit, logit
+    for ap, pos, bound in ((0.25, 1800, 0.0001), (0.6, 30, 0.0), (0.97, 12, 0.002)):
+        w = Z95 / math.sqrt(pos * ap * (1 - ap))
+        want = (max(0.0, float(expit(logit(ap) - w)) - bound), min(1.0, float(expit(logit(ap) + w)) + bound))
+        assert ap_interval(ap, pos, bound) == pytest.approx(want, abs=1e-12)
+    assert ap_interval(0.5, 1, 0.0) is None and ap_interval(None, 50, 0.0) is None
+    assert ap_interval(1.0, 5, 0.0) == (1.0, 1.0)
+
+
+def binormal_ap(delta: float, prevalence: float) -> float:
+    """True AP of positives ~ N(δ, 1) among negatives ~ N(0, 1): ∫ precision d(recall) over all thresholds."""
+    t = np.linspace(-12, 16, 400_001)
+    tpr, fpr = norm.sf(t - delta), norm.sf(t)
+    precision = prevalence * tpr / (prevalence * tpr + (1 - prevalence) * fpr)
+    return float(np.trapezoid(precision[::-1], tpr[::-1]))
+
+
+def test_ap_coverage_at_two_percent_prevalence():
+    """60 positives among 3,000 (the fraud stream's 2 %), δ = 2: true AP 0.375; 400 windows."""
+    rng = np.random.default_rng(5)
+    truth = binormal_ap(2.0, 0.02)
+    assert truth == pytest.approx(0.3752, abs=1e-4)
+    hits = 0
+    for _ in range(400):
+        scores = np.r_[rng.normal(2.0, 1, 60), rng.normal(0, 1, 2940)]
+        labels = np.r_[np.ones(60, dtype=np.int64), np.zeros(2940, dtype=np.int64)]
+        lo, hi = exact_ranking(scores, labels).average_precision_interval
+        hits += lo <= truth <= hi
+    assert 0.93 <= hits / 400 <= 0.99, hits / 400
+
+
 @pytest.mark.parametrize("delta", [1.2, 2.5])
 def test_coverage_on_a_binormal_model_is_near_95_percent(delta):
     """Positives ~ N(δ, 1), negatives ~ N(0, 1): AUC = Φ(δ/√2) (0.80 and 0.96). 600 windows of 60 positives and
@@ -116,8 +149,10 @@ def test_metrics_json_trigger_and_notice_judge_the_interval(tmp_path, capsys):
     assert cli.main(["--db", f"sqlite:///{db}", "replay", str(events)]) == 0
     capsys.readouterr()
     assert cli.main(["--db", f"sqlite:///{db}", "metrics", "--json", "--window", "3d"]) == 0
-    auc = json.loads(capsys.readouterr().out)["metrics"]["roc_auc"]
+    doc = json.loads(capsys.readouterr().out)["metrics"]
+    auc, ap = doc["roc_auc"], doc["average_precision"]
     assert auc["interval"] == "delong" and auc["low"] < auc["value"] < auc["high"]
+    assert ap["interval"] == "logit" and ap["low"] < ap["value"] < ap["high"]
     # the same labelled pairs read back from the join rows: the interval holds sklearn's value and has DeLong's
     # half-width (plus the bound) on them
     from driftline.storage.store import Store
@@ -127,6 +162,8 @@ def test_metrics_json_trigger_and_notice_judge_the_interval(tmp_path, capsys):
     scores, labels = rows[:, 0], rows[:, 1].astype(np.int64)
     exact = roc_auc_score(labels, scores)
     assert auc["low"] <= exact <= auc["high"]
+    assert ap["low"] <= average_precision_score(labels, scores) <= ap["high"]
+    assert (ap["low"], ap["high"]) == pytest.approx(ap_interval(ap["value"], int(labels.sum()), ap["bound"]))
     want = logit_interval(auc["value"], definitional_variance(scores, labels)[0], auc["bound"])
     assert (auc["low"], auc["high"]) == pytest.approx(want, rel=1e-3)
     # the exporter: every window's ROC AUC comes with both bounds around it
@@ -141,8 +178,9 @@ def test_metrics_json_trigger_and_notice_judge_the_interval(tmp_path, capsys):
         for smp in fam.samples:
             got.setdefault(smp.name, {})[frozenset(smp.labels.items())] = smp.value
     assert got.get("driftline_roc_auc")
-    for key, value in got["driftline_roc_auc"].items():
-        assert got["driftline_roc_auc_lower"][key] <= value <= got["driftline_roc_auc_upper"][key]
+    for series in ("driftline_roc_auc", "driftline_average_precision"):
+        for key, value in got[series].items():
+            assert got[f"{series}_lower"][key] <= value <= got[f"{series}_upper"][key]
 
 
 def _metrics_for(scores: np.ndarray, labels: np.ndarray):
@@ -152,7 +190,7 @@ def _metrics_for(scores: np.ndarray, labels: np.ndarray):
     return classification(stats, exact_ranking(scores, labels))
 
 
-def test_a_confident_roc_auc_trigger_judges_the_bound_nearest_the_line():
+def test_confident_roc_auc_and_ap_triggers_judge_the_bound_nearest_the_line():
     rng = np.random.default_rng(3)
     scores = np.r_[rng.normal(1.0, 1, 80), rng.normal(0, 1, 400)]
     labels = np.r_[np.ones(80, dtype=np.int64), np.zeros(400, dtype=np.int64)]
@@ -169,28 +207,37 @@ def test_a_confident_roc_auc_trigger_judges_the_bound_nearest_the_line():
                          low=lo, high=hi, judged=hi, n=80)
     assert summary(below, "fraud", state, "firing").startswith("upper 95% bound of roc_auc of fraud")
     ap = Rule(name="ap_low", metric="average_precision", op="<", value=0.5, mode="confident")
-    assert summary(ap, "fraud", state, "firing").startswith("average_precision of fraud")  # judged on the estimate
+    o_ap = from_metrics("average_precision", m)
+    assert (o_ap.low, o_ap.high) == m.ranking.average_precision_interval and judged_value(ap, o_ap) == o_ap.high
+    assert summary(ap, "fraud", state, "firing").startswith("upper 95% bound of average_precision of fraud")
+    f1 = Rule(name="f1_low", metric="f1", op="<", value=0.5, mode="confident")
+    assert summary(f1, "fraud", state, "firing").startswith("f1 of fraud")  # no interval: judged on the estimate
 
 
-def test_rendered_confident_roc_auc_rule_reads_the_upper_bound_promtool_test_rules(tmp_path):
-    cfg = from_dict({"triggers": [{"name": "auc_below_target", "metric": "roc_auc", "op": "<", "value": 0.8,
+@pytest.mark.parametrize("metric,series,alert,method", [
+    ("roc_auc", "driftline_roc_auc", "AucBelowTarget", "DeLong"),
+    ("average_precision", "driftline_average_precision", "ApBelowTarget", "logit")])
+def test_rendered_confident_rule_reads_the_upper_bound_promtool_test_rules(tmp_path, metric, series, alert, method):
+    name = "auc_below_target" if metric == "roc_auc" else "ap_below_target"
+    cfg = from_dict({"triggers": [{"name": name, "metric": metric, "op": "<", "value": 0.8,
                                    "severity": "warning", "mode": "confident", "min_n": 30, "cooldown": "1m"}]})
     text = to_yaml(render_rules(cfg))
-    assert "driftline_roc_auc_upper{" in text
+    assert f"{series}_upper{{" in text
     sel = 'model="fraud", model_version="all", variant="all", window="7d"'
-    labels = {"severity": "warning", "trigger": "auc_below_target", "model": "fraud", "model_version": "all",
+    labels = {"severity": "warning", "trigger": name, "model": "fraud", "model_version": "all",
               "variant": "all", "window": "7d"}
+    title = {"roc_auc": ("ROC AUC", "roc auc"), "average_precision": ("Average precision", "average precision")}
     res = _promtool_test(tmp_path, text, f"""
         rule_files: [r.yml]
         evaluation_interval: 1m
         tests:
           - interval: 1m
             input_series:
-              - series: 'driftline_roc_auc{{{sel}}}'
+              - series: '{series}{{{sel}}}'
                 values: '0.75x30'
-              - series: 'driftline_roc_auc_lower{{{sel}}}'
+              - series: '{series}_lower{{{sel}}}'
                 values: '0.70x30'
-              - series: 'driftline_roc_auc_upper{{{sel}}}'
+              - series: '{series}_upper{{{sel}}}'
                 values: '0.82x10 0.79x20'
               - series: 'driftline_window_positives{{{sel}}}'
                 values: '50x30'
@@ -198,15 +245,15 @@ def test_rendered_confident_roc_auc_rule_reads_the_upper_bound_promtool_test_rul
                 values: '500x30'
             alert_rule_test:
               - eval_time: 5m
-                alertname: AucBelowTarget
+                alertname: {alert}
                 exp_alerts: []
               - eval_time: 25m
-                alertname: AucBelowTarget
+                alertname: {alert}
                 exp_alerts:
                   - exp_labels: {json.dumps(labels)}
                     exp_annotations:
-                      summary: "Upper 95% bound of ROC AUC of fraud is 79% over 7d (line 80%)"
-                      description: "The upper bound of the 95% interval of roc auc of model fraud (version all, variant all) over the last 7d is 79%, under the agreed line of 80% (95% DeLong interval 70% to 79%)."
-                      runbook_url: "https://github.com/driftline/driftline/blob/main/docs/RUNBOOKS.md#aucbelowtarget"
+                      summary: "Upper 95% bound of {title[metric][0]} of fraud is 79% over 7d (line 80%)"
+                      description: "The upper bound of the 95% interval of {title[metric][1]} of model fraud (version all, variant all) over the last 7d is 79%, under the agreed line of 80% (95% {method} interval 70% to 79%)."
+                      runbook_url: "https://github.com/driftline/driftline/blob/main/docs/RUNBOOKS.md#{alert.lower()}"
     """)
     assert res.returncode == 0, res.stdout + res.stderr

@@ -1,5 +1,8 @@
-"""The 95 % interval of ROC AUC: DeLong's variance (DeLong, DeLong & Clarke-Pearson 1988, as pROC's `ci.auc`),
-from (score, label) pairs or from histograms, on the logit scale, widened by the value's computation bound.
+"""95 % intervals of the ranking metrics, each widened by the value's computation bound.
+
+ROC AUC: DeLong's variance (DeLong, DeLong & Clarke-Pearson 1988, as pROC's `ci.auc`), from (score, label) pairs
+or from histograms, on the logit scale. Average precision: the logit interval of Boyd, Eng & Page (2013), whose
+only input is the number of positives.
 
 Each positive's placement is the share of negatives scored below it (ties ½), each negative's the share of
 positives scored above it; AUC is the mean of either, and its variance is var(positive placements)/m +
@@ -52,7 +55,7 @@ def auc_interval(auc: float | None, variance: float | None, bound: float | None,
                  ) -> tuple[float, float] | None:
     """The 95 % interval of an AUC with DeLong's variance, on the logit scale: logit(auc) ± z·se / (auc(1 − auc)),
     mapped back (it stays inside (0, 1) and holds its level near 1, where the plain auc ± z·se covered 91 % of
-    simulated windows at AUC 0.96: tests/test_auc_interval.py), then widened by the computation bound. None when
+    simulated windows at AUC 0.96: tests/test_ranking_intervals.py), then widened by the computation bound. None when
     either is unknown; the value itself when the variance is 0 or the AUC is 0 or 1 (classes that do not overlap:
     as in pROC), so small windows are judged by `min_n`."""
     if auc is None or variance is None:
@@ -61,6 +64,20 @@ def auc_interval(auc: float | None, variance: float | None, bound: float | None,
     lo = hi = auc
     if 0.0 < auc < 1.0 and se > 0.0:
         center, half = math.log(auc / (1.0 - auc)), z * se / (auc * (1.0 - auc))
+        lo, hi = 1.0 / (1.0 + math.exp(half - center)), 1.0 / (1.0 + math.exp(-center - half))
+    b = bound or 0.0
+    return max(0.0, lo - b), min(1.0, hi + b)
+
+
+def ap_interval(ap: float | None, positives: int, bound: float | None, z: float = Z95) -> tuple[float, float] | None:
+    """logit(ap) ± z / √(positives·ap·(1 − ap)), mapped back, widened by the computation bound (Boyd, Eng & Page
+    2013, "Area under the precision-recall curve: point estimates and confidence intervals"); None without a
+    value or with fewer than 2 positives; the value itself when it is 0 or 1."""
+    if ap is None or positives < 2:
+        return None
+    lo = hi = ap
+    if 0.0 < ap < 1.0:
+        center, half = math.log(ap / (1.0 - ap)), z / math.sqrt(positives * ap * (1.0 - ap))
         lo, hi = 1.0 / (1.0 + math.exp(half - center)), 1.0 / (1.0 + math.exp(-center - half))
     b = bound or 0.0
     return max(0.0, lo - b), min(1.0, hi + b)
