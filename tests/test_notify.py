@@ -233,3 +233,67 @@ def test_end_to_end_with_a_real_alertmanager(alertmanager):
     with urllib.request.urlopen(alertmanager + "/api/v2/alerts") as r:
         assert json.loads(r.read()) == []  # resolved: no longer active
     assert _sample(ops, "driftline_notifications_sent_total", ALERTMANAGER) == 2
+
+
+# --- a receiver URL that cannot work, and a history that says whether a page went out (SRE tryout) -------------
+@pytest.mark.parametrize("field", ["alertmanager_url", "webhook_url"])
+@pytest.mark.parametrize("url", ["alertmanager.monitoring.svc", "127.0.0.1:9093", "not a url", "ftp://am:9093",
+                                 "http://", "http://am:9093/#x"])
+def test_a_receiver_url_without_scheme_or_host_fails_at_start_naming_the_field(tmp_path, capsys, field, url):
+    from driftline import cli
+    from driftline.config import ConfigError, from_dict
+
+    with pytest.raises(ConfigError, match=f"notify.{field}|{field}"):
+        from_dict({"notify": {field: url}})
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(json.dumps({"notify": {field: url}}))
+    assert cli.main(["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}", "alerts", "evaluate"]) == 2
+    assert field in capsys.readouterr().err
+    assert Notify(**{field: "http://alertmanager.monitoring.svc:9093"}) is not None
+
+
+def test_a_url_urllib_cannot_open_is_a_counted_failure_not_a_crash():
+    ops = OpsMetrics()
+    n = Notifier(Notify(webhook_url="http://127.0.0.1:1/x", retries=2), "fraud", ops=ops, sleep=lambda s: None)
+    d = n.post(WEBHOOK, "alertmanager.monitoring.svc/api/v2/alerts", {"notifications": []})  # what slipped through
+    assert not d.ok and d.attempts == 1 and "ValueError" in (d.error or "")
+    assert _sample(ops, "driftline_notifications_failed_total", WEBHOOK) == 1
+
+
+def _stored_run(tmp_path, notify: dict):
+    """An evaluation whose trigger fires at once (recall < 0.99 over the simulated stream), stored as a live pass
+    would store it."""
+    from driftline import cli
+    from driftline.config import from_dict
+    from driftline.storage.store import Store
+    from driftline.triggers import runner
+
+    tmp_path.mkdir()
+    events = tmp_path / "e.jsonl"
+    assert cli.main(["simulate", "--days", "2", "--per-day", "2000", "--seed", "3", "--out", str(events)]) == 0
+    db = f"sqlite:///{tmp_path / 'd.db'}"
+    assert cli.main(["--db", db, "replay", str(events)]) == 0
+    config = from_dict({"notify": {**notify, "retries": 0, "timeout": "1s"},
+                        "triggers": [{"name": "recall_low", "metric": "recall", "op": "<", "value": 0.99,
+                                      "window": "2d", "min_n": 5, "severity": "critical"}]})
+    store = Store(db)
+    run = runner.run(store, config, time.time())
+    assert [t.notified for t in run.transitions] == [True]  # a firing notice is due
+    return store, config, run
+
+
+def test_history_says_not_notified_when_every_receiver_refused_and_notified_when_one_took_it(tmp_path, receiver):
+    from driftline.triggers import history
+    from driftline.triggers.notify import deliver
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/hook"
+    store, config, run = _stored_run(tmp_path / "a", {"webhook_url": dead})
+    (d,) = deliver(Notifier(config.notify, "fraud", sleep=lambda s: None), store, run)
+    assert not d.ok
+    assert [h["notified"] for h in history.history(store, "fraud")] == [False]
+    store, config, run = _stored_run(tmp_path / "b", {"webhook_url": dead, "alertmanager_url": receiver.url})
+    out = deliver(Notifier(config.notify, "fraud", sleep=lambda s: None), store, run)
+    assert sorted((x.receiver, x.ok) for x in out) == [(ALERTMANAGER, True), (WEBHOOK, False)]
+    assert [h["notified"] for h in history.history(store, "fraud")] == [True]

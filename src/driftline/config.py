@@ -180,6 +180,11 @@ class Notify(Base):
         _positive_durations("", timeout=self.timeout, backoff=self.backoff)
         _absolute_url("runbook_base_url", self.runbook_base_url, anchor=False)
         _absolute_url("generator_url", self.generator_url)
+        for name in ("alertmanager_url", "webhook_url"):  # a receiver without a scheme failed every send, silently
+            url = getattr(self, name)
+            if url is not None and not re.fullmatch(r"https?://[^/\s#?]+[^\s#]*", url):
+                raise ValueError(f"{name}: must be an absolute http(s) URL of the receiver "
+                                 f"(e.g. http://alertmanager:9093), got {url!r}")
 
 
 class DriftConfig(Base):

@@ -12,7 +12,7 @@ from .. import numbers
 from ..context import Context, parse_at
 from ..metric_names import fmt_line
 from ..triggers import history
-from ..triggers.model import FIRING, Rule
+from ..triggers.model import Rule
 from ..triggers.mixin import DEFAULT, RULE_FILES, prometheus_rule
 from ..readouts.windows import iso
 from .render import shown
@@ -154,7 +154,7 @@ def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
     from ..triggers import runner
     from ..triggers.drift_hook import default_provider
-    from ..triggers.notify import Notifier
+    from ..triggers.notify import Notifier, deliver
     from ..triggers.unseen import unseen_names
 
     at = parse_at(args.at)
@@ -184,9 +184,7 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
     if not (args.dry_run or args.no_notify or ahead) and run.states_later is None:
         # One shot: no next pass refreshes the alerts, so a firing one must not expire by itself (refresh_s None),
         # and no process serves /triggers for a generatorURL (only notify.generator_url, when set).
-        notifier = Notifier(ctx.config.notify, model, clock=ctx.clock, refresh_s=None)
-        firing = [(r, s) for r, s in zip(run.rules, run.states) if s.state == FIRING]
-        notifier.notify(run.notices, firing)
+        deliver(Notifier(ctx.config.notify, model, clock=ctx.clock, refresh_s=None), ctx.store, run)
     if args.json:
         print(json.dumps(run.to_json()))
         return 0

@@ -24,12 +24,11 @@ from ..durations import parse_duration
 from ..exporter.collector import SnapshotCollector
 from ..exporter.http import ExporterServer, Readiness, build_registry
 from ..ops import OpsMetrics
-from ..triggers.notify import Notifier
+from ..triggers.notify import Notifier, deliver
 from ..storage.errors import StoreUnavailable
 from ..storage.store import Store
 from ..triggers import history, runner
 from ..triggers.drift_hook import DriftProvider, default_provider
-from ..triggers.model import FIRING
 from ..triggers.unseen import unseen_names
 from ..readouts.windows import default_at, iso
 from .leader import EXPORT_LOCK_KEY, LOCK_KEY, LeaderLock  # noqa: F401 - LOCK_KEY re-exported for callers
@@ -150,9 +149,7 @@ class Service:
                 log.warning("trigger states were evaluated at %s, after now (%s): not stored, not notified",
                             iso(run.states_later), iso(now))
                 return run
-            firing = [(r, s) for r, s in zip(run.rules, run.states) if s.state == FIRING]
-            if self.notifier is not None:
-                self.notifier.notify(run.notices, firing)
+            deliver(self.notifier, self.store, run)
             return run
 
     def triggers_json(self) -> dict[str, Any]:

@@ -139,16 +139,14 @@ class Jobs:
             if self._evaluate is not None:
                 self._evaluate()
                 return JobOutcome("evaluate", DONE)
-            from ..triggers.notify import Notifier
+            from ..triggers.notify import Notifier, deliver
             from ..triggers import runner
-            from ..triggers.model import FIRING
 
             now = float(self.clock())
             run = runner.run(self.store, self.config, now, at=now)
             if run.states_later is not None:  # the clock went back: nothing was stored, nobody is told
                 return JobOutcome("evaluate", SKIPPED, {"reason": "the stored trigger states are newer than now"})
-            firing = [(r, s) for r, s in zip(run.rules, run.states) if s.state == FIRING]
-            Notifier(self.config.notify, self.config.model, clock=self.clock).notify(run.notices, firing)
+            deliver(Notifier(self.config.notify, self.config.model, clock=self.clock), self.store, run)
             return JobOutcome("evaluate", DONE, {"transitions": len(run.transitions)})
         return self._run("evaluate", body)
 

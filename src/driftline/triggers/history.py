@@ -44,6 +44,15 @@ def save(store: Store, model: str, rules: Sequence[Rule], states: Sequence[Trigg
                 for t in transitions])
 
 
+def mark_undelivered(store: Store, model: str, rows: Sequence[tuple[str, float]]) -> None:
+    """History rows (trigger, at) of a model whose notice no configured receiver accepted: notified false."""
+    h = tt.alert_history.c
+    with store.write() as conn:
+        for trigger, at in rows:
+            conn.execute(tt.alert_history.update().where(and_(h.model == model, h.trigger == trigger, h.at == at))
+                         .values(notified=False))
+
+
 def _state_row(s: TriggerState) -> dict[str, Any]:
     return {"trigger": s.trigger, "state": s.state, "since": s.since, "updated_at": s.updated_at,
             "pending_since": s.pending_since, "firing_since": s.firing_since, "last_notified": s.last_notified,

@@ -27,7 +27,10 @@ from ..config import Notify
 from ..durations import parse_duration
 from ..ops import OpsMetrics
 from .metrics import canonical, fmt_line, info
-from .model import NOTICE_RESOLVED, Notice, Rule, TriggerState
+from . import history
+from .model import FIRING, NOTICE_RESOLVED, Notice, Rule, TriggerState
+from .runner import EvaluationRun
+from ..storage.store import Store
 from .rules import alert_name, runbook_url
 from ..readouts.windows import iso
 
@@ -87,6 +90,19 @@ def description(rule: Rule, model: str, state: TriggerState, kind: str) -> str:
         parts.append("Back past the line" + (f" by at least {rule.hysteresis:g}" if rule.hysteresis else "")
                      if state.state != "insufficient_data" else "Now below the minimum n (insufficient data).")
     return " ".join(parts)
+
+
+def deliver(notifier: Notifier | None, store: Store, run: EvaluationRun) -> list[Delivery]:
+    """Send a stored evaluation's notices (and refresh its firing alerts); when receivers are configured and none
+    accepted them, its history rows say `notified: false` (they were stored as notified before the send)."""
+    if notifier is None:
+        return []
+    firing = [(r, s) for r, s in zip(run.rules, run.states) if s.state == FIRING]
+    deliveries = notifier.notify(run.notices, firing)
+    sent = [t for t in run.transitions if t.notified]
+    if sent and notifier.receivers and not any(d.ok for d in deliveries):
+        history.mark_undelivered(store, run.model, [(t.trigger, t.at) for t in sent])
+    return deliveries
 
 
 class Notifier:
@@ -168,10 +184,10 @@ class Notifier:
         for i in range(attempts):
             if i:
                 self.sleep(min(MAX_BACKOFF_S, self.backoff * 2 ** (i - 1)))
-            req = urllib.request.Request(url, data=data, method="POST",
-                                         headers={"Content-Type": "application/json",
-                                                  "User-Agent": "driftline-notifier"})
             try:
+                req = urllib.request.Request(url, data=data, method="POST",
+                                             headers={"Content-Type": "application/json",
+                                                      "User-Agent": "driftline-notifier"})
                 with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 - configured URL
                     status = resp.status
                 if self.ops is not None:
@@ -184,6 +200,8 @@ class Notifier:
                 retry = err.code >= 500 or err.code in (408, 429)
             except (urllib.error.URLError, OSError, TimeoutError) as err:
                 status, error, retry = None, f"{type(err).__name__}: {getattr(err, 'reason', err)}", True
+            except Exception as err:  # noqa: BLE001 - e.g. ValueError for a URL urllib cannot open: a failure, counted
+                status, error, retry = None, f"{type(err).__name__}: {err}", False
             if self.ops is not None:
                 self.ops.failed(receiver)
             log.warning("notification to %s failed (attempt %d/%d): %s", receiver, i + 1, attempts, error)
