@@ -333,3 +333,62 @@ def test_batch_fill_lingers_from_when_the_first_records_were_polled() -> None:
     asked.clear()
     assert len(fill(poll, first, 100, 0.25, stop, lambda: False, lambda: now[0])[tp]) == 8  # from now: 0.25 s
     assert asked == [250, 150, 50]
+
+
+class _Future:
+    def __init__(self, error: BaseException | None) -> None:
+        self.is_done, self.exception = True, error
+
+    def succeeded(self) -> bool:
+        return self.exception is None
+
+
+class _Producer:
+    """A producer whose every send succeeds, or fails as kafka-python's did after a broker reset."""
+
+    def __init__(self, error: BaseException | None) -> None:
+        self.error, self.sent, self.closed = error, [], False
+
+    def send(self, topic: str, value: bytes, headers: list) -> _Future:
+        self.sent.append(value)
+        return _Future(self.error)
+
+    def flush(self, timeout: float) -> None:
+        pass
+
+    def close(self, timeout: float) -> None:
+        self.closed = True
+
+
+def test_a_dead_letter_producer_that_delivers_nothing_is_replaced_before_the_next_send() -> None:
+    """SRE tryout: after a broker reset kafka-python's idempotent producer failed every send for minutes
+    (OutOfOrderSequenceNumber, then InitProducerId errors) while a new one sent at once; a producer that could not
+    be opened at start was never tried again. Both are opened afresh now; the database copy stays the truth."""
+    from kafka.errors import KafkaConnectionError, OutOfOrderSequenceNumberError
+
+    from driftline.core.events import DeadLetter
+    from driftline.kafka.dlt import DeadLetterSink
+    from driftline.kafka.signals import signals
+    from driftline.ops import OpsMetrics
+
+    made: list[Any] = [KafkaConnectionError(), _Producer(OutOfOrderSequenceNumberError()), _Producer(None)]
+
+    def open_producer() -> Any:
+        item = made.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    sig = signals(OpsMetrics())
+    sink = DeadLetterSink(open_producer, "dlt", 1024, sig)
+    letter = DeadLetter("invalid_json", "bad", "kafka:p", 0, 7, b"{not json")
+    failed = sig.dlt_failed.labels
+    assert sink.send([letter], {}) == [False] and sink.opened == 0  # the broker is away: counted, kept
+    assert failed(error="KafkaConnectionError")._value.get() == 1
+    broken = made[0]
+    assert sink.send([letter], {}) == [False] and sink.opened == 1  # the reset producer: nothing arrives
+    assert failed(error="OutOfOrderSequenceNumberError")._value.get() == 1 and broken.closed
+    assert sink.send([letter], {}) == [True] and sink.opened == 2  # a new producer sends it
+    assert sink.send([letter, letter], {}) == [True, True] and sink.opened == 2  # and is kept while it works
+    assert sig.dlt_sent._value.get() == 3 and not made
+    sink.close()

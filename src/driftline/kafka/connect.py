@@ -54,21 +54,23 @@ def open_consumer(settings: KafkaSettings, stop: threading.Event, backoff: Backo
 
 
 def open_dead_letter_sink(settings: KafkaSettings, sig: KafkaSignals) -> DeadLetterSink | None:
-    """The dead-letter topic's producer when one is configured (None, logged, when it cannot be opened).
+    """The dead-letter topic's sink when one is configured; its producer is opened now when the broker answers,
+    else at a later send (until then dead letters are in the database only, re-sent from there).
 
     Its sends never block the consumer long (max_block_ms 5 s) and it accepts records up to the payload bound
     plus headers (the broker's own limit may still refuse one: counted, re-sent with the 4 KiB copy)."""
     if not settings.dead_letter_topic:
         return None
-    try:
-        from kafka import KafkaProducer
+    kwargs = settings.producer_kwargs("-dead-letters")
+    kwargs.setdefault("max_block_ms", 5000)
+    kwargs["max_request_size"] = max(int(kwargs.get("max_request_size", 1048576)),
+                                     settings.dead_letter_max_bytes + 65536)
 
-        kwargs = settings.producer_kwargs("-dead-letters")
-        kwargs.setdefault("max_block_ms", 5000)
-        kwargs["max_request_size"] = max(int(kwargs.get("max_request_size", 1048576)),
-                                         settings.dead_letter_max_bytes + 65536)
-        return DeadLetterSink(KafkaProducer(**kwargs), settings.dead_letter_topic, settings.dead_letter_max_bytes,
-                              sig)
-    except (KafkaError, OSError) as err:
-        log.warning("dead-letter topic producer unavailable (%s): dead letters go to the database only", err)
-        return None
+    def open_producer() -> Any:
+        from kafka import KafkaProducer
+        return KafkaProducer(**kwargs)
+
+    sink = DeadLetterSink(open_producer, settings.dead_letter_topic, settings.dead_letter_max_bytes, sig)
+    if sink.connect() is None:  # opened now, so a broker problem shows in the start-up log
+        log.warning("dead-letter topic producer unavailable: dead letters go to the database until it opens")
+    return sink

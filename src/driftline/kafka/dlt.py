@@ -34,12 +34,41 @@ def bounded(value: bytes, limit: int) -> tuple[bytes, int | None]:
 
 
 class DeadLetterSink:
-    """Sends dead letters with reason/detail/topic/partition/offset headers, one future per letter."""
+    """Sends dead letters with reason/detail/topic/partition/offset headers, one future per letter.
 
-    def __init__(self, producer: Any, topic: str, max_bytes: int, sig: KafkaSignals,
+    The producer is opened by `open_producer` when first needed, and opened afresh after a send in which no copy
+    arrived: kafka-python's idempotent producer does not recover from a broker reset (OutOfOrderSequenceNumber,
+    then InitProducerId errors on every later send, while a new producer sends at once), nor does one that could
+    not reach the broker at start."""
+
+    def __init__(self, open_producer: Callable[[], Any], topic: str, max_bytes: int, sig: KafkaSignals,
                  flush_timeout_s: float = 10.0) -> None:
-        self.producer, self.topic, self.max_bytes, self.sig = producer, topic, max_bytes, sig
+        self.open_producer, self.topic, self.max_bytes, self.sig = open_producer, topic, max_bytes, sig
         self.flush_timeout_s = flush_timeout_s
+        self.producer: Any = None
+        self.opened = 0
+        """Producers opened so far (a second one means the first was given up)."""
+
+    def connect(self) -> Any:
+        """The producer, opened if needed; None (counted, logged) when it cannot be opened now."""
+        if self.producer is None:
+            try:
+                self.producer = self.open_producer()
+                self.opened += 1
+            except Exception as err:  # noqa: BLE001 - NoBrokersAvailable, KafkaTimeoutError, …: retried later
+                self.sig.dlt_failed.labels(error=type(err).__name__).inc()
+                log.warning("dead-letter topic %s: producer cannot be opened (%s); copies stay in the database and "
+                            "are re-sent later", self.topic, err)
+        return self.producer
+
+    def _renew(self) -> None:
+        """Give up the producer (nothing it held arrived): the next send opens a new one."""
+        old, self.producer = self.producer, None
+        log.warning("dead-letter topic %s: no copy arrived; opening a new producer for the next send", self.topic)
+        try:
+            old.close(timeout=0)
+        except Exception as err:  # noqa: BLE001 - a broken producer may fail to close
+            log.debug("dead-letter producer close: %s", err)
 
     def _send_one(self, d: DeadLetter, value: bytes, from_db: bool) -> Any | None:
         """Queue one letter; a synchronous refusal (too large for the producer, no metadata) is counted."""
@@ -72,6 +101,10 @@ class DeadLetterSink:
 
     def send(self, letters: Sequence[DeadLetter], payloads: dict[tuple[str, int, int], bytes]) -> list[bool]:
         """Send each letter (its full original payload when known, bounded), flush, and say which arrived."""
+        if not letters:
+            return []
+        if self.connect() is None:
+            return [False] * len(letters)
         futures = [self._send_one(d, payloads.get((d.source, d.partition, d.offset), d.raw), not payloads)
                    for d in letters]
         if any(f is not None for f in futures):
@@ -89,9 +122,13 @@ class DeadLetterSink:
             if ok:
                 self.sig.dlt_sent.inc()
             out.append(ok)
+        if not any(out):
+            self._renew()
         return out
 
     def close(self) -> None:
+        if self.producer is None:
+            return
         try:
             self.producer.close(timeout=5)
         except Exception as err:  # noqa: BLE001 - closing on shutdown
