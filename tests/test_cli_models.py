@@ -83,6 +83,11 @@ def test_without_model_the_only_stored_model_is_used_and_several_are_listed(chur
     assert code == 0
     doc = json.loads(out)
     assert doc["model"] == "churn" and doc["counts"]["predictions"] > 0
+    # the config names a model that has no data (a typo): refused, not the only stored model's numbers (tryout)
+    for command in (["metrics"], ["calibration"], ["alerts"]):
+        code, out, err = _run(capsys, *_config(tmp_path, "model: chrun\n"), *db, *command)
+        assert code == 2 and out == "", (command, code, out)
+        assert "the config's model 'chrun' has no stored predictions" in err and "'churn' (" in err
     fraud = tmp_path / "fraud.jsonl"
     fraud.write_bytes(b"\n".join(pred(f"f{i}", 0.3, T0 + 60 * i) for i in range(25)) + b"\n")
     assert main([*db, "replay", str(fraud)]) == 0

@@ -1,5 +1,6 @@
 """Which model a query command reads: --model when it is stored, else the config's `model:`, else the only
-stored model; otherwise exit 2 listing the stored models, so no command answers for a model that has no data
+stored model (not when the config names a model that has none: a typo must not show another model); otherwise
+exit 2 listing the stored models, so no command answers for a model that has no data
 (issue 17: never "fraud: no predictions stored yet" while another model has data)."""
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def listing(ctx: Context) -> str:
     rows = model_summaries(ctx.store())
     if not rows:
         return "none yet"
-    parts = [f"{visible(m)!r} ({n:,} predictions, newest bucket {iso(newest)})" for m, n, newest in rows[:SHOWN]]
+    parts = [f"'{visible(m)}' ({n:,} predictions, newest bucket {iso(newest)})" for m, n, newest in rows[:SHOWN]]
     more = f" and {len(rows) - SHOWN} more" if len(rows) > SHOWN else ""
     return ", ".join(parts) + more
 
@@ -39,15 +40,15 @@ def pick_model(ctx: Context, requested: str | None, also: Sequence[str] = ()) ->
     if requested is not None:
         if requested in stored:
             return requested
-        raise UnknownModel(f"--model: no predictions of model {visible(requested)!r} are stored "
+        raise UnknownModel(f"--model: no predictions of model '{visible(requested)}' are stored "
                            f"(stored models: {listing(ctx)})")
     default = ctx.config.model
     if not stored or default in stored and (ctx.model_named or len(stored) == 1):
         return default
+    if ctx.model_named:  # a typo (`model: fruad`) must not show another model's numbers, even the only one's
+        raise UnknownModel(f"the config's model '{visible(default)}' has no stored predictions; pass --model "
+                           f"(stored models: {listing(ctx)})")
     if len(stored) == 1:
         return stored[0]
-    if ctx.model_named:
-        raise UnknownModel(f"the config's model {visible(default)!r} has no stored predictions; pass --model "
-                           f"(stored models: {listing(ctx)})")
     raise UnknownModel(f"{len(stored)} models are stored: pass --model NAME, or set `model:` in the config "
                        f"(stored models: {listing(ctx)})")
