@@ -36,6 +36,15 @@ def test_defaults():
      "`triggers[0].window`"),
     ({"schedule": {"evaluate_every": "0s"}}, "`schedule.evaluate_every`"),
     ({"notify": {"timeout": "0s"}}, "`notify.timeout`"),
+    # SRE tryout: accepted, then wrong at run time
+    ({"model": "all"}, "`model`"),
+    ({"model": "__other__"}, "`model`"),
+    ({"model": ""}, "`model`"),
+    ({"model": "m" * 201}, "`model`"),
+    ({"kafka": {"group_id": ""}}, "`kafka.group_id`"),
+    ({"kafka": {"client_id": " "}}, "`kafka.client_id`"),
+    ({"kafka": {"outcomes_topic": ""}}, "`kafka.outcomes_topic`"),
+    ({"kafka": {"dead_letter_topic": ""}}, "`kafka.dead_letter_topic`"),
 ])
 def test_errors_name_the_field(data, field):
     with pytest.raises(ConfigError) as err:
@@ -109,3 +118,13 @@ def test_windows_are_whole_numbers_of_buckets():
     with pytest.raises(ConfigError, match=r"field `triggers\[0\].window`"):
         from_dict({"triggers": [{"name": "r", "metric": "recall", "op": "<", "value": 0.7, "window": "90m"}]})
     assert from_dict({"bucket": "15m", "window": "90m"}).window_s == 5400
+
+
+def test_the_configs_name_bounds_mirror_the_event_contract():
+    """config.py cannot import core: its copies of the bounds must stay equal to the ones events are held to."""
+    from driftline import config
+    from driftline.core.labels import RESERVED
+    from driftline.core.limits import MAX_NAME_LEN
+
+    assert config._MAX_NAME_LEN == MAX_NAME_LEN and set(config._RESERVED_LABELS) == set(RESERVED)
+    assert from_dict({"model": "m" * MAX_NAME_LEN}).model == "m" * MAX_NAME_LEN

@@ -142,6 +142,10 @@ class Kafka(Base):
 
     def __post_init__(self) -> None:
         _positive_durations("", unassigned_grace=self.unassigned_grace, stall_restart=self.stall_restart)
+        for name in ("predictions_topic", "outcomes_topic", "dead_letter_topic", "group_id", "client_id"):
+            value = getattr(self, name)
+            if value is not None and not value.strip():  # group "" was joined as is (tryout)
+                raise ValueError(f"{name}: must not be empty")
 
 
 class AB(Base):
@@ -212,6 +216,8 @@ class DriftConfig(Base):
             raise ValueError("drift.psi_alert must not be below drift.psi_warning")
 
 
+_MAX_NAME_LEN = 200
+"""Longest model name an event may carry (driftline.core.limits.MAX_NAME_LEN; config cannot import core)."""
 _RESERVED_LABELS = ("all", "__other__")
 """Label values events may not use (driftline.core.labels.RESERVED; config cannot import core)."""
 
@@ -285,6 +291,10 @@ class Config(Base):
     limits: Limits = Limits()
 
     def __post_init__(self) -> None:
+        if not self.model or len(self.model) > _MAX_NAME_LEN:
+            raise ValueError(f"model: must be 1 to {_MAX_NAME_LEN} characters (events' model names are bounded "
+                             "the same way)")
+        _no_reserved("model", [self.model])
         _positive_durations("", bucket=self.bucket, window=self.window)
         window_too_long("window", self.window)
         bucket, window = parse_duration(self.bucket), parse_duration(self.window)
