@@ -5,6 +5,8 @@ lives in the database (shared by every writer, kept over restarts)."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import json
 import logging
 import urllib.request
@@ -18,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from driftline import cli
 from driftline.config import ConfigError, from_dict, load
 from driftline.durations import parse_duration
+from driftline.exporter import bounds
 from driftline.exporter.bounds import PIPELINE_SERIES, PROCESS_SERIES, series_bound
 from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.ingest.replay import replay
@@ -31,9 +34,9 @@ EXAMPLE = REPO / "driftline.example.yaml"
 END = 1_795_996_800.0  # 2026-11-30T00:00:00Z
 _enc = msgspec.json.Encoder()
 
-PER_GROUP = 8 * 3 + 5 + 5 + 2
-"""Windowed series of one (variant, model_version) group: 8 rates with 2 bounds, 5 counts, 5 scores, 2 quantiles
-(README, Prometheus exporter, Label cardinality)."""
+PER_GROUP = 8 * 3 + 5 + 5 + 6 + 2
+"""Windowed series of one (variant, model_version) group: 8 rates with 2 bounds, 5 counts, 5 scores, ROC AUC's and
+AP's interval bounds and error bounds, 2 quantiles (README, Prometheus exporter, Label cardinality)."""
 
 
 def _pred(i: int, model: str = "fraud", variant: str = "A", version: str = "v1") -> bytes:
@@ -70,7 +73,7 @@ def _scrape(config, store) -> str:
 
 
 def documented_bound(config) -> int:
-    """README's formula: W·M·(36·(1 + (V+1)(R+1)) + 2 + 3F) + T·(3 + |states|) + 3M + 1 + pipeline + process."""
+    """README's formula: W·M·(42·(1 + (V+1)(R+1)) + 2 + 3F) + T·(3 + |states|) + 3M + 1 + pipeline + process."""
     lim = config.limits
     m, v, r = lim.max_models, lim.max_variants_per_model, lim.max_versions_per_model
     f = max(config.max_features, len(config.features))
@@ -93,6 +96,12 @@ def junk_db(tmp_path_factory):
 def test_junk_models_variants_and_versions_stay_within_the_documented_bound(junk_db):
     path, config, store, _ = junk_db
     series = _series(_scrape(config, store))
+    # the bound's series per group is what a group with every metric defined exports, exactly (it once lagged
+    # behind the series added later: the error bounds, then the ranking intervals)
+    groups = Counter((lbl["model"], lbl["variant"], lbl["model_version"], lbl["window"])
+                     for lbl in (dict(labels) for _, labels in series)
+                     if {"model", "variant", "model_version", "window"} <= lbl.keys())
+    assert max(groups.values()) == PER_GROUP == bounds.PER_GROUP
     assert len(series) == len(set(series))  # no duplicate series (a variant named `all` used to make some)
     assert len(series) <= documented_bound(config) == series_bound(config)
     variants = {dict(lbl)["variant"] for name, lbl in series if name == "driftline_window_predictions"}

@@ -14,11 +14,12 @@ from ..core.events import ALL_REASONS
 from ..ops import BATCH_BUCKETS
 from ..triggers.model import STATES
 from ..triggers.runner import compile_rules
-from .collector import COUNT_HELP, RATE_HELP, SCORE_HELP, windows_of
+from .collector import COUNT_HELP, RANKING_EXTRA, RATE_HELP, SCORE_HELP, windows_of
 
 DEAD_LETTER_REASONS = frozenset(ALL_REASONS)
-PER_GROUP = 3 * len(RATE_HELP) + len(COUNT_HELP) + len(SCORE_HELP) + 2
-"""Windowed series of one (variant, model_version) group: rates with both bounds, counts, scores, 2 quantiles."""
+PER_GROUP = 3 * len(RATE_HELP) + len(COUNT_HELP) + len(SCORE_HELP) + len(RANKING_EXTRA) + 2
+"""Windowed series of one (variant, model_version) group: rates with both bounds, counts, scores, the ranking
+metrics' interval and computation bounds, 2 quantiles (tests/test_cardinality.py counts them in a scrape)."""
 PIPELINE_SERIES = 1 + 2 + 2 + len(DEAD_LETTER_REASONS) + 1 + 2 + 1 + 1
 """build_info, events and duplicates per type, dead letters per reason, expired, newest event per type, pending
 outcomes, join-store size."""

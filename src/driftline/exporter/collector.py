@@ -70,6 +70,10 @@ SCORE_HELP = {
     "log_loss": ("driftline_log_loss", "Mean negative log-likelihood of the outcomes under the score (nats)."),
     "ece": ("driftline_ece", "Expected calibration error over 10 score bins, weighted by count."),
 }
+RANKING_EXTRA = ("driftline_roc_auc_lower", "driftline_roc_auc_upper", "driftline_average_precision_lower",
+                 "driftline_average_precision_upper", "driftline_roc_auc_error_bound",
+                 "driftline_average_precision_error_bound")
+"""The ranking metrics' interval bounds and computation bounds, one each per (variant, version) group."""
 EVENT_TYPES = ("prediction", "outcome")
 EVENTS_SOURCE = "all"
 """`source` label of driftline_events_total: the store counts accepted events over every source together."""
