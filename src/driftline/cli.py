@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import logging
 import os
 import sys
@@ -115,6 +116,36 @@ def globals_first(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit code. A reader that goes away (`driftline metrics | head -1`) ends it quietly
+    with 0: the output it read was whole lines, and the interpreter's last flush would fail again otherwise."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
+
+
+class ReaderConsole(Console):
+    """rich's Console, except that a reader going away raises BrokenPipeError (main ends with 0) instead of rich's
+    own SystemExit(1), which made `driftline metrics | head -1` fail under `set -o pipefail`."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so nothing more is written to the closed pipe (Python's own advice)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):  # not a real file (captured output)
+        pass
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(negative_values(globals_first(sys.argv[1:] if argv is None else argv)))
     err = Console(stderr=True, highlight=False)
@@ -135,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             log.debug("config refused", exc_info=True)
             fail(err, str(e))  # the message opens with `config PATH:`
             return 2
-        ctx = Context(config=config, db_url=resolve_db(args.db, config), console=Console(highlight=False), err=err,
+        ctx = Context(config=config, db_url=resolve_db(args.db, config), console=ReaderConsole(highlight=False), err=err,
                       model_named="model" in keys)
         tune_for_batches()
         return int(args.func(ctx, args) or 0)
@@ -150,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
+        _quiet_stdout()
         return 0
     except OSError as e:  # a path that cannot be written or read, a port already taken: one line, not a traceback
         log.debug("command failed", exc_info=True)
