@@ -158,8 +158,7 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
                           f"{doc['start']} → {doc['end']} ({source}), {len(doc['features'])} features tracked"
                           + (f", {dead} invalid lines skipped" if dead else ""))
         _print_seasons(ctx.console, doc)
-        for item in doc["dropped"]:
-            say(ctx.console, f"{shown(item['feature'])} ({item['reason']})", "  [yellow]not tracked:[/yellow] ")
+        _print_dropped(ctx.console, doc["dropped"])
     return 0
 
 
@@ -211,8 +210,7 @@ def cmd_reference_show(ctx: Context, args: argparse.Namespace) -> int:
                 title="tracked features (frozen bins)")
     for f in feats:  # the bins as running text: a long list wraps between labels, never inside a table cell
         say(ctx.console, shown(', '.join(f.labels)), f"  [bold]{shown(f.feature)}[/bold]: ")
-    for item in doc["dropped"]:
-        say(ctx.console, f"{shown(item['feature'])} ({item['reason']})", "  [yellow]not tracked:[/yellow] ")
+    _print_dropped(ctx.console, doc["dropped"])
     return 0
 
 
@@ -229,6 +227,30 @@ def _span(values: list[int]) -> str:
     """"a" when all equal, else "min–max" (thousands separated)."""
     lo, hi = min(values), max(values)
     return f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
+
+
+SHOWN_NAMES = 20
+"""Feature names listed in the terminal before "… and N more" (--json lists them all): junk names in events
+(10,000 in a tryout) made a 1,153-line reference and a 20 KB drift footnote."""
+
+
+def capped(names: list[str], limit: int = SHOWN_NAMES) -> str:
+    """'a, b, c' or the first `limit` names and '… and N more (--json lists them)'."""
+    head = ", ".join(names[:limit])
+    return head if len(names) <= limit else f"{head} … and {len(names) - limit:,} more (--json lists them)"
+
+
+def _print_dropped(console: Console, dropped: list[dict[str, Any]]) -> None:
+    """The features a reference does not track, one line each up to SHOWN_NAMES, then a count by reason."""
+    for item in dropped[:SHOWN_NAMES]:
+        say(console, f"{shown(item['feature'])} ({item['reason']})", "  [yellow]not tracked:[/yellow] ")
+    rest = dropped[SHOWN_NAMES:]
+    if rest:
+        reasons: dict[str, int] = {}
+        for item in rest:
+            reasons[item["reason"]] = reasons.get(item["reason"], 0) + 1
+        why = ", ".join(f"{n:,} {r}" for r, n in sorted(reasons.items()))
+        console.print(f"  [yellow]not tracked:[/yellow] … and {len(rest):,} more ({why}; --json lists them)")
 
 
 def _print_seasons(console: Console, doc: dict[str, Any]) -> None:
@@ -360,7 +382,7 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
                   f"and a KS/χ² p < {th['alpha']} after Benjamini–Hochberg; alert when PSI ≥ {th['psi_alert']}. "
                   f"PSI floors empty bins at {th['psi_eps']}.[/dim]")
     if doc["untracked"]:
-        console.print(f"[dim]not in the reference (not compared): {shown(', '.join(doc['untracked']))}[/dim]")
+        console.print(f"[dim]not in the reference (not compared): {shown(capped(doc['untracked']))}[/dim]")
     und = doc.get("undeclared")
     if und:
         console.print(f"[yellow]{undeclared_line(und)}[/yellow]")
