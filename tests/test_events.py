@@ -78,6 +78,20 @@ def test_raw_payloads(raw, reason):
     assert isinstance(d, DeadLetter) and d.reason == reason, d
 
 
+@pytest.mark.parametrize("raw", [b"", b"   ", b"\n\t"])
+def test_an_empty_message_says_so_on_both_decode_routes(raw):
+    """A tombstone or empty Kafka message read "Input data was truncated" (msgspec's words; SRE tryout)."""
+    from driftline.core.decode_many import decode_many
+    from driftline.ingest.pipeline import RawRecord
+
+    d = decode(raw, "t", 0, 0)
+    (m,) = decode_many([RawRecord("t", 0, 0, raw)])
+    for letter in (d, m):
+        assert isinstance(letter, DeadLetter) and letter.reason == "invalid_json"
+        assert letter.detail.startswith("empty message")
+    assert decode(b'{"prediction_id":', "t", 0, 0).detail == "Input data was truncated"
+
+
 def test_raw_payload_is_truncated():
     raw = json.dumps({**GOOD_PRED, "score": 7, "pad": "x" * 10_000}).encode()
     d = decode(raw, "t", 0, 0)

@@ -231,6 +231,21 @@ def test_simulated_ids_do_not_collide_across_seeds(tmp_path: Path, capsys: pytes
     assert docs[1]["duplicates"] == 0 and docs[1]["predictions"] == len(ids[1])
 
 
+def test_the_simulated_hour_feature_is_the_utc_hour_of_ts_whatever_the_end(tmp_path: Path) -> None:
+    """SRE tryout: with an --end that is not midnight, `hour` was hours since the span's daily start (7 h off
+    the UTC hour of ts in its run), while the README calls it the hour of day."""
+    import json
+    from datetime import datetime, timezone
+
+    f = tmp_path / "h.jsonl"
+    assert main(["simulate", "--days", "1", "--per-day", "300", "--end", "2026-11-30T07:20:00Z",
+                 "--out", str(f)]) == 0
+    preds = [json.loads(x) for x in f.read_text().splitlines() if '"type":"prediction"' in x]
+    hours = [(datetime.fromisoformat(p["ts"].replace("Z", "+00:00")).astimezone(timezone.utc).hour,
+              p["features"]["hour"]) for p in preds]
+    assert len(hours) > 200 and all(h == feature for h, feature in hours)
+
+
 # --- payload previews fit the console ------------------------------------------------------------------------
 def test_preview_counts_escapes_as_shown_and_never_cuts_one() -> None:
     from driftline.terminal import preview

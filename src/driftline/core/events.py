@@ -258,6 +258,8 @@ def _decode_bounded(raw: bytes, kind: str | None, limits: Limits, dead: Callable
             return dead("not_an_object", str(err))
         return dead("wrong_type", str(err))
     except msgspec.DecodeError as err:
+        if not raw.strip():  # msgspec says "Input data was truncated": an empty message or tombstone has no JSON
+            return dead("invalid_json", "empty message: no JSON (an empty or whitespace-only payload, or a tombstone)")
         return dead("invalid_json", str(err))
     if declared is not None:
         if declared not in ("prediction", "outcome"):

@@ -78,7 +78,7 @@ def _day_predictions(spec: SimSpec, rng: np.random.Generator, day: int, offset: 
     channel = rng.choice(3, size=n, p=[0.5, 0.35, 0.15])
     card_present = (channel == 0) & (rng.random(n) < 0.9)
     mcc = rng.choice(len(MCC), size=n)
-    hour = ((ts - t0) / 3600.0).astype(int)
+    hour = (np.mod(ts, 86400.0) // 3600.0).astype(int)  # the UTC hour of day of ts, whatever hour the span starts
     account_age = rng.gamma(2.0, 400.0, n).round()
     tx24 = rng.poisson(np.where(fraud, 6.0, 2.0))
     distance = np.where(rng.random(n) < 0.1, np.nan, rng.exponential(20.0, n))
