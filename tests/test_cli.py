@@ -317,6 +317,8 @@ def test_windows_and_times_outside_what_the_buckets_can_answer_are_refused(tmp_p
     assert "not a whole number of buckets (1h each)" in " ".join(capsys.readouterr().err.split())
     assert main([*db, "metrics", "--at", "99999999999999"]) == 2  # used to be a traceback
     assert "outside 1970-01-01..9999-12-31" in " ".join(capsys.readouterr().err.split())
+    assert main([*db, "metrics", "--at", "1796400000000"]) == 2  # epoch milliseconds: said, as for events (tryout)
+    assert "it looks like epoch milliseconds" in " ".join(capsys.readouterr().err.split())
 
 
 def test_global_options_are_accepted_after_the_command(tmp_path, capsys) -> None:

@@ -68,7 +68,8 @@ def parse_at(text: str | None, option: str = "--at") -> float | None:
         value = parse_time_text(text)
     except (ValueError, OverflowError) as err:
         if "outside" in str(err) or isinstance(err, OverflowError):
-            raise ConfigError(f"{option}: {text!r} is outside 1970-01-01..9999-12-31") from None
+            hint = "; it looks like epoch milliseconds: give seconds or RFC 3339" if "milliseconds" in str(err) else ""
+            raise ConfigError(f"{option}: {text!r} is outside 1970-01-01..9999-12-31{hint}") from None
         raise ConfigError(f"{option}: {err}") from None
     if not 0.0 <= value <= MAX_EPOCH:  # also NaN: events outside 1970..9999 are rejected, so are such times
         raise ConfigError(f"{option}: {text!r} is outside 1970-01-01..9999-12-31")
