@@ -89,14 +89,8 @@ class JoinRows:
         """Scores and labels (label in force) of the held labelled predictions made in [start, end) on `shards`
         (the index is by shard and time); None when there are more than `limit` of them."""
         p = t.predictions.c
-        q = select(p.score, p.label).where(and_(p.shard.in_(list(shards)), p.ts >= start, p.ts < end,
-                                                p.label.is_not(None)))
-        if model is not None:
-            q = q.where(p.model == model)
-        if variant is not None:
-            q = q.where(p.variant == variant)
-        if model_version is not None:
-            q = q.where(p.model_version == model_version)
+        q = t.for_series(select(p.score, p.label).where(and_(p.shard.in_(list(shards)), p.ts >= start, p.ts < end,
+                                                             p.label.is_not(None))), p, model, variant, model_version)
         # the driver's own tuples: SQLAlchemy's Row objects cost ~0.6 µs a row here (a 7-day window holds 10^5)
         rows = conn.execute(q.limit(limit + 1)).cursor.fetchall()
         if len(rows) > limit:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (BigInteger, Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, SmallInteger,
                         String, Table, Text)
 
@@ -87,3 +89,14 @@ admitted_labels = Table(
 )
 """Label values admitted under `limits:` (kind model/variant/model_version; a model's own row has value ''):
 the same set for every writer and across restarts. admitted_at is NULL for values stored before the limits."""
+
+
+def for_series(q: Any, c: Any, model: str | None, variant: str | None = None, model_version: str | None = None) -> Any:
+    """`q` narrowed to a model, variant and model version, each where given (`c`: the queried table's columns)."""
+    if model is not None:
+        q = q.where(c.model == model)
+    if variant is not None:
+        q = q.where(c.variant == variant)
+    if model_version is not None:
+        q = q.where(c.model_version == model_version)
+    return q

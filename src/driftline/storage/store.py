@@ -338,14 +338,8 @@ class Store:
         callers sum floats across buckets, so the order is fixed, not the table's physical one (PostgreSQL returns
         rows as they lie on disk, and two databases holding the same buckets would differ in the last digits)."""
         b = t.buckets.c
-        q = (select(t.buckets).where(and_(b.bucket_start >= start, b.bucket_start < end))
-             .order_by(*t.buckets.primary_key))
-        if model is not None:
-            q = q.where(b.model == model)
-        if variant is not None:
-            q = q.where(b.variant == variant)
-        if model_version is not None:
-            q = q.where(b.model_version == model_version)
+        q = t.for_series(select(t.buckets).where(and_(b.bucket_start >= start, b.bucket_start < end))
+                         .order_by(*t.buckets.primary_key), b, model, variant, model_version)
         with self.read() as conn:
             return [BucketRow.encoded(r.model, r.model_version, r.variant, r.bucket_start, r.shard, r.data, features)
                     for r in conn.execute(q)]
