@@ -297,3 +297,26 @@ def test_history_says_not_notified_when_every_receiver_refused_and_notified_when
     out = deliver(Notifier(config.notify, "fraud", sleep=lambda s: None), store, run)
     assert sorted((x.receiver, x.ok) for x in out) == [(ALERTMANAGER, True), (WEBHOOK, False)]
     assert [h["notified"] for h in history.history(store, "fraud")] == [True]
+
+
+def test_alerts_evaluate_with_every_receiver_down_stores_notified_false(tmp_path, capsys):
+    """The one-shot path (second tryout: it crashed with AttributeError, exit 1, and the history said notified)."""
+    from driftline import cli
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    events = tmp_path / "e.jsonl"
+    assert cli.main(["simulate", "--days", "2", "--per-day", "2000", "--seed", "3", "--out", str(events)]) == 0
+    db = f"sqlite:///{tmp_path / 'd.db'}"
+    assert cli.main(["--db", db, "replay", str(events)]) == 0
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(json.dumps({"notify": {"alertmanager_url": dead, "retries": 0, "timeout": "1s"},
+                               "triggers": [{"name": "recall_low", "metric": "recall", "op": "<", "value": 0.99,
+                                             "window": "2d", "min_n": 5, "severity": "critical"}]}))
+    capsys.readouterr()
+    assert cli.main(["--config", str(cfg), "--db", db, "alerts", "evaluate", "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert [t["state"]["state"] for t in run["triggers"]] == ["firing"]
+    assert cli.main(["--config", str(cfg), "--db", db, "alerts", "--json"]) == 0
+    assert [h["notified"] for h in json.loads(capsys.readouterr().out)["history"]] == [False]

@@ -181,6 +181,18 @@ def test_metrics_json_trigger_and_notice_judge_the_interval(tmp_path, capsys):
     for series in ("driftline_roc_auc", "driftline_average_precision"):
         for key, value in got[series].items():
             assert got[f"{series}_lower"][key] <= value <= got[f"{series}_upper"][key]
+    # the weekly report with targets on both (second tryout: a roc_auc target crashed it, numpy.bool_ in JSON)
+    cfg = tmp_path / "t.yaml"
+    cfg.write_text("targets: {roc_auc: 0.5, average_precision: 0.99}\n"
+                   "triggers: [{name: auc, metric: roc_auc, op: '<', value: 0.6, min_n: 5}]\n")
+    capsys.readouterr()
+    assert cli.main(["--config", str(cfg), "--db", f"sqlite:///{db}", "report", "--json",
+                     "--out", str(tmp_path / "r")]) == 0
+    rows = {r["metric"]: r for r in json.loads(capsys.readouterr().out)["report"]["headline"]["rows"]}
+    assert rows["roc_auc"]["low"] < rows["roc_auc"]["value"] < rows["roc_auc"]["high"]
+    assert rows["roc_auc"]["target"]["met_confidently"] is True and rows["average_precision"]["target"]["met"] is False
+    assert rows["roc_auc"]["n"] == min(int(labels.sum()), int(len(labels) - labels.sum()))  # as triggers read it
+    assert rows["average_precision"]["n"] == int(labels.sum())
 
 
 def _metrics_for(scores: np.ndarray, labels: np.ndarray):

@@ -112,7 +112,7 @@ def roc_auc_bounds(pos_hist: np.ndarray, neg_hist: np.ndarray) -> tuple[float, f
     # (twice the CPU for the same wall time; several times the wall time on a loaded machine)
     wins = float((pos * neg_below).sum())
     ties = float((pos * neg).sum())
-    denom = n_pos * n_neg
+    denom = float(n_pos * n_neg)
     return wins / denom, (wins + ties) / denom
 
 
@@ -156,10 +156,10 @@ def histogram_ranking(pos_hist: np.ndarray, neg_hist: np.ndarray) -> Ranking:
     auc = roc_auc_bounds(pos_hist, neg_hist)
     ap = average_precision_bounds(pos_hist, neg_hist)
     # a range of width 0 can come out a rounding error below it (−2.8e-16): a bound is never negative
-    value = None if auc is None else (auc[0] + auc[1]) / 2
-    bound = None if auc is None else max(0.0, (auc[1] - auc[0]) / 2)
-    ap_value = None if ap is None else (ap[0] + ap[1]) / 2
-    ap_bound = None if ap is None else max(0.0, (ap[1] - ap[0]) / 2)
+    value = None if auc is None else float(auc[0] + auc[1]) / 2  # Python floats: numpy's leak into JSON and bools
+    bound = None if auc is None else max(0.0, float(auc[1] - auc[0]) / 2)
+    ap_value = None if ap is None else float(ap[0] + ap[1]) / 2
+    ap_bound = None if ap is None else max(0.0, float(ap[1] - ap[0]) / 2)
     return Ranking(value, bound, ap_value, ap_bound, HISTOGRAM,
                    auc_interval(value, delong_variance_hist(pos_hist, neg_hist), bound),
                    ap_interval(ap_value, int(np.asarray(pos_hist).sum()), ap_bound))

@@ -184,7 +184,7 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
     if not (args.dry_run or args.no_notify or ahead) and run.states_later is None:
         # One shot: no next pass refreshes the alerts, so a firing one must not expire by itself (refresh_s None),
         # and no process serves /triggers for a generatorURL (only notify.generator_url, when set).
-        deliver(Notifier(ctx.config.notify, model, clock=ctx.clock, refresh_s=None), ctx.store, run)
+        deliver(Notifier(ctx.config.notify, model, clock=ctx.clock, refresh_s=None), store, run)
     if args.json:
         print(json.dumps(run.to_json()))
         return 0

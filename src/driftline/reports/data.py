@@ -68,12 +68,13 @@ def target_check(metric: str, r: dict[str, Any], target: float | None, lower_bet
                            "source": source, "met": None, "met_confidently": None}
     if r.get("value") is None:
         return out
+    # bool(): a numpy value compared gives numpy.bool_, which the JSON report cannot write (a roc_auc target did)
     if lower_better:
-        out["met"] = r["value"] <= target
-        out["met_confidently"] = r["high"] is not None and r["high"] <= target
+        out["met"] = bool(r["value"] <= target)
+        out["met_confidently"] = bool(r["high"] is not None and r["high"] <= target)
     else:
-        out["met"] = r["value"] >= target
-        out["met_confidently"] = r["low"] is not None and r["low"] >= target
+        out["met"] = bool(r["value"] >= target)
+        out["met_confidently"] = bool(r["low"] is not None and r["low"] >= target)
     return out
 
 
@@ -120,7 +121,9 @@ def headline(metrics: dict[str, Any], config: Config, triggers: list[dict[str, A
         v = m[name]["value"]
         lo, hi = m[name].get("low"), m[name].get("high")  # ROC AUC's DeLong interval; the others have none
         judged = {"value": v, "low": v if lo is None else lo, "high": v if hi is None else hi}
-        rows.append({"metric": name, "value": v, "low": lo, "high": hi, "n": metrics["counts"]["labelled"],
+        c = metrics["counts"]
+        n = {"roc_auc": min(c["positives"], c["negatives"]), "average_precision": c["positives"]}.get(name, c["labelled"])
+        rows.append({"metric": name, "value": v, "low": lo, "high": hi, "n": n,  # the n a trigger's min_n reads
                      "indicative": False, "target": headline_target(name, judged, config),
                      "triggers": [t["name"] for t in triggers if t["metric"] == name]})
     return rows
