@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -59,12 +60,14 @@ def test_delong_variance_equals_its_definition_on_random_data_with_ties():
     assert checked > 40
 
 
-def test_too_few_of_a_class_has_no_interval_and_separated_classes_a_point():
+def test_too_few_of_a_class_separated_classes_or_equal_scores_have_no_interval():
     assert delong_variance(np.array([0.1, 0.9, 0.8]), np.array([0, 1, 1])) is None
     assert delong_variance_hist(np.array([0, 3]), np.array([1, 0])) is None
     assert auc_interval(None, 0.01, 0.0) is None and auc_interval(0.7, None, 0.0) is None
     var = delong_variance(np.array([0.1, 0.2, 0.8, 0.9]), np.array([0, 0, 1, 1]))
-    assert var == 0.0 and auc_interval(1.0, var, 0.0) == (1.0, 1.0)
+    assert var == 0.0 and auc_interval(1.0, var, 0.0) is None  # a zero-width [1, 1] claimed certainty (tryout 2)
+    same = delong_variance(np.full(40, 0.3), np.r_[np.ones(10, dtype=np.int64), np.zeros(30, dtype=np.int64)])
+    assert same == 0.0 and auc_interval(0.5, same, 0.0) is None  # a constant score: [0.5, 0.5] before
 
 
 def logit_interval(auc: float, variance: float, bound: float) -> tuple[float, float]:
@@ -97,7 +100,7 @@ def test_the_ap_interval_is_boyds_logit_interval_plus_the_bound():
         want = (max(0.0, float(expit(logit(ap) - w)) - bound), min(1.0, float(expit(logit(ap) + w)) + bound))
         assert ap_interval(ap, pos, bound) == pytest.approx(want, abs=1e-12)
     assert ap_interval(0.5, 1, 0.0) is None and ap_interval(None, 50, 0.0) is None
-    assert ap_interval(1.0, 5, 0.0) == (1.0, 1.0)
+    assert ap_interval(1.0, 5, 0.0) is None  # every positive on top (or no negatives): nothing to size it by
 
 
 def binormal_ap(delta: float, prevalence: float) -> float:
@@ -222,6 +225,14 @@ def test_confident_roc_auc_and_ap_triggers_judge_the_bound_nearest_the_line():
     o_ap = from_metrics("average_precision", m)
     assert (o_ap.low, o_ap.high) == m.ranking.average_precision_interval and judged_value(ap, o_ap) == o_ap.high
     assert summary(ap, "fraud", state, "firing").startswith("upper 95% bound of average_precision of fraud")
+    # a window where the interval cannot be given (1 positive): a confident trigger has nothing to judge, as its
+    # Prometheus rule has no bound series then; it judged the estimate and said "upper 95% bound" (tryout 2)
+    one = _metrics_for(np.array([0.9, 0.2, 0.4, 0.1]), np.array([1, 0, 0, 0]))
+    o1 = from_metrics("roc_auc", one)
+    assert o1.value == 1.0 and o1.high is None and judged_value(below, o1) is None
+    from driftline.triggers.model import INSUFFICIENT, evaluate
+    assert evaluate(replace(below, min_n=1), None, o1, 100.0).state.state == INSUFFICIENT
+    assert judged_value(point, o1) == 1.0
     f1 = Rule(name="f1_low", metric="f1", op="<", value=0.5, mode="confident")
     assert summary(f1, "fraud", state, "firing").startswith("f1 of fraud")  # no interval: judged on the estimate
 

@@ -56,15 +56,13 @@ def auc_interval(auc: float | None, variance: float | None, bound: float | None,
     """The 95 % interval of an AUC with DeLong's variance, on the logit scale: logit(auc) ± z·se / (auc(1 − auc)),
     mapped back (it stays inside (0, 1) and holds its level near 1, where the plain auc ± z·se covered 91 % of
     simulated windows at AUC 0.96: tests/test_ranking_intervals.py), then widened by the computation bound. None when
-    either is unknown; the value itself when the variance is 0 or the AUC is 0 or 1 (classes that do not overlap:
-    as in pROC), so small windows are judged by `min_n`."""
-    if auc is None or variance is None:
+    either is unknown, and when the placements do not vary (variance 0: classes that do not overlap, AUC 0 or 1, or
+    every score equal): a zero-width interval would claim certainty that a few labels cannot give."""
+    if auc is None or variance is None or not 0.0 < auc < 1.0 or variance <= 0.0:
         return None
-    se = math.sqrt(max(variance, 0.0))
-    lo = hi = auc
-    if 0.0 < auc < 1.0 and se > 0.0:
-        center, half = math.log(auc / (1.0 - auc)), z * se / (auc * (1.0 - auc))
-        lo, hi = 1.0 / (1.0 + math.exp(half - center)), 1.0 / (1.0 + math.exp(-center - half))
+    se = math.sqrt(variance)
+    center, half = math.log(auc / (1.0 - auc)), z * se / (auc * (1.0 - auc))
+    lo, hi = 1.0 / (1.0 + math.exp(half - center)), 1.0 / (1.0 + math.exp(-center - half))
     b = bound or 0.0
     return max(0.0, lo - b), min(1.0, hi + b)
 
@@ -72,12 +70,11 @@ def auc_interval(auc: float | None, variance: float | None, bound: float | None,
 def ap_interval(ap: float | None, positives: int, bound: float | None, z: float = Z95) -> tuple[float, float] | None:
     """logit(ap) ± z / √(positives·ap·(1 − ap)), mapped back, widened by the computation bound (Boyd, Eng & Page
     2013, "Area under the precision-recall curve: point estimates and confidence intervals"); None without a
-    value or with fewer than 2 positives; the value itself when it is 0 or 1."""
-    if ap is None or positives < 2:
+    value, with fewer than 2 positives, or at 0 or 1 (no negatives, or every positive on top: no width to
+    estimate)."""
+    if ap is None or positives < 2 or not 0.0 < ap < 1.0:
         return None
-    lo = hi = ap
-    if 0.0 < ap < 1.0:
-        center, half = math.log(ap / (1.0 - ap)), z / math.sqrt(positives * ap * (1.0 - ap))
-        lo, hi = 1.0 / (1.0 + math.exp(half - center)), 1.0 / (1.0 + math.exp(-center - half))
+    center, half = math.log(ap / (1.0 - ap)), z / math.sqrt(positives * ap * (1.0 - ap))
+    lo, hi = 1.0 / (1.0 + math.exp(half - center)), 1.0 / (1.0 + math.exp(-center - half))
     b = bound or 0.0
     return max(0.0, lo - b), min(1.0, hi + b)

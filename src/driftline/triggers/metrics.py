@@ -59,11 +59,11 @@ def from_metrics(metric: str, m: Metrics) -> Observation:
     if name == "roc_auc":
         ci = m.ranking.roc_auc_interval
         lo, hi = ci if ci is not None else (None, None)
-        return Observation(m.roc_auc, lo, hi, min(c.positives, c.negatives))
+        return Observation(m.roc_auc, lo, hi, min(c.positives, c.negatives), interval_expected=True)
     if name == "average_precision":
         ci = m.ranking.average_precision_interval
         lo, hi = ci if ci is not None else (None, None)
-        return Observation(m.average_precision, lo, hi, c.positives)
+        return Observation(m.average_precision, lo, hi, c.positives, interval_expected=True)
     if name == "f1":
         return Observation(m.f1, n=c.positives)
     if name == "brier":

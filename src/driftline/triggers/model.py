@@ -83,6 +83,9 @@ class Observation:
     low: float | None = None
     high: float | None = None
     n: int = 0
+    interval_expected: bool = False
+    """The metric has an interval, but not always (ROC AUC and AP need 2 of a class and varying placements): a
+    confident trigger then has nothing to judge (insufficient data), as its Prometheus rule has no bound series."""
 
     def to_json(self) -> dict[str, Any]:
         return {"value": self.value, "low": self.low, "high": self.high, "n": self.n}
@@ -163,10 +166,10 @@ class Evaluation:
 
 def judged_value(rule: Rule, obs: Observation) -> float | None:
     """The number compared with the line: the estimate (point) or the interval bound nearest the line
-    (confident; the estimate when the metric has no interval)."""
+    (confident; the estimate when the metric has no interval, None when it has one but not this time)."""
     if rule.mode == "confident":
         bound = obs.high if rule.below else obs.low
-        if bound is not None:
+        if bound is not None or obs.interval_expected:
             return bound
     return obs.value
 

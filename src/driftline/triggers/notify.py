@@ -69,7 +69,8 @@ def fmt_value(rule: Rule, value: float | None) -> str:
 def summary(rule: Rule, model: str, state: TriggerState, kind: str) -> str:
     """One-line summary: what is past which line, or that it resolved."""
     metric = canonical(rule.metric) + (f"[{rule.feature}]" if rule.feature else "")
-    bounded = rule.mode == "confident" and info(rule.metric).has_interval  # else the estimate was judged
+    bounded = (rule.mode == "confident" and info(rule.metric).has_interval  # else the estimate was judged
+               and state.low is not None)
     judged = ("upper 95% bound of " if rule.below else "lower 95% bound of ") if bounded else ""
     where = f"{model}" + (f" variant {rule.variant}" if rule.variant else "")
     head = "Resolved: " if kind == NOTICE_RESOLVED else ""
