@@ -8,6 +8,7 @@ import io
 import logging
 import os
 import sys
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -121,26 +122,42 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = _main(argv)
         sys.stdout.flush()
-        return code
     except BrokenPipeError:
         _quiet_stdout()
         return 0
+    try:
+        sys.stderr.flush()
+    except BrokenPipeError:
+        _quiet(sys.stderr)
+    return code
 
 
 class ReaderConsole(Console):
-    """rich's Console, except that a reader going away raises BrokenPipeError (main ends with 0) instead of rich's
-    own SystemExit(1), which made `driftline metrics | head -1` fail under `set -o pipefail`."""
+    """rich's Console, except that a reader going away does not end the command with rich's own SystemExit(1)
+    (which made `driftline metrics | head -1` fail under `set -o pipefail`): on stdout it raises BrokenPipeError
+    (main ends with 0: the reader has what it wanted); on stderr the console goes quiet and the command keeps its
+    own exit code (an error nobody can read is still an error)."""
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
+        if self.stderr:
+            _quiet(sys.stderr)
+            return
         raise BrokenPipeError
 
 
 def _quiet_stdout() -> None:
-    """Point stdout at /dev/null so nothing more is written to the closed pipe (Python's own advice)."""
+    """Point stdout and stderr at /dev/null so nothing more is written to a closed pipe (Python's own advice;
+    `2>&1 | head -1` closes both)."""
+    _quiet(sys.stdout)
+    _quiet(sys.stderr)
+
+
+def _quiet(stream: Any) -> None:
+    """Point one standard stream's file descriptor at /dev/null."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, stream.fileno())
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation):  # not a real file (captured output)
         pass
 
@@ -148,7 +165,7 @@ def _quiet_stdout() -> None:
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(negative_values(globals_first(sys.argv[1:] if argv is None else argv)))
-    err = Console(stderr=True, highlight=False)
+    err = ReaderConsole(stderr=True, highlight=False)
     level = log_level(args.log_level)
     if level is None:
         fail(err, f"--log-level: unknown level {args.log_level!r}; use debug, info, warning, error or critical")
