@@ -45,6 +45,11 @@ def test_defaults():
     ({"kafka": {"client_id": " "}}, "`kafka.client_id`"),
     ({"kafka": {"outcomes_topic": ""}}, "`kafka.outcomes_topic`"),
     ({"kafka": {"dead_letter_topic": ""}}, "`kafka.dead_letter_topic`"),
+    # second tryout: a dead-letter topic that is consumed dead-lettered its own copies without end
+    ({"kafka": {"dead_letter_topic": "predictions"}}, "`kafka.dead_letter_topic`"),
+    ({"kafka": {"dead_letter_topic": "o", "outcomes_topic": "o"}}, "`kafka.dead_letter_topic`"),
+    ({"kafka": {"predictions_topic": "a b"}}, "`kafka.predictions_topic`"),
+    ({"kafka": {"dead_letter_topic": "x" * 250}}, "`kafka.dead_letter_topic`"),
 ])
 def test_errors_name_the_field(data, field):
     with pytest.raises(ConfigError) as err:

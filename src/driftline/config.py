@@ -146,6 +146,13 @@ class Kafka(Base):
             value = getattr(self, name)
             if value is not None and not value.strip():  # group "" was joined as is (tryout)
                 raise ValueError(f"{name}: must not be empty")
+        for name in ("predictions_topic", "outcomes_topic", "dead_letter_topic"):
+            value = getattr(self, name)
+            if value is not None and not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", value):
+                raise ValueError(f"{name}: {value!r} is not a Kafka topic name (1 to 249 of A-Z a-z 0-9 . _ -)")
+        if self.dead_letter_topic in (self.predictions_topic, self.outcomes_topic):
+            raise ValueError(f"dead_letter_topic: {self.dead_letter_topic!r} is a consumed topic: each copy would "
+                             "be read again and dead-lettered again, without end")
 
 
 class AB(Base):
