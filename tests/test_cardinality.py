@@ -34,6 +34,9 @@ EXAMPLE = REPO / "driftline.example.yaml"
 END = 1_795_996_800.0  # 2026-11-30T00:00:00Z
 _enc = msgspec.json.Encoder()
 
+PER_MODEL_WINDOW = 2 + 4 * 3 + 2 + 5
+"""Per (model, window): score PSI, seasonal fallback count, 4 label-free estimates with 2 bounds, trusted,
+contradicted, 5 multivariate drift series (second tryout: the last 19 were not counted)."""
 PER_GROUP = 8 * 3 + 5 + 5 + 6 + 2
 """Windowed series of one (variant, model_version) group: 8 rates with 2 bounds, 5 counts, 5 scores, ROC AUC's and
 AP's interval bounds and error bounds, 2 quantiles (README, Prometheus exporter, Label cardinality)."""
@@ -73,12 +76,12 @@ def _scrape(config, store) -> str:
 
 
 def documented_bound(config) -> int:
-    """README's formula: W·M·(42·(1 + (V+1)(R+1)) + 2 + 3F) + T·(3 + |states|) + 3M + 1 + pipeline + process."""
+    """README's formula: W·M·(42·(1 + (V+1)(R+1)) + 21 + 3F) + T·(3 + |states|) + 3M + 1 + pipeline + process."""
     lim = config.limits
     m, v, r = lim.max_models, lim.max_variants_per_model, lim.max_versions_per_model
     f = max(config.max_features, len(config.features))
     windows = len({config.window_s, *(parse_duration(t.window) for t in config.triggers)})
-    return (windows * m * (PER_GROUP * (1 + (v + 1) * (r + 1)) + 2 + 3 * f)
+    return (windows * m * (PER_GROUP * (1 + (v + 1) * (r + 1)) + PER_MODEL_WINDOW + 3 * f)
             + len(config.triggers) * (3 + len(STATES)) + 3 * m + 1 + PIPELINE_SERIES + PROCESS_SERIES)
 
 
@@ -288,3 +291,31 @@ def test_configured_arms_keep_their_variant_slots_against_junk() -> None:
     assert len(gate.admitted.values[("churn", "variant")]) == 4  # the documented bound holds
     other = LabelGate(LabelLimits(max_variants=2, reserved={"m": frozenset({"a", "b", "c"})}), Admitted())
     assert [other.decide("m", v, "v")[0] for v in ("x", "a", "b", "c")] == [OVERFLOW, "a", "b", OVERFLOW]
+
+
+def test_every_family_of_a_model_with_a_reference_stays_within_the_bound(tmp_path):
+    """Second tryout: with a reference (label-free estimates, multivariate drift), tight limits, two trigger
+    windows and folded variants/versions, a scrape held 555 series against a bound of 517."""
+    spec = SimSpec(start=END - 10 * 86400, days=10, per_day=400, drift_day=None, seed=5)
+    lines = [_enc.encode(e) for e in stream(spec, end=END)]
+    lines += [_pred(i, variant=f"v-{i % 3}", version=f"b-{i % 3}") for i in range(300)]
+    events = tmp_path / "e.jsonl"
+    events.write_bytes(b"\n".join(lines) + b"\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "limits": {"max_models": 1, "max_variants_per_model": 1, "max_versions_per_model": 1},
+        "features": {"amount": "numeric", "country": "categorical"}, "max_features": 2,
+        "triggers": [{"name": "r1", "metric": "recall", "op": "<", "value": 0.7, "window": "1d"},
+                     {"name": "r7", "metric": "recall", "op": "<", "value": 0.7, "window": "7d"}]}))
+    db = f"sqlite:///{tmp_path / 'd.db'}"
+    assert cli.main(["--config", str(cfg), "--db", db, "replay", str(events)]) == 0
+    assert cli.main(["--config", str(cfg), "--db", db, "reference", "set", "--model", "fraud",
+                     "--from", "2026-11-20", "--to", "2026-11-27"]) == 0
+    config = load(cfg)
+    store = Store(db, clock=lambda: END)
+    series = _series(_scrape(config, store))
+    names = {n for n, _ in series}
+    assert any(n.startswith("driftline_estimated_") for n in names)
+    assert any(n.startswith("driftline_multivariate_drift_") for n in names)
+    assert len(series) <= documented_bound(config) == series_bound(config)
+    store.close()

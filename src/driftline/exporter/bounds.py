@@ -1,10 +1,11 @@
 """The documented upper bound on the number of series `/metrics` can hold (README, Label cardinality).
 
-series ≤ W·M·(G·(1 + (V+1)(R+1)) + 2 + 3F) + T·(3 + S) + (3M + 1) + PIPELINE_SERIES + PROCESS_SERIES
-         + P + 4·N
+series ≤ W·M·(G·(1 + (V+1)(R+1)) + PER_MODEL_WINDOW + 3F) + T·(3 + S) + (3M + 1) + PIPELINE_SERIES
+         + PROCESS_SERIES + P + 4·N
 W windows exported, M models, V variants and R versions per model (+1: `__other__`), G series per group,
-F drift features (per model and window also the score PSI and the seasonal fallback count; per model the
-reference's seasonality info), T triggers with S states, P consumer partitions, N notification receivers.
+PER_MODEL_WINDOW series per model and window (score PSI, seasonal fallback count, label-free estimates,
+multivariate drift), F drift features (per model the reference's seasonality info), T triggers with S states,
+P consumer partitions, N notification receivers.
 """
 
 from __future__ import annotations
@@ -14,15 +15,19 @@ from ..core.events import ALL_REASONS
 from ..ops import BATCH_BUCKETS
 from ..triggers.model import STATES
 from ..triggers.runner import compile_rules
-from .collector import COUNT_HELP, RANKING_EXTRA, RATE_HELP, SCORE_HELP, windows_of
+from .collector import (COUNT_HELP, ESTIMATED_RATES, MULTIVARIATE_SERIES, RANKING_EXTRA, RATE_HELP, SCORE_HELP,
+                        windows_of)
 
 DEAD_LETTER_REASONS = frozenset(ALL_REASONS)
 PER_GROUP = 3 * len(RATE_HELP) + len(COUNT_HELP) + len(SCORE_HELP) + len(RANKING_EXTRA) + 2
 """Windowed series of one (variant, model_version) group: rates with both bounds, counts, scores, the ranking
 metrics' interval and computation bounds, 2 quantiles (tests/test_cardinality.py counts them in a scrape)."""
-PIPELINE_SERIES = 1 + 2 + 2 + len(DEAD_LETTER_REASONS) + 1 + 2 + 1 + 1
-"""build_info, events and duplicates per type, dead letters per reason, expired, newest event per type, pending
-outcomes, join-store size."""
+PER_MODEL_WINDOW = 2 + 3 * len(ESTIMATED_RATES) + 2 + len(MULTIVARIATE_SERIES)
+"""Series of one (model, window) besides its groups and features: score PSI, seasonal fallback count, the label-free
+estimates with their bounds, trusted, contradicted, and the multivariate drift series."""
+PIPELINE_SERIES = 1 + 2 + 2 + 2 + len(DEAD_LETTER_REASONS) + 1 + 2 + 1 + 1
+"""build_info, time basis, leader, events and duplicates per type, dead letters per reason, expired, newest event
+per type, pending outcomes, join-store size."""
 PROCESS_SERIES = len(BATCH_BUCKETS) + 4
 """The batch-duration histogram of the process (buckets, +Inf, count, sum, created)."""
 
@@ -34,5 +39,5 @@ def series_bound(config: Config, partitions: int = 0, receivers: int = 0) -> int
     f = max(config.max_features, len(config.features))
     rules = compile_rules(config.triggers)
     w = len(windows_of(config, rules))
-    return (w * m * (PER_GROUP * (1 + (v + 1) * (r + 1)) + 2 + 3 * f) + len(rules) * (3 + len(STATES))
+    return (w * m * (PER_GROUP * (1 + (v + 1) * (r + 1)) + PER_MODEL_WINDOW + 3 * f) + len(rules) * (3 + len(STATES))
             + 3 * m + 1 + PIPELINE_SERIES + PROCESS_SERIES + partitions + 4 * receivers)

@@ -74,6 +74,10 @@ RANKING_EXTRA = ("driftline_roc_auc_lower", "driftline_roc_auc_upper", "driftlin
                  "driftline_average_precision_upper", "driftline_roc_auc_error_bound",
                  "driftline_average_precision_error_bound")
 """The ranking metrics' interval bounds and computation bounds, one each per (variant, version) group."""
+ESTIMATED_RATES = ("recall", "precision", "fpr", "prevalence")
+"""Label-free estimates exported per (model, window), each with both bounds, plus `trusted` and `contradicted`."""
+MULTIVARIATE_SERIES = ("ratio", "reconstruction_error", "p_value", "drifted", "sample_rows")
+"""driftline_multivariate_drift_<name>, one each per (model, window)."""
 EVENT_TYPES = ("prediction", "outcome")
 EVENTS_SOURCE = "all"
 """`source` label of driftline_events_total: the store counts accepted events over every source together."""
@@ -197,7 +201,7 @@ def add_estimated(f: _Families, model: str, window: str, block: dict[str, Any] |
     if block is None:
         return
     lbl, lv = ["model", "window"], [model, window]
-    for name in ("recall", "precision", "fpr", "prevalence"):
+    for name in ESTIMATED_RATES:
         e = block[name]
         if e["value"] is None:
             continue
