@@ -39,6 +39,8 @@ def test_defaults():
     # SRE tryout: accepted, then wrong at run time
     ({"model": "all"}, "`model`"),
     ({"model": "__other__"}, "`model`"),
+    ({"model": "ALL"}, "`model`"),
+    ({"model": " all "}, "`model`"),
     ({"model": ""}, "`model`"),
     ({"model": "m" * 201}, "`model`"),
     ({"kafka": {"group_id": ""}}, "`kafka.group_id`"),

@@ -193,9 +193,10 @@ class Notify(Base):
         _absolute_url("generator_url", self.generator_url)
         for name in ("alertmanager_url", "webhook_url"):  # a receiver without a scheme failed every send, silently
             url = getattr(self, name)
-            if url is not None and not re.fullmatch(r"https?://[^/\s#?]+[^\s#]*", url):
-                raise ValueError(f"{name}: must be an absolute http(s) URL of the receiver "
-                                 f"(e.g. http://alertmanager:9093), got {url!r}")
+            if url is not None and not re.fullmatch(r"https?://[^/\s#?]+[^\s#]*", url, re.IGNORECASE):
+                example = "http://alertmanager:9093" if name == "alertmanager_url" else "https://hooks.example.com/x"
+                raise ValueError(f"{name}: must be an absolute http(s) URL of the receiver (e.g. {example}), "
+                                 f"got {url!r}")
 
 
 class DriftConfig(Base):
@@ -301,7 +302,7 @@ class Config(Base):
         if not self.model or len(self.model) > _MAX_NAME_LEN:
             raise ValueError(f"model: must be 1 to {_MAX_NAME_LEN} characters (events' model names are bounded "
                              "the same way)")
-        _no_reserved("model", [self.model])
+        _no_reserved("model", [self.model.strip().lower()])  # events refuse ' all' and 'ALL' as well
         _positive_durations("", bucket=self.bucket, window=self.window)
         window_too_long("window", self.window)
         bucket, window = parse_duration(self.bucket), parse_duration(self.window)
