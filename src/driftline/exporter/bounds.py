@@ -15,8 +15,8 @@ from ..core.events import ALL_REASONS
 from ..ops import BATCH_BUCKETS
 from ..triggers.model import STATES
 from ..triggers.runner import compile_rules
-from .collector import (COUNT_HELP, ESTIMATED_RATES, MULTIVARIATE_SERIES, RANKING_EXTRA, RATE_HELP, SCORE_HELP,
-                        windows_of)
+from .collector import windows_of
+from .names import COUNT_HELP, ESTIMATED_RATES, MULTIVARIATE_SERIES, RANKING_EXTRA, RATE_HELP, SCORE_HELP
 
 DEAD_LETTER_REASONS = frozenset(ALL_REASONS)
 PER_GROUP = 3 * len(RATE_HELP) + len(COUNT_HELP) + len(SCORE_HELP) + len(RANKING_EXTRA) + 2
