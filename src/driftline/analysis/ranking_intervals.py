@@ -51,30 +51,32 @@ def delong_variance_hist(pos_hist: np.ndarray, neg_hist: np.ndarray) -> float | 
     return s10 / m + s01 / n
 
 
-def auc_interval(auc: float | None, variance: float | None, bound: float | None, z: float = Z95
-                 ) -> tuple[float, float] | None:
-    """The 95 % interval of an AUC with DeLong's variance, on the logit scale: logit(auc) ± z·se / (auc(1 − auc)),
-    mapped back (it stays inside (0, 1) and holds its level near 1, where the plain auc ± z·se covered 91 % of
-    simulated windows at AUC 0.96: tests/test_ranking_intervals.py), then widened by the computation bound. None when
-    either is unknown, and when the placements do not vary (variance 0: classes that do not overlap, AUC 0 or 1, or
-    every score equal): a zero-width interval would claim certainty that a few labels cannot give."""
-    if auc is None or variance is None or not 0.0 < auc < 1.0 or variance <= 0.0:
-        return None
-    se = math.sqrt(variance)
-    center, half = math.log(auc / (1.0 - auc)), z * se / (auc * (1.0 - auc))
+def logit_interval(p: float, se: float, bound: float | None, z: float = Z95) -> tuple[float, float]:
+    """logit(p) ± z·se / (p(1 − p)) mapped back (the delta method on the logit scale: inside (0, 1), and holding
+    its level near 0 and 1), then widened by the computation bound and kept within [0, 1]; 0 < p < 1."""
+    center, half = math.log(p / (1.0 - p)), z * se / (p * (1.0 - p))
     lo, hi = 1.0 / (1.0 + math.exp(half - center)), 1.0 / (1.0 + math.exp(-center - half))
     b = bound or 0.0
     return max(0.0, lo - b), min(1.0, hi + b)
+
+
+def auc_interval(auc: float | None, variance: float | None, bound: float | None, z: float = Z95
+                 ) -> tuple[float, float] | None:
+    """The 95 % interval of an AUC with DeLong's variance, on the logit scale (logit_interval: the plain
+    auc ± z·se covered 91 % of simulated windows at AUC 0.96, tests/test_ranking_intervals.py), widened by the
+    computation bound. None when either is unknown, and when the placements do not vary (variance 0: classes that
+    do not overlap, AUC 0 or 1, or every score equal): a zero-width interval would claim certainty that a few
+    labels cannot give."""
+    if auc is None or variance is None or not 0.0 < auc < 1.0 or variance <= 0.0:
+        return None
+    return logit_interval(auc, math.sqrt(variance), bound, z)
 
 
 def ap_interval(ap: float | None, positives: int, bound: float | None, z: float = Z95) -> tuple[float, float] | None:
     """logit(ap) ± z / √(positives·ap·(1 − ap)), mapped back, widened by the computation bound (Boyd, Eng & Page
-    2013, "Area under the precision-recall curve: point estimates and confidence intervals"); None without a
-    value, with fewer than 2 positives, or at 0 or 1 (no negatives, or every positive on top: no width to
-    estimate)."""
+    2013, "Area under the precision-recall curve: point estimates and confidence intervals": logit_interval with
+    the binomial standard error of ap over the positives); None without a value, with fewer than 2 positives, or
+    at 0 or 1 (no negatives, or every positive on top: no width to estimate)."""
     if ap is None or positives < 2 or not 0.0 < ap < 1.0:
         return None
-    center, half = math.log(ap / (1.0 - ap)), z / math.sqrt(positives * ap * (1.0 - ap))
-    lo, hi = 1.0 / (1.0 + math.exp(half - center)), 1.0 / (1.0 + math.exp(-center - half))
-    b = bound or 0.0
-    return max(0.0, lo - b), min(1.0, hi + b)
+    return logit_interval(ap, math.sqrt(ap * (1.0 - ap) / positives), bound, z)
