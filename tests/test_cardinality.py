@@ -280,6 +280,28 @@ def test_replay_reports_every_folded_event_of_the_run_not_only_the_first_logged_
     assert "folded into other" in out and "under __other__" not in out
 
 
+def test_replay_counts_an_event_folded_on_variant_and_version_once(tmp_path, capsys):
+    """An event with both a new variant and a new version beyond the limits was counted twice in the replay
+    summary's `folded_into_other` (once per kind); it counts events once, the stored totals stay per kind."""
+    both, variant_only, version_only, kept = 300, 40, 25, 7
+    lines = [_pred(i, variant=f"junk-{i}", version=f"build-{i}") for i in range(both)]
+    lines += [_pred(i, variant=f"solo-{i}") for i in range(variant_only)]
+    lines += [_pred(i, version=f"lone-{i}") for i in range(version_only)]
+    lines += [_pred(i) for i in range(kept)]  # variant A, version v1: both allowed
+    path = tmp_path / "both.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"limits": {"variants": {"fraud": ["A"]}, "versions": {"fraud": ["v1"]}}}))
+    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'b.db'}"]
+    assert cli.main([*base, "replay", str(path), "--batch-size", "97", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["accepted"] == both + variant_only + version_only + kept
+    assert doc["folded_into_other"] == both + variant_only + version_only
+    assert cli.main([*base, "metrics", "--json", "--at", repr(END)]) == 0
+    over = json.loads(capsys.readouterr().out)["label_overflow"]
+    assert (over["variant"], over["model_version"]) == (both + variant_only, both + version_only)
+
+
 def test_configured_arms_keep_their_variant_slots_against_junk() -> None:
     """Second tryout: with ab.arms ctl/exp1/exp2 and 5 variant slots, junk variants that came first took the free
     slots and an arm arriving later would have been folded into __other__; the arms' slots are now kept."""

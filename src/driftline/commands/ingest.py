@@ -13,7 +13,6 @@ from rich.cells import cell_len
 from rich.text import Text
 
 from ..config import ConfigError
-from ..core.labels import OVERFLOW_PREFIX
 from ..context import Context, positive
 from ..core.events import ALL_REASONS, iso
 from ..ingest.pipeline import FILE_PREFIX, BatchResult, Pipeline
@@ -88,7 +87,7 @@ def summary(total: BatchResult, maintenance: Counter[tuple[str, str]]) -> dict[s
         "implicit_negatives": maintenance.get(("implicit_negatives", ""), 0),
         "expired_predictions": maintenance.get(("expired_predictions", ""), 0),
         "expired_outcomes": maintenance.get(("expired_outcomes", ""), 0),
-        "folded_into_other": sum(n for (name, _model), n in c.items() if name.startswith(OVERFLOW_PREFIX)),
+        "folded_into_other": total.folded,
     }
 
 

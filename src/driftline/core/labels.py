@@ -78,6 +78,9 @@ class LabelGate:
         """(model, kind, value) admitted by this batch (a model's own row has value '')."""
         self.overflow: Counter[tuple[str, str]] = Counter()
         """(model, kind) → events folded (kind MODEL: events refused, model OVERFLOW)."""
+        self.folded: Counter[str] = Counter()
+        """model → events given OVERFLOW for their variant, their version or both (an event counts once here, once
+        per kind in `overflow`)."""
         self.examples: dict[tuple[str, str], list[str]] = {}
         """(model, kind) → up to 3 values folded or refused by this batch, for the log line."""
 
@@ -95,8 +98,11 @@ class LabelGate:
                 why = "not in limits.models" if allow is not None else f"limits.max_models={self.limits.max_models}"
                 return Refused("model_limit", f"model {model[:80]!r} is new and {why} is reached")
             self._admit(model, MODEL, "")
-        return (self._value(model, VARIANT, variant, self.limits.variants, self.limits.max_variants),
+        kept = (self._value(model, VARIANT, variant, self.limits.variants, self.limits.max_variants),
                 self._value(model, VERSION, version, self.limits.versions, self.limits.max_versions))
+        if OVERFLOW in kept:
+            self.folded[model] += 1
+        return kept
 
     def _value(self, model: str, kind: str, value: str, allow: Mapping[str, frozenset[str]], limit: int) -> str:
         values = self.admitted.values.get((model, kind))

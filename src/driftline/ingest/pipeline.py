@@ -57,6 +57,8 @@ class BatchResult:
     accepted: int = 0
     dead: int = 0
     duplicates: int = 0
+    folded: int = 0
+    """Accepted predictions stored under OVERFLOW for a variant or version beyond `limits:` (each counted once)."""
     already_stored: int = 0
     """Lines of a file that another writer of the same path had stored already (skipped, see `_fence_files`)."""
     counters: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -71,6 +73,7 @@ class BatchResult:
         self.accepted += other.accepted
         self.dead += other.dead
         self.duplicates += other.duplicates
+        self.folded += other.folded
         self.already_stored += other.already_stored
         self.counters.update(other.counters)
         self.key_problems.update(other.key_problems)
@@ -199,6 +202,7 @@ class Pipeline:
                           counters=result.counters, max_ts=dict(result.max_ts), letters=dead,
                           already_stored=skipped, key_problems=key_problems)
         out.duplicates = sum(v for (name, _), v in result.counters.items() if name == "duplicates")
+        out.folded = sum(gate.folded.values())
         return out
 
     def _split(self, records: Sequence[RawRecord], decoded: list[Decoded | DeadLetter], horizon: float,
