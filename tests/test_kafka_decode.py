@@ -102,6 +102,72 @@ def test_installed_per_client_on_a_tested_version_only() -> None:
     assert speed_up(object()) is False
 
 
+class _Part:
+    """Enough of a PartitionRecords for Fetcher.fetched_records: records at `offsets`, served by take()."""
+
+    def __init__(self, tp: TopicPartition, offsets: list[int]) -> None:
+        self.topic_partition, self.next_fetch_offset, self.leader_epoch = tp, offsets[0], -1
+        self.left: list[int] | None = list(offsets)
+
+    def __bool__(self) -> bool:
+        return self.left is not None
+
+    def take(self, n: int | None = None) -> list[int]:
+        assert self.left is not None
+        out, self.left = self.left[:n], self.left[len(self.left[:n]):]
+        if out:
+            self.next_fetch_offset = out[-1] + 1
+        else:
+            self.drain()  # as kafka-python's record iterator does at its end
+        return out
+
+    def drain(self) -> None:
+        self.left = None
+
+
+def _fetcher_with_parked_records(mend: bool) -> tuple[Any, TopicPartition]:
+    """kafka-python's own Fetcher.fetched_records in the state seen stuck after a broker reset: records parked
+    for a partition paused while they were in line (KAFKA-7548), the partition since resumed, and the other
+    partition's drained PartitionRecords still in line."""
+    import collections
+
+    from kafka.consumer.subscription_state import SubscriptionState
+
+    from driftline.kafka.decode import restore_resumed
+
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    sub = SubscriptionState()
+    sub.assign_from_user([a, b])
+    sub.seek(a, 6)
+    sub.seek(b, 0)
+    fetcher = Fetcher.__new__(Fetcher)
+    drained = _Part(a, [5])
+    drained.take()
+    drained.drain()
+    fetcher.__dict__.update(config={"max_poll_records": 500}, _subscriptions=sub, _sensors=None,
+                            _next_in_line_exception_metadata=None, _completed_fetches=collections.deque(),
+                            _paused_completed_fetches={}, _paused_partition_records={b: _Part(b, [0, 1, 2])},
+                            _next_partition_records=drained)
+    if mend:
+        restore_resumed(fetcher)
+    return fetcher, b
+
+
+def test_records_parked_for_a_resumed_partition_come_back_behind_a_drained_one() -> None:
+    """kafka-python 3.0.12 restored parked records only while nothing was in line, and a drained PartitionRecords
+    stays in line: the resumed partition was excluded from every fetch and never read again."""
+    import kafka
+
+    if kafka.__version__ in TESTED_VERSIONS:  # the release mended here
+        stuck, b = _fetcher_with_parked_records(mend=False)
+        for _ in range(3):
+            assert stuck.fetched_records() == ({}, False)
+        assert b in stuck._paused_partition_records  # kafka-python alone: parked for good
+    mended, b = _fetcher_with_parked_records(mend=True)
+    records, _ = mended.fetched_records()
+    assert records == {b: [0, 1, 2]} and not mended._paused_partition_records
+
+
 AbortedTransaction = namedtuple("AbortedTransaction", ["producer_id", "first_offset"])
 """What kafka-python's FetchResponse hands PartitionRecords: a producer and the first offset of its aborted run."""
 

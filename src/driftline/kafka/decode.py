@@ -259,4 +259,25 @@ def speed_up(consumer: Any) -> bool:
         log.debug("kafka-python %s: fetched records are unpacked by kafka-python itself", kafka.__version__)
         return False
     fetcher.PartitionRecords = FastPartitionRecords
+    restore_resumed(fetcher)
     return True
+
+
+def restore_resumed(fetcher: Any) -> None:
+    """Mend kafka-python 3.0.12's restore of records parked for a paused partition (KAFKA-7548): they come back
+    only while no PartitionRecords is in line, but a drained one stays in line until the next fetch response is
+    parsed, and a partition with parked records is never fetched. A partition paused with records in line (driftline
+    pauses every newly assigned partition until it is positioned, and one whose position is checked again) and
+    resumed while the others had nothing new was never read again (seen: one partition stuck at offset 0 after a
+    broker reset, the rest consumed). A drained PartitionRecords holds nothing: it is cleared before each drain."""
+    original = getattr(fetcher, "fetched_records", None)
+    if original is None:
+        return
+
+    def fetched_records(*args: Any, **kwargs: Any) -> Any:
+        current = fetcher._next_partition_records
+        if current is not None and not current:
+            fetcher._next_partition_records = None
+        return original(*args, **kwargs)
+
+    fetcher.fetched_records = fetched_records
