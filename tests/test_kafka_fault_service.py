@@ -5,7 +5,9 @@ no partition (lag of every partition, /readyz)."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +85,58 @@ def test_broker_restarted_empty_is_an_error_then_earliest_stores_every_new_event
         wait_until(lambda: probe.done(new_events), 240, "every new event stored", procs=(svc,))
         wait_until(lambda: svc.get("/readyz")[0] == 200, 30, "ready again", procs=(svc,))
         assert "kafka.on_offset_reset is earliest: resuming at offset 0" in svc.log()
+        assert svc.terminate() == 0
+    finally:
+        svc.kill()
+        probe.close()
+        if fresh is not None:
+            fresh.process.kill()
+    positions, counted = consistency(db, topics)
+    assert positions == len(new) and counted == len(old.records) + len(new)
+    both = tmp_path / "both.jsonl"
+    both.write_bytes(b"".join(p + b"\n" for _, _, p in old.records + new))
+    assert_same_state(documents(db), replay_documents(Events(both, old.records + new), tmp_path))
+
+
+def test_broker_restarted_empty_and_refilled_past_the_stored_positions_loses_nothing(
+        kafka_behind_forwarder: Any, tmp_path: Path) -> None:
+    """Second SRE tryout: after a broker reset whose new log had refilled up to the stored position before
+    driftline looked, offsets alone looked valid and the new log's first records were skipped. More new events
+    than the stored positions, produced while the service waits for the broker: the topic ids stored with the
+    positions tell the new logs apart, and under `earliest` every new event is stored exactly once."""
+    broker = kafka_behind_forwarder
+    topics = {"predictions": "predictions", "outcomes": "outcomes"}
+    create_topics(broker.bootstrap, topics.values(), 2)
+    config = _with(write_config(tmp_path, topics, "driftline"), on_offset_reset="earliest")
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    old = make_events(tmp_path / "old", days=0.3)
+    new = renamed(make_events(tmp_path / "new", days=1.0, seed=5), "n-")  # every partition: past its old position
+    db = f"sqlite:///{tmp_path / 'live.db'}"
+    svc = start_service(tmp_path, config, db, broker.bootstrap)
+    probe = StoreProbe(db, topics)
+    fresh = None
+    try:
+        produce(broker.bootstrap, topics, old.records)
+        wait_until(lambda: probe.done(old), 90, "old events stored", procs=(svc,))
+        before = probe.positions()
+        os.kill(svc.proc.pid, signal.SIGSTOP)  # driftline does not look until the new logs have refilled
+        try:
+            broker.process.kill()
+            broker.process.wait(timeout=10)
+            broker.forwarder.stop()
+            fresh = start_tansu(advertised_port=broker.forwarder.port, log_dir=tmp_path)
+            broker.forwarder.target = ("127.0.0.1", fresh.listen_port)
+            broker.forwarder.start()
+            wait_for_kafka(broker.bootstrap, process=fresh.process)
+            create_topics(broker.bootstrap, topics.values(), 2)
+            produce(broker.bootstrap, topics, new)
+        finally:
+            os.kill(svc.proc.pid, signal.SIGCONT)
+        new_events = Events(tmp_path / "unused", new)
+        wait_until(lambda: probe.done(new_events), 240, "every new event stored", procs=(svc,))
+        assert all(probe.positions()[k] > v for k, v in before.items())
+        assert "belongs to a log that was replaced" in svc.log()
         assert svc.terminate() == 0
     finally:
         svc.kill()

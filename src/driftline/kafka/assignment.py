@@ -16,6 +16,7 @@ from ..storage.errors import StalePositions, StoreUnavailable
 from .dlt import DeadLetterCopies
 from .handoff import Handoff
 from .health import ConsumerStatus
+from . import log_ids
 from .resets import Placement, move_position, place, record_problem, recorded_problem
 from .settings import KafkaSettings
 from .signals import KafkaSignals
@@ -55,6 +56,8 @@ class Ownership:
 
     # provided by LiveConsumer
     records_exist: Callable[[dict[TopicPartition, int]], set[TopicPartition]]
+    topic_ids: Callable[[set[str], bool], log_ids.TopicIds]
+    log_ids: dict[TopicPartition, str | None]
     _release_held: Callable[[], None]
     _db_down: Callable[[Exception, str], None]
     _db_up: Callable[[], None]
@@ -66,6 +69,7 @@ class Ownership:
             self.owned.discard(tp)
             self.pending.discard(tp)
             self.expected.pop(tp, None)
+            self.log_ids.pop(tp, None)
             self._unresolve(tp)
             if self.dlt is not None:
                 self.dlt.forget((source_of(tp.topic), tp.partition))
@@ -105,6 +109,7 @@ class Ownership:
         try:
             stored = {t: store.positions(source_of(t)) for t in {tp.topic for tp in tps}}
             recorded = {tp: recorded_problem(store, source_of(tp.topic), tp.partition) for tp in tps}
+            stored_ids = {tp: store.meta(log_ids.meta_key(source_of(tp.topic), tp.partition)) or None for tp in tps}
         except StoreUnavailable as err:
             self._db_down(err, f"reading stored positions of {len(tps)} partitions")
             return
@@ -112,12 +117,15 @@ class Ownership:
         try:
             starts = self.consumer.beginning_offsets(tps, timeout_ms=5000)
             ends = self.consumer.end_offsets(tps, timeout_ms=5000)
+            ids = self.topic_ids({tp.topic for tp in tps}, True)
         except KafkaError as err:
             log.warning("cannot read the log start/end offsets of %d partitions (%s); retrying", len(tps), err)
             self.db_retry_at = self.monotonic() + 1.0
             return
+        replaced = {tp for tp in tps if log_ids.replaced(stored_ids[tp], ids.get(tp.topic))
+                    and stored[tp.topic].get(tp.partition) is not None}
         suspect = {tp: stored[tp.topic][tp.partition] - 1 for tp in tps if recorded[tp] is None
-                   and stored[tp.topic].get(tp.partition, 0) > ends[tp]}
+                   and tp not in replaced and stored[tp.topic].get(tp.partition, 0) > ends[tp]}
         try:
             exist = self.records_exist(suspect) if suspect else set()
         except KafkaError as err:
@@ -131,9 +139,9 @@ class Ownership:
         for tp in tps:
             pos = stored[tp.topic].get(tp.partition)
             end = pos if tp in exist and pos is not None else ends[tp]
-            pl = place(pos, starts[tp], end, self.settings.on_offset_reset, recorded[tp])
+            pl = place(pos, starts[tp], end, self.settings.on_offset_reset, recorded[tp], tp in replaced)
             try:
-                if not self._apply_placement(tp, pl, recorded[tp] is not None):
+                if not self._apply_placement(tp, pl, recorded[tp] is not None, ids.get(tp.topic), stored_ids[tp]):
                     continue
             except StoreUnavailable as err:
                 self._db_down(err, "storing an offset reset")
@@ -151,9 +159,13 @@ class Ownership:
             for tp in resumed:
                 self.dlt.adopt((source_of(tp.topic), tp.partition), self.expected[tp])
 
-    def _apply_placement(self, tp: TopicPartition, pl: Placement, was_recorded: bool) -> bool:
-        """Log, count and apply an offset-reset decision; False when the partition stays stopped."""
+    def _apply_placement(self, tp: TopicPartition, pl: Placement, was_recorded: bool, log_id: str | None = None,
+                         stored_id: str | None = None) -> bool:
+        """Log, count and apply an offset-reset decision; False when the partition stays stopped. The topic id
+        `log_id` is stored with the position the partition resumes from (with a moved position, in its
+        transaction)."""
         source, policy = source_of(tp.topic), self.settings.on_offset_reset
+        id_meta = {log_ids.meta_key(source, tp.partition): log_id} if log_id is not None else {}
         if pl.problem is not None:
             what = pl.problem.describe(tp.topic, tp.partition)
             if pl.seek is None:
@@ -168,7 +180,10 @@ class Ownership:
             self.sig.offset_resets.labels(topic=tp.topic, problem=pl.problem.kind, policy=policy).inc()
             log.error("offset reset: %s; kafka.on_offset_reset is %s: resuming at offset %d", what, policy, pl.seek)
         if pl.move_to is not None and pl.problem is not None:
-            move_position(self.pipeline.store, source, tp.partition, pl.problem.stored, pl.move_to)
+            move_position(self.pipeline.store, source, tp.partition, pl.problem.stored, pl.move_to, id_meta)
+        elif log_id is not None and log_id != stored_id:
+            self.pipeline.store.set_meta(*next(iter(id_meta.items())))
+        self.log_ids[tp] = log_id
         self._unresolve(tp)
         assert pl.seek is not None
         self.consumer.seek(tp, pl.seek)
@@ -178,6 +193,17 @@ class Ownership:
     def _unresolve(self, tp: TopicPartition) -> None:
         if self.unresolved.pop(tp, None) is not None:
             self.sig.offset_unresolved.remove(tp.topic, str(tp.partition))
+
+    def _check_log_ids(self, tps: set[TopicPartition]) -> None:
+        """Partitions whose topic id changed since they were positioned (as the consumer's metadata last heard)
+        are checked again before any of their records is stored: their log was replaced."""
+        known = {tp: self.log_ids.get(tp) for tp in tps}
+        if not any(known.values()):
+            return
+        ids = self.topic_ids({tp.topic for tp, i in known.items() if i}, False)
+        moved = {tp for tp, i in known.items() if log_ids.replaced(i, ids.get(tp.topic))}
+        if moved:
+            self._recheck(moved, "the topic's id changed (deleted and recreated, or the broker restarted empty)")
 
     def _recheck(self, tps: set[TopicPartition], why: str) -> None:
         """A position left the log while consuming: pause, forget it and check it again like a new assignment."""

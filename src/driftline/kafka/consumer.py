@@ -34,6 +34,7 @@ from .faults import Faults
 from .handoff import Handoff
 from .overlap import Overlap
 from .health import Backoff, ConsumerStatus, StallWatch, consumed_counter
+from .log_ids import TopicIds, current_ids
 from .resets import records_exist as records_exist_in
 from .settings import KafkaSettings
 from .signals import signals, zero_series
@@ -48,7 +49,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep):
                  ops: OpsMetrics | None = None, faults: Faults | None = None, poll_ms: int = 500,
                  maintain_every_s: float = 30.0, connect_backoff: Backoff | None = None,
                  db_backoff: Backoff | None = None, monotonic: Callable[[], float] = time.monotonic,
-                 records_exist: Callable[[dict[TopicPartition, int]], set[TopicPartition]] | None = None) -> None:
+                 records_exist: Callable[[dict[TopicPartition, int]], set[TopicPartition]] | None = None,
+                 topic_ids: Callable[[set[str], bool], TopicIds] | None = None) -> None:
         self.pipeline, self.settings, self.stop = pipeline, settings, stop
         self.ops = ops if ops is not None else OpsMetrics()
         self.faults = faults or Faults()
@@ -64,6 +66,10 @@ class LiveConsumer(Ownership, Refusals, Upkeep):
         zero_series(self.sig, settings.topics, settings.on_offset_reset, settings.on_key_mismatch)
         self.records_exist = records_exist or (lambda wanted: records_exist_in(settings, wanted))
         """Which partitions still hold a record at an offset (confirms a position beyond the reported end)."""
+        self.topic_ids = topic_ids or (lambda topics, refresh: current_ids(self.consumer, topics, refresh))
+        """topic → its id now (refresh: asked from the broker first); see log_ids.py."""
+        self.log_ids: dict[TopicPartition, str | None] = {}
+        """The topic id each positioned partition resumed under."""
         self.unresolved: dict[TopicPartition, str] = {}
         """Partitions stopped by an offset-reset problem under policy `fail` → what is wrong."""
         self.unowned_since: float | None = monotonic()
@@ -188,6 +194,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep):
 
     def _store(self, batch: Batch) -> None:
         """One fenced transaction for the batch; then dead-letter copies and the advisory Kafka commit."""
+        self._check_log_ids(set(batch))  # a replaced log's partitions are rechecked: their records dropped below
         batch = {tp: at_or_after(recs, self.expected[tp]) for tp, recs in batch.items()
                  if tp in self.expected}  # never re-store a record below the position (held or retried batches)
         batch = {tp: recs for tp, recs in batch.items() if recs}

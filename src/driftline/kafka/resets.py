@@ -1,6 +1,7 @@
 """Stored positions are checked against the log before they are trusted (on every assignment, and when a fetch
-or the high-water mark says the position left the log): a position beyond the log end (the topic or the broker
-was reset) or before its start (retention deleted unread data) is logged, counted, alerted on and handled by
+or the high-water mark says the position left the log, or the topic's id changed): a position beyond the log end
+(the topic or the broker was reset), before its start (retention deleted unread data) or stored under another
+topic id (log_ids.py: a replaced log, whatever its offsets) is logged, counted, alerted on and handled by
 `kafka.on_offset_reset` — `fail` (partition stopped, /readyz 503, recorded in the database until a restart with
 another policy), `earliest` (resume at the log start) or `latest` (resume at the log end)."""
 
@@ -25,7 +26,9 @@ POLICIES = ("fail", "earliest", "latest")
 
 @dataclass(frozen=True)
 class Problem:
-    """A stored position outside the log: `beyond_end` (log reset or truncated) or `before_start` (retention)."""
+    """A stored position that no longer points into the log it was read from: `beyond_end` (log reset or
+    truncated), `before_start` (retention) or `replaced` (the topic's id changed: deleted and recreated, or the
+    broker restarted empty, whatever the offsets say)."""
 
     kind: str
     stored: int
@@ -33,6 +36,10 @@ class Problem:
     end: int
 
     def describe(self, topic: str, partition: int) -> str:
+        if self.kind == "replaced":
+            return (f"{topic}[{partition}] stored position {self.stored} belongs to a log that was replaced (the "
+                    f"topic's id changed: it was deleted and recreated, or the broker restarted empty; new log "
+                    f"{self.start}..{self.end}): the topic or the broker was reset")
         where = "beyond the log end" if self.kind == "beyond_end" else "before the log start"
         return (f"{topic}[{partition}] stored position {self.stored} is {where} (log {self.start}..{self.end}): "
                 + ("the topic or the broker was reset" if self.kind == "beyond_end"
@@ -50,16 +57,19 @@ class Placement:
     move_to: int | None = None
 
 
-def place(stored: int | None, start: int, end: int, policy: str, recorded: Problem | None = None) -> Placement:
+def place(stored: int | None, start: int, end: int, policy: str, recorded: Problem | None = None,
+          replaced: bool = False) -> Placement:
     """Pure decision for one partition. `stored` None: never read (start at the log start, nothing to lose);
     `recorded`: a problem found earlier under policy `fail` and not yet resolved (it stays one even if the new
-    log has meanwhile grown past the stored position)."""
+    log has meanwhile grown past the stored position); `replaced`: the position was stored under another topic id
+    (a new log that may have grown past the stored position: its offsets say nothing)."""
     if recorded is None and stored is None:
         return Placement(seek=start, expected=0)
-    if recorded is None and stored is not None and start <= stored <= end:
+    if recorded is None and stored is not None and start <= stored <= end and not replaced:
         return Placement(seek=stored, expected=stored)
     cur = stored if stored is not None else 0
-    problem = recorded or Problem("beyond_end" if cur > end else "before_start", cur, start, end)
+    kind = "beyond_end" if cur > end else "before_start" if cur < start else "replaced"  # offsets first, as before ids
+    problem = recorded or Problem(kind, cur, start, end)
     if policy == "fail":
         return Placement(seek=None, expected=cur, problem=problem)
     target = start if policy == "earliest" else end
@@ -85,13 +95,14 @@ def record_problem(store: Store, source: str, partition: int, problem: Problem) 
     store.set_meta(meta_key(source, partition), json.dumps(problem.__dict__))
 
 
-def move_position(store: Store, source: str, partition: int, old: int, new: int) -> None:
+def move_position(store: Store, source: str, partition: int, old: int, new: int,
+                  meta: dict[str, str] | None = None) -> None:
     """Compare-and-set the stored position old → new and clear any recorded problem, in one transaction
-    (StalePositions when another consumer moved it meanwhile)."""
+    (StalePositions when another consumer moved it meanwhile); `meta` rows are written with it."""
     key = (source, partition)
     with store.write() as conn:
-        store.commit_batch(conn, EngineResult(), [], {key: new}, meta={meta_key(source, partition): ""},
-                           expected_positions={key: old})
+        store.commit_batch(conn, EngineResult(), [], {key: new},
+                           meta={meta_key(source, partition): "", **(meta or {})}, expected_positions={key: old})
 
 
 def records_exist(settings: KafkaSettings, wanted: dict[TopicPartition, int], timeout_s: float = 3.0

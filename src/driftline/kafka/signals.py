@@ -13,7 +13,7 @@ from prometheus_client import Counter, Gauge
 from ..ingest.keys import KEY_REASONS
 from ..ops import OpsMetrics
 
-RESET_PROBLEMS = ("beyond_end", "before_start")
+RESET_PROBLEMS = ("beyond_end", "before_start", "replaced")
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,9 @@ def signals(ops: OpsMetrics) -> KafkaSignals:
     if reg not in _SIGNALS:
         _SIGNALS[reg] = KafkaSignals(
             offset_resets=Counter("driftline_consumer_offset_resets", "Stored positions found outside the log "
-                                  "(problem: beyond_end = topic/broker reset, before_start = retention), by the "
-                                  "policy applied.", ["topic", "problem", "policy"], registry=reg),
+                                  "(problem: beyond_end = topic/broker reset, before_start = retention, replaced = the "
+                                  "topic's id changed), by the policy applied.", ["topic", "problem", "policy"],
+                                  registry=reg),
             offset_unresolved=Gauge("driftline_consumer_offset_reset_unresolved", "1 while a partition is stopped "
                                     "under kafka.on_offset_reset: fail.", ["topic", "partition"], registry=reg),
             partitions_owned=Gauge("driftline_consumer_partitions_owned", "Partitions this process owns now.",
