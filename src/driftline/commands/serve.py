@@ -6,13 +6,9 @@ import argparse
 import signal
 import threading
 from types import FrameType
-from typing import TYPE_CHECKING
 
 from ..context import Context, port_number
 from .render import shown
-
-if TYPE_CHECKING:
-    from ..service.process import Service
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,19 +31,34 @@ def install_stop_handlers(stop: threading.Event) -> None:
 
 
 def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
+    """Bind the exporter first, then migrate the schema, waiting (with backoff, /readyz 503 saying why) while the
+    database is unreachable, as `run` does: a replica started before its database comes up is not a crash loop."""
     # lazy: every command module is imported to build the parser, and only serve needs APScheduler
-    from ..service.process import Service, run_until_signalled
+    from ..service.live import migrate_with_retry
+    from ..service.process import Service
+    from ..storage.store import Store
 
-    service = Service(ctx.config, ctx.store(), clock=ctx.clock, host=args.host, port=args.port,
+    store = Store(ctx.db_url, clock=ctx.clock)  # not ctx.store(): it migrates at once and exits when the db is down
+    waiting = {"why": "migrating the database schema"}
+
+    def schema() -> tuple[bool, str]:
+        return (True, "schema ready") if service.schema_ready.is_set() else (False, waiting["why"])
+
+    service = Service(ctx.config, store, clock=ctx.clock, host=args.host, port=args.port, readiness=schema,
                       time_basis=args.time, evaluate=not args.no_evaluate, jobs=True)
     stop = threading.Event()
     install_stop_handlers(stop)
-
-    def announce(svc: Service) -> None:
-        ctx.err.print(f"driftline serve: {svc.url}/metrics (model {shown(ctx.config.model)}, "
-                      f"{len(svc.rules)} trigger(s), "
+    try:
+        service.start_exporter()
+        ctx.err.print(f"driftline serve: {service.url}/metrics (model {shown(ctx.config.model)}, "
+                      f"{len(service.rules)} trigger(s), "
                       f"evaluate every {ctx.config.schedule.evaluate_every}, windows end at {args.time} time)")
-
-    run_until_signalled(service, stop, on_start=announce)
+        if migrate_with_retry(store, stop, on_wait=lambda why: waiting.update(why=f"database unavailable: {why}")):
+            service.start_jobs()
+            while not stop.wait(0.5):
+                pass
+    finally:
+        service.stop()
+        store.close()
     ctx.err.print("driftline serve: stopped")
     return 0

@@ -160,15 +160,3 @@ class Service:
         return {"model": self.config.model, "triggers": [
             {**r.to_json(), "state": states[r.name].to_json() if r.name in states else None} for r in self.rules]}
 
-
-def run_until_signalled(service: Service, stop: threading.Event,
-                        on_start: Callable[[Service], None] | None = None) -> None:
-    """Start the service, block until `stop` is set (SIGTERM/SIGINT handlers set it), then stop cleanly."""
-    service.start()
-    if on_start is not None:
-        on_start(service)
-    try:
-        while not stop.wait(0.5):
-            pass
-    finally:
-        service.stop()
