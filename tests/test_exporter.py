@@ -165,6 +165,12 @@ def test_trigger_counter_and_build_series(service, db):
     for reason, v in dead.items():
         assert _val(s, "driftline_dead_letters_total", reason=reason) == v
     assert _val(s, "driftline_expired_predictions_total") == 0.0
+    for name, key in (("driftline_label_corrections_total", "corrections"), ("driftline_stale_outcomes_total",
+                      "stale_outcomes"), ("driftline_implicit_negatives_total", "implicit_negatives")):
+        assert _val(s, name) == c.get((key, ""), 0)
+    for label in ("positive", "negative"):  # exported from the start, at 0 until one occurs
+        assert _val(s, "driftline_implicit_negatives_relabelled_total", label=label) == c.get(
+            ("implicit_relabelled", label), 0)
     assert _val(s, "driftline_last_event_timestamp_seconds", type="prediction") == pytest.approx(
         store.newest_event("prediction"), abs=1e-6)
     assert _val(s, "driftline_join_predictions") == store.join_size() > 0

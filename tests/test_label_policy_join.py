@@ -101,4 +101,11 @@ def test_stored_counts_equal_an_independent_join(tmp_path, policy: str) -> None:
     assert maintained[("expired_outcomes", "")] == want["expired_outcomes"]
     assert store.pending_outcomes() == want["pending_outcomes"]
     assert want["implicit_negatives" if policy != "explicit" else "expired"] > 100  # the stream exercises both
+    # an outcome after maturity overturns (positive) or confirms (negative) an implicit negative, counted per label
+    late = Counter("positive" if f["label"] == 1 else "negative" for f in facts
+                   if f["kind"] == "late" and f["t_o"] is not None)
+    stored = store.counters()
+    for label in ("positive", "negative"):
+        assert stored.get(("implicit_relabelled", label), 0) == (late[label] if policy != "explicit" else 0)
+    assert min(late.values()) > 50
     store.close()

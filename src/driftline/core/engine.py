@@ -17,10 +17,14 @@ from dataclasses import dataclass, field
 
 from .events import Decoded, Outcome, Prediction
 from .moves import MAX_CATEGORY_LEN, Moves
-from .stats import NEG, UNL, BucketStats
+from .stats import NEG, POS, UNL, BucketStats
 
 DEFAULT_VARIANT = "default"
 DEFAULT_VERSION = "unknown"
+
+IMPLICIT_RELABELLED = "implicit_relabelled"
+"""Counter of predictions counted as implicit negatives whose explicit outcome arrived later, by that outcome
+(`positive`: the maturity assumption was wrong for it; `negative`: confirmed)."""
 
 BucketKey = tuple[str, str, str, int, int]
 """(model, model_version, variant, bucket start in epoch seconds, shard)."""
@@ -205,9 +209,10 @@ class Engine:
         if rec.label is not None and not rec.implicit and rec.label_ts is not None:
             moves.delay(b, rec.label_ts - rec.ts, -1)
         moves.delay(b, ts - rec.ts)
-        if rec.implicit:
+        if rec.implicit:  # its outcome came after maturity: positive means the implicit negative was wrong
             moves.implicit[b] -= 1
             rec.implicit = False
+            self.result.counters[(IMPLICIT_RELABELLED, "positive" if label == POS else "negative")] += 1
         if rec.state != label:
             moves.move(b, rec.state, rec.flagged, rec.score, -1, rec.slice_values)
             moves.move(b, label, rec.flagged, rec.score, 1, rec.slice_values)

@@ -16,7 +16,8 @@ from ..ops import BATCH_BUCKETS
 from ..triggers.model import STATES
 from ..triggers.runner import compile_rules
 from .collector import windows_of
-from .names import COUNT_HELP, ESTIMATED_RATES, MULTIVARIATE_SERIES, RANKING_EXTRA, RATE_HELP, SCORE_HELP
+from .names import (COUNT_HELP, ESTIMATED_RATES, LABEL_SERIES, MULTIVARIATE_SERIES, RANKING_EXTRA, RATE_HELP,
+                    SCORE_HELP)
 
 DEAD_LETTER_REASONS = frozenset(ALL_REASONS)
 PER_GROUP = 3 * len(RATE_HELP) + len(COUNT_HELP) + len(SCORE_HELP) + len(RANKING_EXTRA) + 2
@@ -25,9 +26,10 @@ metrics' interval and computation bounds, 2 quantiles (tests/test_cardinality.py
 PER_MODEL_WINDOW = 2 + 3 * len(ESTIMATED_RATES) + 2 + len(MULTIVARIATE_SERIES)
 """Series of one (model, window) besides its groups and features: score PSI, seasonal fallback count, the label-free
 estimates with their bounds, trusted, contradicted, and the multivariate drift series."""
-PIPELINE_SERIES = 1 + 2 + 2 + 2 + len(DEAD_LETTER_REASONS) + 1 + 2 + 1 + 1
-"""build_info, time basis, leader, events and duplicates per type, dead letters per reason, expired, newest event
-per type, pending outcomes, join-store size."""
+PIPELINE_SERIES = 1 + 2 + 2 + 2 + len(DEAD_LETTER_REASONS) + 1 + LABEL_SERIES + 2 + 1 + 1
+"""build_info, time basis, leader, events and duplicates per type, dead letters per reason, expired, label arrival
+(corrections, stale outcomes, implicit negatives, and those relabelled by label), newest event per type, pending
+outcomes, join-store size."""
 PROCESS_SERIES = len(BATCH_BUCKETS) + 4
 """The batch-duration histogram of the process (buckets, +Inf, count, sum, created)."""
 

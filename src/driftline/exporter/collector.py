@@ -26,6 +26,7 @@ from .. import __version__
 from ..analysis.classification import Metrics, classification
 from ..config import Config
 from ..durations import format_duration
+from ..core.engine import IMPLICIT_RELABELLED
 from ..core.events import DEAD_LETTER_REASONS
 from ..core.labels import MODEL, OVERFLOW, VARIANT, VERSION, overflow_counter
 from ..readouts.drift import MultivariateReading, active_reference_seasons, estimated_block, multivariate_reading
@@ -42,7 +43,7 @@ from ..triggers.runner import compile_rules, group_stats
 from ..core.stats import BucketStats
 from ..readouts.ranking import window_metrics
 from ..readouts.windows import Window, default_at, window_ending, window_rows
-from .names import COUNT_HELP, ESTIMATED_RATES, RATE_HELP, SCORE_HELP
+from .names import COUNT_HELP, ESTIMATED_RATES, LABEL_COUNTERS, RATE_HELP, SCORE_HELP
 
 log = logging.getLogger(__name__)
 
@@ -359,6 +360,17 @@ class SnapshotCollector:
         for model, kind, n in sorted(rows):
             fam.add_metric([model, kind], float(n))
 
+    @staticmethod
+    def _labels(f: _Families, counters: dict[tuple[str, str], int]) -> None:
+        """How labels arrived: corrections, stale outcomes, implicit negatives and those overturned later."""
+        for name, key, doc in LABEL_COUNTERS:
+            f.counter(name, doc, []).add_metric([], float(counters.get((key, ""), 0)))
+        fam = f.counter("driftline_implicit_negatives_relabelled", "Implicit negatives whose explicit outcome arrived "
+                        "after maturity, by that outcome (label=positive: the maturity assumption was wrong for that "
+                        "prediction; counts moved from negative to positive).", ["label"])
+        for label in ("negative", "positive"):
+            fam.add_metric([label], float(counters.get((IMPLICIT_RELABELLED, label), 0)))
+
     def _pipeline(self, f: _Families) -> None:
         counters = self.store.counters()
         events = f.counter("driftline_events", "Events accepted (decoded and valid), all sources together.",
@@ -377,6 +389,7 @@ class SnapshotCollector:
         self._overflow(f, counters)
         f.counter("driftline_expired_predictions", "Predictions dropped from the join state after the label "
                   "horizon.", []).add_metric([], float(counters.get(("expired_predictions", ""), 0)))
+        self._labels(f, counters)
         for kind in EVENT_TYPES:
             ts = self.store.newest_event(kind)
             if ts is not None:

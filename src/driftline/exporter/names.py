@@ -35,3 +35,15 @@ ESTIMATED_RATES = ("recall", "precision", "fpr", "prevalence")
 """Label-free estimates exported per (model, window), each with both bounds, plus `trusted` and `contradicted`."""
 MULTIVARIATE_SERIES = ("ratio", "reconstruction_error", "p_value", "drifted", "sample_rows")
 """driftline_multivariate_drift_<name>, one each per (model, window)."""
+
+LABEL_COUNTERS = (
+    ("driftline_label_corrections", "corrections", "Outcomes that changed the label in force of a prediction id (a "
+     "later outcome with another label; its counts moved)."),
+    ("driftline_stale_outcomes", "stale_outcomes", "Outcomes older than the one in force for their prediction id "
+     "(ignored: the newest outcome decides)."),
+    ("driftline_implicit_negatives", "implicit_negatives", "Unlabelled predictions counted as negatives once mature "
+     "(labels.implicit_after)."),
+)
+"""(series, stored counter, help) of the label-arrival counters without labels; with
+driftline_implicit_negatives_relabelled{label} they are the LABEL_SERIES of the pipeline."""
+LABEL_SERIES = len(LABEL_COUNTERS) + 2
