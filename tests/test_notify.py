@@ -320,3 +320,22 @@ def test_alerts_evaluate_with_every_receiver_down_stores_notified_false(tmp_path
     assert [t["state"]["state"] for t in run["triggers"]] == ["firing"]
     assert cli.main(["--config", str(cfg), "--db", db, "alerts", "--json"]) == 0
     assert [h["notified"] for h in json.loads(capsys.readouterr().out)["history"]] == [False]
+
+
+def test_a_value_that_prints_as_its_line_gets_the_digits_that_tell_them_apart() -> None:
+    """Tryout: 'recall … is 0.889 over 7d (line < 0.889)' for 0.8886 judged below 0.889 read as the opposite of
+    what fired; the value is printed with as many more decimals as it takes to differ from the line."""
+    from driftline.numbers import apart, prop
+    from driftline.triggers.model import TriggerState
+    from driftline.triggers.notify import summary
+
+    rule = Rule(name="recall_low", metric="recall", op="<", value=0.889)
+    state = TriggerState(trigger="recall_low", state="firing", since=0.0, updated_at=0.0, window="7d", value=0.8886,
+                         low=None, high=None, judged=0.8886, n=500)
+    assert "is 0.8886 over 7d (line < 0.889)" in summary(rule, "fraud", state, "firing")
+    assert apart(prop(0.8886), 0.8886, 0.8889) == "0.8886"  # '0.889' would read as above a line of 0.8889
+    assert apart(prop(0.61), 0.61, 0.7) == "0.610"  # already apart: unchanged
+    assert apart(prop(0.7), 0.7, 0.7) == "0.700"  # equal: nothing to tell apart
+    assert apart(prop(-0.0304), -0.0304, -0.03) == "\u22120.0304"
+    assert apart(prop(0.123456789), 0.123456789, 0.123456788) == "0.12345679"  # at most 8 places
+    assert apart("3h 20m", 12000.0, 12001.0) == "3h 20m" and apart("—", None, 0.5) == "—"

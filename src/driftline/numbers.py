@@ -48,6 +48,24 @@ def prop(v: float | None) -> str:
     return MISSING if v is None else fixed(v, PLACES)
 
 
+def apart(text: str, v: float | None, line: float | None) -> str:
+    """`text` (v as printed) with more decimals, up to 8, while it reads as the line itself: a value of 0.8886
+    judged against a line of 0.889 printed '0.889 (line < 0.889)', which says the opposite of what was judged."""
+    if v is None or line is None or v == line or not text[-1:].isdigit():
+        return text
+    places = len(text.rsplit(".", 1)[1]) if "." in text else 0
+    sep = "," in text
+    while places < 8:
+        try:
+            if float(text.replace(",", "").replace(MINUS, "-")) != round(line, places):
+                return text
+        except ValueError:  # not a plain number ('3h 20m'): as it is
+            return text
+        places += 1
+        text = fixed(v, places, sep=sep)
+    return text
+
+
 def interval(lo: float | None, hi: float | None, places: int = PLACES) -> str:
     """'[0.547, 0.627]' for a proportion's interval ('[−0.018, 0.130]' for a difference's), '—' when either end is
     undefined."""

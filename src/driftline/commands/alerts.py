@@ -130,7 +130,7 @@ def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
             trows.append([shown(r.name), r.severity, line, "not evaluated", "", "", "", "", r.window])
             continue
         trows.append([shown(r.name), r.severity, line, f"[{_STYLE.get(s['state'], '')}]{s['state']}[/]", s["since"],
-                      value_of(r.metric, s["judged"]), _with_interval(r.metric, s["value"], s["low"], s["high"]),
+                      numbers.apart(value_of(r.metric, s["judged"]), s["judged"], r.value), _with_interval(r.metric, s["value"], s["low"], s["high"]),
                       numbers.count(s["n"]) if s["n"] is not None else "", s["window"]])
     if trows:
         print_table(ctx.console, cols, trows, title=f"triggers of {shown(model)}")

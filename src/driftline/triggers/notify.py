@@ -74,8 +74,8 @@ def summary(rule: Rule, model: str, state: TriggerState, kind: str) -> str:
     judged = ("upper 95% bound of " if rule.below else "lower 95% bound of ") if bounded else ""
     where = f"{model}" + (f" variant {rule.variant}" if rule.variant else "")
     head = "Resolved: " if kind == NOTICE_RESOLVED else ""
-    return (f"{head}{judged}{metric} of {where} is {fmt_value(rule, state.judged)} over {state.window} "
-            f"(line {rule.op} {fmt_line(rule)})")
+    value = numbers.apart(fmt_value(rule, state.judged), state.judged, rule.value)
+    return f"{head}{judged}{metric} of {where} is {value} over {state.window} (line {rule.op} {fmt_line(rule)})"
 
 
 def description(rule: Rule, model: str, state: TriggerState, kind: str) -> str:
