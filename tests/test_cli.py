@@ -129,9 +129,10 @@ def test_metrics_on_an_empty_database_says_what_to_do(tmp_path, capsys) -> None:
     assert "no predictions stored yet" in out and "driftline replay" in out
 
 
-@pytest.mark.parametrize("url", ["sqlite:////nonexistent-dir/driftline.db", "postgresql://127.0.0.1:1/test"])
+@pytest.mark.parametrize("url", ["sqlite:////", "postgresql://127.0.0.1:1/test"])
 def test_an_unreachable_database_is_a_one_line_error(url, capsys) -> None:
-    """Exit status 3 and one readable line naming the problem, not a driver traceback."""
+    """Exit status 3 and one readable line naming the problem, not a driver traceback (a SQLite 'file' that is a
+    folder; a SQLite file whose folder is missing is refused before, exit 2: test_cli_errors.py)."""
     assert main(["--db", url, "metrics"]) == 3
     err = capsys.readouterr().err
     assert err.startswith("database unavailable:") and "Traceback" not in err

@@ -183,3 +183,14 @@ def test_a_bad_value_is_named_by_its_key_and_shown(data: dict, message: str) -> 
     with pytest.raises(ConfigError) as err:
         from_dict(data)
     assert str(err.value) == f"config: {message}"
+
+
+@pytest.mark.parametrize("command", [["serve", "--port", "0"], ["run", "--kafka", "127.0.0.1:1"], ["metrics"],
+                                     ["replay", "-"]])
+def test_a_sqlite_file_in_a_missing_folder_is_refused_at_start(tmp_path: Path, command: list[str]) -> None:
+    """`run` and `serve` waited for ever, retrying 'unable to open database file' every 15 s, for a SQLite path
+    whose folder does not exist (a typo never becomes reachable); every command now refuses it at once."""
+    db = tmp_path / "no" / "such" / "d.db"
+    one_line_error(cli("--db", f"sqlite:///{db}", *command, cwd=tmp_path, stdin=b""), "--db",
+                   str(tmp_path / "no" / "such"), "does not exist")
+    assert not (tmp_path / "no").exists()

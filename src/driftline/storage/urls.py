@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
@@ -32,3 +34,8 @@ def check_url(url: str) -> None:
         dialect.import_dbapi()
     except ImportError as err:
         raise UnusableURL(f"driver {u.drivername!r} is not installed ({err}); {SUPPORTED}") from err
+    path = u.database or ""
+    if backend == "sqlite" and path and path != ":memory:" and not path.startswith("file:"):
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):  # never transient: `run` and `serve` would wait for it for ever
+            raise UnusableURL(f"the folder of the SQLite file, {folder}, does not exist; create it or use another path")
