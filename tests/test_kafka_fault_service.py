@@ -33,20 +33,48 @@ def _with(config: Path, **kafka: Any) -> Path:
     return config
 
 
+def _two_streams(bootstrap: str, tmp_path: Path, policy: str, old_days: float, new_days: float
+                 ) -> tuple[dict[str, str], Path, Events, list[tuple[str, bytes, bytes]], str]:
+    """(topics, config under `policy`, an old stream, a new one with new ids, database URL) on created topics."""
+    topics = {"predictions": "predictions", "outcomes": "outcomes"}
+    create_topics(bootstrap, topics.values(), 2)
+    config = _with(write_config(tmp_path, topics, "driftline"), on_offset_reset=policy)
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    old = make_events(tmp_path / "old", days=old_days)
+    new = renamed(make_events(tmp_path / "new", days=new_days, seed=5), "n-")
+    return topics, config, old, new, f"sqlite:///{tmp_path / 'live.db'}"
+
+
+def _restart_empty(broker: Any, tmp_path: Path) -> Any:
+    """kill -9 of the broker behind the forwarder and a new, empty one in its place (same address)."""
+    broker.process.kill()
+    broker.process.wait(timeout=10)
+    broker.forwarder.stop()
+    fresh = start_tansu(advertised_port=broker.forwarder.port, log_dir=tmp_path)
+    broker.forwarder.target = ("127.0.0.1", fresh.listen_port)
+    broker.forwarder.start()
+    wait_for_kafka(broker.bootstrap, process=fresh.process)
+    return fresh
+
+
+def _every_event_once(db: str, topics: dict[str, str], old: Events, new: list[tuple[str, bytes, bytes]],
+                      tmp_path: Path) -> None:
+    """Positions at the new logs' ends, every old and new event counted once: the state of a replay of both."""
+    positions, counted = consistency(db, topics)
+    assert positions == len(new) and counted == len(old.records) + len(new)
+    both = tmp_path / "both.jsonl"
+    both.write_bytes(b"".join(p + b"\n" for _, _, p in old.records + new))
+    assert_same_state(documents(db), replay_documents(Events(both, old.records + new), tmp_path))
+
+
 def test_broker_restarted_empty_is_an_error_then_earliest_stores_every_new_event_once(
         kafka_behind_forwarder: Any, tmp_path: Path) -> None:
     """kill -9 of the broker, restarted empty, topics recreated, fewer new events than the stored positions:
     under `fail` the service logs the reset, exports it and answers /readyz 503 without storing anything; a
     restart with `earliest` stores every event of the new log exactly once (state = replay of old + new)."""
     broker = kafka_behind_forwarder
-    topics = {"predictions": "predictions", "outcomes": "outcomes"}
-    create_topics(broker.bootstrap, topics.values(), 2)
-    config = _with(write_config(tmp_path, topics, "driftline"), on_offset_reset="fail")
-    (tmp_path / "old").mkdir()
-    (tmp_path / "new").mkdir()
-    old = make_events(tmp_path / "old", days=1.0)
-    new = renamed(make_events(tmp_path / "new", days=0.15, seed=5), "n-")  # every partition: fewer than its old position
-    db = f"sqlite:///{tmp_path / 'live.db'}"
+    topics, config, old, new, db = _two_streams(broker.bootstrap, tmp_path, "fail", 1.0, 0.15)  # new: fewer
     svc = start_service(tmp_path, config, db, broker.bootstrap)
     probe = StoreProbe(db, topics)
     fresh = None
@@ -54,13 +82,7 @@ def test_broker_restarted_empty_is_an_error_then_earliest_stores_every_new_event
         produce(broker.bootstrap, topics, old.records)
         wait_until(lambda: probe.done(old), 90, "old events stored", procs=(svc,))
         before = probe.positions()
-        broker.process.kill()
-        broker.process.wait(timeout=10)
-        broker.forwarder.stop()
-        fresh = start_tansu(advertised_port=broker.forwarder.port, log_dir=tmp_path)
-        broker.forwarder.target = ("127.0.0.1", fresh.listen_port)
-        broker.forwarder.start()
-        wait_for_kafka(broker.bootstrap, process=fresh.process)
+        fresh = _restart_empty(broker, tmp_path)
         try:
             create_topics(broker.bootstrap, topics.values(), 2)
         except TopicAlreadyExistsError:  # recreated first by a running client (tansu creates on metadata)
@@ -91,11 +113,7 @@ def test_broker_restarted_empty_is_an_error_then_earliest_stores_every_new_event
         probe.close()
         if fresh is not None:
             fresh.process.kill()
-    positions, counted = consistency(db, topics)
-    assert positions == len(new) and counted == len(old.records) + len(new)
-    both = tmp_path / "both.jsonl"
-    both.write_bytes(b"".join(p + b"\n" for _, _, p in old.records + new))
-    assert_same_state(documents(db), replay_documents(Events(both, old.records + new), tmp_path))
+    _every_event_once(db, topics, old, new, tmp_path)
 
 
 def test_broker_restarted_empty_and_refilled_past_the_stored_positions_loses_nothing(
@@ -105,14 +123,7 @@ def test_broker_restarted_empty_and_refilled_past_the_stored_positions_loses_not
     than the stored positions, produced while the service waits for the broker: the topic ids stored with the
     positions tell the new logs apart, and under `earliest` every new event is stored exactly once."""
     broker = kafka_behind_forwarder
-    topics = {"predictions": "predictions", "outcomes": "outcomes"}
-    create_topics(broker.bootstrap, topics.values(), 2)
-    config = _with(write_config(tmp_path, topics, "driftline"), on_offset_reset="earliest")
-    (tmp_path / "old").mkdir()
-    (tmp_path / "new").mkdir()
-    old = make_events(tmp_path / "old", days=0.3)
-    new = renamed(make_events(tmp_path / "new", days=1.0, seed=5), "n-")  # every partition: past its old position
-    db = f"sqlite:///{tmp_path / 'live.db'}"
+    topics, config, old, new, db = _two_streams(broker.bootstrap, tmp_path, "earliest", 0.3, 1.0)  # new: more
     svc = start_service(tmp_path, config, db, broker.bootstrap)
     probe = StoreProbe(db, topics)
     fresh = None
@@ -122,13 +133,7 @@ def test_broker_restarted_empty_and_refilled_past_the_stored_positions_loses_not
         before = probe.positions()
         os.kill(svc.proc.pid, signal.SIGSTOP)  # driftline does not look until the new logs have refilled
         try:
-            broker.process.kill()
-            broker.process.wait(timeout=10)
-            broker.forwarder.stop()
-            fresh = start_tansu(advertised_port=broker.forwarder.port, log_dir=tmp_path)
-            broker.forwarder.target = ("127.0.0.1", fresh.listen_port)
-            broker.forwarder.start()
-            wait_for_kafka(broker.bootstrap, process=fresh.process)
+            fresh = _restart_empty(broker, tmp_path)
             create_topics(broker.bootstrap, topics.values(), 2)
             produce(broker.bootstrap, topics, new)
         finally:
@@ -143,11 +148,7 @@ def test_broker_restarted_empty_and_refilled_past_the_stored_positions_loses_not
         probe.close()
         if fresh is not None:
             fresh.process.kill()
-    positions, counted = consistency(db, topics)
-    assert positions == len(new) and counted == len(old.records) + len(new)
-    both = tmp_path / "both.jsonl"
-    both.write_bytes(b"".join(p + b"\n" for _, _, p in old.records + new))
-    assert_same_state(documents(db), replay_documents(Events(both, old.records + new), tmp_path))
+    _every_event_once(db, topics, old, new, tmp_path)
 
 
 def test_dead_letter_topic_survives_a_5mb_poison_and_a_crash_before_sending(kafka_bootstrap: str,

@@ -45,6 +45,20 @@ def _streams(tmp_path: Path) -> tuple[Events, list[tuple[str, bytes, bytes]]]:
     return old, new
 
 
+def _old_stream_consumed(tmp_path: Path) -> tuple[Events, list[tuple[str, bytes, bytes]], Store, Clock,
+                                                    dict[str, str | None], LiveConsumer, FakeConsumer]:
+    """The old stream consumed to its end under topic ids id-p-1/id-o-1 (the new stream not yet in the logs)."""
+    old, new = _streams(tmp_path)
+    store = Store(f"sqlite:///{tmp_path / 'live.db'}")
+    store.migrate()
+    clock = Clock()
+    ids: dict[str, str | None] = {"p": "id-p-1", "o": "id-o-1"}
+    lc, fake = _consumer(store, partitioned(old.records), clock, ids)
+    fake.rebalance(set(fake.logs))
+    drain(lc, clock, store, len(old.records))
+    return old, new, store, clock, ids, lc, fake
+
+
 def _counted(store: Store) -> int:
     return sum(v for (n, _), v in store.counters().items() if n in ("events", "dead_letters"))
 
@@ -92,14 +106,7 @@ def test_restart_after_the_topic_was_recreated_and_refilled_past_the_position_st
     """Offsets alone resumed at the stored positions inside the new log and skipped its first records; the
     topic id stored with each position says the log was replaced: under `fail` the partitions stop (nothing
     stored), under `earliest` every event of the new log is stored exactly once."""
-    old, new = _streams(tmp_path)
-    store = Store(f"sqlite:///{tmp_path / 'live.db'}")
-    store.migrate()
-    clock = Clock()
-    ids: dict[str, str | None] = {"p": "id-p-1", "o": "id-o-1"}
-    lc, fake = _consumer(store, partitioned(old.records), clock, ids)
-    fake.rebalance(set(fake.logs))
-    drain(lc, clock, store, len(old.records))
+    old, new, store, clock, ids, lc, fake = _old_stream_consumed(tmp_path)
     assert total(store) == len(old.records) and store.meta(meta_key("kafka:p", 0)) == "id-p-1"
     lc.close()
     new_logs = partitioned(new)
@@ -129,14 +136,7 @@ def test_a_topic_replaced_under_a_running_consumer_is_read_from_its_start(tmp_pa
     position lies inside the new, longer log). The next batch sees the new topic id in the client's metadata,
     stores nothing of it, checks the positions again and, under `earliest`, reads the new log from its start."""
     caplog.set_level("INFO", logger="driftline")
-    old, new = _streams(tmp_path)
-    store = Store(f"sqlite:///{tmp_path / 'live.db'}")
-    store.migrate()
-    clock = Clock()
-    ids: dict[str, str | None] = {"p": "id-p-1", "o": "id-o-1"}
-    lc, fake = _consumer(store, partitioned(old.records), clock, ids)
-    fake.rebalance(set(fake.logs))
-    drain(lc, clock, store, len(old.records))
+    old, new, store, clock, ids, lc, fake = _old_stream_consumed(tmp_path)
     new_logs = partitioned(new)
     fake.logs = new_logs
     ids.update(p="id-p-2", o="id-o-2")
