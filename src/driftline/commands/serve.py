@@ -49,12 +49,13 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
     stop = threading.Event()
     install_stop_handlers(stop)
     try:
-        service.start_exporter()
-        ctx.err.print(f"driftline serve: {service.url}/metrics (model {shown(ctx.config.model)}, "
-                      f"{len(service.rules)} trigger(s), "
-                      f"evaluate every {ctx.config.schedule.evaluate_every}, windows end at {args.time} time)")
-        if migrate_with_retry(store, stop, on_wait=lambda why: waiting.update(why=f"database unavailable: {why}")):
+        service.start_exporter()  # /healthz and /readyz answer while the database is unreachable or migrating
+        if (migrate_with_retry(store, stop, on_wait=lambda why: waiting.update(why=f"database unavailable: {why}"))
+                and not stop.is_set()):
             service.start_jobs()
+            ctx.err.print(f"driftline serve: {service.url}/metrics (model {shown(ctx.config.model)}, "
+                          f"{len(service.rules)} trigger(s), "
+                          f"evaluate every {ctx.config.schedule.evaluate_every}, windows end at {args.time} time)")
             while not stop.wait(0.5):
                 pass
     finally:

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -31,6 +30,7 @@ from ..triggers import history, runner
 from ..triggers.drift_hook import DriftProvider, default_provider
 from ..triggers.unseen import unseen_names
 from ..readouts.windows import default_at, iso
+from .apsched import Scheduler
 from .leader import EXPORT_LOCK_KEY, LOCK_KEY, LeaderLock  # noqa: F401 - LOCK_KEY re-exported for callers
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ class Service:
         self.server: ExporterServer | None = None
         self.notifier = notifier
         self.evaluate_enabled = evaluate
-        self.scheduler = BackgroundScheduler(timezone=timezone.utc)
+        self.scheduler = Scheduler(timezone=timezone.utc)
         self.last_run: runner.EvaluationRun | None = None
         self._lock = threading.Lock()
 

@@ -34,6 +34,7 @@ from ..ingest.pipeline import Pipeline
 from ..reports import table
 from ..reports.generate import generate
 from ..reports.weeks import has_data, week_of
+from .apsched import Scheduler
 from .leader import LeaderLock
 from ..storage.store import Store
 
@@ -187,7 +188,7 @@ def build_scheduler(ctx_or_store: Any, config: Config, clock: Callable[[], float
     store: Store = ctx_or_store.store() if hasattr(ctx_or_store, "store") and callable(ctx_or_store.store) \
         else ctx_or_store
     owns = scheduler is None
-    sched = scheduler if scheduler is not None else BackgroundScheduler(timezone=timezone.utc)
+    sched = scheduler if scheduler is not None else Scheduler(timezone=timezone.utc)
     jobs = Jobs(store, config, clock, leader=leader, lock_key=lock_key, report_dir=report_dir,
                 evaluate=evaluate if callable(evaluate) else None)
     common = {"max_instances": 1, "coalesce": True, "replace_existing": True}
