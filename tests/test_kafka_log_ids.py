@@ -24,6 +24,19 @@ from test_kafka_faults import drain, renamed
 from test_kafka_loop import TOPICS, Clock, FakeConsumer, partitioned, replayed, total
 
 
+class _Metadata:
+    """Topic ids as a client sees them: the broker's (`live`) when it asks (refresh), else the last ones it saw
+    (kafka-python refreshes on errors or every 5 minutes; a topic replaced while nothing failed stays unseen)."""
+
+    def __init__(self, live: dict[str, str | None]) -> None:
+        self.live, self.seen = live, dict(live)
+
+    def __call__(self, topics: set[str], refresh: bool) -> dict[str, str | None]:
+        if refresh:
+            self.seen = dict(self.live)
+        return {t: self.seen.get(t) for t in topics}
+
+
 def _consumer(store: Store, logs: Any, clock: Clock, ids: dict[str, str | None], **kafka: Any
               ) -> tuple[LiveConsumer, FakeConsumer]:
     section = Kafka(predictions_topic="p", outcomes_topic="o", batch_max_records=300, **kafka)
@@ -31,7 +44,7 @@ def _consumer(store: Store, logs: Any, clock: Clock, ids: dict[str, str | None],
     lc = LiveConsumer(Pipeline(Config(kafka=section), store, clock=lambda: 1.9e9), resolve(section, "fake:1", {}),
                       threading.Event(), db_backoff=Backoff(1.0, 4.0), monotonic=clock, maintain_every_s=1e9,
                       records_exist=lambda wanted: {tp for tp, off in wanted.items() if off < len(fake.logs[tp])},
-                      topic_ids=lambda topics, refresh: {t: ids.get(t) for t in topics})
+                      topic_ids=_Metadata(ids))
     fake.listener = lc.attach(fake)
     return lc, fake
 
@@ -133,8 +146,10 @@ def test_restart_after_the_topic_was_recreated_and_refilled_past_the_position_st
 
 def test_a_topic_replaced_under_a_running_consumer_is_read_from_its_start(tmp_path: Path, caplog: Any) -> None:
     """The logs are replaced while the consumer keeps its partitions (no rebalance, no fetch error: the fetch
-    position lies inside the new, longer log). The next batch sees the new topic id in the client's metadata,
-    stores nothing of it, checks the positions again and, under `earliest`, reads the new log from its start."""
+    position lies inside the new, longer log, and the client's metadata still holds the old ids: third tryout, a
+    paused process or a database outage). The metadata asked for before the next batch shows the new topic id:
+    nothing of the batch is stored (said so), the positions are checked again and, under `earliest`, the new log
+    is read from its start."""
     caplog.set_level("INFO", logger="driftline")
     old, new, store, clock, ids, lc, fake = _old_stream_consumed(tmp_path)
     new_logs = partitioned(new)
@@ -143,5 +158,6 @@ def test_a_topic_replaced_under_a_running_consumer_is_read_from_its_start(tmp_pa
     drain(lc, clock, store, sum(map(len, new_logs.values())))
     assert lc.sig.offset_resets.labels(topic="p", problem="replaced", policy="earliest")._value.get() == 2
     assert "the topic's id changed" in caplog.text and "belongs to a log that was replaced" in caplog.text
+    assert "fetched records of" in caplog.text and "not stored" in caplog.text
     _assert_every_event_once(tmp_path, store, old, new, new_logs)
     lc.close()

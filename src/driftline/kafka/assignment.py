@@ -194,16 +194,20 @@ class Ownership:
         if self.unresolved.pop(tp, None) is not None:
             self.sig.offset_unresolved.remove(tp.topic, str(tp.partition))
 
-    def _check_log_ids(self, tps: set[TopicPartition]) -> None:
-        """Partitions whose topic id changed since they were positioned (as the consumer's metadata last heard)
-        are checked again before any of their records is stored: their log was replaced."""
-        known = {tp: self.log_ids.get(tp) for tp in tps}
+    def _check_log_ids(self, batch: dict[TopicPartition, list[Any]]) -> None:
+        """Partitions whose topic id changed since they were positioned (metadata asked for now, after the batch
+        was fetched) are checked again before any of their records is stored: their log was replaced. Their
+        fetched records are not stored (kafka-python fetches by name: they may come from either log) and said so."""
+        known = {tp: self.log_ids.get(tp) for tp in batch}
         if not any(known.values()):
             return
-        ids = self.topic_ids({tp.topic for tp, i in known.items() if i}, False)
+        ids = self.topic_ids({tp.topic for tp, i in known.items() if i}, True)
         moved = {tp for tp, i in known.items() if log_ids.replaced(i, ids.get(tp.topic))}
         if moved:
             self._recheck(moved, "the topic's id changed (deleted and recreated, or the broker restarted empty)")
+            log.warning("%d fetched records of %s not stored: fetched by topic name around the replacement, they may "
+                        "come from either log (kafka.on_offset_reset decides where the partitions resume)",
+                        sum(len(batch[tp]) for tp in moved), fmt(moved))
 
     def _recheck(self, tps: set[TopicPartition], why: str) -> None:
         """A position left the log while consuming: pause, forget it and check it again like a new assignment."""

@@ -194,7 +194,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep):
 
     def _store(self, batch: Batch) -> None:
         """One fenced transaction for the batch; then dead-letter copies and the advisory Kafka commit."""
-        self._check_log_ids(set(batch))  # a replaced log's partitions are rechecked: their records dropped below
+        self._check_log_ids(batch)  # a replaced log's partitions are rechecked: their records dropped below
         batch = {tp: at_or_after(recs, self.expected[tp]) for tp, recs in batch.items()
                  if tp in self.expected}  # never re-store a record below the position (held or retried batches)
         batch = {tp: recs for tp, recs in batch.items() if recs}

@@ -24,21 +24,40 @@ def meta_key(source: str, partition: int) -> str:
     return f"log_id:{source}:{partition}"
 
 
+REFRESH_TIMEOUT_MS = 5000
+"""How long one metadata refresh may take before the ids last known are compared instead."""
+
+
 def current_ids(consumer: Any, topics: Iterable[str], refresh: bool) -> TopicIds:
-    """The topics' ids in the consumer's metadata; `refresh` asks the broker first (one metadata request: done
-    when positions are checked, so a topic recreated since the last metadata update is seen)."""
-    if refresh and hasattr(consumer, "topics"):
+    """The topics' ids in the consumer's metadata; `refresh` asks the broker first (one metadata request for the
+    subscribed topics). Done when positions are checked and before every batch is stored: kafka-python fetches by
+    topic name and refreshes its metadata only on errors or every metadata_max_age_ms (5 min), so a topic replaced
+    while nothing failed (the process paused, its partitions paused while the database was down) went unseen while
+    its new log's records were stored as the old one's. Ids read after the batch's records were fetched and equal
+    to the ids the partitions were positioned under prove the records come from that log."""
+    if refresh:
         try:
-            consumer.topics()
+            _refresh(consumer)
         except KafkaError as err:
             log.warning("cannot refresh topic metadata (%s): comparing topic ids as last known", err)
-    cluster = getattr(getattr(consumer, "_client", None), "cluster", None)
+    cluster = getattr(consumer, "_cluster", None) or getattr(getattr(consumer, "_client", None), "cluster", None)
     topic_id = getattr(cluster, "topic_id", None)
     out: TopicIds = {}
     for topic in topics:
         uid = topic_id(topic) if topic_id is not None else None
         out[topic] = str(uid) if uid is not None and getattr(uid, "int", 0) != 0 else None  # all zeros: no id
     return out
+
+
+def _refresh(consumer: Any) -> None:
+    """One metadata request for the subscribed topics, waited for (kafka-python 3's own way, as its topics() does
+    for all topics); a client without that machinery (an older release, a stand-in) is asked for topics()."""
+    cluster, net, manager = (getattr(consumer, name, None) for name in ("_cluster", "_net", "_manager"))
+    if cluster is None or net is None or manager is None:
+        if hasattr(consumer, "topics"):
+            consumer.topics()
+        return
+    net.run(manager.wait_for, cluster.request_update(), REFRESH_TIMEOUT_MS)
 
 
 def replaced(stored: str | None, current: str | None) -> bool:
