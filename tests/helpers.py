@@ -75,10 +75,10 @@ def refuse_database_writes_of(monkeypatch: Any, prediction_id: str) -> None:
 
     original = bulk.write_predictions
 
-    def refusing(conn: Any, dialect: str, records: Any) -> None:
+    def refusing(conn: Any, dialect: str, records: Any, stored: Any = None) -> None:
         if any(r.prediction_id == prediction_id for r in records):
             raise DataError("INSERT INTO predictions ...", {}, ValueError(f"refused {prediction_id!r}"))
-        original(conn, dialect, records)
+        original(conn, dialect, records, stored)
 
     monkeypatch.setattr(bulk, "write_predictions", refusing)
 

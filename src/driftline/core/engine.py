@@ -90,6 +90,16 @@ class JoinView:
 
     preds: dict[str, list[PredRecord]] = field(default_factory=dict)
     outcomes: dict[str, OutcomeRecord] = field(default_factory=dict)
+    stored: StoredKeys | None = None
+    """The keys the database held when the view was loaded (None: not known; writes then upsert every row)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredKeys:
+    """Join-row keys found in the database by a batch's lookup: the writes insert the others as new rows."""
+
+    preds: frozenset[PredKey]
+    outcomes: frozenset[str]
 
 
 @dataclass(slots=True)
@@ -103,6 +113,8 @@ class EngineResult:
     outcome_deletes: set[str] = field(default_factory=set)
     counters: Counter[tuple[str, str]] = field(default_factory=Counter)
     max_ts: dict[str, float] = field(default_factory=dict)
+    stored: StoredKeys | None = None
+    """The loaded view's stored keys (see JoinView.stored)."""
 
 
 class Engine:
@@ -111,7 +123,7 @@ class Engine:
     def __init__(self, settings: EngineSettings, view: JoinView) -> None:
         self.s = settings
         self.view = view
-        self.result = EngineResult()
+        self.result = EngineResult(stored=view.stored)
         self._index: dict[BucketKey, int] = {}
         self._moves = Moves()
         self._seen = {"prediction": 0, "outcome": 0}

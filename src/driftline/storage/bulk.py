@@ -11,16 +11,17 @@ sizes (statements compiled once).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
 from operator import attrgetter
 from typing import Any
 
 from sqlalchemy import Connection
 
-from ..core.engine import JoinView, OutcomeRecord, PredRecord
+from ..core.engine import JoinView, OutcomeRecord, PredKey, PredRecord, StoredKeys
 from ..core.encoded_many import encode_merged
 from ..core.stats import BucketStats
+from . import pgcopy
 from .sqlite_binding import NULL
 
 BucketKey = tuple[str, str, str, int, int]
@@ -106,6 +107,8 @@ def load_join(conn: Connection, dialect: str, ids: Sequence[str]) -> JoinView:
                 recs.append(rec)
         outcomes.update([(p, OutcomeRecord(p, lb, ts, sh, bool(m)))
                          for p, lb, ts, sh, m in conn.exec_driver_sql(out_sql, params).fetchall()])
+    if dialect == "postgresql":  # the writes copy the other rows (pgcopy)
+        view.stored = StoredKeys(frozenset(r.key for recs in preds.values() for r in recs), frozenset(outcomes))
     return view
 
 
@@ -125,13 +128,19 @@ def pred_records(rows: Sequence[Sequence[Any]]) -> list[PredRecord]:
             for p, m, mv, v, ts, sc, fl, sh, lb, lts, imp, sv in rows]
 
 
-def write_predictions(conn: Connection, dialect: str, records: Sequence[PredRecord]) -> None:
-    """Insert new join rows and move labels of existing ones."""
+def write_predictions(conn: Connection, dialect: str, records: Sequence[PredRecord],
+                      stored: frozenset[PredKey] | None = None) -> None:
+    """Insert new join rows and move labels of existing ones. On PostgreSQL, with the keys the batch's lookup found
+    stored, the others are copied as new rows (pgcopy) and only the stored ones upserted."""
     if not records:
         return
     if dialect == "postgresql":
         rows = pred_rows(records)
         rows.sort()  # key order: concurrent writers lock rows in the same order
+        if stored is not None:
+            rows = _copied(conn, "predictions", PRED_COLS, _PRED_KINDS, rows, lambda r: r[:3] in stored)
+            if not rows:
+                return
         conn.exec_driver_sql(f"INSERT INTO predictions ({PRED_COLS}) SELECT * FROM unnest({_PRED_ARRAYS}) "
                              + _PRED_CONFLICT, _pg_columns(conn, _columns(rows), _PRED_KINDS))
     else:
@@ -139,19 +148,34 @@ def write_predictions(conn: Connection, dialect: str, records: Sequence[PredReco
                      sqlite_pred_values(records))
 
 
-def write_outcomes(conn: Connection, dialect: str, outcomes: Sequence[OutcomeRecord]) -> None:
-    """Insert or replace the outcome in force per prediction id."""
+def write_outcomes(conn: Connection, dialect: str, outcomes: Sequence[OutcomeRecord],
+                   stored: frozenset[str] | None = None) -> None:
+    """Insert or replace the outcome in force per prediction id (`stored`: as in write_predictions)."""
     if not outcomes:
         return
     rows = list(map(_OUT_FIELDS, outcomes))
     rows.sort()  # key order (PostgreSQL: concurrent writers lock rows in the same order)
     if dialect == "postgresql":
+        if stored is not None:
+            rows = _copied(conn, "outcomes", _OUT_COLS, _OUT_KINDS, rows, lambda r: r[0] in stored)
+            if not rows:
+                return
         conn.exec_driver_sql(f"INSERT INTO outcomes ({_OUT_COLS}) SELECT * FROM unnest({_OUT_ARRAYS}) "
                              + _OUT_CONFLICT, _pg_columns(conn, _columns(rows), _OUT_KINDS))
     else:
         flat = list(chain.from_iterable(rows))
         flat[4::5] = as_ints(flat[4::5])
         _insert_many(conn, f"INSERT INTO outcomes ({_OUT_COLS}) VALUES ", 5, _OUT_CONFLICT, flat)
+
+
+def _copied(conn: Connection, table: str, columns: str, kinds: Sequence[str], rows: list[tuple[Any, ...]],
+            is_stored: Callable[[tuple[Any, ...]], bool]) -> list[tuple[Any, ...]]:
+    """COPY the rows whose key is not stored into `table`; the rows left to upsert (all of them if the copy
+    found a key stored after all)."""
+    fresh = [r for r in rows if not is_stored(r)]
+    if fresh and pgcopy.copy_rows(conn, table, columns, kinds, fresh):
+        return [r for r in rows if is_stored(r)]
+    return rows
 
 
 def sqlite_pred_values(records: Sequence[PredRecord]) -> list[Any]:

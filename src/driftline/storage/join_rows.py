@@ -34,11 +34,12 @@ class JoinRows:
 
     def write(self, conn: Connection, result: EngineResult) -> None:
         """A batch's join-state changes: new and relabelled predictions, outcomes, and the rows it dropped."""
-        bulk.write_predictions(conn, self.dialect, list(result.upserts.values()))
+        stored = result.stored
+        bulk.write_predictions(conn, self.dialect, list(result.upserts.values()), stored and stored.preds)
         p = t.predictions.c
         for chunk in bulk.chunks(sorted(result.deletes)):
             conn.execute(delete(t.predictions).where(tuple_(p.prediction_id, p.model, p.variant).in_(list(chunk))))
-        bulk.write_outcomes(conn, self.dialect, list(result.outcomes.values()))
+        bulk.write_outcomes(conn, self.dialect, list(result.outcomes.values()), stored and stored.outcomes)
         for chunk in bulk.chunks(sorted(result.outcome_deletes)):
             conn.execute(delete(t.outcomes).where(t.outcomes.c.prediction_id.in_(list(chunk))))
 

@@ -1,0 +1,44 @@
+"""New join rows on PostgreSQL by binary COPY instead of INSERT … SELECT unnest(…) ON CONFLICT: about half the
+statement time for the same rows (benchmarks/pg_copy_bench.py). Only rows the batch's join lookup proved absent are
+copied: the write lock is held from that lookup to the commit, so no other driftline writer can add them meanwhile.
+Should a copied key exist all the same, the copy is undone (a savepoint) and the caller upserts the rows as before.
+Any other driver error is raised as SQLAlchemy's exception of the same kind, as a statement's would be: a refused
+value as DataError (the batch is then stored record by record), a lost connection as OperationalError (the store
+reports itself unavailable and the batch is retried).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError
+
+log = logging.getLogger(__name__)
+
+
+def copy_rows(conn: Connection, table: str, columns: str, kinds: Sequence[str], rows: Sequence[tuple[Any, ...]]
+              ) -> bool:
+    """COPY `rows` (values in `columns` order, PostgreSQL types `kinds`) into `table` in the caller's transaction;
+    True once written, False with nothing written when a row's key is already stored (the caller upserts them)."""
+    import psycopg  # PostgreSQL only: SQLite runs never import psycopg
+
+    statement = f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)"
+    dbapi = conn.connection.driver_connection
+    try:
+        with conn.begin_nested():
+            with dbapi.cursor() as cur:  # type: ignore[union-attr]
+                with cur.copy(statement) as copy:
+                    copy.set_types(list(kinds))
+                    write = copy.write_row
+                    for row in rows:
+                        write(row)
+    except psycopg.errors.UniqueViolation as err:
+        log.warning("%d new %s rows: a key was already stored (%s); upserting them instead", len(rows), table,
+                    str(err).splitlines()[0])
+        return False
+    except psycopg.Error as err:
+        raise DBAPIError.instance(statement, None, err, psycopg.Error, dialect=conn.dialect) from err
+    return True
