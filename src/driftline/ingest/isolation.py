@@ -36,8 +36,9 @@ def apply_isolating(settings: EngineSettings, ok: Sequence[Accepted], load_view:
     letter. A failure no single record explains is raised: it is not a record's fault. `tick`: see Tick."""
     if tick is not None:
         tick("applying", 0, len(ok))
+    view = load_view()  # outside the try: a database error is no record's fault (its connection may be gone)
     try:  # the batch path (core/batch.py): the same result as the loop below when no record fails
-        engine = Engine(settings, load_view())
+        engine = Engine(settings, view)
         apply_batch(engine, ok)
         return engine.finish(), []
     except Exception:  # noqa: BLE001 - a failing record: the per-event loop finds it
