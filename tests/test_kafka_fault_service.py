@@ -97,6 +97,15 @@ def test_broker_restarted_empty_is_an_error_then_earliest_stores_every_new_event
             else None)(svc.get("/metrics")), 30, "unresolved reset exported", procs=(svc,))
         assert re.search(r'driftline_consumer_offset_resets_total\{policy="fail",problem="beyond_end",'
                          r'topic="predictions"\} [12]\.0', metrics)
+        # the stopped partitions' lag is their new log, not end − the old log's position (0 here: fourth tryout)
+        new_predictions = sum(1 for kind, _, _ in new if kind == "predictions")
+
+        def held_lag() -> float | None:
+            found = re.findall(r'driftline_consumer_lag_messages\{partition="\d",topic="predictions"\} (\S+)',
+                               svc.get("/metrics")[1])
+            return sum(map(float, found)) or None
+
+        assert 0 < wait_until(held_lag, 30, "lag of the stopped partitions", procs=(svc,)) <= new_predictions
         # nothing of the new log stored in the reset partitions and nothing skipped (tansu may recreate the topics
         # with more partitions on a client's metadata request first: those are new, read from their start)
         assert {k: v for k, v in probe.positions().items() if k in before} == before

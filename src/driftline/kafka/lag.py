@@ -12,12 +12,19 @@ Lags = dict[tuple[str, int], int]
 
 
 def lags_from(ends: Mapping[TopicPartition, int], stored: Mapping[str, Mapping[int, int]],
-              expected: Mapping[TopicPartition, int]) -> Lags:
+              expected: Mapping[TopicPartition, int], held: Mapping[TopicPartition, int] | None = None) -> Lags:
     """(topic, partition) → end offset − stored position (the newer of the database's and this process's own;
-    never negative: a position beyond the end is an offset-reset problem, reported separately)."""
+    never negative: a position beyond the end is an offset-reset problem, reported separately).
+
+    `held`: log start of each partition held by an unresolved offset reset (kafka.on_offset_reset: fail). Its
+    stored position belongs to the old log (beyond the new end, or inside a replaced log), so end − position
+    said 0 or too little while nothing is consumed: its lag is every record the log holds, end − start (or
+    end − position where retention deleted records never read: more)."""
     out: Lags = {}
     for tp, end in ends.items():
         pos = max(stored.get(tp.topic, {}).get(tp.partition, 0), expected.get(tp, 0))
+        if held is not None and tp in held:
+            pos = min(pos, held[tp])
         out[(tp.topic, tp.partition)] = max(0, int(end) - pos)
     return out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kafka import TopicPartition
@@ -76,18 +77,34 @@ def place(stored: int | None, start: int, end: int, policy: str, recorded: Probl
     return Placement(seek=target, expected=target, problem=problem, move_to=target)
 
 
+META_PREFIX = "offset_reset:"
+
+
 def meta_key(source: str, partition: int) -> str:
     """Meta row holding an unresolved problem of a partition (empty value: none)."""
-    return f"offset_reset:{source}:{partition}"
+    return f"{META_PREFIX}{source}:{partition}"
 
 
 def recorded_problem(store: Store, source: str, partition: int) -> Problem | None:
     """The problem recorded under policy `fail` for this partition, if still unresolved."""
     raw = store.meta(meta_key(source, partition))
-    if not raw:
-        return None
+    return _decoded(raw) if raw else None
+
+
+def _decoded(raw: str) -> Problem:
     d = json.loads(raw)
     return Problem(d["kind"], int(d["stored"]), int(d["start"]), int(d["end"]))
+
+
+def recorded_problems(store: Store, topics: Mapping[str, str]) -> dict[TopicPartition, Problem]:
+    """Every unresolved problem recorded for the partitions of these topics (`topics`: position source → topic),
+    read at once: lag and readiness of partitions held by a reset, whichever process owns them."""
+    out: dict[TopicPartition, Problem] = {}
+    for key, raw in store.meta_prefixed(META_PREFIX).items():
+        source, _, partition = key[len(META_PREFIX):].rpartition(":")
+        if source in topics and partition.isdigit():
+            out[TopicPartition(topics[source], int(partition))] = _decoded(raw)
+    return out
 
 
 def record_problem(store: Store, source: str, partition: int, problem: Problem) -> None:

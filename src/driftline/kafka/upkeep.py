@@ -21,6 +21,7 @@ from .handoff import Handoff
 from .health import ConsumerStatus, StallWatch, broker_connected, membership_problem, rebalancing
 from .lag import end_offsets, fetch_position, lags_from
 from .overlap import Overlap
+from .resets import recorded_problems
 from .settings import KafkaSettings
 from .signals import KafkaSignals
 from .topics import TopicsError
@@ -131,14 +132,19 @@ class Upkeep:
 
     def _refresh_all_lags(self) -> None:
         """Lag of every partition of both topics (owned or not) from the stored positions and the log ends
-        (owned partitions are refreshed every second from the fetch high-water marks)."""
+        (owned partitions are refreshed every second from the fetch high-water marks); a partition held by an
+        unresolved offset reset (recorded in the database) counts its whole log (lag.py)."""
+        store = self.pipeline.store
         try:
             ends = end_offsets(self.consumer, self.settings.topics)
-            stored = {t: self.pipeline.store.positions(source_of(t)) for t in self.settings.topics}
+            stored = {t: store.positions(source_of(t)) for t in self.settings.topics}
+            held = [tp for tp in recorded_problems(store, {source_of(t): t for t in self.settings.topics})
+                    if tp in ends]
+            starts = self.consumer.beginning_offsets(held, timeout_ms=2000) if held else {}
         except (KafkaError, StoreUnavailable) as err:
             log.debug("lag of unowned partitions not updated: %s", err)
             return
-        self.all_lags = lags_from(ends, stored, self.expected)
+        self.all_lags = lags_from(ends, stored, self.expected, starts)
 
     def maintain(self) -> None:
         """Implicit negatives and expiry for the partitions (shards) this process owns."""

@@ -279,6 +279,12 @@ class Store:
         with self.read() as conn:
             return self.get_meta(conn, key)
 
+    def meta_prefixed(self, prefix: str) -> dict[str, str]:
+        """Every non-empty meta row whose key starts with `prefix` (one read, e.g. all partitions' reset records)."""
+        with self.read() as conn:
+            q = select(t.meta.c.key, t.meta.c.value).where(t.meta.c.key.startswith(prefix, autoescape=True))
+            return {r.key: r.value for r in conn.execute(q) if r.value}
+
     def set_meta(self, key: str, value: str) -> None:
         with self.write() as conn:
             self._upsert(conn, t.meta, [{"key": key, "value": value}], ["key"], ["value"])
