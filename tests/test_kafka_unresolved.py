@@ -77,3 +77,32 @@ def test_lags_from_counts_the_whole_log_of_a_partition_held_by_a_reset() -> None
     # replaced (position inside the new log), beyond its end, and before its start (retention): end − start,
     # and never less than end − the stored position
     assert lags_from(ends, stored, {}, held) == {("p", 0): 35, ("p", 1): 7, ("p", 2): 47}
+
+
+def test_the_text_of_a_recorded_reset_shows_the_current_log_range_and_the_one_found_with_its_time(
+        tmp_path: Path) -> None:
+    """/readyz said 'log 0..0' (the range seen when the reset was found) after the new log had grown to thousands
+    of records. It shows the range now, re-checked with the lag every 5 s and on every assignment, and the range
+    when found with the time; the database keeps one record per partition (nothing recorded again)."""
+    for longer in (True, False):
+        (tmp_path / str(longer)).mkdir()
+        store, clock, ids, new_logs, lc, fake, _ = _held_by_fail(tmp_path / str(longer), longer)
+        tp = TP("p", 0)
+        found = len(new_logs[tp])
+        ok, why = lc.ready()
+        assert not ok and f"0..{found})" in why and "when found" not in why
+        records = store.meta_prefixed("offset_reset:")
+        assert len(records) == 4
+        for logged in new_logs.values():
+            logged.extend(logged[:50])  # the new log grows; nothing of it is consumed
+        _steps(lc, clock)
+        why = lc.ready()[1]
+        assert f"{tp.topic}[0] stored position" in why and f"0..{found + 50} now" in why
+        assert "when found at 2030-03-17T17:46:40Z" in why and f"0..{found}" in why and f"0..{found})" not in why
+        restarted, fake2 = _consumer(store, new_logs, clock, ids, on_offset_reset="fail")
+        fake2.rebalance(set(new_logs))
+        _steps(restarted, clock, 2)
+        assert f"0..{found + 50} now" in restarted.ready()[1]
+        assert restarted.sig.offset_resets.labels(topic="p", problem="replaced" if longer else "beyond_end",
+                                                  policy="fail")._value.get() == 0  # re-checked, not found again
+        assert store.meta_prefixed("offset_reset:") == records

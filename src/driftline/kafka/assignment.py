@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import replace
 from collections.abc import Callable
 from typing import Any
 
@@ -167,10 +168,11 @@ class Ownership:
         source, policy = source_of(tp.topic), self.settings.on_offset_reset
         id_meta = {log_ids.meta_key(source, tp.partition): log_id} if log_id is not None else {}
         if pl.problem is not None:
-            what = pl.problem.describe(tp.topic, tp.partition)
+            problem = pl.problem if was_recorded else replace(pl.problem, found_at=self.pipeline.clock())
+            what = problem.describe(tp.topic, tp.partition, pl.log)
             if pl.seek is None:
                 if not was_recorded:
-                    record_problem(self.pipeline.store, source, tp.partition, pl.problem)
+                    record_problem(self.pipeline.store, source, tp.partition, problem)
                     self.sig.offset_resets.labels(topic=tp.topic, problem=pl.problem.kind, policy=policy).inc()
                 log.error("offset reset: %s; kafka.on_offset_reset is fail: partition stopped until a restart "
                           "with earliest or latest", what)

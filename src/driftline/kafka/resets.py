@@ -17,6 +17,7 @@ from kafka import TopicPartition
 from kafka.errors import OffsetOutOfRangeError
 
 from ..core.engine import EngineResult
+from ..core.events import iso
 from ..storage.store import Store
 from .settings import KafkaSettings
 
@@ -29,20 +30,31 @@ POLICIES = ("fail", "earliest", "latest")
 class Problem:
     """A stored position that no longer points into the log it was read from: `beyond_end` (log reset or
     truncated), `before_start` (retention) or `replaced` (the topic's id changed: deleted and recreated, or the
-    broker restarted empty, whatever the offsets say)."""
+    broker restarted empty, whatever the offsets say). `start`..`end` is the log as found, at `found_at` (epoch
+    seconds; None in records written before it was kept)."""
 
     kind: str
     stored: int
     start: int
     end: int
+    found_at: float | None = None
 
-    def describe(self, topic: str, partition: int) -> str:
+    def describe(self, topic: str, partition: int, now: tuple[int, int] | None = None) -> str:
+        """What is wrong, with the log range `now` (start, end) when given and other than as found: a recorded
+        problem is shown for as long as it is unresolved, while the new log grows (it said 'log 0..0' when the
+        log held thousands of records)."""
+        found = f"{self.start}..{self.end}"
+        when = "when found" + ("" if self.found_at is None else f" at {iso(self.found_at)}")
+        current = None if now is None or now == (self.start, self.end) else f"{now[0]}..{now[1]}"
         if self.kind == "replaced":
+            log_range = found if current is None else f"{current} now, {found} {when}"
             return (f"{topic}[{partition}] stored position {self.stored} belongs to a log that was replaced (the "
                     f"topic's id changed: it was deleted and recreated, or the broker restarted empty; new log "
-                    f"{self.start}..{self.end}): the topic or the broker was reset")
+                    f"{log_range}): the topic or the broker was reset")
         where = "beyond the log end" if self.kind == "beyond_end" else "before the log start"
-        return (f"{topic}[{partition}] stored position {self.stored} is {where} (log {self.start}..{self.end}): "
+        state = f"is {where} (log {found})" if current is None else \
+            f"was {where} {when} (log {found} then, {current} now)"
+        return (f"{topic}[{partition}] stored position {self.stored} {state}: "
                 + ("the topic or the broker was reset" if self.kind == "beyond_end"
                    else "retention deleted records never read"))
 
@@ -50,12 +62,14 @@ class Problem:
 @dataclass(frozen=True)
 class Placement:
     """Where a partition resumes: `seek` (None: stays paused), the stored position the first batch is fenced
-    against (`expected`), the problem found, and the new stored position to write first (`move_to`)."""
+    against (`expected`), the problem found, the new stored position to write first (`move_to`) and the log's
+    (start, end) now."""
 
     seek: int | None
     expected: int
     problem: Problem | None = None
     move_to: int | None = None
+    log: tuple[int, int] | None = None
 
 
 def place(stored: int | None, start: int, end: int, policy: str, recorded: Problem | None = None,
@@ -72,9 +86,9 @@ def place(stored: int | None, start: int, end: int, policy: str, recorded: Probl
     kind = "beyond_end" if cur > end else "before_start" if cur < start else "replaced"  # offsets first, as before ids
     problem = recorded or Problem(kind, cur, start, end)
     if policy == "fail":
-        return Placement(seek=None, expected=cur, problem=problem)
+        return Placement(seek=None, expected=cur, problem=problem, log=(start, end))
     target = start if policy == "earliest" else end
-    return Placement(seek=target, expected=target, problem=problem, move_to=target)
+    return Placement(seek=target, expected=target, problem=problem, move_to=target, log=(start, end))
 
 
 META_PREFIX = "offset_reset:"
@@ -93,7 +107,9 @@ def recorded_problem(store: Store, source: str, partition: int) -> Problem | Non
 
 def _decoded(raw: str) -> Problem:
     d = json.loads(raw)
-    return Problem(d["kind"], int(d["stored"]), int(d["start"]), int(d["end"]))
+    found_at = d.get("found_at")
+    return Problem(d["kind"], int(d["stored"]), int(d["start"]), int(d["end"]),
+                   None if found_at is None else float(found_at))
 
 
 def recorded_problems(store: Store, topics: Mapping[str, str]) -> dict[TopicPartition, Problem]:
@@ -108,7 +124,8 @@ def recorded_problems(store: Store, topics: Mapping[str, str]) -> dict[TopicPart
 
 
 def record_problem(store: Store, source: str, partition: int, problem: Problem) -> None:
-    """Remember an unresolved problem in the database, so no process resumes the partition silently later."""
+    """Remember an unresolved problem in the database, so no process resumes the partition silently later (once:
+    a re-check shows the log as it is now next to this record, it does not record the problem again)."""
     store.set_meta(meta_key(source, partition), json.dumps(problem.__dict__))
 
 

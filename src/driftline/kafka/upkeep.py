@@ -133,18 +133,21 @@ class Upkeep:
     def _refresh_all_lags(self) -> None:
         """Lag of every partition of both topics (owned or not) from the stored positions and the log ends
         (owned partitions are refreshed every second from the fetch high-water marks); a partition held by an
-        unresolved offset reset (recorded in the database) counts its whole log (lag.py)."""
+        unresolved offset reset (recorded in the database) counts its whole log (lag.py), and the reset's text
+        shows the log range now."""
         store = self.pipeline.store
         try:
             ends = end_offsets(self.consumer, self.settings.topics)
             stored = {t: store.positions(source_of(t)) for t in self.settings.topics}
-            held = [tp for tp in recorded_problems(store, {source_of(t): t for t in self.settings.topics})
-                    if tp in ends]
-            starts = self.consumer.beginning_offsets(held, timeout_ms=2000) if held else {}
+            held = {tp: p for tp, p in recorded_problems(store, {source_of(t): t for t in self.settings.topics})
+                    .items() if tp in ends}
+            starts = self.consumer.beginning_offsets(list(held), timeout_ms=2000) if held else {}
         except (KafkaError, StoreUnavailable) as err:
             log.debug("lag of unowned partitions not updated: %s", err)
             return
         self.all_lags = lags_from(ends, stored, self.expected, starts)
+        for tp in set(self.unresolved) & set(starts):  # /readyz shows the log as it is now, not as it was found
+            self.unresolved[tp] = held[tp].describe(tp.topic, tp.partition, (starts[tp], ends[tp]))
 
     def maintain(self) -> None:
         """Implicit negatives and expiry for the partitions (shards) this process owns."""
