@@ -60,8 +60,9 @@ class Ownership:
     topic_ids: Callable[[set[str], bool], log_ids.TopicIds]
     log_ids: dict[TopicPartition, str | None]
     _release_held: Callable[[], None]
-    _db_down: Callable[[Exception, str], None]
-    _db_up: Callable[[], None]
+    _db_down: Callable[..., None]
+    _db_read: Callable[[], None]
+    _db_written: Callable[[], None]
 
     def _apply_handoff(self) -> None:
         assert self.handoff is not None
@@ -112,9 +113,9 @@ class Ownership:
             recorded = {tp: recorded_problem(store, source_of(tp.topic), tp.partition) for tp in tps}
             stored_ids = {tp: store.meta(log_ids.meta_key(source_of(tp.topic), tp.partition)) or None for tp in tps}
         except StoreUnavailable as err:
-            self._db_down(err, f"reading stored positions of {len(tps)} partitions")
+            self._db_down(err, f"reading stored positions of {len(tps)} partitions", write=False)
             return
-        self._db_up()
+        self._db_read()  # reads never wait for the write lock: writes below say whether it is writable
         try:
             starts = self.consumer.beginning_offsets(tps, timeout_ms=5000)
             ends = self.consumer.end_offsets(tps, timeout_ms=5000)
@@ -145,7 +146,8 @@ class Ownership:
                 if not self._apply_placement(tp, pl, recorded[tp] is not None, ids.get(tp.topic), stored_ids[tp]):
                     continue
             except StoreUnavailable as err:
-                self._db_down(err, "storing an offset reset")
+                self._db_down(err, f"storing where {tp.topic}[{tp.partition}] resumes (offset reset or topic id); "
+                              "consuming of unpositioned partitions paused")
                 return
             except StalePositions as err:
                 log.warning("%s; another consumer stored this partition meanwhile: re-reading", err)
@@ -173,6 +175,7 @@ class Ownership:
             if pl.seek is None:
                 if not was_recorded:
                     record_problem(self.pipeline.store, source, tp.partition, problem)
+                    self._db_written()
                     self.sig.offset_resets.labels(topic=tp.topic, problem=pl.problem.kind, policy=policy).inc()
                 log.error("offset reset: %s; kafka.on_offset_reset is fail: partition stopped until a restart "
                           "with earliest or latest", what)
@@ -183,8 +186,10 @@ class Ownership:
             log.error("offset reset: %s; kafka.on_offset_reset is %s: resuming at offset %d", what, policy, pl.seek)
         if pl.move_to is not None and pl.problem is not None:
             move_position(self.pipeline.store, source, tp.partition, pl.problem.stored, pl.move_to, id_meta)
+            self._db_written()
         elif log_id is not None and log_id != stored_id:
             self.pipeline.store.set_meta(*next(iter(id_meta.items())))
+            self._db_written()
         self.log_ids[tp] = log_id
         self._unresolve(tp)
         assert pl.seek is not None

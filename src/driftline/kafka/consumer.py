@@ -27,6 +27,7 @@ from .batches import Batch, at_or_after, fill, fresh_records, raw_records
 from .connect import open_consumer, open_dead_letter_sink
 from .decode import speed_up
 from .assignment import Ownership, fmt, source_of
+from .db_health import DatabaseHealth
 from .refusals import Refusals
 from .upkeep import Upkeep
 from .dlt import DeadLetterCopies
@@ -42,7 +43,7 @@ from .signals import signals, zero_series
 log = logging.getLogger(__name__)
 
 
-class LiveConsumer(Ownership, Refusals, Upkeep):
+class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
     """One consumer-group member; `run()` blocks until `stop` is set, then closes cleanly."""
 
     def __init__(self, pipeline: Pipeline, settings: KafkaSettings, stop: threading.Event, *,
@@ -81,6 +82,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep):
         self.held: Batch | None = None
         self.db_retry_at = 0.0
         self.db_down_since: float | None = None
+        self.db_failed = ""
         self.broker_down_since: float | None = None
         self.rebalance_seen_at = -math.inf
         self.next_housekeeping = 0.0
@@ -92,8 +94,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep):
 
     # --- readiness ------------------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
-        """(ready, reason) for /readyz: broker connected, database reachable, partitions owned (after a grace
-        period) and no offset-reset problem left unresolved."""
+        """(ready, reason) for /readyz: broker connected, database writable (db_health.py), partitions owned
+        (after a grace period) and no offset-reset problem left unresolved."""
         s = self.status
         if s.phase != "consuming":
             return False, f"kafka {s.phase}" + (f": {s.error}" if s.error else "")
@@ -101,7 +103,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep):
             return False, (f"kafka unreachable for {self.monotonic() - s.since:.0f}s (group coordinator unknown: the "
                            "broker is down, or it answers but cannot name the group's coordinator)")
         if not s.db_ok:
-            return False, "database unavailable: consuming paused, batch held"
+            return False, s.db_error or "database unavailable: consuming paused"
         unresolved = dict(self.unresolved)
         if unresolved:
             return False, ("offset reset unresolved (kafka.on_offset_reset: fail; restart with earliest or latest "
@@ -186,6 +188,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep):
         else:
             if self.pending and now >= self.db_retry_at:
                 self._position_pending()
+            self._db_check_writable()  # a failed write that nothing retries (its batch revoked)
             batch = fresh_records(polled, self.expected, self.pending)
             if batch:
                 self._store(batch)
@@ -228,7 +231,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep):
         for tp, recs in batch.items():
             self.expected[tp] = recs[-1].offset + 1
             self.consumed.labels(topic=tp.topic).inc(len(recs))
-        self._db_up()
+        self._db_written()
         if was_held:
             self._release_held()
         self._count_keys(result.key_problems)
@@ -300,24 +303,6 @@ class LiveConsumer(Ownership, Refusals, Upkeep):
         if self.held is not None:
             self.held = None
             self._release_held()
-
-    def _db_down(self, err: Exception, what: str) -> None:
-        delay = self.db_backoff.next()
-        self.db_retry_at = self.monotonic() + delay
-        first = self.db_down_since is None
-        if first:
-            self.db_down_since = self.monotonic()
-        self.status.db_ok = False
-        log.log(logging.WARNING if first or self.db_backoff.attempts % 5 == 0 else logging.INFO,
-                "database unavailable (%s): %s; retrying in %.1fs", err, what, delay)
-
-    def _db_up(self) -> None:
-        if self.db_down_since is not None:
-            log.warning("database reachable again after %.0fs", self.monotonic() - self.db_down_since)
-            self.db_down_since = None
-        self.db_backoff.reset()
-        self.db_retry_at = 0.0
-        self.status.db_ok = True
 
     def close(self) -> None:
         """Abandon any held batch, commit the stored positions (advisory), leave the group, close clients."""

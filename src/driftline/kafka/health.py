@@ -37,6 +37,8 @@ class ConsumerStatus:
     phase: str = "starting"
     broker_ok: bool = False
     db_ok: bool = True
+    db_error: str = ""
+    """Why the database is not usable (unreachable, or its write lock held by another writer) while not db_ok."""
     since: float = field(default_factory=time.monotonic)
     assigned: int = 0
     lag: int | None = None

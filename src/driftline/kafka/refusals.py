@@ -32,7 +32,7 @@ class Refusals:
     # provided by LiveConsumer
     _hold: Callable[[Batch, StoreUnavailable], None]
     _reposition: Callable[[Batch], None]
-    _db_up: Callable[[], None]
+    _db_written: Callable[[], None]
     _release_held: Callable[[], None]
     _commit: Callable[[dict[TopicPartition, int]], None]
     _count_keys: Callable[[Any], None]
@@ -56,7 +56,7 @@ class Refusals:
                 remaining[tp].pop(0)
                 self.expected[tp] = rec.offset + 1
                 self.consumed.labels(topic=tp.topic).inc()
-        self._db_up()
+        self._db_written()
         if self.held is not None:
             self._release_held()
         self._commit({tp: self.expected[tp] for tp in batch})

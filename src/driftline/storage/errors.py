@@ -8,6 +8,11 @@ class StoreUnavailable(RuntimeError):
     """The database cannot be reached or written; the caller keeps its batch and retries."""
 
 
+class WriteLocked(StoreUnavailable):
+    """The database answers, but another writer held its write lock for longer than the lock timeout: reads
+    still work (they never wait for it), writes do not until it is released."""
+
+
 class StalePositions(RuntimeError):
     """A guarded batch started where the stored position no longer is: another consumer moved it (the batch is
     rolled back; the caller drops it and re-reads the stored positions)."""

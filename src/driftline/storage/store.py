@@ -18,7 +18,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from . import bulk, labels, locking, revisions, sqlite_binding
 from . import schema as t
 from .bucket_row import BucketRow
-from .errors import StalePositions, StoreUnavailable
+from .errors import StalePositions, StoreUnavailable, WriteLocked
 from .join_rows import JoinRows
 from ..core.engine import EngineResult, JoinView, OutcomeRecord, PredKey, PredRecord
 from ..core.events import DeadLetter
@@ -113,10 +113,16 @@ class Store:
                     yield conn
         except (OperationalError, InterfaceError) as err:
             if write and locking.gave_up_waiting(err):
-                raise StoreUnavailable(
+                raise WriteLocked(
                     f"another driftline writer held the database write lock for more than {self.lock_timeout_s:g}s"
                     " (nothing written; run again when it is done)") from err
             raise StoreUnavailable(str(err).splitlines()[0]) from err
+
+    def check_writable(self) -> None:
+        """An empty write transaction: takes the write lock and commits (WriteLocked or StoreUnavailable when it
+        cannot): a successful read says nothing about whether this process can write."""
+        with self.write():
+            pass
 
     def close(self) -> None:
         self.engine.dispose()

@@ -1,0 +1,92 @@
+"""Whether the live consumer can use its database, told truthfully: unreachable, reachable but its write lock held
+by another writer (a second `driftline run`, a replay, maintenance), or writable. Reads never wait for the write
+lock (SQLite WAL; PostgreSQL reads take no lock), so a read that succeeds ends only an outage that a read hit: a
+failed write is over when a write succeeds (fourth SRE tryout: "database reachable again" was logged while the
+process still could not write). A mixin of LiveConsumer."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from ..ingest.pipeline import Pipeline
+from ..storage.errors import StoreUnavailable, WriteLocked
+from .health import Backoff, ConsumerStatus
+
+log = logging.getLogger("driftline.kafka.consumer")
+
+
+class DatabaseHealth:
+    """Outage state of the database as the consumer met it; readiness reads `status.db_ok` / `status.db_error`."""
+
+    pipeline: Pipeline
+    status: ConsumerStatus
+    monotonic: Callable[[], float]
+    db_backoff: Backoff
+    db_retry_at: float
+    db_down_since: float | None
+    db_failed: str
+    """What failed last while down: "read", "write" or "locked" (a write that waited out the lock timeout)."""
+    held: Any
+    pending: set[Any]
+
+    def _db_down(self, err: Exception, what: str, write: bool = True) -> None:
+        """A database call failed: retry after the backoff, report not-ready, log the first failure (or a change
+        between unreachable and locked) as a warning."""
+        delay = self.db_backoff.next()
+        now = self.monotonic()
+        self.db_retry_at = now + delay
+        failed = "locked" if isinstance(err, WriteLocked) else "write" if write else "read"
+        first = self.db_down_since is None or (failed == "locked") != (self.db_failed == "locked")
+        if self.db_down_since is None:
+            self.db_down_since = now
+        self.db_failed = failed
+        self.status.db_ok = False
+        level = logging.WARNING if first or self.db_backoff.attempts % 5 == 0 else logging.INFO
+        if failed == "locked":
+            self.status.db_error = ("database reachable, but its write lock is held by another writer: waiting for "
+                                    "it, consuming paused")
+            log.log(level, "database write lock is held by another writer (a second driftline run, a replay or "
+                    "maintenance; not obtained within %gs): %s; waiting for it, retrying in %.1fs",
+                    self.pipeline.store.lock_timeout_s, what, delay)
+            return
+        self.status.db_error = "database unavailable: consuming paused" + (", batch held" if self.held else "")
+        log.log(level, "database unavailable (%s): %s; retrying in %.1fs", err, what, delay)
+
+    def _db_read(self) -> None:
+        """A read succeeded: the database answers. Ends an outage only where a read failed."""
+        if self.db_down_since is None or self.db_failed == "read":
+            self._db_clear()
+
+    def _db_written(self) -> None:
+        """A write transaction committed: the database can be written again."""
+        self._db_clear()
+
+    def _db_check_writable(self) -> None:
+        """A failed write with nothing left to retry it (its batch revoked, the partitions positioned without a
+        write): an empty write transaction tells whether the database can be written again (it waits up to the
+        lock timeout, as a batch would)."""
+        if self.db_down_since is None or self.db_failed == "read" or self.held is not None or self.pending:
+            return
+        if self.monotonic() < self.db_retry_at:
+            return
+        try:
+            self.pipeline.store.check_writable()
+        except StoreUnavailable as err:
+            self._db_down(err, "checking that the database can be written again")
+            return
+        self._db_written()
+
+    def _db_clear(self) -> None:
+        """The call that failed works again: say what is true now (after the lock: writable again; after a failed
+        write: reachable again, a write committed; after a failed read: reachable again), reset the backoff."""
+        if self.db_down_since is not None:
+            what, why = {"locked": ("writable", " (the other writer released its write lock)"),
+                         "write": ("reachable", " (a write committed)")}.get(self.db_failed, ("reachable", ""))
+            log.warning("database %s again after %.0fs%s", what, self.monotonic() - self.db_down_since, why)
+            self.db_down_since = None
+        self.db_failed = ""
+        self.db_backoff.reset()
+        self.db_retry_at = 0.0
+        self.status.db_ok, self.status.db_error = True, ""
