@@ -47,7 +47,8 @@ class Store:
         self.lock_timeout_s = lock_timeout_s
         # psycopg would prepare the hot IN (...) queries after 5 runs and PostgreSQL then switches to a generic
         # plan that scans the join table (seconds per batch): never prepare server-side.
-        connect_args = {"prepare_threshold": None} if self.url.startswith("postgresql+psycopg") else {}
+        connect_args = {"prepare_threshold": None, "client_encoding": "utf8"} \
+            if self.url.startswith("postgresql+psycopg") else {}
         self.engine: Engine = create_engine(self.url, pool_pre_ping=True, connect_args=connect_args)
         self.dialect = self.engine.dialect.name
         self.join = JoinRows(self.dialect)
