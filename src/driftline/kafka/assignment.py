@@ -18,7 +18,7 @@ from .dlt import DeadLetterCopies
 from .handoff import Handoff
 from .health import ConsumerStatus
 from . import log_ids
-from .resets import Placement, move_position, place, record_problem, recorded_problem
+from .resets import Placement, move_position, place, record_problem, recorded_problems
 from .settings import KafkaSettings
 from .signals import KafkaSignals
 
@@ -109,9 +109,12 @@ class Ownership:
         tps = sorted(self.pending, key=lambda tp: (tp.topic, tp.partition))
         store = self.pipeline.store
         try:
-            stored = {t: store.positions(source_of(t)) for t in {tp.topic for tp in tps}}
-            recorded = {tp: recorded_problem(store, source_of(tp.topic), tp.partition) for tp in tps}
-            stored_ids = {tp: store.meta(log_ids.meta_key(source_of(tp.topic), tp.partition)) or None for tp in tps}
+            topics = {tp.topic for tp in tps}
+            stored = {t: store.positions(source_of(t)) for t in topics}
+            problems = recorded_problems(store, {source_of(t): t for t in topics})  # one read for all partitions
+            recorded = {tp: problems.get(tp) for tp in tps}
+            id_rows = store.meta_prefixed(log_ids.META_PREFIX)
+            stored_ids = {tp: id_rows.get(log_ids.meta_key(source_of(tp.topic), tp.partition)) for tp in tps}
         except StoreUnavailable as err:
             self._db_down(err, f"reading stored positions of {len(tps)} partitions", write=False)
             return
@@ -188,7 +191,7 @@ class Ownership:
             move_position(self.pipeline.store, source, tp.partition, pl.problem.stored, pl.move_to, id_meta)
             self._db_written()
         elif log_id is not None and log_id != stored_id:
-            self.pipeline.store.set_meta(*next(iter(id_meta.items())))
+            self.pipeline.store.set_meta(log_ids.meta_key(source, tp.partition), log_id)
             self._db_written()
         self.log_ids[tp] = log_id
         self._unresolve(tp)

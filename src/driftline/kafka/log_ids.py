@@ -19,9 +19,12 @@ TopicIds = dict[str, str | None]
 """topic → its id as text, None where the broker reports none (Kafka before 2.8) or the client cannot tell."""
 
 
+META_PREFIX = "log_id:"
+
+
 def meta_key(source: str, partition: int) -> str:
     """Meta row holding the topic id a partition's stored position was read under."""
-    return f"log_id:{source}:{partition}"
+    return f"{META_PREFIX}{source}:{partition}"
 
 
 REFRESH_TIMEOUT_MS = 5000

@@ -99,12 +99,6 @@ def meta_key(source: str, partition: int) -> str:
     return f"{META_PREFIX}{source}:{partition}"
 
 
-def recorded_problem(store: Store, source: str, partition: int) -> Problem | None:
-    """The problem recorded under policy `fail` for this partition, if still unresolved."""
-    raw = store.meta(meta_key(source, partition))
-    return _decoded(raw) if raw else None
-
-
 def _decoded(raw: str) -> Problem:
     d = json.loads(raw)
     found_at = d.get("found_at")
