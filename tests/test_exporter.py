@@ -251,6 +251,9 @@ def test_healthz_and_readyz_with_database_and_readiness_callback(db, tmp_path):
         assert _get(svc.url + "/healthz")[:1] == (200,)
         code, _, body = _get(svc.url + "/readyz")
         assert code == 503 and "consumer has no partitions assigned" in body
+        state["ready"] = (False, "database reachable, but its write lock is held by another writer")
+        code, _, body = _get(svc.url + "/readyz")  # not "database ok; database reachable, but …" (SRE tryout)
+        assert code == 503 and "database ok" not in body and "write lock is held" in body
         state["ready"] = (True, "consumer caught up")
         code, _, body = _get(svc.url + "/readyz")
         assert code == 200 and "database ok" in body

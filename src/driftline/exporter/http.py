@@ -109,7 +109,7 @@ class ExporterServer:
             ok2, why2 = self.readiness()
         except Exception as err:  # noqa: BLE001 - a failing check means not ready
             return False, f"readiness check failed: {err}"
-        return ok2, f"{why}; {why2}"
+        return ok2, f"{why}; {why2}" if ok2 else why2  # not ready: only why ("database ok; database …" misled)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="driftline-exporter", daemon=True)
