@@ -72,6 +72,7 @@ def test_a_write_lock_held_by_another_writer_is_not_reported_as_the_database_bac
     clock = Clock()
     logs = partitioned(events.records)
     lc, fake = _consumer(store, logs, clock, {"p": "id-p", "o": "id-o"})
+    lc.lock_patience_s = 3.0  # reported once waited for 3 s in all (30 s in service)
     with _write_lock_held(db_url):
         fake.rebalance(set(logs))
         _steps(lc, clock, 12)
@@ -112,3 +113,65 @@ def test_a_write_lock_held_by_another_writer_is_not_reported_as_the_database_bac
     _steps(lc, clock, 4)  # an empty write transaction says so
     assert lc.ready()[0] and len(_lines(caplog, "database writable again")) == 1
     assert not _lines(caplog, "reachable again")
+
+
+def test_a_lock_held_for_less_than_the_patience_is_waited_for_in_slices_and_not_reported(
+        db_url: str, tmp_path: Path, caplog: Any) -> None:
+    """Fifth SRE tryout: one write waiting 30 s for the lock stopped the loop from polling (the group evicted the
+    member, the stall watch restarted the client). Each write now waits one slice (the store's lock timeout,
+    KafkaSettings.lock_wait_s in service); the held batch is tried again at the next step, with no backoff, and
+    the lock is neither logged as a warning nor made /readyz fail before it was waited for lock_patience_s."""
+    caplog.set_level("INFO", logger="driftline")
+    events = make_events(tmp_path, days=0.2, per_day=1500)
+    store = Store(db_url, lock_timeout_s=0.2)
+    store.migrate()
+    clock = Clock()
+    logs = partitioned(events.records)
+    lc, fake = _consumer(store, logs, clock, {"p": "id-p", "o": "id-o"})
+    fake.rebalance(set(logs))
+    _steps(lc, clock, 3)  # positioned (topic ids stored)
+    stored_before = total(store)
+    fake.logs = partitioned(events.records + events.records[:30])
+    with _write_lock_held(db_url):
+        for _ in range(8):  # 8 steps of 1.1 s: the lock held for ~9 s of the consumer's clock
+            lc.step()
+            clock.t += 1.1
+            assert lc.ready()[0]
+            if lc.held is not None:
+                assert lc.db_retry_at <= clock.t  # the next step tries again: the wait itself was the pause
+        assert lc.held is not None and total(store) == stored_before
+    assert _lines(caplog, "still waiting")
+    assert not [r for r in caplog.records if r.levelname == "WARNING" and "lock" in r.getMessage()]
+    _steps(lc, clock, 10)
+    assert total(store) == len(events.records) + 30 and lc.held is None
+    assert not [r for r in caplog.records if r.levelname == "WARNING" and "again" in r.getMessage()]
+
+
+def test_run_waits_for_the_lock_a_third_of_the_poll_interval_at_most_30s() -> None:
+    from driftline.kafka.settings import KafkaSettings
+
+    def wait(**options: Any) -> float:
+        return KafkaSettings(bootstrap="127.0.0.1:9", options=options).lock_wait_s
+
+    assert wait() == 10.0 and wait(max_poll_interval_ms=15_000) == 5.0 and wait(max_poll_interval_ms=300_000) == 30.0
+
+
+def test_the_service_store_waits_one_slice(monkeypatch: Any, tmp_path: Path) -> None:
+    import threading
+
+    from driftline.config import from_dict
+    from driftline.kafka.settings import KafkaSettings
+    from driftline.service import live
+
+    made: list[Store] = []
+
+    class Recorded(Store):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(live, "Store", Recorded)
+    monkeypatch.setattr(live, "migrate_with_retry", lambda store, stop, on_wait: False)  # stop after the store
+    settings = KafkaSettings(bootstrap="127.0.0.1:9", options={"max_poll_interval_ms": 12_000})
+    live.run_service(from_dict({}), f"sqlite:///{tmp_path / 'x.db'}", settings, threading.Event(), port=0)
+    assert [s.lock_timeout_s for s in made] == [4.0]

@@ -27,7 +27,7 @@ from .batches import Batch, at_or_after, fill, fresh_records, raw_records
 from .connect import open_consumer, open_dead_letter_sink
 from .decode import speed_up
 from .assignment import Ownership, fmt, source_of
-from .db_health import DatabaseHealth
+from .db_health import LOCK_PATIENCE_S, DatabaseHealth
 from .refusals import Refusals
 from .upkeep import Upkeep
 from .dlt import DeadLetterCopies
@@ -83,6 +83,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         self.db_retry_at = 0.0
         self.db_down_since: float | None = None
         self.db_failed = ""
+        self.lock_patience_s = LOCK_PATIENCE_S
         self.broker_down_since: float | None = None
         self.rebalance_seen_at = -math.inf
         self.next_housekeeping = 0.0

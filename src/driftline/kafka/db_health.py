@@ -2,7 +2,10 @@
 by another writer (a second `driftline run`, a replay, maintenance), or writable. Reads never wait for the write
 lock (SQLite WAL; PostgreSQL reads take no lock), so a read that succeeds ends only an outage that a read hit: a
 failed write is over when a write succeeds (fourth SRE tryout: "database reachable again" was logged while the
-process still could not write). A mixin of LiveConsumer."""
+process still could not write). A write waits for the lock one slice at a time (KafkaSettings.lock_wait_s) so the
+loop keeps polling between slices; the lock is reported only once it has been waited for LOCK_PATIENCE_S in all
+(fifth SRE tryout: one 30 s wait stopped polling, the group evicted the member and the stall watch blamed Kafka).
+A mixin of LiveConsumer."""
 
 from __future__ import annotations
 
@@ -12,9 +15,14 @@ from typing import Any
 
 from ..ingest.pipeline import Pipeline
 from ..storage.errors import StoreUnavailable, WriteLocked
+from ..storage.locking import DEFAULT_LOCK_TIMEOUT_S
 from .health import Backoff, ConsumerStatus
 
 log = logging.getLogger("driftline.kafka.consumer")
+
+LOCK_PATIENCE_S = DEFAULT_LOCK_TIMEOUT_S
+"""Waited this long in all for the write lock, the consumer reports it (warning, /readyz 503): another writer's
+long transaction is no outage, one held for longer is (as a single write's lock timeout said before)."""
 
 
 class DatabaseHealth:
@@ -30,27 +38,39 @@ class DatabaseHealth:
     """What failed last while down: "read", "write" or "locked" (a write that waited out the lock timeout)."""
     held: Any
     pending: set[Any]
+    lock_patience_s: float
 
     def _db_down(self, err: Exception, what: str, write: bool = True) -> None:
-        """A database call failed: retry after the backoff, report not-ready, log the first failure (or a change
-        between unreachable and locked) as a warning."""
-        delay = self.db_backoff.next()
+        """A database call failed: retry after the backoff (at once after a lock wait: the wait was the pause),
+        report not-ready, log the first failure (or a change between unreachable and locked) as a warning; a lock
+        waited for less than lock_patience_s in all is logged at INFO only, and readiness stays as it was."""
         now = self.monotonic()
-        self.db_retry_at = now + delay
         failed = "locked" if isinstance(err, WriteLocked) else "write" if write else "read"
-        first = self.db_down_since is None or (failed == "locked") != (self.db_failed == "locked")
-        if self.db_down_since is None:
-            self.db_down_since = now
+        waited = self.pipeline.store.lock_timeout_s if failed == "locked" else 0.0
+        changed = self.db_down_since is not None and (failed == "locked") != (self.db_failed == "locked")
+        if self.db_down_since is None or changed:
+            self.db_down_since = now - waited  # since the wait began, not since it ended
         self.db_failed = failed
-        self.status.db_ok = False
-        level = logging.WARNING if first or self.db_backoff.attempts % 5 == 0 else logging.INFO
         if failed == "locked":
+            self.db_retry_at = now
+            held_for = now - self.db_down_since
+            if held_for < self.lock_patience_s:
+                log.info("database write lock held by another writer for %.0fs so far: %s; still waiting",
+                         held_for, what)
+                return
+            self.db_backoff.next()  # counts the reports below
+            level = logging.WARNING if self.status.db_ok or self.db_backoff.attempts % 5 == 0 else logging.INFO
+            self.status.db_ok = False
             self.status.db_error = ("database reachable, but its write lock is held by another writer: waiting for "
                                     "it, consuming paused")
             log.log(level, "database write lock is held by another writer (a second driftline run, a replay or "
-                    "maintenance; not obtained within %gs): %s; waiting for it, retrying in %.1fs",
-                    self.pipeline.store.lock_timeout_s, what, delay)
+                    "maintenance) for %.0fs: %s; waiting for it", held_for, what)
             return
+        delay = self.db_backoff.next()
+        self.db_retry_at = now + delay
+        level = logging.WARNING if self.status.db_ok or changed or self.db_backoff.attempts % 5 == 0 \
+            else logging.INFO
+        self.status.db_ok = False
         self.status.db_error = "database unavailable: consuming paused" + (", batch held" if self.held else "")
         log.log(level, "database unavailable (%s): %s; retrying in %.1fs", err, what, delay)
 
@@ -84,7 +104,8 @@ class DatabaseHealth:
         if self.db_down_since is not None:
             what, why = {"locked": ("writable", " (the other writer released its write lock)"),
                          "write": ("reachable", " (a write committed)")}.get(self.db_failed, ("reachable", ""))
-            log.warning("database %s again after %.0fs%s", what, self.monotonic() - self.db_down_since, why)
+            level = logging.INFO if self.status.db_ok else logging.WARNING  # said only where the outage was
+            log.log(level, "database %s again after %.0fs%s", what, self.monotonic() - self.db_down_since, why)
             self.db_down_since = None
         self.db_failed = ""
         self.db_backoff.reset()

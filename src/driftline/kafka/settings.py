@@ -19,6 +19,7 @@ import yaml
 
 from ..config import ConfigError, Kafka
 from ..durations import parse_duration
+from ..storage.locking import DEFAULT_LOCK_TIMEOUT_S
 
 BOOTSTRAP_ENV = "DRIFTLINE_KAFKA_BOOTSTRAP"
 OPTION_ENV_PREFIX = "DRIFTLINE_KAFKA_OPT_"
@@ -94,6 +95,15 @@ class KafkaSettings:
     def topics(self) -> tuple[str, str]:
         """(predictions topic, outcomes topic)."""
         return (self.predictions_topic, self.outcomes_topic)
+
+    @property
+    def lock_wait_s(self) -> float:
+        """How long one write transaction of `run` waits for the database write lock: a third of
+        max_poll_interval_ms (the loop must poll within it or the group evicts the member), at most the 30 s lock
+        timeout. A batch that waited out its slice is held and tried again while the loop polls, refreshes lag
+        and notices a stop; the lock is reported once waited for 30 s in all (db_health.LOCK_PATIENCE_S)."""
+        rebalance_ms = int(self.options.get("max_poll_interval_ms", CONSUMER_DEFAULTS["max_poll_interval_ms"]))
+        return min(DEFAULT_LOCK_TIMEOUT_S, rebalance_ms / 3000)
 
     def kind_of(self, topic: str) -> str:
         """Event type a topic carries ('prediction' or 'outcome')."""

@@ -14,7 +14,7 @@ from kafka.errors import KafkaError
 
 from ..ingest.pipeline import Pipeline
 from ..ops import OpsMetrics
-from ..storage.errors import StalePositions, StoreUnavailable
+from ..storage.errors import StalePositions, StoreUnavailable, WriteLocked
 from .assignment import source_of
 from .dlt import DeadLetterCopies
 from .handoff import Handoff
@@ -154,8 +154,13 @@ class Upkeep:
         shards = sorted({tp.partition for tp in self.expected})
         try:
             counts = self.pipeline.maintain(shards)
+        except WriteLocked:  # another writer's transaction: no outage of its own (the batches report a long one)
+            log.info("maintenance deferred: the database write lock is held by another writer; next pass in %gs",
+                     self.maintain_every_s)
+            return
         except StoreUnavailable as err:
-            log.warning("maintenance skipped: database unavailable: %s", err)
+            log.warning("maintenance skipped: database unavailable: %s; next pass in %gs", err,
+                        self.maintain_every_s)
             return
         done = {f"{k[0]}": v for k, v in counts.items() if v}
         if done:

@@ -71,7 +71,7 @@ def run_service(config: Config, db_url: str, settings: KafkaSettings, stop: thre
                 announce: Callable[[str], None] | None = None) -> None:
     """Serve the exporter and consume until `stop` is set; raises TopicsError for unusable topics."""
     install_log_redaction(settings)
-    store = Store(db_url, clock=clock)
+    store = Store(db_url, clock=clock, lock_timeout_s=settings.lock_wait_s)  # waits in slices, polling between
     ops = OpsMetrics()
     pipeline = Pipeline(config, store, clock=clock)
     consumer = LiveConsumer(pipeline, settings, stop, ops=ops, faults=Faults.from_env(),
