@@ -55,6 +55,18 @@ def _steps(lc: LiveConsumer, clock: Clock, n: int) -> None:
         clock.t += 1.1
 
 
+def _live(db_url: str, tmp_path: Path, days: float) -> tuple[Any, Store, Clock, Any, LiveConsumer, Any]:
+    """Events, a migrated store whose writes wait 0.2 s for the lock, the fake clock, the partitioned logs, and a
+    consumer of them with its kafka-python stand-in (topic ids p and o)."""
+    events = make_events(tmp_path, days=days, per_day=1500)
+    store = Store(db_url, lock_timeout_s=0.2)
+    store.migrate()
+    clock = Clock()
+    logs = partitioned(events.records)
+    lc, fake = _consumer(store, logs, clock, {"p": "id-p", "o": "id-o"})
+    return events, store, clock, logs, lc, fake
+
+
 def _lines(caplog: Any, text: str) -> list[str]:
     return [r.getMessage() for r in caplog.records if text in r.getMessage()]
 
@@ -66,12 +78,7 @@ def test_a_write_lock_held_by_another_writer_is_not_reported_as_the_database_bac
     one 'database writable again' and every record is stored; a member whose partitions need no write (already
     positioned, a revoked batch) checks with a write of its own before saying so."""
     caplog.set_level("INFO", logger="driftline")
-    events = make_events(tmp_path, days=0.3, per_day=1500)
-    store = Store(db_url, lock_timeout_s=0.2)
-    store.migrate()
-    clock = Clock()
-    logs = partitioned(events.records)
-    lc, fake = _consumer(store, logs, clock, {"p": "id-p", "o": "id-o"})
+    events, store, clock, logs, lc, fake = _live(db_url, tmp_path, days=0.3)
     lc.lock_patience_s = 3.0  # reported once waited for 3 s in all (30 s in service)
     with _write_lock_held(db_url):
         fake.rebalance(set(logs))
@@ -122,12 +129,7 @@ def test_a_lock_held_for_less_than_the_patience_is_waited_for_in_slices_and_not_
     KafkaSettings.lock_wait_s in service); the held batch is tried again at the next step, with no backoff, and
     the lock is neither logged as a warning nor made /readyz fail before it was waited for lock_patience_s."""
     caplog.set_level("INFO", logger="driftline")
-    events = make_events(tmp_path, days=0.2, per_day=1500)
-    store = Store(db_url, lock_timeout_s=0.2)
-    store.migrate()
-    clock = Clock()
-    logs = partitioned(events.records)
-    lc, fake = _consumer(store, logs, clock, {"p": "id-p", "o": "id-o"})
+    events, store, clock, logs, lc, fake = _live(db_url, tmp_path, days=0.2)
     fake.rebalance(set(logs))
     _steps(lc, clock, 3)  # positioned (topic ids stored)
     stored_before = total(store)
