@@ -34,7 +34,7 @@ from .dlt import DeadLetterCopies
 from .faults import Faults
 from .handoff import Handoff
 from .overlap import Overlap
-from .health import Backoff, ConsumerStatus, StallWatch, consumed_counter
+from .health import Backoff, ConsumerStatus, StallWatch, consumed_counter, rebalancing
 from .log_ids import TopicIds, current_ids
 from .resets import records_exist as records_exist_in
 from .settings import KafkaSettings
@@ -76,6 +76,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         self.unowned_since: float | None = monotonic()
         self.next_lag = 0.0
         self.all_lags: dict[tuple[str, int], int] = {}
+        self.log_ends: dict[TopicPartition, int] = {}
         self.owned: set[TopicPartition] = set()
         self.pending: set[TopicPartition] = set()
         self.expected: dict[TopicPartition, int] = {}
@@ -183,13 +184,15 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         if carried and self.pending:  # records polled before a partition was (re)assigned, fenced or rechecked
             polled = {tp: recs for tp, recs in polled.items() if tp not in self.pending}  # positioning seeks it
         now = self.monotonic()
+        joining = rebalancing(c)  # no lock wait now: it would hold up the group's rebalance and this member's rejoin
         if self.held is not None:
-            if now >= self.db_retry_at:
+            if now >= self.db_retry_at and not joining:
                 self._store(self.held)
         else:
             if self.pending and now >= self.db_retry_at:
                 self._position_pending()
-            self._db_check_writable()  # a failed write that nothing retries (its batch revoked)
+            if not joining:
+                self._db_check_writable()  # a failed write that nothing retries (its batch revoked)
             batch = fresh_records(polled, self.expected, self.pending)
             if batch:
                 self._store(batch)

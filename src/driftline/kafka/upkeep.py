@@ -50,6 +50,8 @@ class Upkeep:
     unresolved: dict[TopicPartition, str]
     held: Any
     all_lags: dict[tuple[str, int], int]
+    log_ends: dict[TopicPartition, int]
+    """Each partition's log end as last asked from the broker (every 5 s with the lags)."""
     next_lag: float
     next_housekeeping: float
     next_maintain: float
@@ -84,11 +86,13 @@ class Upkeep:
             self._refresh_all_lags()
         lags, behind = dict(self.all_lags), set()
         for tp, start in self.expected.items():
-            hw = self.consumer.highwater(tp)
-            if hw is not None:
-                lags[(tp.topic, tp.partition)] = max(0, hw - start)
-                if hw < start and self.held is None:
-                    behind.add(tp)
+            hw = self.consumer.highwater(tp)  # fetched: stale while the partition is paused (a held batch)
+            asked = self.log_ends.get(tp)
+            if hw is not None or asked is not None:
+                end = max(x for x in (hw, asked) if x is not None)
+                lags[(tp.topic, tp.partition)] = max(0, end - start)
+            if hw is not None and hw < start and self.held is None:
+                behind.add(tp)
         self.ops.set_lags(lags)
         self.status.lag = sum(lags.values()) if lags else None
         if behind:
@@ -146,6 +150,7 @@ class Upkeep:
             log.debug("lag of unowned partitions not updated: %s", err)
             return
         self.all_lags = lags_from(ends, stored, self.expected, starts)
+        self.log_ends = dict(ends)
         for tp in set(self.unresolved) & set(starts):  # /readyz shows the log as it is now, not as it was found
             self.unresolved[tp] = held[tp].describe(tp.topic, tp.partition, (starts[tp], ends[tp]))
 
