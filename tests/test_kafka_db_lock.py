@@ -234,3 +234,33 @@ def test_lag_of_an_owned_partition_paused_by_a_held_batch_follows_the_log_end(
         _steps(lc, clock, 8)  # > 5 s of the consumer's clock: the log ends were asked again
         assert lc.held is not None
         assert lc.status.lag == sum(len(v) for v in fake.logs.values()) - sum(frozen.values()) == 200
+
+
+def test_housekeeping_runs_after_every_lock_wait(db_url: str, tmp_path: Path, monkeypatch: Any) -> None:
+    """Fourth tryout of the lock slices: the step decided whether housekeeping (lag, group status, stall watch) was
+    due with the clock read before its batch waited 10 s for the lock, so it ran after every other wait (lag moved
+    every ~20 s). The clock is read again after the batch."""
+    events, store, clock, logs, lc, fake = _live(db_url, tmp_path, days=0.2)
+    fake.rebalance(set(logs))
+    _steps(lc, clock, 3)
+    process = lc.pipeline.process_batch
+
+    def slow(*args: Any, **kwargs: Any) -> Any:  # each write waits a 10 s slice of the consumer's clock
+        clock.t += 10.0
+        return process(*args, **kwargs)
+
+    monkeypatch.setattr(lc.pipeline, "process_batch", slow)
+    runs: list[float] = []
+    housekeeping = lc._housekeeping
+
+    def counted() -> None:
+        runs.append(clock.t)
+        housekeeping()
+
+    monkeypatch.setattr(lc, "_housekeeping", counted)
+    fake.logs = partitioned(events.records + events.records[:30])
+    with _write_lock_held(db_url):
+        for _ in range(6):
+            lc.step()  # no clock step between: only the lock waits move it
+        assert lc.held is not None
+    assert len(runs) == 6

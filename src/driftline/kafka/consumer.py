@@ -196,7 +196,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
             batch = fresh_records(polled, self.expected, self.pending)
             if batch:
                 self._store(batch)
-        if now >= self.next_housekeeping:
+        if self.monotonic() >= self.next_housekeeping:  # the clock again: a batch may have waited for the lock
             self._housekeeping()
 
     def _store(self, batch: Batch) -> None:
