@@ -8,6 +8,9 @@ from __future__ import annotations
 import os
 import re
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +61,33 @@ def _restart_empty(broker: Any, tmp_path: Path) -> Any:
     return fresh
 
 
+@dataclass
+class _Run:
+    """The service of a broker-reset test (replaced when the test restarts it), its store probe, and the brokers
+    the test started in place of the first."""
+
+    svc: Any
+    probe: StoreProbe
+    brokers: list[Any] = field(default_factory=list)
+
+
+@contextmanager
+def _old_stream_stored(tmp_path: Path, config: Path, db: str, bootstrap: str, topics: dict[str, str],
+                       old: Events) -> Iterator[_Run]:
+    """A service started on `config` that has stored the old stream; afterwards, whatever the test did, the
+    service is killed, the probe closed and the brokers the test started killed."""
+    run = _Run(start_service(tmp_path, config, db, bootstrap), StoreProbe(db, topics))
+    try:
+        produce(bootstrap, topics, old.records)
+        wait_until(lambda: run.probe.done(old), 90, "old events stored", procs=(run.svc,))
+        yield run
+    finally:
+        run.svc.kill()
+        run.probe.close()
+        for broker in run.brokers:
+            broker.process.kill()
+
+
 def _every_event_once(db: str, topics: dict[str, str], old: Events, new: list[tuple[str, bytes, bytes]],
                       tmp_path: Path) -> None:
     """Positions at the new logs' ends, every old and new event counted once: the state of a replay of both."""
@@ -75,14 +105,10 @@ def test_broker_restarted_empty_is_an_error_then_earliest_stores_every_new_event
     restart with `earliest` stores every event of the new log exactly once (state = replay of old + new)."""
     broker = kafka_behind_forwarder
     topics, config, old, new, db = _two_streams(broker.bootstrap, tmp_path, "fail", 1.0, 0.15)  # new: fewer
-    svc = start_service(tmp_path, config, db, broker.bootstrap)
-    probe = StoreProbe(db, topics)
-    fresh = None
-    try:
-        produce(broker.bootstrap, topics, old.records)
-        wait_until(lambda: probe.done(old), 90, "old events stored", procs=(svc,))
+    with _old_stream_stored(tmp_path, config, db, broker.bootstrap, topics, old) as run:
+        svc, probe = run.svc, run.probe
         before = probe.positions()
-        fresh = _restart_empty(broker, tmp_path)
+        run.brokers.append(_restart_empty(broker, tmp_path))
         try:
             create_topics(broker.bootstrap, topics.values(), 2)
         except TopicAlreadyExistsError:  # recreated first by a running client (tansu creates on metadata)
@@ -110,18 +136,13 @@ def test_broker_restarted_empty_is_an_error_then_earliest_stores_every_new_event
         # with more partitions on a client's metadata request first: those are new, read from their start)
         assert {k: v for k, v in probe.positions().items() if k in before} == before
         assert svc.terminate_when_stable() == 0  # see its docstring: tansu wedges a group left mid-rebalance
-        svc = start_service(tmp_path, _with(config, on_offset_reset="earliest"), db, broker.bootstrap,
-                            name="svc2")
+        run.svc = svc = start_service(tmp_path, _with(config, on_offset_reset="earliest"), db, broker.bootstrap,
+                                      name="svc2")
         new_events = Events(tmp_path / "unused", new)
         wait_until(lambda: probe.done(new_events), 240, "every new event stored", procs=(svc,))
         wait_until(lambda: svc.get("/readyz")[0] == 200, 30, "ready again", procs=(svc,))
         assert "kafka.on_offset_reset is earliest: resuming at offset 0" in svc.log()
         assert svc.terminate() == 0
-    finally:
-        svc.kill()
-        probe.close()
-        if fresh is not None:
-            fresh.process.kill()
     _every_event_once(db, topics, old, new, tmp_path)
 
 
@@ -133,16 +154,12 @@ def test_broker_restarted_empty_and_refilled_past_the_stored_positions_loses_not
     positions tell the new logs apart, and under `earliest` every new event is stored exactly once."""
     broker = kafka_behind_forwarder
     topics, config, old, new, db = _two_streams(broker.bootstrap, tmp_path, "earliest", 0.3, 1.0)  # new: more
-    svc = start_service(tmp_path, config, db, broker.bootstrap)
-    probe = StoreProbe(db, topics)
-    fresh = None
-    try:
-        produce(broker.bootstrap, topics, old.records)
-        wait_until(lambda: probe.done(old), 90, "old events stored", procs=(svc,))
+    with _old_stream_stored(tmp_path, config, db, broker.bootstrap, topics, old) as run:
+        svc, probe = run.svc, run.probe
         before = probe.positions()
         os.kill(svc.proc.pid, signal.SIGSTOP)  # driftline does not look until the new logs have refilled
         try:
-            fresh = _restart_empty(broker, tmp_path)
+            run.brokers.append(_restart_empty(broker, tmp_path))
             create_topics(broker.bootstrap, topics.values(), 2)
             produce(broker.bootstrap, topics, new)
         finally:
@@ -152,11 +169,6 @@ def test_broker_restarted_empty_and_refilled_past_the_stored_positions_loses_not
         assert all(probe.positions()[k] > v for k, v in before.items())
         assert "belongs to a log that was replaced" in svc.log()
         assert svc.terminate() == 0
-    finally:
-        svc.kill()
-        probe.close()
-        if fresh is not None:
-            fresh.process.kill()
     _every_event_once(db, topics, old, new, tmp_path)
 
 
@@ -170,11 +182,8 @@ def test_topics_recreated_on_the_same_broker_while_the_consumer_was_paused_lose_
 
     kafka_bootstrap = kafka_behind_forwarder.bootstrap  # a broker of its own: its topics are deleted
     topics, config, old, new, db = _two_streams(kafka_bootstrap, tmp_path, "earliest", 0.3, 1.0)
-    svc = start_service(tmp_path, config, db, kafka_bootstrap)
-    probe = StoreProbe(db, topics)
-    try:
-        produce(kafka_bootstrap, topics, old.records)
-        wait_until(lambda: probe.done(old), 90, "old events stored", procs=(svc,))
+    with _old_stream_stored(tmp_path, config, db, kafka_bootstrap, topics, old) as run:
+        svc = run.svc
         os.kill(svc.proc.pid, signal.SIGSTOP)
         try:
             admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
@@ -185,13 +194,10 @@ def test_topics_recreated_on_the_same_broker_while_the_consumer_was_paused_lose_
             produce(kafka_bootstrap, topics, new)
         finally:
             os.kill(svc.proc.pid, signal.SIGCONT)
-        wait_until(lambda: probe.done(Events(tmp_path / "unused", new)), 240, "every new event stored",
+        wait_until(lambda: run.probe.done(Events(tmp_path / "unused", new)), 240, "every new event stored",
                    procs=(svc,))
         assert "belongs to a log that was replaced" in svc.log()
         assert svc.terminate() == 0
-    finally:
-        svc.kill()
-        probe.close()
     _every_event_once(db, topics, old, new, tmp_path)
 
 

@@ -122,7 +122,7 @@ class Ownership:
         try:
             starts = self.consumer.beginning_offsets(tps, timeout_ms=5000)
             ends = self.consumer.end_offsets(tps, timeout_ms=5000)
-            ids = self.topic_ids({tp.topic for tp in tps}, True)
+            ids = self.topic_ids(topics, True)
         except KafkaError as err:
             log.warning("cannot read the log start/end offsets of %d partitions (%s); retrying", len(tps), err)
             self.db_retry_at = self.monotonic() + 1.0
