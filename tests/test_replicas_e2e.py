@@ -181,6 +181,9 @@ def test_two_replicas_count_once_and_page_once(tmp_path, pg_url, alertmanager_si
         _stop(procs[ports.index(leader_port)])
         other = f"127.0.0.1:{ports[1 - ports.index(leader_port)]}"
         _wait("the standby to export", lambda: q(f'driftline_window_predictions{{{WHOLE}, instance="{other}"}}'))
+        # Prometheus marks the stopped replica's series stale at its first failed scrape; until then (up to one
+        # scrape interval after the standby's first export: CI saw 2 × the count) both are in a query's lookback
+        _wait("the stopped replica's scrape to fail", lambda: value(f'up{{instance="127.0.0.1:{leader_port}"}}') == 0)
         assert value(f"sum(driftline_window_predictions{{{WHOLE}}})") == one
         time.sleep(4)
         assert [p["status"] for p in am.sink.of(ALERT)] == ["firing"]
