@@ -47,9 +47,13 @@ class Store:
         self.lock_timeout_s = lock_timeout_s
         # psycopg would prepare the hot IN (...) queries after 5 runs and PostgreSQL then switches to a generic
         # plan that scans the join table (seconds per batch): never prepare server-side.
-        connect_args = {"prepare_threshold": None, "client_encoding": "utf8"} \
-            if self.url.startswith("postgresql+psycopg") else {}
-        self.engine: Engine = create_engine(self.url, pool_pre_ping=True, connect_args=connect_args)
+        # Read committed whatever the database's default: a repeatable-read snapshot is taken before a write
+        # transaction waits for the write lock, so it would miss the writer it waited for (SerializationFailure,
+        # or a migration not seeing the tables just created).
+        pg = self.url.startswith("postgresql+psycopg")
+        connect_args = {"prepare_threshold": None, "client_encoding": "utf8"} if pg else {}
+        options = {"isolation_level": "READ COMMITTED"} if pg else {}
+        self.engine: Engine = create_engine(self.url, pool_pre_ping=True, connect_args=connect_args, **options)
         self.dialect = self.engine.dialect.name
         self.join = JoinRows(self.dialect)
         """The join state (all its SQL is in join_rows)."""
