@@ -85,6 +85,7 @@ def test_a_write_lock_held_by_another_writer_is_not_reported_as_the_database_bac
         _steps(lc, clock, 12)
         assert total(store) == 0 and lc.pending
         assert _lines(caplog, "write lock is held by another writer")
+        assert _lines(caplog, "storing the topic id of its log (first start) for ")  # not "(offset reset or …)"
         assert not _lines(caplog, "reachable again") and not _lines(caplog, "writable again")
         ok, why = lc.ready()
         assert not ok and "write lock is held by another writer" in why

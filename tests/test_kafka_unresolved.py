@@ -87,22 +87,40 @@ def test_the_text_of_a_recorded_reset_shows_the_current_log_range_and_the_one_fo
     for longer in (True, False):
         (tmp_path / str(longer)).mkdir()
         store, clock, ids, new_logs, lc, fake, _ = _held_by_fail(tmp_path / str(longer), longer)
-        tp = TP("p", 0)
+        tp = TP("o", 0)  # /readyz describes the first held partition, names the others
         found = len(new_logs[tp])
+        grown = found + min(found, 50)
         ok, why = lc.ready()
         assert not ok and f"0..{found})" in why and "when found" not in why
+        assert "on 4 partitions" in why and why.count("stored position") == 1 and "also stopped: " in why
         records = store.meta_prefixed("offset_reset:")
         assert len(records) == 4
         for logged in new_logs.values():
             logged.extend(logged[:50])  # the new log grows; nothing of it is consumed
         _steps(lc, clock)
         why = lc.ready()[1]
-        assert f"{tp.topic}[0] stored position" in why and f"0..{found + 50} now" in why
+        assert f"{tp.topic}[0] stored position" in why and f"0..{grown} now" in why
         assert "when found at 2030-03-17T17:46:40Z" in why and f"0..{found}" in why and f"0..{found})" not in why
         restarted, fake2 = _consumer(store, new_logs, clock, ids, on_offset_reset="fail")
         fake2.rebalance(set(new_logs))
         _steps(restarted, clock, 2)
-        assert f"0..{found + 50} now" in restarted.ready()[1]
+        assert f"0..{grown} now" in restarted.ready()[1]
         assert restarted.sig.offset_resets.labels(topic="p", problem="replaced" if longer else "beyond_end",
                                                   policy="fail")._value.get() == 0  # re-checked, not found again
         assert store.meta_prefixed("offset_reset:") == records
+
+
+def test_readiness_names_the_other_held_partitions_only_so_its_text_stays_short() -> None:
+    """/readyz gave every held partition's full description (2.5 kB for 8 partitions, growing with the count): the
+    first is described, the others named, at most ten."""
+    from driftline.kafka.resets import unresolved_reason
+
+    held = {TP(t, p): f"{t}[{p}] stored position 1000 is beyond the log end (log 0..12): the topic or the broker "
+                       "was reset" for t in ("outcomes", "predictions") for p in range(32)}
+    why = unresolved_reason(held)
+    assert why.startswith("offset reset unresolved on 64 partitions") and len(why) < 600
+    assert "outcomes[0] stored position 1000" in why and why.count("stored position") == 1
+    assert "also stopped: outcomes[1], outcomes[2]," in why and "outcomes[10] and 53 more" in why
+    one = unresolved_reason({TP("p", 3): "p[3] stored position 9 is before the log start"})
+    assert one.endswith("on 1 partition (kafka.on_offset_reset: fail; restart with earliest or latest to resume): "
+                        "p[3] stored position 9 is before the log start")

@@ -149,8 +149,10 @@ class Ownership:
                 if not self._apply_placement(tp, pl, recorded[tp] is not None, ids.get(tp.topic), stored_ids[tp]):
                     continue
             except StoreUnavailable as err:
-                self._db_down(err, f"storing where {tp.topic}[{tp.partition}] resumes (offset reset or topic id); "
-                              "consuming of unpositioned partitions paused")
+                stored = "its offset reset" if pl.problem is not None else \
+                    "the topic id of its log (first start)" if stored_ids[tp] is None else "its log's new topic id"
+                self._db_down(err, f"storing {stored} for {tp.topic}[{tp.partition}]; consuming of unpositioned "
+                              "partitions paused")
                 return
             except StalePositions as err:
                 log.warning("%s; another consumer stored this partition meanwhile: re-reading", err)

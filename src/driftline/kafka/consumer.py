@@ -36,7 +36,7 @@ from .handoff import Handoff
 from .overlap import Overlap
 from .health import Backoff, ConsumerStatus, StallWatch, consumed_counter, rebalancing
 from .log_ids import TopicIds, current_ids
-from .resets import records_exist as records_exist_in
+from .resets import records_exist as records_exist_in, unresolved_reason
 from .settings import KafkaSettings
 from .signals import signals, zero_series
 
@@ -108,8 +108,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
             return False, s.db_error or "database unavailable: consuming paused"
         unresolved = dict(self.unresolved)
         if unresolved:
-            return False, ("offset reset unresolved (kafka.on_offset_reset: fail; restart with earliest or latest "
-                           "to resume): " + "; ".join(unresolved[tp] for tp in sorted(unresolved)))
+            return False, unresolved_reason(unresolved)
         since = self.unowned_since
         if since is not None and self.monotonic() - since > self.settings.unassigned_grace_s:
             return False, (f"no partition assigned for {self.monotonic() - since:.0f}s (group rebalancing, or more "
