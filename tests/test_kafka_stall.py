@@ -83,3 +83,33 @@ def test_stall_restart_must_exceed_the_rebalance_timeout() -> None:
     with pytest.raises(ConfigError, match=r"kafka.stall_restart"):
         resolve(Kafka(stall_restart="60s", options={"max_poll_interval_ms": 60000}), "127.0.0.1:9092", {})
     assert resolve(Kafka(), "127.0.0.1:9092", {}).stall_restart_s == 90.0
+
+
+def test_a_rebuilt_client_hands_its_partitions_over_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """SRE tryout: "partitions revoked" was logged twice when the client was rebuilt while it owned partitions
+    (once handed over as lost, once more by the discarded client's close); the old client's callbacks are ignored
+    once its partitions are handed over, and the new client is positioned and consumes as before."""
+    events = make_events(tmp_path, days=0.2, per_day=1500)
+    store = Store(f"sqlite:///{tmp_path / 'live.db'}")
+    store.migrate()
+    clock = Clock()
+    logs = partitioned(events.records)
+    lc, old = consumer(store, logs, clock)
+    old.rebalance(set(logs))
+    lc.step()
+    lc.step()
+    assert lc.owned
+    fresh = FakeConsumer(logs, store)
+
+    def connect() -> bool:
+        fresh.listener = lc.attach(fresh)
+        fresh.rebalance(set(logs))
+        return True
+
+    lc.connect = connect  # type: ignore[method-assign]
+    with caplog.at_level(logging.INFO, logger="driftline.kafka.consumer"):
+        lc._rebuild(clock.t)
+    assert [r.getMessage() for r in caplog.records if "partitions revoked" in r.getMessage()] == [
+        "partitions revoked: o[0], o[1], p[0], p[1]"]
+    drain(lc, clock, store, len(events.records))
+    assert total(store) == len(events.records) and lc.consumer is fresh

@@ -21,9 +21,17 @@ class Handoff(ConsumerRebalanceListener):
         self._assigned: set[TopicPartition] = set()
         self._dropped: set[TopicPartition] = set()
         self.generations = 0
+        self._detached = False
+
+    def detach(self) -> None:
+        """The client is being discarded (its partitions already handed over as lost): what it reports while it
+        closes is ignored (a rebuilt client logged "partitions revoked" twice)."""
+        self._detached = True
 
     def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
         """Remember revoked partitions; the main loop forgets their positions and held records."""
+        if self._detached:
+            return
         revoked = set(revoked)
         if self._on_event is not None and revoked:
             self._on_event("revoke", revoked)
@@ -37,6 +45,8 @@ class Handoff(ConsumerRebalanceListener):
 
     def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         """Pause the new partitions (no records until the main loop seeks them to the stored positions)."""
+        if self._detached:
+            return
         assigned = set(assigned)
         if assigned:
             self._pause(*assigned)

@@ -197,6 +197,7 @@ class Upkeep:
         if self.handoff is not None:
             self.handoff.on_partitions_lost(set(self.owned))
             self._apply_handoff()
+            self.handoff.detach()
         self.held = None
         self.overlap.take()  # records polled by the stuck client: the new one resumes at the stored positions
         old, self.consumer = self.consumer, None
