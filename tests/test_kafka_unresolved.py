@@ -108,6 +108,12 @@ def test_the_text_of_a_recorded_reset_shows_the_current_log_range_and_the_one_fo
         assert restarted.sig.offset_resets.labels(topic="p", problem="replaced" if longer else "beyond_end",
                                                   policy="fail")._value.get() == 0  # re-checked, not found again
         assert store.meta_prefixed("offset_reset:") == records
+        for logged in new_logs.values():
+            del logged[3:]  # the log reset again while held: it ends below its end when found
+        _steps(restarted, clock)
+        why = restarted.ready()[1]
+        assert (f"0..3 now, 0..{found} when found at 2030-03-17T17:46:40Z; reset again since" if longer else
+                f"(log 0..{found} then, 0..3 now; reset again since)") in why, why
 
 
 def test_readiness_names_the_other_held_partitions_only_so_its_text_stays_short() -> None:

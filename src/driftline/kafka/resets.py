@@ -42,18 +42,19 @@ class Problem:
     def describe(self, topic: str, partition: int, now: tuple[int, int] | None = None) -> str:
         """What is wrong, with the log range `now` (start, end) when given and other than as found: a recorded
         problem is shown for as long as it is unresolved, while the new log grows (it said 'log 0..0' when the
-        log held thousands of records)."""
+        log held thousands of records) or is reset again (a log ending below its end when found)."""
         found = f"{self.start}..{self.end}"
         when = "when found" + ("" if self.found_at is None else f" at {iso(self.found_at)}")
         current = None if now is None or now == (self.start, self.end) else f"{now[0]}..{now[1]}"
+        again = "; reset again since" if now is not None and now[1] < self.end else ""
         if self.kind == "replaced":
-            log_range = found if current is None else f"{current} now, {found} {when}"
+            log_range = found if current is None else f"{current} now, {found} {when}{again}"
             return (f"{topic}[{partition}] stored position {self.stored} belongs to a log that was replaced (the "
                     f"topic's id changed: it was deleted and recreated, or the broker restarted empty; new log "
                     f"{log_range}): the topic or the broker was reset")
         where = "beyond the log end" if self.kind == "beyond_end" else "before the log start"
         state = f"is {where} (log {found})" if current is None else \
-            f"was {where} {when} (log {found} then, {current} now)"
+            f"was {where} {when} (log {found} then, {current} now{again})"
         return (f"{topic}[{partition}] stored position {self.stored} {state}: "
                 + ("the topic or the broker was reset" if self.kind == "beyond_end"
                    else "retention deleted records never read"))
