@@ -113,7 +113,8 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
         raise ConfigError("reference set: with --file, give both --from and --to or neither")
     if args.file is not None:
         by_variant: dict[str, Any] = {}
-        stats, lo, hi, dead = file_stats(args.file, ctx.config, model, start, end, args.variant, by_variant)
+        stats, lo, hi, dead = file_stats(args.file, ctx.config, model, start, end, args.variant, by_variant,
+                                         now=ctx.clock())
         source, detail = "file", args.file
     else:
         assert start is not None and end is not None
@@ -136,7 +137,8 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
         ref_id = save_reference(store, model, profile, source, lo, hi, confusion=stats, variant=args.variant,
                                 detail=detail, seasonal=seasonal)
         if args.file is not None:
-            sample = reference_sample_from_file(args.file, ctx.config, model, start, end, args.variant)
+            sample = reference_sample_from_file(args.file, ctx.config, model, start, end, args.variant,
+                                                now=ctx.clock())
         else:
             sample = reference_sample_from_buckets(store, ctx.config, model, lo, hi, args.variant)
         freeze_reference_sample(store, ref_id, sample)
@@ -156,7 +158,7 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
     else:
         ctx.console.print(f"reference [bold]{ref_id}[/bold] set for {shown(model)}: {doc['n']:,} predictions "
                           f"{doc['start']} → {doc['end']} ({source}), {len(doc['features'])} features tracked"
-                          + (f", {dead} invalid lines skipped" if dead else ""))
+                          + (f", {dead} lines skipped (invalid, or stamped more than a day ahead)" if dead else ""))
         _print_seasons(ctx.console, doc)
         _print_dropped(ctx.console, doc["dropped"])
     return 0

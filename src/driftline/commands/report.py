@@ -8,7 +8,8 @@ import json
 
 from ..config import ConfigError
 from ..context import Context
-from ..reports.weeks import default_week, parse_week
+from ..core.limits import MAX_FUTURE_S
+from ..reports.weeks import default_week, parse_week, week_of
 from ..terminal import visible
 from .render import shown
 from .which_model import pick_model
@@ -36,6 +37,9 @@ def cmd_report(ctx: Context, args: argparse.Namespace) -> int:
     now = float(ctx.clock())
     if args.week:
         week, reason = parse_week(args.week), "given"
+        if week.start > now + MAX_FUTURE_S:  # no event of it can be stored yet (9999-W52 failed on year 10000)
+            raise ConfigError(f"--week: {args.week} has not begun (now is {week_of(now).label}): no event of it can "
+                              "be stored yet")
     else:
         week, reason = default_week(store, model, now)
     out = args.out or ctx.config.schedule.report_dir

@@ -23,6 +23,9 @@ many occurrences were refused), so `drift` and the report can name them."""
 MAX_UNDECLARED_NAMES = 50
 """At most this many undeclared names are recorded by name (hostile input cannot grow the counters table without
 bound); beyond them only the total `features_untracked{reason="undeclared"}` grows."""
+MAX_FUTURE_S = 86400.0
+"""Events stamped more than this ahead of the clock are refused (ts_in_future): by replay and run, and by a
+reference built from a file (one stamped 9999-12-31 made every later `reference list` and `drift` fail)."""
 FLOAT_MAX = 1.7976931348623157e308
 """A numeric feature must be representable as a float (the fine histograms bin float64 values)."""
 

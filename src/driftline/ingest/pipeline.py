@@ -21,7 +21,7 @@ from ..config import Config
 from ..core.engine import Engine, EngineResult, EngineSettings, JoinView
 from ..core.decode_many import decode_many
 from ..core.events import RAW_LIMIT, Decoded, DeadLetter
-from ..core.limits import Limits
+from ..core.limits import MAX_FUTURE_S, Limits
 from ..storage.store import Store
 from .isolation import TICK, Tick, apply_isolating
 from .keys import key_detail, key_problem, keys_match
@@ -32,8 +32,6 @@ log = logging.getLogger(__name__)
 
 FILE_PREFIX = "file:"
 """Sources of replayed files (their positions are fenced); stdin and Kafka are not file sources."""
-MAX_FUTURE_S = 86400.0
-"""Events stamped more than this ahead of the injected clock are dead-lettered (ts_in_future)."""
 
 
 class RawRecord(msgspec.Struct, frozen=True, gc=False):

@@ -16,14 +16,14 @@ from typing import Any
 from ..analysis.multivariate import MultivariateResult, multivariate_drift
 from ..analysis.profiles import NumericProfile, Profile
 from ..config import Config
-from ..core.events import DeadLetter, Prediction, decode, json_lines
+from ..core.events import Prediction, decode, json_lines
 from ..core.sample import FeatureSample, merge_samples
 from ..ingest.pipeline import settings_from
 from ..ingest.replay import CORRUPT, open_events
 from ..ingest.sampling import batch_samples
 from ..storage.samples import reference_sample, save_reference_sample, window_sample
 from ..storage.store import Store
-from .references import Reference, ReferenceProblem, bucket_range
+from .references import Reference, ReferenceProblem, accepted, bucket_range
 from .windows import Window
 
 WINDOW_ROWS = 2000
@@ -41,9 +41,10 @@ def reference_sample_from_buckets(store: Store, config: Config, model: str, star
 
 
 def reference_sample_from_file(path: str, config: Config, model: str, start: float | None = None,
-                               end: float | None = None, variant: str | None = None) -> FeatureSample:
+                               end: float | None = None, variant: str | None = None,
+                               now: float | None = None) -> FeatureSample:
     """The reference sample of an events file's predictions (the model's, variant's and range's, as
-    references.file_stats keeps them); invalid lines are skipped."""
+    references.file_stats keeps them); invalid lines and events stamped more than a day after `now` are skipped."""
     settings = settings_from(config)
     b = config.bucket_s
     lo = -math.inf if start is None else math.floor(start / b) * b
@@ -62,7 +63,7 @@ def reference_sample_from_file(path: str, config: Config, model: str, start: flo
         with open_events(path) as (fh, _):
             for lineno, payload in json_lines(fh):
                 d = decode(payload, "file:" + path, 0, lineno)
-                if not isinstance(d, DeadLetter) and isinstance(d.event, Prediction):
+                if accepted(d, now) and isinstance(d.event, Prediction):  # type: ignore[union-attr]
                     batch.append(d)
                     if len(batch) >= 20_000:
                         total = absorb()

@@ -23,7 +23,8 @@ from ..analysis.profiles import Profile, ProfileSettings, build_profile_from_sta
 from ..analysis.seasons import NONE, SeasonalSlices, season_count
 from ..config import Config, ConfigError
 from ..core.engine import Engine, JoinView
-from ..core.events import DeadLetter, decode, json_lines
+from ..core.events import DeadLetter, Decoded, decode, json_lines
+from ..core.limits import MAX_FUTURE_S
 from ..ingest.pipeline import settings_from
 from ..ingest.replay import CORRUPT, open_events
 from ..core.stats import NEG, POS, BucketStats, merge
@@ -150,7 +151,14 @@ class Reference:
 
 
 def _iso(ts: float | None) -> str | None:
-    return None if ts is None else iso(ts)
+    """RFC 3339, or the epoch seconds when no calendar date holds them (a reference stored from a file with a
+    far-future event, before those were refused: listing it failed with 'year 10000 is out of range')."""
+    if ts is None:
+        return None
+    try:
+        return iso(ts)
+    except (ValueError, OverflowError, OSError):
+        return f"{ts:.0f}"
 
 
 def profile_settings(config: Config) -> ProfileSettings:
@@ -195,14 +203,15 @@ def window_stats(store: Store, config: Config, model: str, start: float, end: fl
 
 
 def file_stats(path: str, config: Config, model: str, start: float | None = None, end: float | None = None,
-               variant: str | None = None, by_variant: dict[str, np.ndarray] | None = None
-               ) -> tuple[BucketStats, float | None, float | None, int]:
+               variant: str | None = None, by_variant: dict[str, np.ndarray] | None = None,
+               now: float | None = None) -> tuple[BucketStats, float | None, float | None, int]:
     """Merged statistics of an events file run through the pure engine with a fresh join view.
 
     The store's join state is never read or written. Returns (stats, first bucket start, end of the last
     bucket, dead letters skipped); only the model's buckets (and variant's, and those starting in
     [start, end) widened to whole buckets, when given) are kept. by_variant, when given, receives each
-    variant's (negative, positive) fine score histograms, as variant_labels gives for stored buckets.
+    variant's (negative, positive) fine score histograms, as variant_labels gives for stored buckets. Events
+    stamped more than a day after `now` are skipped and counted as dead letters, as `replay` refuses them.
     """
     settings = settings_from(config)
     view = JoinView()
@@ -234,7 +243,7 @@ def file_stats(path: str, config: Config, model: str, start: float | None = None
             pending = 0
             for lineno, payload in json_lines(fh):
                 d = decode(payload, source, 0, lineno)
-                if isinstance(d, DeadLetter):
+                if not accepted(d, now):
                     dead += 1
                     continue
                 engine.apply(d, 0)
@@ -246,6 +255,12 @@ def file_stats(path: str, config: Config, model: str, start: float | None = None
     except CORRUPT as err:
         raise ReferenceProblem(f"cannot read {path}: {getattr(err, 'strerror', None) or err}") from None
     return total, first, None if last is None else last + config.bucket_s, dead
+
+
+def accepted(d: Decoded | DeadLetter, now: float | None) -> bool:
+    """Whether a decoded file line counts in a reference: not a dead letter, not stamped more than a day after
+    `now` (replay's ts_in_future rule; None: no clock check)."""
+    return not isinstance(d, DeadLetter) and (now is None or d.ts <= now + MAX_FUTURE_S)
 
 
 # --- persistence ---------------------------------------------------------------------------------------
