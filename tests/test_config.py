@@ -135,3 +135,29 @@ def test_the_configs_name_bounds_mirror_the_event_contract():
 
     assert config._MAX_NAME_LEN == MAX_NAME_LEN and set(config._RESERVED_LABELS) == set(RESERVED)
     assert from_dict({"model": "m" * MAX_NAME_LEN}).model == "m" * MAX_NAME_LEN
+
+
+@pytest.mark.parametrize("text, where", [
+    ('model: fraud\ntriggers:\n  - {name: r, metric: recall, op: "<", value: 0.7, value: 0.1, window: 7d}\n',
+     "at line 3, column 52: key 'value' is given twice (first at line 3, column 40)"),
+    ("model: fraud\nkafka:\n  bootstrap: a:9092\nkafka:\n  group_id: x\n",
+     "at line 4, column 1: key 'kafka' is given twice (first at line 2, column 1)"),
+])
+def test_a_key_given_twice_is_refused_naming_both_places(tmp_path: Path, text: str, where: str) -> None:
+    """User tryout: `value: 0.7, value: 0.1` silently became `< 0.1`, a second `kafka:` block replaced the first
+    (events with duplicate keys are refused; the config was not)."""
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load(p)
+    assert where in str(err.value)
+
+
+def test_merge_keys_may_still_be_overridden_and_exponent_floats_are_numbers(tmp_path: Path) -> None:
+    """`threshold: 5e-1` was refused as a string (YAML 1.1 wants a dot); a YAML merge (`<<`) may be overridden."""
+    p = tmp_path / "c.yaml"
+    p.write_text("model: fraud\nthreshold: 5e-1\ntriggers:\n  - &b {name: r, metric: recall, op: '<', value: 0.7, "
+                 "window: 7d}\n  - <<: *b\n    name: r2\n    value: 0.6\n")
+    cfg = load(p)
+    assert cfg.threshold == 0.5
+    assert [(t.name, t.value) for t in cfg.triggers] == [("r", 0.7), ("r2", 0.6)]

@@ -11,6 +11,7 @@ import msgspec
 import yaml
 
 from .config_fields import dict_entry, unknown_field
+from .config_yaml import load_yaml
 from .durations import parse_duration, window_too_long
 from .domain import Costs, Domain
 from .metric_names import MULTIVARIATE, unknown_metric
@@ -407,7 +408,7 @@ def load_named(path: str | os.PathLike[str] | None) -> tuple[Config, frozenset[s
         line = err.object[:err.start].count(b"\n") + 1
         raise ConfigError(f"config {p}: not UTF-8 text (byte 0x{err.object[err.start]:02x} on line {line})") from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as err:
         raise ConfigError(f"config {p}: not valid YAML{_yaml_where(err)}") from None
     if data is not None and not isinstance(data, dict):
