@@ -315,6 +315,32 @@ def test_configured_arms_keep_their_variant_slots_against_junk() -> None:
     assert [other.decide("m", v, "v")[0] for v in ("x", "a", "b", "c")] == [OVERFLOW, "a", "b", OVERFLOW]
 
 
+def test_the_configured_model_keeps_its_slot_against_junk_models(tmp_path, capsys) -> None:
+    """User tryout: with `model: fraud` and max_models 2, two junk models arriving first took both slots and every
+    fraud prediction was dead-lettered (model_limit); the named model's slot is now kept, like ab.arms' variants.
+    Without a config file naming a model, no slot is kept (the built-in default model is not the user's)."""
+    lines = [{"type": "prediction", "prediction_id": str(i), "model": m, "ts": "2026-11-25T10:00:00Z", "score": 0.4}
+             for i, m in enumerate(["junk1", "junk2", "fraud", "junk3", "fraud"])]
+    (tmp_path / "e.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (tmp_path / "c.yaml").write_text("model: fraud\nlimits:\n  max_models: 2\n")
+    named = ["--config", str(tmp_path / "c.yaml"), "--db", f"sqlite:///{tmp_path / 'a.db'}"]
+    assert cli.main([*named, "replay", str(tmp_path / "e.jsonl")]) == 0
+    store = Store(f"sqlite:///{tmp_path / 'a.db'}")
+    refused = store.dead_letters(reason="model_limit")
+    assert sorted(json.loads(d["raw"])["model"] for d in refused) == ["junk2", "junk3"]
+    detail = {json.loads(d["raw"])["model"]: d["detail"] for d in refused}
+    assert detail["junk2"].endswith("limits.max_models=2 is reached (a slot is kept for the config's model 'fraud')")
+    assert detail["junk3"].endswith("limits.max_models=2 is reached")  # fraud holds its slot by then
+    store.close()
+    (tmp_path / "d.yaml").write_text("limits:\n  max_models: 2\n")
+    default = ["--config", str(tmp_path / "d.yaml"), "--db", f"sqlite:///{tmp_path / 'b.db'}"]
+    assert cli.main([*default, "replay", str(tmp_path / "e.jsonl")]) == 0
+    store = Store(f"sqlite:///{tmp_path / 'b.db'}")
+    assert sorted(json.loads(d["raw"])["model"] for d in store.dead_letters(reason="model_limit")) == [
+        "fraud", "fraud", "junk3"]
+    store.close()
+
+
 def test_every_family_of_a_model_with_a_reference_stays_within_the_bound(tmp_path):
     """Second tryout: with a reference (label-free estimates, multivariate drift), tight limits, two trigger
     windows and folded variants/versions, a scrape held 555 series against a bound of 517."""

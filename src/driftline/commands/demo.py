@@ -288,7 +288,7 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
     from ..readouts.seasonal import build_seasonal
     from ..triggers import runner  # lazy: every command module is imported to build the parser
 
-    pipeline = Pipeline(cfg, store, clock=ctx.clock)
+    pipeline = Pipeline(cfg, store, clock=ctx.clock, keep_model=True)
     rules = runner.compile_rules(cfg.triggers)
     source = source_name(str(events))
     enc = msgspec.json.Encoder()

@@ -43,7 +43,7 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
                monotonic: Callable[[], float] = time.monotonic) -> dict[str, object]:
     """Replay a file and run maintenance; returns the summary document. `progress`: show a progress bar on ctx.err
     (default: when both stdout and stderr are terminals); `monotonic` times it."""
-    pipeline = Pipeline(ctx.config, ctx.store(), clock=ctx.clock)
+    pipeline = Pipeline(ctx.config, ctx.store(), clock=ctx.clock, keep_model=ctx.model_named)
     start, why = resume_point(pipeline, path)
     if why:
         say(ctx.err, shown(why), "[yellow]note:[/yellow] ")

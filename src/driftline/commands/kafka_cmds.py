@@ -56,7 +56,7 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
     try:
         run_service(ctx.config, ctx.db_url, settings, stop, host=args.host, port=args.port,
                     evaluate=not args.no_evaluate, maintain_every_s=args.maintain_every, clock=ctx.clock,
-                    announce=lambda line: say(ctx.err, shown(line)))
+                    announce=lambda line: say(ctx.err, shown(line)), keep_model=ctx.model_named)
     except TopicsError as err:
         ctx.err.print(f"[red]error:[/red] {shown(err)}")
         return 2

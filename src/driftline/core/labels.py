@@ -43,6 +43,8 @@ class LabelLimits:
     versions: Mapping[str, frozenset[str]] = field(default_factory=dict)
     reserved: Mapping[str, frozenset[str]] = field(default_factory=dict)
     """model → variants a slot is kept for (the config's `ab.arms`): junk cannot take their places."""
+    kept_models: frozenset[str] = frozenset()
+    """Models a slot is kept for (the `model:` a config file names): junk models arriving first cannot take it."""
 
 
 @dataclass(slots=True)
@@ -92,11 +94,14 @@ class LabelGate:
                                f"is the whole-model series, '{OVERFLOW}' the overflow of values beyond a limit)")
         if model not in self.admitted.models:
             allow = self.limits.models
+            kept = self.limits.kept_models
+            held = 0 if model in kept else len(kept - self.admitted.models)  # kept slots not yet taken
             if allow is not None and model not in allow or (
-                    allow is None and len(self.admitted.models) >= self.limits.max_models):
+                    allow is None and len(self.admitted.models) + held >= self.limits.max_models):
                 self._fold(OVERFLOW, MODEL, model)
                 why = "not in limits.models" if allow is not None else f"limits.max_models={self.limits.max_models}"
-                return Refused("model_limit", f"model {model[:80]!r} is new and {why} is reached")
+                note = f" (a slot is kept for the config's model {sorted(kept)[0][:80]!r})" if allow is None and held else ""
+                return Refused("model_limit", f"model {model[:80]!r} is new and {why} is reached{note}")
             self._admit(model, MODEL, "")
         kept = (self._value(model, VARIANT, variant, self.limits.variants, self.limits.max_variants),
                 self._value(model, VERSION, version, self.limits.versions, self.limits.max_versions))

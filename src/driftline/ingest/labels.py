@@ -24,13 +24,15 @@ LOG_EVERY_S = 60.0
 """After the first line per (model, kind), overflow is logged at most this often per process."""
 
 
-def label_limits(limits: Limits, reserved: Mapping[str, Iterable[str]] | None = None) -> LabelLimits:
-    """The pure gate's limits from the config section; `reserved`: model → variants kept a slot (ab.arms)."""
+def label_limits(limits: Limits, reserved: Mapping[str, Iterable[str]] | None = None,
+                 kept_models: Iterable[str] = ()) -> LabelLimits:
+    """The pure gate's limits from the config section; `reserved`: model → variants kept a slot (ab.arms);
+    `kept_models`: models kept a slot (the config's named `model:`)."""
     return LabelLimits(limits.max_models, limits.max_variants_per_model, limits.max_versions_per_model,
                        None if limits.models is None else frozenset(limits.models),
                        {m: frozenset(v) for m, v in limits.variants.items()},
                        {m: frozenset(v) for m, v in limits.versions.items()},
-                       {m: frozenset(v) for m, v in (reserved or {}).items() if v})
+                       {m: frozenset(v) for m, v in (reserved or {}).items() if v}, frozenset(kept_models))
 
 
 class Positioned(Protocol):
@@ -46,9 +48,9 @@ class LabelPolicy:
     """Applies `limits:` to each batch; keeps only the per-process log throttle (bounded by models × kinds)."""
 
     def __init__(self, limits: Limits, clock: Callable[[], float],
-                 reserved: Mapping[str, Iterable[str]] | None = None) -> None:
+                 reserved: Mapping[str, Iterable[str]] | None = None, kept_models: Iterable[str] = ()) -> None:
         self.config = limits
-        self.limits = label_limits(limits, reserved)
+        self.limits = label_limits(limits, reserved, kept_models)
         self.clock = clock
         self._logged: dict[tuple[str, str], tuple[float, int]] = {}
 

@@ -142,13 +142,16 @@ def settings_from(config: Config) -> EngineSettings:
 class Pipeline:
     """Decodes, joins and stores batches; the clock is injected (only used for the future-skew guard)."""
 
-    def __init__(self, config: Config, store: Store, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, config: Config, store: Store, clock: Callable[[], float] = time.time,
+                 keep_model: bool = False) -> None:
+        """`keep_model`: the config file names its `model:`, which keeps a slot under limits.max_models."""
         self.config = config
         self.store = store
         self.clock = clock
         self.settings = settings_from(config)
         self.limits = limits_from(config)
-        self.labels = LabelPolicy(config.limits, clock, {config.model: config.ab.arms})  # arms keep their slots
+        self.labels = LabelPolicy(config.limits, clock, {config.model: config.ab.arms},  # arms keep their slots
+                                  (config.model,) if keep_model else ())
         self.key_policy = config.kafka.on_key_mismatch
 
     def process_batch(self, records: Sequence[RawRecord], shard_of: Callable[[RawRecord], int] | None = None,

@@ -68,12 +68,13 @@ def freeze_startup_heap() -> None:
 def run_service(config: Config, db_url: str, settings: KafkaSettings, stop: threading.Event, *,
                 host: str | None = None, port: int | None = None, evaluate: bool = True,
                 maintain_every_s: float = 30.0, clock: Callable[[], float] = time.time,
-                announce: Callable[[str], None] | None = None) -> None:
-    """Serve the exporter and consume until `stop` is set; raises TopicsError for unusable topics."""
+                announce: Callable[[str], None] | None = None, keep_model: bool = False) -> None:
+    """Serve the exporter and consume until `stop` is set; raises TopicsError for unusable topics. `keep_model`:
+    the config file names its `model:` (kept a slot under limits.max_models)."""
     install_log_redaction(settings)
     store = Store(db_url, clock=clock, lock_timeout_s=settings.lock_wait_s)  # waits in slices, polling between
     ops = OpsMetrics()
-    pipeline = Pipeline(config, store, clock=clock)
+    pipeline = Pipeline(config, store, clock=clock, keep_model=keep_model)
     consumer = LiveConsumer(pipeline, settings, stop, ops=ops, faults=Faults.from_env(),
                             maintain_every_s=maintain_every_s)
     service = Service(config, store, clock=clock, ops=ops, readiness=consumer.ready, host=host, port=port,
