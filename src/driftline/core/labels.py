@@ -100,7 +100,8 @@ class LabelGate:
                     allow is None and len(self.admitted.models) + held >= self.limits.max_models):
                 self._fold(OVERFLOW, MODEL, model)
                 why = "not in limits.models" if allow is not None else f"limits.max_models={self.limits.max_models}"
-                note = f" (a slot is kept for the config's model {sorted(kept)[0][:80]!r})" if allow is None and held else ""
+                note = "" if allow is not None or not held else \
+                    f" (a slot is kept for the config's model {sorted(kept)[0][:80]!r})"
                 return Refused("model_limit", f"model {model[:80]!r} is new and {why} is reached{note}")
             self._admit(model, MODEL, "")
         kept = (self._value(model, VARIANT, variant, self.limits.variants, self.limits.max_variants),
