@@ -393,3 +393,16 @@ def test_trigger_threshold_says_which_metric_it_judges(db):
     lines = {(dict(k)["trigger"], dict(k).get("metric")) for (n, k), v in s.items()
              if n == "driftline_trigger_threshold"}
     assert lines == {("recall_below_target", "recall"), ("fpr_above_target", "fpr"), ("ppv_floor", "precision")}
+
+
+def test_head_requests_get_the_status_and_headers_of_get_without_a_body(service):
+    """User tryout: `HEAD /metrics` answered 501 (load balancers and uptime checks probe with HEAD)."""
+    for path, code in (("/metrics", 200), ("/healthz", 200), ("/readyz", 200), ("/nope", 404)):
+        req = urllib.request.Request(service.url + path, method="HEAD")
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                got, length, body = r.status, int(r.headers["Content-Length"]), r.read()
+        except urllib.error.HTTPError as err:
+            got, length, body = err.code, int(err.headers["Content-Length"]), err.read()
+        assert (got, body) == (code, b"") and length > 0
+        assert length == len(_get(service.url + path)[2].encode()) or path == "/metrics"  # scrapes move

@@ -126,6 +126,14 @@ class ExporterServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            head = False
+            """Answering HEAD: the same status and headers as GET, no body (load balancers and uptime checks
+            probe with HEAD; it answered 501)."""
+
+            def do_HEAD(self) -> None:  # noqa: N802 - http.server API
+                self.head = True
+                self.do_GET()
+
             def do_GET(self) -> None:  # noqa: N802 - http.server API
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics":
@@ -152,7 +160,8 @@ class ExporterServer:
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                if not self.head:
+                    self.wfile.write(body)
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server API
                 log.debug("%s " + format, self.address_string(), *args)
