@@ -333,3 +333,14 @@ def test_global_options_are_accepted_after_the_command(tmp_path, capsys) -> None
     assert json.loads(capsys.readouterr().out) == before
     assert globals_first(["replay", "-", "--db", "x", "--", "--config"]) == ["--db", "x", "replay", "-", "--",
                                                                                "--config"]
+
+
+def test_replay_of_a_pipe_says_to_read_it_from_standard_input(tmp_path, capsys) -> None:
+    """User tryout: `replay <(cat f)` said only "not a file: /dev/fd/63"."""
+    import os
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert main(["--db", f"sqlite:///{tmp_path / 'd.db'}", "replay", str(fifo)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"not a regular file: {fifo}" in err and "`driftline replay - < …`" in err

@@ -44,6 +44,7 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
     """Replay a file and run maintenance; returns the summary document. `progress`: show a progress bar on ctx.err
     (default: when both stdout and stderr are terminals); `monotonic` times it."""
     pipeline = Pipeline(ctx.config, ctx.store(), clock=ctx.clock, keep_model=ctx.model_named)
+    newest_before = pipeline.watermark()
     start, why = resume_point(pipeline, path)
     if why:
         say(ctx.err, shown(why), "[yellow]note:[/yellow] ")
@@ -69,7 +70,26 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
         say(ctx.err, f"line {total.held_back + 1:,} has no newline and is not valid JSON yet "
                      "(is the file still being written?): left for the next replay, not dead-lettered",
             "[yellow]note:[/yellow] ")
-    return {**summary(total, maintenance), "held_back_line": total.held_back}
+    late = expired_behind(total, maintenance, newest_before, ctx.config.labels.horizon)
+    if late:
+        say(ctx.err, late, "[yellow]warning:[/yellow] ")
+    return {**summary(total, maintenance), "held_back_line": total.held_back, "warnings": [late] if late else []}
+
+
+def expired_behind(total: BatchResult, maintenance: Counter[tuple[str, str]], newest_before: float | None,
+                   horizon: str) -> str | None:
+    """What a replay behind newer stored data lost (user tryout: history backfilled next to live events expired on
+    arrival, labels and all, and nothing said so): None unless the replay brought nothing newer than the events
+    already stored and some of its predictions or outcomes expired at once, past the label horizon behind them."""
+    preds = maintenance.get(("expired_predictions", ""), 0)
+    outs = maintenance.get(("expired_outcomes", ""), 0)
+    newest = max(total.max_ts.values(), default=None)
+    if newest_before is None or newest is None or newest > newest_before or not (preds or outs):
+        return None
+    return (f"{preds:,} predictions and {outs:,} outcomes of this replay expired on arrival: they are older than the "
+            f"label horizon ({horizon}) behind the newest event already stored ({iso(newest_before)}), so they "
+            "cannot be joined to their labels (counted as expired_predictions / expired_outcomes). To backfill "
+            "history with its labels, replay it into a database of its own (--db).")
 
 
 def summary(total: BatchResult, maintenance: Counter[tuple[str, str]]) -> dict[str, object]:
@@ -102,7 +122,7 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
         print(json.dumps(doc))
         return 0
     print_table(ctx.console, [Col("", "left"), Col("")],
-                [[k.replace("_", " "), count(v)] for k, v in doc.items() if v is not None],
+                [[k.replace("_", " "), count(v)] for k, v in doc.items() if isinstance(v, int)],
                 title=f"replay {shown(args.path)}", show_header=False)
     if doc["dead_lettered"]:
         ctx.console.print("[yellow]some events were dead-lettered: `driftline dead-letters` shows why[/yellow]")
@@ -117,8 +137,11 @@ def _unreadable(path: str) -> str | None:
     """Why `path` cannot be replayed, or None when it is a readable file."""
     if not os.path.exists(path):
         return f"no such file: {path}"
-    if not os.path.isfile(path):
-        return f"not a file: {path}"
+    if os.path.isdir(path):
+        return f"not a file: {path} is a directory"
+    if not os.path.isfile(path):  # a pipe is read once, but a replayed file's position is stored to resume it
+        return f"not a regular file: {path} (a pipe or process substitution is read from standard input: " \
+               "`driftline replay - < …` or `… | driftline replay -`)"
     try:
         with open(path, "rb"):
             return None

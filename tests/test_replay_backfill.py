@@ -1,0 +1,52 @@
+"""History replayed behind newer stored events (user tryout): the label horizon counts back from the newest event
+stored, so a backfill of 4-month-old events next to live ones expired on arrival — predictions, then their outcomes
+— and nothing said so. The replay now warns, on stderr and in `--json` `warnings`; a replay into its own database,
+or one that brings newer events, does not."""
+
+from __future__ import annotations
+
+import json
+
+from driftline.cli import main
+from driftline.ingest.simulate import SimSpec, stream
+
+
+def _files(tmp_path):
+    events = list(stream(SimSpec(start=1785542400.0 - 3 * 86400, days=3, per_day=400, seed=11)))  # to 2026-08-01
+    preds = [e for e in events if e["type"] == "prediction"]
+    outs = [e for e in events if e["type"] == "outcome"]
+    paths = {}
+    for name, rows in (("p", preds), ("o", outs), ("all", events)):
+        paths[name] = tmp_path / f"{name}.jsonl"
+        paths[name].write_text("".join(json.dumps(r) + "\n" for r in rows))
+    live = tmp_path / "live.jsonl"
+    live.write_text(json.dumps({"type": "prediction", "prediction_id": "live-1", "model": "fraud",
+                                "ts": "2026-12-05T01:00:00Z", "score": 0.2}) + "\n")
+    return paths, live, len(preds), len(outs)
+
+
+def _replay(db: str, path, capsys) -> tuple[dict, str]:
+    assert main(["--db", db, "replay", str(path), "--json"]) == 0
+    out, err = capsys.readouterr()
+    return json.loads(out), " ".join(err.split())
+
+
+def test_a_backfill_behind_newer_events_warns_that_it_expired_on_arrival(tmp_path, capsys) -> None:
+    paths, live, n_preds, n_outs = _files(tmp_path)
+    db = f"sqlite:///{tmp_path / 'live.db'}"
+    _replay(db, live, capsys)
+    doc, err = _replay(db, paths["p"], capsys)
+    assert doc["expired_predictions"] == n_preds and len(doc["warnings"]) == 1
+    assert f"{n_preds:,} predictions and 0 outcomes of this replay expired on arrival" in err
+    assert "older than the label horizon (90d) behind the newest event already stored (2026-12-05T01:00:00Z)" in err
+    doc, err = _replay(db, paths["o"], capsys)
+    assert doc["expired_outcomes"] == n_outs and f"0 predictions and {n_outs:,} outcomes" in doc["warnings"][0]
+
+
+def test_no_warning_for_history_in_its_own_database_or_for_newer_events(tmp_path, capsys) -> None:
+    paths, live, _, _ = _files(tmp_path)
+    db = f"sqlite:///{tmp_path / 'own.db'}"
+    doc, err = _replay(db, paths["all"], capsys)
+    assert doc["warnings"] == [] and "warning" not in err
+    doc, err = _replay(db, live, capsys)  # newer events move the horizon: old ones expire as they should
+    assert doc["warnings"] == [] and "warning" not in err
