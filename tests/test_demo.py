@@ -63,6 +63,9 @@ def test_demo_runs_end_to_end_and_its_recall_alert_fires(tmp_path: Path) -> None
         from driftline.reports import table
 
         assert [r["week"] for r in table.listing(store)] == [doc["week"]]
+        with store.engine.connect() as conn:  # user tryout: the history said notified although nothing was sent
+            notified = conn.exec_driver_sql("SELECT notified FROM alert_history").scalars().all()
+        assert notified and not any(notified)
     finally:
         store.close()
 

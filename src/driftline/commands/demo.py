@@ -286,7 +286,7 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
     from ..readouts.references import build_reference_profile, save_reference, variant_labels, window_stats
     from ..readouts.multivariate import freeze_reference_sample, reference_sample_from_buckets
     from ..readouts.seasonal import build_seasonal
-    from ..triggers import runner  # lazy: every command module is imported to build the parser
+    from ..triggers import history, runner  # lazy: every command module is imported to build the parser
 
     pipeline = Pipeline(cfg, store, clock=ctx.clock, keep_model=True)
     rules = runner.compile_rules(cfg.triggers)
@@ -330,6 +330,9 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
                        + ("" if seasonal is None else f", seasonality {season}") + ")", f"      {iso(t)}  ", bar)
             reference_set = True
         run = runner.run(store, cfg, t, at=t, rules=rules)
+        unsent = [(tr.trigger, tr.at) for tr in run.transitions if tr.notified]
+        if unsent:  # the demo sends nothing (its alerts are about simulated traffic): history must not say it did
+            history.mark_undelivered(store, cfg.model, unsent)
         by_name = {r.name: r for r in rules}
         for tr in run.transitions:
             if tr.to_state == FIRING or (tr.from_state == FIRING and tr.to_state != FIRING):
