@@ -290,6 +290,13 @@ def test_a_truncated_compressed_file_keeps_what_it_read(tmp_path, capsys, db) ->
     err = " ".join(capsys.readouterr().err.split())
     reached = int(re.search(r"unreadable after line ([\d,]+)", err).group(1).replace(",", ""))
     assert 0 < reached < 3000 and "Traceback" not in err
+    path.write_bytes(whole[: len(whole) // 2 + 2000])  # user tryout: with --json, no summary at all was printed
+    assert main([*db, "replay", str(path), "--batch-size", "500", "--json"]) == 2
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["error"].startswith(f"{path}: unreadable after line ") and doc["error"] in " ".join(err.split())
+    assert doc["records"] > 0
+    reached += doc["records"]
     path.write_bytes(whole)  # the rest of the file arrives: the re-run resumes and nothing is counted twice
     doc, _ = _replay_json(capsys, db, path)
     assert (doc["records"], doc["duplicates"]) == (3000 - reached, 0)

@@ -73,7 +73,8 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
     late = expired_behind(total, maintenance, newest_before, ctx.config.labels.horizon)
     if late:
         say(ctx.err, late, "[yellow]warning:[/yellow] ")
-    return {**summary(total, maintenance), "held_back_line": total.held_back, "warnings": [late] if late else []}
+    return {**summary(total, maintenance), "held_back_line": total.held_back, "warnings": [late] if late else [],
+            "error": total.unreadable}
 
 
 def expired_behind(total: BatchResult, maintenance: Counter[tuple[str, str]], newest_before: float | None,
@@ -118,9 +119,11 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
             ctx.err.print(f"[red]error:[/red] {shown(problem)}")
             return 2
     doc = run_replay(ctx, args.path, args.batch_size, progress=False if args.json else None)
+    if doc["error"]:  # a truncated compressed file: the summary of what was read, then the error (exit 2)
+        ctx.err.print(f"[red]error:[/red] {shown(doc['error'])}")
     if args.json:
         print(json.dumps(doc))
-        return 0
+        return 2 if doc["error"] else 0
     print_table(ctx.console, [Col("", "left"), Col("")],
                 [[k.replace("_", " "), count(v)] for k, v in doc.items() if isinstance(v, int)],
                 title=f"replay {shown(args.path)}", show_header=False)
@@ -130,7 +133,7 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
         ctx.console.print(f"[yellow]{count(doc['folded_into_other'])} events of this replay had a new variant or "
                           "model_version beyond `limits:` and were counted under __other__ (all-time totals: "
                           "`driftline metrics`, driftline_label_overflow_total)[/yellow]")
-    return 0
+    return 2 if doc["error"] else 0
 
 
 def _unreadable(path: str) -> str | None:

@@ -43,6 +43,8 @@ class ReplayResult(BatchResult):
     """Line number of a last line without newline that is not valid JSON yet (left for the next run)."""
     restarted: str | None = None
     """Why the stored position was dropped and the file replayed from its start, when it was."""
+    unreadable: str | None = None
+    """Where and why a truncated or damaged compressed file stopped (what was read before is stored)."""
 
 
 def fingerprint_key(source: str) -> str:
@@ -200,8 +202,9 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
                 on_batch(res, position())
     if failure:  # a truncated or damaged compressed file: what was read is stored, then the reader says so
         reached = pipeline.store.positions(source).get(0, start)
-        raise OSError(f"{path}: unreadable after line {reached:,} (the lines before it are stored; a re-run resumes "
-                      f"there): {failure[0]}")
+        total.unreadable = (f"{path}: unreadable after line {reached:,} (the lines before it are stored; a re-run "
+                            f"resumes there): {failure[0]}")
+        return total
     if start > 0 and last[0] + 1 < start:  # nothing read past the position: the file is shorter than it was
         again = replay(pipeline, path, on_batch, batch_size, 0, rewind=True, tick=tick)
         again.restarted = (f"{path}: now shorter than the {start:,} lines already replayed: replaying it from the "
