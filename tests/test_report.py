@@ -216,6 +216,19 @@ def test_html_in_headless_chromium(report: dict[str, Any], tmp_path: Path) -> No
     assert 0.03 < _non_blank(page) < 0.9  # text, tables and plots drawn, not a blank or solid page
 
 
+def test_signed_numbers_use_the_minus_sign(report: dict[str, Any]) -> None:
+    """User tryout: the HTML 'model − baseline' column printed '-4,516' with a hyphen beside '−€22,580': every
+    number in the HTML and Markdown text has the minus sign; the difference column is signed both ways."""
+    html = Path(report["paths"]["html"]).read_text()
+    for path in (report["paths"]["html"], report["paths"]["md"]):
+        text = Path(path).read_text()
+        text = re.sub(r"<style>.*?</style>|data:image/png;base64,[A-Za-z0-9+/=]+", "", text, flags=re.S)
+        assert not re.findall(r".{0,30}(?<![\w-])-\d", text), re.findall(r".{0,30}(?<![\w-])-\d", text)[:5]
+    body = html[html.index("<th>model − baseline</th>"):]
+    cells = re.findall(r"<td>([^<]*)</td></tr>", body[:body.index("</table>")])
+    assert len(cells) == 10 and all(c[:1] in ("\u2212", "+") or not re.search(r"[1-9]", c) for c in cells), cells
+
+
 def test_markdown_escapes_event_text(report: dict[str, Any]) -> None:
     """The Markdown report shows event text inert: no raw tag, table pipes escaped; JSON keeps the raw string."""
     md = Path(report["paths"]["md"]).read_text()

@@ -91,3 +91,10 @@ def test_cost_optimal_threshold_recommended_only_when_calibrated_and_cheaper() -
     text = _sentence(t, _calibration(False))
     assert t["cost_optimal"]["judgement"]["usable"] is True
     assert "not usable" not in text and re.search(r"total €150,000 a month\)\.$", text)
+
+
+def test_counts_and_differences_of_counts_use_the_minus_sign() -> None:
+    """User tryout: the HTML 'model − baseline' column read '-4,516', '-180' (a hyphen) next to '−€22,580'."""
+    assert render.count(-4516.4) == f"{M}4,516" and render.count(-180) == f"{M}180"
+    assert render.count(-0.3) == "0" and render.count(1200.2, signed=True) == "+1,200"  # never '-0'
+    assert render.count(None) == "—" and render.count(13962) == "13,962"

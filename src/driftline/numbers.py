@@ -84,9 +84,10 @@ def ratio(k: int | float | None, n: int | float | None) -> str:
     return f"{count(k)}/{count(n)}"
 
 
-def count(n: int | float | None) -> str:
-    """'12,345' (thousands separators), '—' when unknown."""
-    return MISSING if n is None else f"{n:,.0f}"
+def count(n: int | float | None, signed: bool = False) -> str:
+    """'12,345' (thousands separators), '−4,516' (the minus sign, never a hyphen), '—' when unknown; `signed`:
+    '+1,200' for a difference of counts."""
+    return MISSING if n is None else fixed(n, 0, signed=signed, sep=True)
 
 
 def rate(r: Mapping[str, Any]) -> str:

@@ -199,12 +199,12 @@ def threshold_figure(doc: dict[str, Any]) -> Figure | None:
             label=f"{_txt(words.get('missed_cost', 'cost of missed positives'))} / month")
     ax.set_xlabel("threshold")
     ax.set_ylabel(f"{_txt(t.get('currency') or '')} per month")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: numbers.count(v)))
     ax2 = ax.twinx()
     ax2.plot(xs, [r["monthly"]["review_hours"] for r in rows], marker="s", color=GREEN, alpha=0.7,
              label=f"{_txt(hours)} / month")
     ax2.set_ylabel(f"{_txt(hours)} per month")
-    ax2.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
+    ax2.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: numbers.count(v)))
     ax.axvline(t["deployed"], color=GREY, linestyle=":", label=f"deployed threshold {t['deployed']:g}")
     if t.get("cheapest"):
         c = t["cheapest"]

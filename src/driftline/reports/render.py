@@ -41,9 +41,9 @@ def stat(v: float | None, signed: bool = False) -> Formatted:
     return Formatted(numbers.stat(v, signed=signed))
 
 
-def count(v: float | None) -> Formatted:
-    """Thousands-separated whole number ('6,533'), '—' when missing."""
-    return Formatted(numbers.count(v))
+def count(v: float | None, signed: bool = False) -> Formatted:
+    """Thousands-separated whole number ('6,533', '−180'; `signed`: '+1,200' for a difference), '—' when missing."""
+    return Formatted(numbers.count(v, signed=signed))
 
 
 def ratio(k: float | None, n: float | None) -> Formatted:
