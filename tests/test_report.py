@@ -229,6 +229,37 @@ def test_signed_numbers_use_the_minus_sign(report: dict[str, Any]) -> None:
     assert len(cells) == 10 and all(c[:1] in ("\u2212", "+") or not re.search(r"[1-9]", c) for c in cells), cells
 
 
+def test_maturity_period_is_explained_and_true(report: dict[str, Any], world: dict[str, Any]) -> None:
+    """User tryout: 'p95 3.7 d. Labels count as matured 5.5 d after prediction (by the 95th-percentile label delay)'
+    read as a contradiction. The sentence names the look-back the period comes from, and that is how it is computed:
+    the p95 label delay of the predictions of the `labels.horizon` before the week's end, rounded up to the bucket."""
+    import math
+
+    from driftline.analysis.classification import delay_quantiles
+    from driftline.numbers import duration
+    from driftline.readouts.drift import _stats
+    from driftline.readouts.windows import Window
+
+    lm = report["report"]["label_maturity"]
+    config = world["config"]
+    store = Store(world["url"])
+    try:
+        look = Window(END - config.labels.horizon_s, END)
+        p95 = delay_quantiles(_stats(store, "fraud", look, None, False).delay, (0.95,))["p95"]
+    finally:
+        store.close()
+    assert lm["maturity_seconds"] == math.ceil(p95 / config.bucket_s) * config.bucket_s
+    week_p95 = lm["delay_seconds"]["p95"]
+    assert week_p95 < lm["maturity_seconds"] and lm["provisional"]  # the week's own labels are not all in yet
+    html = " ".join(re.sub(r"<[^>]+>", "", Path(report["paths"]["html"]).read_text()).replace("&#39;", "'").split())
+    md = " ".join(Path(report["paths"]["md"]).read_text().replace("\\", "").split())
+    for text in (html, md):
+        assert (f"matured {duration(lm['maturity_seconds'])} after prediction: the 95th-percentile label delay of "
+                "the labelled predictions made in the 90.0 d (`labels.horizon`) before the week's end") in text
+        assert f"the week's own p95 ({duration(week_p95)}) is lower because it counts only the labels" in text
+        assert "(by the 95th-percentile label delay)" not in text
+
+
 def test_markdown_escapes_event_text(report: dict[str, Any]) -> None:
     """The Markdown report shows event text inert: no raw tag, table pipes escaped; JSON keeps the raw string."""
     md = Path(report["paths"]["md"]).read_text()

@@ -147,3 +147,21 @@ def test_example_config_has_fraud_words_and_costs() -> None:
     ex = load(Path(__file__).resolve().parent.parent / "driftline.example.yaml")
     assert ex.domain.positives == "frauds" and ex.domain.missed_cost == "fraud lost"
     assert ex.costs is not None and ex.costs.currency == "EUR" and ex.costs.missed_positive == 400
+
+
+def test_maturity_period_sentence_says_what_it_is_and_why_it_differs_from_the_weeks_p95() -> None:
+    """User tryout: 'p95 3.7 d. Labels count as matured 5.5 d after prediction (by the 95th-percentile label
+    delay)': the period is the p95 over `labels.horizon` before the week's end, the 3.7 d the week's own so far."""
+    from driftline.config import from_dict
+    from driftline.reports.maturity import basis_text
+
+    config, day = from_dict({}), 86400.0
+    text = basis_text(config, "label_delay_p95", 5.5 * day, 3.7 * day, pending=True)
+    assert text.startswith("the 95th-percentile label delay of the labelled predictions made in the 90.0 d "
+                           "(`labels.horizon`) before the week's end")
+    assert "the week's own p95 (3.7 d) is lower because it counts only the labels received so far" in text
+    assert "not the week's own p95 (6.1 d)" in basis_text(config, "label_delay_p95", 5.5 * day, 6.1 * day, False)
+    assert "week's own" not in basis_text(config, "label_delay_p95", 5.5 * day, 5.48 * day, True)
+    implicit = from_dict({"labels": {"policy": "implicit_negative_after", "implicit_negative_after": "30d"}})
+    assert basis_text(implicit, "labels.implicit_negative_after", 30 * day, 3.7 * day, True) == \
+        "by the `labels.implicit_negative_after`"

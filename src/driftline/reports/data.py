@@ -27,6 +27,7 @@ from ..triggers import history
 from ..triggers.model import INSUFFICIENT, Rule, breached, judged_value
 from ..triggers.runner import Reader, compile_rules, group_stats
 from ..readouts.windows import iso, window_rows
+from .maturity import basis_text
 from .business import business_section, judge_cost_optimal, threshold_table
 from .scores import fine_from_sample, score_distribution
 from .summary import glossary, summary_sentence, summary_status, week_phrase
@@ -172,13 +173,15 @@ def label_maturity(store: Store, config: Config, model: str, week: IsoWeek, metr
                        "labelled": d["counts"]["labelled"], "coverage": d["label_coverage"],
                        "matures_at": None if matured_at is None else iso(matured_at), "provisional": prov})
     provisional = any(d["provisional"] for d in by_day if d["predictions"])
+    week_p95 = metrics["label_delay_seconds"]["p95"]
     note = ("labels still arriving: numbers of provisional days will move as late outcomes arrive"
             if provisional else "every day of the week is past its label-maturity period")
     if period is None:
         note = "no label has been seen yet for this model: every number is provisional"
     return {"coverage": metrics["label_coverage"], "delay_seconds": metrics["label_delay_seconds"],
             "maturity_seconds": period, "maturity_method": method,
-            "maturity_method_text": method_text(method), "watermark": None if wm is None else iso(wm),
+            "maturity_method_text": method_text(method),
+            "maturity_basis": basis_text(config, method, period, week_p95, provisional), "watermark": None if wm is None else iso(wm),
             "by_day": by_day, "provisional": provisional, "note": note}
 
 
