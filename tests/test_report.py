@@ -352,6 +352,29 @@ def test_iso_weeks_and_default_week(world: dict[str, Any]) -> None:
                                                                             "(partial: no complete week stored)")
 
 
+def test_week_not_over_is_provisional_for_that_reason(tmp_path: Path) -> None:
+    """User tryout: `report --week` of a week not yet over said "Provisional: every day of the week is past its
+    label-maturity period". Monday and Tuesday's labels have matured (10 min delays, newest event on Friday) but the
+    week runs to next Monday: provisional, saying the week has not ended, never that every day is past maturity."""
+    config = from_dict({})
+    store = Store(f"sqlite:///{tmp_path / 'p.db'}")
+    store.migrate()
+    start = datetime(2025, 6, 2, tzinfo=timezone.utc).timestamp()  # Monday of 2025-W23
+    events = [e for e in seed000_events(start) if _ts(e) < start + 2 * DAY]
+    events.append({"type": "prediction", "prediction_id": "late", "model": "other", "ts": start + 4.5 * DAY,
+                   "score": 0.2})  # moves the event-time watermark to Friday
+    _ingest(store, config, events, start + 5 * DAY)
+    doc = report_document(store, config, "fraud", week_of(start), start + 5 * DAY)
+    store.close()
+    lm = doc["label_maturity"]
+    assert not any(d["provisional"] for d in lm["by_day"] if d["predictions"])  # the days with data have matured
+    assert doc["provisional"] and lm["provisional"]
+    assert lm["note"] == "the week has not ended yet (it ends 2025-06-09 00:00 UTC), so its later days are still to come"
+    md = render_markdown(doc)
+    assert f"> **Provisional:** {lm['note']}." in md and "past its label-maturity period" not in md
+    assert "some days are still within their label-maturity period" not in md
+
+
 def test_sections_without_reference_say_not_available(tmp_path: Path) -> None:
     """No reference profile: drift is "not available" with the reason, the rest of the report still renders."""
     config = from_dict({})

@@ -27,7 +27,8 @@ from ..triggers import history
 from ..triggers.model import INSUFFICIENT, Rule, breached, judged_value
 from ..triggers.runner import Reader, compile_rules, group_stats
 from ..readouts.windows import iso, window_rows
-from .maturity import basis_text
+from .maturity import basis_text, provisional_note
+from .render import when
 from .business import business_section, judge_cost_optimal, threshold_table
 from .scores import fine_from_sample, score_distribution
 from .summary import glossary, summary_sentence, summary_status, week_phrase
@@ -153,10 +154,10 @@ def watermark(store: Store) -> float | None:
 
 
 def label_maturity(store: Store, config: Config, model: str, week: IsoWeek, metrics: dict[str, Any],
-                   days: list[dict[str, Any]]) -> dict[str, Any]:
+                   days: list[dict[str, Any]], now: float) -> dict[str, Any]:
     """Label coverage of the week (and per day), label delay, and whether each day's labels have matured:
     a day is provisional until the event-time watermark is one maturity period (`driftline calibration`'s
-    label-delay p95, or implicit_negative_after) past its end."""
+    label-delay p95, or implicit_negative_after) past its end; the week also while it has not ended at `now`."""
     try:
         from ..readouts.drift import maturity_period
 
@@ -172,16 +173,14 @@ def label_maturity(store: Store, config: Config, model: str, week: IsoWeek, metr
         by_day.append({"date": d["date"], "predictions": d["counts"]["predictions"],
                        "labelled": d["counts"]["labelled"], "coverage": d["label_coverage"],
                        "matures_at": None if matured_at is None else iso(matured_at), "provisional": prov})
-    provisional = any(d["provisional"] for d in by_day if d["predictions"])
+    pending = any(d["provisional"] for d in by_day if d["predictions"])
+    provisional = pending or now < week.end
     week_p95 = metrics["label_delay_seconds"]["p95"]
-    note = ("labels still arriving: numbers of provisional days will move as late outcomes arrive"
-            if provisional else "every day of the week is past its label-maturity period")
-    if period is None:
-        note = "no label has been seen yet for this model: every number is provisional"
+    note = provisional_note(by_day, period, now >= week.end, when(iso(week.end)))
     return {"coverage": metrics["label_coverage"], "delay_seconds": metrics["label_delay_seconds"],
             "maturity_seconds": period, "maturity_method": method,
             "maturity_method_text": method_text(method),
-            "maturity_basis": basis_text(config, method, period, week_p95, provisional), "watermark": None if wm is None else iso(wm),
+            "maturity_basis": basis_text(config, method, period, week_p95, pending), "watermark": None if wm is None else iso(wm),
             "by_day": by_day, "provisional": provisional, "note": note}
 
 
@@ -268,7 +267,7 @@ def report_document(store: Store, config: Config, model: str, week: IsoWeek, now
         "partial_week": now < week.end,
         "headline": {"rows": headline(metrics, config, triggers), "triggers": triggers, "metrics": metrics},
         "trends": {"days": days},
-        "label_maturity": label_maturity(store, config, model, week, metrics, days),
+        "label_maturity": label_maturity(store, config, model, week, metrics, days, now),
         "drift": drift,
         "score_distribution": score_distribution(all_hist, reference_scores(store, model, drift), drift_score,
                                                  drift.get("reason")),
@@ -303,9 +302,8 @@ def limitations(doc: dict[str, Any]) -> list[str]:
                    f"{doc['domain']['positives']} reported before {doc['domain']['negatives']} are confirmed), "
                    "the labelled mix is not the traffic's mix.")
     if doc["provisional"]:
-        out.append("Final numbers: some days are still within their label-maturity period, so late outcomes can "
-                   "still move this week's metrics. Re-run `driftline report --week "
-                   f"{doc['week']}` once they have matured.")
+        out.append(f"Final numbers: this week's metrics can still move ({lm['note']}). Re-run `driftline report "
+                   f"--week {doc['week']}` once its days have matured.")
     out.append("Causes: drift statistics say that an input distribution moved, not why, nor whether it hurt the "
                "model; recall and FPR say whether performance moved, not which input moved it.")
     if not doc["costs_configured"]:

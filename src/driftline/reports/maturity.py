@@ -1,9 +1,11 @@
-"""The label-maturity section's sentences: what the maturity period is.
+"""The label-maturity section's sentences: what the maturity period is and why a week is provisional.
 
 The period (readouts.drift.maturity_period) is the 95th-percentile delay of the labels received in the
 `labels.horizon` before the week's end, not the week's own p95, which counts only the week's labels received so
 far (its slowest ones are missing while it matures): the sentences say which is which (user tryout: "p95 3.7 d …
-matured 5.5 d after prediction (by the 95th-percentile label delay)").
+matured 5.5 d after prediction (by the 95th-percentile label delay)"). A week is provisional while a day with
+predictions is within that period or the week has not ended, and says which (it read "Provisional: every day of
+the week is past its label-maturity period" for a week not yet over).
 """
 
 from __future__ import annotations
@@ -31,3 +33,19 @@ def basis_text(config: Config, method: str, period: float | None, week_p95: floa
                 "labels received so far, and the week's slowest labels are still to come")
     return f"{text}, not the week's own p95 ({numbers.duration(week_p95)}), which covers only this week's predictions"
 
+
+
+def provisional_note(by_day: list[dict[str, Any]], period: float | None, week_ended: bool, ends: str) -> str:
+    """Why the week's numbers can still move (days not yet matured, the week not over), or that they cannot;
+    `ends` is the week's end as shown."""
+    if period is None:
+        return "no label has been seen yet for this model: every number is provisional"
+    pending = [d for d in by_day if d["provisional"] and d["predictions"]]
+    reasons = []
+    if pending:
+        days = pending[0]["date"] if len(pending) == 1 else f"{pending[0]['date']} to {pending[-1]['date']}"
+        reasons.append(f"labels still arriving: {len(pending)} of the week's days with predictions ({days}) are "
+                       "within their label-maturity period, so their numbers will move as late outcomes arrive")
+    if not week_ended:
+        reasons.append(f"the week has not ended yet (it ends {ends}), so its later days are still to come")
+    return "; ".join(reasons) if reasons else "every day of the week is past its label-maturity period"
