@@ -375,6 +375,35 @@ def test_week_not_over_is_provisional_for_that_reason(tmp_path: Path) -> None:
     assert "some days are still within their label-maturity period" not in md
 
 
+def test_week_without_predictions_says_so_first_and_dates_later_alerts(world: dict[str, Any]) -> None:
+    """User tryout: `report --week` of a week with no predictions summed up as "Alert recall_below_target firing
+    since 2026-11-28" (after that week) and never said the week was empty. It says so first; an alert that began
+    firing after the week is labelled as today's state, one firing since before the week's end as the week's."""
+    import copy
+
+    from driftline.reports.summary import summary_sentence, summary_status
+
+    store = Store(world["url"])
+    try:
+        doc = report_document(store, world["config"], "fraud", parse_week("2025-W40"), CLOCK)
+    finally:
+        store.close()
+    assert doc["headline"]["metrics"]["counts"]["predictions"] == 0
+    assert doc["summary"].startswith("No predictions stored for this week, so nothing in it can be judged")
+    later, during = copy.deepcopy(doc), copy.deepcopy(doc)
+    live = {"state": "firing", "since": "2025-11-20T00:00:00Z", "updated_at": "2025-11-24T00:00:00Z"}
+    later["headline"]["triggers"][0]["live"] = live
+    during["headline"]["triggers"][0]["live"] = {**live, "since": "2025-09-30T00:00:00Z"}
+    assert summary_sentence(later) == ("No predictions stored for this week, so nothing in it can be judged; after "
+                                       "this week, as of 2025-11-24 01:00 UTC: alert firing recall_below_target "
+                                       "(since 2025-11-20).")
+    assert summary_status(later) == "info"
+    assert summary_sentence(during) == ("No predictions stored for this week, so nothing in it can be judged; alert "
+                                        "recall_below_target firing since 2025-09-30.")
+    assert summary_status(during) == "bad"
+    assert f"live state (as of {later['generated_at'][:10]} 01:00 UTC)" in render_markdown(later)
+
+
 def test_sections_without_reference_say_not_available(tmp_path: Path) -> None:
     """No reference profile: drift is "not available" with the reason, the rest of the report still renders."""
     config = from_dict({})

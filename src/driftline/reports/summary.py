@@ -65,12 +65,30 @@ def missed_targets(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _firing(doc: dict[str, Any], during: bool) -> list[dict[str, Any]]:
+    """Triggers whose live state is firing: `during`, those firing since before the week's end (the week's own
+    alerts); else those that began firing after it (today's state, not the week's: a week without predictions
+    read "Alert recall_below_target firing since 2026-11-28", a date after the week)."""
+    end = doc["window"]["end"]
+    return [t for t in doc["headline"]["triggers"] if t.get("live") and t["live"]["state"] == "firing"
+            and (str(t["live"]["since"]) < end) == during]
+
+
+def as_of(ts: str) -> str:
+    """'2026-12-05T02:01:00Z' → '2026-12-05 02:01 UTC': when the live states were read."""
+    return f"{ts[:10]} {ts[11:16]} UTC"
+
+
+def no_predictions(doc: dict[str, Any]) -> bool:
+    """Whether the week has no stored prediction at all (nothing in it can be judged)."""
+    return not doc["headline"]["metrics"]["counts"]["predictions"]
+
+
 def summary_status(doc: dict[str, Any]) -> str:
-    """'bad' (a target missed or an alert firing), 'good' (every judged target met, no input drifted) or 'info'
-    (nothing judged, or inputs drifted): the colour of the summary."""
+    """'bad' (a target missed or an alert firing during the week), 'good' (every judged target met, no input
+    drifted) or 'info' (nothing judged, or inputs drifted): the colour of the summary."""
     rows = doc["headline"]["rows"]
-    firing = any(t.get("live") and t["live"]["state"] == "firing" for t in doc["headline"]["triggers"])
-    if firing or missed_targets(rows):
+    if _firing(doc, during=True) or missed_targets(rows):
         return "bad"
     judged = [r for r in rows if r.get("target") and r["target"]["met"] is not None]
     drifted = doc["drift"].get("available") and (doc["drift"].get("document") or {}).get("drifted")
@@ -82,12 +100,15 @@ def summary_sentence(doc: dict[str, Any]) -> str:
     since when), metrics that could not be judged; else that every headline metric is within its target."""
     rows = doc["headline"]["rows"]
     parts = missed_targets(rows)
-    firing = [t for t in doc["headline"]["triggers"] if t.get("live") and t["live"]["state"] == "firing"]
-    for t in firing:
+    for t in _firing(doc, during=True):
         parts.append(f"alert {t['name']} firing since {str(t['live']['since'])[:10]}")
     judged = [r for r in rows if r.get("target")]
     unjudged = [METRIC_NAMES.get(r["metric"], r["metric"]).lower() for r in judged if r["target"]["met"] is None]
-    if parts:
+    if no_predictions(doc):
+        text = "No predictions stored for this week, so nothing in it can be judged"
+        if parts:
+            text += "; " + "; ".join(parts)
+    elif parts:
         text = "; ".join(parts)
         text = text[:1].upper() + text[1:]
     elif not judged:
@@ -101,6 +122,10 @@ def summary_sentence(doc: dict[str, Any]) -> str:
     drifted = (doc["drift"].get("document") or {}).get("drifted") if doc["drift"].get("available") else None
     if drifted:
         text += f"; inputs drifted: {', '.join(str(d) for d in drifted[:5])}{' …' if len(drifted) > 5 else ''}"
+    later = _firing(doc, during=False)
+    if later:
+        names = ", ".join(f"{t['name']} (since {str(t['live']['since'])[:10]})" for t in later)
+        text += f"; after this week, as of {as_of(doc['generated_at'])}: alert firing {names}"
     return text + "."
 
 
