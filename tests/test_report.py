@@ -501,6 +501,14 @@ window.addEventListener('load', function () {
     var r = td.getBoundingClientRect();
     return {right: Math.round(r.right), visible: r.width > 0};
   });
+  var clipped = [];  // a headline card's target or triggers line running past its card (cut off on a phone)
+  d.querySelectorAll('#headline-table td[data-label]').forEach(function (td) {
+    var range = d.createRange(), box = td.getBoundingClientRect();
+    range.selectNodeContents(td);
+    Array.prototype.forEach.call(range.getClientRects(), function (r) {
+      if (r.width > 0 && r.right > box.right + 1) clipped.push(td.textContent.trim().slice(-40));
+    });
+  });
   var hidden = [];  // after scrolling each wide table fully to the right, its rows' first cells must still show
   d.querySelectorAll('.scroll').forEach(function (box) {
     if (box.scrollWidth <= box.clientWidth + 1) return;
@@ -515,7 +523,7 @@ window.addEventListener('load', function () {
   out.id = 'layout';
   out.textContent = JSON.stringify({width: W, scroll: d.documentElement.scrollWidth, overflowing: bad.slice(0, 20),
                                     body: d.body.scrollWidth, wrapped: wrapped.slice(0, 20), charts: charts,
-                                    targets: targets, hidden: hidden.slice(0, 20)});
+                                    targets: targets, hidden: hidden.slice(0, 20), clipped: clipped.slice(0, 20)});
   document.body.appendChild(out);
 });
 </script></body></html>"""
@@ -559,7 +567,26 @@ def test_report_fits_desktop_and_phone_widths(report: dict[str, Any], tmp_path: 
     assert got["targets"] and all(t["visible"] and t["right"] <= width for t in got["targets"]), got["targets"]
     # tryout: a wide table scrolled sideways hid its key column (recall's row name, the day); it stays in view
     assert got["hidden"] == [], got["hidden"]
+    # user tryout: at 390 px the card's target line ran past it ("…recall_below_target): m"); it wraps in its card
+    assert got["clipped"] == [], got["clipped"]
     if width == 390:
+        # targets taken from triggers read "at least 0.70 (trigger recall_below_target): missed", too long for a line
+        from driftline.reports.plots import all_plots
+        from driftline.reports.render import render_html
+
+        doc = json.loads(json.dumps(report["report"]))
+        for r in doc["headline"]["rows"]:
+            if r["target"] and r["triggers"]:
+                r["target"]["source"] = f"trigger {r['triggers'][0]}"
+        long_html = render_html(doc, all_plots(doc))
+        assert "(trigger recall_below_target):" in long_html
+        triggered = tmp_path / "triggered.html"
+        triggered.write_text(long_html)
+        assert _layout(chromium, triggered, width, tmp_path)["clipped"] == []
+        unwrapping = tmp_path / "clipping.html"  # target lines kept on one line: the check sees them cut off
+        unwrapping.write_text(long_html.replace("table.cards td[data-label] { white-space: normal;",
+                                                "table.cards td[data-label] { white-space: nowrap;"))
+        assert _layout(chromium, unwrapping, width, tmp_path)["clipped"]
         keyless = tmp_path / "keyless.html"  # without the sticky first column the check sees hidden keys
         keyless.write_text(html.replace("position: sticky; left: 0;", ""))
         assert _layout(chromium, keyless, width, tmp_path)["hidden"]
