@@ -54,6 +54,8 @@ REASON_TEXT = {
     "outside_reference_support": "many scores lie outside the range the reference's labels cover",
     "sparse_reference_labels": "too few reference labels near this window's scores",
     "contradicted_by_matured_labels": "matured labels contradict it",
+    "contradicted_by_window_labels": "this window's own labels contradict it (the score-label relation has "
+                                     "shifted since the reference)",
 }
 """Why a calibrated estimate is not trusted, in words for people (the JSON keeps the codes)."""
 

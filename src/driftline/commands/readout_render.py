@@ -139,6 +139,10 @@ def render_calibrated(c: dict[str, Any] | None, console: Console) -> None:
         _vs_table(console, "estimated (calibrated)", m["metrics"],
                   "calibrated estimate vs realised, one maturity period earlier"
                   + (" — [bold red]contradicted by matured labels[/bold red]" if m["contradicted"] else ""))
+    w = c.get("window_labels")
+    if w and w["contradicted"]:
+        _vs_table(console, "estimated (calibrated)", w["metrics"], "calibrated estimate of this window's labelled "
+                  "predictions vs their labels — [bold red]contradicted[/bold red]")
 
 
 def _missing(r: dict[str, Any] | None) -> bool:

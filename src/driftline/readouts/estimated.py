@@ -15,6 +15,12 @@ from ..core.stats import NEG, POS, BucketStats
 
 CONTRADICTED = "contradicted_by_matured_labels"
 """Trust reason: one maturity period earlier, matured labels contradicted the estimate (see `comparison`)."""
+CONTRADICTED_NOW = "contradicted_by_window_labels"
+"""Trust reason: the window's own labels contradict the estimate of the labelled predictions (see `own_labels`)."""
+MIN_COVERAGE = 0.5
+"""The window's own labels are checked once at least this share of its predictions is labelled: labels that
+arrive faster for one class tilt a thinly labelled subset (user tryout: "recall ~0.741 trusted" printed next to
+a measured 0.456 [0.415, 0.498] from 70 % of the week's labels)."""
 Z_CONTRADICT = 3.0
 """A matured value this many of the estimate's sd (label noise + map error) away contradicts it: by chance
 < 0.3 % per metric (normal approximation), ~1 % over the four, while the reference's score-label relation holds."""
@@ -39,6 +45,17 @@ def calibrated(stats: BucketStats, profile: Profile | None, threshold: float, va
     return estimate(stats.hist.sum(axis=0), calibration_map(profile, variant), threshold, base)
 
 
+def own_labels(stats: BucketStats, profile: Profile | None, threshold: float, variant: str | None = None
+               ) -> tuple[list[MetricComparison], bool]:
+    """The estimate of the window's labelled predictions (their scores only) next to their labels, and whether
+    those contradict it (as in `comparison`); nothing is checked below MIN_COVERAGE."""
+    labelled = stats.hist[[NEG, POS]].sum(axis=0)
+    total = int(stats.hist.sum())
+    if total == 0 or labelled.sum() < MIN_COVERAGE * total:
+        return [], False
+    return _rows(estimate(labelled, calibration_map(profile, variant), threshold), stats)
+
+
 def comparison(old: BucketStats, profile: Profile | None, threshold: float, variant: str | None = None
                ) -> tuple[list[MetricComparison], bool]:
     """The earlier window's estimate next to its realised (labelled) values per metric, and whether matured
@@ -46,7 +63,11 @@ def comparison(old: BucketStats, profile: Profile | None, threshold: float, vari
     estimate's sd away. The estimate's sd already holds the realised value's label noise (it predicts the
     realised value), so this is not "outside the 95 % interval" (which misses ~5 % of the time per metric by
     chance): a no-drift week rarely raises it."""
-    est = calibrated(old, profile, threshold, variant)
+    return _rows(calibrated(old, profile, threshold, variant), old)
+
+
+def _rows(est: CalibratedEstimate, old: BucketStats) -> tuple[list[MetricComparison], bool]:
+    """Estimated next to realised per metric, and whether a realised value (n ≥ MIN_N) contradicts it."""
     tp, fn, fp, tn = old.tp, old.fn, old.fp, old.tn
     realised = {"recall": rate(tp, tp + fn), "precision": rate(tp, tp + fp), "fpr": rate(fp, fp + tn),
                 "prevalence": rate(tp + fn, int(old.conf[[NEG, POS]].sum()))}
@@ -67,6 +88,10 @@ def calibrated_block(stats: BucketStats, old: BucketStats | None, profile: Profi
     """The `calibrated` block: the window's estimate (untrusted when matured labels contradicted the earlier
     window's), and that earlier window's estimated-vs-realised rows (None without a maturity period)."""
     rows, bad = comparison(old, profile, threshold, variant) if old is not None else ([], False)
-    est = calibrated(stats, profile, threshold, variant, (CONTRADICTED,) if bad else ())
+    now_rows, now_bad = own_labels(stats, profile, threshold, variant) if profile is not None else ([], False)
+    reasons = ((CONTRADICTED,) if bad else ()) + ((CONTRADICTED_NOW,) if now_bad else ())
+    est = calibrated(stats, profile, threshold, variant, reasons)
     return {**est.to_json(), "matured": None if old is None else {
-        "contradicted": bad, "metrics": [r.to_json() for r in rows]}}
+        "contradicted": bad, "metrics": [r.to_json() for r in rows]},
+        "window_labels": {"checked": bool(now_rows), "contradicted": now_bad,
+                          "metrics": [r.to_json() for r in now_rows]}}
