@@ -47,8 +47,11 @@ def cmd_report(ctx: Context, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({**result.to_json(), "report": result.doc}, allow_nan=False))
         return 0
-    note = " (provisional: labels still maturing)" if result.provisional else ""
-    ctx.err.print(f"report of {shown(model)} for {week.label}: {reason}{note}; stored in the database")
+    lm = result.doc.get("label_maturity") or {}
+    note = f" (provisional: {lm.get('note') or 'labels still maturing'})" if result.provisional else ""
+    empty = not sum(d.get("predictions", 0) for d in lm.get("by_day", []))
+    ctx.err.print(f"report of {shown(model)} for {week.label}: {reason}{note}"
+                  + ("; no predictions stored for this week" if empty else "") + "; stored in the database")
     for ext in ("html", "md", "json"):
         print(visible(result.paths[ext]))
     return 0
