@@ -62,12 +62,3 @@ def test_a_week_that_has_not_begun_is_refused_with_one_line(tmp_path, capsys, we
     err = capsys.readouterr().err
     assert err.startswith(f"error: --week: {week} has not begun (now is ") and err.count("\n") == 1
 
-
-def test_report_of_a_week_without_predictions_says_so_on_the_terminal(tmp_path, capsys) -> None:
-    """User tryout: `report --week` of a week with no predictions said only 'given; stored in the database'."""
-    db = ["--db", f"sqlite:///{tmp_path / 'r.db'}"]
-    assert main([*db, "replay", _write(tmp_path / "live.jsonl", LINES)]) == 0
-    capsys.readouterr()
-    assert main([*db, "report", "--week", "2026-W40", "--out", str(tmp_path / "rep")]) == 0
-    err = " ".join(capsys.readouterr().err.split())
-    assert "report of fraud for 2026-W40: given; no predictions stored for this week; stored in the database" in err
