@@ -15,7 +15,7 @@ from ..durations import parse_duration
 from ..numbers import MISSING, count, prop, pvalue, stat
 from .render import fmt_rate, shown
 from .query import add_matured_arg, add_window_args, window_end
-from .which_model import pick_model
+from .which_model import check_series, pick_model
 from .prose import say
 from .tables import Col, print_table
 from .readout_render import render_calibration, render_slices
@@ -118,6 +118,7 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
         source, detail = "file", args.file
     else:
         assert start is not None and end is not None
+        check_series(ctx, model, args.variant)
         stats, lo, hi = window_stats(ctx.store(), ctx.config, model, start, end, args.variant)
         source, detail, dead = "window", None, 0
         by_variant = variant_labels(ctx.store(), ctx.config, model, start, end, args.variant)
@@ -280,6 +281,7 @@ def cmd_drift(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.drift import drift_document
 
     model = pick_model(ctx, args.model)
+    check_series(ctx, model, args.variant)
     doc = drift_document(ctx.store(), ctx.config, model, _window(ctx, args, model), args.variant)
     return _emit(ctx, args, doc, render_drift)
 
@@ -303,6 +305,7 @@ def cmd_calibration(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.drift import calibration_document
 
     model = pick_model(ctx, args.model)
+    check_series(ctx, model, args.variant)
     matured = None
     if args.matured_after is not None:
         try:

@@ -8,7 +8,7 @@ import json
 from ..config import ConfigError
 from ..context import Context, parse_at, parse_window
 from .render import metrics_table
-from .which_model import pick_model
+from .which_model import check_series, pick_model
 
 
 def add_window_args(p: argparse.ArgumentParser) -> None:
@@ -60,6 +60,7 @@ def cmd_metrics(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.metrics import MetricsQuery, metrics_document
 
     model = pick_model(ctx, args.model)
+    check_series(ctx, model, args.variant, args.model_version)
     q = MetricsQuery(model=model, window_s=parse_window(args.window, ctx.config),
                      at=window_end(ctx, args, model), variant=args.variant, model_version=args.model_version)
     doc = metrics_document(ctx.store(), ctx.config, q)

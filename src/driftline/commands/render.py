@@ -46,6 +46,8 @@ def metrics_table(doc: dict[str, Any], console: Console) -> None:
     title = f"{doc.get('model') or 'all models'} · {w['start']} → {w['end']} ({w['label']})"
     if doc.get("variant"):
         title += f" · variant {doc['variant']}"
+    if doc.get("model_version"):
+        title += f" · version {doc['model_version']}"
     c = {k: numbers.count(v) if isinstance(v, int) else v for k, v in doc["counts"].items()}
     raw = doc["counts"]
     m = doc["metrics"]

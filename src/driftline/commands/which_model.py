@@ -20,6 +20,11 @@ class UnknownModel(ConfigError):
     """A --model with no stored predictions, or no --model while several models are stored (exit 2)."""
 
 
+class UnknownSeries(ConfigError):
+    """A --variant or --model-version with no stored predictions of the model (exit 2): a typo must not read as
+    an all-empty window."""
+
+
 def listing(ctx: Context) -> str:
     """'churn (7,200 predictions, newest bucket 2026-10-30T23:00:00Z), fraud (…)', or 'none yet'."""
     from ..storage.summaries import model_summaries
@@ -52,3 +57,40 @@ def pick_model(ctx: Context, requested: str | None, also: Sequence[str] = ()) ->
         return stored[0]
     raise UnknownModel(f"{len(stored)} models are stored: pass --model NAME, or set `model:` in the config "
                        f"(stored models: {listing(ctx)})")
+
+
+def _names(values: Sequence[str]) -> str:
+    """"'A', 'B'" (at most SHOWN, the rest counted)."""
+    parts = [f"'{visible(v)}'" for v in values[:SHOWN]]
+    return ", ".join(parts) + (f" and {len(values) - SHOWN} more" if len(values) > SHOWN else "")
+
+
+def _unknown(option: str, what: str, value: str, model: str, stored: Sequence[str]) -> UnknownSeries:
+    """The error for one unknown name, with a hint when only its case differs from a stored one."""
+    near = [s for s in stored if s.casefold() == value.casefold()]
+    hint = f"; did you mean '{visible(near[0])}'?" if near else ""
+    return UnknownSeries(f"{option}: no {what} '{visible(value)}' is stored for model '{visible(model)}' "
+                         f"(stored: {_names(stored)}{hint})")
+
+
+def check_series(ctx: Context, model: str, variant: str | None, model_version: str | None = None) -> None:
+    """UnknownSeries unless the model has stored predictions of `variant`, of `model_version` and of the two
+    together (each where given). A model with nothing stored is not checked: the command says so itself."""
+    if variant is None and model_version is None:
+        return
+    from ..storage.summaries import model_series
+
+    pairs = model_series(ctx.store(), model)
+    if not pairs:
+        return
+    variants = sorted({v for v, _ in pairs})
+    versions = sorted({mv for _, mv in pairs})
+    if variant is not None and variant not in variants:
+        raise _unknown("--variant", "variant", variant, model, variants)
+    if model_version is not None and model_version not in versions:
+        raise _unknown("--model-version", "model version", model_version, model, versions)
+    if variant is not None and model_version is not None and (variant, model_version) not in pairs:
+        of = sorted(mv for v, mv in pairs if v == variant)
+        raise UnknownSeries(f"--variant/--model-version: variant '{visible(variant)}' of model '{visible(model)}' "
+                            f"has no predictions of model version '{visible(model_version)}' (its versions: "
+                            f"{_names(of)})")

@@ -41,3 +41,11 @@ def delay_histogram(store: Store, model: str | None) -> tuple[np.ndarray, int | 
             counts.append(dc)
             first = int(r.bucket_start) if first is None else min(first, int(r.bucket_start))
     return delay_sum(indexes, counts), first
+
+
+def model_series(store: Store, model: str) -> list[tuple[str, str]]:
+    """The (variant, model version) pairs stored for a model, sorted: what --variant and --model-version may name."""
+    b = t.buckets.c
+    q = select(b.variant, b.model_version).where(b.model == model).distinct()
+    with store.read() as conn:
+        return sorted((r.variant, r.model_version) for r in conn.execute(q))
