@@ -123,8 +123,17 @@ def test_metrics_table_shows_rates_intervals_and_counts(tmp_path, capsys, wide) 
     assert _wilson(14, 100) in _row(only_a, "alert rate") and "by variant" not in only_a
 
 
+def _empty_db(tmp_path) -> str:
+    """URL of an existing database holding nothing (replayed from an empty file): a read-only command refuses a
+    SQLite file that does not exist (test_cli_errors.py), so an empty database is made by a writer first."""
+    (tmp_path / "none.jsonl").write_bytes(b"")
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    assert main(["--db", url, "replay", str(tmp_path / "none.jsonl")]) == 0
+    return url
+
+
 def test_metrics_on_an_empty_database_says_what_to_do(tmp_path, capsys) -> None:
-    assert main(["--db", f"sqlite:///{tmp_path / 'empty.db'}", "metrics"]) == 0
+    assert main(["--db", _empty_db(tmp_path), "metrics"]) == 0
     out = capsys.readouterr().out
     assert "no predictions stored yet" in out and "driftline replay" in out
 
@@ -149,9 +158,10 @@ def test_a_bad_config_names_the_field(tmp_path, capsys) -> None:
 
 def test_notes_with_brackets_are_printed_as_written(tmp_path, capsys, wide) -> None:
     """Rich markup must not swallow text from documents, e.g. the slices hint's `[country, channel]`."""
-    assert main(["--db", f"sqlite:///{tmp_path / 'd.db'}", "slices"]) == 0
+    url = _empty_db(tmp_path)
+    assert main(["--db", url, "slices"]) == 0
     assert "`slices: [country, channel]`" in capsys.readouterr().out
-    assert main(["--db", f"sqlite:///{tmp_path / 'd.db'}", "ab"]) == 0
+    assert main(["--db", url, "ab"]) == 0
     out = capsys.readouterr().out
     assert "nothing stored" in out and "1970" not in out and "no predictions stored yet" in out
 
@@ -333,7 +343,8 @@ def test_global_options_are_accepted_after_the_command(tmp_path, capsys) -> None
     """Second tryout: `driftline metrics --config c.yaml` was argparse's 'unrecognized arguments'."""
     from driftline.cli import globals_first
 
-    db = f"sqlite:///{tmp_path / 'g.db'}"
+    db = _empty_db(tmp_path)
+    capsys.readouterr()
     assert main(["--db", db, "metrics", "--json"]) == 0
     before = json.loads(capsys.readouterr().out)
     assert main(["metrics", "--json", "--db", db, "--log-level=error"]) == 0

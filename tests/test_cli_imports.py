@@ -66,7 +66,9 @@ def test_query_commands_import_no_heavy_packages(argv: list[str], migrated_db: l
 
 
 def test_a_fresh_database_is_still_migrated(tmp_path: Path) -> None:
-    """The cheap check must not skip a needed upgrade: a query on a new file creates the whole schema."""
+    """The cheap check must not skip a needed upgrade: a query on a database without the schema (an empty file;
+    a query refuses a file that does not exist, test_existing_db.py) creates the whole schema."""
+    (tmp_path / "new.db").touch()
     url = f"sqlite:///{tmp_path / 'new.db'}"
     assert main(["--db", url, "metrics", "--json"]) == 0
     store = Store(url)

@@ -89,7 +89,10 @@ def replay_all(url: str, paths: list[str], concurrent: bool, batch: int = 50) ->
                                   text=True, timeout=300, env=env)
             assert done.returncode == 0, done.stderr
         return
-    _cli(url, "dead-letters", "--json")  # the schema exists before the writers start (migration races: below)
+    # the schema exists before the writers start (migration races: below); made by a writer, an empty replay
+    # (a read-only command refuses a SQLite file that does not exist)
+    done = subprocess.run([*cmd, "replay", "-"], input="", capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
     procs = [subprocess.Popen([*cmd, "replay", p, "--json", "--batch-size", str(batch)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env) for p in paths]
     for p in procs:

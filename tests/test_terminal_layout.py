@@ -160,6 +160,9 @@ def test_dead_letter_lines_count_from_one(tmp_path: Path, capsys: pytest.Capture
     lines = [good % i for i in range(1, 977)] + ["{not json"] + [good % 2000]
     f = tmp_path / "e.jsonl"
     f.write_text("\n".join(lines) + "\n")
+    (tmp_path / "none.jsonl").write_text("")  # an empty database (dead-letters refuses a file that does not exist)
+    assert main(["--db", url, "replay", str(tmp_path / "none.jsonl")]) == 0
+    capsys.readouterr()
     assert main(["--db", url, "dead-letters"]) == 0
     assert "no dead letters stored" in capsys.readouterr().out
     assert main(["--db", url, "dead-letters", "--reason", "invalid_json"]) == 0

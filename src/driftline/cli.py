@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from . import __version__
+from .commands.existing_db import reads_only
 from .config import ConfigError, load_named
 from .context import Context, resolve_db
 from .gc_tuning import tune_for_batches
@@ -184,7 +185,7 @@ def _main(argv: list[str] | None) -> int:
             fail(err, str(e))  # the message opens with `config PATH:`
             return 2
         ctx = Context(config=config, db_url=resolve_db(args.db, config), console=ReaderConsole(highlight=False), err=err,
-                      model_named="model" in keys)
+                      model_named="model" in keys, creates=not reads_only(args))
         tune_for_batches()
         return int(args.func(ctx, args) or 0)
     except ConfigError as e:

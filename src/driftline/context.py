@@ -15,7 +15,7 @@ from .config import Config, ConfigError
 from .durations import MAX_WINDOW_DAYS, MAX_WINDOW_S, parse_duration
 from .core.events import MAX_EPOCH, parse_time_text
 from .storage.store import DEFAULT_URL, Store
-from .storage.urls import UnusableURL, check_url
+from .storage.urls import UnusableURL, check_url, sqlite_file
 
 LATEST_AT = 253370764800.0
 """9999-01-01T00:00:00Z: the latest window end a query accepts (a window end is rounded up to a bucket
@@ -33,10 +33,15 @@ class Context:
     clock: Callable[[], float] = time.time
     model_named: bool = False
     """Whether the config file itself names `model:` (else config.model is only the built-in default)."""
+    creates: bool = True
+    """Whether the command may create a SQLite file that does not exist (writers); readers refuse it, on first use
+    of the store, so option errors found before are reported first."""
     _store: Store | None = field(default=None, repr=False)
 
     def store(self) -> Store:
         if self._store is None:
+            if not self.creates:
+                require_existing(self.db_url)
             self._store = Store(self.db_url, clock=self.clock)
             self._store.migrate()
         return self._store
@@ -44,6 +49,14 @@ class Context:
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
+
+
+def require_existing(db_url: str) -> None:
+    """ConfigError when `db_url` names a SQLite file that does not exist (a read-only command would create an empty
+    one and report "no predictions stored yet"); PostgreSQL and in-memory databases are not checked."""
+    path = sqlite_file(db_url)
+    if path is not None and not os.path.exists(path):
+        raise ConfigError(f"no database at {path} (commands that write — replay, run, demo — create it)")
 
 
 def resolve_db(flag: str | None, config: Config) -> str:

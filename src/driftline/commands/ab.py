@@ -14,7 +14,7 @@ from ..numbers import (MISSING, count, diff, duration, fixed, indicative_used, i
 from .render import fmt_rate, footnote_if, shown
 from .prose import say
 from .tables import Col, print_groups, print_table
-from .query import add_matured_arg, add_window_args, window_end
+from .query import add_matured_arg, add_window_args, check_window_args, window_end
 from .which_model import pick_model
 
 METRICS = (("recall", "recall"), ("fpr", "FPR"), ("precision", "precision"), ("alert_rate", "alert rate"))
@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_ab(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.ab import ABQuery, ab_document  # lazy: the parser imports every command module
 
+    check_window_args(ctx, args)
     model = pick_model(ctx, args.model)
     q = ABQuery(model=model, window_s=parse_window(args.window, ctx.config), at=window_end(ctx, args, model),
                 seed=args.seed)

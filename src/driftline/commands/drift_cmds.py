@@ -14,7 +14,7 @@ from ..config import ConfigError
 from ..durations import parse_duration
 from ..numbers import MISSING, count, prop, pvalue, stat
 from .render import fmt_rate, shown
-from .query import add_matured_arg, add_window_args, window_end
+from .query import add_matured_arg, add_window_args, check_window_args, window_end
 from .which_model import check_series, pick_model
 from .prose import say
 from .tables import Col, print_table
@@ -99,11 +99,11 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
                                        save_reference, variant_labels, window_stats)
     from ..readouts.seasonal import build_seasonal, check_bucket
 
+    start, end = parse_at(args.start, "--from"), parse_at(args.end, "--to")  # before the store is opened
     # from a file the model need not be stored yet (a reference set before go-live)
     model = args.model if args.file is not None and args.model else pick_model(ctx, args.model)
     seasonality = args.seasonality or ctx.config.drift.seasonality
     check_bucket(seasonality, ctx.config.bucket_s, "--seasonality" if args.seasonality else "drift.seasonality")
-    start, end = parse_at(args.start, "--from"), parse_at(args.end, "--to")
     if args.file is not None and seasonality != "none":
         raise ConfigError(f"reference set: --seasonality {seasonality} needs stored buckets (--from/--to): an events "
                           "file is merged as one window (use --seasonality none)")
@@ -280,6 +280,7 @@ def _window(ctx: Context, args: argparse.Namespace, model: str) -> Any:
 def cmd_drift(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.drift import drift_document
 
+    check_window_args(ctx, args)
     model = pick_model(ctx, args.model)
     check_series(ctx, model, args.variant)
     doc = drift_document(ctx.store(), ctx.config, model, _window(ctx, args, model), args.variant)
@@ -304,6 +305,7 @@ def _render_multivariate(mv: dict[str, Any] | None, console: Console) -> None:
 def cmd_calibration(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.drift import calibration_document
 
+    check_window_args(ctx, args)
     model = pick_model(ctx, args.model)
     check_series(ctx, model, args.variant)
     matured = None
@@ -319,6 +321,7 @@ def cmd_calibration(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_slices(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.drift import slices_document
 
+    check_window_args(ctx, args)
     model = pick_model(ctx, args.model)
     doc = slices_document(ctx.store(), ctx.config, model, _window(ctx, args, model))
     return _emit(ctx, args, doc, render_slices)

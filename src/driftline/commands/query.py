@@ -26,6 +26,14 @@ def add_matured_arg(p: argparse.ArgumentParser) -> None:
                    "the implicit policy) before the newest event stored, instead of at the newest prediction")
 
 
+def check_window_args(ctx: Context, args: argparse.Namespace) -> None:
+    """ConfigError for a bad --window or --at, or both --at and --matured, before the database is opened: an
+    option's mistake is named even when the database is missing."""
+    parse_window(args.window, ctx.config)
+    if parse_at(args.at) is not None and getattr(args, "matured", False):
+        raise ConfigError("--matured picks the window's end itself: give --at or --matured, not both")
+
+
 def window_end(ctx: Context, args: argparse.Namespace, model: str | None) -> float | None:
     """--at, or with --matured the end of the newest window whose labels have matured (ConfigError if none)."""
     at = parse_at(args.at)
@@ -59,6 +67,7 @@ def cmd_metrics(ctx: Context, args: argparse.Namespace) -> int:
     # lazy (as in every command module): the parser imports them all, so --help and --version must stay cheap
     from ..readouts.metrics import MetricsQuery, metrics_document
 
+    check_window_args(ctx, args)
     model = pick_model(ctx, args.model)
     check_series(ctx, model, args.variant, args.model_version)
     q = MetricsQuery(model=model, window_s=parse_window(args.window, ctx.config),

@@ -39,3 +39,16 @@ def check_url(url: str) -> None:
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):  # never transient: `run` and `serve` would wait for it for ever
             raise UnusableURL(f"the folder of the SQLite file, {folder}, does not exist; create it or use another path")
+
+
+def sqlite_file(url: str) -> str | None:
+    """The absolute path of the SQLite file a URL names; None for PostgreSQL, an in-memory database or a SQLite
+    `file:` URI (whose mode decides itself whether it may create the file)."""
+    try:
+        u = make_url(normalise_url(url))
+    except ArgumentError:
+        return None
+    path = u.database or ""
+    if u.get_backend_name() != "sqlite" or not path or path == ":memory:" or path.startswith("file:"):
+        return None
+    return os.path.abspath(path)

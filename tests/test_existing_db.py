@@ -1,0 +1,66 @@
+"""A read-only command on a SQLite file that does not exist exits 2 with one line and creates nothing (user
+tryout: a mistyped --db created a 139 KB file and said "no predictions stored yet"); writers still create it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from driftline.cli import main
+from driftline.storage.urls import sqlite_file
+
+from helpers import pred
+
+T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+
+READERS = [["metrics"], ["drift"], ["calibration"], ["slices"], ["ab"], ["dead-letters"], ["report"], ["alerts"],
+           ["alerts", "validate"], ["alerts", "evaluate"], ["reference", "list"], ["reference", "show"],
+           ["reference", "activate", "1"], ["reference", "set", "--from", "2026-01-01", "--to", "2026-01-02"]]
+
+
+@pytest.mark.parametrize("command", READERS, ids=" ".join)
+def test_a_reader_refuses_a_missing_sqlite_file_and_creates_nothing(tmp_path: Path, capsys, command) -> None:
+    path = tmp_path / "new.db"
+    assert main(["--db", f"sqlite:///{path}", *command]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    assert cap.err.splitlines() == [f"error: no database at {path} (commands that write — replay, run, demo — "
+                                    "create it)"]
+    assert not path.exists()
+
+
+def test_the_default_relative_file_is_named_by_its_absolute_path(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DRIFTLINE_DB", raising=False)
+    assert main(["metrics"]) == 2
+    assert f"no database at {tmp_path / 'driftline.db'} " in capsys.readouterr().err
+    assert not (tmp_path / "driftline.db").exists()
+
+
+def test_writers_still_create_the_database(tmp_path: Path, capsys) -> None:
+    events = tmp_path / "e.jsonl"
+    events.write_bytes(pred("p1", 0.9, T0) + b"\n")
+    assert main(["--db", f"sqlite:///{tmp_path / 'r.db'}", "replay", str(events)]) == 0
+    assert (tmp_path / "r.db").exists()
+    # a reference from a file before go-live: the database need not exist yet
+    assert main(["--db", f"sqlite:///{tmp_path / 'f.db'}", "reference", "set", "--model", "fraud", "--file",
+                 str(events)]) == 0
+    assert (tmp_path / "f.db").exists()
+    capsys.readouterr()
+    assert main(["--db", f"sqlite:///{tmp_path / 'r.db'}", "metrics"]) == 0  # an existing database is read
+
+
+def test_only_sqlite_files_are_checked() -> None:
+    assert sqlite_file("postgresql://u@db.example/driftline") is None  # PostgreSQL: never checked nor created
+    assert sqlite_file("sqlite://") is None and sqlite_file("sqlite:///:memory:") is None
+    assert sqlite_file("sqlite:///file:x.db?mode=ro&uri=true") is None
+    assert sqlite_file("sqlite:////tmp/x.db") == "/tmp/x.db"
+
+
+def test_an_option_error_is_reported_before_the_missing_database(tmp_path: Path, capsys) -> None:
+    """The missing file is found when the store is first opened: an option checked before is named instead."""
+    db = ["--db", f"sqlite:///{tmp_path / 'new.db'}"]
+    assert main([*db, "reference", "set", "--from", "bogus", "--to", "2026-01-15"]) == 2
+    assert "--from: cannot parse 'bogus'" in capsys.readouterr().err
+    assert not (tmp_path / "new.db").exists()
