@@ -72,6 +72,13 @@ def label_maturity(store: Store, config: Config, model: str | None, window_s: fl
     return Maturity(q["p50"], q["p95"], n, source, end)
 
 
+def few_predictions_note(predictions: int) -> str:
+    """The note of a window whose every prediction is labelled but which holds fewer than 30: its rates are
+    indicative because the window is small, not because labels are late."""
+    return (f"only {predictions:,} prediction{'s' if predictions != 1 else ''} in this window, all labelled: fewer "
+            f"than {INDICATIVE_BELOW_N} labelled make every rate indicative (*); a longer `--window` holds more")
+
+
 def maturity_hint(store: Store, config: Config, model: str | None, window: Window, predictions: int,
                   labelled: int, command: str = "metrics") -> dict[str, Any] | None:
     """Why a window with predictions has fewer than 30 labelled ones, and which window to read instead (JSON
@@ -80,6 +87,11 @@ def maturity_hint(store: Store, config: Config, model: str | None, window: Windo
         return None
     m = label_maturity(store, config, model, window.seconds)
     have = f"{labelled:,} of {predictions:,} predictions labelled"
+    if labelled == predictions:  # nothing is missing: waiting for labels would not help, the window is small
+        return {"note": few_predictions_note(predictions), "labelled": labelled, "predictions": predictions,
+                **m.to_json()}
+    if predictions < INDICATIVE_BELOW_N:
+        have += f"; even all {predictions:,} would be fewer than {INDICATIVE_BELOW_N}"
     if m.labels == 0 and m.source != "labels.implicit_negative_after":
         note = f"no labels stored for this model yet ({have}): label delay unknown"
     else:
@@ -88,8 +100,10 @@ def maturity_hint(store: Store, config: Config, model: str | None, window: Windo
         if m.source == "labels.implicit_negative_after":
             delay = f"labels count as matured after labels.implicit_negative_after ({_days(config.labels.implicit_after_s)})"
         young = m.matured_end is None or window.end > m.matured_end
-        note = (f"labels for this window have not arrived yet ({have}): {delay}" if young else
-                f"this window's labels should have arrived but few did ({have}): {delay}")
+        arrived = "have not arrived yet" if labelled == 0 else "have not all arrived yet"
+        note = (f"labels for this window {arrived} ({have}): {delay}" if young else
+                f"this window's labels should have arrived but {'none' if labelled == 0 else 'some'} did not "
+                f"({have}): {delay}")
         if young:
             note += ("; no window has matured labels yet" if m.matured_end is None else
                      f"; the newest window with matured labels ends {iso(m.matured_end)}: `driftline {command} "
