@@ -3,6 +3,7 @@ tryout: a mistyped --db created a 139 KB file and said "no predictions stored ye
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,20 @@ def test_an_option_error_is_reported_before_the_missing_database(tmp_path: Path,
     assert main([*db, "reference", "set", "--from", "bogus", "--to", "2026-01-15"]) == 2
     assert "--from: cannot parse 'bogus'" in capsys.readouterr().err
     assert not (tmp_path / "new.db").exists()
+
+
+@pytest.mark.parametrize("command", ["metrics", "calibration", "slices"])
+def test_an_empty_database_says_nothing_is_stored_not_1970(tmp_path: Path, capsys, monkeypatch, command) -> None:
+    """calibration and slices printed the window '1969-12-25T00:00:00Z → 1970-01-01T00:00:00Z' (user tryout)."""
+    monkeypatch.setenv("COLUMNS", "300")
+    (tmp_path / "none.jsonl").write_bytes(b"")
+    db = ["--db", f"sqlite:///{tmp_path / 'empty.db'}"]
+    assert main([*db, "replay", str(tmp_path / "none.jsonl")]) == 0
+    capsys.readouterr()
+    assert main([*db, command]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("fraud: no predictions stored yet (feed events with `driftline replay`") and "19" not in out
+    assert main([*db, command, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["window"]["start"] is None and doc["window"]["end"] is None
+    assert doc["note"].startswith("no predictions stored yet")

@@ -13,8 +13,8 @@ from ..context import Context, parse_at, parse_window
 from ..config import ConfigError
 from ..durations import parse_duration
 from ..numbers import MISSING, count, prop, pvalue, stat
-from .render import fmt_rate, shown
-from .query import add_matured_arg, add_window_args, check_window_args, window_end
+from .render import fmt_rate, mark_nothing_stored, shown
+from .query import add_matured_arg, add_window_args, check_window_args, nothing_stored_for, window_end
 from .which_model import check_series, pick_model
 from .prose import say
 from .tables import Col, print_table
@@ -315,6 +315,8 @@ def cmd_calibration(ctx: Context, args: argparse.Namespace) -> int:
         except ValueError as err:
             raise ConfigError(f"--matured-after: {err}") from None
     doc = calibration_document(ctx.store(), ctx.config, model, _window(ctx, args, model), args.variant, matured)
+    if nothing_stored_for(ctx, args, model):
+        mark_nothing_stored(doc)
     return _emit(ctx, args, doc, render_calibration)
 
 
@@ -324,6 +326,8 @@ def cmd_slices(ctx: Context, args: argparse.Namespace) -> int:
     check_window_args(ctx, args)
     model = pick_model(ctx, args.model)
     doc = slices_document(ctx.store(), ctx.config, model, _window(ctx, args, model))
+    if nothing_stored_for(ctx, args, model):
+        mark_nothing_stored(doc)
     return _emit(ctx, args, doc, render_slices)
 
 

@@ -34,6 +34,11 @@ def check_window_args(ctx: Context, args: argparse.Namespace) -> None:
         raise ConfigError("--matured picks the window's end itself: give --at or --matured, not both")
 
 
+def nothing_stored_for(ctx: Context, args: argparse.Namespace, model: str) -> bool:
+    """Whether the window would end at the model's newest prediction but none is stored (it would end 1970-01-01)."""
+    return args.at is None and ctx.store().bucket_range(model) is None
+
+
 def window_end(ctx: Context, args: argparse.Namespace, model: str | None) -> float | None:
     """--at, or with --matured the end of the newest window whose labels have matured (ConfigError if none)."""
     at = parse_at(args.at)

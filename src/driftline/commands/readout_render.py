@@ -8,7 +8,7 @@ from rich.console import Console
 
 from .. import numbers
 from ..numbers import count, estimate as _est, indicative_used, prop, stat
-from .render import DISPLAY, fmt_rate, footnote_if, shown
+from .render import DISPLAY, NOTHING_STORED, fmt_rate, footnote_if, nothing_stored, shown
 from .prose import say
 from .tables import Col, print_table
 
@@ -26,6 +26,8 @@ def _head(doc: dict[str, Any], what: str) -> str:
 
 def render_calibration(doc: dict[str, Any], console: Console) -> None:
     """Reliability table, ECE vs noise floor, Brier decomposition, temperature, base rate, early warning."""
+    if nothing_stored(doc, console):
+        return
     console.print(_head(doc, "calibration"))
     cal = doc["calibration"]
     if doc["window"]["labelled"]:
@@ -152,6 +154,11 @@ def _missing(r: dict[str, Any] | None) -> bool:
 
 def render_slices(doc: dict[str, Any], console: Console) -> None:
     """One table per slice feature, then the worst slices against the targets."""
+    if nothing_stored(doc, console):
+        hint = (doc.get("note") or "").removeprefix(NOTHING_STORED).removeprefix("; ")
+        if hint:  # e.g. no slice features configured: worth saying before any data arrives
+            say(console, f"[yellow]{shown(hint)}[/yellow]")
+        return
     console.print(_head({**doc, "variant": None}, "slices"))
     if doc.get("note"):
         say(console, f"[yellow]{shown(doc['note'])}[/yellow]")

@@ -36,12 +36,32 @@ def footnote_if(console: Console, used: bool, text: str = INDICATIVE_NOTE) -> No
         console.print(text)
 
 
+NOTHING_STORED = "no predictions stored yet"
+"""The `note` of a document read from a database holding no prediction of its model (window bounds null)."""
+
+
+def nothing_stored(doc: dict[str, Any], console: Console) -> bool:
+    """Print 'fraud: no predictions stored yet (feed events with …)' and say True when the document's window has
+    no bounds (nothing stored): the same line for every query command, never a window at 1970."""
+    if doc["window"]["start"] is not None:
+        return False
+    console.print(f"{shown(doc.get('model') or 'all models')}: {NOTHING_STORED} "
+                  "(feed events with `driftline replay`, `driftline run`, or try `driftline demo`)")
+    return True
+
+
+def mark_nothing_stored(doc: dict[str, Any]) -> dict[str, Any]:
+    """A document read from a database without the model's predictions, as `metrics` gives it: null window bounds
+    (not a window ending 1970-01-01) and the note saying why, before any note of its own."""
+    doc["window"].update(start=None, end=None)
+    doc["note"] = NOTHING_STORED + (f"; {doc['note']}" if doc.get("note") else "")
+    return doc
+
+
 def metrics_table(doc: dict[str, Any], console: Console) -> None:
     """Print a metrics document as two tables: rates with intervals, then scores and counts."""
     w = doc["window"]
-    if w["start"] is None:
-        console.print(f"{shown(doc.get('model') or 'all models')}: no predictions stored yet "
-                      "(feed events with `driftline replay`, `driftline run`, or try `driftline demo`)")
+    if nothing_stored(doc, console):
         return
     title = f"{doc.get('model') or 'all models'} · {w['start']} → {w['end']} ({w['label']})"
     if doc.get("variant"):
