@@ -70,7 +70,8 @@ EXAMPLE_DOMAIN = {"positives": "frauds", "negatives": "genuine transactions", "p
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="end-to-end demo on SQLite: four simulated weeks, triggers, /metrics, report")
-    add_sim_args(p)
+    add_sim_args(p, end_help="end of the simulated span (RFC 3339; default: the Monday 00:00 UTC before now, so the "
+                             "weeks are whole ISO weeks)")
     p.add_argument("--workdir", default="driftline-demo", help="where the events file and the report go")
     p.add_argument("--port", type=port_number,
                    help="port of /metrics while the demo runs (default: config exporter.port, 9108; 0 picks a "

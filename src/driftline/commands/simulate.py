@@ -23,13 +23,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_simulate)
 
 
-def add_sim_args(p: argparse.ArgumentParser) -> None:
+def add_sim_args(p: argparse.ArgumentParser, end_help: str = "end of the simulated span (RFC 3339; default now)"
+                 ) -> None:
+    """The stream's options, shared by simulate and demo; `end_help` says what --end defaults to in the command."""
     p.add_argument("--days", type=positive(float), default=28.0, help="days of traffic (default 28)")
     p.add_argument("--per-day", type=positive(int), default=5000, help="predictions per day (default 5000)")
     p.add_argument("--drift-day", type=float, default=21.0, help="day the drift starts; negative for none")
     p.add_argument("--seed", type=int, default=7, help="random seed: the same seed gives the same stream (default 7); "
                                                            "prediction ids are tx-N for seed 7, tx-sSEED-N for others")
-    p.add_argument("--end", help="end of the simulated span (RFC 3339; default now)")
+    p.add_argument("--end", help=end_help)
     p.add_argument("--prevalence", type=fraction, default=0.02, help="share of frauds (default 0.02)")
 
 
