@@ -8,6 +8,7 @@ import io
 import logging
 import os
 import sys
+import typing
 from typing import Any
 
 from rich.console import Console
@@ -48,9 +49,22 @@ options. Documentation: README.md (Quick start, CLI, "Reading the output")
 and docs/ in the source tree."""
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, except that a bad option value (`--limit 0`, `--port 70000`, `--limit` without a value) ends with
+    one line `error: --limit: must be greater than 0, got 0` like every other check, not usage plus a second line;
+    a usage mistake (unknown option, unknown or missing command or argument) still shows the usage. Subparsers
+    are of this class too (add_subparsers uses the parent's class)."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        if message.startswith("argument -"):  # ArgumentError of an option: "argument --limit: <why>"
+            fail(ReaderConsole(stderr=True, highlight=False), message.removeprefix("argument "))
+            self.exit(2)
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="driftline", description=DESCRIPTION, epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(prog="driftline", description=DESCRIPTION, epilog=EPILOG,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default=os.environ.get("DRIFTLINE_CONFIG"),
                         help="YAML config (env DRIFTLINE_CONFIG; default: built-in defaults, domain-neutral, no costs)")
     parser.add_argument("--db", default=None,
