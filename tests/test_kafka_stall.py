@@ -22,6 +22,17 @@ def _restarts(lc) -> float:
     return lc.sig.client_restarts._value.get()
 
 
+def _reconnects_to(lc, fresh: FakeConsumer, logs) -> FakeConsumer:
+    """Make the consumer's next connect() attach `fresh`, which is then assigned every partition."""
+    def connect() -> bool:
+        fresh.listener = lc.attach(fresh)
+        fresh.rebalance(set(logs))
+        return True
+
+    lc.connect = connect
+    return fresh
+
+
 def test_a_member_stuck_out_of_its_group_gets_a_new_client_and_stores_everything_once(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     events = make_events(tmp_path, days=0.3, per_day=1500)
@@ -37,14 +48,7 @@ def test_a_member_stuck_out_of_its_group_gets_a_new_client_and_stores_everything
     assert 0 < total(store)
     stuck.queued.append(("revoke", set(stuck.assigned)))  # the broker went away: partitions revoked ...
     stuck._coordinator = SimpleNamespace(coordinator_id=None, state="<rebalancing>")  # ... and never rejoined
-    fresh = FakeConsumer(logs, store)
-
-    def connect() -> bool:
-        fresh.listener = lc.attach(fresh)
-        fresh.rebalance(set(logs))
-        return True
-
-    lc.connect = connect  # type: ignore[method-assign]
+    fresh = _reconnects_to(lc, FakeConsumer(logs, store), logs)
     for _ in range(50):  # 55 s stuck: still within kafka.stall_restart
         lc.step()
         clock.t += 1.1
@@ -99,14 +103,7 @@ def test_a_rebuilt_client_hands_its_partitions_over_once(tmp_path: Path, caplog:
     lc.step()
     lc.step()
     assert lc.owned
-    fresh = FakeConsumer(logs, store)
-
-    def connect() -> bool:
-        fresh.listener = lc.attach(fresh)
-        fresh.rebalance(set(logs))
-        return True
-
-    lc.connect = connect  # type: ignore[method-assign]
+    fresh = _reconnects_to(lc, FakeConsumer(logs, store), logs)
     with caplog.at_level(logging.INFO, logger="driftline.kafka.consumer"):
         lc._rebuild(clock.t)
     assert [r.getMessage() for r in caplog.records if "partitions revoked" in r.getMessage()] == [
