@@ -161,3 +161,14 @@ def test_merge_keys_may_still_be_overridden_and_exponent_floats_are_numbers(tmp_
     cfg = load(p)
     assert cfg.threshold == 0.5
     assert [(t.name, t.value) for t in cfg.triggers] == [("r", 0.7), ("r2", 0.6)]
+
+
+def test_a_bad_report_cron_fails_at_load_naming_the_field(tmp_path: Path) -> None:
+    """User tryout: a bad `schedule.weekly_report_cron` passed the config check and failed only when the scheduler
+    started, without the `config c.yaml: invalid field` form."""
+    p = tmp_path / "c.yaml"
+    p.write_text('schedule:\n  weekly_report_cron: "61 * * * *"\n')
+    with pytest.raises(ConfigError, match=r"invalid field `schedule.weekly_report_cron`: .*61"):
+        load(p)
+    p.write_text('schedule:\n  weekly_report_cron: "30 7 * * tue"\n')
+    assert load(p).schedule.weekly_report_cron == "30 7 * * tue"

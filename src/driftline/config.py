@@ -175,6 +175,15 @@ class Schedule(Base):
 
     def __post_init__(self) -> None:
         _positive_durations("", evaluate_every=self.evaluate_every)
+        if self.weekly_report_cron != "0 6 * * mon":  # checked at load, as every field (was at job start only)
+            from datetime import timezone
+
+            from apscheduler.triggers.cron import CronTrigger  # lazy: only a config that sets it pays the import
+
+            try:
+                CronTrigger.from_crontab(self.weekly_report_cron, timezone=timezone.utc)
+            except ValueError as err:
+                raise ValueError(f"weekly_report_cron: {err}") from None
 
 
 class Notify(Base):
