@@ -172,3 +172,15 @@ def test_a_bad_report_cron_fails_at_load_naming_the_field(tmp_path: Path) -> Non
         load(p)
     p.write_text('schedule:\n  weekly_report_cron: "30 7 * * tue"\n')
     assert load(p).schedule.weekly_report_cron == "30 7 * * tue"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("bucket: 7m\n", "invalid field `bucket`: 7m must divide a day"),
+    ("bucket: 2d\nwindow: 1d\n", "invalid field `bucket`: 2d is longer than the window (1d)"),
+])
+def test_a_bad_bucket_names_its_field(tmp_path: Path, text: str, message: str) -> None:
+    """User tryout: `bucket: 7m` was reported as 'invalid top level'."""
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load(p)

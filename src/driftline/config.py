@@ -317,9 +317,9 @@ class Config(Base):
         window_too_long("window", self.window)
         bucket, window = parse_duration(self.bucket), parse_duration(self.window)
         if bucket > window:
-            raise ValueError("bucket must not be longer than window")
+            raise ValueError(f"bucket: {self.bucket} is longer than the window ({self.window})")
         if 86400 % bucket != 0 and bucket % 86400 != 0:
-            raise ValueError("bucket must divide a day (e.g. 15m, 1h, 1d)")
+            raise ValueError(f"bucket: {self.bucket} must divide a day (e.g. 15m, 1h, 1d)")
         if window % bucket:
             raise ValueError(f"window: {self.window} is not a whole number of buckets ({self.bucket} each)")
         for i, t in enumerate(self.triggers):  # each trigger window is positive (Trigger checks it)
