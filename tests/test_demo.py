@@ -100,3 +100,30 @@ def test_demo_refuses_a_database_it_did_not_write(tmp_path: Path, capsys: pytest
     store = Store(url)
     assert store.bucket_range(None) is not None
     store.close()
+
+
+def test_demo_refuses_a_database_named_with_a_query_or_fed_after_a_demo(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """User tryout: `--db "sqlite:///real.db?timeout=5" demo` mixed 28 days of simulated events into real.db (the
+    path was sliced from the URL, 'real.db?timeout=5' did not exist, so the data check was skipped); and a second
+    `demo` deleted events the user had replayed into the first demo's database, since the demo's marker won."""
+    url = f"sqlite:///{tmp_path / 'prod.db'}"
+    store = Store(url)
+    store.migrate()
+    ev = {"type": "prediction", "prediction_id": "p1", "model": "fraud", "ts": 1_700_000_000, "score": 0.4}
+    Pipeline(Config(), store, clock=lambda: 1_700_000_000).process_batch(
+        [RawRecord("x", 0, 0, msgspec.json.encode(ev))])
+    store.close()
+    demo = ["demo", "--per-day", "10", "--days", "1", "--workdir", str(tmp_path / "w"), "--port", "0"]
+    assert main(["--db", url + "?timeout=5", *demo]) == 2
+    assert "holds data not written by the demo" in capsys.readouterr().err
+    mine = f"sqlite:///{tmp_path / 'demo.db'}"
+    assert main(["--db", mine, *demo]) == 0
+    assert main(["--db", mine, *demo]) == 0  # a demo's own database is replaced by the next demo
+    extra = tmp_path / "mine.jsonl"
+    extra.write_text(msgspec.json.encode({**ev, "prediction_id": "mine-1"}).decode() + "\n")
+    assert main(["--db", mine, "replay", str(extra)]) == 0
+    capsys.readouterr()
+    assert main(["--db", mine, *demo]) == 2
+    assert f"also fed from file:{extra}" in " ".join(capsys.readouterr().err.split())
+    assert main(["--db", mine, *demo, "--reset"]) == 0

@@ -30,6 +30,7 @@ from ..ingest.replay import source_name
 from ..reports.weeks import week_of
 from ..ingest.simulate import SimSpec, stream
 from ..storage.store import Store
+from ..storage.urls import sqlite_file
 from ..triggers.model import FIRING, Rule, Transition
 from ..readouts.windows import iso
 from .progress import IngestProgress, Ramp
@@ -117,9 +118,14 @@ def demo_end(now: float) -> float:
 
 # --- database ----------------------------------------------------------------------------------------------
 def _sqlite_path(url: str) -> Path | None:
-    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-        return Path(url[len("sqlite:///"):])
-    return None
+    """The SQLite file a URL names, parsed (`sqlite:///real.db?timeout=5` is real.db: sliced, it named a file that
+    did not exist and the demo was mixed into real.db); None for anything else."""
+    path = sqlite_file(url)
+    return None if path is None else Path(path)
+
+
+DEMO_SOURCE = "demo:source"
+"""Meta key: the position source of the demo's own events file (anything else fed the database after the demo)."""
 
 
 def prepare_database(ctx: Context, reset: bool) -> str | None:
@@ -142,10 +148,13 @@ def prepare_database(ctx: Context, reset: bool) -> str | None:
         store.migrate()
         had_data = store.bucket_range(None) is not None
         previous_demo = store.meta(DEMO_MARKER) is not None
+        own = store.meta(DEMO_SOURCE)
+        fed = [s for s in store.position_sources() if s != own and not (own is None and s.endswith("events.jsonl"))]
     finally:
         store.close()
-    if had_data and not (previous_demo or reset):
-        raise ConfigError(f"{path} holds data not written by the demo; use --reset to replace it or "
+    if had_data and not reset and (not previous_demo or fed):
+        more = f" (also fed from {', '.join(fed[:3])}{' …' if len(fed) > 3 else ''})" if previous_demo else ""
+        raise ConfigError(f"{path} holds data not written by the demo{more}; use --reset to replace it or "
                           "--db sqlite:///other.db")
     for suffix in ("", "-wal", "-shm"):
         p = Path(str(path) + suffix)
@@ -292,6 +301,7 @@ def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: fl
     pipeline = Pipeline(cfg, store, clock=ctx.clock, keep_model=True)
     rules = runner.compile_rules(cfg.triggers)
     source = source_name(str(events))
+    store.set_meta(DEMO_SOURCE, source)
     enc = msgspec.json.Encoder()
     fired: list[str] = []
     batch: list[RawRecord] = []

@@ -265,6 +265,11 @@ class Store:
             q = select(t.positions.c.partition, t.positions.c.next_offset).where(t.positions.c.source == source)
             return {r.partition: r.next_offset for r in conn.execute(q)}
 
+    def position_sources(self) -> list[str]:
+        """Every source (replayed file, stdin, Kafka topic) a position is stored for: what fed this database."""
+        with self.read() as conn:
+            return sorted(conn.execute(select(t.positions.c.source).distinct()).scalars())
+
     def stored_positions(self, conn: Connection, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """Next offsets stored for these (source, partition) keys, read in the caller's (write) transaction."""
         p = t.positions.c
