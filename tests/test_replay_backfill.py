@@ -1,7 +1,9 @@
-"""History replayed behind newer stored events (user tryout): the label horizon counts back from the newest event
+"""History replayed behind newer stored events (user tryouts): the label horizon counts back from the newest event
 stored, so a backfill of 4-month-old events next to live ones expired on arrival — predictions, then their outcomes
-— and nothing said so. The replay now warns, on stderr and in `--json` `warnings`; a replay into its own database,
-or one that brings newer events, does not."""
+— and nothing said so; and a second copy of it (stdin, or the file under another name) was not seen as duplicates
+(their join state was gone): every count doubled. Events older than the horizon behind the watermark are now
+dead-lettered past_horizon, and the replay warns (stderr, `--json` `warnings`); a replay into its own database, or
+one that brings newer events, does not."""
 
 from __future__ import annotations
 
@@ -31,16 +33,30 @@ def _replay(db: str, path, capsys) -> tuple[dict, str]:
     return json.loads(out), " ".join(err.split())
 
 
-def test_a_backfill_behind_newer_events_warns_that_it_expired_on_arrival(tmp_path, capsys) -> None:
+def test_a_backfill_behind_newer_events_is_dead_lettered_with_a_warning_and_never_counted(tmp_path, capsys) -> None:
     paths, live, n_preds, n_outs = _files(tmp_path)
     db = f"sqlite:///{tmp_path / 'live.db'}"
     _replay(db, live, capsys)
+    before = json.loads(_metrics(db, capsys))
     doc, err = _replay(db, paths["p"], capsys)
-    assert doc["expired_predictions"] == n_preds and len(doc["warnings"]) == 1
-    assert f"{n_preds:,} predictions and 0 outcomes of this replay expired on arrival" in err
+    assert (doc["dead_lettered"], doc["predictions"], doc["expired_predictions"]) == (n_preds, 0, 0)
+    assert f"{n_preds:,} events of this replay were dead-lettered past_horizon" in err and len(doc["warnings"]) == 1
     assert "older than the label horizon (90d) behind the newest event already stored (2026-12-05T01:00:00Z)" in err
     doc, err = _replay(db, paths["o"], capsys)
-    assert doc["expired_outcomes"] == n_outs and f"0 predictions and {n_outs:,} outcomes" in doc["warnings"][0]
+    assert (doc["dead_lettered"], doc["outcomes"], doc["expired_outcomes"]) == (n_outs, 0, 0)
+    copy = tmp_path / "copy.jsonl"  # a second copy under another name: refused again, nothing counted twice
+    copy.write_text(paths["all"].read_text())
+    doc, _ = _replay(db, copy, capsys)
+    assert doc["dead_lettered"] == doc["records"] and doc["accepted"] == 0
+    assert json.loads(_metrics(db, capsys)) == before
+    assert main(["--db", db, "dead-letters", "--json", "--reason", "past_horizon"]) == 0
+    letters = json.loads(capsys.readouterr().out)
+    assert letters["totals"]["past_horizon"] == n_preds + n_outs + doc["records"]
+
+
+def _metrics(db: str, capsys) -> str:
+    assert main(["--db", db, "metrics", "--json", "--at", "2026-08-01T00:00:00Z", "--window", "3d"]) == 0
+    return capsys.readouterr().out
 
 
 def test_no_warning_for_history_in_its_own_database_or_for_newer_events(tmp_path, capsys) -> None:

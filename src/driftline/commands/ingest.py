@@ -70,27 +70,24 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
         say(ctx.err, f"line {total.held_back + 1:,} has no newline and is not valid JSON yet "
                      "(is the file still being written?): left for the next replay, not dead-lettered",
             "[yellow]note:[/yellow] ")
-    late = expired_behind(total, maintenance, newest_before, ctx.config.labels.horizon)
+    late = past_horizon_warning(total, newest_before, ctx.config.labels.horizon)
     if late:
         say(ctx.err, late, "[yellow]warning:[/yellow] ")
     return {**summary(total, maintenance), "held_back_line": total.held_back, "warnings": [late] if late else [],
             "error": total.unreadable}
 
 
-def expired_behind(total: BatchResult, maintenance: Counter[tuple[str, str]], newest_before: float | None,
-                   horizon: str) -> str | None:
-    """What a replay behind newer stored data lost (user tryout: history backfilled next to live events expired on
-    arrival, labels and all, and nothing said so): None unless the replay brought nothing newer than the events
-    already stored and some of its predictions or outcomes expired at once, past the label horizon behind them."""
-    preds = maintenance.get(("expired_predictions", ""), 0)
-    outs = maintenance.get(("expired_outcomes", ""), 0)
-    newest = max(total.max_ts.values(), default=None)
-    if newest_before is None or newest is None or newest > newest_before or not (preds or outs):
+def past_horizon_warning(total: BatchResult, newest_before: float | None, horizon: str) -> str | None:
+    """What a replay behind newer stored data could not take (user tryout: history backfilled next to live events
+    lost its labels, and a second copy of it counted twice): None unless some of its events were dead-lettered
+    past_horizon."""
+    if not total.past_horizon:
         return None
-    return (f"{preds:,} predictions and {outs:,} outcomes of this replay expired on arrival: they are older than the "
-            f"label horizon ({horizon}) behind the newest event already stored ({iso(newest_before)}), so they "
-            "cannot be joined to their labels (counted as expired_predictions / expired_outcomes). To backfill "
-            "history with its labels, replay it into a database of its own (--db).")
+    behind = "" if newest_before is None else f" ({iso(newest_before)})"
+    return (f"{total.past_horizon:,} events of this replay were dead-lettered past_horizon: they are older than the "
+            f"label horizon ({horizon}) behind the newest event already stored{behind}, so they could be neither "
+            "joined to their labels nor told from a copy. To backfill history, replay it into a database of its "
+            "own (--db).")
 
 
 def summary(total: BatchResult, maintenance: Counter[tuple[str, str]]) -> dict[str, object]:

@@ -74,9 +74,10 @@ REASONS = (
     "feature_value_too_long", "feature_out_of_range", "internal_error",
 )
 """Every reason `decode` gives (README, Event format)."""
-PIPELINE_REASONS = ("ts_in_future", "store_rejected", "model_limit", "reserved_label", "key_missing", "key_mismatch")
-"""Reasons the pipeline adds after decoding: the clock check, a record the database refused, the label limits,
-the Kafka key check (ingest/keys.py)."""
+PIPELINE_REASONS = ("ts_in_future", "past_horizon", "store_rejected", "model_limit", "reserved_label", "key_missing",
+                    "key_mismatch")
+"""Reasons the pipeline adds after decoding: the clock check, the label-horizon check against the watermark, a
+record the database refused, the label limits, the Kafka key check (ingest/keys.py)."""
 ALL_REASONS = REASONS + PIPELINE_REASONS
 """Every dead-letter reason there is (`dead-letters --reason`, the exporter's series at 0)."""
 DEAD_LETTER_REASONS = ALL_REASONS

@@ -20,7 +20,7 @@ from sqlalchemy.exc import DataError
 from ..config import Config
 from ..core.engine import Engine, EngineResult, EngineSettings, JoinView
 from ..core.decode_many import decode_many
-from ..core.events import RAW_LIMIT, Decoded, DeadLetter
+from ..core.events import RAW_LIMIT, Decoded, DeadLetter, iso
 from ..core.limits import MAX_FUTURE_S, Limits
 from ..storage.store import Store
 from .isolation import TICK, Tick, apply_isolating
@@ -59,6 +59,8 @@ class BatchResult:
     """Accepted predictions stored under OVERFLOW for a variant or version beyond `limits:` (each counted once)."""
     already_stored: int = 0
     """Lines of a file that another writer of the same path had stored already (skipped, see `_fence_files`)."""
+    past_horizon: int = 0
+    """Events dead-lettered past_horizon: older than the label horizon behind the stored watermark."""
     counters: Counter[tuple[str, str]] = field(default_factory=Counter)
     key_problems: Counter[tuple[str, str]] = field(default_factory=Counter)
     """(source, key_missing|key_mismatch) → records accepted with a wrong key (policy accept)."""
@@ -73,6 +75,7 @@ class BatchResult:
         self.duplicates += other.duplicates
         self.folded += other.folded
         self.already_stored += other.already_stored
+        self.past_horizon += other.past_horizon
         self.counters.update(other.counters)
         self.key_problems.update(other.key_problems)
         for k, v in other.max_ts.items():
@@ -186,6 +189,7 @@ class Pipeline:
                     ok = [x for x, i in zip(ok, ok_at) if fresh[i]]
                     ok_raw = [x for x, i in zip(ok_raw, ok_at) if fresh[i]]
                     dead = [x for x, i in zip(dead, dead_at) if fresh[i]]
+            ok, ok_raw = self._within_horizon(conn, ok, ok_raw, dead)
             for d in dead:
                 if d.reason == "internal_error":
                     log.error("dead letter internal_error: %s[%d]@%d: %s", d.source, d.partition, d.offset, d.detail)
@@ -204,7 +208,29 @@ class Pipeline:
                           already_stored=skipped, key_problems=key_problems)
         out.duplicates = sum(v for (name, _), v in result.counters.items() if name == "duplicates")
         out.folded = sum(gate.folded.values())
+        out.past_horizon = sum(d.reason == "past_horizon" for d in dead)
         return out
+
+    def _within_horizon(self, conn: Connection, ok: list[tuple[Decoded, int]], ok_raw: list[RawRecord],
+                        dead: list[DeadLetter]) -> tuple[list[tuple[Decoded, int]], list[RawRecord]]:
+        """The events not older than the label horizon behind the watermark stored before this batch (read in its
+        write transaction, so concurrent writers end as a sequential run); the others are dead-lettered
+        past_horizon (second tryout: their join state expired on arrival, so a second copy of them was not seen as
+        a duplicate and every count doubled)."""
+        wm = self.store.newest_event_in(conn)
+        if wm is None or not ok:
+            return ok, ok_raw
+        cutoff = wm - self.config.labels.horizon_s
+        if min(d.ts for d, _ in ok) >= cutoff:
+            return ok, ok_raw
+        keep = [d.ts >= cutoff for d, _ in ok]
+        for (d, _), r, k in zip(ok, ok_raw, keep):
+            if not k:
+                dead.append(DeadLetter("past_horizon", f"ts {iso(d.ts)} is more than labels.horizon "
+                                       f"({self.config.labels.horizon}) before the newest event stored ({iso(wm)}): "
+                                       "it could be neither joined nor told from a copy", r.source, r.partition,
+                                       r.offset, bytes(r.payload[:RAW_LIMIT])))
+        return list(compress(ok, keep)), list(compress(ok_raw, keep))
 
     def _split(self, records: Sequence[RawRecord], decoded: list[Decoded | DeadLetter], horizon: float,
                shard_of: Callable[[RawRecord], int] | None) -> Split:

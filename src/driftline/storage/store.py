@@ -316,12 +316,17 @@ class Store:
     def newest_event(self, kind: str | None = None) -> float | None:
         """Newest event time stored for a type ('prediction'/'outcome'), or of either (the event-time
         watermark that drives maturity, expiry and default windows); None before any event."""
+        with self.read() as conn:
+            return self.newest_event_in(conn, kind)
+
+    @staticmethod
+    def newest_event_in(conn: Connection, kind: str | None = None) -> float | None:
+        """newest_event, read in the caller's transaction."""
         c = t.counters.c
         q = select(func.max(c.value)).where(c.name == NEWEST_EVENT)
         if kind is not None:
             q = q.where(c.label == kind)
-        with self.read() as conn:
-            value = conn.execute(q).scalar_one_or_none()
+        value = conn.execute(q).scalar_one_or_none()
         return None if value is None else value / 1e6
 
     def join_size(self) -> int:
