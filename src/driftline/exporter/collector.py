@@ -182,12 +182,13 @@ def add_estimated(f: _Families, model: str, window: str, block: dict[str, Any] |
         f.gauge(f"driftline_estimated_{name}_upper_ratio", f"Upper 95% bound of the estimated {name}.",
                 lbl).add_metric(lv, e["high"])
     f.gauge("driftline_estimated_trusted", "1 when the label-free estimate can be trusted (reference labels, "
-            "support, not contradicted by matured labels).", lbl).add_metric(lv, 1.0 if block["trusted"] else 0.0)
-    matured = block["matured"]
-    if matured is not None:
-        f.gauge("driftline_estimated_contradicted", "1 when matured labels one maturity period earlier fell outside "
-                "the estimate's interval (the score-label relation changed).", lbl).add_metric(
-            lv, 1.0 if matured["contradicted"] else 0.0)
+            "support, not contradicted by labels).", lbl).add_metric(lv, 1.0 if block["trusted"] else 0.0)
+    matured, own = block["matured"], block.get("window_labels") or {}
+    if matured is not None or own.get("checked"):  # second tryout: the window's own labels were not exported
+        bad = bool(matured and matured["contradicted"]) or bool(own.get("contradicted"))
+        f.gauge("driftline_estimated_contradicted", "1 when labels contradict the estimate (the score-label "
+                "relation changed): matured labels one maturity period earlier, or the window's own once half "
+                "of it is labelled.", lbl).add_metric(lv, 1.0 if bad else 0.0)
 
 
 class SnapshotCollector:
