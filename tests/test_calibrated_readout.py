@@ -113,3 +113,5 @@ def test_weekly_report_shows_the_estimate_and_its_trust(demo, capsys) -> None:
     md = next(out.rglob("*.md")).read_text()
     html = next(out.rglob("*.html")).read_text()
     assert "Label-free estimate" in md and "Label-free estimate" in html
+    # second tryout: the Markdown printed "\*\*not trusted\*\*" (the bold escaped); week 48 is the drifted week
+    assert "**not trusted**: " in md and "\\*\\*" not in md

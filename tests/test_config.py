@@ -160,6 +160,12 @@ def test_merge_keys_may_still_be_overridden_and_exponent_floats_are_numbers(tmp_
                  "window: 7d}\n  - <<: *b\n    name: r2\n    value: 0.6\n")
     cfg = load(p)
     assert cfg.threshold == 0.5
+    for text, value in ((".5e0", 0.5), ("+5E-1", 0.5), ("5.e-1", 0.5)):  # YAML 1.2 floats (second tryout: .5e0)
+        p.write_text(f"threshold: {text}\n")
+        assert load(p).threshold == value
+    p.write_text("threshold: 1_0e-1\n")  # YAML 1.1's underscores are not a YAML 1.2 number: refused, not 1.0
+    with pytest.raises(ConfigError, match="threshold"):
+        load(p)
     assert [(t.name, t.value) for t in cfg.triggers] == [("r", 0.7), ("r2", 0.6)]
 
 
