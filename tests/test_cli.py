@@ -179,7 +179,7 @@ def test_bad_options_are_one_line_errors(tmp_path, capsys) -> None:
     assert "--prevalence: must be between 0 and 1" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([*db, "replay", str(tmp_path / "x.jsonl"), "--batch-size", "0"])
-    assert "--batch-size: must be greater than 0" in capsys.readouterr().err
+    assert "--batch-size: must be 1 to 2,147,483,647, got 0" in capsys.readouterr().err
     assert main([*db, "simulate", "--days", "1", "--out", str(tmp_path / "missing-dir" / "x.jsonl")]) == 2
     err = capsys.readouterr().err
     assert "No such file or directory" in err and "Traceback" not in err

@@ -27,9 +27,11 @@ def test_simulate_help_still_says_now(capsys) -> None:
 
 
 @pytest.mark.parametrize("argv, line", [
-    (["dead-letters", "--limit", "0"], "error: --limit: must be greater than 0, got 0"),
-    (["replay", "-", "--batch-size", "0"], "error: --batch-size: must be greater than 0, got 0"),
-    (["dead-letters", "--limit", "-1"], "error: --limit: must be greater than 0, got -1"),
+    (["dead-letters", "--limit", "0"], "error: --limit: must be 1 to 2,147,483,647, got 0"),
+    (["replay", "-", "--batch-size", "0"], "error: --batch-size: must be 1 to 2,147,483,647, got 0"),
+    (["dead-letters", "--limit", "-1"], "error: --limit: must be 1 to 2,147,483,647, got -1"),
+    (["dead-letters", "--limit", "99999999999999999999"],  # second tryout: an unexpected OverflowError
+     "error: --limit: must be 1 to 2,147,483,647, got 99999999999999999999"),
     (["dead-letters", "--limit", "many"], "error: --limit: 'many' is not a number"),
     (["serve", "--port", "70000"], "error: --port: port 70000 is outside 0..65535"),
 ])

@@ -121,8 +121,15 @@ def number_type(kind: Callable[[str], Any], ok: Callable[[Any], bool], why: str,
     return parse
 
 
+MAX_COUNT = 2**31 - 1
+"""Largest whole-number option (a count, size or limit): larger ones overflowed the database's integers (second
+tryout: `dead-letters --limit 99999999999999999999` ended in an unexpected OverflowError / DataError)."""
+
+
 def positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
-    """argparse type of a number greater than 0 (of `kind`)."""
+    """argparse type of a number greater than 0 (of `kind`; a whole number at most MAX_COUNT)."""
+    if kind is int:
+        return number_type(kind, lambda v: 0 < v <= MAX_COUNT, f"must be 1 to {MAX_COUNT:,}, got {{text}}")
     return number_type(kind, lambda v: v > 0, "must be greater than 0, got {text}")
 
 
