@@ -138,14 +138,15 @@ def test_metrics_on_an_empty_database_says_what_to_do(tmp_path, capsys) -> None:
     assert "no predictions stored yet" in out and "driftline replay" in out
 
 
-@pytest.mark.parametrize("url", ["sqlite:////", "postgresql://127.0.0.1:1/test"])
+@pytest.mark.parametrize("url", ["postgresql://127.0.0.1:1/test"])
 def test_an_unreachable_database_is_a_one_line_error(url, capsys) -> None:
     """Exit status 3 and one readable line naming the problem, not a driver traceback (a SQLite 'file' that is a
-    folder; a SQLite file whose folder is missing is refused before, exit 2: test_cli_errors.py)."""
+    folder is a wrong path, exit 2 since the second tryout: test_existing_db.py; a SQLite file whose folder is
+    missing is refused before, exit 2: test_cli_errors.py)."""
     assert main(["--db", url, "metrics"]) == 3
     err = capsys.readouterr().err
     assert err.startswith("database unavailable:") and "Traceback" not in err
-    assert "unable to open database file" in err or "Connection refused" in err or "connection failed" in err
+    assert "Connection refused" in err or "connection failed" in err
 
 
 def test_a_bad_config_names_the_field(tmp_path, capsys) -> None:

@@ -82,3 +82,17 @@ def test_an_empty_database_says_nothing_is_stored_not_1970(tmp_path: Path, capsy
     doc = json.loads(capsys.readouterr().out)
     assert doc["window"]["start"] is None and doc["window"]["end"] is None
     assert doc["note"].startswith("no predictions stored yet")
+
+
+@pytest.mark.parametrize("command", [["metrics"], ["replay", "-"], ["serve", "--port", "0"]])
+def test_a_path_that_is_a_directory_or_not_a_database_is_one_error_line(tmp_path, capsys, command) -> None:
+    """Second tryout: a directory gave 'database unavailable' (exit 3) and `serve` retried it forever; a file that
+    is not a database ended in 'unexpected DatabaseError: … file is not a database\\x0a(Background …)' (exit 1)."""
+    (tmp_path / "dir").mkdir()
+    text = tmp_path / "events.jsonl"
+    text.write_text('{"type": "prediction"}\n' * 200)
+    for path, said in ((tmp_path / "dir", "is a directory, not a SQLite database file"),
+                       (text, "is not a SQLite database (a wrong --db path?)")):
+        assert main(["--db", f"sqlite:///{path}", *command]) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert err == f"error: {path} {said}"

@@ -19,7 +19,7 @@ from .commands.existing_db import reads_only
 from .config import ConfigError, load_named
 from .context import Context, resolve_db
 from .gc_tuning import tune_for_batches
-from .storage.errors import StoreUnavailable
+from .storage.errors import NotADatabase, StoreUnavailable
 from .terminal import LOG_FORMAT, VisibleFormatter, visible
 
 COMMANDS = ("ingest", "query", "simulate", "demo", "alerts", "serve", "ab", "drift_cmds", "report", "kafka_cmds")
@@ -202,7 +202,7 @@ def _main(argv: list[str] | None) -> int:
                       model_named="model" in keys, creates=not reads_only(args))
         tune_for_batches()
         return int(args.func(ctx, args) or 0)
-    except ConfigError as e:
+    except (ConfigError, NotADatabase) as e:
         log.debug("command refused", exc_info=True)
         fail(err, str(e))
         return 2

@@ -13,6 +13,11 @@ class WriteLocked(StoreUnavailable):
     still work (they never wait for it), writes do not until it is released."""
 
 
+class NotADatabase(RuntimeError):
+    """The SQLite URL names a directory or a file that is not a SQLite database: a wrong path, which no wait or
+    retry mends (it was 'database unavailable' and `serve` retried it forever, or an unexpected DatabaseError)."""
+
+
 class StalePositions(RuntimeError):
     """A guarded batch started where the stored position no longer is: another consumer moved it (the batch is
     rolled back; the caller drops it and re-reads the stored positions)."""

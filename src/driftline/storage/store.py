@@ -6,6 +6,7 @@ source positions reached, so a crash never leaves offsets ahead of state (exactl
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -18,8 +19,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from . import bulk, labels, locking, revisions, sqlite_binding
 from . import schema as t
 from .bucket_row import BucketRow
-from .errors import StalePositions, StoreUnavailable, WriteLocked
+from .errors import NotADatabase, StalePositions, StoreUnavailable, WriteLocked
 from .join_rows import JoinRows
+from .urls import normalise_url, sqlite_file
 from ..core.engine import EngineResult, JoinView, OutcomeRecord, PredKey, PredRecord
 from ..core.events import DeadLetter
 from ..core.labels import Admitted
@@ -28,13 +30,6 @@ from ..core.limits import MAX_UNDECLARED_NAMES, UNDECLARED_COUNTER
 DEFAULT_URL = "sqlite:///driftline.db"
 NEWEST_EVENT = "newest_event_us"
 """Counter row name holding the newest event time per type, in microseconds (kept monotonic)."""
-
-
-def normalise_url(url: str) -> str:
-    """Accept plain postgresql:// URLs and use psycopg 3 for them."""
-    if url.startswith("postgresql://") or url.startswith("postgres://"):
-        return "postgresql+psycopg://" + url.split("://", 1)[1]
-    return url
 
 
 class Store:
@@ -68,7 +63,10 @@ class Store:
         A database already at the script heads is only read (Alembic is not even imported, so a query command
         starts fast). Otherwise serialised across processes by the write lock (replicas starting together: the
         second one waits, then finds the schema current). An unreachable or unopenable database raises
-        StoreUnavailable."""
+        StoreUnavailable; a SQLite path that is a directory or not a database raises NotADatabase."""
+        path = sqlite_file(self.url)
+        if path is not None and os.path.isdir(path):
+            raise NotADatabase(f"{path} is a directory, not a SQLite database file")
         if self.schema_is_current():
             return
         from alembic import command  # only here: importing Alembic costs more than most queries
@@ -106,7 +104,7 @@ class Store:
 
     @contextmanager
     def _transaction(self, write: bool) -> Iterator[Connection]:
-        from sqlalchemy.exc import OperationalError, InterfaceError
+        from sqlalchemy.exc import DatabaseError, OperationalError, InterfaceError
 
         try:
             with self.engine.connect() as conn:
@@ -122,6 +120,11 @@ class Store:
                     f"another driftline writer held the database write lock for more than {self.lock_timeout_s:g}s"
                     " (nothing written; run again when it is done)") from err
             raise StoreUnavailable(str(err).splitlines()[0]) from err
+        except DatabaseError as err:
+            if self.dialect == "sqlite" and "file is not a database" in str(err):
+                raise NotADatabase(f"{sqlite_file(self.url) or self.url} is not a SQLite database (a wrong --db path?)"
+                                   ) from None
+            raise
 
     def check_writable(self) -> None:
         """An empty write transaction: takes the write lock and commits (WriteLocked or StoreUnavailable when it

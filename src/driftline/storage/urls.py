@@ -7,13 +7,19 @@ import os
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-from .store import normalise_url
 
 SUPPORTED = "use sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
 
 
 class UnusableURL(ValueError):
     """A database URL driftline cannot open: unparseable, another backend, or a driver that is not there."""
+
+
+def normalise_url(url: str) -> str:
+    """Accept plain postgresql:// URLs and use psycopg 3 for them."""
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
 
 
 def check_url(url: str) -> None:
