@@ -85,15 +85,23 @@ def test_demo_settings_are_the_example_configs() -> None:
         datetime(2026, 11, 23, tzinfo=timezone.utc).timestamp()
 
 
-def test_demo_refuses_a_database_it_did_not_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A SQLite file holding other data is left alone (exit 2) unless --reset is given."""
+EV = {"type": "prediction", "prediction_id": "p1", "model": "fraud", "ts": 1_700_000_000, "score": 0.4}
+
+
+def _other_data(tmp_path: Path) -> tuple[str, dict]:
+    """A SQLite database holding one prediction not written by the demo, and that event."""
     url = f"sqlite:///{tmp_path / 'prod.db'}"
     store = Store(url)
     store.migrate()
-    ev = {"type": "prediction", "prediction_id": "p1", "model": "fraud", "ts": 1_700_000_000, "score": 0.4}
     Pipeline(Config(), store, clock=lambda: 1_700_000_000).process_batch(
-        [RawRecord("x", 0, 0, msgspec.json.encode(ev))])
+        [RawRecord("x", 0, 0, msgspec.json.encode(EV))])
     store.close()
+    return url, EV
+
+
+def test_demo_refuses_a_database_it_did_not_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A SQLite file holding other data is left alone (exit 2) unless --reset is given."""
+    url, ev = _other_data(tmp_path)
     assert main(["--db", url, "demo", "--per-day", "10", "--days", "1", "--workdir", str(tmp_path / "w"),
                  "--port", "0"]) == 2
     assert "holds data not written by the demo" in capsys.readouterr().err
@@ -107,13 +115,7 @@ def test_demo_refuses_a_database_named_with_a_query_or_fed_after_a_demo(tmp_path
     """User tryout: `--db "sqlite:///real.db?timeout=5" demo` mixed 28 days of simulated events into real.db (the
     path was sliced from the URL, 'real.db?timeout=5' did not exist, so the data check was skipped); and a second
     `demo` deleted events the user had replayed into the first demo's database, since the demo's marker won."""
-    url = f"sqlite:///{tmp_path / 'prod.db'}"
-    store = Store(url)
-    store.migrate()
-    ev = {"type": "prediction", "prediction_id": "p1", "model": "fraud", "ts": 1_700_000_000, "score": 0.4}
-    Pipeline(Config(), store, clock=lambda: 1_700_000_000).process_batch(
-        [RawRecord("x", 0, 0, msgspec.json.encode(ev))])
-    store.close()
+    url, ev = _other_data(tmp_path)
     demo = ["demo", "--per-day", "10", "--days", "1", "--workdir", str(tmp_path / "w"), "--port", "0"]
     assert main(["--db", url + "?timeout=5", *demo]) == 2
     assert "holds data not written by the demo" in capsys.readouterr().err
