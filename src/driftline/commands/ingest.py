@@ -102,6 +102,7 @@ def summary(total: BatchResult, maintenance: Counter[tuple[str, str]]) -> dict[s
         "outcomes": c.get(("events", "outcome"), 0),
         "corrections": c.get(("corrections", ""), 0),
         "stale_outcomes": c.get(("stale_outcomes", ""), 0),
+        "outcome_before_prediction": c.get(("outcome_before_prediction", ""), 0),
         "implicit_negatives": maintenance.get(("implicit_negatives", ""), 0),
         "expired_predictions": maintenance.get(("expired_predictions", ""), 0),
         "expired_outcomes": maintenance.get(("expired_outcomes", ""), 0),
@@ -130,6 +131,10 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
         ctx.console.print(f"[yellow]{count(doc['folded_into_other'])} events of this replay had a new variant or "
                           "model_version beyond `limits:` and were counted under __other__ (all-time totals: "
                           "`driftline metrics`, driftline_label_overflow_total)[/yellow]")
+    if doc["outcome_before_prediction"]:
+        ctx.console.print(f"[yellow]{count(doc['outcome_before_prediction'])} outcomes were stamped before their "
+                          "prediction: their labels count, their delays are left out of the label-delay quantiles "
+                          "(check the producers' clocks or what their `ts` holds)[/yellow]")
     return 2 if doc["error"] else 0
 
 

@@ -24,6 +24,8 @@ from .rank_hist import batch_ranks
 from .stats import LOG_EPS, SUM_NLL_NEG, SUM_NLL_POS, SUM_P2, BucketStats
 
 NO_FEATURES: dict[str, Any] = {}
+OUTCOME_BEFORE_PREDICTION = ("outcome_before_prediction", "")
+"""Counter of joins whose outcome is stamped before its prediction (joined, label counted, delay not counted)."""
 
 
 class Moves:
@@ -96,8 +98,7 @@ class Moves:
         delay = np.zeros((nb, N_DELAY_BINS), dtype=np.int64)
         cells = _scores(cols, conf, hist, psum, sums) if len(cols.bucket) else np.zeros(0, dtype=np.int64)
         if len(cols.d_bucket):
-            key = cols.d_bucket * N_DELAY_BINS + delay_bin(cols.d_delay)
-            delay[:] = _summed(key, cols.d_sign, nb * N_DELAY_BINS).reshape(nb, -1)
+            _delays(cols, delay, counters)
         out = list(map(BucketStats, conf, hist, psum, sums, delay))  # row views, made in C
         _set_score_bins(out, cells, hist, psum)
         if len(cols.bucket):
@@ -223,6 +224,23 @@ def _fresh_zeros(shape: tuple[int, ...], dtype: type) -> np.ndarray:
 
 _FRESH_BYTES = 1 << 20
 """Arrays from this size on come from their own anonymous mapping (smaller ones from np.zeros)."""
+
+
+def _delays(cols: MoveColumns, delay: np.ndarray, counters: Counter[tuple[str, str]]) -> None:
+    """Add the label delays to the per-bucket histograms. A delay below 0 (an outcome stamped before its
+    prediction: a producer clock or a field holding another time) is left out, so it cannot pull the delay
+    quantiles and the report's maturity period towards 0; each join made with one is counted instead
+    (OUTCOME_BEFORE_PREDICTION). Removals (sign -1) are left out by the same rule, so corrections stay balanced."""
+    early = cols.d_delay < 0
+    if early.any():
+        counters[OUTCOME_BEFORE_PREDICTION] += int(np.count_nonzero(early & (cols.d_sign > 0)))
+        keep = ~early
+        bucket, seconds, sign = cols.d_bucket[keep], cols.d_delay[keep], cols.d_sign[keep]
+    else:
+        bucket, seconds, sign = cols.d_bucket, cols.d_delay, cols.d_sign
+    if len(bucket):
+        key = bucket * N_DELAY_BINS + delay_bin(seconds)
+        delay[:] = _summed(key, sign, delay.size).reshape(delay.shape)
 
 
 def _summed(index: np.ndarray, signs: np.ndarray, size: int) -> np.ndarray:

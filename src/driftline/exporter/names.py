@@ -43,6 +43,8 @@ LABEL_COUNTERS = (
      "(ignored: the newest outcome decides)."),
     ("driftline_implicit_negatives", "implicit_negatives", "Unlabelled predictions counted as negatives once mature "
      "(labels.implicit_after)."),
+    ("driftline_outcomes_before_prediction", "outcome_before_prediction", "Joins of an outcome stamped before its "
+     "prediction (label counted, delay left out of the label-delay quantiles): a producer clock or ts field to check."),
 )
 """(series, stored counter, help) of the label-arrival counters without labels; with
 driftline_implicit_negatives_relabelled{label} they are the LABEL_SERIES of the pipeline."""
