@@ -29,19 +29,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_report(ctx: Context, args: argparse.Namespace) -> int:
     from ..reports.generate import generate  # lazy: matplotlib and jinja2 only for a report
 
+    now = float(ctx.clock())
+    given = parse_week(args.week) if args.week else None  # before the store: an option error is named first
+    if given is not None and given.start > now + MAX_FUTURE_S:  # 9999-W52 failed on year 10000
+        raise ConfigError(f"--week: {args.week} has not begun (now is {week_of(now).label}): no event of it can "
+                          "be stored yet")
     store = ctx.store()
     model = pick_model(ctx, args.model)
     if model not in store.models():  # a report of nothing would be written and stored
         raise ConfigError(f"report: no predictions of model {model!r} are stored yet (feed events with "
                           "`driftline replay` or `driftline run`)")
-    now = float(ctx.clock())
-    if args.week:
-        week, reason = parse_week(args.week), "given"
-        if week.start > now + MAX_FUTURE_S:  # no event of it can be stored yet (9999-W52 failed on year 10000)
-            raise ConfigError(f"--week: {args.week} has not begun (now is {week_of(now).label}): no event of it can "
-                              "be stored yet")
-    else:
-        week, reason = default_week(store, model, now)
+    week, reason = (given, "given") if given is not None else default_week(store, model, now)
     out = args.out or ctx.config.schedule.report_dir
     result = generate(store, ctx.config, model, week, now, out, replace=True, source="cli", week_reason=reason)
     if args.json:

@@ -11,7 +11,8 @@ from ..storage.store import Store
 from ..readouts.windows import Window
 
 WEEK_S = 7 * 86400
-_WEEK = re.compile(r"^\s*(\d{4})-?W(\d{1,2})\s*$", re.IGNORECASE)
+_WEEK = re.compile(r"^\s*(\d{4,9})-?W(\d{1,2})\s*$", re.IGNORECASE)
+_EVENT_TIMES = "event times are 1970-01-01..9999-12-31"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,16 +58,23 @@ def week_of(ts: float) -> IsoWeek:
 
 
 def parse_week(text: str) -> IsoWeek:
-    """'2026-W48' (or '2026W48') → IsoWeek; ConfigError for anything else or a week the year does not have."""
+    """'2026-W48' (or '2026W48') → IsoWeek; ConfigError for anything else, a week the year does not have, or a
+    week no event can be in (ending before 1970 or after year 9999)."""
     m = _WEEK.match(text)
     if not m:
         raise ConfigError(f"--week: cannot parse {text!r}; use an ISO week like 2026-W48")
     year, week = int(m.group(1)), int(m.group(2))
+    if year > 9999:
+        raise ConfigError(f"--week: {text.strip()} is after 9999: no event can be in it ({_EVENT_TIMES})")
     try:
         date.fromisocalendar(year, week, 1)
     except ValueError:
         raise ConfigError(f"--week: {year} has no ISO week {week}") from None
-    return IsoWeek(year, week)
+    parsed = IsoWeek(year, week)
+    if parsed.end <= 0.0:  # 0001-W01 was accepted and reported as an empty week '1-W01'
+        raise ConfigError(f"--week: {text.strip()} ends before 1970-01-01: no event can be in it "
+                          f"({_EVENT_TIMES})")
+    return parsed
 
 
 def has_data(store: Store, model: str | None, week: IsoWeek) -> bool:
