@@ -26,8 +26,8 @@ def test_a_reader_refuses_a_missing_sqlite_file_and_creates_nothing(tmp_path: Pa
     assert main(["--db", f"sqlite:///{path}", *command]) == 2
     cap = capsys.readouterr()
     assert cap.out == ""
-    assert cap.err.splitlines() == [f"error: no database at {path} (commands that write — replay, run, demo — "
-                                    "create it)"]
+    assert cap.err.splitlines() == [f"error: no database at {path} (--db sqlite:///{path}); commands that write — "
+                                    "replay, run, demo, serve — create it"]
     assert not path.exists()
 
 
@@ -35,8 +35,29 @@ def test_the_default_relative_file_is_named_by_its_absolute_path(tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DRIFTLINE_DB", raising=False)
     assert main(["metrics"]) == 2
-    assert f"no database at {tmp_path / 'driftline.db'} " in capsys.readouterr().err
+    assert capsys.readouterr().err == (f"error: no database at {tmp_path / 'driftline.db'} (the default --db "
+                                       f"sqlite:///driftline.db, relative to {tmp_path}); commands that write — "
+                                       "replay, run, demo, serve — create it\n")
     assert not (tmp_path / "driftline.db").exists()
+
+
+@pytest.mark.parametrize("given, said", [
+    (["--db", "sqlite:///typo.db"], "--db sqlite:///typo.db"),
+    (["--env"], "env DRIFTLINE_DB=sqlite:///typo.db"),
+    (["--config", "c.yaml"], "config `database: sqlite:///typo.db`"),
+], ids=["--db", "DRIFTLINE_DB", "config"])
+def test_the_missing_database_line_says_where_the_url_came_from(tmp_path: Path, capsys, monkeypatch, given,
+                                                                said) -> None:
+    """Tryout: the line named neither --db / DRIFTLINE_DB / the default nor the folder a relative path is in."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DRIFTLINE_DB", raising=False)
+    (tmp_path / "c.yaml").write_text("database: sqlite:///typo.db\n")
+    if given == ["--env"]:
+        monkeypatch.setenv("DRIFTLINE_DB", "sqlite:///typo.db")
+        given = []
+    assert main([*given, "metrics"]) == 2
+    assert capsys.readouterr().err == (f"error: no database at {tmp_path / 'typo.db'} ({said}, relative to "
+                                       f"{tmp_path}); commands that write — replay, run, demo, serve — create it\n")
 
 
 def test_writers_still_create_the_database(tmp_path: Path, capsys) -> None:

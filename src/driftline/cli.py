@@ -198,8 +198,9 @@ def _main(argv: list[str] | None) -> int:
             log.debug("config refused", exc_info=True)
             fail(err, str(e))  # the message opens with `config PATH:`
             return 2
-        ctx = Context(config=config, db_url=resolve_db(args.db, config), console=ReaderConsole(highlight=False), err=err,
-                      model_named="model" in keys, creates=not reads_only(args))
+        db_url, db_source = resolve_db(args.db, config)
+        ctx = Context(config=config, db_url=db_url, console=ReaderConsole(highlight=False), err=err,
+                      model_named="model" in keys, db_source=db_source, creates=not reads_only(args))
         tune_for_batches()
         return int(args.func(ctx, args) or 0)
     except (ConfigError, NotADatabase) as e:

@@ -15,7 +15,7 @@ from .config import Config, ConfigError
 from .durations import MAX_WINDOW_DAYS, MAX_WINDOW_S, parse_duration
 from .core.events import MAX_EPOCH, parse_time_text
 from .storage.store import DEFAULT_URL, Store
-from .storage.urls import UnusableURL, check_url, sqlite_file
+from .storage.urls import UnusableURL, check_url, sqlite_file, sqlite_relative
 
 LATEST_AT = 253370764800.0
 """9999-01-01T00:00:00Z: the latest window end a query accepts (a window end is rounded up to a bucket
@@ -33,6 +33,9 @@ class Context:
     clock: Callable[[], float] = time.time
     model_named: bool = False
     """Whether the config file itself names `model:` (else config.model is only the built-in default)."""
+    db_source: str = "--db"
+    """Where db_url came from: '--db', 'DRIFTLINE_DB', 'config `database`' or 'default' (resolve_db), named
+    when the database is missing."""
     creates: bool = True
     """Whether the command may create a SQLite file that does not exist (writers); readers refuse it, on first use
     of the store, so option errors found before are reported first."""
@@ -41,7 +44,7 @@ class Context:
     def store(self) -> Store:
         if self._store is None:
             if not self.creates:
-                require_existing(self.db_url)
+                require_existing(self.db_url, self.db_source)
             self._store = Store(self.db_url, clock=self.clock)
             self._store.migrate()
         return self._store
@@ -51,17 +54,27 @@ class Context:
             self._store.close()
 
 
-def require_existing(db_url: str) -> None:
+def require_existing(db_url: str, source: str = "--db") -> None:
     """ConfigError when `db_url` names a SQLite file that does not exist (a read-only command would create an empty
-    one and report "no predictions stored yet"); PostgreSQL and in-memory databases are not checked."""
+    one and report "no predictions stored yet"), saying where the URL came from (`source`, see resolve_db) and
+    which commands create it; PostgreSQL and in-memory databases are not checked."""
     path = sqlite_file(db_url)
     if path is not None and not os.path.exists(path):
-        raise ConfigError(f"no database at {path} (commands that write — replay, run, demo — create it)")
+        raise ConfigError(f"no database at {path} ({url_origin(db_url, source)}); commands that write — replay, "
+                          "run, demo, serve — create it")
 
 
-def resolve_db(flag: str | None, config: Config) -> str:
-    """--db, then DRIFTLINE_DB, then the config's `database`, then sqlite:///driftline.db; ConfigError naming
-    where the URL came from when driftline cannot use it."""
+def url_origin(db_url: str, source: str) -> str:
+    """'--db sqlite:///x.db, relative to /cwd', 'the default --db sqlite:///driftline.db, relative to /cwd', …:
+    which setting gave the URL, and the folder a relative SQLite path was resolved against."""
+    said = {"default": f"the default --db {db_url}", "DRIFTLINE_DB": f"env DRIFTLINE_DB={db_url}",
+            "config `database`": f"config `database: {db_url}`"}.get(source, f"{source} {db_url}")
+    return said + (f", relative to {os.getcwd()}" if sqlite_relative(db_url) else "")
+
+
+def resolve_db(flag: str | None, config: Config) -> tuple[str, str]:
+    """The database URL and where it came from: --db, then DRIFTLINE_DB, then the config's `database`, then
+    sqlite:///driftline.db ('default'); ConfigError naming where the URL came from when driftline cannot use it."""
     for source, url in (("--db", flag), ("DRIFTLINE_DB", os.environ.get("DRIFTLINE_DB")),
                         ("config `database`", config.database)):
         if url:
@@ -69,8 +82,8 @@ def resolve_db(flag: str | None, config: Config) -> str:
                 check_url(url)
             except UnusableURL as err:
                 raise ConfigError(f"{source}: {err}") from err
-            return url
-    return DEFAULT_URL
+            return url, source
+    return DEFAULT_URL, "default"
 
 
 def parse_at(text: str | None, option: str = "--at") -> float | None:

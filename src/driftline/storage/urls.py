@@ -58,3 +58,9 @@ def sqlite_file(url: str) -> str | None:
     if u.get_backend_name() != "sqlite" or not path or path == ":memory:" or path.startswith("file:"):
         return None
     return os.path.abspath(path)
+
+
+def sqlite_relative(url: str) -> bool:
+    """Whether a URL names a SQLite file by a relative path (resolved against the current directory)."""
+    path = sqlite_file(url)
+    return path is not None and not os.path.isabs(make_url(normalise_url(url)).database or "")
