@@ -11,7 +11,8 @@ import msgspec
 import yaml
 
 from .config_fields import dict_entry, unknown_field
-from .config_yaml import load_yaml
+from .config_scalars import unquoted
+from .config_yaml import load_yaml, yaml_where
 from .durations import parse_duration, window_too_long
 from .domain import Costs, Domain
 from .metric_names import MULTIVARIATE, unknown_metric
@@ -359,8 +360,8 @@ def _value_at(data: Any, field: str) -> Any:
     return data
 
 
-def from_dict(data: dict[str, Any] | None, origin: str = "config") -> Config:
-    """Validate a config mapping; raise ConfigError naming the offending field."""
+def from_dict(data: dict[str, Any] | None, origin: str = "config", text: str | None = None) -> Config:
+    """Validate a config mapping (parsed from `text`, when given); raise ConfigError naming the offending field."""
     try:
         return msgspec.convert(data or {}, Config)
     except msgspec.ValidationError as err:
@@ -373,6 +374,9 @@ def from_dict(data: dict[str, Any] | None, origin: str = "config") -> Config:
         got = entry[1] if entry is not None else _value_at(data, field)
         if entry is not None:
             field = entry[0]
+        plain = unquoted(str(err), data, text, field) if text is not None else None
+        if plain is not None:
+            _refuse_unquoted(*plain, origin)
         for pattern, help_ in _PATTERN_HELP.items():
             if repr(pattern) in msg:
                 msg = f"{help_}, got {got!r}"
@@ -386,16 +390,16 @@ def from_dict(data: dict[str, Any] | None, origin: str = "config") -> Config:
         raise ConfigError(f"{origin}: invalid {where}: {msg}") from None
 
 
-def _yaml_where(err: yaml.YAMLError) -> str:
-    """One line for a YAML syntax error: where (1-based line and column) and what, without PyYAML's source excerpt."""
-    mark = getattr(err, "problem_mark", None)
-    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-    context = getattr(err, "context", None)
-    started = getattr(err, "context_mark", None)
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-    if context and started is not None:
-        context += f" that starts at line {started.line + 1}, column {started.column + 1}"
-    return f"{where}: {problem}" + (f" ({context})" if context else "")
+def _refuse_unquoted(field: str, line: str, quoted: Any, origin: str) -> None:
+    """ConfigError for a number or boolean given as text (config_scalars): the quoted value's own error when that
+    is refused at the same place too (`window: 7`), else the line saying how to quote it."""
+    where = f"field `{field}`" if field else "top level"
+    try:
+        from_dict(quoted, origin)
+    except ConfigError as err:
+        if field and str(err).startswith(f"{origin}: invalid field `{field}`:"):
+            raise
+    raise ConfigError(f"{origin}: invalid {where}: {line}") from None
 
 
 def load(path: str | os.PathLike[str] | None) -> Config:
@@ -419,7 +423,7 @@ def load_named(path: str | os.PathLike[str] | None) -> tuple[Config, frozenset[s
     try:
         data = load_yaml(text)
     except yaml.YAMLError as err:
-        raise ConfigError(f"config {p}: not valid YAML{_yaml_where(err)}") from None
+        raise ConfigError(f"config {p}: not valid YAML{yaml_where(err)}") from None
     if data is not None and not isinstance(data, dict):
         raise ConfigError(f"config {p}: top level must be a mapping of settings")
-    return from_dict(data, f"config {p}"), frozenset(str(k) for k in (data or {}))
+    return from_dict(data, f"config {p}", text), frozenset(str(k) for k in (data or {}))

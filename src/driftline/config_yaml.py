@@ -48,3 +48,15 @@ StrictLoader.add_implicit_resolver(
 def load_yaml(text: str) -> Any:
     """Parse a config file's text (yaml.YAMLError on a syntax error or a duplicate key)."""
     return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
+
+
+def yaml_where(err: yaml.YAMLError) -> str:
+    """One line for a YAML syntax error: where (1-based line and column) and what, without PyYAML's source excerpt."""
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    context = getattr(err, "context", None)
+    started = getattr(err, "context_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    if context and started is not None:
+        context += f" that starts at line {started.line + 1}, column {started.column + 1}"
+    return f"{where}: {problem}" + (f" ({context})" if context else "")

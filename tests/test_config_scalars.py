@@ -1,0 +1,64 @@
+"""A YAML number or boolean where the config wants text is refused naming the field, as written, with how to quote
+it (tryout: `model: 1e3` became the float 1000.0 and the error showed `(1000.0)`; a number key was "invalid top
+level"). Every text setting behaves the same: names, labels, mapping keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from driftline.config import ConfigError, load
+
+
+def _refused(tmp_path: Path, text: str) -> str:
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load(p)
+    return str(err.value).removeprefix(f"config {p}: ")
+
+
+@pytest.mark.parametrize("text, field, written", [
+    ("model: 1e3\n", "model", "1e3"),
+    ("model: 123\n", "model", "123"),
+    ("model: 0x1F\n", "model", "0x1F"),
+    ("slices: [country, 2024]\n", "slices[1]", "2024"),
+    ("ab: {control: 1, arms: {A: 1, B: 1}}\n", "ab.control", "1"),
+    ("kafka: {group_id: 12}\n", "kafka.group_id", "12"),
+    ("limits: {variants: {fraud: [A, 1.5]}}\n", "limits.variants.fraud[1]", "1.5"),
+    ("triggers: [{name: r, metric: recall, op: '<', value: 0.7, window: 7d, variant: 2}]\n", "triggers[0].variant",
+     "2"),
+])
+def test_a_number_given_as_a_name_is_refused_as_written(tmp_path: Path, text: str, field: str, written: str) -> None:
+    assert _refused(tmp_path, text) == (f"invalid field `{field}`: {written} is a number; quote it (\"{written}\") to "
+                                        "use it as a name")
+
+
+def test_a_boolean_given_as_a_name_is_refused_as_written(tmp_path: Path) -> None:
+    assert _refused(tmp_path, "domain: {positive: yes}\nmodel: yes\n").startswith("unknown field `domain.positive`")
+    assert _refused(tmp_path, "model: yes\n") == 'invalid field `model`: yes is a boolean; quote it ("yes") to use ' \
+                                                 "it as a name"
+
+
+@pytest.mark.parametrize("text, field, written", [
+    ("features: {amount: numeric, 1e3: categorical, 7: numeric}\n", "features", "1e3"),
+    ("ab: {arms: {A: 0.5, 2: 0.5}}\n", "ab.arms", "2"),
+    ("limits: {variants: {101: [A]}}\n", "limits.variants", "101"),
+])
+def test_a_number_given_as_a_key_is_refused_as_written(tmp_path: Path, text: str, field: str, written: str) -> None:
+    assert _refused(tmp_path, text) == (f"invalid field `{field}`: key {written} is a number; quote it "
+                                        f"(\"{written}\") to use it as a name")
+
+
+def test_quoted_numbers_are_names(tmp_path: Path) -> None:
+    p = tmp_path / "c.yaml"
+    p.write_text('model: "1e3"\nslices: ["2024"]\nfeatures: {"2024": categorical}\nthreshold: 5e-1\n')
+    cfg = load(p)
+    assert cfg.model == "1e3" and cfg.slices == ["2024"] and cfg.features == {"2024": "categorical"}
+    assert cfg.threshold == 0.5  # numbers stay numbers where the config wants a number
+
+
+def test_a_quoted_value_refused_too_gets_that_fields_own_error(tmp_path: Path) -> None:
+    """Quoting `window: 7` would not help: the duration's own error is the one to show."""
+    assert _refused(tmp_path, "window: 7\n").startswith("invalid field `window`: expected a duration")
