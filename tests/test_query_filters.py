@@ -65,3 +65,18 @@ def test_stored_filters_are_read_and_named_in_the_header(db, capsys, monkeypatch
     code, out, _ = _run(capsys, *db, "metrics", "--model-version", "v1")
     assert code == 0 and out.splitlines()[0].endswith("· version v1")
     assert "labelled=40 of predictions=40" in out
+
+
+def test_a_misspelled_variant_version_or_model_gets_the_closest_stored_name(tmp_path: Path, capsys) -> None:
+    """Tryout: only a name differing in case got a "did you mean" (`--variant chalenger` got none)."""
+    lines = [pred(f"{v}{i}", 0.5, T0 + i, variant=v, model_version=mv)
+             for i in range(3) for v, mv in (("control", "2024.1"), ("challenger", "2024.2-rc"))]
+    (tmp_path / "e.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    db = ["--db", f"sqlite:///{tmp_path / 'v.db'}"]
+    assert main([*db, "replay", str(tmp_path / "e.jsonl")]) == 0
+    for option, typo, meant in (("--variant", "chalenger", "challenger"), ("--variant", "Contrl", "control"),
+                                ("--model-version", "2024.2rc", "2024.2-rc"), ("--model", "frud", "fraud")):
+        code, _, err = _run(capsys, *db, "metrics", option, typo)
+        assert code == 2 and err.startswith(f"error: {option}: ") and err.endswith(f"; did you mean '{meant}'?)\n")
+    code, _, err = _run(capsys, *db, "metrics", "--variant", "zzz")
+    assert code == 2 and "did you mean" not in err

@@ -5,6 +5,7 @@ exit 2 listing the stored models, so no command answers for a model that has no 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 
 from ..config import ConfigError
@@ -46,7 +47,7 @@ def pick_model(ctx: Context, requested: str | None, also: Sequence[str] = ()) ->
         if requested in stored:
             return requested
         raise UnknownModel(f"--model: no predictions of model '{visible(requested)}' are stored "
-                           f"(stored models: {listing(ctx)})")
+                           f"(stored models: {listing(ctx)}{did_you_mean(requested, stored)})")
     default = ctx.config.model
     if not stored or default in stored and (ctx.model_named or len(stored) == 1):
         return default
@@ -65,10 +66,26 @@ def _names(values: Sequence[str]) -> str:
     return ", ".join(parts) + (f" and {len(values) - SHOWN} more" if len(values) > SHOWN else "")
 
 
+def closest(value: str, names: Sequence[str]) -> str | None:
+    """The name a mistyped one most likely meant: one differing only in case, else the closest by difflib (as
+    config keys are suggested; `--variant chalenger` → 'challenger'); None when none is close."""
+    same = [n for n in names if n.casefold() == value.casefold()]
+    if same:
+        return same[0]
+    folded = {n.casefold(): n for n in names}
+    close = difflib.get_close_matches(value.casefold(), list(folded), n=1, cutoff=0.6)
+    return folded[close[0]] if close else None
+
+
+def did_you_mean(value: str, names: Sequence[str]) -> str:
+    """"; did you mean 'challenger'?" for the closest of `names`, else ''."""
+    near = closest(value, names)
+    return f"; did you mean '{visible(near)}'?" if near is not None else ""
+
+
 def _unknown(option: str, what: str, value: str, model: str, stored: Sequence[str]) -> UnknownSeries:
-    """The error for one unknown name, with a hint when only its case differs from a stored one."""
-    near = [s for s in stored if s.casefold() == value.casefold()]
-    hint = f"; did you mean '{visible(near[0])}'?" if near else ""
+    """The error for one unknown name, with the closest stored one as a hint."""
+    hint = did_you_mean(value, stored)
     return UnknownSeries(f"{option}: no {what} '{visible(value)}' is stored for model '{visible(model)}' "
                          f"(stored: {_names(stored)}{hint})")
 
