@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 import yaml
 
-from .config_fields import dict_entry, unknown_field
+from .config_fields import dict_entry, misspelled_slice, unknown_field
 from .config_scalars import unquoted
 from .config_yaml import load_yaml, yaml_where
 from .durations import parse_duration, window_too_long
@@ -331,6 +331,9 @@ class Config(Base):
         if self.drift.seasonality != "none" and unit % bucket:
             raise ValueError(f"drift.seasonality: {self.drift.seasonality} needs buckets that divide "
                              f"{'a day' if unit == 86400 else 'an hour'} (bucket is {self.bucket})")
+        slice_typo = misspelled_slice(self.slices, self.features)
+        if slice_typo:
+            raise ValueError(slice_typo)
         names = [t.name for t in self.triggers]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 
@@ -67,4 +68,25 @@ def dict_entry(root: type, data: Any, field: str, value_at: Any) -> tuple[str, A
         except msgspec.ValidationError:
             named = f"{prefix}.{key}{rest}"
             return named, value_at({"k": value}, "k" + rest)
+    return None
+
+
+def closest_name(name: str, known: Iterable[str]) -> str | None:
+    """The known name closest to `name` (difflib, as settings are suggested), None when none is close."""
+    close = difflib.get_close_matches(name, [k for k in known if k != name], n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def misspelled_slice(slices: Sequence[str], features: Iterable[str]) -> str | None:
+    """'slices[0]: 'contry' is not declared under `features:` (did you mean 'country'? …)' for the first slice
+    that is not a declared feature while a declared one is close: with features declared only those are recorded,
+    and a misspelled slice would record 'missing' for every prediction, unrecoverable later (tryout). None when
+    every slice is declared, no features are declared, or nothing declared is close (a slice on an undeclared
+    feature is still allowed)."""
+    declared = list(features)
+    for i, name in enumerate(slices):
+        near = closest_name(name, declared) if declared and name not in declared else None
+        if near is not None:
+            return (f"slices[{i}]: {name!r} is not declared under `features:` (did you mean {near!r}? to slice by "
+                    f"{name!r} itself, declare it under `features:` too)")
     return None

@@ -29,6 +29,7 @@ from .references import NoReference, Reference, active_reference_key, load_refer
 from .maturity import maturity_hint
 from .metrics import resolve_window
 from .seasonal import seasonal_block, window_mixture
+from .slice_hints import carried_by_none, slice_hints
 from ..core.stats import BucketStats
 from ..targets import agreed_target
 from ..storage.store import Store
@@ -291,12 +292,16 @@ SLICES_AT_INGESTION = ("slice values are recorded at ingestion, only from when t
                        "the original events into a fresh database with this config to slice them")
 
 
-def _unrecorded(feature: str, recorded: int, predictions: int) -> dict[str, Any]:
+def _unrecorded(feature: str, recorded: int, predictions: int, near: str | None = None) -> dict[str, Any]:
     """How many of the window's predictions have a recorded value of a slice feature, and a note when some
-    have none (the feature was added to `slices:` after they were ingested)."""
+    have none (the feature was added to `slices:` after they were ingested), or none carries it (`near`: the
+    known feature name closest to it, a likely typo)."""
     missing = predictions - recorded
-    out: dict[str, Any] = {"recorded": recorded, "unrecorded": missing, "note": None}
-    if missing > 0:
+    out: dict[str, Any] = {"recorded": recorded, "unrecorded": missing, "note": None, "did_you_mean": near}
+    if near:  # a misspelled slice: every prediction's value is 'missing', or none was recorded
+        out["note"] = (f"no feature {feature!r} is known (did you mean {near!r}?): no prediction in the window "
+                       "carries it; fix `slices:`, then replay the events to slice them")
+    elif missing > 0:
         out["note"] = (f"{missing:,} of {predictions:,} predictions in the window have no recorded value of "
                        f"{feature!r}: {SLICES_AT_INGESTION}")
     return out
@@ -309,11 +314,12 @@ def slices_document(store: Store, config: Config, model: str, window: Window) ->
     stats = _stats(store, model, window, None, False)
     t_recall, t_fpr = slice_targets(config)
     per = slices_of(stats.slices, config.slices, t_recall, t_fpr)
+    near = slice_hints(store, config, model, window, stats, carried_by_none(per)) if stats.predictions else {}
     doc: dict[str, Any] = {
         "model": model, "window": _window_json(window, stats),
         "targets": {"recall": t_recall, "fpr": t_fpr},
         "features": [{"feature": f, "values": [s.to_json() for s in vals],
-                      **_unrecorded(f, sum(v.predictions for v in vals), stats.predictions)}
+                      **_unrecorded(f, sum(v.predictions for v in vals), stats.predictions, near.get(f))}
                      for f, vals in per.items()],
         "worst": [s.to_json() for s in worst_slices(s for vals in per.values() for s in vals)],
     }
