@@ -15,7 +15,7 @@ from ..durations import parse_duration
 from ..numbers import MISSING, count, prop, pvalue, stat
 from .render import fmt_rate, mark_nothing_stored, shown
 from .query import add_matured_arg, add_window_args, check_window_args, nothing_stored_for, window_end
-from .which_model import check_series, pick_model
+from .which_model import check_series, pick_model, reference_model
 from .prose import say
 from .tables import Col, print_table
 from .readout_render import render_calibration, render_slices
@@ -100,8 +100,6 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.seasonal import build_seasonal, check_bucket
 
     start, end = parse_at(args.start, "--from"), parse_at(args.end, "--to")  # before the store is opened
-    # from a file the model need not be stored yet (a reference set before go-live)
-    model = args.model if args.file is not None and args.model else pick_model(ctx, args.model)
     seasonality = args.seasonality or ctx.config.drift.seasonality
     check_bucket(seasonality, ctx.config.bucket_s, "--seasonality" if args.seasonality else "drift.seasonality")
     if args.file is not None and seasonality != "none":
@@ -111,6 +109,7 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
         raise ConfigError("reference set: give --from and --to (stored buckets) or --file PATH (events)")
     if args.file is not None and (start is None) != (end is None):
         raise ConfigError("reference set: with --file, give both --from and --to or neither")
+    model = reference_model(ctx, args.file, args.model)
     if args.file is not None:
         by_variant: dict[str, Any] = {}
         stats, lo, hi, dead = file_stats(args.file, ctx.config, model, start, end, args.variant, by_variant,

@@ -6,11 +6,13 @@ exit 2 listing the stored models, so no command answers for a model that has no 
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Sequence
 
 from ..config import ConfigError
 from ..context import Context
 from ..core.events import iso
+from ..storage.urls import sqlite_file
 from ..terminal import visible
 
 SHOWN = 10
@@ -58,6 +60,20 @@ def pick_model(ctx: Context, requested: str | None, also: Sequence[str] = ()) ->
         return stored[0]
     raise UnknownModel(f"{len(stored)} models are stored: pass --model NAME, or set `model:` in the config "
                        f"(stored models: {listing(ctx)})")
+
+
+def reference_model(ctx: Context, file: str | None, requested: str | None) -> str:
+    """The model a reference is set for, found after the options are checked. From a file the model need not be
+    stored yet (a reference set before go-live), and on a SQLite file that does not exist yet nothing is stored:
+    the config's model, without opening (so creating) the database before the file has given a profile (tryout: a
+    failed `reference set --file` on a new --db left an empty database behind)."""
+    if file is not None:
+        if requested:
+            return requested
+        path = sqlite_file(ctx.db_url)
+        if path is not None and not os.path.exists(path):
+            return ctx.config.model
+    return pick_model(ctx, requested)
 
 
 def _names(values: Sequence[str]) -> str:
