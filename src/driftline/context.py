@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 
 from rich.console import Console
 
@@ -135,18 +136,41 @@ def number_type(kind: Callable[[str], Any], ok: Callable[[Any], bool], why: str,
 
 
 MAX_COUNT = 2**31 - 1
-"""Largest whole-number option (a count, size or limit): larger ones overflowed the database's integers (second
-tryout: `dead-letters --limit 99999999999999999999` ended in an unexpected OverflowError / DataError)."""
+"""Largest whole-number option (a count, size, limit, id or seed): larger ones overflowed the database's integers
+(second tryout: `dead-letters --limit 99999999999999999999` ended in an unexpected OverflowError / DataError)."""
+
+
+def whole(lo: int, hi: int = MAX_COUNT, why: str | None = None, what: str = "a number") -> Callable[[str], int]:
+    """The argparse type of every whole-number option: lo..hi written in digits or in exponent notation when
+    that is a whole number (`--per-day 1e3` = 1000, as `--at 1e9` is a time; '2.5' and '1e-3' are refused); out
+    of range: an error saying `why` ({text} is the input), by default 'must be lo to hi, got {text}'."""
+    message = why or f"must be {lo:,} to {hi:,}, got {{text}}"
+
+    def parse(text: str) -> int:
+        try:
+            value = Decimal(text)  # exact: no float rounding of 1e20, and the range is checked before int()
+        except InvalidOperation:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not value.is_finite():
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        if value != value.to_integral_value():
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(message.format(text=text))
+        return int(value)
+    return parse
 
 
 def positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
-    """argparse type of a number greater than 0 (of `kind`; a whole number at most MAX_COUNT)."""
+    """argparse type of a number greater than 0 (of `kind`; a whole number at most MAX_COUNT, see `whole`)."""
     if kind is int:
-        return number_type(kind, lambda v: 0 < v <= MAX_COUNT, f"must be 1 to {MAX_COUNT:,}, got {{text}}")
+        return whole(1)
     return number_type(kind, lambda v: v > 0, "must be greater than 0, got {text}")
 
 
-port_number = number_type(int, lambda v: 0 <= v <= 65535, "port {text} is outside 0..65535", "a port number")
+port_number = whole(0, 65535, "port {text} is outside 0..65535", "a port number")
 """argparse type of a TCP port: 0 (any free port) to 65535."""
+seed_number = whole(0)
+"""argparse type of a random seed: 0 to MAX_COUNT (a negative one ended in an unexpected ValueError)."""
 fraction = number_type(float, lambda v: 0.0 < v < 1.0, "must be between 0 and 1 (exclusive), got {text}")
 """argparse type of a proportion strictly between 0 and 1 (e.g. a prevalence)."""

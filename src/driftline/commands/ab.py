@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ..context import Context, parse_window
+from ..context import Context, parse_window, seed_number
 from ..numbers import (MISSING, count, diff, duration, fixed, indicative_used, interval, money, percent, prop,
                        pvalue, ratio)
 from .render import fmt_rate, footnote_if, shown
@@ -23,7 +23,7 @@ METRICS = (("recall", "recall"), ("fpr", "FPR"), ("precision", "precision"), ("a
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ab", help="A/B readout: arms, differences with intervals, SRM, label balance, power")
     add_window_args(p)
-    p.add_argument("--seed", type=int, default=0, help="seed of the paired bootstrap (shadow mode)")
+    p.add_argument("--seed", type=seed_number, default=0, help="seed of the paired bootstrap (shadow mode)")
     add_matured_arg(p)
     p.set_defaults(func=cmd_ab)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import numbers
-from ..context import Context, parse_at
+from ..context import Context, parse_at, positive
 from ..metric_names import fmt_line
 from ..triggers import history
 from ..triggers.model import Rule
@@ -32,7 +32,7 @@ _STYLE = {"ok": "green", "pending": "yellow", "firing": "bold red", "resolved": 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("alerts", help="trigger states and alert history (subcommands: evaluate, validate, render)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--limit", type=int, default=50, help="history rows (newest first)")
+    p.add_argument("--limit", type=positive(int), default=50, help="history rows (newest first)")
     p.add_argument("--trigger", help="only this trigger's history")
     p.add_argument("--model", help=MODEL_HELP)
     p.set_defaults(func=cmd_show)

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ..context import Context, parse_at, parse_window
+from ..context import Context, parse_at, parse_window, positive
 from ..config import ConfigError
 from ..durations import parse_duration
 from ..numbers import MISSING, count, prop, pvalue, stat
@@ -50,12 +50,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     ls.set_defaults(func=cmd_reference_list)
     sh = rs.add_parser("show", help="the active reference (or --id) with its frozen bins")
     sh.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
-    sh.add_argument("--id", type=int, help="reference version to show (default: the active one; ids from "
+    sh.add_argument("--id", type=positive(int), help="reference version to show (default: the active one; ids from "
                                            "`reference list`)")
     sh.add_argument("--json", action="store_true", help="print the reference with its profile as JSON")
     sh.set_defaults(func=cmd_reference_show)
     ac = rs.add_parser("activate", help="make an earlier version the active reference")
-    ac.add_argument("id", type=int, help="reference version to make active (ids from `reference list`)")
+    ac.add_argument("id", type=positive(int), help="reference version to make active (ids from `reference list`)")
     ac.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
     ac.set_defaults(func=cmd_reference_activate)
 

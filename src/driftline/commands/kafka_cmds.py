@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import threading
 
-from ..context import Context, port_number
+from ..context import Context, port_number, positive, whole
 from ..kafka.settings import BOOTSTRAP_ENV, KafkaSettings, install_log_redaction, resolve
 from ..kafka.topics import TopicsError
 from .prose import say
 from .render import shown
+
+MAX_REPLICAS = 2**15 - 1
+"""Largest --replication-factor: Kafka's protocol carries it as a 16-bit integer."""
 
 
 def _kafka_arg(p: argparse.ArgumentParser) -> None:
@@ -31,8 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     tsub = t.add_subparsers(dest="topics_command", required=True, metavar="ACTION")
     c = tsub.add_parser("create", help="create missing topics with matching partition counts")
     _kafka_arg(c)
-    c.add_argument("--partitions", type=int, help="partitions per topic (default: existing count, else 6)")
-    c.add_argument("--replication-factor", type=int, default=1,
+    c.add_argument("--partitions", type=positive(int), help="partitions per topic (default: existing count, else 6)")
+    c.add_argument("--replication-factor", type=whole(1, MAX_REPLICAS), default=1,
                    help="copies of each partition (default 1; use 3 on a production cluster)")
     c.set_defaults(func=cmd_topics_create)
     k = tsub.add_parser("check", help="fail unless both topics exist with the same partition count")
