@@ -127,15 +127,39 @@ def open_events(path: str) -> Iterator[tuple[IO[bytes], Callable[[], int]]]:
             raw.close()
 
 
-def head_fingerprint(path: str) -> str:
-    """SHA-256 of the file's first JSON line (empty for a file without one)."""
+def head_fingerprint(path: str) -> str | None:
+    """SHA-256 of the file's first JSON line (empty for a file without one; None when a damaged compressed file
+    yields no line to tell it by, as a bzip2 file cut inside its first block)."""
     with open_events(path) as (fh, _):
         try:
             for _, payload in json_lines(fh):
                 return hashlib.sha256(payload).hexdigest()
         except CORRUPT:  # damaged before its first line: nothing to recognise it by
-            pass
+            return None
     return ""
+
+
+BLOCKS_NOTE = ("; bzip2 decompresses whole blocks of up to 900 kB of lines, so no line of the block that was cut "
+               "could be read")
+"""Why a cut bzip2 file yields fewer lines than the same gzip or xz file cut at the same place (or none)."""
+
+
+def unreadable(path: str, read: int, start: int, err: BaseException, whole_blocks: bool) -> str:
+    """What a truncated or damaged compressed file let replay read, as it is: the line after which it became
+    unreadable (`read` lines of it were read; `start`: where this run began), what is stored and what a re-run
+    does. A bzip2 file cut inside its first block yields no line at all: the message says so, not "after line 0"."""
+    blocks = BLOCKS_NOTE if whole_blocks else ""
+    where = f"after line {read:,}" if read else "before its first line"
+    if path == "-":  # no stored position: a re-run starts over
+        kept = (f"lines 1 to {read:,} are stored; standard input has no stored position: a re-run reads it from its "
+                "first line again and counts the events already stored as duplicates") if read else "nothing stored"
+        return f"stdin: unreadable {where} ({kept}{blocks}): {err}"
+    if read < start:  # ends before the position an earlier replay of this path (a longer copy) reached
+        return (f"{path}: unreadable {where}: it ends before line {start + 1:,}, where the replays of this path had "
+                f"got to (nothing new stored; a re-run resumes at line {start + 1:,}{blocks}): {err}")
+    if not read:
+        return f"{path}: unreadable {where} (nothing stored{blocks}): {err}"
+    return f"{path}: unreadable {where} (the lines before it are stored; a re-run resumes there{blocks}): {err}"
 
 
 def resume_point(pipeline: Pipeline, path: str) -> tuple[int, str | None]:
@@ -147,8 +171,8 @@ def resume_point(pipeline: Pipeline, path: str) -> tuple[int, str | None]:
     stored = pipeline.store.positions(source).get(0, 0)
     if stored == 0:
         return 0, None
-    known = pipeline.store.meta(fingerprint_key(source))
-    if known is not None and known != head_fingerprint(path):
+    known, head = pipeline.store.meta(fingerprint_key(source)), head_fingerprint(path)
+    if known is not None and head is not None and known != head:  # unreadable: not "changed", replay says why
         return 0, (f"{path}: its first line changed since it was replayed up to line {stored:,}: replaying it from "
                    "the start (events already stored count as duplicates)")
     return stored, None  # a file now shorter than `stored` is noticed while replay skips to it
@@ -169,12 +193,13 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
     if start is None:
         start, why = resume_point(pipeline, path)
         rewind = why is not None
-    meta = None if path == "-" else {fingerprint_key(source): head_fingerprint(path)}
+    meta = None if path == "-" else {fingerprint_key(source): head_fingerprint(path) or ""}
     total = ReplayResult()
     failure: list[BaseException] = []
     held: list[int] = []
     last = [-1]
     with open_events(path) as (fh, position):
+        whole_blocks = isinstance(fh, bz2.BZ2File)
         batch: list[RawRecord] = []
         size = 0
         limit = size_of()
@@ -201,9 +226,7 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
             if on_batch:
                 on_batch(res, position())
     if failure:  # a truncated or damaged compressed file: what was read is stored, then the reader says so
-        reached = pipeline.store.positions(source).get(0, start)
-        total.unreadable = (f"{path}: unreadable after line {reached:,} (the lines before it are stored; a re-run "
-                            f"resumes there): {failure[0]}")
+        total.unreadable = unreadable(path, last[0] + 1, start, failure[0], whole_blocks)
         return total
     if start > 0 and last[0] + 1 < start:  # nothing read past the position: the file is shorter than it was
         again = replay(pipeline, path, on_batch, batch_size, 0, rewind=True, tick=tick)

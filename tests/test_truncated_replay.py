@@ -1,0 +1,97 @@
+"""A truncated compressed file or stream says where it ended and what a re-run does, whatever its format (hostile
+tryout: a cut `.bz2` said "unreadable after line 0 (the lines before it are stored ...)", a cut copy over a
+replayed path named the old position as the line it ended after, and stdin promised "a re-run resumes there")."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import json
+import sys
+
+from driftline.cli import main
+
+from helpers import pred
+
+T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+BLOCKS = "bzip2 decompresses whole blocks of up to 900 kB of lines, so no line of the block that was cut could be read"
+
+
+def _lines(n: int) -> bytes:
+    return b"\n".join(pred(f"cut-{i}", 0.3, T0 + i) for i in range(n)) + b"\n"
+
+
+def _whole_lines(data: bytes, decompressor: object) -> int:
+    """Complete lines a streaming decompressor gets out of `data` (what any reader of the cut file can have)."""
+    return decompressor.decompress(data).count(b"\n")  # type: ignore[attr-defined]
+
+
+def _replay(capsys, db: list[str], path: str, *, code: int = 2) -> tuple[dict, str]:
+    assert main([*db, "replay", path, "--json"]) == code
+    out, err = capsys.readouterr()
+    return json.loads(out), " ".join(err.split())
+
+
+def test_a_bz2_cut_inside_its_first_block_says_nothing_could_be_read(tmp_path, capsys) -> None:
+    data = bz2.compress(_lines(300))
+    path = tmp_path / "cut.jsonl.bz2"
+    path.write_bytes(data[:-100])  # the same cut of the gzip file keeps all but the last lines
+    doc, err = _replay(capsys, ["--db", f"sqlite:///{tmp_path / 'd.db'}"], str(path))
+    assert doc["records"] == 0 and "after line 0" not in err
+    assert doc["error"].startswith(f"{path}: unreadable before its first line (nothing stored; {BLOCKS}): ")
+    assert f"error: {doc['error']}" == err
+
+
+def test_a_bz2_cut_after_whole_blocks_names_the_last_line_it_read(tmp_path, capsys) -> None:
+    data = bz2.compress(_lines(3000), compresslevel=1)  # blocks of 100 kB: several in 600 kB of lines
+    cut = data[: len(data) * 6 // 10]
+    readable = _whole_lines(cut, bz2.BZ2Decompressor())
+    assert 0 < readable < 3000
+    path = tmp_path / "cut.jsonl.bz2"
+    path.write_bytes(cut)
+    doc, err = _replay(capsys, ["--db", f"sqlite:///{tmp_path / 'd.db'}"], str(path))
+    assert doc["records"] == doc["accepted"] == readable
+    assert doc["error"].startswith(f"{path}: unreadable after line {readable:,} (the lines before it are stored; "
+                                   f"a re-run resumes there; {BLOCKS}): ")
+
+
+def test_a_cut_copy_over_a_replayed_path_names_the_line_it_ends_after(tmp_path, capsys) -> None:
+    """A whole file replayed, then a cut copy at the same path: it ends before the stored position."""
+    db = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    whole = gzip.compress(_lines(3000))
+    path = tmp_path / "export.jsonl.gz"
+    path.write_bytes(whole)
+    assert _replay(capsys, db, str(path), code=0)[0]["accepted"] == 3000
+    cut = whole[: len(whole) // 2]
+    readable = _whole_lines(cut, gzip.zlib.decompressobj(31))  # type: ignore[attr-defined]
+    path.write_bytes(cut)
+    doc, err = _replay(capsys, db, str(path))
+    assert doc["records"] == 0 and "after line 3,000" not in doc["error"]
+    assert doc["error"].startswith(f"{path}: unreadable after line {readable:,}: it ends before line 3,001, where "
+                                   "the replays of this path had got to (nothing new stored; a re-run resumes at "
+                                   "line 3,001): ")
+    bz = bz2.compress(_lines(3000))
+    path.write_bytes(bz[:1000])  # nothing readable: not "its first line changed", nor "after line 3,000"
+    doc, err = _replay(capsys, db, str(path))
+    assert "first line changed" not in err and doc["records"] == 0
+    assert doc["error"].startswith(f"{path}: unreadable before its first line: it ends before line 3,001, where ")
+    path.write_bytes(whole)  # the whole file again: nothing new, nothing counted twice
+    doc, err = _replay(capsys, db, str(path), code=0)
+    assert (doc["records"], doc["duplicates"], doc["error"]) == (0, 0, None)
+
+
+def test_a_cut_stream_on_stdin_says_a_rerun_starts_over(tmp_path, capsys, monkeypatch) -> None:
+    """stdin has no stored position: a re-run of it reads every line again (they count as duplicates)."""
+    db = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    whole = gzip.compress(_lines(2000))
+    cut = whole[: len(whole) // 2]
+    readable = _whole_lines(cut, gzip.zlib.decompressobj(31))  # type: ignore[attr-defined]
+    for run in range(2):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(cut))))  # type: ignore[arg-type]
+        doc, err = _replay(capsys, db, "-")
+        assert "resumes" not in err
+        assert doc["error"].startswith(f"stdin: unreadable after line {readable:,} (lines 1 to {readable:,} are "
+                                       "stored; standard input has no stored position: a re-run reads it from its "
+                                       "first line again and counts the events already stored as duplicates): ")
+        assert (doc["records"], doc["duplicates"]) == (readable, readable * run)  # what the message promised
