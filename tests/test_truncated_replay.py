@@ -95,3 +95,43 @@ def test_a_cut_stream_on_stdin_says_a_rerun_starts_over(tmp_path, capsys, monkey
                                        "stored; standard input has no stored position: a re-run reads it from its "
                                        "first line again and counts the events already stored as duplicates): ")
         assert (doc["records"], doc["duplicates"]) == (readable, readable * run)  # what the message promised
+
+
+def _stdin(monkeypatch, data: bytes) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(data))))  # type: ignore[arg-type]
+
+
+def test_a_stdin_stream_cut_mid_line_dead_letters_the_cut_line(tmp_path, capsys, monkeypatch) -> None:
+    """On a file the cut last line is left for the next run; stdin has no next run to leave it to (it said "left
+    for the next replay, not dead-lettered", and the line was in fact dropped: neither stored nor dead-lettered)."""
+    db = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    _stdin(monkeypatch, _lines(3) + pred("cut-3", 0.3, T0 + 3)[:50])
+    doc, err = _replay(capsys, db, "-", code=0)
+    assert "next replay" not in err and doc["held_back_line"] is None
+    assert (doc["records"], doc["accepted"], doc["dead_lettered"]) == (4, 3, 1)
+    assert main([*db, "dead-letters", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["totals"] == {"invalid_json": 1}
+
+
+def test_the_database_failing_mid_stdin_says_what_a_rerun_does(tmp_path, capsys, monkeypatch) -> None:
+    """User tryout: the write lock held by another writer after 5,400 lines of stdin were stored said only
+    "(nothing written; run again when it is done)"."""
+    from driftline.ingest.pipeline import Pipeline
+    from driftline.storage.errors import WriteLocked
+
+    real, calls = Pipeline.process_isolating, []
+
+    def locked_third(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 3:
+            raise WriteLocked("another driftline writer held the database write lock for more than 30s "
+                              "(nothing written; run again when it is done)")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Pipeline, "process_isolating", locked_third)
+    _stdin(monkeypatch, _lines(300))
+    assert main(["--db", f"sqlite:///{tmp_path / 'd.db'}", "replay", "-", "--batch-size", "100"]) == 3
+    err = " ".join(capsys.readouterr().err.split())
+    assert err.endswith("(nothing written; run again when it is done); stdin: the batches before stored lines 1 to "
+                        "200; standard input has no stored position: a re-run reads it from its first line again "
+                        "and counts the events already stored as duplicates")

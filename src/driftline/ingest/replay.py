@@ -26,6 +26,7 @@ from typing import IO, Any
 from ..core.events import DeadLetter, decode, json_lines
 from ..core.lines import json_line_blocks
 from ..core.limits import Limits
+from ..storage.errors import StoreUnavailable
 from .isolation import Tick
 from .pipeline import BatchResult, Pipeline, RawRecord
 
@@ -72,7 +73,8 @@ def _records(fh: IO[bytes], source: str, start: int, failure: list[BaseException
     """Records from line `start` on, a block of lines at a time; `last[0]` follows the last line number read (lines
     before `start` too). A decompression error ends them and is appended to `failure`. A last line without newline
     that is not valid JSON is held back (its number appended to `held`): it is probably still being written, and
-    dead-lettering it would move the position past it for good."""
+    dead-lettering it would move the position past it for good. Not on stdin: it has no stored position, so no
+    later run could take the line up; it is dead-lettered (invalid_json) like any other line that is not JSON."""
 
     def complete(lineno: int, payload: bytes) -> bool:
         d = decode(payload, source, 0, lineno, None, limits)
@@ -82,7 +84,8 @@ def _records(fh: IO[bytes], source: str, start: int, failure: list[BaseException
         return True
 
     try:
-        for numbers, payloads in json_line_blocks(fh, complete, limits.max_event_bytes):
+        hold = None if source == "stdin" else complete
+        for numbers, payloads in json_line_blocks(fh, hold, limits.max_event_bytes):
             if not payloads:
                 continue
             last[0] = numbers[-1]
@@ -144,6 +147,11 @@ BLOCKS_NOTE = ("; bzip2 decompresses whole blocks of up to 900 kB of lines, so n
 """Why a cut bzip2 file yields fewer lines than the same gzip or xz file cut at the same place (or none)."""
 
 
+RERUN_STDIN = ("standard input has no stored position: a re-run reads it from its first line again and counts the events "
+               "already stored as duplicates")
+"""What a re-run of stdin does, told wherever a replay of it stops early (never "a re-run resumes there")."""
+
+
 def unreadable(path: str, read: int, start: int, err: BaseException, whole_blocks: bool) -> str:
     """What a truncated or damaged compressed file let replay read, as it is: the line after which it became
     unreadable (`read` lines of it were read; `start`: where this run began), what is stored and what a re-run
@@ -151,8 +159,7 @@ def unreadable(path: str, read: int, start: int, err: BaseException, whole_block
     blocks = BLOCKS_NOTE if whole_blocks else ""
     where = f"after line {read:,}" if read else "before its first line"
     if path == "-":  # no stored position: a re-run starts over
-        kept = (f"lines 1 to {read:,} are stored; standard input has no stored position: a re-run reads it from its "
-                "first line again and counts the events already stored as duplicates") if read else "nothing stored"
+        kept = f"lines 1 to {read:,} are stored; {RERUN_STDIN}" if read else "nothing stored"
         return f"stdin: unreadable {where} ({kept}{blocks}): {err}"
     if read < start:  # ends before the position an earlier replay of this path (a longer copy) reached
         return (f"{path}: unreadable {where}: it ends before line {start + 1:,}, where the replays of this path had "
@@ -198,6 +205,21 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
     failure: list[BaseException] = []
     held: list[int] = []
     last = [-1]
+    stored_to = [0]  # lines of stdin stored by the batches committed so far
+
+    def process(batch: list[RawRecord], rewind: bool) -> BatchResult:
+        """One batch stored; the database failing mid-stdin says what the batches before stored (user tryout:
+        "nothing written; run again" after 5,436 lines of stdin were stored)."""
+        try:
+            res = pipeline.process_isolating(batch, meta, rewind, tick)
+        except StoreUnavailable as err:
+            if path == "-" and stored_to[0]:
+                raise type(err)(f"{err}; stdin: the batches before stored lines 1 to {stored_to[0]:,}; "
+                                f"{RERUN_STDIN}") from err
+            raise
+        stored_to[0] = batch[-1].offset + 1
+        return res
+
     with open_events(path) as (fh, position):
         whole_blocks = isinstance(fh, bz2.BZ2File)
         batch: list[RawRecord] = []
@@ -214,14 +236,14 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
                 size += ends[pos + take - 1] - before
                 pos += take
                 if len(batch) >= limit or size >= BATCH_BYTES:
-                    res = pipeline.process_isolating(batch, meta, rewind, tick)
+                    res = process(batch, rewind)
                     rewind = False
                     total.add(res)
                     if on_batch:
                         on_batch(res, position())
                     batch, size, limit = [], 0, size_of()
         if batch:
-            res = pipeline.process_isolating(batch, meta, rewind, tick)
+            res = process(batch, rewind)
             total.add(res)
             if on_batch:
                 on_batch(res, position())
