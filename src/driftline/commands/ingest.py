@@ -122,8 +122,9 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(doc))
         return 2 if doc["error"] else 0
-    print_table(ctx.console, [Col("", "left"), Col("")],
-                [[k.replace("_", " "), count(v)] for k, v in doc.items() if isinstance(v, int)],
+    counts = {k: v for k, v in doc.items() if isinstance(v, int) and k != "held_back_line"}  # a 0-based line index,
+    # not a count: it showed as "held back line 3" under the note "line 4 has no newline ...", which tells it
+    print_table(ctx.console, [Col("", "left"), Col("")], [[k.replace("_", " "), count(v)] for k, v in counts.items()],
                 title=f"replay {shown(args.path)}", show_header=False)
     if doc["dead_lettered"]:
         ctx.console.print("[yellow]some events were dead-lettered: `driftline dead-letters` shows why[/yellow]")
