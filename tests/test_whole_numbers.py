@@ -65,6 +65,9 @@ def test_exponent_notation_naming_a_whole_number_is_accepted(argv: list[str], de
      "error: --id: must be 1 to 2,147,483,647, got 99999999999999999999"),
     (["dead-letters", "--limit", "1.5"], "error: --limit: '1.5' is not a whole number"),
     (["serve", "--port", "7e4"], "error: --port: port 7e4 is outside 0..65535"),
+    (["reference", "activate", "2.5"], "error: id: '2.5' is not a whole number"),  # a positional: one line too
+    (["reference", "activate", "99999999999999999999"],
+     "error: id: must be 1 to 2,147,483,647, got 99999999999999999999"),
 ])
 def test_a_fraction_or_out_of_range_whole_number_is_one_error_line(tmp_path, capsys, argv: list[str],
                                                                    line: str) -> None:
@@ -101,3 +104,10 @@ def test_topics_create_refuses_a_bad_count_before_contacting_kafka(monkeypatch, 
 def test_topics_create_reads_exponent_notation() -> None:
     args = build_parser().parse_args(["topics", "create", "--partitions", "6e0", "--replication-factor", "3.0"])
     assert (args.partitions, args.replication_factor) == (6, 3)
+
+
+def test_an_unknown_command_still_shows_the_usage(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["topics", "bogus"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.startswith("usage: driftline topics") and "invalid choice: 'bogus'" in err

@@ -52,11 +52,14 @@ and docs/ in the source tree."""
 class Parser(argparse.ArgumentParser):
     """argparse, except that a bad option value (`--limit 0`, `--port 70000`, `--limit` without a value) ends with
     one line `error: --limit: must be greater than 0, got 0` like every other check, not usage plus a second line;
-    a usage mistake (unknown option, unknown or missing command or argument) still shows the usage. Subparsers
+    a usage mistake (unknown option, unknown or missing command or argument) still shows the usage. A positional
+    argument's value its type refuses (`reference activate 2.5`) is one line too (`error: id: ...`). Subparsers
     are of this class too (add_subparsers uses the parent's class)."""
 
     def error(self, message: str) -> typing.NoReturn:
-        if message.startswith("argument -"):  # ArgumentError of an option: "argument --limit: <why>"
+        if message.startswith("argument -") or (message.startswith("argument ") and "invalid choice" not in message):
+            # ArgumentError of an option or a typed positional: "argument --limit: <why>"; a command unknown is
+            # "argument COMMAND: invalid choice: ...", a usage mistake
             fail(ReaderConsole(stderr=True, highlight=False), message.removeprefix("argument "))
             self.exit(2)
         super().error(message)
