@@ -135,3 +135,14 @@ def test_the_database_failing_mid_stdin_says_what_a_rerun_does(tmp_path, capsys,
     assert err.endswith("(nothing written; run again when it is done); stdin: the batches before stored lines 1 to "
                         "200; standard input has no stored position: a re-run reads it from its first line again "
                         "and counts the events already stored as duplicates")
+
+
+def test_the_error_of_a_cut_file_is_one_line_at_80_columns(tmp_path, capsys, monkeypatch) -> None:
+    """It was wrapped into four lines on a narrow stderr; errors are one line (`fail` in cli.py never wraps)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    whole = gzip.compress(_lines(300))
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(whole[:-100])
+    assert main(["--db", f"sqlite:///{tmp_path / 'd.db'}", "replay", str(path)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {path}: unreadable after line ") and len(lines[0]) > 80

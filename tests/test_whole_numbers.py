@@ -111,3 +111,15 @@ def test_an_unknown_command_still_shows_the_usage(capsys) -> None:
         main(["topics", "bogus"])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.startswith("usage: driftline topics") and "invalid choice: 'bogus'" in err
+
+
+def test_kafka_unreachable_is_one_error_line_at_80_columns(monkeypatch, capsys) -> None:
+    """It was wrapped ("... Unable to bootstrap" / "from ['127.0.0.1:1']") on a narrow stderr."""
+    def unreachable(settings: object) -> None:
+        raise OSError("Unable to bootstrap from ['127.0.0.1:1'] after trying every address for a long while")
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr("driftline.kafka.topics.open_admin", unreachable)
+    assert main(["topics", "create", "--kafka", "127.0.0.1:1", "--partitions", "6"]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: Kafka at 127.0.0.1:1 unreachable: ") and len(lines[0]) > 80

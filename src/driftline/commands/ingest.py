@@ -114,11 +114,11 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
     if args.path != "-":
         problem = _unreadable(args.path)
         if problem:
-            ctx.err.print(f"[red]error:[/red] {shown(problem)}")
+            ctx.err.print(f"[red]error:[/red] {shown(problem)}", soft_wrap=True)
             return 2
     doc = run_replay(ctx, args.path, args.batch_size, progress=False if args.json else None)
     if doc["error"]:  # a truncated compressed file: the summary of what was read, then the error (exit 2)
-        ctx.err.print(f"[red]error:[/red] {shown(doc['error'])}")
+        ctx.err.print(f"[red]error:[/red] {shown(doc['error'])}", soft_wrap=True)
     if args.json:
         print(json.dumps(doc))
         return 2 if doc["error"] else 0

@@ -61,7 +61,7 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
                     evaluate=not args.no_evaluate, maintain_every_s=args.maintain_every, clock=ctx.clock,
                     announce=lambda line: say(ctx.err, shown(line)), keep_model=ctx.model_named)
     except TopicsError as err:
-        ctx.err.print(f"[red]error:[/red] {shown(err)}")
+        ctx.err.print(f"[red]error:[/red] {shown(err)}", soft_wrap=True)
         return 2
     ctx.err.print("driftline run: stopped")
     return 0
@@ -75,7 +75,7 @@ def _admin(ctx: Context, settings: KafkaSettings):  # type: ignore[no-untyped-de
     try:
         return open_admin(settings)
     except (KafkaError, OSError) as err:
-        ctx.err.print(f"[red]error:[/red] Kafka at {settings.bootstrap} unreachable: {shown(err)}")
+        ctx.err.print(f"[red]error:[/red] Kafka at {settings.bootstrap} unreachable: {shown(err)}", soft_wrap=True)
         return None
 
 
@@ -89,7 +89,7 @@ def cmd_topics_create(ctx: Context, args: argparse.Namespace) -> int:
     try:
         n, created = create(admin, settings, args.partitions, args.replication_factor)
     except TopicsError as err:
-        ctx.err.print(f"[red]error:[/red] {shown(err)}")
+        ctx.err.print(f"[red]error:[/red] {shown(err)}", soft_wrap=True)
         return 2
     finally:
         admin.close()
@@ -109,7 +109,7 @@ def cmd_topics_check(ctx: Context, args: argparse.Namespace) -> int:
     try:
         n = check(admin, settings)
     except TopicsError as err:
-        ctx.err.print(f"[red]error:[/red] {shown(err)}")
+        ctx.err.print(f"[red]error:[/red] {shown(err)}", soft_wrap=True)
         return 2
     finally:
         admin.close()
@@ -128,7 +128,7 @@ def simulate_to_kafka(ctx: Context, args: argparse.Namespace, spec: object, end:
     from .serve import install_stop_handlers
 
     if args.rate is not None and args.rate <= 0:
-        ctx.err.print("[red]error:[/red] --rate must be positive")
+        ctx.err.print("[red]error:[/red] --rate must be positive", soft_wrap=True)
         return 2
     settings = _settings(ctx, args)
     admin = _admin(ctx, settings)
@@ -137,14 +137,14 @@ def simulate_to_kafka(ctx: Context, args: argparse.Namespace, spec: object, end:
     try:
         n = check(admin, settings)  # before producing: a broker may auto-create a missing topic with any count
     except TopicsError as err:
-        ctx.err.print(f"[red]error:[/red] {shown(err)}")
+        ctx.err.print(f"[red]error:[/red] {shown(err)}", soft_wrap=True)
         return 2
     finally:
         admin.close()
     try:
         producer = open_producer(settings, "-simulator")
     except (KafkaError, OSError) as err:
-        ctx.err.print(f"[red]error:[/red] Kafka at {settings.bootstrap} unreachable: {shown(err)}")
+        ctx.err.print(f"[red]error:[/red] Kafka at {settings.bootstrap} unreachable: {shown(err)}", soft_wrap=True)
         return 1
     stop = threading.Event()
     install_stop_handlers(stop)
