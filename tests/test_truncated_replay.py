@@ -33,6 +33,10 @@ def _replay(capsys, db: list[str], path: str, *, code: int = 2) -> tuple[dict, s
     return json.loads(out), " ".join(err.split())
 
 
+def _stdin(monkeypatch, data: bytes) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(data))))  # type: ignore[arg-type]
+
+
 def test_a_bz2_cut_inside_its_first_block_says_nothing_could_be_read(tmp_path, capsys) -> None:
     data = bz2.compress(_lines(300))
     path = tmp_path / "cut.jsonl.bz2"
@@ -88,17 +92,13 @@ def test_a_cut_stream_on_stdin_says_a_rerun_starts_over(tmp_path, capsys, monkey
     cut = whole[: len(whole) // 2]
     readable = _whole_lines(cut, gzip.zlib.decompressobj(31))  # type: ignore[attr-defined]
     for run in range(2):
-        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(cut))))  # type: ignore[arg-type]
+        _stdin(monkeypatch, cut)
         doc, err = _replay(capsys, db, "-")
         assert "resumes" not in err
         assert doc["error"].startswith(f"stdin: unreadable after line {readable:,} (lines 1 to {readable:,} are "
                                        "stored; standard input has no stored position: a re-run reads it from its "
                                        "first line again and counts the events already stored as duplicates): ")
         assert (doc["records"], doc["duplicates"]) == (readable, readable * run)  # what the message promised
-
-
-def _stdin(monkeypatch, data: bytes) -> None:
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(data))))  # type: ignore[arg-type]
 
 
 def test_a_stdin_stream_cut_mid_line_dead_letters_the_cut_line(tmp_path, capsys, monkeypatch) -> None:

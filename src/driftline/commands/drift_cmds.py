@@ -50,8 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ls.set_defaults(func=cmd_reference_list)
     sh = rs.add_parser("show", help="the active reference (or --id) with its frozen bins")
     sh.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
-    sh.add_argument("--id", type=positive(int), help="reference version to show (default: the active one; ids from "
-                                           "`reference list`)")
+    sh.add_argument("--id", type=positive(int), help="reference version to show (default: the active one; ids "
+                                                     "from `reference list`)")
     sh.add_argument("--json", action="store_true", help="print the reference with its profile as JSON")
     sh.set_defaults(func=cmd_reference_show)
     ac = rs.add_parser("activate", help="make an earlier version the active reference")

@@ -29,8 +29,9 @@ def add_sim_args(p: argparse.ArgumentParser, end_help: str = "end of the simulat
     p.add_argument("--days", type=positive(float), default=28.0, help="days of traffic (default 28)")
     p.add_argument("--per-day", type=positive(int), default=5000, help="predictions per day (default 5000)")
     p.add_argument("--drift-day", type=float, default=21.0, help="day the drift starts; negative for none")
-    p.add_argument("--seed", type=seed_number, default=7, help="random seed: the same seed gives the same stream (default 7); "
-                                                           "prediction ids are tx-N for seed 7, tx-sSEED-N for others")
+    p.add_argument("--seed", type=seed_number, default=7,
+                   help="random seed: the same seed gives the same stream (default 7); prediction ids are tx-N for "
+                        "seed 7, tx-sSEED-N for others")
     p.add_argument("--end", help=end_help)
     p.add_argument("--prevalence", type=fraction, default=0.02, help="share of frauds (default 0.02)")
 

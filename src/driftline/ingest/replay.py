@@ -147,8 +147,8 @@ BLOCKS_NOTE = ("; bzip2 decompresses whole blocks of up to 900 kB of lines, so n
 """Why a cut bzip2 file yields fewer lines than the same gzip or xz file cut at the same place (or none)."""
 
 
-RERUN_STDIN = ("standard input has no stored position: a re-run reads it from its first line again and counts the events "
-               "already stored as duplicates")
+RERUN_STDIN = ("standard input has no stored position: a re-run reads it from its first line again and counts the "
+               "events already stored as duplicates")
 """What a re-run of stdin does, told wherever a replay of it stops early (never "a re-run resumes there")."""
 
 
