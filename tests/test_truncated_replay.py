@@ -9,6 +9,7 @@ import gzip
 import io
 import json
 import sys
+import zlib
 
 from driftline.cli import main
 
@@ -68,7 +69,7 @@ def test_a_cut_copy_over_a_replayed_path_names_the_line_it_ends_after(tmp_path, 
     path.write_bytes(whole)
     assert _replay(capsys, db, str(path), code=0)[0]["accepted"] == 3000
     cut = whole[: len(whole) // 2]
-    readable = _whole_lines(cut, gzip.zlib.decompressobj(31))  # type: ignore[attr-defined]
+    readable = _whole_lines(cut, zlib.decompressobj(31))
     path.write_bytes(cut)
     doc, err = _replay(capsys, db, str(path))
     assert doc["records"] == 0 and "after line 3,000" not in doc["error"]
@@ -90,7 +91,7 @@ def test_a_cut_stream_on_stdin_says_a_rerun_starts_over(tmp_path, capsys, monkey
     db = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
     whole = gzip.compress(_lines(2000))
     cut = whole[: len(whole) // 2]
-    readable = _whole_lines(cut, gzip.zlib.decompressobj(31))  # type: ignore[attr-defined]
+    readable = _whole_lines(cut, zlib.decompressobj(31))
     for run in range(2):
         _stdin(monkeypatch, cut)
         doc, err = _replay(capsys, db, "-")
