@@ -66,12 +66,25 @@ def test_replay_summary_counts_accepted_dead_and_duplicates(tmp_path, capsys, wi
     assert main([*db, "replay", str(path)]) == 0
     out = capsys.readouterr().out
     for name, value in (("records", 233), ("accepted", 231), ("dead lettered", 2), ("duplicates", 1),
-                        ("predictions", 131), ("outcomes", 100)):
+                        ("predictions stored", 130), ("duplicate predictions", 1), ("outcomes stored", 100),
+                        ("duplicate outcomes", 0)):
         assert re.search(rf"\b{value}\b", _row(out, name)), (name, out)
     assert "`driftline dead-letters` shows why" in out
     assert main([*db, "dead-letters"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"\b1\b", _row(out, "invalid_json")) and re.search(r"\b1\b", _row(out, "score_out_of_range"))
+
+
+def test_a_stream_replayed_twice_over_counts_each_prediction_stored_once(tmp_path, capsys, monkeypatch) -> None:
+    """User tryout: `cat f f | driftline replay -` said twice the predictions (and outcomes) the database held,
+    the copies counted both as predictions and as duplicates."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(_stream() * 2)))
+    assert main(["--db", f"sqlite:///{tmp_path / 'd.db'}", "replay", "-", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["predictions"], doc["duplicate_predictions"]) == (130, 132)  # 131 lines, one a copy, twice
+    assert (doc["outcomes"], doc["duplicate_outcomes"], doc["duplicates"]) == (100, 100, 232)
+    assert doc["predictions"] + doc["duplicate_predictions"] + doc["outcomes"] + doc["duplicate_outcomes"] \
+        + doc["stale_outcomes"] == doc["accepted"]
 
 
 def test_replay_from_stdin_matches_the_file(tmp_path, capsys, monkeypatch) -> None:

@@ -91,23 +91,34 @@ def past_horizon_warning(total: BatchResult, newest_before: float | None, horizo
 
 
 def summary(total: BatchResult, maintenance: Counter[tuple[str, str]]) -> dict[str, object]:
+    """A replay's counts. `predictions` and `outcomes` are the ones stored; copies of a stored event (and outcomes
+    older than the one in force) are counted apart, so a file replayed twice over does not read as twice the data
+    (user tryout: `cat f f | driftline replay -` showed twice the predictions the database held)."""
     c = total.counters
+    dup_preds, dup_outs = c.get(("duplicates", "prediction"), 0), c.get(("duplicates", "outcome"), 0)
+    stale = c.get(("stale_outcomes", ""), 0)
     return {
         "records": total.records,
         "accepted": total.accepted,
         "dead_lettered": total.dead,
         "duplicates": total.duplicates,
         "already_stored": total.already_stored,
-        "predictions": c.get(("events", "prediction"), 0),
-        "outcomes": c.get(("events", "outcome"), 0),
+        "predictions": c.get(("events", "prediction"), 0) - dup_preds,
+        "duplicate_predictions": dup_preds,
+        "outcomes": c.get(("events", "outcome"), 0) - dup_outs - stale,
+        "duplicate_outcomes": dup_outs,
         "corrections": c.get(("corrections", ""), 0),
-        "stale_outcomes": c.get(("stale_outcomes", ""), 0),
+        "stale_outcomes": stale,
         "outcome_before_prediction": c.get(("outcome_before_prediction", ""), 0),
         "implicit_negatives": maintenance.get(("implicit_negatives", ""), 0),
         "expired_predictions": maintenance.get(("expired_predictions", ""), 0),
         "expired_outcomes": maintenance.get(("expired_outcomes", ""), 0),
         "folded_into_other": total.folded,
     }
+
+
+ROW_NAMES = {"predictions": "predictions stored", "outcomes": "outcomes stored"}
+"""Terminal names of the summary rows whose JSON key alone would not say they exclude the duplicate copies."""
 
 
 def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
@@ -124,7 +135,8 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
         return 2 if doc["error"] else 0
     counts = {k: v for k, v in doc.items() if isinstance(v, int) and k != "held_back_line"}  # a 0-based line index,
     # not a count: it showed as "held back line 3" under the note "line 4 has no newline ...", which tells it
-    print_table(ctx.console, [Col("", "left"), Col("")], [[k.replace("_", " "), count(v)] for k, v in counts.items()],
+    print_table(ctx.console, [Col("", "left"), Col("")],
+                [[ROW_NAMES.get(k, k.replace("_", " ")), count(v)] for k, v in counts.items()],
                 title=f"replay {shown(args.path)}", show_header=False)
     if doc["dead_lettered"]:
         ctx.console.print("[yellow]some events were dead-lettered: `driftline dead-letters` shows why[/yellow]")
