@@ -14,6 +14,7 @@ from rich.text import Text
 
 from ..config import ConfigError
 from ..context import Context, positive
+from ..core.engine import IMPLICIT_RELABELLED
 from ..core.events import ALL_REASONS, iso
 from ..ingest.pipeline import FILE_PREFIX, BatchResult, Pipeline
 from ..ingest.replay import replay, resume_point
@@ -108,6 +109,8 @@ def summary(total: BatchResult, maintenance: Counter[tuple[str, str]]) -> dict[s
         "outcomes": c.get(("events", "outcome"), 0) - dup_outs - stale,
         "duplicate_outcomes": dup_outs,
         "corrections": c.get(("corrections", ""), 0),
+        "implicit_relabelled_positive": c.get((IMPLICIT_RELABELLED, "positive"), 0),
+        "implicit_relabelled_negative": c.get((IMPLICIT_RELABELLED, "negative"), 0),
         "stale_outcomes": stale,
         "outcome_before_prediction": c.get(("outcome_before_prediction", ""), 0),
         "implicit_negatives": maintenance.get(("implicit_negatives", ""), 0),
@@ -117,8 +120,13 @@ def summary(total: BatchResult, maintenance: Counter[tuple[str, str]]) -> dict[s
     }
 
 
-ROW_NAMES = {"predictions": "predictions stored", "outcomes": "outcomes stored"}
-"""Terminal names of the summary rows whose JSON key alone would not say they exclude the duplicate copies."""
+ROW_NAMES = {"predictions": "predictions stored", "outcomes": "outcomes stored",
+             "corrections": "corrections (explicit label changed)",
+             "implicit_relabelled_positive": "implicit negatives turned positive",
+             "implicit_relabelled_negative": "implicit negatives confirmed"}
+"""Terminal names of the summary rows whose JSON key alone would not say what they count (user tryouts: predictions
+counted the duplicate copies too; 'corrections 0' read as no label changed while implicit negatives were
+overturned by a later positive outcome)."""
 
 
 def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
@@ -140,6 +148,10 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
                 title=f"replay {shown(args.path)}", show_header=False)
     if doc["dead_lettered"]:
         ctx.console.print("[yellow]some events were dead-lettered: `driftline dead-letters` shows why[/yellow]")
+    if doc["implicit_relabelled_positive"]:
+        ctx.console.print(f"[yellow]{count(doc['implicit_relabelled_positive'])} predictions counted as implicit "
+                          "negatives (no outcome within labels.implicit_negative_after) got a positive outcome "
+                          "later: their counts moved from negative to positive (not counted as corrections)[/yellow]")
     if doc["folded_into_other"]:
         ctx.console.print(f"[yellow]{count(doc['folded_into_other'])} events of this replay had a new variant or "
                           "model_version beyond `limits:` and were counted under __other__ (all-time totals: "

@@ -37,12 +37,13 @@ MULTIVARIATE_SERIES = ("ratio", "reconstruction_error", "p_value", "drifted", "s
 """driftline_multivariate_drift_<name>, one each per (model, window)."""
 
 LABEL_COUNTERS = (
-    ("driftline_label_corrections", "corrections", "Outcomes that changed the label in force of a prediction id (a "
-     "later outcome with another label; its counts moved)."),
+    ("driftline_label_corrections", "corrections", "Outcomes that changed the explicit label in force of a "
+     "prediction id (a later outcome with another label; its counts moved). Implicit negatives overturned by a "
+     "later outcome are driftline_implicit_negatives_relabelled_total, not counted here."),
     ("driftline_stale_outcomes", "stale_outcomes", "Outcomes older than the one in force for their prediction id "
      "(ignored: the newest outcome decides)."),
     ("driftline_implicit_negatives", "implicit_negatives", "Unlabelled predictions counted as negatives once mature "
-     "(labels.implicit_after)."),
+     "(labels.implicit_negative_after)."),
     ("driftline_outcomes_before_prediction", "outcome_before_prediction", "Joins of an outcome stamped before its "
      "prediction (label counted, delay left out of the label-delay quantiles): a producer clock or ts field to check."),
 )
