@@ -308,7 +308,7 @@ def test_verdict_both_intervals_exclude_zero(verdict_db) -> None:
     rec = doc["comparisons"][0]["metrics"]["recall"]
     assert rec["fixed_excludes_zero"] and rec["seq_excludes_zero"] and rec["p_holm"] < 0.05
     v = doc["verdict"]
-    assert v.startswith("B's recall is higher than A's by 0.233 [") and "also excludes 0" in v
+    assert v.startswith("Differences are B − A. B's recall is higher than A's: +0.233 [") and "also excludes 0" in v
     assert "keep collecting" not in v
 
 
@@ -319,8 +319,8 @@ def test_verdict_fixed_excludes_but_sequential_does_not(verdict_db) -> None:
     assert rec["fixed_excludes_zero"] and not rec["seq_excludes_zero"] and rec["p_holm"] < 0.05
     v = doc["verdict"]
     # no claim: the interval appropriate to continuous monitoring (always-valid) still includes 0
-    assert v.startswith(f"Not established under repeated looks: B − A recall = +0.153; the fixed-horizon 95 % "
-                        f"interval {numbers.interval(rec['low'], rec['high'])} (Holm p = {numbers.pvalue(rec['p_holm'])}")
+    assert v.startswith(f"Differences are B − A. Not established under repeated looks: B − A recall = +0.153; the "
+                        f"fixed-horizon 95 % interval {numbers.interval(rec['low'], rec['high'])} (Holm p = {numbers.pvalue(rec['p_holm'])}")
     assert "recall is higher" not in v
     assert f"the always-valid interval {numbers.interval(rec['seq_low'], rec['seq_high'])} still includes 0" in v
     more = rec["seq_more_needed"]
@@ -343,7 +343,7 @@ def test_verdict_never_claims_a_difference_the_always_valid_interval_does_not_su
     assert "alert rate is higher" not in v
     assert (f"B − A alert rate = +{ar['diff']:.3f}: the fixed-horizon interval {numbers.interval(ar['low'], ar['high'])} "
             f"excludes 0 but the always-valid interval {numbers.interval(ar['seq_low'], ar['seq_high'])} does not") in v
-    assert (f"B's FPR is higher by {fpr['diff']:.3f} {numbers.interval(fpr['low'], fpr['high'])} (fixed-horizon 95 % "
+    assert (f"B's FPR is higher: +{fpr['diff']:.3f} {numbers.interval(fpr['low'], fpr['high'])} (fixed-horizon 95 % "
             f"interval, Holm p") in v
     assert f"always-valid interval {numbers.interval(fpr['seq_low'], fpr['seq_high'])} also excludes 0" in v
     # the cost difference carries an always-valid interval too, and is claimed only when it excludes 0
@@ -366,13 +366,14 @@ def test_verdict_unadjusted_only_and_no_difference(verdict_db) -> None:
     assert "after Holm correction" in doc["verdict"] and "not a significant difference" in doc["verdict"]
     assert "recall is higher" not in doc["verdict"]
     none = _doc(verdict_db, model="none")
-    assert none["verdict"].startswith("No significant recall difference between B and A: +0.013 [")
+    assert none["verdict"].startswith("Differences are B − A. No significant recall difference between B and A: "
+                                      "+0.013 [")
     assert "does not show they are equal" in none["verdict"] and "minimum detectable recall gain" in none["verdict"]
 
 
 def test_verdict_too_few_positives_and_empty(verdict_db, tmp_path) -> None:
     doc = _doc(verdict_db, model="few")
-    assert doc["verdict"].startswith("Too few labelled positives to judge recall (A: 12, B: 9;")
+    assert doc["verdict"].startswith("Differences are B − A. Too few labelled positives to judge recall (A: 12, B: 9;")
     assert "indicative only" in doc["verdict"]
     assert doc["arms"]["A"]["recall"]["indicative"] is True
     empty = Store(f"sqlite:///{tmp_path / 'empty.db'}")

@@ -7,6 +7,10 @@ rate, cost) is stated only when the always-valid interval excludes 0 **and** the
 only the fixed-horizon interval supports is reported as "not established under repeated looks", with both
 intervals. It says when there are too few labelled positives, and puts sample-ratio mismatch and label
 imbalance in front of the reader instead of hiding them.
+
+Every difference is treatment − control, said once at the start of each comparison ("Differences are B − A."), and
+written signed with its intervals in that same orientation, as in the readout's table and JSON (user tryout: "lower
+by 0.010 [0.005, 0.016]" stood next to the always-valid "[−0.019, −0.002]" of the same difference).
 """
 
 from __future__ import annotations
@@ -51,9 +55,9 @@ def _excludes(lo: float | None, hi: float | None) -> bool:
     return lo is not None and hi is not None and (lo > 0 or hi < 0)
 
 
-def _magnitude(d: float, lo: float, hi: float) -> str:
-    """'0.060 [0.020, 0.100]': the size of the difference in the stated direction, with its interval."""
-    return f"{_n(abs(d))} {_iv(lo, hi) if d >= 0 else _iv(-hi, -lo)}"
+def _signed(d: float, lo: float, hi: float) -> str:
+    """'−0.010 [−0.016, −0.005]': a treatment − control difference with its interval, in the same orientation."""
+    return f"{_s(d)} {_iv(lo, hi)}"
 
 
 def _word(d: float, up: str = "higher", down: str = "lower") -> str:
@@ -96,7 +100,7 @@ def _comparison(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
         missing = tr if at["predictions"] == 0 else ct
         return [f"No predictions for {missing} in the window: {tr} vs {ct} cannot be compared."]
     rec = comp["metrics"]["recall"]
-    out: list[str] = []
+    out: list[str] = [f"Differences are {tr} − {ct}."]
     if rec["diff"] is None:
         empty = ct if ac["positives"] == 0 else tr
         out.append(f"No labelled positives yet for {empty}: the recall of {tr} vs {ct} cannot be compared; "
@@ -167,7 +171,7 @@ def _split_recall(doc: dict[str, Any], comp: dict[str, Any]) -> str:
         if not rec["seq_excludes_zero"]:
             return _not_established(doc, comp, f"the fixed-horizon 95 % interval {_iv(lo, hi)} (Holm p {_p(ph)}; "
                                                 f"{caught})")
-        return (f"{tr}'s recall is {_word(d)} than {ct}'s by {_magnitude(d, lo, hi)} (fixed-horizon 95 % "
+        return (f"{tr}'s recall is {_word(d)} than {ct}'s: {_signed(d, lo, hi)} (fixed-horizon 95 % "
                 f"interval, Holm p {_p(ph)}; {caught}){_seq_clause(doc, comp)}")
     if _excludes(lo, hi):
         return (f"{tr} − {ct} recall = {_s(d)} {_iv(lo, hi)} ({caught}): the unadjusted interval excludes 0 "
@@ -194,7 +198,7 @@ def _paired_recall(doc: dict[str, Any], comp: dict[str, Any]) -> str:
             return (head + f"not established under repeated looks: {tr} − {ct} recall = {_s(d)}; the paired "
                     f"bootstrap 95 % interval {_iv(lo, hi)} ({disc}) excludes 0, which would support a difference "
                     f"only at a single look planned in advance" + _seq_clause(doc, comp, label))
-        return (head + f"{tr}'s recall is {_word(d)} than {ct}'s by {_magnitude(d, lo, hi)} (paired bootstrap "
+        return (head + f"{tr}'s recall is {_word(d)} than {ct}'s: {_signed(d, lo, hi)} (paired bootstrap "
                 f"95 % interval; {disc})" + _seq_clause(doc, comp, label))
     return (head + f"no significant recall difference: {_s(d)} {_iv(lo, hi)} (paired bootstrap; {disc}); "
             f"the interval includes 0, which does not show they are equal. {_power(comp)}")
@@ -222,8 +226,8 @@ def _others(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
                                   f"not (Holm p {_p(p)}), so it is not established under repeated looks.")
                 continue
             c = e["counts"]
-            size = _magnitude(e["diff"], e["low"], e["high"])
-            found.append(f"{tr}'s {name} is {_word(e['diff'])} by {size} (fixed-horizon 95 % interval, Holm p "
+            size = _signed(e["diff"], e["low"], e["high"])
+            found.append(f"{tr}'s {name} is {_word(e['diff'])}: {size} (fixed-horizon 95 % interval, Holm p "
                          f"{_p(p)}; {_k_of_n(c['treatment'])} vs {_k_of_n(c['control'])}); the always-valid "
                          f"interval {seq} also excludes 0.")
         else:
@@ -248,9 +252,8 @@ def _cost(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
     seq = ("[n/a]" if cd.get("seq_low") is None else
            amount(cd["diff"], False, cd["seq_low"], cd["seq_high"]).split(" ", 1)[1])
     if _excludes(cd.get("low"), cd.get("high")) and cd.get("seq_excludes_zero"):
-        lo, hi = (cd["low"], cd["high"]) if cd["diff"] >= 0 else (-cd["high"], -cd["low"])
-        return [f"Cost per 1,000 predictions is {_word(cd['diff'])} for {tr} by "
-                f"{amount(abs(cd['diff']), False, lo, hi)} (fixed-horizon 95 % interval); the always-valid "
+        return [f"Cost per 1,000 predictions is {_word(cd['diff'])} for {tr}: "
+                f"{amount(cd['diff'], True, cd['low'], cd['high'])} (fixed-horizon 95 % interval); the always-valid "
                 f"interval {seq} also excludes 0."]
     if _excludes(cd.get("low"), cd.get("high")):
         fixed_iv = amount(cd["diff"], False, cd["low"], cd["high"]).split(" ", 1)[1]
