@@ -275,8 +275,8 @@ def test_rendered_confident_rule_reads_the_upper_bound_promtool_test_rules(tmp_p
                 exp_alerts:
                   - exp_labels: {json.dumps(labels)}
                     exp_annotations:
-                      summary: "Upper 95% bound of {title[metric][0]} of fraud is 79% over 7d (line 80%)"
-                      description: "The upper bound of the 95% interval of {title[metric][1]} of model fraud (version all, variant all) over the last 7d is 79%, under the agreed line of 80% (95% {method} interval 70% to 79%)."
+                      summary: "Upper 95% bound of {title[metric][0]} of fraud is 0.790 over 7d (line < 0.80)"
+                      description: "The upper bound of the 95% interval of {title[metric][1]} of model fraud (version all, variant all) over the last 7d is 0.790, under the agreed line of 0.80 (95% {method} interval 0.700 to 0.790)."
                       runbook_url: "https://github.com/driftline/driftline/blob/main/docs/RUNBOOKS.md#{alert.lower()}"
     """)
     assert res.returncode == 0, res.stdout + res.stderr

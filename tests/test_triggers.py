@@ -335,8 +335,8 @@ def _promtool_test(tmp_path: Path, rules_text: str, tests: str) -> subprocess.Co
 def test_rendered_recall_alert_fires_after_for_with_enough_positives_promtool_test_rules(tmp_path):
     text = to_yaml(render_rules(load(EXAMPLE)))
     desc = ("Fewer frauds caught than agreed; fraud losses grow (€400 per missed fraud). Recall of model fraud "
-            "(version all, variant all) over the last 7d is 62%, under the agreed line of 70% (95% interval 55% "
-            "to 69%, n = 40 labelled positives).")
+            "(version all, variant all) over the last 7d is 0.620, under the agreed line of 0.70 (95% interval "
+            "0.550 to 0.690, n = 40 labelled positives).")
     res = _promtool_test(tmp_path, text, f"""
         rule_files: [r.yml]
         evaluation_interval: 1m
@@ -364,7 +364,7 @@ def test_rendered_recall_alert_fires_after_for_with_enough_positives_promtool_te
                 exp_alerts:
                   - exp_labels: {json.dumps(LABELS)}
                     exp_annotations:
-                      summary: "Recall of fraud is 62% over 7d (line 70%)"
+                      summary: "Recall of fraud is 0.620 over 7d (line < 0.70)"
                       description: {json.dumps(desc, ensure_ascii=False)}
                       runbook_url: "https://github.com/driftline/driftline/blob/main/docs/RUNBOOKS.md#recallbelowtarget"
               - eval_time: 16m
@@ -394,8 +394,8 @@ def test_min_n_guard_and_hysteresis_in_the_rendered_rule_promtool_test_rules(tmp
                 exp_alerts:
                   - exp_labels: {json.dumps(LABELS)}
                     exp_annotations:
-                      summary: "Recall of fraud is 71% over 7d (line 70%)"
-                      description: "Recall of model fraud (version all, variant all) over the last 7d is 71%, under the agreed line of 70% (95% interval n/a to n/a, n = 40 labelled positives). Hysteresis: it stays firing until back above 72%."
+                      summary: "Recall of fraud is 0.710 over 7d (line < 0.70)"
+                      description: "Recall of model fraud (version all, variant all) over the last 7d is 0.710, under the agreed line of 0.70 (95% interval n/a to n/a, n = 40 labelled positives). Hysteresis: it stays firing until back above 0.72."
                       runbook_url: "https://github.com/driftline/driftline/blob/main/docs/RUNBOOKS.md#recallbelowtarget"
               - eval_time: 35m
                 alertname: RecallBelowTarget

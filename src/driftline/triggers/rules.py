@@ -20,6 +20,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from .. import numbers
 from ..config import Config
 from ..durations import format_duration
 from ..core.labels import AGGREGATE
@@ -163,24 +164,26 @@ def _expr(rule: Rule, name: str, series: str, guard: str, on: tuple[str, ...]) -
     return "max without (instance) (\n" + "\n".join("  " + ln if ln else ln for ln in body.split("\n")) + "\n)\n"
 
 
-def _pct(v: float) -> str:
-    return f"{v * 100:g}%"
+RATIO_FMT = 'printf "%.3f"'
+"""Template filter of a ratio: a proportion with 3 places ('0.456'), as the CLI and `driftline metrics` print it
+(user tryout: pages said '45.64%' and 'line 70%' where the CLI said '0.456' and 'line < 0.70')."""
+STAT_FMT = 'printf "%.4f"'
+"""Template filter of a statistic (PSI, JS, Brier, log loss): 4 places, as the CLI prints them."""
 
 
 def _fmt_line(rule: Rule, unit: str) -> str:
-    if unit == "ratio":
-        return _pct(rule.value)
+    """The agreed line as the CLI writes it ('0.70', '0.085'); a duration as Prometheus' humanizeDuration would."""
     if unit == "seconds":
         return format_duration(rule.value) if rule.value > 0 else "0s"
-    return num(rule.value)
+    return numbers.line(rule.value)
 
 
 def _value_tpl(unit: str) -> str:
     if unit == "ratio":
-        return "{{ $value | humanizePercentage }}"
+        return f"{{{{ $value | {RATIO_FMT} }}}}"
     if unit == "seconds":
         return "{{ $value | humanizeDuration }}"
-    return '{{ $value | printf "%.3f" }}'
+    return f"{{{{ $value | {STAT_FMT} }}}}"
 
 
 def runbook_url(rule: Rule, base: str) -> str:
@@ -200,18 +203,19 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
                   if confident else f"{short} of {{{{ $labels.model }}}}")
     runbook = runbook_url(rule, base)
     if m in ("dead_letter_rate", "silence_seconds"):
-        summary = f"{short} of driftline job {{{{ $labels.job }}}} is {value} (line {line})"
+        summary = f"{short} of driftline job {{{{ $labels.job }}}} is {value} (line {rule.op} {line})"
         desc = (f"{long} of driftline job {{{{ $labels.job }}}} is {value}, {direction} the agreed line of {line} "
                 f"(trigger {rule.name}, model {model}).")
         return {"summary": summary, "description": _with_user(rule, desc), "runbook_url": runbook}
     if m in ("psi", "js", "drifted", "multivariate_drift", "multivariate_drifted"):
         subject = ("the score" if m in ("psi", "js") else "all features") if rule.feature is None \
             else "feature {{ $labels.feature }}"
-        summary = f"{short} of {subject} of {{{{ $labels.model }}}} is {value} over {{{{ $labels.window }}}} (line {line})"
+        summary = (f"{short} of {subject} of {{{{ $labels.model }}}} is {value} over {{{{ $labels.window }}}} "
+                   f"(line {rule.op} {line})")
         desc = (f"{long} of {subject} of model {{{{ $labels.model }}}} over the last {{{{ $labels.window }}}} "
                 f"against the reference is {value}, {direction} the agreed line of {line}.")
         return {"summary": summary, "description": _with_user(rule, desc), "runbook_url": runbook}
-    summary = f"{what_short} is {value} over {{{{ $labels.window }}}} (line {line})"
+    summary = f"{what_short} is {value} over {{{{ $labels.window }}}} (line {rule.op} {line})"
     ident = ("{{ $labels.model }} (version {{ $labels.model_version }}, variant {{ $labels.variant }})")
     subject = (f"the {'upper' if rule.below else 'lower'} bound of the 95% interval of {long.lower()} of model "
                if confident else f"{long} of model ")
@@ -219,7 +223,7 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
     if m in EXPORTED_RATES:
         args = ("$labels.model $labels.model_version $labels.variant $labels.window")
         sel = "model=%q,model_version=%q,variant=%q,window=%q"
-        fmt = "humanizePercentage"
+        fmt = RATIO_FMT
         lo = (f'{{{{ with printf "driftline_{m}_lower_ratio{{{sel}}}" {args} | query }}}}'
               f"{{{{ . | first | value | {fmt} }}}}{{{{ else }}}}n/a{{{{ end }}}}")
         hi = (f'{{{{ with printf "driftline_{m}_upper_ratio{{{sel}}}" {args} | query }}}}'
@@ -238,7 +242,7 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
         args = "$labels.model $labels.model_version $labels.variant $labels.window"
         sel = "model=%q,model_version=%q,variant=%q,window=%q"
         lo, hi = (f'{{{{ with printf "{_SCORE_SERIES[m]}_{end}{{{sel}}}" {args} | query }}}}'
-                  f"{{{{ . | first | value | humanizePercentage }}}}{{{{ else }}}}n/a{{{{ end }}}}"
+                  f"{{{{ . | first | value | {RATIO_FMT} }}}}{{{{ else }}}}n/a{{{{ end }}}}"
                   for end in ("lower", "upper"))
         desc += f" (95% {_INTERVAL_SCORES[m]} interval {lo} to {hi})."
     else:
