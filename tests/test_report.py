@@ -206,7 +206,8 @@ def test_html_in_headless_chromium(report: dict[str, Any], tmp_path: Path) -> No
     assert title is not None and title.group(1) == f"driftline report · fraud · {WEEK}"  # not PWNED
     assert "<script" not in dom.stdout.lower().replace("&lt;script", "")
     assert dom.stdout.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 2  # slice feature name and value
-    assert "&lt;script&gt;document.title='PWNED'&lt;/script&gt;" in dom.stdout
+    # shown escaped; as an identifier (a slice value) it may break after its `.` (<wbr>, see wrapping.py)
+    assert "&lt;script&gt;document.title='PWNED'&lt;/script&gt;" in dom.stdout.replace("<wbr>", "")
     shot = tmp_path / "page.png"
     res = subprocess.run([chromium, *flags, "--window-size=1280,4000", f"--screenshot={shot}", url],
                          capture_output=True, text=True, timeout=90)
@@ -519,11 +520,34 @@ window.addEventListener('load', function () {
       if (r.width > 0 && (r.left < b.left - 1 || r.right > b.right + 1)) hidden.push(cell.textContent.trim().slice(0, 30));
     });
   });
+  // line breaks inside a word (between letters, digits or `_`: not after `_`, `.`, `-`), and those after a separator
+  var midword = [], atsep = [];
+  var walker = d.createTreeWalker(d.body, NodeFilter.SHOW_TEXT), prev = null, word = '';
+  while (walker.nextNode()) {
+    var node = walker.currentNode, block = node.parentElement.closest('td,th,p,li,dd,dt,h1,h2,h3,div,nav');
+    for (var i = 0; i < node.data.length; i++) {
+      var ch = node.data[i];
+      if (/\\s/.test(ch)) { prev = null; word = ''; continue; }
+      var range = d.createRange();
+      range.setStart(node, i);
+      range.setEnd(node, i + 1);
+      var r = range.getBoundingClientRect();
+      if (r.width === 0) continue;
+      if (prev && prev.block === block && r.top > prev.top + prev.height / 2) {
+        if ('_.-'.indexOf(prev.ch) >= 0) atsep.push(word + '|' + ch);
+        else if (/\\w/.test(prev.ch) && /\\w/.test(ch)) midword.push(word + '|' + ch);
+      }
+      if (!prev || prev.block !== block) word = '';
+      word += ch;
+      prev = {ch: ch, top: r.top, height: r.height, block: block};
+    }
+  }
   var out = document.createElement('pre');
   out.id = 'layout';
   out.textContent = JSON.stringify({width: W, scroll: d.documentElement.scrollWidth, overflowing: bad.slice(0, 20),
                                     body: d.body.scrollWidth, wrapped: wrapped.slice(0, 20), charts: charts,
-                                    targets: targets, hidden: hidden.slice(0, 20), clipped: clipped.slice(0, 20)});
+                                    targets: targets, hidden: hidden.slice(0, 20), clipped: clipped.slice(0, 20),
+                                    midword: midword.slice(0, 20), atsep: atsep.slice(0, 50)});
   document.body.appendChild(out);
 });
 </script></body></html>"""
@@ -569,7 +593,10 @@ def test_report_fits_desktop_and_phone_widths(report: dict[str, Any], tmp_path: 
     assert got["hidden"] == [], got["hidden"]
     # user tryout: at 390 px the card's target line ran past it ("…recall_below_target): m"); it wraps in its card
     assert got["clipped"] == [], got["clipped"]
+    # user tryout: at 390 px names broke mid-word ('recall_below_tar|get', a first column's 'th|r|e|s|h|o|l|d')
+    assert got["midword"] == [], got["midword"]
     if width == 390:
+        _long_identifiers_wrap_at_separators(chromium, report, tmp_path)
         # targets taken from triggers read "at least 0.70 (trigger recall_below_target): missed", too long for a line
         from driftline.reports.plots import all_plots
         from driftline.reports.render import render_html
@@ -579,13 +606,14 @@ def test_report_fits_desktop_and_phone_widths(report: dict[str, Any], tmp_path: 
             if r["target"] and r["triggers"]:
                 r["target"]["source"] = f"trigger {r['triggers'][0]}"
         long_html = render_html(doc, all_plots(doc))
-        assert "(trigger recall_below_target):" in long_html
+        assert "(trigger recall_<wbr>below_<wbr>target):" in long_html  # <wbr>: breaks after `_` (see below)
         triggered = tmp_path / "triggered.html"
         triggered.write_text(long_html)
         assert _layout(chromium, triggered, width, tmp_path)["clipped"] == []
         unwrapping = tmp_path / "clipping.html"  # target lines kept on one line: the check sees them cut off
-        unwrapping.write_text(long_html.replace("table.cards td[data-label] { white-space: normal;",
-                                                "table.cards td[data-label] { white-space: nowrap;"))
+        unwrapping.write_text(long_html.replace("table.cards td[data-label] { white-space: normal;",  # (Chromium
+                                                "table.cards td[data-label] { white-space: nowrap;")  # breaks at a
+                              .replace("<wbr>", ""))  # <wbr> even under nowrap: without them, as before)
         assert _layout(chromium, unwrapping, width, tmp_path)["clipped"]
         keyless = tmp_path / "keyless.html"  # without the sticky first column the check sees hidden keys
         keyless.write_text(html.replace("position: sticky; left: 0;", ""))
@@ -597,6 +625,35 @@ def test_report_fits_desktop_and_phone_widths(report: dict[str, Any], tmp_path: 
         wrapping = tmp_path / "wrapping.html"  # without the nowrap rule intervals wrap, and the check sees it
         wrapping.write_text(html.replace("td:not(.l) { white-space: nowrap; }", ""))
         assert _layout(chromium, wrapping, width, tmp_path)["wrapped"]
+
+
+def _long_identifiers_wrap_at_separators(chromium: str, report: dict[str, Any], tmp_path: Path) -> None:
+    """A long trigger name and a long feature name (in the summary, the headline card, the triggers, drift and
+    slices tables) wrap after `_`, `.` or `-` at 390 px, never mid-word; the same page without its `<wbr>`s, or with
+    `overflow-wrap: anywhere` back in the first column, is seen breaking names mid-word (the check can fail)."""
+    from driftline.reports.plots import all_plots
+    from driftline.reports.render import render_html
+
+    trigger, feature = "recall_below_target_for_card_not_present_transactions", "sales_channel.code-from_acquirer"
+    text = json.dumps(report["report"]).replace("recall_below_target", trigger)
+    assert text.count('"channel"') == 1  # the declared feature, in the drift table
+    doc = json.loads(text.replace('"channel"', json.dumps(feature)))
+    html = render_html(doc, all_plots(doc))
+    assert f'<td class="l">{trigger[:13].replace("_", "_<wbr>")}' in html  # the triggers table's first column
+    assert '<td class="l">sales_<wbr>channel.<wbr>code-<wbr>from_<wbr>acquirer</td>' in html  # the drift table's
+    page = tmp_path / "identifiers.html"
+    page.write_text(html)
+    got = _layout(chromium, page, 390, tmp_path)
+    assert got["midword"] == [], got["midword"]
+    assert any(w.startswith("recall_below_") for w in got["atsep"]), got["atsep"]  # it did wrap, at a separator
+    assert any(w.startswith("sales_") for w in got["atsep"]), got["atsep"]
+    plain = tmp_path / "no-wbr.html"
+    plain.write_text(html.replace("<wbr>", ""))
+    assert any("below" in w for w in _layout(chromium, plain, 390, tmp_path)["midword"])
+    squeezed = tmp_path / "anywhere.html"
+    squeezed.write_text(html.replace("max-width: 40vw; overflow-wrap: break-word;",
+                                     "max-width: 40vw; overflow-wrap: anywhere;"))
+    assert _layout(chromium, squeezed, 390, tmp_path)["midword"]
 
 
 def test_plot_legends_hide_no_curve_and_name_every_trigger_line(report: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ from ..analysis.calibrated import reason_text
 from ..domain import capitalised
 from ..terminal import visible
 from .summary import METRIC_NAMES, by_importance, cost_optimal_sentence, kpi_sentence
+from .wrapping import ident, idents
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -184,6 +185,7 @@ def _env(markdown: bool) -> Environment:
     else:
         env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, finalize=html_text,
                           undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+        env.filters.update(ident=ident, idents=idents)  # <wbr> after `_ . -` in identifiers (wrapping.py)
     env.filters.update(headline_value=headline_value, num=num, stat=stat, ratio=ratio, money_interval=money_interval,
                        estimate=estimate, count=count, pct=pct, money=money, rate=rate, interval=interval,
                        signed=signed, pvalue=pvalue, duration=duration, when=when, week_words=week_words,

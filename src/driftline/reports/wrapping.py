@@ -1,0 +1,40 @@
+"""Line-break opportunities in identifiers for the HTML report: a trigger or feature name breaks after `_`, `.` or
+`-`, not mid-word (user tryout: at 390 px 'recall_below_target_for_card_not_pre|sent_transactions').
+
+Each filter returns markup: the text is escaped piece by piece (control characters shown as escapes first, as
+`render.html_text` does) and `<wbr>` goes after each separator, so event text is still shown, never run.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from ..terminal import visible
+
+_AFTER_SEPARATOR = re.compile(r"(?<=[_.\-])(?=.)")
+"""The position after each `_`, `.` or `-` that is not the last character."""
+_TOKEN = re.compile(r"(\S+)")
+_IDENTIFIER = re.compile(r"_|[A-Za-z]\w*\.\w*[A-Za-z]")
+"""A token of prose that reads as an identifier: it holds `_` (`recall_below_target`) or a dotted name with letters
+(`amount.v2`); numbers ('0.456', '2026-11-28') and plain words are left as they are."""
+WBR = Markup("<wbr>")
+
+
+def ident(value: Any) -> Any:
+    """An identifier (trigger, feature, variant, slice value) with `<wbr>` after each `_`, `.`, `-`; None, numbers
+    and markup pass unchanged."""
+    if not isinstance(value, str) or isinstance(value, Markup):
+        return value
+    return WBR.join(escape(part) for part in _AFTER_SEPARATOR.split(visible(value)))
+
+
+def idents(value: Any) -> Any:
+    """Prose in which identifiers may appear (the summary, notes, a target's source): the identifier-like tokens
+    get `<wbr>` after their separators, the rest is escaped as it is."""
+    if not isinstance(value, str) or isinstance(value, Markup):
+        return value
+    parts = _TOKEN.split(visible(value))  # odd indices are the tokens
+    return Markup("").join(ident(p) if i % 2 and _IDENTIFIER.search(p) else escape(p) for i, p in enumerate(parts))
