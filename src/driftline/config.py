@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 import yaml
 
-from .config_fields import dict_entry, misspelled_slice, unknown_field
+from .config_fields import dict_entry, field_path, misspelled_slice, unknown_field, value_at
 from .config_scalars import unquoted
 from .config_yaml import load_yaml, yaml_where
 from .durations import parse_duration, window_too_long
@@ -348,33 +348,18 @@ class Config(Base):
         return parse_duration(self.window)
 
 
-def _field_path(err: msgspec.ValidationError) -> str:
-    m = re.search(r"at `\$(.*)`", str(err))
-    return m.group(1).lstrip(".") if m else ""
-
-
-def _value_at(data: Any, field: str) -> Any:
-    """The raw value at a msgspec error path such as `labels.horizon` or `triggers[0].window` (None if absent)."""
-    for part in re.findall(r"[^.\[\]]+|\[\d+\]", field):
-        try:
-            data = data[int(part[1:-1])] if part.startswith("[") else data[part]
-        except (KeyError, IndexError, TypeError, ValueError):
-            return None
-    return data
-
-
 def from_dict(data: dict[str, Any] | None, origin: str = "config", text: str | None = None) -> Config:
     """Validate a config mapping (parsed from `text`, when given); raise ConfigError naming the offending field."""
     try:
         return msgspec.convert(data or {}, Config)
     except msgspec.ValidationError as err:
-        field = _field_path(err)
+        field = field_path(err)
         msg = str(err).split(" - at `")[0]
         unknown = re.fullmatch(r"Object contains unknown field `(.*)`", msg)
         if unknown:
             raise ConfigError(f"{origin}: {unknown_field(Config, field, unknown.group(1))}") from None
-        entry = dict_entry(Config, data, field, _value_at)
-        got = entry[1] if entry is not None else _value_at(data, field)
+        entry = dict_entry(Config, data, field, value_at)
+        got = entry[1] if entry is not None else value_at(data, field)
         if entry is not None:
             field = entry[0]
         plain = unquoted(str(err), data, text, field) if text is not None else None

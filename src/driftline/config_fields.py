@@ -90,3 +90,19 @@ def misspelled_slice(slices: Sequence[str], features: Iterable[str]) -> str | No
             return (f"slices[{i}]: {name!r} is not declared under `features:` (did you mean {near!r}? to slice by "
                     f"{name!r} itself, declare it under `features:` too)")
     return None
+
+
+def field_path(err: Exception) -> str:
+    """The path of the field a msgspec ValidationError names (`labels.horizon`, `triggers[0].window`; '' at the top)."""
+    m = re.search(r"at `\$(.*)`", str(err))
+    return m.group(1).lstrip(".") if m else ""
+
+
+def value_at(data: Any, field: str) -> Any:
+    """The raw value at a msgspec error path such as `labels.horizon` or `triggers[0].window` (None if absent)."""
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", field):
+        try:
+            data = data[int(part[1:-1])] if part.startswith("[") else data[part]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+    return data
