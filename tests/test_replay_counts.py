@@ -43,7 +43,9 @@ def test_the_summary_of_a_hostile_file_adds_up(tmp_path, capsys, monkeypatch) ->
     for doc in docs:
         assert doc["records"] == doc["accepted"] + doc["dead_lettered"] + doc["already_stored"] == 56
         assert (doc["accepted"], doc["dead_lettered"], doc["duplicates"]) == (53, 3, 3)
-        assert doc["predictions"] + doc["outcomes"] == doc["accepted"]
+        assert (doc["predictions"] + doc["duplicate_predictions"] + doc["outcomes"] + doc["duplicate_outcomes"]
+                + doc["stale_outcomes"]) == doc["accepted"]
+        assert doc["predictions"] == 50 and doc["duplicate_predictions"] == 3  # stored once, copies apart
     assert main(["--db", f"sqlite:///{tmp_path / 'a.db'}", "dead-letters", "--json"]) == 0
     letters = json.loads(capsys.readouterr().out)
     assert letters["totals"] == {"too_large": 1, "invalid_json": 2}
