@@ -12,6 +12,7 @@ from typing import Any
 from kafka import TopicPartition
 from kafka.errors import KafkaError
 
+from . import partition_ops
 from ..ingest.pipeline import Pipeline
 from ..storage.errors import StalePositions, StoreUnavailable
 from .dlt import DeadLetterCopies
@@ -159,7 +160,7 @@ class Ownership:
                 continue
             resumed.append(tp)
         if resumed:
-            self.consumer.resume(*resumed)
+            partition_ops.resume(self.consumer, resumed)
         self.pending -= set(resumed) | set(self.unresolved)
         log.info("resuming at stored positions: %s",
                  ", ".join(f"{tp.topic}[{tp.partition}]@{self.expected[tp]}" for tp in resumed) or "none")
@@ -198,7 +199,7 @@ class Ownership:
         self.log_ids[tp] = log_id
         self._unresolve(tp)
         assert pl.seek is not None
-        self.consumer.seek(tp, pl.seek)
+        partition_ops.seek(self.consumer, tp, pl.seek)
         self.expected[tp] = pl.expected
         return True
 
@@ -227,7 +228,7 @@ class Ownership:
         if not tps:
             return
         log.warning("%s for %s: checking the stored positions against the log again", why, fmt(tps))
-        self.consumer.pause(*tps)
+        partition_ops.pause(self.consumer, tps)
         for tp in tps:
             self.expected.pop(tp, None)
             self.pending.add(tp)

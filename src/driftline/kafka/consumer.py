@@ -20,6 +20,7 @@ from kafka import OffsetAndMetadata, TopicPartition
 from kafka.errors import KafkaError, NoOffsetForPartitionError, OffsetOutOfRangeError
 from sqlalchemy.exc import DataError
 
+from . import partition_ops
 from ..ops import OpsMetrics
 from ..ingest.pipeline import Pipeline, RawRecord
 from ..storage.errors import StalePositions, StoreUnavailable
@@ -256,7 +257,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
             return work(), time.perf_counter() - t0
         handoff = self.handoff
         return self.overlap.store(work, self.consumer.poll, self.settings.batch_max_records,
-                                  lambda: not self.stop.is_set() and not handoff.pending(), self.consumer.seek)
+                                  lambda: not self.stop.is_set() and not handoff.pending(),
+                                  lambda tp, offset: partition_ops.seek(self.consumer, tp, offset))
 
     def _count_keys(self, problems: Any) -> None:
         """Records accepted with a wrong or missing key (policy accept): counted per topic and warned."""
@@ -282,7 +284,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
     def _hold(self, batch: Batch, err: StoreUnavailable) -> None:
         """Database unavailable: keep the batch, pause every partition, retry later; commit nothing."""
         if self.held is None:
-            self.consumer.pause(*self.owned)
+            partition_ops.pause(self.consumer, self.owned)
         self.held = batch
         self._db_down(err, f"holding a batch of {sum(len(r) for r in batch.values())} records, consuming paused")
 
@@ -291,15 +293,15 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         self.held = None
         ready = [tp for tp in self.owned if tp in self.expected and tp not in self.pending]
         for tp in ready:
-            self.consumer.seek(tp, self.expected[tp])
+            partition_ops.seek(self.consumer, tp, self.expected[tp])
         if ready:
-            self.consumer.resume(*ready)
+            partition_ops.resume(self.consumer, ready)
 
     def _reposition(self, batch: Batch) -> None:
         """A fenced batch: drop it and re-read the stored positions of its partitions."""
         tps = [tp for tp in batch if tp in self.owned]
         if tps:
-            self.consumer.pause(*tps)
+            partition_ops.pause(self.consumer, tps)
         for tp in tps:
             self.expected.pop(tp, None)
             self.pending.add(tp)

@@ -12,6 +12,7 @@ from typing import Any
 from kafka import TopicPartition
 from kafka.errors import KafkaError
 
+from . import partition_ops
 from ..ingest.pipeline import Pipeline
 from ..ops import OpsMetrics
 from ..storage.errors import StalePositions, StoreUnavailable, WriteLocked
@@ -86,7 +87,7 @@ class Upkeep:
             self._refresh_all_lags()
         lags, behind = dict(self.all_lags), set()
         for tp, start in self.expected.items():
-            hw = self.consumer.highwater(tp)  # fetched: stale while the partition is paused (a held batch)
+            hw = partition_ops.highwater(self.consumer, tp)  # fetched: stale while the partition is paused (a held batch)
             asked = self.log_ends.get(tp)
             if hw is not None or asked is not None:
                 end = max(x for x in (hw, asked) if x is not None)
