@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..durations import format_duration
 from ..core.events import iso
+from ..core.limits import MAX_FUTURE_S
 from ..storage.compaction import COMPACTED_SHARD, DAY_S, compacted_days
 from ..storage.bucket_row import BucketRow
 from ..storage.store import Store
@@ -40,15 +41,19 @@ def window_ending(at: float, length_s: float, bucket_s: int) -> Window:
 
 def default_at(store: Store, model: str | None, bucket_s: int) -> float | None:
     """The end of the bucket holding the newest prediction stored (a boundary after every stored prediction), so a
-    replayed history shows its last window, newest bucket included."""
+    replayed history shows its last window, newest bucket included; never past the end of the bucket holding now
+    (the store's clock): ingestion takes events up to a day ahead of the clock, and one prediction from a producer
+    whose clock runs 23 h fast moved every default window a day into the future, dropping a day of real data from
+    "the last 7 days" (SRE tryout)."""
     rng = store.bucket_range(model)
     if rng is None:
         return None
     newest = store.newest_event("prediction")
-    end_of_last_bucket = rng[1] + bucket_s
-    if newest is None:
-        return float(end_of_last_bucket)
-    return float(min(math.floor(newest / bucket_s) * bucket_s + bucket_s, end_of_last_bucket))
+    end = float(rng[1] + bucket_s)
+    if newest is not None:
+        end = min(math.floor(newest / bucket_s) * bucket_s + bucket_s, end)
+    now_end = math.floor(float(store.clock()) / bucket_s) * bucket_s + bucket_s
+    return float(min(end, now_end)) if end > now_end >= end - MAX_FUTURE_S - bucket_s else end
 
 
 def window_rows(store: Store, model: str | None, window: Window, variant: str | None = None,
