@@ -89,7 +89,8 @@ def test_an_empty_message_says_so_on_both_decode_routes(raw):
     for letter in (d, m):
         assert isinstance(letter, DeadLetter) and letter.reason == "invalid_json"
         assert letter.detail.startswith("empty message")
-    assert decode(b'{"prediction_id":', "t", 0, 0).detail == "Input data was truncated"
+    assert decode(b'{"prediction_id":', "t", 0, 0).detail == (
+        "Input data was truncated: the JSON ends before its last value is complete (a cut message or line)")
 
 
 def test_raw_payload_is_truncated():

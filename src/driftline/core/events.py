@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from .json_errors import json_error_detail
 from .limits import DEFAULT_LIMITS, MAX_NAME_LEN, Limits, duplicate_key, feature_problem, string_tokens, too_deep
 from .lines import UTF8_BOM, json_lines  # noqa: F401 - read here by replay and the readouts
 
@@ -261,7 +262,7 @@ def _decode_bounded(raw: bytes, kind: str | None, limits: Limits, dead: Callable
     except msgspec.DecodeError as err:
         if not raw.strip():  # msgspec says "Input data was truncated": an empty message or tombstone has no JSON
             return dead("invalid_json", "empty message: no JSON (an empty or whitespace-only payload, or a tombstone)")
-        return dead("invalid_json", str(err))
+        return dead("invalid_json", json_error_detail(raw, str(err)))
     if declared is not None:
         if declared not in ("prediction", "outcome"):
             return dead("unknown_type", f"type {declared!r} is neither 'prediction' nor 'outcome'")
