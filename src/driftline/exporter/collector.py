@@ -6,8 +6,8 @@ trigger windows) for the whole model (`variant="all", model_version="all"`) and 
 a rate whose denominator is 0 is absent, never 0 or NaN.
 
 Replicas over one database would export the same numbers once each, and dashboards and rules that sum across
-instances would count them twice. So only the replica holding the exporter lock (a PostgreSQL advisory lock;
-another replica takes it over at its next scrape when that one stops) exports the series read from the database; every replica exports `driftline_leader` (1 or 0), build_info and
+instances would count them twice. So only the replica holding the exporter lock (a PostgreSQL advisory lock or a
+SQLite lock file; another replica takes it over at its next scrape when that one stops) exports the series read from the database; every replica exports `driftline_leader` (1 or 0), build_info and
 its own process metrics (consumer lag of its partitions, batch durations, notifications).
 """
 

@@ -1,4 +1,5 @@
-"""The PostgreSQL advisory lock that elects which replica runs scheduled work (always held on SQLite)."""
+"""The lock that elects which replica runs scheduled work: a PostgreSQL advisory lock, or on SQLite a flock on a
+sidecar file next to the database (file_lock); always held on an in-memory database (no other process sees it)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import threading
 from sqlalchemy import Connection, text
 
 from ..storage.store import Store
+from .file_lock import FileLock, sqlite_database_path
 
 log = logging.getLogger(__name__)
 
@@ -16,23 +18,33 @@ LOCK_KEY = 0x6472_6966_746C
 EXPORT_LOCK_KEY = LOCK_KEY + 2
 """Advisory lock of the replica that exports the series read from the database (LOCK_KEY + 1 is the jobs' lock).
 Separate from evaluation, so a `--no-evaluate` replica can export and an evaluating one need not."""
+ROLES = {LOCK_KEY: "evaluate", LOCK_KEY + 1: "jobs", EXPORT_LOCK_KEY: "export"}
+"""What each lock elects: the name of its SQLite sidecar file, `<db>.leader-<role>` (other keys: the key)."""
+
+
+def sidecar_path(database: str, key: int) -> str:
+    """The file whose flock stands for the advisory lock `key` of the SQLite database at `database`."""
+    return f"{database}.leader-{ROLES.get(key, str(key))}"
 
 
 class LeaderLock:
-    """Session advisory lock on PostgreSQL (held until the connection closes); always held on SQLite."""
+    """Session advisory lock on PostgreSQL (held until the connection closes); on SQLite an exclusive flock on
+    `<db>.leader-<role>` (held until released or the process exits); always held on an in-memory SQLite database."""
 
     def __init__(self, store: Store, key: int = LOCK_KEY) -> None:
         self.store, self.key = store, key
         self._conn: Connection | None = None
         self._held = False
         self._mutex = threading.RLock()  # the scheduler (evaluation) and scrapes (what to export) both ask
+        database = sqlite_database_path(store.url) if store.dialect == "sqlite" else None
+        self._file = FileLock(sidecar_path(database, key)) if database is not None else None
 
     def held(self) -> bool:
         """Acquire or confirm the lock; False when another replica holds it or the database is unreachable."""
-        if self.store.dialect != "postgresql":
-            return True
         with self._mutex:
-            return self._check()
+            if self.store.dialect == "postgresql":
+                return self._check()
+            return self._file.held() if self._file is not None else True
 
     def _check(self) -> bool:
         try:
@@ -55,6 +67,8 @@ class LeaderLock:
         backend has noticed and exited, so another replica asking right after could still be refused), then the
         connection is discarded, not returned to the pool (which would keep it)."""
         with self._mutex:
+            if self._file is not None:
+                self._file.release()
             if self._conn is not None and self._held:
                 try:
                     self._conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": self.key})

@@ -1,9 +1,10 @@
 """The long-running service: Prometheus exporter + trigger evaluation (and other scheduled jobs) over the store.
 
 `driftline serve` runs it over an existing database; `driftline run` (Kafka) runs it next to the consumer,
-passing its OpsMetrics and readiness check. Jobs run on an APScheduler 3 BackgroundScheduler in UTC; on
-PostgreSQL only the holder of an advisory lock evaluates triggers, and only the holder of another exports the series
-read from the database, so replicas neither notify twice nor count twice in dashboards and rules.
+passing its OpsMetrics and readiness check. Jobs run on an APScheduler 3 BackgroundScheduler in UTC; only the
+holder of a leader lock (PostgreSQL advisory lock, SQLite lock file) evaluates triggers, and only the holder of
+another exports the series read from the database, so replicas neither notify twice nor count twice in dashboards
+and rules.
 """
 
 from __future__ import annotations

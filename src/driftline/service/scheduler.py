@@ -2,9 +2,10 @@
 catch-up on start), maintenance (implicit negatives and expiry past the label horizon) and bucket compaction.
 
 Every job is idempotent: the weekly report is unique per model and ISO week (a report already stored is left
-alone), maintenance works from the event-time watermark, compaction merges only what is not merged yet. On
-PostgreSQL only the holder of a session advisory lock (pg_try_advisory_lock) runs jobs, so several replicas
-never do the same work twice; on SQLite the single process does. Jobs of one JobScheduler run one at a time.
+alone), maintenance works from the event-time watermark, compaction merges only what is not merged yet. Only the
+holder of a leader lock runs jobs (PostgreSQL: a session advisory lock, pg_try_advisory_lock; SQLite: a flock on
+a file next to the database), so several replicas never do the same work twice. Jobs of one JobScheduler run one
+at a time.
 
 Schedule: evaluation every `schedule.evaluate_every`; the weekly report on `schedule.weekly_report_cron`
 (default Monday 06:00 UTC; coalesced, misfire grace 6 days) for the last complete ISO week before the clock,
