@@ -287,7 +287,7 @@ def test_member_without_partitions_exports_every_lag_and_is_not_ready(kafka_boot
         def idle_and_owner() -> Any:
             states = [(s, *s.get("/readyz")) for s in (a, b)]
             idle = [s for s, code, body in states if code == 503 and "no partition assigned" in body]
-            owner = [s for s, code, body in states if code == 200 and "2 partitions assigned" in body]
+            owner = [s for s, code, body in states if code == 200 and "2 partitions assigned (" in body]
             return (idle[0], owner[0]) if idle and owner else None
 
         idle, owner = wait_until(idle_and_owner, 120, "one owner, one idle member", procs=(a, b))

@@ -171,8 +171,26 @@ def test_loop_stores_every_record_once_and_commits_only_stored_positions(setup: 
     lc.step()
     assert total(store) == len(events.records)
     assert fake.commits and fake.commits[-1] == {tp: len(v) for tp, v in logs.items() if tp in fake.commits[-1]}
-    assert lc.ready() == (True, "kafka ok: 4 partitions assigned, lag 0")
+    assert lc.ready() == (True, "kafka ok: 4 partitions assigned (p 2, o 2), lag 0")
     assert_same_state(documents(store.url), replayed(tmp_path, events))
+
+
+def test_readiness_names_the_partitions_owned_per_topic(setup: Any) -> None:
+    """Two members splitting two 2-partition topics each own 1 + 1: /readyz says so per topic. The total alone
+    ("2 partitions assigned") read as if each member held both partitions of a topic; one member on both topics
+    said 4, counting the two topics together."""
+    store, events, logs = setup
+    clock = Clock()
+    a, fa = member(store, logs, clock)
+    b, fb = member(store, logs, clock)
+    fa.rebalance({tp for tp in logs if tp.partition == 0})
+    fb.rebalance({tp for tp in logs if tp.partition == 1})
+    for _ in range(3):
+        a.step()
+        b.step()
+    for lc in (a, b):
+        ok, why = lc.ready()
+        assert ok and why.startswith("kafka ok: 2 partitions assigned (p 1, o 1)"), why
 
 
 def test_database_outage_holds_the_batch_pauses_and_commits_nothing(setup: Any, tmp_path: Path) -> None:

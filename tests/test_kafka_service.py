@@ -102,7 +102,7 @@ def test_end_to_end_matches_replay_with_dead_letter_topic(kafka_bootstrap: str, 
         wait_until(lambda: probe.done(events), 60, "every record stored", procs=(svc,))
         status, body = wait_until(lambda: (lambda r: r if r[0] == 200 else None)(svc.get("/readyz")), 15,
                                   "ready", procs=(svc,))
-        assert "kafka ok: 4 partitions assigned" in body
+        assert f"kafka ok: 4 partitions assigned ({topics['predictions']} 2, {topics['outcomes']} 2)" in body
         _, metrics = wait_until(lambda: (lambda r: r if len(re.findall(
             r'driftline_consumer_lag_messages\{partition="\d",topic="[^"]+"\} ', r[1])) == 4 else None)(
             svc.get("/metrics")), 30, "the lag series of every partition", procs=(svc,))

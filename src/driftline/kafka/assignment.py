@@ -85,6 +85,7 @@ class Ownership:
             self.pending |= assigned
         if dropped or assigned:
             self.status.assigned = len(self.owned)
+            self.status.per_topic = tuple((t, sum(tp.topic == t for tp in self.owned)) for t in self.settings.topics)
             self.sig.partitions_owned.set(len(self.owned))
             if self.owned:
                 self.unowned_since = None

@@ -115,7 +115,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
             return False, (f"no partition assigned for {self.monotonic() - since:.0f}s (group rebalancing, or more "
                            "processes than partitions)")
         lag = "" if s.lag is None else f", lag {s.lag}"
-        return True, f"kafka ok: {s.assigned} partitions assigned{lag}"
+        return True, f"kafka ok: {s.assignment()}{lag}"
 
     # --- connection -----------------------------------------------------------------------------
     def connect(self) -> bool:

@@ -41,8 +41,19 @@ class ConsumerStatus:
     """Why the database is not usable (unreachable, or its write lock held by another writer) while not db_ok."""
     since: float = field(default_factory=time.monotonic)
     assigned: int = 0
+    per_topic: tuple[tuple[str, int], ...] = ()
+    """Partitions owned per topic, in the settings' order (replaced whole, so a reader never sees it half-built)."""
     lag: int | None = None
     error: str = ""
+
+    def assignment(self) -> str:
+        """'8 partitions assigned (predictions 4, outcomes 4)': the total alone read as if each of two processes
+        on two 4-partition topics held all 4 of a topic."""
+        per_topic = self.per_topic  # one read: the total and the split always agree
+        if not per_topic:
+            return f"{self.assigned} partitions assigned"
+        split = ", ".join(f"{topic} {n}" for topic, n in per_topic)
+        return f"{sum(n for _, n in per_topic)} partitions assigned ({split})"
 
 
 def member_state(consumer: Any) -> Any:
