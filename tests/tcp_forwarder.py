@@ -3,6 +3,8 @@
 Used to make a service (the tansu broker, PostgreSQL) unreachable mid-stream without killing it:
 ``stop()`` closes the listening socket *and* drops every live connection (clients see a reset /
 EOF, new connects are refused); ``start()`` listens again on the same port and forwards anew.
+``pause()`` stops relaying and accepting without closing anything (the kernel still acknowledges what is sent,
+like a stopped proxy or a partition that drops no connection); ``resume()`` relays the buffered bytes on.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ class TcpForwarder:
         self._accept_thread: threading.Thread | None = None
         self._conns: set[socket.socket] = set()
         self._running = False
+        self._relaying = threading.Event()
+        self._relaying.set()
         self.accepted = 0  # connections accepted since construction (all generations)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -86,6 +90,14 @@ class TcpForwarder:
         if thread is not None:
             thread.join(timeout=5)
 
+    def pause(self) -> None:
+        """Stop relaying bytes and accepting connections; every socket stays open."""
+        self._relaying.clear()
+
+    def resume(self) -> None:
+        """Relay again what was held and accept the connections waiting in the backlog."""
+        self._relaying.set()
+
     def restart(self) -> None:
         """``stop()`` then ``start()`` on the same port."""
         self.stop()
@@ -112,6 +124,9 @@ class TcpForwarder:
                 return
             if not self._running or self._listener is not listener:
                 return
+            if not self._relaying.is_set():
+                self._relaying.wait(0.2)  # paused: connections wait in the backlog
+                continue
             if not ready:
                 continue
             try:
@@ -147,6 +162,9 @@ class TcpForwarder:
                     return
                 if a.fileno() < 0 or b.fileno() < 0:
                     return
+                if not self._relaying.is_set():
+                    self._relaying.wait(0.5)
+                    continue
                 for src in ready:
                     data = src.recv(_CHUNK)
                     if not data:

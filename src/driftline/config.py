@@ -140,10 +140,14 @@ class Kafka(Base):
     stall_restart: Duration = "90s"
     """When this member's group membership stays broken this long (coordinator unknown, a rebalance that never
     completes), its Kafka client is closed and a new one connects; must exceed the rebalance timeout."""
+    database_stall: Duration = "30s"
+    """A database call (a connection, a statement, the commit) unanswered this long, beyond the write-lock wait, is
+    reported: /readyz 503 naming it and one warning (a silent partition or a stopped proxy)."""
     options: dict[str, Any] = {}
 
     def __post_init__(self) -> None:
-        _positive_durations("", unassigned_grace=self.unassigned_grace, stall_restart=self.stall_restart)
+        _positive_durations("", unassigned_grace=self.unassigned_grace, stall_restart=self.stall_restart,
+                            database_stall=self.database_stall)
         for name in ("predictions_topic", "outcomes_topic", "dead_letter_topic", "group_id", "client_id"):
             value = getattr(self, name)
             if value is not None and not value.strip():  # group "" was joined as is (tryout)

@@ -16,9 +16,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
-from sqlalchemy import text
-
+from ..storage.calls import DEFAULT_STALL_S, StallWatch
 from ..storage.store import Store
+from .dbstate import BoundedCall, DatabaseProbe, ScrapeTimeout, database_state
 from .collector import SnapshotCollector
 from ..ops import OpsMetrics
 
@@ -47,16 +47,6 @@ def build_registry(snapshot: SnapshotCollector, ops: OpsMetrics | None) -> Colle
     return registry
 
 
-def database_ready(store: Store) -> tuple[bool, str]:
-    """(True, 'database ok') when a trivial query succeeds, else (False, the error)."""
-    try:
-        with store.engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-        return True, "database ok"
-    except Exception as err:  # noqa: BLE001 - any driver error means not ready
-        return False, f"database unreachable: {str(err).splitlines()[0]}"
-
-
 _HUNG_UP = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
 """A scrape client that went away (Prometheus timed out, curl interrupted): routine, not an error."""
 
@@ -80,8 +70,14 @@ class ExporterServer:
     """Threaded HTTP server for the exporter endpoints; start() returns at once, stop() joins the thread."""
 
     def __init__(self, registry: CollectorRegistry, store: Store, host: str = "127.0.0.1", port: int = 9108,
-                 readiness: Readiness | None = None, triggers_json: Callable[[], Any] | None = None) -> None:
+                 readiness: Readiness | None = None, triggers_json: Callable[[], Any] | None = None,
+                 stall_s: float = DEFAULT_STALL_S, scrape_timeout_s: float = 8.0) -> None:
         self.registry, self.store, self.readiness, self.triggers_json = registry, store, readiness, triggers_json
+        self.stall_s = stall_s
+        self.probe = DatabaseProbe(store)
+        self.stall_watch = StallWatch(store.calls, stall_s)
+        self.bounded = BoundedCall(scrape_timeout_s)
+        """A scrape reading a database that stopped answering gives up (503) instead of hanging."""
         try:
             self.httpd = _HTTPServer((host, port), self._handler())
         except OSError as err:  # the CLI prints it as one line: say which address
@@ -101,8 +97,9 @@ class ExporterServer:
         return f"http://{host}:{port}"
 
     def ready(self) -> tuple[bool, str]:
-        """Database reachable and, when given, the readiness callback satisfied."""
-        ok, why = database_ready(self.store)
+        """Database answering (published state only, never a query here) and, when given, the readiness callback
+        satisfied."""
+        ok, why = database_state(self.probe, self.store.calls, self.stall_s)
         if not ok or self.readiness is None:
             return ok, why
         try:
@@ -111,12 +108,28 @@ class ExporterServer:
             return False, f"readiness check failed: {err}"
         return ok2, f"{why}; {why2}" if ok2 else why2  # not ready: only why ("database ok; database …" misled)
 
+    def scrape(self, encoder: Callable[[CollectorRegistry], bytes]) -> bytes:
+        """The encoded registry within the scrape time limit; ScrapeTimeout at once while a database call is
+        known to be stalled (a scrape would only wait for it too), or when the collection takes too long."""
+        _, why = database_state(self.probe, self.store.calls, self.stall_s, first_wait_s=0.0)
+        if why.startswith("database not answering"):
+            raise ScrapeTimeout(why)
+        try:
+            return self.bounded(lambda: encoder(self.registry))
+        except ScrapeTimeout as err:
+            stalled = self.store.calls.stalled(0.0)
+            raise ScrapeTimeout(f"{err}; {self.store.calls.describe(stalled)}" if stalled else str(err)) from None
+
     def start(self) -> None:
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="driftline-exporter", daemon=True)
         self._thread.start()
+        self.probe.start()
+        self.stall_watch.start()
         log.info("exporter listening on %s", self.url)
 
     def stop(self) -> None:
+        self.probe.stop()
+        self.stall_watch.stop()
         self.httpd.shutdown()
         self.httpd.server_close()
         if self._thread is not None:
@@ -139,7 +152,12 @@ class ExporterServer:
                 if path == "/metrics":
                     encoder, ctype = choose_encoder(self.headers.get("Accept", ""))
                     try:
-                        body = encoder(server.registry)
+                        body = server.scrape(encoder)
+                    except ScrapeTimeout as err:
+                        known = str(err).startswith("database not answering")  # warned once by StallWatch
+                        log.log(logging.INFO if known else logging.WARNING, "scrape failed: %s", err)
+                        self._send(503, f"scrape failed: {err}\n".encode(), "text/plain; charset=utf-8")
+                        return
                     except Exception:  # noqa: BLE001 - report, never kill the server
                         log.exception("scrape failed")
                         self._send(500, b"scrape failed\n", "text/plain; charset=utf-8")

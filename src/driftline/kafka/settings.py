@@ -89,6 +89,8 @@ class KafkaSettings:
     unassigned_grace_s: float = 30.0
     stall_restart_s: float = 90.0
     """Group membership broken this long → the Kafka client is rebuilt (see health.StallWatch)."""
+    database_stall_s: float = 30.0
+    """A database call unanswered this long is reported (/readyz 503, a warning; see storage.calls)."""
     options: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -214,7 +216,7 @@ def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | No
                          on_key_mismatch=section.on_key_mismatch,
                          dead_letter_max_bytes=section.dead_letter_max_bytes,
                          unassigned_grace_s=parse_duration(section.unassigned_grace), stall_restart_s=stall_s,
-                         options=options)
+                         database_stall_s=parse_duration(section.database_stall), options=options)
 
 
 def _option_source(name: str, from_env: Mapping[str, Any]) -> str:

@@ -47,6 +47,8 @@ class LeaderLock:
             return self._file.held() if self._file is not None else True
 
     def _check(self) -> bool:
+        self.store.calls.begin("leader-lock check")  # a scrape asks: /readyz must see it stall, not wait for it
+        ok = False
         try:
             if self._conn is None:
                 self._conn = self.store.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
@@ -56,11 +58,14 @@ class LeaderLock:
             else:
                 self._held = bool(self._conn.execute(text("SELECT pg_try_advisory_lock(:k)"),
                                                      {"k": self.key}).scalar())
+            ok = True
             return self._held
         except Exception as err:  # noqa: BLE001 - connection lost: the lock is gone with it
             log.warning("leader lock check failed: %s", err)
             self._discard()
             return False
+        finally:
+            self.store.calls.end(ok)
 
     def release(self) -> None:
         """Give the lock up: unlocked explicitly (closing the connection alone frees it only once the server's

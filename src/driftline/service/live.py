@@ -78,7 +78,8 @@ def run_service(config: Config, db_url: str, settings: KafkaSettings, stop: thre
     consumer = LiveConsumer(pipeline, settings, stop, ops=ops, faults=Faults.from_env(),
                             maintain_every_s=maintain_every_s)
     service = Service(config, store, clock=clock, ops=ops, readiness=consumer.ready, host=host, port=port,
-                      evaluate=evaluate, jobs=True, jobs_maintain=False)  # the consumer maintains its partitions
+                      evaluate=evaluate, jobs=True, jobs_maintain=False,
+                      stall_s=settings.database_stall_s)  # the consumer maintains its partitions
     service.start_exporter()  # /healthz and /readyz answer while the database is unreachable or migrating
     if announce is not None:
         announce(f"driftline run: {settings.describe()}; exporter {service.url}/metrics")

@@ -25,6 +25,7 @@ from ..exporter.collector import SnapshotCollector
 from ..exporter.http import ExporterServer, Readiness, build_registry
 from ..ops import OpsMetrics
 from ..triggers.notify import Notifier, deliver
+from ..storage.calls import DEFAULT_STALL_S
 from ..storage.errors import StoreUnavailable
 from ..storage.store import Store
 from ..triggers import history, runner
@@ -43,8 +44,11 @@ class Service:
                  ops: OpsMetrics | None = None, notifier: Notifier | None = None,
                  readiness: Readiness | None = None, host: str | None = None, port: int | None = None,
                  time_basis: str = "wall", drift: DriftProvider | None | str = "auto",
-                 evaluate: bool = True, jobs: bool = False, jobs_maintain: bool = True) -> None:
+                 evaluate: bool = True, jobs: bool = False, jobs_maintain: bool = True,
+                 stall_s: float = DEFAULT_STALL_S) -> None:
         self.config, self.store, self.clock = config, store, clock
+        self.stall_s = stall_s
+        """A database call unanswered this long makes /readyz 503 and logs a warning (storage.calls)."""
         self.jobs_enabled = jobs
         self.jobs_maintain = jobs_maintain
         self.jobs: Any = None
@@ -85,7 +89,7 @@ class Service:
         """Bind and serve /metrics, /healthz, /readyz: before start_jobs() (schema still being migrated) scrapes
         hold only build_info and the process's own metrics, so nothing queries tables that may not exist yet."""
         self.server = ExporterServer(self.registry, self.store, self.host, self.port, self.readiness,
-                                     triggers_json=self.triggers_json)
+                                     triggers_json=self.triggers_json, stall_s=self.stall_s)
         if self.notifier is None:
             self.notifier = Notifier(self.config.notify, self.config.model, ops=self.ops,
                                      generator_url=self.server.url + "/triggers")

@@ -16,6 +16,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, event, text
 
+from . import calls
+
 WRITE = "driftline_write"
 """Execution option marking a connection's transaction as a write transaction."""
 WRITE_LOCK_KEY = 0x6472_6966_746C + 16
@@ -35,6 +37,7 @@ def install_sqlite(engine: Engine, lock_timeout_s: float) -> None:
         cur.close()
 
     def begin(conn: Connection) -> None:
+        calls.next_step(conn, "the write lock" if conn.get_execution_options().get(WRITE) else "BEGIN", lock_timeout_s)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(WRITE) else "BEGIN")
 
     event.listen(engine, "connect", connect)
@@ -45,6 +48,7 @@ def lock_postgres(conn: Connection, lock_timeout_s: float) -> None:
     """Take the write lock in the connection's transaction (released at commit or rollback); a lock not
     obtained within the timeout raises the driver's OperationalError (lock_not_available)."""
     conn.execute(text(f"SET LOCAL lock_timeout = '{int(lock_timeout_s * 1000)}ms'"))
+    calls.next_step(conn, "the write lock", lock_timeout_s)
     conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": WRITE_LOCK_KEY})
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, and_, case, create_engine, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from . import bulk, labels, locking, revisions, sqlite_binding
+from . import bulk, calls, labels, locking, pgconnect, revisions, sqlite_binding
 from . import schema as t
 from .bucket_row import BucketRow
 from .errors import NotADatabase, StalePositions, StoreUnavailable, WriteLocked
@@ -46,10 +46,14 @@ class Store:
         # transaction waits for the write lock, so it would miss the writer it waited for (SerializationFailure,
         # or a migration not seeing the tables just created).
         pg = self.url.startswith("postgresql+psycopg")
-        connect_args = {"prepare_threshold": None, "client_encoding": "utf8"} if pg else {}
+        connect_args = {"prepare_threshold": None, "client_encoding": "utf8", **pgconnect.timeout_args(self.url)
+                        } if pg else {}
         options = {"isolation_level": "READ COMMITTED"} if pg else {}
         self.engine: Engine = create_engine(self.url, pool_pre_ping=True, connect_args=connect_args, **options)
         self.dialect = self.engine.dialect.name
+        self.calls = calls.DbCalls()
+        """The database calls in flight (read by /readyz and the stall warning: never a query)."""
+        calls.install(self.engine, self.calls)
         self.join = JoinRows(self.dialect)
         """The join state (all its SQL is in join_rows)."""
         if self.dialect == "sqlite":
@@ -106,14 +110,18 @@ class Store:
     def _transaction(self, write: bool) -> Iterator[Connection]:
         from sqlalchemy.exc import DatabaseError, OperationalError, InterfaceError
 
+        ok = False
+        self.calls.begin("write" if write else "read")
         try:
             with self.engine.connect() as conn:
+                self.calls.idle()
                 if write:
                     conn = conn.execution_options(**{locking.WRITE: True})
                 with conn.begin():
                     if write and self.dialect == "postgresql":
                         locking.lock_postgres(conn, self.lock_timeout_s)
                     yield conn
+            ok = True
         except (OperationalError, InterfaceError) as err:
             if write and locking.gave_up_waiting(err):
                 raise WriteLocked(
@@ -125,6 +133,8 @@ class Store:
                 raise NotADatabase(f"{sqlite_file(self.url) or self.url} is not a SQLite database (a wrong --db path?)"
                                    ) from None
             raise
+        finally:
+            self.calls.end(ok)
 
     def check_writable(self) -> None:
         """An empty write transaction: takes the write lock and commits (WriteLocked or StoreUnavailable when it

@@ -1,0 +1,112 @@
+"""What /readyz and /metrics know about the database without waiting for it.
+
+/readyz used to run `SELECT 1` and /metrics to read the database in the request thread: a connection whose peer
+stopped answering without a reset blocked both for minutes (SRE tryout). Now a background probe publishes whether
+the database answered; /readyz reads that and the calls in flight (storage.calls), naming a call stalled for longer
+than `stall_s`; a scrape runs in a worker thread and gives up after `scrape_timeout_s` (one at a time: a scrape
+still stuck makes the next fail at once instead of piling threads up).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from ..storage.calls import DbCalls
+from ..storage.store import Store
+
+T = TypeVar("T")
+
+
+class DatabaseProbe:
+    """A daemon thread running a trivial read every `every_s` and publishing (ok, reason)."""
+
+    def __init__(self, store: Store, every_s: float = 2.0, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.store, self.every_s, self.monotonic = store, every_s, monotonic
+        self.result: tuple[bool, str] | None = None
+        self.since: float | None = None
+        """When the probe in flight started (None between probes): a trivial read unanswered for long is a stall."""
+        self.checked = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="driftline-db-probe", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()  # a probe blocked in the driver is a daemon thread: not joined for long
+
+    def probe(self) -> tuple[bool, str]:
+        """(True, 'database ok') when a trivial read succeeds, else (False, the error's first line)."""
+        from sqlalchemy import text
+
+        try:
+            with self.store.read() as conn:
+                conn.execute(text("SELECT 1"))
+            return True, "database ok"
+        except Exception as err:  # noqa: BLE001 - any driver error means not ready
+            return False, f"database unreachable: {str(err).splitlines()[0]}"
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.since = self.monotonic()
+            self.result = self.probe()
+            self.since = None
+            self.checked.set()
+            self._stop.wait(self.every_s)
+
+
+PROBE_STALL_S = 10.0
+"""A `SELECT 1` unanswered this long (or stall_s when shorter) is reported before any other call reaches stall_s."""
+
+
+def database_state(probe: DatabaseProbe, calls: DbCalls, stall_s: float, first_wait_s: float = 3.0
+                   ) -> tuple[bool, str]:
+    """(ready, reason) from published state only: a stalled call first, then the probe's last answer."""
+    stalled = calls.stalled(stall_s)
+    if stalled is not None:
+        return False, f"database not answering: {calls.describe(stalled)}"
+    since = probe.since
+    if since is not None and probe.monotonic() - since > min(stall_s, PROBE_STALL_S):
+        return False, f"database not answering: the readiness probe (SELECT 1) has been waiting " \
+                      f"{probe.monotonic() - since:.0f}s"
+    probe.checked.wait(first_wait_s)  # right after start: the first probe (bounded, it may be stalled itself)
+    if probe.result is None:
+        return False, "database not checked yet: the first probe has not answered"
+    return probe.result
+
+
+class ScrapeTimeout(Exception):
+    """A scrape did not finish within its time limit (or an earlier one is still running)."""
+
+
+class BoundedCall:
+    """Runs one function at a time in a worker thread and waits at most `timeout_s` for it."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._busy = threading.Lock()
+
+    def __call__(self, fn: Callable[[], T]) -> T:
+        if not self._busy.acquire(blocking=False):
+            raise ScrapeTimeout(f"an earlier scrape has been running for more than {self.timeout_s:g}s")
+        box: dict[str, object] = {}
+
+        def work() -> None:
+            try:
+                box["value"] = fn()
+            except BaseException as err:  # noqa: BLE001 - handed to the caller
+                box["error"] = err
+            finally:
+                self._busy.release()
+
+        worker = threading.Thread(target=work, name="driftline-scrape", daemon=True)
+        worker.start()
+        worker.join(self.timeout_s)
+        if worker.is_alive():
+            raise ScrapeTimeout(f"scrape did not finish within {self.timeout_s:g}s")
+        if "error" in box:
+            raise box["error"]  # type: ignore[misc]
+        return box["value"]  # type: ignore[return-value]

@@ -1,0 +1,146 @@
+"""Database calls in flight, published for /readyz and the stall warning without touching the database.
+
+A connection whose peer stops answering without resetting it (a network partition, a stopped proxy) blocks the
+calling thread in the driver; anything that asked the database whether it is there blocked as well (the SRE
+tryout: /readyz and /metrics hung for minutes while /healthz said ok and nothing was logged). Every Store
+transaction records here what it is waiting for (connecting, a statement, the commit) and since when, and when a
+call last succeeded; readers only look at this state. A step that legitimately waits (the write lock, up to the
+lock timeout) carries that wait as its grace.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection, Engine, event
+
+log = logging.getLogger("driftline.storage")
+
+DEFAULT_STALL_S = 30.0
+"""A database call waiting this long (beyond its grace) is reported: /readyz 503 and one warning."""
+
+
+@dataclass
+class Call:
+    """One thread's database call: what it waits for, since when (monotonic) and the wait it may legitimately take."""
+
+    kind: str
+    step: str
+    since: float
+    grace: float = 0.0
+    started: float = 0.0
+    warned: int = 0
+    """The level its stall was logged at (0: not yet): a warning for the first stalled call, INFO while another
+    stalled call is still waiting (a long stall logs one warning, not one per retried read)."""
+
+    def overdue(self, now: float) -> float:
+        """Seconds the current step has waited beyond its grace."""
+        return now - self.since - self.grace
+
+
+@dataclass
+class DbCalls:
+    """Thread-safe registry of the database calls in flight and of the last call that succeeded."""
+
+    monotonic: Callable[[], float] = time.monotonic
+    last_ok: float | None = None
+    _calls: dict[int, Call] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def begin(self, kind: str) -> None:
+        """A transaction of this thread starts (`kind`: "read" or "write"): it waits for a connection first."""
+        now = self.monotonic()
+        with self._lock:
+            self._calls[threading.get_ident()] = Call(kind, "a connection", now, started=now)
+
+    def step(self, step: str, grace: float = 0.0) -> None:
+        """The thread's call now waits for `step` (a statement, the write lock, the commit)."""
+        with self._lock:
+            call = self._calls.get(threading.get_ident())
+            if call is not None:
+                call.step, call.since, call.grace = step, self.monotonic(), grace
+
+    def idle(self) -> None:
+        """The database answered; the thread computes (no database wait until its next step)."""
+        self.step("")
+
+    def end(self, ok: bool) -> None:
+        """The thread's transaction is over (`ok`: committed or read without a connection error)."""
+        now = self.monotonic()
+        with self._lock:
+            call = self._calls.pop(threading.get_ident(), None)
+            if ok:
+                self.last_ok = now
+        if call is not None and call.warned:
+            if ok:
+                log.log(call.warned, "database answered again: a %s waited %.0fs", call.kind, now - call.started)
+            else:
+                log.log(call.warned, "stalled database %s failed after %.0fs", call.kind, now - call.started)
+
+    def stalled(self, stall_s: float) -> Call | None:
+        """The call whose current step has waited longest beyond its grace, when that exceeds `stall_s`."""
+        now = self.monotonic()
+        with self._lock:
+            waiting = [c for c in self._calls.values() if c.step and c.overdue(now) > stall_s]
+        return max(waiting, key=lambda c: c.overdue(now), default=None)
+
+    def describe(self, call: Call) -> str:
+        """One line naming a stalled call, e.g. 'a write has been waiting 45s for a statement'."""
+        return f"a {call.kind} has been waiting {self.monotonic() - call.since:.0f}s for {call.step}"
+
+    def warn_stalled(self, stall_s: float) -> None:
+        """Log a warning once per call that has stalled (its end is logged by end())."""
+        now = self.monotonic()
+        with self._lock:
+            new = [c for c in self._calls.values() if c.step and not c.warned and c.overdue(now) > stall_s]
+            level = logging.INFO if any(c.warned == logging.WARNING for c in self._calls.values()) else logging.WARNING
+            for call in new:
+                call.warned, level = level, logging.INFO
+        for call in new:
+            log.log(call.warned, "database not answering: %s (a network partition or a stopped proxy?); still "
+                    "waiting", self.describe(call))
+
+
+def next_step(conn: Connection, step: str, grace: float) -> None:
+    """Name the connection's next statement's wait (e.g. the write lock, allowed up to the lock timeout)."""
+    conn.info["driftline_step"], conn.info["driftline_grace"] = step, grace
+
+
+def install(engine: Engine, calls: DbCalls) -> None:
+    """Record every statement and commit of `engine`'s connections as a step of the calling thread's call."""
+
+    def before(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
+        calls.step(conn.info.pop("driftline_step", "a statement"), conn.info.pop("driftline_grace", 0.0))
+
+    def after(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
+        calls.idle()
+
+    event.listen(engine, "before_cursor_execute", before)
+    event.listen(engine, "after_cursor_execute", after)
+    event.listen(engine, "commit", lambda conn: calls.step("the commit"))
+    event.listen(engine, "rollback", lambda conn: calls.step("the rollback"))
+
+
+class StallWatch:
+    """A daemon thread warning once about each database call stalled for longer than `stall_s`."""
+
+    def __init__(self, calls: DbCalls, stall_s: float = DEFAULT_STALL_S, every_s: float = 1.0) -> None:
+        self.calls, self.stall_s, self.every_s = calls, stall_s, every_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="driftline-db-stall-watch", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.calls.warn_stalled(self.stall_s)

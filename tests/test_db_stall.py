@@ -1,0 +1,118 @@
+"""SRE tryout: PostgreSQL behind a proxy that stops relaying without closing anything (`kill -STOP` on it).
+
+/readyz and /metrics used to query the database in the request thread and hung for the whole stall, /healthz said
+ok and nothing was logged. Now /readyz answers 503 from published state, naming the stalled call, /metrics fails
+fast instead of hanging, a warning is logged, and everything recovers when the proxy relays again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from driftline.exporter.http import ExporterServer, build_registry
+from driftline.exporter.collector import SnapshotCollector
+from driftline.config import Config
+from driftline.storage.store import Store
+
+pytestmark = pytest.mark.postgres
+
+
+def _get(url: str) -> tuple[int, str]:
+    """(status, body); (0, error) when nothing answers within 5 s (what the SRE's curl -m saw)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+    except OSError as err:
+        return 0, str(err)
+
+
+def _poll(check: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+def test_paused_proxy_makes_readyz_503_naming_the_stalled_write_and_recovers(pg_behind_forwarder, caplog) -> None:
+    pg = pg_behind_forwarder
+    store = Store(pg.url)
+    store.migrate()
+    config = Config(model="m")
+    snapshot = SnapshotCollector(store, config, time.time, schema_ready=threading.Event())
+    snapshot.schema_ready.set()
+    server = ExporterServer(build_registry(snapshot, None), store, port=0, stall_s=2.0, scrape_timeout_s=3.0)
+    server.start()
+    caplog.set_level(logging.INFO, logger="driftline")
+    written = threading.Event()
+    try:
+        _poll(lambda: _get(server.url + "/readyz")[0] == 200, 30, "/readyz 200 before the stall")
+        with store.write() as conn:  # the pool holds a connection through the forwarder
+            conn.execute(text("SELECT 1"))
+        pg.forwarder.pause()
+
+        def write() -> None:
+            with store.write() as conn:
+                conn.execute(text("SELECT 1"))
+            written.set()
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        status, body = _poll(lambda: (lambda r: r if r[0] == 503 and "not answering" in r[1] else None)(
+            _get(server.url + "/readyz")), 30, "/readyz 503 naming the stalled call")
+        assert "has been waiting" in body, body  # names the call: the write, or the probe stalled with it
+        assert _get(server.url + "/healthz") == (200, "ok\n")  # liveness: the process itself is fine
+        metrics = _get(server.url + "/metrics")
+        assert metrics[0] in (200, 503), metrics  # answers (fails fast), never a client timeout
+        _poll(lambda: any(r.levelno == logging.WARNING and r.getMessage().startswith("database not answering: a write")
+                          for r in caplog.records), 30, "the stall warning")
+        assert not written.is_set()
+        pg.forwarder.resume()
+        assert _poll(written.is_set, 60, "the write to finish after resuming")
+        _poll(lambda: _get(server.url + "/readyz")[0] == 200, 30, "/readyz 200 after resuming")
+        _poll(lambda: any("database answered again" in r.getMessage() for r in caplog.records), 10,
+              "the end of the stall logged")
+    finally:
+        pg.forwarder.resume()
+        server.stop()
+        store.close()
+
+
+def test_connection_parameters_default_keepalives_and_respect_the_url() -> None:
+    from driftline.storage.pgconnect import timeout_args
+
+    args = timeout_args("postgresql+psycopg://u@h/db")
+    assert args["keepalives"] == 1 and args["keepalives_idle"] > 0 and args["connect_timeout"] > 0
+    mine = timeout_args("postgresql+psycopg://u@h/db?keepalives_idle=120&connect_timeout=3")
+    assert "keepalives_idle" not in mine and "connect_timeout" not in mine and mine["keepalives_count"] > 0
+
+
+def test_write_lock_wait_is_not_a_stall_until_its_grace_is_over() -> None:
+    from driftline.storage.calls import DbCalls
+
+    now = [100.0]
+    calls = DbCalls(monotonic=lambda: now[0])
+    calls.begin("write")
+    calls.step("the write lock", grace=30.0)
+    now[0] += 40.0
+    assert calls.stalled(15.0) is None  # waiting for another writer's lock, within the lock timeout + 15 s
+    now[0] += 10.0
+    stalled = calls.stalled(15.0)
+    assert stalled is not None and calls.describe(stalled) == "a write has been waiting 50s for the write lock"
+    calls.idle()
+    assert calls.stalled(0.0) is None  # the database answered: computing is no wait
+    calls.end(ok=True)
+    assert calls.last_ok == now[0]
