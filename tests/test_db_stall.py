@@ -20,6 +20,7 @@ from sqlalchemy import text
 from driftline.exporter.http import ExporterServer, build_registry
 from driftline.exporter.collector import SnapshotCollector
 from driftline.config import Config
+from driftline.storage.errors import StoreUnavailable
 from driftline.storage.store import Store
 
 pytestmark = pytest.mark.postgres
@@ -47,7 +48,7 @@ def _poll(check: Any, timeout: float, what: str) -> Any:
     raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
 
 
-def test_paused_proxy_makes_readyz_503_naming_the_stalled_write_and_recovers(pg_behind_forwarder, caplog) -> None:
+def test_paused_proxy_makes_readyz_503_naming_the_stalled_write_then_fails_it_and_recovers(pg_behind_forwarder, caplog) -> None:
     pg = pg_behind_forwarder
     store = Store(pg.url)
     store.migrate()
@@ -64,9 +65,14 @@ def test_paused_proxy_makes_readyz_503_naming_the_stalled_write_and_recovers(pg_
             conn.execute(text("SELECT 1"))
         pg.forwarder.pause()
 
+        failed: list[Exception] = []
+
         def write() -> None:
-            with store.write() as conn:
-                conn.execute(text("SELECT 1"))
+            try:
+                with store.write() as conn:
+                    conn.execute(text("SELECT 1"))
+            except StoreUnavailable as err:
+                failed.append(err)
             written.set()
 
         writer = threading.Thread(target=write, daemon=True)
@@ -79,12 +85,15 @@ def test_paused_proxy_makes_readyz_503_naming_the_stalled_write_and_recovers(pg_
         assert metrics[0] in (200, 503), metrics  # answers (fails fast), never a client timeout
         _poll(lambda: any(r.levelno == logging.WARNING and r.getMessage().startswith("database not answering: a write")
                           for r in caplog.records), 30, "the stall warning")
-        assert not written.is_set()
-        pg.forwarder.resume()
-        assert _poll(written.is_set, 60, "the write to finish after resuming")
-        _poll(lambda: _get(server.url + "/readyz")[0] == 200, 30, "/readyz 200 after resuming")
-        _poll(lambda: any("database answered again" in r.getMessage() for r in caplog.records), 10,
+        # the stalled ping is broken off: the write fails like one meeting a refused connection (held batch, retry)
+        assert _poll(written.is_set, 60, "the stalled write to fail")
+        assert failed, "the write should have failed while the forwarder was paused"
+        _poll(lambda: any("stalled database write failed" in r.getMessage() for r in caplog.records), 10,
               "the end of the stall logged")
+        pg.forwarder.resume()
+        with store.write() as conn:
+            conn.execute(text("SELECT 1"))
+        _poll(lambda: _get(server.url + "/readyz")[0] == 200, 30, "/readyz 200 after resuming")
     finally:
         pg.forwarder.resume()
         server.stop()

@@ -1,7 +1,7 @@
 """`driftline run` with PostgreSQL behind a proxy that stops relaying without closing anything (SRE tryout:
 `kill -STOP` on a TCP forwarder): /readyz turns 503 naming the stalled database call, /healthz stays 200 (the
-process is alive; restarting it would not make the database answer), a warning is logged, and once the proxy
-relays again every record is stored exactly once, as `driftline replay` of the same events would store them."""
+process is alive; restarting it would not make the database answer), a warning is logged, the stalled call is
+broken off into the outage path (batch held, retried), and once the proxy relays again every record is stored exactly once, as `driftline replay` of the same events would store them."""
 
 from __future__ import annotations
 
@@ -46,13 +46,15 @@ def test_stalled_database_is_not_ready_with_a_reason_then_recovers_without_loss(
         assert svc.get("/healthz") == (200, "ok\n")
         assert svc.get("/metrics")[0] in (200, 503)  # an answer, not a client timeout
         wait_until(lambda: "; still waiting" in svc.log(), 30, "the stall warning", procs=(svc,))
+        # the stalled ping is broken off: the same path as a refused connection (batch held, retried)
+        wait_until(lambda: "database unavailable" in svc.log(), 60, "the outage path taken", procs=(svc,))
         time.sleep(25)  # longer than max_poll_interval_ms (20 s in write_config): the group may evict the member
         assert probe.total() == half
         assert svc.get("/readyz")[0] == 503
         pg.forwarder.resume()
         wait_until(lambda: probe.done(events), 90, "every record stored after the stall", procs=(svc,))
         wait_until(lambda: svc.get("/readyz")[0] == 200, 60, "ready again", procs=(svc,))
-        assert "database answered again" in svc.log()
+        assert "database reachable again" in svc.log()
         assert svc.terminate() == 0
     finally:
         pg.forwarder.resume()

@@ -11,10 +11,13 @@ lock timeout) carries that wait as its grace.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import Connection, Engine, event
 
@@ -33,6 +36,8 @@ class Call:
     since: float
     grace: float = 0.0
     started: float = 0.0
+    conn: Any = None
+    """The DBAPI connection being pinged at checkout (psycopg): the one call that can safely be broken off."""
     warned: int = 0
     """The level its stall was logged at (0: not yet): a warning for the first stalled call, INFO while another
     stalled call is still waiting (a long stall logs one warning, not one per retried read)."""
@@ -81,6 +86,28 @@ class DbCalls:
             else:
                 log.log(call.warned, "stalled database %s failed after %.0fs", call.kind, now - call.started)
 
+    def pinging(self, dbapi_conn: Any) -> None:
+        """The pool pings a pooled connection before handing it out (None: the ping is over)."""
+        with self._lock:
+            call = self._calls.get(threading.get_ident())
+            if call is not None:
+                call.conn = dbapi_conn
+
+    def break_stalled_pings(self, stall_s: float) -> None:
+        """Shut down the socket of every pre-ping unanswered for longer than `stall_s`: a `SELECT 1` that long is
+        a dead peer (a stopped proxy acknowledges bytes, so TCP timeouts never fire). The driver then raises, the
+        pool tries a fresh connection (bounded by connect_timeout) and the caller takes the outage path."""
+        now = self.monotonic()
+        with self._lock:
+            stuck = [c for c in self._calls.values() if c.conn is not None and c.overdue(now) > stall_s]
+            conns = [c.conn for c in stuck]
+            for call in stuck:
+                call.conn = None
+        for conn in conns:
+            log.warning("database not answering: closing a pooled connection whose ping has waited more than %.0fs",
+                        stall_s)
+            shut_down(conn)
+
     def stalled(self, stall_s: float) -> Call | None:
         """The call whose current step has waited longest beyond its grace, when that exceeds `stall_s`."""
         now = self.monotonic()
@@ -119,10 +146,37 @@ def install(engine: Engine, calls: DbCalls) -> None:
     def after(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
         calls.idle()
 
+    if engine.dialect.name == "postgresql":
+        ping = engine.dialect.do_ping
+
+        def do_ping(dbapi_conn: Any) -> bool:  # the pool's pre-ping has no event: wrap the dialect's
+            calls.pinging(dbapi_conn)
+            try:
+                return ping(dbapi_conn)
+            finally:
+                calls.pinging(None)
+
+        engine.dialect.do_ping = do_ping  # type: ignore[method-assign]
     event.listen(engine, "before_cursor_execute", before)
     event.listen(engine, "after_cursor_execute", after)
     event.listen(engine, "commit", lambda conn: calls.step("the commit"))
     event.listen(engine, "rollback", lambda conn: calls.step("the rollback"))
+
+
+def shut_down(dbapi_conn: Any) -> None:
+    """Shut down a psycopg connection's socket from another thread: the thread blocked on it sees EOF and raises."""
+    try:
+        fd = dbapi_conn.pgconn.socket
+        sock = socket.socket(fileno=os.dup(fd))
+    except Exception as err:  # noqa: BLE001 - already closed, or not psycopg
+        log.debug("cannot shut down a stalled connection: %s", err)
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError as err:
+        log.debug("cannot shut down a stalled connection: %s", err)
+    finally:
+        sock.close()
 
 
 class StallWatch:
@@ -144,3 +198,4 @@ class StallWatch:
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
             self.calls.warn_stalled(self.stall_s)
+            self.calls.break_stalled_pings(self.stall_s)
