@@ -125,3 +125,17 @@ def test_write_lock_wait_is_not_a_stall_until_its_grace_is_over() -> None:
     assert calls.stalled(0.0) is None  # the database answered: computing is no wait
     calls.end(ok=True)
     assert calls.last_ok == now[0]
+
+
+def test_a_call_inside_another_ends_only_itself() -> None:
+    from driftline.storage.calls import DbCalls
+
+    now = [0.0]
+    calls = DbCalls(monotonic=lambda: now[0])
+    calls.begin("write")
+    calls.step("a statement")
+    calls.begin("leader-lock check")
+    calls.end(ok=True)
+    now[0] += 60.0
+    stalled = calls.stalled(30.0)
+    assert stalled is not None and stalled.kind == "write"

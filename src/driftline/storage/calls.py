@@ -53,19 +53,20 @@ class DbCalls:
 
     monotonic: Callable[[], float] = time.monotonic
     last_ok: float | None = None
-    _calls: dict[int, Call] = field(default_factory=dict)
+    _calls: dict[int, list[Call]] = field(default_factory=dict)
+    """Per thread, its calls innermost last (a leader-lock check inside a transaction must not end the transaction's)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def begin(self, kind: str) -> None:
         """A transaction of this thread starts (`kind`: "read" or "write"): it waits for a connection first."""
         now = self.monotonic()
         with self._lock:
-            self._calls[threading.get_ident()] = Call(kind, "a connection", now, started=now)
+            self._calls.setdefault(threading.get_ident(), []).append(Call(kind, "a connection", now, started=now))
 
     def step(self, step: str, grace: float = 0.0) -> None:
         """The thread's call now waits for `step` (a statement, the write lock, the commit)."""
         with self._lock:
-            call = self._calls.get(threading.get_ident())
+            call = self._current()
             if call is not None:
                 call.step, call.since, call.grace = step, self.monotonic(), grace
 
@@ -77,7 +78,10 @@ class DbCalls:
         """The thread's transaction is over (`ok`: committed or read without a connection error)."""
         now = self.monotonic()
         with self._lock:
-            call = self._calls.pop(threading.get_ident(), None)
+            stack = self._calls.get(threading.get_ident(), [])
+            call = stack.pop() if stack else None
+            if not stack:
+                self._calls.pop(threading.get_ident(), None)
             if ok:
                 self.last_ok = now
         if call is not None and call.warned:
@@ -86,10 +90,19 @@ class DbCalls:
             else:
                 log.log(call.warned, "stalled database %s failed after %.0fs", call.kind, now - call.started)
 
+    def _current(self) -> Call | None:
+        """The calling thread's innermost call (under the lock)."""
+        stack = self._calls.get(threading.get_ident())
+        return stack[-1] if stack else None
+
+    def _all(self) -> list[Call]:
+        """Every call in flight (under the lock)."""
+        return [c for stack in self._calls.values() for c in stack]
+
     def pinging(self, dbapi_conn: Any) -> None:
         """The pool pings a pooled connection before handing it out (None: the ping is over)."""
         with self._lock:
-            call = self._calls.get(threading.get_ident())
+            call = self._current()
             if call is not None:
                 call.conn = dbapi_conn
 
@@ -99,7 +112,7 @@ class DbCalls:
         pool tries a fresh connection (bounded by connect_timeout) and the caller takes the outage path."""
         now = self.monotonic()
         with self._lock:
-            stuck = [c for c in self._calls.values() if c.conn is not None and c.overdue(now) > stall_s]
+            stuck = [c for c in self._all() if c.conn is not None and c.overdue(now) > stall_s]
             conns = [c.conn for c in stuck]
             for call in stuck:
                 call.conn = None
@@ -112,7 +125,7 @@ class DbCalls:
         """The call whose current step has waited longest beyond its grace, when that exceeds `stall_s`."""
         now = self.monotonic()
         with self._lock:
-            waiting = [c for c in self._calls.values() if c.step and c.overdue(now) > stall_s]
+            waiting = [c for c in self._all() if c.step and c.overdue(now) > stall_s]
         return max(waiting, key=lambda c: c.overdue(now), default=None)
 
     def describe(self, call: Call) -> str:
@@ -123,8 +136,8 @@ class DbCalls:
         """Log a warning once per call that has stalled (its end is logged by end())."""
         now = self.monotonic()
         with self._lock:
-            new = [c for c in self._calls.values() if c.step and not c.warned and c.overdue(now) > stall_s]
-            level = logging.INFO if any(c.warned == logging.WARNING for c in self._calls.values()) else logging.WARNING
+            new = [c for c in self._all() if c.step and not c.warned and c.overdue(now) > stall_s]
+            level = logging.INFO if any(c.warned == logging.WARNING for c in self._all()) else logging.WARNING
             for call in new:
                 call.warned, level = level, logging.INFO
         for call in new:
@@ -166,6 +179,8 @@ def install(engine: Engine, calls: DbCalls) -> None:
 def shut_down(dbapi_conn: Any) -> None:
     """Shut down a psycopg connection's socket from another thread: the thread blocked on it sees EOF and raises."""
     try:
+        if dbapi_conn.closed:  # the ping ended meanwhile: its descriptor may belong to another socket by now
+            return
         fd = dbapi_conn.pgconn.socket
         sock = socket.socket(fileno=os.dup(fd))
     except Exception as err:  # noqa: BLE001 - already closed, or not psycopg
