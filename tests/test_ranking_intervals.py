@@ -249,7 +249,7 @@ def test_rendered_confident_rule_reads_the_upper_bound_promtool_test_rules(tmp_p
     sel = 'model="fraud", model_version="all", variant="all", window="7d"'
     labels = {"severity": "warning", "trigger": name, "model": "fraud", "model_version": "all",
               "variant": "all", "window": "7d"}
-    title = {"roc_auc": ("ROC AUC", "roc auc"), "average_precision": ("Average precision", "average precision")}
+    title = {"roc_auc": ("ROC AUC", "roc auc"), "average_precision": ("average precision", "average precision")}
     res = _promtool_test(tmp_path, text, f"""
         rule_files: [r.yml]
         evaluation_interval: 1m

@@ -17,6 +17,7 @@ same condition); without it, these rules are the sender.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -199,13 +200,14 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
     value = _value_tpl(unit)
     line = _fmt_line(rule, unit)
     confident = rule.mode == "confident" and (m in EXPORTED_RATES or m in _INTERVAL_SCORES)
-    what_short = (f"{'Upper' if rule.below else 'Lower'} 95% bound of {short} of {{{{ $labels.model }}}}"
+    named = short if short[:2].isupper() else short[:1].lower() + short[1:]  # 'FPR' stays, 'Recall' → 'recall'
+    what_short = (f"{'Upper' if rule.below else 'Lower'} 95% bound of {named} of {{{{ $labels.model }}}}"
                   if confident else f"{short} of {{{{ $labels.model }}}}")
-    runbook = runbook_url(rule, base)
+    runbook = literal(runbook_url(rule, base))
     if m in ("dead_letter_rate", "silence_seconds"):
         summary = f"{short} of driftline job {{{{ $labels.job }}}} is {value} (line {rule.op} {line})"
         desc = (f"{long} of driftline job {{{{ $labels.job }}}} is {value}, {direction} the agreed line of {line} "
-                f"(trigger {rule.name}, model {model}).")
+                f"(trigger {literal(rule.name)}, model {literal(model)}).")
         return {"summary": summary, "description": _with_user(rule, desc), "runbook_url": runbook}
     if m in ("psi", "js", "drifted", "multivariate_drift", "multivariate_drifted"):
         subject = ("the score" if m in ("psi", "js") else "all features") if rule.feature is None \
@@ -255,7 +257,14 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
 
 
 def _with_user(rule: Rule, generated: str) -> str:
-    return f"{rule.description.strip()} {generated}" if rule.description else generated
+    return f"{literal(rule.description.strip())} {generated}" if rule.description else generated
+
+
+def literal(text: str) -> str:
+    """`text` as literal text inside a Prometheus annotation, which is a Go template: each `{{` and `}}` is written
+    as an action printing it (tryout: a trigger description "Check {{ broken …" gave a rules file promtool
+    refused — 'function "broken" not defined' — and `{{ $value }}` in one was expanded)."""
+    return re.sub(r"\{\{|\}\}", lambda m: '{{ "' + m.group() + '" }}', text)
 
 
 def render_rules(config: Config, rules: Sequence[Rule] | None = None) -> Rendered:

@@ -1,0 +1,65 @@
+"""User text in rendered alert annotations stays text (tryout: a trigger description "Check {{ broken …" gave a
+rules file promtool refused — function "broken" not defined — so Prometheus would not load any rule, while
+`alerts render` exited 0; "{{ $value }}" in a description was expanded). Checked by the real promtool."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+
+from driftline.config import from_dict
+from driftline.triggers.rules import literal, render_rules, to_yaml
+
+from services import require_binary
+
+TEXT = 'Check {{ broken and {{ $value }} and }} as written "quoted" {{'
+GENERATED = (" Recall of model fraud (version all, variant all) over the last 7d is 0.500, under the agreed line of "
+             "0.70 (95% interval n/a to n/a, n = 40 labelled positives).")
+SEL = 'model="fraud", model_version="all", variant="all", window="7d"'
+
+
+def _config():
+    return from_dict({"model": "fraud", "triggers": [
+        {"name": "recall_low", "metric": "recall", "op": "<", "value": 0.7, "window": "7d", "min_n": 1,
+         "for": "1m", "description": TEXT,
+         "runbook_url": "https://runbooks.example/{{x}}#recall"},
+        {"name": "dead_letters", "metric": "dead_letter_rate", "op": ">", "value": 0.01, "window": "1h",
+         "description": TEXT}]})
+
+
+def test_literal_writes_each_delimiter_as_an_action_printing_it() -> None:
+    assert literal("a {{ b }} c") == 'a {{ "{{" }} b {{ "}}" }} c'
+    assert literal("no braces {x}") == "no braces {x}"
+
+
+def test_rendered_rules_with_template_text_in_descriptions_pass_promtool(tmp_path: Path) -> None:
+    rules = tmp_path / "r.yml"
+    rules.write_text(to_yaml(render_rules(_config())))
+    promtool = require_binary("promtool")
+    res = subprocess.run([promtool, "check", "rules", str(rules)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (tmp_path / "t.yml").write_text(textwrap.dedent(f"""
+        rule_files: [r.yml]
+        evaluation_interval: 1m
+        tests:
+          - interval: 1m
+            input_series:
+              - series: 'driftline_recall_ratio{{{SEL}}}'
+                values: '0.5x10'
+              - series: 'driftline_window_positives{{{SEL}}}'
+                values: '40x10'
+            alert_rule_test:
+              - eval_time: 5m
+                alertname: RecallLow
+                exp_alerts:
+                  - exp_labels: {{severity: warning, trigger: recall_low, model: fraud, model_version: all,
+                                  variant: all, window: 7d}}
+                    exp_annotations:
+                      summary: "Recall of fraud is 0.500 over 7d (line < 0.70)"
+                      description: {json.dumps(TEXT + GENERATED)}
+                      runbook_url: "https://runbooks.example/{{{{x}}}}#recall"
+    """))
+    res = subprocess.run([promtool, "test", "rules", str(tmp_path / "t.yml")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
