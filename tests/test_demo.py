@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -46,6 +47,13 @@ def test_demo_runs_end_to_end_and_its_recall_alert_fires(tmp_path: Path) -> None
     used = tmp_path / "w" / "driftline.yaml"  # second tryout: the settings the note pointed at were nowhere
     assert f"run later commands with `driftline --config {used} …`" in " ".join(proc.stderr.split())
     assert [t.name for t in load(used).triggers] == ["recall_below_target", "fpr_above_target"]
+    base = re.search(r"Next, on the demo's database with its settings: `(.+?) metrics`", " ".join(proc.stderr.split()))
+    assert base is not None and f"--config {used}" in base.group(1) and "demo.db" in base.group(1)
+    argv = shlex.split(base.group(1))[1:]  # tryout: the bare commands suggested ran without the demo's settings
+    alerts_out = subprocess.run([sys.executable, "-m", "driftline.cli", *argv, "alerts"], capture_output=True,
+                                text=True, timeout=120, cwd=tmp_path, env=env)
+    assert alerts_out.returncode == 0 and "recall_below_target" in alerts_out.stdout
+    assert "no triggers configured" not in alerts_out.stdout + alerts_out.stderr
     scraped = re.search(r"/metrics scraped: (\d+) driftline series, "
                         r'driftline_recall_ratio\{variant="all",window="7d"\} = (0\.\d+)', out)
     assert scraped is not None and int(scraped.group(1)) > 50 and float(scraped.group(2)) < 0.7

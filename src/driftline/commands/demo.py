@@ -10,6 +10,7 @@ driftline.example.yaml's.
 from __future__ import annotations
 
 import argparse
+import shlex
 import time
 import urllib.request
 from datetime import datetime
@@ -282,10 +283,19 @@ def cmd_demo(ctx: Context, args: argparse.Namespace) -> int:
     ctx.console.print(f"        {res.paths['json']}", soft_wrap=True)
     if not fired:
         ctx.console.print("[yellow]no trigger fired[/yellow]")
-    ctx.err.print(f"done in {time.monotonic() - t0:.0f} s. Next: `driftline metrics`, `driftline alerts`, "
-                  "`driftline drift`, `driftline ab`, `driftline report` (same database), or "
-                  "`driftline serve --time event` to keep /metrics up.")
+    base = next_command(ctx, workdir / "driftline.yaml" if filled else getattr(args, "config", None))
+    ctx.err.print(f"done in {time.monotonic() - t0:.0f} s. Next, on the demo's database with its settings: `{base} "
+                  f"metrics`, then `alerts`, `drift`, `ab`, `report --out {out}` or `serve --time event` (to keep "
+                  "/metrics up) in place of `metrics`.")
     return 0
+
+
+def next_command(ctx: Context, config: object) -> str:
+    """`driftline` with the options that make later commands read the demo's database with its settings (tryout:
+    the bare `driftline alerts` suggested said "no triggers configured", `ab` "costs not configured", and `report`
+    replaced the demo's stored report with one without its costs)."""
+    db = f" --db {shlex.quote(ctx.db_url)}" if ctx.db_source != "default" else ""
+    return f"driftline{f' --config {shlex.quote(str(config))}' if config else ''}{db}"
 
 
 def run_timeline(ctx: Context, cfg: Config, store: Store, spec: SimSpec, end: float, events: Path,
