@@ -21,6 +21,13 @@ HEAD = b'{"type":"prediction","prediction_id":"a","model":"fraud","ts":176446080
     (HEAD + b'"score":0.5,}', ["trailing comma", '"score":0.5,}']),
     (HEAD + b'"score":0.5', ["ends before its last value is complete"]),
     (b'\x01{"a":1}', ["near \\x01{"]),
+    (HEAD.replace(b'"prediction_id":"a"', b'"prediction_id":"\\ud800"') + b'"score":0.5}',
+     ["lone UTF-16 surrogate escape \\ud800 at byte", "is not a character"]),
+    (HEAD.replace(b'"prediction_id":"a"', b'"prediction_id":"a\\ud800b"') + b'"score":0.5}',
+     ["lone UTF-16 surrogate escape \\ud800"]),
+    (HEAD + b'"score":0.5,"features":{"c":"\\udc00"}}', ["lone UTF-16 surrogate escape \\udc00"]),
+    (HEAD.replace(b'"prediction_id":"a"', b'"prediction_id":"\xc3("') + b'"score":0.5}',
+     ["Invalid UTF-8 encoded string (byte 38)", '"prediction_id":"\\xc3("']),
 ])
 def test_the_detail_says_where_and_what(raw: bytes, says: list[str]) -> None:
     one = decode(raw, "t", 0, 0)

@@ -281,7 +281,8 @@ def _decode_bounded(raw: bytes, kind: str | None, limits: Limits, dead: Callable
         except (msgspec.ValidationError, msgspec.DecodeError) as again:  # a date, and another field is wrong
             return dead(_classify(again, kind), str(again))
         if dated is None:
-            return dead(_classify(err, kind), str(err))
+            return dead(_classify(err, kind), json_error_detail(raw, str(err)) if type(err) is msgspec.DecodeError
+                        else str(err))
         event = dated
     if not event.prediction_id:
         return dead("empty_id", "prediction_id is empty")
