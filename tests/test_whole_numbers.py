@@ -68,6 +68,10 @@ def test_exponent_notation_naming_a_whole_number_is_accepted(argv: list[str], de
     (["reference", "activate", "2.5"], "error: id: '2.5' is not a whole number"),  # a positional: one line too
     (["reference", "activate", "99999999999999999999"],
      "error: id: must be 1 to 2,147,483,647, got 99999999999999999999"),
+    (["dead-letters", "--limit", "1_000"], "error: --limit: '1_000' is not a number"),  # tryout: taken as 1000
+    (["dead-letters", "--limit", "\uff15"], "error: --limit: '\uff15' is not a number"),  # a fullwidth 5, taken as 5
+    (["dead-letters", "--limit", "9" * 5000],  # tryout: the error line echoed all 5,000 digits
+     "error: --limit: must be 1 to 2,147,483,647, got 99999999999999999999…99999999 (5,000 characters)"),
 ])
 def test_a_fraction_or_out_of_range_whole_number_is_one_error_line(tmp_path, capsys, argv: list[str],
                                                                    line: str) -> None:

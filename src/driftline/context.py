@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import os
 import time
 from collections.abc import Callable
@@ -140,6 +141,10 @@ MAX_COUNT = 2**31 - 1
 (second tryout: `dead-letters --limit 99999999999999999999` ended in an unexpected OverflowError / DataError)."""
 
 
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+"""What a whole-number option accepts as written: ASCII digits, an optional fraction and exponent."""
+
+
 def whole(lo: int, hi: int = MAX_COUNT, why: str | None = None, what: str = "a number") -> Callable[[str], int]:
     """The argparse type of every whole-number option: lo..hi written in digits or in exponent notation when
     that is a whole number (`--per-day 1e3` = 1000, as `--at 1e9` is a time; '2.5' and '1e-3' are refused); out
@@ -147,16 +152,19 @@ def whole(lo: int, hi: int = MAX_COUNT, why: str | None = None, what: str = "a n
     message = why or f"must be {lo:,} to {hi:,}, got {{text}}"
 
     def parse(text: str) -> int:
+        shown = text if len(text) <= 40 else f"{text[:20]}…{text[-8:]} ({len(text):,} characters)"
+        if not _PLAIN_NUMBER.fullmatch(text.strip()):  # Decimal also takes '1_000' and non-ASCII digits ('５')
+            raise argparse.ArgumentTypeError(f"{shown!r} is not {what}")
         try:
             value = Decimal(text)  # exact: no float rounding of 1e20, and the range is checked before int()
         except InvalidOperation:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+            raise argparse.ArgumentTypeError(f"{shown!r} is not {what}") from None
         if not value.is_finite():
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+            raise argparse.ArgumentTypeError(f"{shown!r} is not {what}")
         if value != value.to_integral_value():
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+            raise argparse.ArgumentTypeError(f"{shown!r} is not a whole number")
         if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(message.format(text=text))
+            raise argparse.ArgumentTypeError(message.format(text=shown))
         return int(value)
     return parse
 
