@@ -63,3 +63,37 @@ def test_rendered_rules_with_template_text_in_descriptions_pass_promtool(tmp_pat
     """))
     res = subprocess.run([promtool, "test", "rules", str(tmp_path / "t.yml")], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_a_line_with_more_decimals_shows_the_value_with_as_many(tmp_path: Path) -> None:
+    """Tryout: a precision line of 0.0005 rendered "Precision of fraud is 0.000 (line <= 0.0005)"."""
+    config = from_dict({"model": "fraud", "triggers": [
+        {"name": "precision_low", "metric": "precision", "op": "<=", "value": 0.0005, "window": "7d", "min_n": 1,
+         "for": "1m"}]})
+    (tmp_path / "r.yml").write_text(to_yaml(render_rules(config)))
+    (tmp_path / "t.yml").write_text(textwrap.dedent(f"""
+        rule_files: [r.yml]
+        evaluation_interval: 1m
+        tests:
+          - interval: 1m
+            input_series:
+              - series: 'driftline_precision_ratio{{{SEL}}}'
+                values: '0.0004x10'
+              - series: 'driftline_window_true_positives{{{SEL}}}'
+                values: '1x10'
+              - series: 'driftline_window_false_positives{{{SEL}}}'
+                values: '2499x10'
+            alert_rule_test:
+              - eval_time: 5m
+                alertname: PrecisionLow
+                exp_alerts:
+                  - exp_labels: {{severity: warning, trigger: precision_low, model: fraud, model_version: all,
+                                  variant: all, window: 7d}}
+                    exp_annotations:
+                      summary: "Precision of fraud is 0.0004 over 7d (line <= 0.0005)"
+                      description: "Precision of model fraud (version all, variant all) over the last 7d is 0.0004, under the agreed line of 0.0005 (95% interval n/a to n/a)."
+                      runbook_url: "https://github.com/driftline/driftline/blob/main/docs/RUNBOOKS.md#precisionlow"
+    """))
+    res = subprocess.run([require_binary("promtool"), "test", "rules", str(tmp_path / "t.yml")], capture_output=True,
+                         text=True)
+    assert res.returncode == 0, res.stdout + res.stderr

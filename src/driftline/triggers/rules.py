@@ -179,9 +179,16 @@ def _fmt_line(rule: Rule, unit: str) -> str:
     return numbers.line(rule.value)
 
 
-def _value_tpl(unit: str) -> str:
+def _ratio_fmt(line: str) -> str:
+    """RATIO_FMT, with more decimals when the agreed line has more (tryout: a line of 0.0005 read
+    "is 0.000 (line <= 0.0005)")."""
+    decimals = len(line.partition(".")[2]) if line[:1].isdigit() else 0
+    return RATIO_FMT if decimals <= 3 else f'printf "%.{min(decimals, 9)}f"'
+
+
+def _value_tpl(unit: str, ratio_fmt: str = RATIO_FMT) -> str:
     if unit == "ratio":
-        return f"{{{{ $value | {RATIO_FMT} }}}}"
+        return f"{{{{ $value | {ratio_fmt} }}}}"
     if unit == "seconds":
         return "{{ $value | humanizeDuration }}"
     return f"{{{{ $value | {STAT_FMT} }}}}"
@@ -197,8 +204,9 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
     unit = info(m).unit
     short, long = _TITLES.get(m, (m, m))
     direction = "under" if rule.below else "over"
-    value = _value_tpl(unit)
     line = _fmt_line(rule, unit)
+    ratio_fmt = _ratio_fmt(line)
+    value = _value_tpl(unit, ratio_fmt)
     confident = rule.mode == "confident" and (m in EXPORTED_RATES or m in _INTERVAL_SCORES)
     named = short if short[:2].isupper() else short[:1].lower() + short[1:]  # 'FPR' stays, 'Recall' → 'recall'
     what_short = (f"{'Upper' if rule.below else 'Lower'} 95% bound of {named} of {{{{ $labels.model }}}}"
@@ -225,7 +233,7 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
     if m in EXPORTED_RATES:
         args = ("$labels.model $labels.model_version $labels.variant $labels.window")
         sel = "model=%q,model_version=%q,variant=%q,window=%q"
-        fmt = RATIO_FMT
+        fmt = ratio_fmt
         lo = (f'{{{{ with printf "driftline_{m}_lower_ratio{{{sel}}}" {args} | query }}}}'
               f"{{{{ . | first | value | {fmt} }}}}{{{{ else }}}}n/a{{{{ end }}}}")
         hi = (f'{{{{ with printf "driftline_{m}_upper_ratio{{{sel}}}" {args} | query }}}}'
@@ -244,7 +252,7 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
         args = "$labels.model $labels.model_version $labels.variant $labels.window"
         sel = "model=%q,model_version=%q,variant=%q,window=%q"
         lo, hi = (f'{{{{ with printf "{_SCORE_SERIES[m]}_{end}{{{sel}}}" {args} | query }}}}'
-                  f"{{{{ . | first | value | {RATIO_FMT} }}}}{{{{ else }}}}n/a{{{{ end }}}}"
+                  f"{{{{ . | first | value | {ratio_fmt} }}}}{{{{ else }}}}n/a{{{{ end }}}}"
                   for end in ("lower", "upper"))
         desc += f" (95% {_INTERVAL_SCORES[m]} interval {lo} to {hi})."
     else:
