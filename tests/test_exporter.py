@@ -302,6 +302,8 @@ def test_driftline_serve_exports_and_stops_cleanly_on_sigterm(db):
         out, err = proc.communicate(timeout=15)
         assert proc.returncode == 0, err
         assert "driftline serve: stopped" in err
+        start = " ".join(err.split())  # tryout: the start line named the config's model, not the stored one
+        assert "(model stored: fraud; 2 trigger(s) of model fraud," in start, start
     finally:
         if proc.poll() is None:
             proc.kill()
