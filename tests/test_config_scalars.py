@@ -41,6 +41,15 @@ def test_a_boolean_given_as_a_name_is_refused_as_written(tmp_path: Path) -> None
                                                  "it as a name"
 
 
+
+def test_a_date_given_as_a_name_is_refused_as_written(tmp_path: Path) -> None:
+    """Tryout: `model: 2026-12-01` said "Expected `str`, got `date` (datetime.date(2026, 12, 1))"."""
+    assert _refused(tmp_path, "model: 2026-12-01\n") == ('invalid field `model`: 2026-12-01 is a date; quote it '
+                                                         '("2026-12-01") to use it as a name')
+    assert _refused(tmp_path, "features: {2026-12-01: numeric}\n") == (
+        'invalid field `features`: key 2026-12-01 is a date; quote it ("2026-12-01") to use it as a name')
+
+
 @pytest.mark.parametrize("text, field, written", [
     ("features: {amount: numeric, 1e3: categorical, 7: numeric}\n", "features", "1e3"),
     ("ab: {arms: {A: 0.5, 2: 0.5}}\n", "ab.arms", "2"),

@@ -1,4 +1,5 @@
-"""A YAML number or boolean where the config wants text: `model: 1e3`, `slices: [2024]`, `features: {123: numeric}`.
+"""A YAML number, boolean or date where the config wants text: `model: 1e3`, `slices: [2024]`, `model: 2026-12-01`,
+`features: {123: numeric}`.
 
 Every text setting (names, labels, topics, URLs) refuses it the same way, naming the field, showing the scalar as
 written and how to quote it: msgspec alone said "Expected `str`, got `float` (1000.0)", a value the user never
@@ -21,7 +22,7 @@ from .config_yaml import StrictLoader
 NOT_TEXT = re.compile(r"^Expected `str(?: \| null)?`(?:, got `\w+`)? - at (`key` in )?`\$\.?(.*)`$")
 """msgspec's error for a value that is not text given to a text field (or as a mapping key) at a path."""
 KINDS = {f"tag:yaml.org,2002:{t}": kind for t, kind in (("int", "a number"), ("float", "a number"),
-                                                         ("bool", "a boolean"))}
+                                                         ("bool", "a boolean"), ("timestamp", "a date"))}
 """YAML's resolved tags of the scalars refused as text (null is not: `model: null` reads as unset)."""
 _PART = re.compile(r"[^.\[\]]+|\[\d+\]")
 
