@@ -37,3 +37,11 @@ def test_a_reference_set_from_a_file_creates_the_database(tmp_path, capsys) -> N
     assert db.exists()
     assert main(["--db", f"sqlite:///{db}", "reference", "list", "--json"]) == 0
     assert "fraud" in capsys.readouterr().out
+
+
+def test_a_file_without_the_model_names_the_models_it_holds(tmp_path, capsys) -> None:
+    """Tryout: `reference set --file` on a file of model 'm' said only "no predictions of model 'fraud'"."""
+    events = tmp_path / "m.jsonl"
+    events.write_text("".join(json.dumps({**r, "model": "m"}) + "\n" for r in LINES))
+    assert main(["--db", f"sqlite:///{tmp_path / 'r.db'}", "reference", "set", "--file", str(events)]) == 2
+    assert capsys.readouterr().err.strip().endswith("(the file holds model 'm': pass --model m)")

@@ -15,7 +15,7 @@ from ..durations import parse_duration
 from ..numbers import MISSING, count, prop, pvalue, stat
 from .render import fmt_rate, mark_nothing_stored, shown
 from .query import add_matured_arg, add_window_args, check_window_args, nothing_stored_for, window_end
-from .which_model import check_series, pick_model, reference_model
+from .which_model import check_series, file_models, pick_model, reference_model
 from .prose import say
 from .tables import Col, print_table
 from .readout_render import render_calibration, render_slices
@@ -112,8 +112,9 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
     model = reference_model(ctx, args.file, args.model)
     if args.file is not None:
         by_variant: dict[str, Any] = {}
+        in_file: set[str] = set()
         stats, lo, hi, dead = file_stats(args.file, ctx.config, model, start, end, args.variant, by_variant,
-                                         now=ctx.clock())
+                                         now=ctx.clock(), models=in_file)
         source, detail = "file", args.file
     else:
         assert start is not None and end is not None
@@ -123,7 +124,8 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
         by_variant = variant_labels(ctx.store(), ctx.config, model, start, end, args.variant)
     if stats.predictions == 0:
         where = args.file or f"{args.start} → {args.end}"
-        raise ReferenceProblem(f"no predictions of model {model!r} in {where}: nothing to build a reference from")
+        raise ReferenceProblem(f"no predictions of model {model!r} in {where}: nothing to build a reference from"
+                               + (file_models(in_file) if args.file else ""))
     profile = build_reference_profile(stats, ctx.config, by_variant)
     store = ctx.store()
     ref_id = None if args.force else same_reference(store, model, profile, source, lo, hi, confusion=stats,

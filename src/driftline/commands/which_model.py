@@ -127,3 +127,14 @@ def check_series(ctx: Context, model: str, variant: str | None, model_version: s
         raise UnknownSeries(f"--variant/--model-version: variant '{visible(variant)}' of model '{visible(model)}' "
                             f"has no predictions of model version '{visible(model_version)}' (its versions: "
                             f"{_names(of)})")
+
+
+def file_models(models: set[str]) -> str:
+    """' (the file holds model 'm': pass --model m)' for a reference file without the model asked for (tryout: the
+    error named only the config's model), '' when the file holds no prediction at all."""
+    if not models:
+        return ""
+    names = sorted(models)
+    first = names[0]
+    return (f" (the file holds model{'s' if len(names) > 1 else ''} {_names(names)}: pass --model "
+            f"{visible(first) if len(names) == 1 else 'NAME'})")

@@ -204,14 +204,16 @@ def window_stats(store: Store, config: Config, model: str, start: float, end: fl
 
 def file_stats(path: str, config: Config, model: str, start: float | None = None, end: float | None = None,
                variant: str | None = None, by_variant: dict[str, np.ndarray] | None = None,
-               now: float | None = None) -> tuple[BucketStats, float | None, float | None, int]:
+               now: float | None = None, models: set[str] | None = None
+               ) -> tuple[BucketStats, float | None, float | None, int]:
     """Merged statistics of an events file run through the pure engine with a fresh join view.
 
     The store's join state is never read or written. Returns (stats, first bucket start, end of the last
     bucket, dead letters skipped); only the model's buckets (and variant's, and those starting in
     [start, end) widened to whole buckets, when given) are kept. by_variant, when given, receives each
-    variant's (negative, positive) fine score histograms, as variant_labels gives for stored buckets. Events
-    stamped more than a day after `now` are skipped and counted as dead letters, as `replay` refuses them.
+    variant's (negative, positive) fine score histograms, as variant_labels gives for stored buckets; `models`
+    every model the file holds. Events stamped more than a day after `now` are skipped and counted as dead
+    letters, as `replay` refuses them.
     """
     settings = settings_from(config)
     view = JoinView()
@@ -228,6 +230,8 @@ def file_stats(path: str, config: Config, model: str, start: float | None = None
         nonlocal first, last
         for key, delta in engine.finish().deltas.items():
             m, _, v, b0, _ = key
+            if models is not None:
+                models.add(m)
             if m != model or (variant is not None and v != variant) or not lo <= b0 < hi:
                 continue
             total.add(delta)
