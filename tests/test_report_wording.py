@@ -165,3 +165,14 @@ def test_maturity_period_sentence_says_what_it_is_and_why_it_differs_from_the_we
     implicit = from_dict({"labels": {"policy": "implicit_negative_after", "implicit_negative_after": "30d"}})
     assert basis_text(implicit, "labels.implicit_negative_after", 30 * day, 3.7 * day, True) == \
         "by the `labels.implicit_negative_after`"
+
+
+def test_the_provisional_note_agrees_in_number() -> None:
+    """Tryout: "1 of the week's days with predictions (2026-12-01) are within their label-maturity period"."""
+    from driftline.reports.maturity import provisional_note
+
+    day = {"provisional": True, "predictions": 5, "date": "2026-12-01"}
+    one = provisional_note([day], 86400.0, True, "2026-12-07")
+    two = provisional_note([day, {**day, "date": "2026-12-02"}], 86400.0, True, "2026-12-07")
+    assert "1 of the week's days with predictions (2026-12-01) is within" in one
+    assert "2 of the week's days with predictions (2026-12-01 to 2026-12-02) are within" in two

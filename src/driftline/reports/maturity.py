@@ -44,7 +44,8 @@ def provisional_note(by_day: list[dict[str, Any]], period: float | None, week_en
     reasons = []
     if pending:
         days = pending[0]["date"] if len(pending) == 1 else f"{pending[0]['date']} to {pending[-1]['date']}"
-        reasons.append(f"labels still arriving: {len(pending)} of the week's days with predictions ({days}) are "
+        are = "is" if len(pending) == 1 else "are"  # tryout: "1 of the week's days … are within"
+        reasons.append(f"labels still arriving: {len(pending)} of the week's days with predictions ({days}) {are} "
                        "within their label-maturity period, so their numbers will move as late outcomes arrive")
     if not week_ended:
         reasons.append(f"the week has not ended yet (it ends {ends}), so its later days are still to come")
