@@ -73,6 +73,7 @@ def test_a_cut_copy_over_a_replayed_path_names_the_line_it_ends_after(tmp_path, 
     path.write_bytes(cut)
     doc, err = _replay(capsys, db, str(path))
     assert doc["records"] == 0 and "after line 3,000" not in doc["error"]
+    assert "resumed at line" not in err  # tryout: a note claimed the resume its error then denied
     assert doc["error"].startswith(f"{path}: unreadable after line {readable:,}: it ends before line 3,001, where "
                                    "the replays of this path had got to (nothing new stored; a re-run resumes at "
                                    "line 3,001): ")

@@ -64,7 +64,7 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
     maintenance = pipeline.maintain()
     if total.restarted:
         say(ctx.err, shown(total.restarted), "[yellow]note:[/yellow] ")
-    elif start and not why:
+    elif start and not why and not (total.unreadable and total.records == 0):  # a cut copy ending before `start`
         say(ctx.err, f"{shown(path)} was replayed before up to line {start:,}: resumed at line {start + 1:,} "
                      "(`records` counts the lines read from there)", "[yellow]note:[/yellow] ")
     if total.held_back is not None:
