@@ -176,3 +176,12 @@ def test_the_provisional_note_agrees_in_number() -> None:
     two = provisional_note([day, {**day, "date": "2026-12-02"}], 86400.0, True, "2026-12-07")
     assert "1 of the week's days with predictions (2026-12-01) is within" in one
     assert "2 of the week's days with predictions (2026-12-01 to 2026-12-02) are within" in two
+
+
+def test_chart_names_cut_to_fit_end_in_an_ellipsis() -> None:
+    """Tryout: chart labels cut a long feature or trigger name at 40 characters mid-word with nothing to say so."""
+    from driftline.reports.plots import _txt
+
+    name = "merchant_category_code_of_the_acquiring_bank"
+    assert _txt(name) == name[:39] + "…" and len(_txt(name)) == 40
+    assert _txt("amount") == "amount" and _txt("a$b") == r"a\$b"

@@ -37,8 +37,12 @@ def _figure(nrows: int = 1, ncols: int = 1, **kw: Any) -> tuple[Figure, Any]:
 
 def _txt(value: Any, limit: int = 40) -> str:
     """Text from events made inert for matplotlib: `$` would start mathtext (and can fail to parse); control
-    characters are shown as escapes (no font has a glyph for them)."""
-    return visible(str(value)[:limit]).replace("$", r"\$")
+    characters are shown as escapes (no font has a glyph for them). A name longer than `limit` ends in '…' (tryout:
+    a cut one read as a whole name); the report's text gives it whole."""
+    text = str(value)
+    if len(text) > limit:
+        text = text[:limit - 1] + "…"
+    return visible(text).replace("$", r"\$")
 
 
 TREND_METRICS = (("recall", "Recall"), ("fpr", "False positive rate"), ("precision", "Precision"))
