@@ -12,7 +12,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -22,6 +21,8 @@ from driftline.exporter.collector import SnapshotCollector
 from driftline.config import Config
 from driftline.storage.errors import StoreUnavailable
 from driftline.storage.store import Store
+
+from kafka_service_support import wait_until
 
 pytestmark = pytest.mark.postgres
 
@@ -37,17 +38,6 @@ def _get(url: str) -> tuple[int, str]:
         return 0, str(err)
 
 
-def _poll(check: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
-
-
 def test_paused_proxy_makes_readyz_503_naming_the_stalled_write_then_fails_it_and_recovers(pg_behind_forwarder, caplog) -> None:
     pg = pg_behind_forwarder
     store = Store(pg.url)
@@ -60,7 +50,7 @@ def test_paused_proxy_makes_readyz_503_naming_the_stalled_write_then_fails_it_an
     caplog.set_level(logging.INFO, logger="driftline")
     written = threading.Event()
     try:
-        _poll(lambda: _get(server.url + "/readyz")[0] == 200, 30, "/readyz 200 before the stall")
+        wait_until(lambda: _get(server.url + "/readyz")[0] == 200, 30, "/readyz 200 before the stall")
         with store.write() as conn:  # the pool holds a connection through the forwarder
             conn.execute(text("SELECT 1"))
         pg.forwarder.pause()
@@ -77,23 +67,23 @@ def test_paused_proxy_makes_readyz_503_naming_the_stalled_write_then_fails_it_an
 
         writer = threading.Thread(target=write, daemon=True)
         writer.start()
-        status, body = _poll(lambda: (lambda r: r if r[0] == 503 and "not answering" in r[1] else None)(
+        status, body = wait_until(lambda: (lambda r: r if r[0] == 503 and "not answering" in r[1] else None)(
             _get(server.url + "/readyz")), 30, "/readyz 503 naming the stalled call")
         assert "has been waiting" in body, body  # names the call: the write, or the probe stalled with it
         assert _get(server.url + "/healthz") == (200, "ok\n")  # liveness: the process itself is fine
         metrics = _get(server.url + "/metrics")
         assert metrics[0] in (200, 503), metrics  # answers (fails fast), never a client timeout
-        _poll(lambda: any(r.levelno == logging.WARNING and r.getMessage().startswith("database not answering: a write")
+        wait_until(lambda: any(r.levelno == logging.WARNING and r.getMessage().startswith("database not answering: a write")
                           for r in caplog.records), 30, "the stall warning")
         # the stalled ping is broken off: the write fails like one meeting a refused connection (held batch, retry)
-        assert _poll(written.is_set, 60, "the stalled write to fail")
+        assert wait_until(written.is_set, 60, "the stalled write to fail")
         assert failed, "the write should have failed while the forwarder was paused"
-        _poll(lambda: any("stalled database write failed" in r.getMessage() for r in caplog.records), 10,
+        wait_until(lambda: any("stalled database write failed" in r.getMessage() for r in caplog.records), 10,
               "the end of the stall logged")
         pg.forwarder.resume()
         with store.write() as conn:
             conn.execute(text("SELECT 1"))
-        _poll(lambda: _get(server.url + "/readyz")[0] == 200, 30, "/readyz 200 after resuming")
+        wait_until(lambda: _get(server.url + "/readyz")[0] == 200, 30, "/readyz 200 after resuming")
     finally:
         pg.forwarder.resume()
         server.stop()

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import textwrap
 from pathlib import Path
+from typing import Any
 
 from driftline.config import from_dict
 from driftline.triggers.rules import literal, render_rules, to_yaml
 
 from services import require_binary
+from test_triggers import _promtool_test
 
 TEXT = 'Check {{ broken and {{ $value }} and }} as written "quoted" {{'
 GENERATED = (" Recall of model fraud (version all, variant all) over the last 7d is 0.500, under the agreed line of "
@@ -34,34 +35,28 @@ def test_literal_writes_each_delimiter_as_an_action_printing_it() -> None:
     assert literal("no braces {x}") == "no braces {x}"
 
 
+def _fires(tmp_path: Path, config: Any, alert: str, trigger: str, series: dict[str, str],
+           annotations: dict[str, str]) -> subprocess.CompletedProcess:
+    """promtool test rules: the rendered `alert` fires at 5 m on `series` (name → values) with these annotations."""
+    labels = {"severity": "warning", "trigger": trigger, "model": "fraud", "model_version": "all",
+              "variant": "all", "window": "7d"}
+    test = {"interval": "1m", "alert_rule_test": [{"eval_time": "5m", "alertname": alert, "exp_alerts": [
+        {"exp_labels": labels, "exp_annotations": annotations}]}]}
+    body = json.dumps(test)[:-1] + ', "input_series": [' + ", ".join(
+        json.dumps({"series": f"{name}{{{SEL}}}", "values": values}) for name, values in series.items()) + "]}"
+    return _promtool_test(tmp_path, to_yaml(render_rules(config)),
+                          f"rule_files: [r.yml]\nevaluation_interval: 1m\ntests: [{body}]\n")
+
+
 def test_rendered_rules_with_template_text_in_descriptions_pass_promtool(tmp_path: Path) -> None:
-    rules = tmp_path / "r.yml"
+    rules = tmp_path / "rules.yml"
     rules.write_text(to_yaml(render_rules(_config())))
-    promtool = require_binary("promtool")
-    res = subprocess.run([promtool, "check", "rules", str(rules)], capture_output=True, text=True)
+    res = subprocess.run([require_binary("promtool"), "check", "rules", str(rules)], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
-    (tmp_path / "t.yml").write_text(textwrap.dedent(f"""
-        rule_files: [r.yml]
-        evaluation_interval: 1m
-        tests:
-          - interval: 1m
-            input_series:
-              - series: 'driftline_recall_ratio{{{SEL}}}'
-                values: '0.5x10'
-              - series: 'driftline_window_positives{{{SEL}}}'
-                values: '40x10'
-            alert_rule_test:
-              - eval_time: 5m
-                alertname: RecallLow
-                exp_alerts:
-                  - exp_labels: {{severity: warning, trigger: recall_low, model: fraud, model_version: all,
-                                  variant: all, window: 7d}}
-                    exp_annotations:
-                      summary: "Recall of fraud is 0.500 over 7d (line < 0.70)"
-                      description: {json.dumps(TEXT + GENERATED)}
-                      runbook_url: "https://runbooks.example/{{{{x}}}}#recall"
-    """))
-    res = subprocess.run([promtool, "test", "rules", str(tmp_path / "t.yml")], capture_output=True, text=True)
+    res = _fires(tmp_path, _config(), "RecallLow", "recall_low",
+                 {"driftline_recall_ratio": "0.5x10", "driftline_window_positives": "40x10"},
+                 {"summary": "Recall of fraud is 0.500 over 7d (line < 0.70)", "description": TEXT + GENERATED,
+                  "runbook_url": "https://runbooks.example/{{x}}#recall"})
     assert res.returncode == 0, res.stdout + res.stderr
 
 
@@ -70,30 +65,11 @@ def test_a_line_with_more_decimals_shows_the_value_with_as_many(tmp_path: Path) 
     config = from_dict({"model": "fraud", "triggers": [
         {"name": "precision_low", "metric": "precision", "op": "<=", "value": 0.0005, "window": "7d", "min_n": 1,
          "for": "1m"}]})
-    (tmp_path / "r.yml").write_text(to_yaml(render_rules(config)))
-    (tmp_path / "t.yml").write_text(textwrap.dedent(f"""
-        rule_files: [r.yml]
-        evaluation_interval: 1m
-        tests:
-          - interval: 1m
-            input_series:
-              - series: 'driftline_precision_ratio{{{SEL}}}'
-                values: '0.0004x10'
-              - series: 'driftline_window_true_positives{{{SEL}}}'
-                values: '1x10'
-              - series: 'driftline_window_false_positives{{{SEL}}}'
-                values: '2499x10'
-            alert_rule_test:
-              - eval_time: 5m
-                alertname: PrecisionLow
-                exp_alerts:
-                  - exp_labels: {{severity: warning, trigger: precision_low, model: fraud, model_version: all,
-                                  variant: all, window: 7d}}
-                    exp_annotations:
-                      summary: "Precision of fraud is 0.0004 over 7d (line <= 0.0005)"
-                      description: "Precision of model fraud (version all, variant all) over the last 7d is 0.0004, under the agreed line of 0.0005 (95% interval n/a to n/a)."
-                      runbook_url: "https://github.com/driftline/driftline/blob/main/docs/RUNBOOKS.md#precisionlow"
-    """))
-    res = subprocess.run([require_binary("promtool"), "test", "rules", str(tmp_path / "t.yml")], capture_output=True,
-                         text=True)
+    res = _fires(tmp_path, config, "PrecisionLow", "precision_low",
+                 {"driftline_precision_ratio": "0.0004x10", "driftline_window_true_positives": "1x10",
+                  "driftline_window_false_positives": "2499x10"},
+                 {"summary": "Precision of fraud is 0.0004 over 7d (line <= 0.0005)",
+                  "description": "Precision of model fraud (version all, variant all) over the last 7d is 0.0004, "
+                                 "under the agreed line of 0.0005 (95% interval n/a to n/a).",
+                  "runbook_url": "https://github.com/driftline/driftline/blob/main/docs/RUNBOOKS.md#precisionlow"})
     assert res.returncode == 0, res.stdout + res.stderr

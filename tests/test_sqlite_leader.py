@@ -9,14 +9,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import msgspec
-import pytest
 
 from driftline.config import load
 from driftline.ingest.pipeline import Pipeline, RawRecord
@@ -27,6 +25,8 @@ from driftline.service.process import Service
 from driftline.service.scheduler import DONE, EXISTS, NOT_LEADER, SKIPPED
 from driftline.storage.store import Store
 
+from kafka_service_support import wait_until
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "driftline.example.yaml"
 END = 1_795_996_800.0  # 2026-11-30T00:00:00Z
@@ -34,18 +34,9 @@ TIMEOUT_S = 60.0
 """A hang guard only: a takeover happens at the next check, well within a second on an idle machine."""
 
 
-def _poll(what: str, check: Callable[[], Any], timeout_s: float = TIMEOUT_S) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            got = check()
-        except OSError:
-            got = None
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.1)
+def _poll(what: str, check: Callable[[], Any]) -> Any:
+    """wait_until with this module's hang guard."""
+    return wait_until(check, TIMEOUT_S, what, every=0.1)
 
 
 def _db(tmp_path: Path) -> str:
