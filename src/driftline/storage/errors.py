@@ -14,8 +14,9 @@ class WriteLocked(StoreUnavailable):
 
 
 class NotADatabase(RuntimeError):
-    """The SQLite URL names a directory or a file that is not a SQLite database: a wrong path, which no wait or
-    retry mends (it was 'database unavailable' and `serve` retried it forever, or an unexpected DatabaseError)."""
+    """The SQLite URL names a directory or a file that is not a SQLite database, or the PostgreSQL URL a database or
+    role the server does not have: a wrong path or name, which no wait or retry mends (it was 'database
+    unavailable' and `serve` retried it forever, or an unexpected DatabaseError)."""
 
 
 class StalePositions(RuntimeError):

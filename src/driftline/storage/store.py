@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, and_, case, create_engine, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from . import bulk, calls, labels, locking, pgconnect, revisions, sqlite_binding
+from . import bulk, calls, labels, locking, pg_missing, pgconnect, revisions, sqlite_binding
 from . import schema as t
 from .bucket_row import BucketRow
 from .errors import NotADatabase, StalePositions, StoreUnavailable, WriteLocked
@@ -127,6 +127,7 @@ class Store:
                 raise WriteLocked(
                     f"another driftline writer held the database write lock for more than {self.lock_timeout_s:g}s"
                     " (nothing written; run again when it is done)") from err
+            pg_missing.refuse_missing(self.url, err)  # a database or role that does not exist: no retry mends it
             raise StoreUnavailable(str(err).splitlines()[0]) from err
         except DatabaseError as err:
             if self.dialect == "sqlite" and "file is not a database" in str(err):

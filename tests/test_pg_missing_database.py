@@ -1,0 +1,72 @@
+"""A PostgreSQL URL naming a database (or role) the server does not have is a typo, not an outage (user tryout:
+`metrics` said "database unavailable: … database "no_such_db" does not exist" with exit 3, and `serve`/`run` retried
+it forever): one `error:` line saying to create it, exit 2, no retry loop. A password failure stays retried."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from urllib.parse import urlsplit
+
+import psycopg
+import pytest
+from sqlalchemy.exc import OperationalError
+
+from driftline.storage.errors import NotADatabase
+from driftline.storage.pg_missing import refuse_missing
+from pg_fixtures import _require_pg, _with_db, admin_url
+
+
+def _missing_url() -> str:
+    _require_pg()
+    return _with_db(admin_url(), f"driftline_absent_{uuid.uuid4().hex[:12]}", driver="psycopg")
+
+
+def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "driftline.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_read_command_on_missing_pg_database_is_one_error_line_exit_2():
+    url = _missing_url()
+    name = url.rsplit("/", 1)[1]
+    r = _cli("--db", url, "metrics")
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("error: ") and f'"{name}" does not exist' in lines[0]
+    assert f"CREATE DATABASE \"{name}\" ENCODING 'UTF8'" in lines[0]
+
+
+def test_serve_on_missing_pg_database_exits_2_instead_of_retrying():
+    r = _cli("--db", _missing_url(), "serve", "--port", "0", timeout=90)
+    assert r.returncode == 2, r.stderr
+    assert "retrying" not in r.stderr and "does not exist" in r.stderr
+
+
+def test_missing_role_is_refused_too():
+    _require_pg()
+    user = f"absent_{uuid.uuid4().hex[:8]}"
+    host = urlsplit(admin_url()).netloc.rsplit("@", 1)[-1]
+    r = _cli("--db", f"postgresql+psycopg://{user}@{host}/test", "metrics")
+    assert r.returncode == 2 and f'role "{user}" does not exist' in r.stderr, r.stderr
+
+
+def _wrapped(orig: Exception) -> OperationalError:
+    return OperationalError("connect", {}, orig)
+
+
+def test_sqlstate_3d000_is_refused_whatever_the_message_language():
+    err = psycopg.errors.InvalidCatalogName("FATAL:  la base de données « x » n'existe pas")
+    with pytest.raises(NotADatabase, match="CREATE DATABASE"):
+        refuse_missing("postgresql+psycopg://u@h:5432/x", _wrapped(err))
+
+
+@pytest.mark.parametrize("message", [
+    'connection failed: FATAL:  password authentication failed for user "u"',
+    "connection failed: Connection refused",
+    'connection failed: FATAL:  database "other" does not exist',  # not the URL's database: never guessed
+])
+def test_other_connection_failures_stay_an_outage(message):
+    refuse_missing("postgresql+psycopg://u@h:5432/x", _wrapped(psycopg.OperationalError(message)))
