@@ -39,7 +39,7 @@ def cmd_report(ctx: Context, args: argparse.Namespace) -> int:
     if model not in store.models():  # a report of nothing would be written and stored
         raise ConfigError(f"report: no predictions of model {model!r} are stored yet (feed events with "
                           "`driftline replay` or `driftline run`)")
-    week, reason = (given, "given") if given is not None else default_week(store, model, now)
+    week, reason = (given, "given") if given is not None else default_week(store, model, now, ctx.config.bucket_s)
     out = args.out or ctx.config.schedule.report_dir
     result = generate(store, ctx.config, model, week, now, out, replace=True, source="cli", week_reason=reason)
     if args.json:

@@ -32,7 +32,7 @@ from .render import when
 from .business import business_section, judge_cost_optimal, threshold_table
 from .scores import fine_from_sample, score_distribution
 from .summary import glossary, summary_sentence, summary_status, week_phrase
-from .weeks import IsoWeek
+from .weeks import IsoWeek, reported_part
 
 log = logging.getLogger(__name__)
 
@@ -139,10 +139,10 @@ def _rates(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def daily(store: Store, config: Config, model: str, week: IsoWeek) -> list[dict[str, Any]]:
-    """`metrics --json --window 1d --at <day end>` for each day of the week."""
+    """`metrics --json --window 1d --at <day end>` for each day of the week (read up to its cut)."""
     out = []
-    for day, _start, end in week.days():
-        doc = metrics_document(store, config, MetricsQuery(model, DAY_S, at=end))
+    for day, start, end in week.days():
+        doc = metrics_document(store, config, MetricsQuery(model, end - start, at=end))
         out.append({"date": day, "window": doc["window"], "counts": doc["counts"], **_rates(doc),
                     "label_delay_seconds": doc["label_delay_seconds"]})
     return out
@@ -213,8 +213,9 @@ def slices_section(store: Store, config: Config, model: str, week: IsoWeek) -> d
 
 
 def ab_section(store: Store, config: Config, model: str, week: IsoWeek) -> dict[str, Any]:
-    """`driftline ab --json --window 7d --at <week end>`."""
-    return guarded("A/B", lambda: {"document": ab_document(store, config, ABQuery(model, WEEK_S, at=week.end))})
+    """`driftline ab --json --window 7d --at <week end>` (the part of the week read, when cut)."""
+    query = ABQuery(model, week.window.seconds, at=week.until)
+    return guarded("A/B", lambda: {"document": ab_document(store, config, query)})
 
 
 def reference_scores(store: Store, model: str, drift: dict[str, Any]) -> dict[str, Any] | None:
@@ -246,9 +247,11 @@ def _drift_provider() -> Any:
 # --- the whole document -------------------------------------------------------------------------------------------
 def report_document(store: Store, config: Config, model: str, week: IsoWeek, now: float,
                     week_reason: str = "given") -> dict[str, Any]:
-    """The weekly report of one model and ISO week as plain JSON types (see the module docstring)."""
-    metrics = metrics_document(store, config, MetricsQuery(model, WEEK_S, at=week.end))
-    triggers = trigger_judgements(store, config, model, week.end, _drift_provider())
+    """The weekly report of one model and ISO week as plain JSON types (see the module docstring); a week holding
+    now is read up to the end of the bucket holding now (weeks.reported_part)."""
+    week = reported_part(week, store, config.bucket_s)
+    metrics = metrics_document(store, config, MetricsQuery(model, week.window.seconds, at=week.until))
+    triggers = trigger_judgements(store, config, model, week.until, _drift_provider())
     days = daily(store, config, model, week)
     rows = window_rows(store, model, week.window, features=False)
     total, _ = group_stats(rows)
@@ -256,7 +259,7 @@ def report_document(store: Store, config: Config, model: str, week: IsoWeek, now
     drift = drift_section(store, config, model, week)
     drift_score = drift["document"].get("score") if drift.get("available") else None
     prevalence = metrics["metrics"]["prevalence"]["value"]
-    alerts = [r for r in history.history(store, model, since=week.start, limit=100_000) if r["at"] < week.end]
+    alerts = [r for r in history.history(store, model, since=week.start, limit=100_000) if r["at"] < week.until]
     alerts.sort(key=lambda r: (r["at"], r["id"]))
     doc: dict[str, Any] = {
         "kind": "driftline.weekly_report", "version": REPORT_VERSION, "model": model, "week": week.label,

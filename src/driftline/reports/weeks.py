@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 
 from ..config import ConfigError
 from ..storage.store import Store
-from ..readouts.windows import Window
+from ..readouts.windows import Window, default_at
 
 WEEK_S = 7 * 86400
 _WEEK = re.compile(r"^\s*(\d{4,9})-?W(\d{1,2})\s*$", re.IGNORECASE)
@@ -21,6 +22,8 @@ class IsoWeek:
 
     year: int
     week: int
+    cut: float | None = None
+    """Where a report stops reading a week it is inside of: the end of the bucket holding now (reported_part)."""
 
     @property
     def label(self) -> str:
@@ -36,18 +39,27 @@ class IsoWeek:
         return self.start + WEEK_S
 
     @property
+    def until(self) -> float:
+        """The end of the part of the week that is read: the week's end, or the cut before it."""
+        return self.end if self.cut is None else min(self.end, self.cut)
+
+    @property
     def window(self) -> Window:
-        return Window(self.start, self.end)
+        """The part of the week that is read (the whole week unless cut)."""
+        return Window(self.start, self.until)
 
     def previous(self) -> IsoWeek:
         return week_of(self.start - 1.0)
 
     def days(self) -> list[tuple[str, float, float]]:
-        """(ISO date, start, end) of the week's seven days."""
+        """(ISO date, start, end) of the week's days that are read: seven, or those begun before the cut (the
+        last one ending there)."""
         out = []
         for d in range(7):
             s = self.start + d * 86400
-            out.append((datetime.fromtimestamp(s, tz=timezone.utc).date().isoformat(), s, s + 86400))
+            if s >= self.until:
+                break
+            out.append((datetime.fromtimestamp(s, tz=timezone.utc).date().isoformat(), s, min(s + 86400, self.until)))
         return out
 
 
@@ -85,16 +97,29 @@ def has_data(store: Store, model: str | None, week: IsoWeek) -> bool:
     return bool(store.buckets(model, week.start, week.end, features=False))
 
 
-def newest_prediction(store: Store, model: str | None) -> float | None:
-    """Newest stored prediction time (meta watermark, else the start of the newest bucket)."""
+def newest_prediction(store: Store, model: str | None, bucket_s: int = 3600) -> float | None:
+    """Newest stored prediction time (meta watermark, else the start of the newest bucket), never past the bucket
+    holding now (readouts.windows.default_at: one prediction stamped up to a day ahead of the clock, which
+    ingestion accepts, must not pick tomorrow's week)."""
+    at = default_at(store, model, bucket_s)
+    if at is None:
+        return None
     newest = store.newest_event("prediction")
-    if newest is not None:
-        return newest
     rng = store.bucket_range(model)
-    return None if rng is None else float(rng[1])
+    newest = newest if newest is not None or rng is None else float(rng[1])
+    return at - 1.0 if newest is None else min(newest, at - 1.0)
 
 
-def default_week(store: Store, model: str | None, now: float) -> tuple[IsoWeek, str]:
+def reported_part(week: IsoWeek, store: Store, bucket_s: int) -> IsoWeek:
+    """The week as a report reads it: a week holding now is cut at the end of the bucket holding now (the store's
+    clock, as default_at cuts every default window), so a prediction stamped ahead of the clock is not counted
+    (it was: 201 of 200 predictions and a daily row for tomorrow); a past week is read whole, and so is a week
+    that has not begun (all it can hold is predictions stamped ahead of the clock)."""
+    now_end = math.floor(float(store.clock()) / bucket_s) * bucket_s + bucket_s
+    return replace(week, cut=now_end) if week.start < now_end < week.end else week
+
+
+def default_week(store: Store, model: str | None, now: float, bucket_s: int = 3600) -> tuple[IsoWeek, str]:
     """The week a report covers when none is given, and why.
 
     1. the last complete ISO week before `now` (the clock) when it holds predictions — the live case;
@@ -105,7 +130,7 @@ def default_week(store: Store, model: str | None, now: float) -> tuple[IsoWeek, 
     last = week_of(now).previous()
     if has_data(store, model, last):
         return last, "last complete ISO week before now"
-    newest = newest_prediction(store, model)
+    newest = newest_prediction(store, model, bucket_s)
     if newest is None:
         return last, "last complete ISO week before now (no predictions stored)"
     current = week_of(newest)
@@ -120,4 +145,4 @@ def iso_day(ts: float) -> str:
     return (datetime.fromtimestamp(ts, tz=timezone.utc)).date().isoformat()
 
 
-__all__ = ["IsoWeek", "WEEK_S", "default_week", "has_data", "iso_day", "parse_week", "week_of"]
+__all__ = ["IsoWeek", "WEEK_S", "default_week", "has_data", "iso_day", "parse_week", "reported_part", "week_of"]
