@@ -70,3 +70,25 @@ def test_sqlstate_3d000_is_refused_whatever_the_message_language():
 ])
 def test_other_connection_failures_stay_an_outage(message):
     refuse_missing("postgresql+psycopg://u@h:5432/x", _wrapped(psycopg.OperationalError(message)))
+
+
+def test_a_database_dropped_under_a_running_process_is_an_outage_not_a_typo(pg_database):
+    """Refused only before the store ever reached its database: one dropped under a running `run`/`serve` (an
+    in-place restore drops and recreates it) is waited for like any outage, not an exit."""
+    from driftline.storage.errors import StoreUnavailable
+    from driftline.storage.store import Store
+    from pg_fixtures import create_database, drop_database
+
+    store = Store(pg_database.url)
+    try:
+        store.migrate()
+        assert store.models() == []
+        store.engine.dispose()
+        drop_database(pg_database.name)
+        with pytest.raises(StoreUnavailable):
+            store.models()
+        create_database(pg_database.name)  # restored: the same store carries on
+        store.migrate()
+        assert store.models() == []
+    finally:
+        store.close()

@@ -52,6 +52,7 @@ class Store:
         self.engine: Engine = create_engine(self.url, pool_pre_ping=True, connect_args=connect_args, **options)
         self.dialect = self.engine.dialect.name
         self.calls = calls.DbCalls()
+        self._reached = False  # a transaction has succeeded: a database that vanishes later is an outage
         """The database calls in flight (read by /readyz and the stall warning: never a query)."""
         calls.install(self.engine, self.calls)
         self.join = JoinRows(self.dialect)
@@ -121,13 +122,14 @@ class Store:
                     if write and self.dialect == "postgresql":
                         locking.lock_postgres(conn, self.lock_timeout_s)
                     yield conn
-            ok = True
+            ok = self._reached = True
         except (OperationalError, InterfaceError) as err:
             if write and locking.gave_up_waiting(err):
                 raise WriteLocked(
                     f"another driftline writer held the database write lock for more than {self.lock_timeout_s:g}s"
                     " (nothing written; run again when it is done)") from err
-            pg_missing.refuse_missing(self.url, err)  # a database or role that does not exist: no retry mends it
+            if not self._reached:  # a wrong name from the start: no retry mends it; one dropped under a running
+                pg_missing.refuse_missing(self.url, err)  # process (a restore) is waited for like any outage
             raise StoreUnavailable(str(err).splitlines()[0]) from err
         except DatabaseError as err:
             if self.dialect == "sqlite" and "file is not a database" in str(err):
