@@ -61,3 +61,12 @@ def test_a_prediction_stamped_into_next_week_does_not_pick_next_week(tmp_path) -
     assert week.label == "2026-W49", reason
     doc = report_document(store, Config(), "fraud", week, sunday, reason)
     assert doc["window"]["end"] == "2026-12-06T20:00:00Z" and doc["headline"]["metrics"]["counts"]["predictions"] == 200
+
+
+def test_the_label_watermark_is_not_ahead_of_the_clock(tmp_path) -> None:
+    """SRE tryout: the one future-stamped prediction moved the report's label watermark to tomorrow
+    ("watermark": "2026-12-06T…"), so days counted as settled up to a day too early."""
+    store = _store(tmp_path)
+    week, reason = default_week(store, "fraud", NOW, Config().bucket_s)
+    maturity = report_document(store, Config(), "fraud", week, NOW, reason)["label_maturity"]
+    assert maturity["watermark"] == "2026-12-05T03:20:00Z"
