@@ -44,10 +44,13 @@ class DatabaseProbe:
 
         try:
             with self.store.read() as conn:
-                conn.execute(text("SELECT 1"))
+                conn.execute(text("SELECT 1 FROM alembic_version"))  # the schema too, not only the server
             return True, "database ok"
         except Exception as err:  # noqa: BLE001 - any driver error means not ready
-            return False, f"database unreachable: {str(err).splitlines()[0]}"
+            first = str(err).splitlines()[0]
+            if "alembic_version" in first:  # SRE tryout: a database dropped and recreated empty read "schema ready"
+                return False, f"database schema missing (recreated empty? restart driftline to migrate it): {first}"
+            return False, f"database unreachable: {first}"
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -16,6 +16,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
+from sqlalchemy.exc import DBAPIError
+
 from ..storage.calls import DEFAULT_STALL_S, StallWatch
 from ..storage.store import Store
 from .dbstate import BoundedCall, DatabaseProbe, ScrapeTimeout, database_state
@@ -157,6 +159,12 @@ class ExporterServer:
                         known = str(err).startswith("database not answering")  # warned once by StallWatch
                         log.log(logging.INFO if known else logging.WARNING, "scrape failed: %s", err)
                         self._send(503, f"scrape failed: {err}\n".encode(), "text/plain; charset=utf-8")
+                        return
+                    except DBAPIError as err:  # the database refused the reads (SRE tryout: a 500 and a
+                        first = str(err).splitlines()[0]  # traceback per scrape on a database recreated empty)
+                        log.warning("scrape failed: database error: %s", first)
+                        self._send(503, f"scrape failed: database error: {first}\n".encode(),
+                                   "text/plain; charset=utf-8")
                         return
                     except Exception:  # noqa: BLE001 - report, never kill the server
                         log.exception("scrape failed")
