@@ -26,6 +26,7 @@ from ..ingest.pipeline import Pipeline, RawRecord
 from ..storage.errors import StalePositions, StoreUnavailable
 from .batches import Batch, at_or_after, fill, fresh_records, raw_records
 from .connect import open_consumer, open_dead_letter_sink
+from .topics import open_admin
 from .decode import speed_up
 from .assignment import Ownership, fmt, source_of
 from .db_health import LOCK_PATIENCE_S, DatabaseHealth
@@ -36,7 +37,7 @@ from .faults import Faults
 from .handoff import Handoff
 from .overlap import Overlap
 from .health import Backoff, ConsumerStatus, StallWatch, consumed_counter, rebalancing
-from .log_ids import TopicIds, current_ids
+from .log_ids import REFRESH_TIMEOUT_MS, SideIds, TopicIds, current_ids
 from .resets import records_exist as records_exist_in, unresolved_reason
 from .settings import KafkaSettings
 from .signals import signals, zero_series
@@ -68,7 +69,11 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         zero_series(self.sig, settings.topics, settings.on_offset_reset, settings.on_key_mismatch)
         self.records_exist = records_exist or (lambda wanted: records_exist_in(settings, wanted))
         """Which partitions still hold a record at an offset (confirms a position beyond the reported end)."""
-        self.topic_ids = topic_ids or (lambda topics, refresh: current_ids(self.consumer, topics, refresh))
+        self.side_ids: SideIds | None = None
+        """Topic ids asked on a connection of their own, not behind the consumer's parked fetch (log_ids.py);
+        opened by connect() (a consumer given to attach() alone is asked itself)."""
+        self.topic_ids = topic_ids or (lambda topics, refresh: current_ids(self.consumer, topics, refresh,
+                                                                           self.side_ids))
         """topic → its id now (refresh: asked from the broker first); see log_ids.py."""
         self.log_ids: dict[TopicPartition, str | None] = {}
         """The topic id each positioned partition resumed under."""
@@ -128,6 +133,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         if consumer is None:
             return False
         self.attach(consumer)
+        if self.side_ids is None:
+            self.side_ids = SideIds(lambda: open_admin(self.settings, REFRESH_TIMEOUT_MS), self.monotonic)
         consumer.subscribe(list(self.settings.topics), listener=self.handoff)
         sink = open_dead_letter_sink(self.settings, self.sig)
         self.dlt = None if sink is None else DeadLetterCopies(sink, self.pipeline.store, self.monotonic)
@@ -313,6 +320,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         """Abandon any held batch, commit the stored positions (advisory), leave the group, close clients."""
         self.status.phase = "stopped"
         self.overlap.close()
+        if self.side_ids is not None:
+            self.side_ids.close()
         self.overlap.take()  # records polled past the stored positions are re-read from them by the next owner
         c = self.consumer
         if c is None:

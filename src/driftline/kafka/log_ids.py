@@ -8,7 +8,7 @@ partition whose topic now has another id was replaced, whatever its offsets say 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kafka.errors import KafkaError
@@ -31,13 +31,67 @@ REFRESH_TIMEOUT_MS = 5000
 """How long one metadata refresh may take before the ids last known are compared instead."""
 
 
-def current_ids(consumer: Any, topics: Iterable[str], refresh: bool) -> TopicIds:
+class SideIds:
+    """Topic ids asked on a connection of their own (an admin client opened on first use), not the consumer's.
+
+    A broker answers one connection's requests in order, and it parks a fetch for up to fetch_max_wait_ms (500 ms
+    by default) whenever the consumer has caught up: a metadata request sent on the consumer's connection waited
+    behind that fetch before every batch was stored (up to 0.5 s of delay per batch at the head of the stream,
+    benchmarks/run_process_bench.py). When the side client cannot answer, the caller falls back to the consumer's
+    own refresh, and the side client is tried again `retry_s` later."""
+
+    def __init__(self, open_admin: Callable[[], Any], monotonic: Callable[[], float], retry_s: float = 30.0) -> None:
+        self.open_admin, self.monotonic, self.retry_s = open_admin, monotonic, retry_s
+        self.admin: Any = None
+        self.retry_at = -float("inf")
+
+    def read(self, topics: Iterable[str]) -> TopicIds | None:
+        """The topics' ids as the broker reports them now; None when the side client is unavailable."""
+        if self.admin is None and self.monotonic() < self.retry_at:
+            return None
+        try:
+            if self.admin is None:
+                self.admin = self.open_admin()
+            described = self.admin.describe_topics(list(topics))
+        except Exception as err:  # noqa: BLE001 - any failure of the side client: the consumer's path decides
+            log.debug("topic ids from the side client failed (%s): asking on the consumer's connection", err)
+            self.close()
+            self.retry_at = self.monotonic() + self.retry_s
+            return None
+        found = {d.get("name"): d.get("topic_id") for d in described}
+        return {t: _id_text(found.get(t)) for t in topics}
+
+    def close(self) -> None:
+        """Close the side client (reopened at the next read)."""
+        admin, self.admin = self.admin, None
+        if admin is not None:
+            try:
+                admin.close()
+            except Exception as err:  # noqa: BLE001 - closing a client that may be broken already
+                log.debug("closing the topic-id client: %s", err)
+
+
+def _id_text(uid: Any) -> str | None:
+    """A topic id as text; None for no id (Kafka before 2.8 reports none, or all zeros)."""
+    if uid is None:
+        return None
+    text = str(uid)
+    return None if text.strip("0-") == "" else text
+
+
+def current_ids(consumer: Any, topics: Iterable[str], refresh: bool, side: SideIds | None = None) -> TopicIds:
     """The topics' ids in the consumer's metadata; `refresh` asks the broker first (one metadata request for the
     subscribed topics). Done when positions are checked and before every batch is stored: kafka-python fetches by
     topic name and refreshes its metadata only on errors or every metadata_max_age_ms (5 min), so a topic replaced
     while nothing failed (the process paused, its partitions paused while the database was down) went unseen while
     its new log's records were stored as the old one's. Ids read after the batch's records were fetched and equal
-    to the ids the partitions were positioned under prove the records come from that log."""
+    to the ids the partitions were positioned under prove the records come from that log. A `side` client, when
+    given, is asked first (SideIds: a request not queued behind the consumer's parked fetch)."""
+    topics = list(topics)
+    if refresh and side is not None:
+        ids = side.read(topics)
+        if ids is not None:
+            return ids
     if refresh:
         try:
             _refresh(consumer)
@@ -47,8 +101,7 @@ def current_ids(consumer: Any, topics: Iterable[str], refresh: bool) -> TopicIds
     topic_id = getattr(cluster, "topic_id", None)
     out: TopicIds = {}
     for topic in topics:
-        uid = topic_id(topic) if topic_id is not None else None
-        out[topic] = str(uid) if uid is not None and getattr(uid, "int", 0) != 0 else None  # all zeros: no id
+        out[topic] = _id_text(topic_id(topic) if topic_id is not None else None)
     return out
 
 

@@ -77,8 +77,12 @@ def create(admin: Any, settings: KafkaSettings, partitions: int | None, replicat
     return check(admin, settings), todo
 
 
-def open_admin(settings: KafkaSettings) -> Any:
-    """A KafkaAdminClient (raises kafka.errors.KafkaTimeoutError when the broker cannot be reached)."""
+def open_admin(settings: KafkaSettings, max_request_ms: int | None = None) -> Any:
+    """A KafkaAdminClient (raises kafka.errors.KafkaTimeoutError when the broker cannot be reached); its requests
+    time out after at most `max_request_ms` when given."""
     from kafka import KafkaAdminClient
 
-    return KafkaAdminClient(**settings.admin_kwargs())
+    kwargs = settings.admin_kwargs()
+    if max_request_ms is not None:
+        kwargs["request_timeout_ms"] = min(int(kwargs.get("request_timeout_ms", max_request_ms)), max_request_ms)
+    return KafkaAdminClient(**kwargs)

@@ -1,0 +1,104 @@
+"""Topic ids checked before each batch are asked on a connection of their own (log_ids.SideIds), not the consumer's:
+a broker answers one connection's requests in order and parks a caught-up consumer's fetch for fetch_max_wait_ms,
+so the per-batch metadata request waited behind it (0.3–0.5 s per batch at the head of the stream, measured with
+benchmarks/run_process_bench.py). The real broker: the ids come from the side client while the consumer's own
+metadata is not asked; a side client that fails falls back to the consumer's refresh and is retried later."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from driftline.config import Config, Kafka
+from driftline.ingest.pipeline import Pipeline
+from driftline.kafka.consumer import LiveConsumer
+from driftline.kafka.log_ids import SideIds, current_ids
+from driftline.kafka.settings import resolve
+from driftline.storage.store import Store
+from kafka_fixtures import create_topics, unique_name
+
+
+class _Admin:
+    """A stand-in admin client: describe_topics answers from `ids`, or raises while `fail` is set."""
+
+    def __init__(self, ids: dict[str, Any]) -> None:
+        self.ids, self.fail, self.closed = ids, False, 0
+
+    def describe_topics(self, names: list[str]) -> list[dict[str, Any]]:
+        if self.fail:
+            raise OSError("connection refused")
+        return [{"name": n, "topic_id": self.ids.get(n), "error_code": 0 if n in self.ids else 3} for n in names]
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_side_ids_answer_from_their_own_client_and_fall_back_while_it_fails() -> None:
+    now = [0.0]
+    admin = _Admin({"p": uuid.UUID(int=7), "o": uuid.UUID(int=0)})
+    opened: list[int] = []
+
+    def open_admin() -> _Admin:
+        opened.append(1)
+        return admin
+
+    side = SideIds(open_admin, lambda: now[0], retry_s=30.0)
+    asked: list[int] = []
+    consumer = SimpleNamespace(_client=SimpleNamespace(cluster=SimpleNamespace(topic_id={"p": uuid.UUID(int=9)}.get)),
+                               topics=lambda: asked.append(1))
+    assert current_ids(consumer, ["p", "o", "x"], True, side) == {"p": str(uuid.UUID(int=7)), "o": None, "x": None}
+    assert asked == [] and opened == [1]  # the consumer's connection was not used
+    admin.fail = True
+    assert current_ids(consumer, ["p"], True, side) == {"p": str(uuid.UUID(int=9))}  # the consumer's refresh
+    assert asked == [1] and admin.closed == 1
+    admin.fail = False
+    now[0] = 29.0
+    assert current_ids(consumer, ["p"], True, side) == {"p": str(uuid.UUID(int=9))}  # not retried yet
+    assert opened == [1] and asked == [1, 1]
+    now[0] = 31.0
+    assert current_ids(consumer, ["p"], True, side) == {"p": str(uuid.UUID(int=7))}  # reopened
+    assert opened == [1, 1]
+    assert current_ids(consumer, ["p"], False, side) == {"p": str(uuid.UUID(int=9))}  # no refresh: as last known
+    side.close()
+    assert admin.closed == 2
+
+
+@pytest.mark.kafka
+def test_the_batch_check_does_not_ask_on_the_consumers_connection(kafka_bootstrap: str, tmp_path: Any) -> None:
+    """A real consumer whose fetch is parked (fetch_max_wait_ms 20 s, nothing to read): the ids before a batch come
+    from the side client — the consumer's metadata is never asked — and equal the broker's ids."""
+    from kafka import KafkaAdminClient
+
+    topics = {"p": unique_name("predictions"), "o": unique_name("outcomes")}
+    create_topics(kafka_bootstrap, topics.values(), 2)
+    store = Store(f"sqlite:///{tmp_path / 'ids.db'}")
+    store.migrate()
+    section = Kafka(predictions_topic=topics["p"], outcomes_topic=topics["o"], group_id=unique_name("g"),
+                    options={"session_timeout_ms": 6000, "heartbeat_interval_ms": 2000, "fetch_max_wait_ms": 20000})
+    lc = LiveConsumer(Pipeline(Config(kafka=section), store, clock=lambda: 1.9e9),
+                      resolve(section, kafka_bootstrap, {}), threading.Event())
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    try:
+        assert lc.connect()
+        for _ in range(40):  # joined, positioned, fetching
+            lc.step()
+            if lc.expected and not lc.pending:
+                break
+        assert lc.expected and not lc.pending, "partitions not positioned"
+        lc.step()
+        cluster = lc.consumer._cluster
+        asked: list[int] = []
+        update = cluster.request_update
+        cluster.request_update = lambda: (asked.append(1), update())[1]
+        ids = lc.topic_ids(set(topics.values()), True)
+        broker = {d["name"]: str(d["topic_id"]) for d in admin.describe_topics(list(topics.values()))}
+        assert ids == broker and all(ids.values())
+        assert asked == []
+    finally:
+        admin.close()
+        lc.close()
+        store.close()
