@@ -129,3 +129,48 @@ def test_a_call_inside_another_ends_only_itself() -> None:
     now[0] += 60.0
     stalled = calls.stalled(30.0)
     assert stalled is not None and stalled.kind == "write"
+
+
+def test_cli_store_warns_about_a_stalled_statement_and_says_when_it_answers(pg_behind_forwarder, caplog) -> None:
+    """SRE tryout: `driftline replay` against a stopped proxy printed nothing until the database answered; the
+    CLI's store now runs the stall watch of run/serve (kafka.database_stall), so stderr names the call, then its end."""
+    import io
+
+    from rich.console import Console
+
+    from driftline.config import Kafka
+    from driftline.context import Context
+
+    pg = pg_behind_forwarder
+    ctx = Context(config=Config(model="m", kafka=Kafka(database_stall="1s")), db_url=pg.url,
+                  console=Console(file=io.StringIO()), err=Console(file=io.StringIO()))
+    caplog.set_level(logging.INFO, logger="driftline")
+    in_transaction, done, failed = threading.Event(), threading.Event(), []
+
+    def write() -> None:
+        try:
+            with ctx.store().write() as conn:
+                conn.execute(text("SELECT 1"))
+                in_transaction.set()
+                pg.forwarder.pause()  # mid-transaction: the next statement waits on a peer that never answers
+                conn.execute(text("SELECT 2"))
+        except Exception as err:  # noqa: BLE001 - reported by the assertion below
+            failed.append(err)
+        done.set()
+
+    writer = threading.Thread(target=write, daemon=True)
+    try:
+        writer.start()
+        wait_until(in_transaction.is_set, 60, "the write transaction to start")
+        warned = wait_until(lambda: [r for r in caplog.records if r.levelno == logging.WARNING
+                                     and r.getMessage().startswith("database not answering: a write")], 30,
+                            "the stall warning from the CLI's store")
+        assert "for a statement" in warned[0].getMessage() and "has been waiting" in warned[0].getMessage()
+        pg.forwarder.resume()
+        wait_until(done.is_set, 30, "the write to finish once the proxy relays again")
+        assert not failed, failed
+        wait_until(lambda: any(r.levelno == logging.WARNING and r.getMessage().startswith(
+            "database answered again: a write waited") for r in caplog.records), 10, "the end of the stall logged")
+    finally:
+        pg.forwarder.resume()
+        ctx.close()

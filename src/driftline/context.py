@@ -16,6 +16,7 @@ from rich.console import Console
 from .config import Config, ConfigError
 from .durations import MAX_WINDOW_DAYS, MAX_WINDOW_S, parse_duration
 from .core.events import MAX_EPOCH, parse_time_text
+from .storage.calls import StallWatch
 from .storage.store import DEFAULT_URL, Store
 from .storage.urls import UnusableURL, check_url, sqlite_file, sqlite_relative
 
@@ -42,16 +43,24 @@ class Context:
     """Whether the command may create a SQLite file that does not exist (writers); readers refuse it, on first use
     of the store, so option errors found before are reported first."""
     _store: Store | None = field(default=None, repr=False)
+    _stall_watch: StallWatch | None = field(default=None, repr=False)
 
     def store(self) -> Store:
+        """The database, opened and migrated on first use, with the stall watch of run/serve: a call unanswered for
+        longer than kafka.database_stall is a warning on stderr, and its end another (SRE tryout: `replay` against a
+        stopped proxy printed nothing until the database answered)."""
         if self._store is None:
             if not self.creates:
                 require_existing(self.db_url, self.db_source)
             self._store = Store(self.db_url, clock=self.clock)
+            self._stall_watch = StallWatch(self._store.calls, parse_duration(self.config.kafka.database_stall))
+            self._stall_watch.start()  # before migrating: its first read can stall too
             self._store.migrate()
         return self._store
 
     def close(self) -> None:
+        if self._stall_watch is not None:
+            self._stall_watch.stop()
         if self._store is not None:
             self._store.close()
 
