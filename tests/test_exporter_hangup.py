@@ -70,3 +70,36 @@ def test_client_hanging_up_mid_scrape_leaves_no_traceback(tmp_path, capsys, capl
     assert "Traceback" not in err and "BrokenPipe" not in err and "ConnectionReset" not in err, err
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
     assert any("hung up" in r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG), caplog.text
+
+
+def test_the_scrape_bound_is_exporter_scrape_timeout(tmp_path) -> None:
+    """The 8 s scrape bound was hard-coded; `exporter.scrape_timeout` sets it (a scrape held past it answers 503
+    naming the bound), and a bad value is refused at start naming the field."""
+    import urllib.error
+
+    import pytest
+
+    from driftline.config import ConfigError, from_dict
+    from driftline.service.process import Service
+
+    assert from_dict({}).exporter.scrape_timeout == "8s"
+    for bad, why in (("0s", "duration must be positive"), ("3 seconds", "a number and a unit")):
+        with pytest.raises(ConfigError, match=r"`exporter.scrape_timeout`") as err:
+            from_dict({"exporter": {"scrape_timeout": bad}})
+        assert why in str(err.value), err.value
+    config = from_dict({"model": "m", "exporter": {"scrape_timeout": "0.5s"}})
+    store = Store(f"sqlite:///{tmp_path / 'd.db'}")
+    store.migrate()
+    svc = Service(config, store, port=0, evaluate=False)
+    gate = _Gate()
+    svc.registry.register(gate)
+    svc.start_exporter()
+    try:
+        with pytest.raises(urllib.error.HTTPError) as failed:
+            urllib.request.urlopen(f"{svc.url}/metrics", timeout=30)
+        assert failed.value.code == 503
+        assert failed.value.read().decode().startswith("scrape failed: scrape did not finish within 0.5s")
+    finally:
+        gate.release.set()
+        svc.stop()
+        store.close()

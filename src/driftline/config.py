@@ -115,6 +115,12 @@ class Exporter(Base):
 
     host: str = "127.0.0.1"
     port: Annotated[int, msgspec.Meta(ge=0, le=65535)] = 9108
+    scrape_timeout: Duration = "8s"
+    """A /metrics scrape that cannot read the database within this long answers 503 (keep it below Prometheus's
+    scrape_timeout, 10s by default, so Prometheus sees the reason rather than its own timeout)."""
+
+    def __post_init__(self) -> None:
+        _positive_durations("", scrape_timeout=self.scrape_timeout)
 
 
 class Kafka(Base):

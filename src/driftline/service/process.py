@@ -89,7 +89,8 @@ class Service:
         """Bind and serve /metrics, /healthz, /readyz: before start_jobs() (schema still being migrated) scrapes
         hold only build_info and the process's own metrics, so nothing queries tables that may not exist yet."""
         self.server = ExporterServer(self.registry, self.store, self.host, self.port, self.readiness,
-                                     triggers_json=self.triggers_json, stall_s=self.stall_s)
+                                     triggers_json=self.triggers_json, stall_s=self.stall_s,
+                                     scrape_timeout_s=parse_duration(self.config.exporter.scrape_timeout))
         if self.notifier is None:
             self.notifier = Notifier(self.config.notify, self.config.model, ops=self.ops,
                                      generator_url=self.server.url + "/triggers")
