@@ -174,7 +174,7 @@ def test_the_service_store_waits_one_slice(monkeypatch: Any, tmp_path: Path) -> 
             made.append(self)
 
     monkeypatch.setattr(live, "Store", Recorded)
-    monkeypatch.setattr(live, "migrate_with_retry", lambda store, stop, on_wait: False)  # stop after the store
+    monkeypatch.setattr(live, "migrate_with_retry", lambda store, stop, on_wait, on_first: False)  # stop after the store
     settings = KafkaSettings(bootstrap="127.0.0.1:9", options={"max_poll_interval_ms": 12_000})
     live.run_service(from_dict({}), f"sqlite:///{tmp_path / 'x.db'}", settings, threading.Event(), port=0)
     assert [s.lock_timeout_s for s in made] == [4.0]

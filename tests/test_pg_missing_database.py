@@ -45,6 +45,50 @@ def test_serve_on_missing_pg_database_exits_2_instead_of_retrying():
     assert "retrying" not in r.stderr and "does not exist" in r.stderr
 
 
+def test_run_on_missing_pg_database_prints_the_error_line_alone():
+    """SRE tryout: `run` printed its two start banner lines (Kafka settings, exporter URL) above the error; the
+    banner now follows the first migration attempt, which is what finds the database missing."""
+    url = _missing_url()
+    r = _cli("--db", url, "run", "--kafka", "127.0.0.1:1", "--port", "0", timeout=90)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "does not exist" in lines[0], r.stderr
+
+
+def test_the_run_banner_follows_the_first_migration_attempt_whatever_its_outcome():
+    """Announced once after the first attempt, also when that one found the database down (the exporter URL is
+    what an operator needs while waiting), and never when the database does not exist."""
+    import threading
+
+    from driftline.kafka.health import Backoff
+    from driftline.service.live import migrate_with_retry
+    from driftline.storage.errors import StoreUnavailable
+
+    class Flaky:
+        def __init__(self, *outcomes: Exception | None) -> None:
+            self.outcomes, self.events = list(outcomes), []
+
+        def migrate(self) -> None:
+            self.events.append("migrate")
+            outcome = self.outcomes.pop(0)
+            if outcome is not None:
+                raise outcome
+
+    no_wait = Backoff(0.0, 0.0)
+    for outcomes, expected in (((None,), ["migrate", "banner"]),
+                               ((StoreUnavailable("down"), StoreUnavailable("down"), None),
+                                ["migrate", "banner", "migrate", "migrate"])):
+        store = Flaky(*outcomes)
+        assert migrate_with_retry(store, threading.Event(), no_wait,  # type: ignore[arg-type]
+                                  on_first=lambda: store.events.append("banner"))
+        assert store.events == expected
+    store = Flaky(NotADatabase('PostgreSQL database "x" does not exist'))
+    with pytest.raises(NotADatabase):
+        migrate_with_retry(store, threading.Event(), no_wait,  # type: ignore[arg-type]
+                           on_first=lambda: store.events.append("banner"))
+    assert store.events == ["migrate"]
+
+
 def test_missing_role_is_refused_too():
     _require_pg()
     user = f"absent_{uuid.uuid4().hex[:8]}"

@@ -31,16 +31,21 @@ log = logging.getLogger(__name__)
 
 
 def migrate_with_retry(store: Store, stop: threading.Event, backoff: Backoff | None = None,
-                       on_wait: Callable[[str], None] | None = None, max_other_errors: int = 5) -> bool:
+                       on_wait: Callable[[str], None] | None = None, max_other_errors: int = 5,
+                       on_first: Callable[[], None] | None = None) -> bool:
     """Migrate the schema, retrying while the database is unreachable; False when stopped first.
 
-    Other database errors (two replicas migrating at once) are retried a few times, then raised.
+    Other database errors (two replicas migrating at once) are retried a few times, then raised. `on_first` is
+    called once, after the first attempt unless it raised (a database that does not exist raises NotADatabase):
+    the start banner goes there, so such a typo is the `error:` line alone, at no extra connection.
     """
     backoff = backoff or Backoff(1.0, 15.0)
     other = 0
     while not stop.is_set():
         try:
             store.migrate()
+            if on_first is not None:
+                on_first()
             return True
         except (OperationalError, InterfaceError, StoreUnavailable) as err:
             why = str(err).splitlines()[0]
@@ -49,6 +54,9 @@ def migrate_with_retry(store: Store, stop: threading.Event, backoff: Backoff | N
             if other > max_other_errors:
                 raise
             why = str(err).splitlines()[0]
+        if on_first is not None:
+            on_first()
+            on_first = None
         delay = backoff.next()
         log.warning("database unavailable while migrating (%s); retrying in %.0fs", why, delay)
         if on_wait is not None:
@@ -81,15 +89,18 @@ def run_service(config: Config, db_url: str, settings: KafkaSettings, stop: thre
                       evaluate=evaluate, jobs=True, jobs_maintain=False,
                       stall_s=settings.database_stall_s)  # the consumer maintains its partitions
     service.start_exporter()  # /healthz and /readyz answer while the database is unreachable or migrating
-    if announce is not None:
-        announce(f"driftline run: {settings.describe()}; exporter {service.url}/metrics")
+
+    def banner() -> None:  # after the first migration attempt: not above the error of a database that does not exist
+        if announce is not None:
+            announce(f"driftline run: {settings.describe()}; exporter {service.url}/metrics")
+
     try:
         consumer.status.phase = "waiting for the database"
 
         def waiting(why: str) -> None:
             consumer.status.error = why
 
-        if not migrate_with_retry(store, stop, on_wait=waiting):
+        if not migrate_with_retry(store, stop, on_wait=waiting, on_first=banner):
             return
         service.start_jobs()  # only now: the scheduler's catch-up and the scrapes need the tables
         freeze_startup_heap()
