@@ -10,6 +10,7 @@ from sqlalchemy import Connection, text
 
 from ..storage.store import Store
 from .file_lock import FileLock, sqlite_database_path
+from .streak import FailureStreak
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +32,10 @@ class LeaderLock:
     """Session advisory lock on PostgreSQL (held until the connection closes); on SQLite an exclusive flock on
     `<db>.leader-<role>` (held until released or the process exits); always held on an in-memory SQLite database."""
 
-    def __init__(self, store: Store, key: int = LOCK_KEY) -> None:
+    def __init__(self, store: Store, key: int = LOCK_KEY, failures: FailureStreak | None = None) -> None:
         self.store, self.key = store, key
+        self.failures = failures if failures is not None else FailureStreak("leader lock check", log)
+        """Logs a database outage's failed checks once, then every few minutes (a process shares one among its locks)."""
         self._conn: Connection | None = None
         self._held = False
         self._mutex = threading.RLock()  # the scheduler (evaluation) and scrapes (what to export) both ask
@@ -59,9 +62,10 @@ class LeaderLock:
                 self._held = bool(self._conn.execute(text("SELECT pg_try_advisory_lock(:k)"),
                                                      {"k": self.key}).scalar())
             ok = True
+            self.failures.succeeded()
             return self._held
         except Exception as err:  # noqa: BLE001 - connection lost: the lock is gone with it
-            log.warning("leader lock check failed: %s", err)
+            self.failures.failed(err)
             self._discard()
             return False
         finally:

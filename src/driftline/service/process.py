@@ -34,6 +34,7 @@ from ..triggers.unseen import unseen_names
 from ..readouts.windows import default_at, iso
 from .apsched import Scheduler
 from .leader import EXPORT_LOCK_KEY, LOCK_KEY, LeaderLock  # noqa: F401 - LOCK_KEY re-exported for callers
+from .streak import FailureStreak
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +59,10 @@ class Service:
         self.time_basis = time_basis
         self.schema_ready = threading.Event()
         """Set by start_jobs(): until then (the schema is being migrated) nothing queries the database."""
-        self.leader = LeaderLock(store)
-        self.exporter_lock = LeaderLock(store, EXPORT_LOCK_KEY)
+        self.lock_failures = FailureStreak("leader lock check", logging.getLogger("driftline.service.leader"))
+        """Shared by this process's locks: an outage is one streak in the log, not one per lock (leader.py)."""
+        self.leader = LeaderLock(store, failures=self.lock_failures)
+        self.exporter_lock = LeaderLock(store, EXPORT_LOCK_KEY, failures=self.lock_failures)
         """Held by the one replica that exports the database's series (replicas must not count twice)."""
         self.snapshot = SnapshotCollector(store, config, clock, time_basis=time_basis, drift=self.drift,
                                           schema_ready=self.schema_ready, leader=self.exporter_lock.held)
@@ -113,10 +116,11 @@ class Service:
                                    misfire_grace_time=max(1, int(every)),
                                    next_run_time=datetime.now(timezone.utc))
         if self.jobs_enabled:
-            from .scheduler import build_scheduler  # imported here: the scheduler module imports this one lazily
+            from .scheduler import JOBS_LOCK_KEY, build_scheduler  # here: the scheduler module imports this one lazily
 
             self.jobs = build_scheduler(self.store, self.config, self.clock, scheduler=self.scheduler, evaluate=False,
-                                        maintain=self.jobs_maintain)
+                                        maintain=self.jobs_maintain,
+                                        leader=LeaderLock(self.store, JOBS_LOCK_KEY, failures=self.lock_failures))
             self.jobs.start(catch_up=True)  # queues the weekly-report catch-up; started with the scheduler below
         self.scheduler.start()
 
