@@ -11,8 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from http_probe import http_get
 from tcp_forwarder import free_port
 
 SIM_END = "2026-01-10T00:00:00Z"
@@ -126,13 +125,7 @@ class ServiceProcess:
 
     def get(self, path: str) -> tuple[int, str]:
         """(status, body) of an exporter endpoint; (0, error) when nothing answers."""
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as resp:
-                return resp.status, resp.read().decode()
-        except urllib.error.HTTPError as err:
-            return err.code, err.read().decode()
-        except OSError as err:
-            return 0, str(err)
+        return http_get(f"http://127.0.0.1:{self.port}{path}")
 
     def terminate(self, timeout: float = 20.0) -> int:
         """SIGTERM and wait; returns the exit code."""

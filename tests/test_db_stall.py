@@ -10,12 +10,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 from sqlalchemy import text
 
+from http_probe import http_get
 from driftline.exporter.http import ExporterServer, build_registry
 from driftline.exporter.collector import SnapshotCollector
 from driftline.config import Config
@@ -25,17 +24,6 @@ from driftline.storage.store import Store
 from kafka_service_support import wait_until
 
 pytestmark = pytest.mark.postgres
-
-
-def _get(url: str) -> tuple[int, str]:
-    """(status, body); (0, error) when nothing answers within 5 s (what the SRE's curl -m saw)."""
-    try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
-    except OSError as err:
-        return 0, str(err)
 
 
 def test_paused_proxy_makes_readyz_503_naming_the_stalled_write_then_fails_it_and_recovers(pg_behind_forwarder, caplog) -> None:
@@ -50,7 +38,7 @@ def test_paused_proxy_makes_readyz_503_naming_the_stalled_write_then_fails_it_an
     caplog.set_level(logging.INFO, logger="driftline")
     written = threading.Event()
     try:
-        wait_until(lambda: _get(server.url + "/readyz")[0] == 200, 30, "/readyz 200 before the stall")
+        wait_until(lambda: http_get(server.url + "/readyz")[0] == 200, 30, "/readyz 200 before the stall")
         with store.write() as conn:  # the pool holds a connection through the forwarder
             conn.execute(text("SELECT 1"))
         pg.forwarder.pause()
@@ -68,10 +56,10 @@ def test_paused_proxy_makes_readyz_503_naming_the_stalled_write_then_fails_it_an
         writer = threading.Thread(target=write, daemon=True)
         writer.start()
         status, body = wait_until(lambda: (lambda r: r if r[0] == 503 and "not answering" in r[1] else None)(
-            _get(server.url + "/readyz")), 30, "/readyz 503 naming the stalled call")
+            http_get(server.url + "/readyz")), 30, "/readyz 503 naming the stalled call")
         assert "has been waiting" in body, body  # names the call: the write, or the probe stalled with it
-        assert _get(server.url + "/healthz") == (200, "ok\n")  # liveness: the process itself is fine
-        metrics = _get(server.url + "/metrics")
+        assert http_get(server.url + "/healthz") == (200, "ok\n")  # liveness: the process itself is fine
+        metrics = http_get(server.url + "/metrics")
         assert metrics[0] in (200, 503), metrics  # answers (fails fast), never a client timeout
         wait_until(lambda: any(r.levelno == logging.WARNING and r.getMessage().startswith("database not answering: a write")
                           for r in caplog.records), 30, "the stall warning")
@@ -83,7 +71,7 @@ def test_paused_proxy_makes_readyz_503_naming_the_stalled_write_then_fails_it_an
         pg.forwarder.resume()
         with store.write() as conn:
             conn.execute(text("SELECT 1"))
-        wait_until(lambda: _get(server.url + "/readyz")[0] == 200, 30, "/readyz 200 after resuming")
+        wait_until(lambda: http_get(server.url + "/readyz")[0] == 200, 30, "/readyz 200 after resuming")
     finally:
         pg.forwarder.resume()
         server.stop()

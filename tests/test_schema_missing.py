@@ -6,26 +6,17 @@ from __future__ import annotations
 
 import threading
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 from sqlalchemy import text
 
+from http_probe import http_get
 from driftline.config import Config
 from driftline.exporter.collector import SnapshotCollector
 from driftline.exporter.http import ExporterServer, build_registry
 from driftline.storage.store import Store
 
 from kafka_service_support import wait_until
-
-
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=20) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
@@ -38,8 +29,8 @@ def test_an_emptied_database_is_not_ready_and_scrapes_say_why(tmp_path, request,
     server = ExporterServer(build_registry(snapshot, None), store, port=0)
     server.start()
     try:
-        wait_until(lambda: _get(server.url + "/readyz")[0] == 200, 30, "/readyz 200 on the migrated database")
-        assert _get(server.url + "/metrics")[0] == 200
+        wait_until(lambda: http_get(server.url + "/readyz", timeout=20)[0] == 200, 30, "/readyz 200 on the migrated database")
+        assert http_get(server.url + "/metrics", timeout=20)[0] == 200
         with store.write() as conn:  # as if dropped and created again, empty
             if kind == "sqlite":
                 names = conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'")).scalars().all()
@@ -48,10 +39,10 @@ def test_an_emptied_database_is_not_ready_and_scrapes_say_why(tmp_path, request,
             else:
                 conn.execute(text("DROP SCHEMA public CASCADE"))
                 conn.execute(text("CREATE SCHEMA public"))
-        status, body = wait_until(lambda: (lambda r: r if r[0] == 503 else None)(_get(server.url + "/readyz")), 30,
+        status, body = wait_until(lambda: (lambda r: r if r[0] == 503 else None)(http_get(server.url + "/readyz", timeout=20)), 30,
                                   "/readyz 503 after the schema went")
         assert "database schema missing" in body, body
-        status, body = _get(server.url + "/metrics")
+        status, body = http_get(server.url + "/metrics", timeout=20)
         if kind == "postgresql":  # was a 500 and a traceback per scrape
             assert status == 503 and body.startswith("scrape failed: database error: "), (status, body)
         else:  # SQLite's "no such table" is an OperationalError: the collector's outage path (build info only)

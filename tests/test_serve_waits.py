@@ -7,27 +7,16 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from http_probe import http_get
 from kafka_service_support import wait_until
 from tcp_forwarder import free_port
 
 pytestmark = pytest.mark.postgres
-
-
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
-    except OSError as err:
-        return 0, str(err)
 
 
 def test_serve_waits_for_a_database_that_is_down_at_start(pg_behind_forwarder: Any, tmp_path: Path) -> None:
@@ -42,14 +31,14 @@ def test_serve_waits_for_a_database_that_is_down_at_start(pg_behind_forwarder: A
                                 stdin=subprocess.DEVNULL)
     try:
         wait_until(lambda: "database unavailable while migrating" in log.read_text(), 60, "waiting logged")
-        assert _get(base + "/healthz")[0] == 200
-        status, body = _get(base + "/readyz")
+        assert http_get(base + "/healthz")[0] == 200
+        status, body = http_get(base + "/readyz")
         assert status == 503 and "database unreachable" in body, body
         assert proc.poll() is None, log.read_text()  # still waiting, not exited
         pg.forwarder.start()
-        wait_until(lambda: _get(base + "/readyz")[0] == 200, 60, "ready once the database answers")
-        assert "driftline_build_info" in _get(base + "/metrics")[1]
-        assert "schema ready" in _get(base + "/readyz")[1]
+        wait_until(lambda: http_get(base + "/readyz")[0] == 200, 60, "ready once the database answers")
+        assert "driftline_build_info" in http_get(base + "/metrics")[1]
+        assert "schema ready" in http_get(base + "/readyz")[1]
         wait_until(lambda: "job weekly_report: skipped" in log.read_text(), 60, "the jobs ran once migrated")
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0, log.read_text()
