@@ -19,9 +19,10 @@ from .settings import KafkaSettings
 log = logging.getLogger(__name__)
 
 
-def open_consumer(settings: KafkaSettings, stop: threading.Event, backoff: Backoff, status: ConsumerStatus
-                  ) -> Any | None:
+def open_consumer(settings: KafkaSettings, stop: threading.Event, backoff: Backoff, status: ConsumerStatus,
+                  assignor: Any = None) -> Any | None:
     """A KafkaConsumer once the broker answers and both topics are co-partitioned; None when `stop` is set first.
+    `assignor`: the Range assignor carrying this process's database id (group_db.py).
 
     Raises TopicsError for missing or not co-partitioned topics, ConfigError for settings kafka-python rejects.
     """
@@ -36,7 +37,7 @@ def open_consumer(settings: KafkaSettings, stop: threading.Event, backoff: Backo
                 partitions = topics.check(admin, settings)
             finally:
                 admin.close()
-            consumer = KafkaConsumer(**settings.consumer_kwargs())
+            consumer = KafkaConsumer(**settings.consumer_kwargs(assignor))
         except KafkaConfigurationError as err:
             raise ConfigError(f"kafka settings rejected by kafka-python: {err}") from None
         except (KafkaError, OSError) as err:

@@ -34,6 +34,7 @@ from .refusals import Refusals
 from .upkeep import Upkeep
 from .dlt import DeadLetterCopies
 from .faults import Faults
+from .group_db import GroupWatch, wait_for_database_id
 from .handoff import Handoff
 from .overlap import Overlap
 from .health import Backoff, ConsumerStatus, StallWatch, consumed_counter, rebalancing
@@ -99,17 +100,25 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         self.consumed = consumed_counter(self.ops)
         self.stall = StallWatch(settings.stall_restart_s)
         self.overlap = Overlap(monotonic)
+        self.group = GroupWatch(settings.group_id, self.sig.group_databases)
+        """Whether the group's members write to other databases than this one (group_db.py)."""
+        self.database: str | None = None
+        self.sig.group_databases.set(1)
 
     # --- readiness ------------------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
-        """(ready, reason) for /readyz: broker connected, database writable (db_health.py), partitions owned
-        (after a grace period) and no offset-reset problem left unresolved."""
+        """(ready, reason) for /readyz: broker connected, no member of the group on another database (group_db.py),
+        database writable (db_health.py), partitions owned (after a grace period) and no offset-reset problem left
+        unresolved."""
         s = self.status
         if s.phase != "consuming":
             return False, f"kafka {s.phase}" + (f": {s.error}" if s.error else "")
         if not s.broker_ok:
             return False, (f"kafka unreachable for {self.monotonic() - s.since:.0f}s (group coordinator unknown: the "
                            "broker is down, or it answers but cannot name the group's coordinator)")
+        group = self.group.problem()
+        if group is not None:
+            return False, group
         if not s.db_ok:
             return False, s.db_error or "database unavailable: consuming paused"
         unresolved = dict(self.unresolved)
@@ -129,7 +138,14 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         Raises TopicsError (missing or not co-partitioned topics) and ConfigError (settings kafka-python rejects).
         """
         self.status.phase = "connecting"
-        consumer = open_consumer(self.settings, self.stop, self.connect_backoff, self.status)
+        if self.database is None:
+            self.database = wait_for_database_id(self.pipeline.store, self.stop, self.db_backoff)
+            if self.database is None:
+                return False
+            log.info("database id %s (sent to the consumer group: members on another database get no partition)",
+                     self.database)
+        consumer = open_consumer(self.settings, self.stop, self.connect_backoff, self.status,
+                                 self.group.assignor_for(self.database))
         if consumer is None:
             return False
         self.attach(consumer)
@@ -188,6 +204,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
             else:
                 self.stop.wait(0.5)
         self._apply_handoff()
+        self.group.check()
         if carried and self.pending:  # records polled before a partition was (re)assigned, fenced or rechecked
             polled = {tp: recs for tp, recs in polled.items() if tp not in self.pending}  # positioning seeks it
         now = self.monotonic()

@@ -119,13 +119,14 @@ class KafkaSettings:
         out["client_id"] = self.client_id + client_suffix
         return out
 
-    def consumer_kwargs(self) -> dict[str, Any]:
-        """KafkaConsumer settings: manual commits, RangePartitionAssignor only, our group."""
+    def consumer_kwargs(self, assignor: Any = None) -> dict[str, Any]:
+        """KafkaConsumer settings: manual commits, Range assignment only, our group. `assignor`: the live
+        consumer's Range assignor carrying its database id (group_db.py); plain RangePartitionAssignor without."""
         from kafka.coordinator.assignors.range import RangePartitionAssignor
 
         out = self._kwargs("consumer", CONSUMER_DEFAULTS, "")
         out.update(group_id=self.group_id, enable_auto_commit=False, auto_offset_reset="none",
-                   partition_assignment_strategy=[RangePartitionAssignor])
+                   partition_assignment_strategy=[assignor if assignor is not None else RangePartitionAssignor])
         return out
 
     def producer_kwargs(self, suffix: str = "-producer") -> dict[str, Any]:

@@ -24,6 +24,7 @@ class KafkaSignals:
     offset_unresolved: Gauge
     partitions_owned: Gauge
     group_stable: Gauge
+    group_databases: Gauge
     key_mismatches: Counter
     dlt_sent: Counter
     dlt_failed: Counter
@@ -50,6 +51,10 @@ def signals(ops: OpsMetrics) -> KafkaSignals:
             group_stable=Gauge("driftline_consumer_group_stable", "1 while this member is stable in its consumer "
                                "group (coordinator known, no rebalance under way), 0 while it joins or rebalances.",
                                registry=reg),
+            group_databases=Gauge("driftline_consumer_group_databases", "Databases the members of this process's "
+                                  "consumer group write to, as its leader reported at the last assignment: 1 when "
+                                  "all share one (or the leader is an older driftline); above 1 the kafka.group_id is "
+                                  "shared by deployments on different databases.", registry=reg),
             key_mismatches=Counter("driftline_kafka_key_mismatches", "Records whose Kafka key is not their "
                                    "prediction_id (problem: mismatch, missing), by topic and the action taken.",
                                    ["topic", "problem", "action"], registry=reg),
