@@ -22,7 +22,8 @@ from .gc_tuning import tune_for_batches
 from .storage.errors import NotADatabase, StoreUnavailable
 from .terminal import LOG_FORMAT, VisibleFormatter, visible
 
-COMMANDS = ("ingest", "query", "simulate", "demo", "alerts", "serve", "ab", "drift_cmds", "report", "kafka_cmds")
+COMMANDS = ("ingest", "query", "simulate", "demo", "alerts", "serve", "ab", "drift_cmds", "report", "kafka_cmds",
+            "models_cmds")
 """Modules of driftline.commands, each registering its subcommands."""
 
 
@@ -41,7 +42,8 @@ commands by task:
   alerts         alerts (states, history), alerts evaluate,
                  alerts validate, alerts render
   serve, report  serve (exporter over a database), report (weekly report)
-  Kafka topics   topics create | check"""
+  Kafka topics   topics create | check
+  label slots    models list | forget (free a slot a junk model name holds)"""
 
 EPILOG = """\
 Start with `driftline demo`; `driftline COMMAND --help` lists a command's

@@ -7,7 +7,8 @@ import argparse
 
 READERS = frozenset({"metrics", "drift", "calibration", "slices", "ab", "dead-letters", "report",
                      "alerts", "alerts validate", "alerts evaluate",
-                     "reference list", "reference show", "reference activate", "reference set --from"})
+                     "reference list", "reference show", "reference activate", "reference set --from",
+                     "models list", "models forget"})
 """Commands (with their action) that have nothing to do on a database that does not exist. Writers create it:
 replay, run, demo, `reference set --file` (a reference before go-live) and serve (an exporter started before the
 `run` or `replay` that will fill the database is a legitimate start order). `alerts evaluate` and `report` store
@@ -17,7 +18,8 @@ what they judged, but only of stored data."""
 def command_name(args: argparse.Namespace) -> str:
     """'metrics', 'alerts validate', 'reference set --from' (set from stored buckets), … of the parsed command line."""
     name = args.command
-    action = getattr(args, "reference_command", None) or getattr(args, "alerts_command", None)
+    action = (getattr(args, "reference_command", None) or getattr(args, "alerts_command", None)
+              or getattr(args, "models_command", None))
     if action:
         name = f"{name} {action}"
     if name == "reference set" and getattr(args, "file", None) is None:

@@ -1,0 +1,230 @@
+"""`driftline models list|forget` (SRE tryout: junk model names from a producer bug held `limits.max_models` slots
+for good, so a real new model's events were all dead-lettered `model_limit` with no way out short of editing the
+database): forgetting a junk model frees its slot for running writers, in one transaction under the write lock,
+deletes every per-model row (outcomes, alert history and dead letters are kept), and /metrics drops its series."""
+
+from __future__ import annotations
+
+import json
+
+import msgspec
+import pytest
+from prometheus_client.core import Metric
+from sqlalchemy import func, inspect, select, text
+
+from driftline import cli
+from driftline.config import Config, from_dict
+from driftline.exporter.collector import SnapshotCollector
+from driftline.ingest.pipeline import Pipeline, RawRecord
+from driftline.storage import forget as fg
+from driftline.storage import schema as t
+from driftline.storage.errors import WriteLocked
+from driftline.storage.store import Store
+
+END = 1_795_996_800.0  # 2026-11-30T00:00:00Z
+_enc = msgspec.json.Encoder()
+
+
+def _pred(pid: str, model: str, ts: float = END - 3 * 86400, **kw: object) -> bytes:
+    return _enc.encode({"type": "prediction", "prediction_id": pid, "model": model, "variant": "A",
+                        "model_version": "v1", "ts": ts, "score": 0.7, **kw})
+
+
+def _outcome(pid: str) -> bytes:
+    return _enc.encode({"type": "outcome", "prediction_id": pid, "label": 1, "ts": END - 2 * 86400})
+
+
+def _url(kind: str, tmp_path, request) -> str:
+    return f"sqlite:///{tmp_path / 'm.db'}" if kind == "sqlite" else request.getfixturevalue("pg_url")
+
+
+def _table_counts(url: str) -> dict[str, int]:
+    """Rows per table (the whole database's state for the dry-run check)."""
+    store = Store(url)
+    try:
+        with store.read() as conn:
+            names = inspect(conn).get_table_names()
+            return {n: conn.execute(text(f'SELECT COUNT(*) FROM "{n}"')).scalar_one() for n in sorted(names)}
+    finally:
+        store.close()
+
+
+def _batch(pipe: Pipeline, raws: list[bytes], start: int):
+    return pipe.process_batch([RawRecord("t", 0, start + i, r) for i, r in enumerate(raws)])
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_forgetting_a_junk_model_frees_its_slot_for_the_real_one(tmp_path, request, capsys, kind):
+    url = _url(kind, tmp_path, request)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("limits:\n  max_models: 2\n")
+    base = ["--config", str(cfg), "--db", url]
+    (tmp_path / "junk.jsonl").write_bytes(b"\n".join(
+        [_pred(f"j{i}", m) for i, m in enumerate(["fraud-v2-test", "FRAUD"] * 3)]) + b"\n")
+    (tmp_path / "real1.jsonl").write_bytes(b"\n".join([_pred(f"r{i}", "fraud") for i in range(4)]) + b"\n")
+    (tmp_path / "real2.jsonl").write_bytes(b"\n".join([_pred(f"r{i}", "fraud") for i in range(4, 9)]) + b"\n")
+    assert _cli(capsys, *base, "replay", str(tmp_path / "junk.jsonl"))[0] == 0
+    assert _cli(capsys, *base, "replay", str(tmp_path / "real1.jsonl"), "--json")[0] == 0
+    code, out, _ = _cli(capsys, *base, "models", "list", "--json")
+    doc = json.loads(out)
+    assert code == 0 and [m["model"] for m in doc["models"]] == ["FRAUD", "fraud-v2-test"]
+    assert (doc["slots_used"], doc["max_models"]) == (2, 2)
+    assert doc["model_limit_dead_letters"] == 4 and doc["refused_models"] == {"fraud": 4}
+    assert doc["models"][0]["predictions"] == 3 and doc["models"][0]["variants"] == ["A"]
+    code, out, _ = _cli(capsys, *base, "models", "list")
+    assert code == 0 and "2 of 2 used" in out and "'fraud' (4)" in out
+
+    before = _table_counts(url)  # the dry run changes nothing and says what --yes would delete
+    code, out, _ = _cli(capsys, *base, "models", "forget", "FRAUD")
+    assert code == 1 and "would delete" in out and "--yes" in out
+    assert _table_counts(url) == before
+    code, out, _ = _cli(capsys, *base, "models", "forget", "FRAUD", "--json")
+    assert code == 1 and json.loads(out)["rows"]["predictions"] == 3 and json.loads(out)["deleted"] is False
+    assert _table_counts(url) == before
+
+    code, _, err = _cli(capsys, *base, "models", "forget", "fraud-v2")
+    assert code == 2 and "did you mean" in err and "fraud-v2" in err
+    assert _table_counts(url) == before
+
+    code, out, _ = _cli(capsys, *base, "models", "forget", "FRAUD", "--yes", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["deleted"] and doc["rows"]["admitted_labels"] == 3 and doc["slots_used"] == 1
+    assert _cli(capsys, *base, "replay", str(tmp_path / "real2.jsonl"))[0] == 0
+    doc = json.loads(_cli(capsys, *base, "models", "list", "--json")[1])
+    assert {m["model"]: m["predictions"] for m in doc["models"]} == {"fraud": 5, "fraud-v2-test": 3}
+    assert doc["model_limit_dead_letters"] == 4  # the earlier refusals stay counted
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_running_writer_sees_the_freed_slot_at_its_next_batch(tmp_path, request, kind):
+    url = _url(kind, tmp_path, request)
+    store = Store(url, clock=lambda: END)
+    store.migrate()
+    pipe = Pipeline(from_dict({"limits": {"max_models": 2}}), store, clock=lambda: END)  # one long-lived writer
+    _batch(pipe, [_pred("a0", "a"), _pred("b0", "b")], 0)
+    assert _batch(pipe, [_pred("r0", "real")], 10).dead == 1
+    other = Store(url)  # the command's own connection, as another process
+    assert fg.forget(other, "a").rows["admitted_labels"] == 3
+    other.close()
+    res = _batch(pipe, [_pred("r1", "real"), _pred("a1", "a")], 20)  # the freed slot goes to the first new model
+    assert (res.accepted, res.dead) == (1, 1)
+    assert "model 'a' is new" in store.dead_letters(reason="model_limit")[0]["detail"]  # a is a new model now
+    assert sorted(store.models()) == ["b", "real"]
+    fg.forget(store, "b")
+    assert _batch(pipe, [_pred("a2", "a", ts=END - 86400)], 30).accepted == 1  # admitted again, history anew
+    assert [r.bucket_start for r in store.buckets("a", 0, END)] == [END - 86400]
+    store.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_forget_waits_for_the_write_lock_and_deletes_nothing_without_it(tmp_path, request, kind):
+    url = _url(kind, tmp_path, request)
+    store = Store(url, clock=lambda: END)
+    store.migrate()
+    _batch(Pipeline(Config(), store, clock=lambda: END), [_pred("a0", "a")], 0)
+    short = Store(url, lock_timeout_s=0.2)
+    with store.write():  # a batch or maintenance pass in progress
+        with pytest.raises(WriteLocked):
+            fg.forget(short, "a")
+    assert fg.preview(short, "a").rows["buckets"] == 1
+    short.close()
+    store.close()
+
+
+def _seed_every_table(store: Store, model: str) -> None:
+    """Rows of `model` in every per-model table (references, samples, triggers, reports, overflow counters)."""
+    from driftline.readouts.references import reference_profiles, reference_seasons
+    from driftline.reports.table import reports
+    from driftline.storage.samples import reference_samples
+    from driftline.triggers.tables import alert_history, trigger_states
+
+    with store.write() as conn:
+        ref = conn.execute(reference_profiles.insert().values(
+            model=model, created_at=END, source="window", n=1, profile="{}", active=True)).inserted_primary_key[0]
+        conn.execute(reference_seasons.insert().values(ref_id=ref, seasonality="hour_of_day", seasons="{}"))
+        conn.execute(reference_samples.insert().values(reference_id=ref, data=b"x"))
+        conn.execute(trigger_states.insert().values(model=model, trigger="t", state="ok", since=END, updated_at=END,
+                                                    window="7d"))
+        conn.execute(alert_history.insert().values(
+            at=END, model=model, trigger="t", severity="page", metric="recall", from_state="ok", to_state="firing",
+            threshold=0.5, window="7d", notified=True))
+        conn.execute(reports.insert().values(model=model, week="2026-W48", window_start=END, window_end=END,
+                                             generated_at=END, provisional=False, source="x", doc="{}", html="",
+                                             markdown=""))
+        conn.execute(t.counters.insert().values(name="label_overflow_variant", label=model, value=3))
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_every_row_of_the_model_goes_and_only_its_rows(tmp_path, request, kind):
+    url = _url(kind, tmp_path, request)
+    store = Store(url, clock=lambda: END)
+    store.migrate()
+    pipe = Pipeline(Config(), store, clock=lambda: END)
+    _batch(pipe, [_pred("x0", "junk"), _pred("y0", "keep"), _outcome("x0"), _outcome("y0")], 0)
+    for model in ("junk", "keep"):
+        _seed_every_table(store, model)
+    keep_before = fg.preview(store, "keep")
+    done = fg.forget(store, "junk")
+    assert all(n >= 1 for n in done.rows.values()), done.rows  # the seed reached every table forgetting clears
+    assert done.outcomes_kept == 1
+    assert fg.preview(store, "junk").total == 0
+    assert fg.preview(store, "keep") == keep_before
+    with store.read() as conn:  # kept: outcomes (by prediction id), alert history, dead letters
+        assert conn.execute(select(func.count()).select_from(t.outcomes)).scalar_one() == 2
+        assert conn.execute(text("SELECT COUNT(*) FROM alert_history WHERE model = 'junk'")).scalar_one() == 1
+    store.close()
+
+
+def test_every_table_with_a_model_column_is_deleted_or_kept_on_purpose(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    store.migrate()
+    with store.read() as conn:
+        insp = inspect(conn)
+        with_model = {n for n in insp.get_table_names() if "model" in {c["name"] for c in insp.get_columns(n)}}
+    deleted = {name for name, _, _ in fg._wheres("m")}
+    assert with_model <= deleted | set(fg.KEPT), with_model - deleted - set(fg.KEPT)
+    store.close()
+
+
+def _models_in(metrics: list[Metric]) -> set[str]:
+    return {s.labels["model"] for fam in metrics for s in fam.samples if "model" in s.labels}
+
+
+def test_metrics_drop_the_forgotten_model_at_the_next_snapshot(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'x.db'}", clock=lambda: END)
+    store.migrate()
+    config = from_dict({"limits": {"max_variants_per_model": 1}})
+    _batch(Pipeline(config, store, clock=lambda: END), [_pred("a0", "a"), _pred("a1", "a", variant="B"),
+                                                       _pred("k0", "keep")], 0)
+    now = [0.0]
+    col = SnapshotCollector(store, config, clock=lambda: END, monotonic=lambda: now[0])
+    assert {"a", "keep"} <= _models_in(list(col.collect()))  # windowed series and the overflow counter of a
+    fg.forget(store, "a")
+    now[0] += col.cache_s
+    assert "a" not in _models_in(list(col.collect()))
+    assert "keep" in _models_in(list(col.collect()))
+    store.close()
+
+
+def test_the_config_model_needs_force_and_the_dry_run_says_so(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'f.db'}"
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("model: fraud\n")
+    (tmp_path / "e.jsonl").write_bytes(_pred("f0", "fraud") + b"\n")
+    base = ["--config", str(cfg), "--db", url]
+    assert _cli(capsys, *base, "replay", str(tmp_path / "e.jsonl"))[0] == 0
+    before = _table_counts(url)
+    code, out, _ = _cli(capsys, *base, "models", "forget", "fraud")
+    assert code == 1 and "also needs --force" in out
+    code, _, err = _cli(capsys, *base, "models", "forget", "fraud", "--yes")
+    assert code == 2 and "--force" in err and "nothing changed" in err
+    assert _table_counts(url) == before
+    assert _cli(capsys, *base, "models", "forget", "fraud", "--yes", "--force")[0] == 0
+    assert json.loads(_cli(capsys, *base, "models", "list", "--json")[1])["models"] == []
