@@ -6,6 +6,7 @@ deletes every per-model row (outcomes, alert history and dead letters are kept),
 from __future__ import annotations
 
 import json
+import threading
 
 import msgspec
 import pytest
@@ -19,6 +20,7 @@ from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.storage import forget as fg
 from driftline.storage import schema as t
 from driftline.storage.errors import WriteLocked
+from driftline.storage.samples import compact_samples
 from driftline.storage.store import Store
 
 END = 1_795_996_800.0  # 2026-11-30T00:00:00Z
@@ -210,6 +212,25 @@ def test_metrics_drop_the_forgotten_model_at_the_next_snapshot(tmp_path):
     now[0] += col.cache_s
     assert "a" not in _models_in(list(col.collect()))
     assert "keep" in _models_in(list(col.collect()))
+    store.close()
+
+
+def test_sample_compaction_does_not_bring_back_a_model_forgotten_meanwhile(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'c.db'}", clock=lambda: END)
+    store.migrate()
+    _batch(Pipeline(Config(), store, clock=lambda: END), [_pred("a0", "a")], 0)
+    real_write = store.write
+    hooked = threading.Event()
+
+    def write():  # the first write of the compaction runs after the model was forgotten
+        if not hooked.is_set():
+            hooked.set()
+            fg.forget(store, "a")
+        return real_write()
+
+    store.write = write  # type: ignore[method-assign]
+    assert compact_samples(store, END, k=64) == 1
+    assert fg.preview(store, "a").rows["feature_samples"] == 0
     store.close()
 
 

@@ -155,6 +155,8 @@ def compact_samples(store: Store, cutoff: float | None, k: int, width: int = 864
             where = and_(c.model == model, c.model_version == version, c.variant == variant,
                          c.bucket_start >= day, c.bucket_start < day + width)
             rows = list(conn.execute(select(c.bucket_start, c.data).where(where)))
+            if not rows:  # deleted since listed (`models forget`): writing a merged row would bring it back
+                continue
             merged = merge_samples((decode_sample(r.data) for r in rows), k)
             conn.execute(feature_samples.delete().where(where))
             conn.execute(feature_samples.insert().values(model=model, model_version=version, variant=variant,
