@@ -103,8 +103,8 @@ def _gauge(svc: Any) -> float | None:
 def test_two_deployments_on_different_databases_sharing_a_group(kafka_bootstrap: str, tmp_path: Path) -> None:
     """A runs on a.db; B, a copy of the deployment pointed at b.db with the same group, joins. Without the check
     each took half the partitions and each database held half the events, both ready. Now both report it (ERROR,
-    /readyz 503 naming the group and kafka.group_id, gauge 2), A keeps every partition and b.db stays empty;
-    once B leaves, A is ready again."""
+    /readyz naming the group and kafka.group_id, gauge 2): A keeps every partition and stays ready (200, its reason
+    says so), B gets none and is not ready (503), b.db stays empty; once B leaves, A's warning is gone."""
     topics, group = {"predictions": unique_name("predictions"), "outcomes": unique_name("outcomes")}, unique_name("g")
     create_topics(kafka_bootstrap, topics.values(), 2)
     config = write_config(tmp_path, topics, group)
@@ -117,8 +117,8 @@ def test_two_deployments_on_different_databases_sharing_a_group(kafka_bootstrap:
         wait_until(lambda: "resuming at stored positions" in a.log(), 60, "A positioned", procs=(a,))
         b = start_service(tmp_path, config, db_b, kafka_bootstrap, name="b")
         procs = (a, b)
-        for svc in procs:
-            wait_until(lambda: _readyz(svc)[0] == 503 and "kafka.group_id" in _readyz(svc)[1], 60,
+        for svc, want in ((a, 200), (b, 503)):  # A keeps the partitions and does its job: ready, saying why
+            wait_until(lambda: _readyz(svc)[0] == want and "kafka.group_id" in _readyz(svc)[1], 60,
                        f"{svc.log_path.name}: /readyz reports the shared group", procs=procs)
             status, body = _readyz(svc)
             assert f"kafka group '{group}' is shared by driftline processes writing to 2 different databases" in body
@@ -129,7 +129,8 @@ def test_two_deployments_on_different_databases_sharing_a_group(kafka_bootstrap:
         wait_until(lambda: probe_a.done(events), 90, "every record stored in a.db", procs=procs)
         assert probe_b.total() == 0  # nothing split off into the other deployment's database
         assert b.terminate_when_stable() == 0
-        wait_until(lambda: _readyz(a)[0] == 200, 60, "A ready again once B left", procs=(a,))
+        wait_until(lambda: "kafka.group_id" not in _readyz(a)[1], 60, "A's warning gone once B left", procs=(a,))
+        assert _readyz(a)[0] == 200
         assert "one database again" in a.log() and _gauge(a) == 1
         assert a.terminate_when_stable() == 0
     finally:

@@ -107,8 +107,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
 
     # --- readiness ------------------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
-        """(ready, reason) for /readyz: broker connected, no member of the group on another database (group_db.py),
-        database writable (db_health.py), partitions owned (after a grace period) and no offset-reset problem left
+        """(ready, reason) for /readyz: broker connected, not left without partitions by a group shared with another
+        database (group_db.py; the member that keeps them is ready, its reason says so), database writable (db_health.py), partitions owned (after a grace period) and no offset-reset problem left
         unresolved."""
         s = self.status
         if s.phase != "consuming":
@@ -117,7 +117,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
             return False, (f"kafka unreachable for {self.monotonic() - s.since:.0f}s (group coordinator unknown: the "
                            "broker is down, or it answers but cannot name the group's coordinator)")
         group = self.group.problem()
-        if group is not None:
+        if group is not None and self.group.excluded():
             return False, group
         if not s.db_ok:
             return False, s.db_error or "database unavailable: consuming paused"
@@ -129,7 +129,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
             return False, (f"no partition assigned for {self.monotonic() - since:.0f}s (group rebalancing, or more "
                            "processes than partitions)")
         lag = "" if s.lag is None else f", lag {s.lag}"
-        return True, f"kafka ok: {s.assignment()}{lag}"
+        warning = "" if group is None else f"; but {group}"  # ready: it keeps the partitions (group_db.py)
+        return True, f"kafka ok: {s.assignment()}{lag}{warning}"
 
     # --- connection -----------------------------------------------------------------------------
     def connect(self) -> bool:

@@ -164,6 +164,11 @@ class GroupWatch:
         report = self.shown
         return None if report is None else report.reason(self.group_id)
 
+    def excluded(self) -> bool:
+        """Whether this member was left without partitions for writing to another database than the leader's (it
+        is not ready; a member that keeps the partitions does its job and stays ready, the alert pages)."""
+        return self.shown is not None and not self.shown.kept
+
     def check(self) -> None:
         """Take the latest assignment's report: log a change (ERROR while mismatched) and set the gauge."""
         assignor = self.assignor
