@@ -10,12 +10,15 @@ from typing import Annotated, Any, Literal
 import msgspec
 import yaml
 
+from .config_checks import (DEFAULT_RUNBOOK_BASE_URL, Duration, NonNeg, Probability, _MAX_NAME_LEN,  # noqa: F401
+                            _absolute_url, _no_reserved, _positive_durations)
 from .config_fields import dict_entry, field_path, misspelled_slice, unknown_field, value_at
 from .config_scalars import unquoted
 from .config_yaml import load_yaml, yaml_where
 from .durations import parse_duration, window_too_long
 from .domain import Costs, Domain
 from .metric_names import MULTIVARIATE, unknown_metric
+
 
 class ConfigError(ValueError):
     """A configuration problem, with the offending field in the message."""
@@ -25,35 +28,6 @@ _PATTERN_HELP = {
     r"^\s*\d+(\.\d+)?\s*[smhdw]\s*$": "expected a duration: a number and a unit s/m/h/d/w, e.g. '90s', '1h', '7d'",
     r"^[A-Za-z][A-Za-z0-9_]*$": "expected a name of letters, digits and _ that starts with a letter",
 }
-
-
-def _positive_durations(section: str, allow_zero: bool = False, **fields: str | None) -> None:
-    """Raise ValueError naming the first field whose duration is not positive (msgspec adds the section path)."""
-    for name, text in fields.items():
-        if text is not None:
-            try:
-                parse_duration(text, allow_zero)
-            except ValueError as err:
-                raise ValueError(f"{section}{name}: {err}") from None
-
-
-DEFAULT_RUNBOOK_BASE_URL = "https://github.com/driftline/driftline/blob/main/docs/RUNBOOKS.md"
-"""Where runbooks live unless `notify.runbook_base_url` says otherwise: docs/RUNBOOKS.md, one section per alert."""
-
-
-def _absolute_url(name: str, url: str | None, anchor: bool = True) -> None:
-    """Raise ValueError naming the field unless `url` is an absolute http(s) URL (a pager must open it)."""
-    if url is None:
-        return
-    if not re.fullmatch(r"https?://[^/\s#]+[^\s]*", url):
-        raise ValueError(f"{name}: must be an absolute http(s) URL a pager can open, got {url!r}")
-    if not anchor and "#" in url:
-        raise ValueError(f"{name}: must not contain '#' (the alert's anchor is appended), got {url!r}")
-
-
-Duration = Annotated[str, msgspec.Meta(pattern=r"^\s*\d+(\.\d+)?\s*[smhdw]\s*$")]
-Probability = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
-NonNeg = Annotated[float, msgspec.Meta(ge=0.0)]
 
 
 class Base(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -243,19 +217,6 @@ class DriftConfig(Base):
     def __post_init__(self) -> None:
         if self.psi_alert < self.psi_warning:
             raise ValueError("drift.psi_alert must not be below drift.psi_warning")
-
-
-_MAX_NAME_LEN = 200
-"""Longest model name an event may carry (driftline.core.limits.MAX_NAME_LEN; config cannot import core)."""
-_RESERVED_LABELS = ("all", "__other__")
-"""Label values events may not use (driftline.core.labels.RESERVED; config cannot import core)."""
-
-
-def _no_reserved(field_name: str, values: list[str]) -> None:
-    """Raise ValueError naming the field when an allow-list holds a reserved label value."""
-    bad = sorted({v for v in values if v in _RESERVED_LABELS})
-    if bad:
-        raise ValueError(f"{field_name}: {bad} reserved ('all' is the whole-model series, '__other__' the overflow)")
 
 
 class Limits(Base):
