@@ -35,6 +35,8 @@ DIRTY = [b"", b"   ", b"not json", b"[1,2]", b'{"a":1}\n{"b":2}',
              {"pad": "é"}, {"features": {"n": 10 ** 400}}, {"prediction_id": ""}, {"features": {"a": "v" * 50}})),
          b'{"type":"prediction","prediction_id":"a","model":"m","ts":"2026-01-01T00:00:00Z","score":0.5,'
          b'"x":[[[[[[1]]]]]]}',
+         b'{"prediction_id":"a","model":"m","ts":"2026-01-01T00:00:00Z","score":0.5,"label":1}',  # untyped, both
+         b'{"prediction_id":"a","model":"m","ts":"2026-01-01T00:00:00Z","score":0.5,"label":null}',
          b"[" * 200_000, b'{"a":' * 100_000]
 
 

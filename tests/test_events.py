@@ -37,6 +37,22 @@ def test_type_may_be_omitted_when_topic_says():
     assert dec(GOOD_PRED, kind="outcome").reason == "unknown_type"
 
 
+def test_an_untyped_event_with_both_score_and_label_is_refused_not_read_as_one_kind():
+    """It was read as a prediction and its label silently dropped (new-user tryout): a prediction and its outcome in
+    one record is ambiguous, so it is an `unknown_type` dead letter saying what to do."""
+    both = {k: v for k, v in GOOD_PRED.items() if k != "type"} | {"label": 1}
+    d = dec(both)
+    assert isinstance(d, DeadLetter) and d.reason == "unknown_type"
+    assert "both 'score' and 'label'" in d.detail and 'set "type"' in d.detail and "its own event" in d.detail
+    # the kind is said: by `type`, or by the source (a Kafka predictions topic): read as that kind, as before
+    assert isinstance(dec(both | {"type": "prediction"}).event, Prediction)
+    assert isinstance(dec(both, kind="prediction").event, Prediction)
+    assert isinstance(dec(both | {"type": "outcome"}).event, Outcome)
+    assert isinstance(dec(both, kind="outcome").event, Outcome)
+    # a null is no value: a prediction with "label": null is still a prediction
+    assert isinstance(dec(both | {"label": None}).event, Prediction)
+
+
 @pytest.mark.parametrize("mutate,reason", [
     (lambda e: e.pop("prediction_id"), "missing_field"),
     (lambda e: e.pop("ts"), "missing_field"),

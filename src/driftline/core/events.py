@@ -270,6 +270,8 @@ def _decode_bounded(raw: bytes, kind: str | None, limits: Limits, dead: Callable
             return dead("unknown_type", f"type {declared!r} arrived on the {kind} source")
         kind = declared
     if kind is None:
+        if _given(probe.score) and _given(probe.label):  # inferring either kind would silently drop the other
+            return dead("unknown_type", AMBIGUOUS_KIND)
         kind = "prediction" if len(probe.score) else "outcome" if len(probe.label) else None
         if kind is None:
             return dead("unknown_type", "no 'type' field and neither 'score' nor 'label' present")
@@ -300,6 +302,16 @@ def _decode_bounded(raw: bytes, kind: str | None, limits: Limits, dead: Callable
     except (ValueError, OverflowError, OSError) as err:
         return dead("ts_invalid", str(err))
     return accept(event, ts)
+
+
+AMBIGUOUS_KIND = ("no 'type' field and both 'score' and 'label' present: a prediction and its outcome in one record "
+                  "is ambiguous; set \"type\", or send the outcome as its own event")
+"""Why an untyped event with a score and a label is refused: read as either kind, the other field was lost."""
+
+
+def _given(raw: msgspec.Raw) -> bool:
+    """Whether a probed field is present with a value other than null (a null label is no outcome)."""
+    return len(raw) > 0 and bytes(raw).strip() != b"null"
 
 
 _NUL_ESCAPE = b"\\u0000"
