@@ -66,3 +66,45 @@ def test_no_warning_for_history_in_its_own_database_or_for_newer_events(tmp_path
     assert doc["warnings"] == [] and "warning" not in err
     doc, err = _replay(db, live, capsys)  # newer events move the horizon: old ones expire as they should
     assert doc["warnings"] == [] and "warning" not in err
+
+
+def _lines(tmp_path, name: str, *events: dict) -> str:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return str(path)
+
+
+NEW = {"type": "prediction", "prediction_id": "n1", "model": "churn", "ts": "2026-11-25T10:00:00Z", "score": 0.7}
+OLD = {"type": "prediction", "prediction_id": "o1", "model": "churn", "ts": "2025-01-02T00:00:00Z", "score": 0.5}
+
+
+def test_an_old_event_accepted_with_newer_ones_then_expired_is_warned_about(tmp_path, capsys) -> None:
+    """New-user tryout: on an empty database the old event is accepted (no watermark was stored before its batch;
+    any split must end in the same state, so acceptance is unchanged), then expired by the replay's maintenance,
+    and nothing said so. The replay now warns with the count, whatever the split and order."""
+    for i, events in enumerate(((NEW, OLD), (OLD, NEW))):  # in one batch, in either order
+        db = f"sqlite:///{tmp_path / f'mix{i}.db'}"
+        assert main(["--db", db, "replay", _lines(tmp_path, f"mix{i}.jsonl", *events), "--json"]) == 0
+        out, err = capsys.readouterr()
+        doc = json.loads(out)
+        assert (doc["accepted"], doc["dead_lettered"], doc["expired_predictions"]) == (2, 0, 1)
+        (warning,) = doc["warnings"]
+        assert warning.startswith("1 predictions stored by this replay were expired during it")
+        assert "label horizon (90d) older than the newest event (2026-11-25T10:00:00Z)" in warning
+        assert "an outcome arriving for them later cannot join" in warning
+        assert "warning: 1 predictions stored by this replay" in " ".join(err.split())
+    db = f"sqlite:///{tmp_path / 'sorted.db'}"  # oldest first, one batch each: the same state, the same warning
+    assert main(["--db", db, "replay", _lines(tmp_path, "mix1.jsonl", OLD, NEW), "--json", "--batch-size", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"][0].startswith("1 predictions stored by this replay")
+    db = f"sqlite:///{tmp_path / 'behind.db'}"  # newest first, one batch each: refused past_horizon, as before
+    assert main(["--db", db, "replay", _lines(tmp_path, "mix0.jsonl", NEW, OLD), "--json", "--batch-size", "1"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["dead_lettered"], doc["expired_predictions"]) == (1, 0) and "past_horizon" in doc["warnings"][0]
+
+
+def test_no_expiry_warning_for_an_old_prediction_labelled_in_the_same_replay(tmp_path, capsys) -> None:
+    out = {"type": "outcome", "prediction_id": "o1", "label": 1, "ts": "2025-01-03T00:00:00Z"}
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    assert main(["--db", db, "replay", _lines(tmp_path, "l.jsonl", NEW, OLD, out), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["expired_predictions"], doc["warnings"]) == (0, [])

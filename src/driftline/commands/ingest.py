@@ -16,8 +16,9 @@ from ..config import ConfigError
 from ..context import Context, positive
 from ..core.engine import IMPLICIT_RELABELLED
 from ..core.events import ALL_REASONS, iso
-from ..ingest.pipeline import FILE_PREFIX, BatchResult, Pipeline
+from ..ingest.pipeline import EXPIRED_STORED_NOW, FILE_PREFIX, BatchResult, Pipeline
 from ..ingest.replay import replay, resume_point
+from ..ingest.stored_now import KeyLog
 from ..numbers import count
 from ..terminal import preview, visible
 from .progress import IngestProgress, Ramp
@@ -45,6 +46,7 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
     """Replay a file and run maintenance; returns the summary document. `progress`: show a progress bar on ctx.err
     (default: when both stdout and stderr are terminals); `monotonic` times it."""
     pipeline = Pipeline(ctx.config, ctx.store(), clock=ctx.clock, keep_model=ctx.model_named)
+    pipeline.stored_now = KeyLog()  # tells the predictions this replay stored from older ones (expired_warning)
     newest_before = pipeline.watermark()
     start, why = resume_point(pipeline, path)
     if why:
@@ -71,10 +73,11 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
         say(ctx.err, f"line {total.held_back + 1:,} has no newline and is not valid JSON yet "
                      "(is the file still being written?): left for the next replay, not dead-lettered",
             "[yellow]note:[/yellow] ")
-    late = past_horizon_warning(total, newest_before, ctx.config.labels.horizon)
-    if late:
-        say(ctx.err, late, "[yellow]warning:[/yellow] ")
-    return {**summary(total, maintenance), "held_back_line": total.held_back, "warnings": [late] if late else [],
+    warnings = [w for w in (past_horizon_warning(total, newest_before, ctx.config.labels.horizon),
+                            expired_warning(maintenance, pipeline.watermark(), ctx.config.labels.horizon)) if w]
+    for w in warnings:
+        say(ctx.err, w, "[yellow]warning:[/yellow] ")
+    return {**summary(total, maintenance), "held_back_line": total.held_back, "warnings": warnings,
             "error": total.unreadable}
 
 
@@ -89,6 +92,24 @@ def past_horizon_warning(total: BatchResult, newest_before: float | None, horizo
             f"label horizon ({horizon}) behind the newest event already stored{behind}, so they could be neither "
             "joined to their labels nor told from a copy. To backfill history, replay it into a database of its "
             "own (--db).")
+
+
+def expired_warning(maintenance: Counter[tuple[str, str]], newest: float | None, horizon: str) -> str | None:
+    """What this replay stored only for its maintenance to expire it (new-user tryout: an old event in the first
+    batch on an empty database was accepted, then expired at once, and nothing said so): None unless predictions it
+    stored were expired unlabelled. Events are refused past_horizon only behind the watermark stored before their
+    batch, so that any split of the events ends in the same state; one older than the horizon behind a newer event
+    of the same replay is accepted, then expired here. Older predictions expiring as time moves on are not warned
+    about (they are counted in `expired_predictions`)."""
+    n = maintenance.get(EXPIRED_STORED_NOW, 0)
+    if not n:
+        return None
+    newest_at = "" if newest is None else f" ({iso(newest)})"
+    return (f"{n:,} predictions stored by this replay were expired during it: they are more than the label horizon "
+            f"({horizon}) older than the newest event{newest_at} and have no outcome, so they count as expired, "
+            "never labelled, and an outcome arriving for them later cannot join. (Old events are refused as "
+            "past_horizon only when a newer event was stored before their batch.) To backfill history, replay it "
+            "into a database of its own (--db), apart from newer events.")
 
 
 def summary(total: BatchResult, maintenance: Counter[tuple[str, str]]) -> dict[str, object]:

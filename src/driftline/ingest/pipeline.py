@@ -27,9 +27,12 @@ from .isolation import TICK, Tick, apply_isolating
 from .keys import key_detail, key_problem, keys_match
 from .labels import LabelPolicy
 from .sampling import record_samples
+from .stored_now import KeyLog
 
 log = logging.getLogger(__name__)
 
+EXPIRED_STORED_NOW = ("expired_stored_now", "")
+"""Key of `maintain`'s count of expired predictions that the same pipeline stored (never a stored counter)."""
 FILE_PREFIX = "file:"
 """Sources of replayed files (their positions are fenced); stdin and Kafka are not file sources."""
 
@@ -156,6 +159,8 @@ class Pipeline:
         self.labels = LabelPolicy(config.limits, clock, {config.model: config.ab.arms},  # arms keep their slots
                                   (config.model,) if keep_model else ())
         self.key_policy = config.kafka.on_key_mismatch
+        self.stored_now: KeyLog | None = None
+        """When set (replay), the keys of the predictions this pipeline stores as new are logged there."""
 
     def process_batch(self, records: Sequence[RawRecord], shard_of: Callable[[RawRecord], int] | None = None,
                       expected_positions: dict[tuple[str, int], int] | None = None,
@@ -203,6 +208,9 @@ class Pipeline:
             if tick is not None:
                 tick("storing", len(records), len(records))
             self.store.commit_batch(conn, result, dead, positions, meta=meta, expected_positions=expected_positions)
+        if self.stored_now is not None:  # committed: its new join rows are this run's
+            known = result.stored.preds if result.stored is not None else frozenset()
+            self.stored_now.add(k for k in result.upserts if k not in known)
         out = BatchResult(records=len(records), accepted=len(ok) - len(failed), dead=len(dead),
                           counters=result.counters, max_ts=dict(result.max_ts), letters=dead,
                           already_stored=skipped, key_problems=key_problems)
@@ -321,7 +329,8 @@ class Pipeline:
         return self.store.newest_event()
 
     def maintain(self, shards: Sequence[int] | None = None) -> Counter[tuple[str, str]]:
-        """Implicit negatives past maturity and expiry past the label horizon, at the event-time watermark."""
+        """Implicit negatives past maturity and expiry past the label horizon, at the event-time watermark. With
+        `stored_now` set, the counts also hold EXPIRED_STORED_NOW: the expired predictions this pipeline stored."""
         wm = self.watermark()
         total: Counter[tuple[str, str]] = Counter()
         if wm is None:
@@ -342,5 +351,7 @@ class Pipeline:
                 result = engine.finish()
                 self.store.commit_batch(conn, result, [], {})
             total.update(result.counters)
+            if self.stored_now is not None:  # (matured records hold their label by now: they do not expire unlabelled)
+                total[EXPIRED_STORED_NOW] += sum(r.label is None and self.stored_now.contains(r.key) for r in old_preds)
             if len(mature) < 20_000 and len(old_preds) < 20_000 and len(old_outs) < 20_000:
                 return total

@@ -23,6 +23,7 @@ from sqlalchemy.exc import DataError
 from . import partition_ops
 from ..ops import OpsMetrics
 from ..ingest.pipeline import Pipeline, RawRecord
+from ..ingest.stored_now import KeyLog
 from ..storage.errors import StalePositions, StoreUnavailable
 from .batches import Batch, at_or_after, fill, fresh_records, raw_records
 from .connect import open_consumer, open_dead_letter_sink
@@ -93,6 +94,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         self.db_failed = ""
         self.lock_patience_s = LOCK_PATIENCE_S
         self.broker_down_since: float | None = None
+        self.expiring = False
+        pipeline.stored_now = KeyLog()  # the predictions stored since the last maintenance pass (Upkeep.maintain)
         self.rebalance_seen_at = -math.inf
         self.next_housekeeping = 0.0
         self.next_maintain = monotonic() + maintain_every_s

@@ -13,7 +13,8 @@ from kafka import TopicPartition
 from kafka.errors import KafkaError
 
 from . import partition_ops
-from ..ingest.pipeline import Pipeline
+from ..ingest.pipeline import EXPIRED_STORED_NOW, Pipeline
+from ..ingest.stored_now import KeyLog
 from ..ops import OpsMetrics
 from ..storage.errors import StalePositions, StoreUnavailable, WriteLocked
 from .assignment import source_of
@@ -58,6 +59,9 @@ class Upkeep:
     next_maintain: float
     maintain_every_s: float
     broker_down_since: float | None
+    expiring: bool
+    """Whether the last maintenance pass expired predictions stored since the pass before (the first such pass of a
+    run of them warns)."""
     rebalance_seen_at: float
     """When the member was last seen in a rebalance (monotonic; -inf never): heartbeats are stale until after it."""
 
@@ -168,9 +172,19 @@ class Upkeep:
             log.warning("maintenance skipped: database unavailable: %s; next pass in %gs", err,
                         self.maintain_every_s)
             return
+        fresh = counts.pop(EXPIRED_STORED_NOW, 0)
+        self.pipeline.stored_now = KeyLog()
         done = {f"{k[0]}": v for k, v in counts.items() if v}
         if done:
             log.info("maintenance on shards %s: %s", shards, done)
+        if fresh and not self.expiring:
+            log.warning("maintenance expired %d predictions stored since its previous pass: they are more than "
+                        "labels.horizon (%s) older than the newest event and have no outcome, so they count as "
+                        "expired, never labelled, and an outcome arriving for them later cannot join (old events "
+                        "are refused as past_horizon only behind the newest event stored before their batch). "
+                        "Further passes that do the same are not warned about until one does not", fresh,
+                        self.pipeline.config.labels.horizon)
+        self.expiring = bool(fresh)
 
     def _broker_status(self, now: float) -> None:
         """Whether the group coordinator is reachable; the change (lost or back) is logged once."""

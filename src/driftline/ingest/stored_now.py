@@ -1,0 +1,35 @@
+"""The join-row keys one run (a replay) stored as new predictions, so its maintenance can tell which of the
+predictions it expires that run stored itself (replay's expiry warning) from older ones expiring as time moves on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from ..core.engine import PredKey
+
+
+class KeyLog:
+    """Hashes of the keys stored (8 bytes a prediction: a replay of millions of lines keeps them); a 64-bit hash
+    collision with an older key could only miscount the warning, never a stored count."""
+
+    def __init__(self) -> None:
+        self._parts: list[np.ndarray] = []
+        self._sorted: np.ndarray | None = None
+
+    def add(self, keys: Iterable[PredKey]) -> None:
+        """Record keys newly stored (after their transaction committed)."""
+        part = np.fromiter(map(hash, keys), dtype=np.int64)
+        if len(part):
+            self._parts.append(part)
+            self._sorted = None
+
+    def contains(self, key: PredKey) -> bool:
+        """Whether this run stored the key."""
+        if self._sorted is None:
+            self._sorted = np.unique(np.concatenate(self._parts)) if self._parts else np.empty(0, np.int64)
+            self._parts = [self._sorted]
+        h = hash(key)
+        i = int(np.searchsorted(self._sorted, h))
+        return i < len(self._sorted) and int(self._sorted[i]) == h
