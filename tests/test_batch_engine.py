@@ -103,7 +103,7 @@ def _result_doc(r: EngineResult) -> tuple:
     return ({k: _stats_doc(v) for k, v in r.deltas.items()},
             {k: dataclasses.astuple(v) for k, v in r.upserts.items()}, set(r.deletes),
             {k: dataclasses.astuple(v) for k, v in r.outcomes.items()}, set(r.outcome_deletes),
-            dict(r.counters), dict(r.max_ts))
+            dict(r.counters), dict(r.max_ts), r.conflict_example)
 
 
 @st.composite
@@ -122,11 +122,17 @@ def dirty_streams(draw):
             feats["extra"] = draw(st.sampled_from(["x", 1.5, None]))
         threshold = draw(st.sampled_from([None, 0.3]))
         kw = {"features": feats, **({"threshold": threshold} if threshold is not None else {})}
-        raws.append(pred(f"id{i}", score, ts, variant=draw(st.sampled_from(["A", "B"])), **kw))
+        variant = draw(st.sampled_from(["A", "B"]))
+        raws.append(pred(f"id{i}", score, ts, variant=variant, **kw))
         if draw(st.integers(0, 4)) == 0:  # shadow mode: the same id under the other variant
             raws.append(pred(f"id{i}", draw(st.floats(0, 1)), ts, variant="shadow", **kw))
         if draw(st.integers(0, 5)) == 0:  # a duplicate
             raws.append(raws[-1])
+        if draw(st.integers(0, 5)) == 0:  # a conflicting copy: another score, ts or model_version
+            change = draw(st.sampled_from(["score", "ts", "model_version"]))
+            raws.append(pred(f"id{i}", draw(st.floats(0, 1)) if change == "score" else score,
+                             ts + (draw(st.integers(-3600, 3600)) if change == "ts" else 0), variant=variant,
+                             **({"model_version": "v9"} if change == "model_version" else {}), **kw))
         for _ in range(draw(st.integers(0, 3))):  # outcomes: later ones are corrections, older ones stale
             raws.append(outcome(f"id{i}", draw(st.integers(0, 1)), ts + draw(st.integers(-3600, 40 * 86400))))
             if draw(st.integers(0, 6)) == 0:

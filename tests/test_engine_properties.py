@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from driftline.core.engine import EngineSettings
+from driftline.core.engine import CONFLICTING, EngineSettings
 from driftline.analysis.ranking import ranking_hists
 from driftline.core.grids import N_SCORE_BINS, RANK_SUB
 from driftline.core.rank_hist import rank_rows
@@ -104,6 +104,7 @@ def test_duplicates_change_nothing(raws, rnd):
     dup.apply(doubled)
     dup.apply(raws)
     assert_same(ref.total(), dup.total())
+    assert dup.counters.get(CONFLICTING, 0) == 0  # exact copies never count as conflicting
 
 
 @FAST
@@ -163,6 +164,20 @@ def test_duplicate_prediction_first_one_counts():
     t = s.total()
     assert t.predictions == 1 and t.unlabelled_flagged == 1
     assert s.counters[("duplicates", "prediction")] == 1
+
+
+def test_conflicting_duplicates_are_counted_apart_from_exact_copies():
+    """New-user tryout: a copy with another score (or ts, or model_version) was counted as a duplicate like an exact
+    copy, so results that depend on which copy arrived first went unseen. The first stored still counts."""
+    s = MemoryState(SLICED)
+    s.apply([pred("d", 0.9, T0), pred("d", 0.9, T0), pred("d", 0.1, T0), pred("d", 0.9, T0 + 5),
+             pred("d", 0.9, T0, model_version="v2"), pred("d", 0.1, T0, variant="B")])  # B: another key
+    assert s.total().predictions == 2 and s.total().unlabelled_flagged == 1
+    assert s.counters[("duplicates", "prediction")] == 4 and s.counters[CONFLICTING] == 3
+    later = MemoryState(SLICED)  # against the stored copy, in a later batch, as within one
+    later.apply([pred("d", 0.9, T0)])
+    later.apply([pred("d", 0.9, T0), pred("d", 0.2, T0)])
+    assert later.counters[CONFLICTING] == 1 and later.counters[("duplicates", "prediction")] == 2
 
 
 def test_implicit_negative_then_late_fraud_report_moves_counts():

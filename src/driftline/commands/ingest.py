@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..config import ConfigError
 from ..context import Context, positive
-from ..core.engine import IMPLICIT_RELABELLED
+from ..core.engine import CONFLICTING, IMPLICIT_RELABELLED
 from ..core.events import ALL_REASONS, iso
 from ..ingest.pipeline import EXPIRED_STORED_NOW, FILE_PREFIX, BatchResult, Pipeline
 from ..ingest.replay import replay, resume_point
@@ -74,9 +74,10 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
                      "(is the file still being written?): left for the next replay, not dead-lettered",
             "[yellow]note:[/yellow] ")
     warnings = [w for w in (past_horizon_warning(total, newest_before, ctx.config.labels.horizon),
-                            expired_warning(maintenance, pipeline.watermark(), ctx.config.labels.horizon)) if w]
+                            expired_warning(maintenance, pipeline.watermark(), ctx.config.labels.horizon),
+                            conflict_warning(total)) if w]
     for w in warnings:
-        say(ctx.err, w, "[yellow]warning:[/yellow] ")
+        say(ctx.err, shown(w), "[yellow]warning:[/yellow] ")  # (the conflict warning quotes an event's id)
     return {**summary(total, maintenance), "held_back_line": total.held_back, "warnings": warnings,
             "error": total.unreadable}
 
@@ -112,6 +113,19 @@ def expired_warning(maintenance: Counter[tuple[str, str]], newest: float | None,
             "into a database of its own (--db), apart from newer events.")
 
 
+def conflict_warning(total: BatchResult) -> str | None:
+    """Copies of a prediction that disagree with the one stored first (new-user tryout: they were counted as
+    duplicates like exact copies, so results depending on arrival order went unseen): None unless there were."""
+    n = total.counters.get(CONFLICTING, 0)
+    if not n:
+        return None
+    return (f"{n:,} duplicate predictions of this replay conflict with the copy stored first (the same "
+            "prediction_id, model and variant with another score, ts or model_version; e.g. prediction_id "
+            f"{total.conflict_example!r}): the copy stored first counts and the others are ignored, so the results "
+            "depend on which arrived first. Send one prediction per (prediction_id, model, variant); a re-score "
+            "needs its own variant or prediction_id.")
+
+
 def summary(total: BatchResult, maintenance: Counter[tuple[str, str]]) -> dict[str, object]:
     """A replay's counts. `predictions` and `outcomes` are the ones stored; copies of a stored event (and outcomes
     older than the one in force) are counted apart, so a file replayed twice over does not read as twice the data
@@ -127,6 +141,7 @@ def summary(total: BatchResult, maintenance: Counter[tuple[str, str]]) -> dict[s
         "already_stored": total.already_stored,
         "predictions": c.get(("events", "prediction"), 0) - dup_preds,
         "duplicate_predictions": dup_preds,
+        "conflicting_duplicates": c.get(CONFLICTING, 0),
         "outcomes": c.get(("events", "outcome"), 0) - dup_outs - stale,
         "duplicate_outcomes": dup_outs,
         "corrections": c.get(("corrections", ""), 0),
@@ -142,6 +157,7 @@ def summary(total: BatchResult, maintenance: Counter[tuple[str, str]]) -> dict[s
 
 
 ROW_NAMES = {"predictions": "predictions stored", "outcomes": "outcomes stored",
+             "conflicting_duplicates": "of which conflicting (another score, ts or version)",
              "corrections": "corrections (explicit label changed)",
              "implicit_relabelled_positive": "implicit negatives turned positive",
              "implicit_relabelled_negative": "implicit negatives confirmed"}

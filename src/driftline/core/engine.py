@@ -26,6 +26,10 @@ IMPLICIT_RELABELLED = "implicit_relabelled"
 """Counter of predictions counted as implicit negatives whose explicit outcome arrived later, by that outcome
 (`positive`: the maturity assumption was wrong for it; `negative`: confirmed)."""
 
+CONFLICTING = ("conflicting_duplicates", "prediction")
+"""Counter of duplicate predictions (already counted in `duplicates`) whose score, ts or model_version differs from
+the copy stored first, which stays: unlike exact copies, their effect depends on which copy arrived first."""
+
 BucketKey = tuple[str, str, str, int, int]
 """(model, model_version, variant, bucket start in epoch seconds, shard)."""
 PredKey = tuple[str, str, str]
@@ -115,6 +119,8 @@ class EngineResult:
     max_ts: dict[str, float] = field(default_factory=dict)
     stored: StoredKeys | None = None
     """The loaded view's stored keys (see JoinView.stored)."""
+    conflict_example: str | None = None
+    """The prediction_id of the batch's first conflicting duplicate (CONFLICTING), for replay's warning."""
 
 
 class Engine:
@@ -158,6 +164,9 @@ class Engine:
             for r in recs:
                 if r.model == ev.model and r.variant == variant:
                     self.result.counters[("duplicates", "prediction")] += 1
+                    if r.score != float(ev.score) or r.ts != ts or r.model_version != (ev.model_version
+                                                                                        or DEFAULT_VERSION):
+                        self._conflict(pid)
                     return
         score = float(ev.score)
         threshold = self.s.threshold if ev.threshold is None else ev.threshold
@@ -178,6 +187,13 @@ class Engine:
         self.result.upserts[(pid, rec.model, variant)] = rec
         moves.move(b, rec.state, rec.flagged, score, 1, rec.slice_values)
         moves.features(b, ev.features)
+
+    def _conflict(self, pid: str) -> None:
+        """A copy of a stored prediction with another score, ts or model_version: the first stored one stays, the
+        copy is counted apart from exact ones (results depend on which arrived first), with an example id."""
+        self.result.counters[CONFLICTING] += 1
+        if self.result.conflict_example is None:
+            self.result.conflict_example = pid
 
     def _slice_values(self, features: dict[str, object] | None) -> dict[str, str] | None:
         """The prediction's value of each configured slice feature ('missing' when absent or null)."""

@@ -26,7 +26,7 @@ from .. import __version__
 from ..analysis.classification import Metrics, classification
 from ..config import Config
 from ..durations import format_duration
-from ..core.engine import IMPLICIT_RELABELLED
+from ..core.engine import CONFLICTING, IMPLICIT_RELABELLED
 from ..core.events import DEAD_LETTER_REASONS
 from ..core.labels import MODEL, OVERFLOW, VARIANT, VERSION, overflow_counter
 from ..readouts.drift import MultivariateReading, active_reference_seasons, estimated_block, multivariate_reading
@@ -381,6 +381,9 @@ class SnapshotCollector:
         for kind in EVENT_TYPES:
             events.add_metric([EVENTS_SOURCE, kind], float(counters.get(("events", kind), 0)))
             dups.add_metric([kind], float(counters.get(("duplicates", kind), 0)))
+        f.counter("driftline_conflicting_duplicates", "Duplicate predictions (also in driftline_duplicates_total) "
+                  "with another score, ts or model_version than the copy stored first, which counts.",
+                  ["type"]).add_metric(["prediction"], float(counters.get(CONFLICTING, 0)))
         dead = {reason: 0 for reason in DEAD_LETTER_REASONS}
         dead.update({lbl: v for (name, lbl), v in counters.items() if name == "dead_letters"})
         fam = f.counter("driftline_dead_letters", "Messages rejected, by machine-readable reason (every known "

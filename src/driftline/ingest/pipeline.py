@@ -70,6 +70,8 @@ class BatchResult:
     max_ts: dict[str, float] = field(default_factory=dict)
     letters: list[DeadLetter] = field(default_factory=list)
     """The batch's dead letters (for the dead-letter topic); empty lists when summed over many batches."""
+    conflict_example: str | None = None
+    """The prediction_id of the first conflicting duplicate (engine.CONFLICTING), kept over many batches."""
 
     def add(self, other: BatchResult) -> None:
         self.records += other.records
@@ -83,6 +85,8 @@ class BatchResult:
         self.key_problems.update(other.key_problems)
         for k, v in other.max_ts.items():
             self.max_ts[k] = max(v, self.max_ts.get(k, v))
+        if self.conflict_example is None:
+            self.conflict_example = other.conflict_example
 
 
 Split = tuple[list[tuple[Decoded, int]], list[RawRecord], Sequence[int], list[DeadLetter], list[int],
@@ -213,7 +217,7 @@ class Pipeline:
             self.stored_now.add(k for k in result.upserts if k not in known)
         out = BatchResult(records=len(records), accepted=len(ok) - len(failed), dead=len(dead),
                           counters=result.counters, max_ts=dict(result.max_ts), letters=dead,
-                          already_stored=skipped, key_problems=key_problems)
+                          already_stored=skipped, key_problems=key_problems, conflict_example=result.conflict_example)
         out.duplicates = sum(v for (name, _), v in result.counters.items() if name == "duplicates")
         out.folded = sum(gate.folded.values())
         out.past_horizon = sum(d.reason == "past_horizon" for d in dead)

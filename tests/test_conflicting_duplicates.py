@@ -1,0 +1,51 @@
+"""Copies of a prediction that disagree with the one stored first (new-user tryout): they were counted as
+duplicates exactly like identical copies, so results that depend on which copy arrived first went unseen. They are
+now counted apart (replay summary `conflicting_duplicates` with a warning naming one id, and the exporter's
+`driftline_conflicting_duplicates_total`), while `duplicate_predictions` still counts every copy."""
+
+from __future__ import annotations
+
+import json
+
+from prometheus_client import CollectorRegistry
+
+from driftline.cli import main
+from driftline.config import from_dict
+from driftline.exporter.collector import SnapshotCollector
+from driftline.storage.store import Store
+
+from helpers import pred
+
+T0 = 1_795_600_800.0  # 2026-11-25T10:00:00Z
+
+
+def _replay(capsys, db: str, path, *extra: str) -> tuple[dict, str]:
+    assert main(["--db", db, "replay", str(path), "--json", *extra]) == 0
+    out, err = capsys.readouterr()
+    return json.loads(out), " ".join(err.split())
+
+
+def test_conflicting_copies_are_counted_and_warned_about_exact_ones_are_not(tmp_path, capsys) -> None:
+    exact = tmp_path / "exact.jsonl"
+    exact.write_bytes(b"\n".join([pred("c1", 0.7, T0), pred("c1", 0.7, T0)]) + b"\n")
+    db = f"sqlite:///{tmp_path / 'd.db'}"
+    doc, err = _replay(capsys, db, exact)
+    assert (doc["duplicate_predictions"], doc["conflicting_duplicates"], doc["warnings"]) == (1, 0, [])
+    conflicting = tmp_path / "conflicting.jsonl"  # against the stored copy, and within the file
+    conflicting.write_bytes(b"\n".join([pred("c1", 0.2, T0), pred("c1", 0.7, T0 + 60), pred("c1", 0.7, T0),
+                                        pred("c1", 0.7, T0, model_version="v2"), pred("c2", 0.4, T0),
+                                        pred("c2", 0.5, T0)]) + b"\n")
+    doc, err = _replay(capsys, db, conflicting, "--batch-size", "2")
+    assert (doc["predictions"], doc["duplicate_predictions"], doc["conflicting_duplicates"]) == (1, 5, 4)
+    (warning,) = doc["warnings"]
+    assert warning.startswith("4 duplicate predictions of this replay conflict with the copy stored first")
+    assert "e.g. prediction_id 'c1'" in warning and "depend on which arrived first" in warning
+    assert "warning: 4 duplicate predictions" in err
+    store = Store(db)
+    try:
+        reg = CollectorRegistry()
+        reg.register(SnapshotCollector(store, from_dict({"model": "fraud"}), time_basis="event"))
+        assert reg.get_sample_value("driftline_conflicting_duplicates_total", {"type": "prediction"}) == 4.0
+        assert reg.get_sample_value("driftline_duplicates_total", {"type": "prediction"}) == 6.0
+    finally:
+        store.close()
