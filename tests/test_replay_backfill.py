@@ -108,3 +108,24 @@ def test_no_expiry_warning_for_an_old_prediction_labelled_in_the_same_replay(tmp
     assert main(["--db", db, "replay", _lines(tmp_path, "l.jsonl", NEW, OLD, out), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert (doc["expired_predictions"], doc["warnings"]) == (0, [])
+
+
+def test_the_replays_key_log_is_bounded_and_its_warning_says_when_it_counted_part() -> None:
+    """The key log of a replay holds at most its bound (8 bytes a prediction: a replay of any length stays within
+    the memory bound); past it the warning says its count is a lower bound."""
+    from collections import Counter
+
+    from driftline.commands.ingest import expired_warning
+    from driftline.ingest.pipeline import EXPIRED_STORED_NOW
+    from driftline.ingest.stored_now import KeyLog
+
+    log = KeyLog(limit=5)
+    log.add([("a", "m", "v"), ("b", "m", "v"), ("c", "m", "v")])
+    assert not log.full and log.size == 3
+    log.add([("d", "m", "v"), ("e", "m", "v"), ("f", "m", "v")])
+    assert log.full and log.size == 5
+    log.add([("g", "m", "v")])
+    assert log.size == 5 and log.contains(("e", "m", "v")) and not log.contains(("f", "m", "v"))
+    counts = Counter({EXPIRED_STORED_NOW: 2})
+    assert expired_warning(counts, None, "90d", partial=True).startswith("at least 2 (counted among the first")
+    assert expired_warning(counts, None, "90d").startswith("2 predictions stored by this replay")

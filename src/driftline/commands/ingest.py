@@ -18,7 +18,7 @@ from ..core.engine import CONFLICTING, IMPLICIT_RELABELLED
 from ..core.events import ALL_REASONS, iso
 from ..ingest.pipeline import EXPIRED_STORED_NOW, FILE_PREFIX, BatchResult, Pipeline
 from ..ingest.replay import replay, resume_point
-from ..ingest.stored_now import KeyLog
+from ..ingest.stored_now import MAX_KEYS, KeyLog
 from ..numbers import count
 from ..terminal import preview, visible
 from .progress import IngestProgress, Ramp
@@ -74,7 +74,8 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
                      "(is the file still being written?): left for the next replay, not dead-lettered",
             "[yellow]note:[/yellow] ")
     warnings = [w for w in (past_horizon_warning(total, newest_before, ctx.config.labels.horizon),
-                            expired_warning(maintenance, pipeline.watermark(), ctx.config.labels.horizon),
+                            expired_warning(maintenance, pipeline.watermark(), ctx.config.labels.horizon,
+                                            pipeline.stored_now.full),
                             conflict_warning(total)) if w]
     for w in warnings:
         say(ctx.err, shown(w), "[yellow]warning:[/yellow] ")  # (the conflict warning quotes an event's id)
@@ -95,18 +96,21 @@ def past_horizon_warning(total: BatchResult, newest_before: float | None, horizo
             "own (--db).")
 
 
-def expired_warning(maintenance: Counter[tuple[str, str]], newest: float | None, horizon: str) -> str | None:
+def expired_warning(maintenance: Counter[tuple[str, str]], newest: float | None, horizon: str,
+                    partial: bool = False) -> str | None:
     """What this replay stored only for its maintenance to expire it (new-user tryout: an old event in the first
     batch on an empty database was accepted, then expired at once, and nothing said so): None unless predictions it
     stored were expired unlabelled. Events are refused past_horizon only behind the watermark stored before their
     batch, so that any split of the events ends in the same state; one older than the horizon behind a newer event
     of the same replay is accepted, then expired here. Older predictions expiring as time moves on are not warned
-    about (they are counted in `expired_predictions`)."""
+    about (they are counted in `expired_predictions`). `partial`: the replay stored more predictions than its key
+    log holds (stored_now.MAX_KEYS), so the count is among the first ones only."""
     n = maintenance.get(EXPIRED_STORED_NOW, 0)
     if not n:
         return None
     newest_at = "" if newest is None else f" ({iso(newest)})"
-    return (f"{n:,} predictions stored by this replay were expired during it: they are more than the label horizon "
+    among = f"at least {n:,} (counted among the first {MAX_KEYS:,} new ones)" if partial else f"{n:,}"
+    return (f"{among} predictions stored by this replay were expired during it: they are more than the label horizon "
             f"({horizon}) older than the newest event{newest_at} and have no outcome, so they count as expired, "
             "never labelled, and an outcome arriving for them later cannot join. (Old events are refused as "
             "past_horizon only when a newer event was stored before their batch.) To backfill history, replay it "

@@ -9,24 +9,37 @@ import numpy as np
 
 from ..core.engine import PredKey
 
+MAX_KEYS = 5_000_000
+"""Keys a log holds at most (40 MB): past it, later keys are not logged and the warning counts among the first
+MAX_KEYS only (says so): a replay of any length stays within the memory bound."""
+
 
 class KeyLog:
-    """Hashes of the keys stored (8 bytes a prediction: a replay of millions of lines keeps them); a 64-bit hash
-    collision with an older key could only miscount the warning, never a stored count."""
+    """Hashes of the keys stored (8 bytes a prediction, at most `limit` of them); a 64-bit hash collision with an
+    older key could only miscount the warning, never a stored count."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_KEYS) -> None:
+        self.limit = limit
+        self.size = 0
+        self.full = False
+        """Whether keys were left out for the bound (the count it gives is then a lower bound)."""
         self._parts: list[np.ndarray] = []
         self._sorted: np.ndarray | None = None
 
     def add(self, keys: Iterable[PredKey]) -> None:
-        """Record keys newly stored (after their transaction committed)."""
+        """Record keys newly stored (after their transaction committed), up to the bound."""
+        if self.full:
+            return
         part = np.fromiter(map(hash, keys), dtype=np.int64)
+        if len(part) > self.limit - self.size:
+            part, self.full = part[:self.limit - self.size], True
         if len(part):
             self._parts.append(part)
+            self.size += len(part)
             self._sorted = None
 
     def contains(self, key: PredKey) -> bool:
-        """Whether this run stored the key."""
+        """Whether this run stored the key (among the keys logged)."""
         if self._sorted is None:
             self._sorted = np.unique(np.concatenate(self._parts)) if self._parts else np.empty(0, np.int64)
             self._parts = [self._sorted]
