@@ -12,7 +12,11 @@ from typing import Any
 import pytest
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
+from sqlalchemy import insert
+
 from driftline.kafka.group_db import DatabaseRangeAssignor, GroupWatch, database_id
+from driftline.storage import schema
+from driftline.storage.identity import group_since
 from driftline.storage.store import Store
 from kafka_fixtures import create_topics, unique_name
 from kafka_service_support import StoreProbe, make_events, produce, start_service, wait_until, write_config
@@ -44,6 +48,70 @@ def test_leader_assigns_only_to_members_on_its_database() -> None:
     assert (other.report.databases, other.report.members_here, other.report.members_elsewhere) == (2, 2, 1)
     reason = other.report.reason("shared")
     assert "kafka group 'shared'" in reason and "kafka.group_id" in reason and "no partition" in reason
+
+
+def test_the_database_that_joined_first_keeps_the_partitions_whoever_leads() -> None:
+    """SRE tryout: with the leader's database keeping the partitions, one restart of a production member moved the
+    group's leadership to a staging member, and every partition to staging. The database that joined the group
+    first keeps them, whichever member leads; more members, then the smaller id, break a tie."""
+    prod1, prod2 = DatabaseRangeAssignor("db-prod", 100.0), DatabaseRangeAssignor("db-prod", 100.0)
+    staging = DatabaseRangeAssignor("db-staging", 500.0)
+    for leader in (prod1, staging):
+        out = leader.assign(CLUSTER, [_member("s", staging), _member("p1", prod1), _member("p2", prod2)])
+        assert _received(staging, out["s"]) == []
+        assert _received(prod1, out["p1"]) + _received(prod2, out["p2"]) == ["o0", "p0", "o1", "p1"]
+        assert staging.report is not None and not staging.report.kept and staging.report.keeper == "db-prod"
+        assert "database db-prod, which joined the group first" in staging.report.reason("g")
+    lone = DatabaseRangeAssignor("db-other")  # no claim sent (+inf): never before a database that sent one
+    out = lone.assign(CLUSTER, [_member("x", lone), _member("s", staging)])
+    assert _received(staging, out["s"]) == ["o0", "o1", "p0", "p1"] and _received(lone, out["x"]) == []
+    a, b, b2 = DatabaseRangeAssignor("db-a", 7.0), DatabaseRangeAssignor("db-b", 7.0), DatabaseRangeAssignor("db-b", 7.0)
+    out = a.assign(CLUSTER, [_member("a", a), _member("b", b), _member("b2", b2)])
+    assert _received(a, out["a"]) == []  # same claim: the database with more members keeps them
+
+
+def test_a_claim_is_stored_once_and_a_database_with_positions_joined_before_any_claim(tmp_path: Path) -> None:
+    fresh, incumbent = Store(f"sqlite:///{tmp_path / 'fresh.db'}"), Store(f"sqlite:///{tmp_path / 'inc.db'}")
+    try:
+        for s in (fresh, incumbent):
+            s.migrate()
+        with incumbent.write() as conn:  # positions stored by a driftline from before claims
+            conn.execute(insert(schema.positions).values(source="kafka:p", partition=0, next_offset=42))
+        assert group_since(fresh, "g", ["kafka:p", "kafka:o"], now=1000.0) == 1000.0
+        assert group_since(fresh, "g", ["kafka:p", "kafka:o"], now=2000.0) == 1000.0  # stored once
+        assert group_since(fresh, "other", ["kafka:p"], now=3000.0) == 3000.0  # per group
+        assert group_since(incumbent, "g", ["kafka:p", "kafka:o"], now=1000.0) == 0.0
+    finally:
+        fresh.close()
+        incumbent.close()
+
+
+def test_a_copied_database_gets_its_own_id_and_a_claim_dated_when_it_was_found(tmp_path: Path) -> None:
+    """SRE tryout: a database copied from production (a restored backup, a copied file) kept its id, so two
+    deployments on the two copies shared a group as one database and split the partitions silently. A copy lives
+    elsewhere (another file; on PostgreSQL another oid): it takes a new id and its claims date from then."""
+    import shutil
+
+    src = tmp_path / "prod.db"
+    prod = Store(f"sqlite:///{src}")
+    prod.migrate()
+    with prod.write() as conn:
+        conn.execute(insert(schema.positions).values(source="kafka:p", partition=0, next_offset=42))
+    pid = database_id(prod)
+    assert group_since(prod, "g", ["kafka:p"], now=1000.0) == 0.0
+    prod.close()
+    shutil.copy(src, tmp_path / "copy.db")
+    prod, copy = Store(f"sqlite:///{src}"), Store(f"sqlite:///{tmp_path / 'copy.db'}")
+    try:
+        assert database_id(prod) == pid  # the original keeps its id
+        cid = database_id(copy, now=5000.0)
+        assert cid != pid and database_id(copy) == cid  # and the copy keeps its new one
+        assert group_since(copy, "g", ["kafka:p"]) == 5000.0  # its claim dates from when it was found
+        assert group_since(copy, "h", ["kafka:p"]) == 5000.0  # holding positions, a new group: no earlier either
+        assert group_since(prod, "g", ["kafka:p"]) == 0.0
+    finally:
+        prod.close()
+        copy.close()
 
 
 def test_one_database_or_unknown_members_split_as_plain_range() -> None:
@@ -152,3 +220,32 @@ def test_database_id_on_postgres_is_the_same_under_another_host_name(pg_url: str
     finally:
         for s in stores:
             s.close()
+
+
+@pytest.mark.postgres
+def test_a_postgres_database_created_from_another_as_template_gets_its_own_id(pg_database: Any) -> None:
+    """`CREATE DATABASE copy TEMPLATE prod` copies the meta table with the id: the copy (another oid) takes a new
+    one; the original keeps its own."""
+    import psycopg
+    from psycopg import sql
+
+    from pg_fixtures import admin_url, drop_database
+
+    prod = Store(pg_database.url)
+    prod.migrate()
+    pid = database_id(prod)
+    prod.close()
+    name = pg_database.name + "_copy"
+    with psycopg.connect(admin_url(), autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name),
+                                                                      sql.Identifier(pg_database.name)))
+    copy = Store(pg_database.url.rsplit("/", 1)[0] + "/" + name)
+    prod = Store(pg_database.url)
+    try:
+        assert database_id(prod) == pid
+        cid = database_id(copy)
+        assert cid != pid and database_id(copy) == cid
+    finally:
+        copy.close()
+        prod.close()
+        drop_database(name)

@@ -24,6 +24,7 @@ from . import partition_ops
 from ..ops import OpsMetrics
 from ..ingest.pipeline import Pipeline, RawRecord
 from ..ingest.stored_now import KeyLog
+from ..core.events import iso
 from ..storage.errors import StalePositions, StoreUnavailable
 from .batches import Batch, at_or_after, fill, fresh_records, raw_records
 from .connect import open_consumer, open_dead_letter_sink
@@ -105,7 +106,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         self.overlap = Overlap(monotonic)
         self.group = GroupWatch(settings.group_id, self.sig.group_databases)
         """Whether the group's members write to other databases than this one (group_db.py)."""
-        self.database: str | None = None
+        self.database: tuple[str, float] | None = None
+        """(this database's id, when it joined the group), read at the first connect (group_db.py)."""
         self.sig.group_databases.set(1)
 
     # --- readiness ------------------------------------------------------------------------------
@@ -143,13 +145,15 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         """
         self.status.phase = "connecting"
         if self.database is None:
-            self.database = wait_for_database_id(self.pipeline.store, self.stop, self.db_backoff)
-            if self.database is None:
+            got = wait_for_database_id(self.pipeline.store, self.stop, self.db_backoff, self.settings.group_id,
+                                       [source_of(topic) for topic in self.settings.topics])
+            if got is None:
                 return False
-            log.info("database id %s (sent to the consumer group: members on another database get no partition)",
-                     self.database)
+            self.database = got
+            log.info("database id %s, in group %s since %s (sent to the consumer group: the partitions stay with the "
+                     "database that joined it first)", got[0], self.settings.group_id, iso(got[1]))
         consumer = open_consumer(self.settings, self.stop, self.connect_backoff, self.status,
-                                 self.group.assignor_for(self.database))
+                                 self.group.assignor_for(*self.database))
         if consumer is None:
             return False
         self.attach(consumer)
