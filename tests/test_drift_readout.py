@@ -4,6 +4,7 @@ seed 7, 2000 predictions a day for 22 days from 2026-01-01, drift from day 21; r
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 
 import numpy as np
@@ -364,3 +365,18 @@ def test_provider_feeds_exporter_series_and_drift_triggers(sim, capsys) -> None:
     run = runner.run(store, cfg, now=end, at=end, drift=drift_readings, persist=False)
     (ev,) = run.evaluations
     assert ev.state.value == pytest.approx(country["psi"], rel=1e-12) and ev.state.n == doc["window"]["n"]
+
+
+def test_printed_brier_equation_balances(sim, capsys) -> None:
+    """The printed Brier decomposition adds up: a user saw 0.1477 = 0.0174 − 0.0820 + 0.2128 (0.1482) because
+    the within-bin term (within_bin_variance − within_bin_covariance, in --json) was left out."""
+    assert main([*sim["base"], "calibration"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    m = re.search(r"Brier (\d\.\d{4}) = reliability (\d\.\d{4}) − resolution (\d\.\d{4}) \+ uncertainty "
+                  r"(\d\.\d{4}) ([+−]) within-bin (\d\.\d{4})", out)
+    assert m, out
+    brier, rel, res, unc, sign, within = (float(g) if g not in "+−" else g for g in m.groups())
+    rhs = rel - res + unc + (within if sign == "+" else -within)
+    assert abs(rhs - brier) <= 4 * 0.5e-4 + 1e-9  # four rounded terms on the right, one on the left
+    br = cli_json(capsys, *sim["base"], "calibration", "--json")["calibration"]["brier"]
+    assert f"{abs(br['within_bin_variance'] - br['within_bin_covariance']):.4f}" == m.group(6)

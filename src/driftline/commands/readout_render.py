@@ -72,16 +72,28 @@ def _calibration_tables(cal: dict[str, Any], console: Console) -> None:
         ["ECE", stat(cal["ece"]["width"]), stat(cal["ece"]["mass"])],
         ["ECE noise floor (95 %)", stat(nf["width"].get("p95")), stat(nf["mass"].get("p95"))]],
         title="calibration summary")
-    br = cal["brier"]
-    console.print(f"Brier {stat(br.get('brier'))} = reliability {stat(br.get('reliability'))} − resolution "
-                  f"{stat(br.get('resolution'))} + uncertainty {stat(br.get('uncertainty'))} · log loss "
-                  f"{stat(cal.get('log_loss'))}")
+    console.print(f"{brier_equation(cal['brier'])} · log loss {stat(cal.get('log_loss'))}")
     tau = cal["temperature"]
     if tau.get("tau") is not None:
         console.print(f"temperature τ = {prop(tau['tau'])} (p → σ(logit(p)/τ)): log loss "
                       f"{stat(tau.get('log_loss_before'))}"
                       f" → {stat(tau.get('log_loss_after'))}, ECE {stat(tau.get('ece_before'))} → "
                       f"{stat(tau.get('ece_after'))}")
+
+
+def brier_equation(br: dict[str, Any]) -> str:
+    """The Brier decomposition as an equation that balances: the three Murphy terms plus the within-bin term.
+
+    The binned decomposition is exact only with within_bin_variance − within_bin_covariance (the scores' spread
+    inside each bin); without it the printed terms did not add up to the printed Brier score.
+    """
+    text = (f"Brier {stat(br.get('brier'))} = reliability {stat(br.get('reliability'))} − resolution "
+            f"{stat(br.get('resolution'))} + uncertainty {stat(br.get('uncertainty'))}")
+    wbv, wbc = br.get("within_bin_variance"), br.get("within_bin_covariance")
+    if wbv is None or wbc is None:
+        return text
+    within = wbv - wbc
+    return f"{text} {'−' if within < 0 else '+'} within-bin {stat(abs(within))}"
 
 
 def _rest_of_calibration(doc: dict[str, Any], console: Console, used: list[Any]) -> None:
