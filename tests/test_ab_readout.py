@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import msgspec
@@ -187,7 +188,7 @@ def test_srm_90_10_split_configured_as_50_50(tmp_path) -> None:
     spec = SimSpec(start=T0, days=3, per_day=2000, drift_day=None, seed=5,
                    variants=(("A", "v1", 0.9), ("B", "v2", 0.1)))
     store = _ingest(f"sqlite:///{tmp_path / 'srm.db'}", from_dict({}), _sim(spec))
-    wrong = _doc(store, from_dict({"ab": {"arms": {"A": 50, "B": 50}}}))
+    wrong = _doc(store, from_dict({"ab": {"arms": {"A": 0.5, "B": 0.5}}}))
     n = [wrong["arms"]["A"]["predictions"], wrong["arms"]["B"]["predictions"]]
     ref = chisquare(n, f_exp=[sum(n) / 2] * 2)
     assert wrong["srm"]["mismatch"] is True and wrong["srm"]["p_value"] == pytest.approx(ref.pvalue)
@@ -417,10 +418,31 @@ def test_plan_arms_defaults_and_errors() -> None:
     assert plan_arms(AB(), ["B", "A"]).control == "A"
     p = plan_arms(AB(), ["Y", "X"])
     assert p.control == "X" and dict(p.shares) == {"X": 0.5, "Y": 0.5} and p.notes
-    p = plan_arms(AB(control="B", arms={"A": 3, "B": 1}), ["A", "B", "C"])
+    p = plan_arms(AB(control="B", arms={"A": 0.75, "B": 0.25}), ["A", "B", "C"])
     assert dict(p.shares) == {"A": 0.75, "B": 0.25} and p.treatments == ["A"] and "'C'" in p.notes[0]
-    with pytest.raises(ConfigError, match="ab.control"):
-        plan_arms(AB(control="Z", arms={"A": 1, "B": 1}), ["A"])
+    with pytest.raises(ValueError, match="control"):  # refused when the AB is made (config load), not at `ab`
+        AB(control="Z", arms={"A": 0.5, "B": 0.5})
+
+
+@pytest.mark.parametrize("ab, message", [
+    ({"control": "C", "arms": {"A": 0.5, "B": 0.5}},
+     "invalid field `ab.control`: 'C' is not one of ab.arms ['A', 'B']"),
+    ({"control": "a", "arms": {"A": 0.5, "B": 0.5}},
+     "invalid field `ab.control`: 'a' is not one of ab.arms ['A', 'B'] (did you mean 'A'?)"),
+    ({"arms": {"A": 0.5, "B": 0.6}}, "invalid field `ab.arms`: the expected shares sum to 1.1 (A: 0.5, B: 0.6); "
+     "they must sum to 1"),
+    ({"arms": {"A": 50, "B": 50}}, "percentages? write them as fractions: A: 0.5, B: 0.5"),
+])
+def test_ab_mistakes_are_refused_at_config_load(ab, message) -> None:
+    """A tryout: a control that is no arm loaded and failed only at `driftline ab`; shares summing to 1.1 were
+    rescaled, so a balanced 50/50 split read as a sample-ratio mismatch (p 2.5e-28)."""
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        from_dict({"ab": ab})
+
+
+def test_arm_shares_within_the_tolerance_load() -> None:
+    assert from_dict({"ab": {"arms": {"A": 0.3333, "B": 0.3333, "C": 0.3333}}}).ab.arms["C"] == 0.3333
+    assert from_dict({"ab": {"control": "ctl", "arms": {"ctl": 1}}}).ab.control == "ctl"
 
 
 def test_cli_json_equals_document(split_db, capsys) -> None:

@@ -24,7 +24,7 @@ def _refused(tmp_path: Path, text: str) -> str:
     ("model: 123\n", "model", "123"),
     ("model: 0x1F\n", "model", "0x1F"),
     ("slices: [country, 2024]\n", "slices[1]", "2024"),
-    ("ab: {control: 1, arms: {A: 1, B: 1}}\n", "ab.control", "1"),
+    ("ab: {control: 1, arms: {'1': 0.5, B: 0.5}}\n", "ab.control", "1"),
     ("kafka: {group_id: 12}\n", "kafka.group_id", "12"),
     ("limits: {variants: {fraud: [A, 1.5]}}\n", "limits.variants.fraud[1]", "1.5"),
     ("triggers: [{name: r, metric: recall, op: '<', value: 0.7, window: 7d, variant: 2}]\n", "triggers[0].variant",

@@ -11,7 +11,7 @@ import msgspec
 import yaml
 
 from .config_checks import (DEFAULT_RUNBOOK_BASE_URL, Duration, NonNeg, Probability, _MAX_NAME_LEN,  # noqa: F401
-                            _absolute_url, _no_reserved, _positive_durations)
+                            _ab_arms, _absolute_url, _no_reserved, _positive_durations)
 from .config_fields import dict_entry, field_path, misspelled_slice, unknown_field, value_at
 from .config_scalars import unquoted
 from .config_yaml import load_yaml, yaml_where
@@ -149,6 +149,9 @@ class AB(Base):
     arms: dict[str, Annotated[float, msgspec.Meta(gt=0)]] = {}
     planned_positives: Annotated[int, msgspec.Meta(ge=1)] = 500
     target_recall_diff: Annotated[float, msgspec.Meta(gt=0, lt=1)] = 0.05
+
+    def __post_init__(self) -> None:
+        _ab_arms(self.control, self.arms)
 
 
 class Schedule(Base):

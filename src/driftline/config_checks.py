@@ -51,3 +51,30 @@ def _no_reserved(field_name: str, values: list[str]) -> None:
     bad = sorted({v for v in values if v in _RESERVED_LABELS})
     if bad:
         raise ValueError(f"{field_name}: {bad} reserved ('all' is the whole-model series, '__other__' the overflow)")
+
+
+ARM_SHARE_TOLERANCE = 1e-4
+"""How far `ab.arms` shares may sum from 1 (thirds as 0.3333 pass). Shares that do not sum to 1 were rescaled,
+so a typo (A 0.5, B 0.6) turned a balanced 50/50 split into a false sample-ratio-mismatch alarm; off by at most
+this much, a share moves by ≤ 5e-5, which the SRM test (p < 0.001) would notice only after ~10⁹ predictions."""
+
+
+def _ab_arms(control: str, arms: dict[str, float]) -> None:
+    """Raise ValueError naming `control` or `arms` when the control is no arm or the expected shares do not sum
+    to 1 (caught at load: `driftline ab` found the first only when run, and silently rescaled the second)."""
+    from .config_fields import closest_name
+
+    if not arms:
+        return
+    if control not in arms:
+        near = next((a for a in arms if a.lower() == control.lower()), None) or closest_name(control, arms)
+        hint = f" (did you mean {near!r}?)" if near else ""
+        raise ValueError(f"control: {control!r} is not one of ab.arms {sorted(arms)}{hint}")
+    total = sum(arms.values())
+    if abs(total - 1.0) > ARM_SHARE_TOLERANCE + 1e-12:  # float slack: 0.3333 × 3 is 0.99990000000000001
+        shares = ", ".join(f"{a}: {w:g}" for a, w in arms.items())
+        fix = (" (percentages? write them as fractions: " + ", ".join(f"{a}: {w / 100:g}" for a, w in arms.items())
+               + ")") if abs(total - 100.0) <= 100 * ARM_SHARE_TOLERANCE else ""
+        raise ValueError(f"arms: the expected shares sum to {total:g} ({shares}); they must sum to 1 (within "
+                         f"{ARM_SHARE_TOLERANCE:g}: thirds as 0.3333){fix}; rescaling them would make the "
+                         "sample-ratio-mismatch check test a split nobody planned")

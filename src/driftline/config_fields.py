@@ -65,7 +65,9 @@ def dict_entry(root: type, data: Any, field: str, value_at: Any) -> tuple[str, A
         holder[key] = value
         try:
             msgspec.convert(trial, root)
-        except msgspec.ValidationError:
+        except msgspec.ValidationError as err:
+            if field_path(err) != field:  # a whole-section check (ab: shares sum to 1) fails on one key alone
+                continue
             named = f"{prefix}.{key}{rest}"
             return named, value_at({"k": value}, "k" + rest)
     return None

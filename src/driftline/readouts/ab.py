@@ -40,7 +40,7 @@ from ..analysis.paired import PairedTable, paired_bootstrap, paired_tests
 from ..analysis.power import POWER, recall_power
 from ..analysis.rates import rate
 from ..analysis.sequential import SequentialPlan, cs_difference, cs_from_standard_error, mixture_margin
-from ..config import AB, Config, ConfigError
+from ..config import AB, Config
 from ..config import Costs as CostConfig
 from ..core.grids import DELAY_EDGES
 from .maturity import maturity_hint
@@ -90,9 +90,7 @@ def plan_arms(ab: AB, found: Iterable[str]) -> ArmPlan:
     """Configured arms and control; without configured arms, the variants found with equal shares and the
     configured control when present, else the alphabetically first variant."""
     variants = sorted(set(found))
-    if ab.arms:
-        if ab.control not in ab.arms:
-            raise ConfigError(f"ab.control {ab.control!r} is not one of ab.arms {sorted(ab.arms)}")
+    if ab.arms:  # the control is an arm and the shares sum to 1: checked at config load (config_checks._ab_arms)
         total = float(sum(ab.arms.values()))
         notes = tuple(f"variant {v!r} has predictions in the window but is not a configured arm: ignored"
                       for v in variants if v not in ab.arms)
