@@ -185,6 +185,26 @@ def test_a_bad_value_is_named_by_its_key_and_shown(data: dict, message: str) -> 
     assert str(err.value) == f"config: {message}"
 
 
+@pytest.mark.parametrize("data, message", [
+    ({"labels": {"policy": "implicit"}}, "invalid field `labels.policy`: 'implicit' is not one of 'explicit', "
+     "'implicit_negative_after' (did you mean 'implicit_negative_after'?)"),
+    ({"features": {"plan": "category"}}, "invalid field `features.plan`: 'category' is not one of 'categorical', "
+     "'numeric' (did you mean 'categorical'?)"),
+    ({"triggers": [{"name": "r", "metric": "recall", "op": "=<", "value": 0.7, "window": "7d"}]},
+     "invalid field `triggers[0].op`: '=<' is not one of '<', '<=', '>', '>=' (did you mean '<='?)"),
+    ({"drift": {"seasonality": "hourly"}}, "invalid field `drift.seasonality`: 'hourly' is not one of 'both', "
+     "'day_of_week', 'hour_of_day', 'none'"),
+])
+def test_a_value_outside_an_enum_lists_the_allowed_values(data: dict, message: str) -> None:
+    """Tryout: `labels: {policy: implicit}` and `features: {plan: category}` read only "Invalid enum value
+    'implicit'": neither the allowed values nor the one meant."""
+    from driftline.config import ConfigError, from_dict
+
+    with pytest.raises(ConfigError) as err:
+        from_dict(data)
+    assert str(err.value) == f"config: {message}"
+
+
 @pytest.mark.parametrize("command", [["serve", "--port", "0"], ["run", "--kafka", "127.0.0.1:1"], ["metrics"],
                                      ["replay", "-"]])
 def test_a_sqlite_file_in_a_missing_folder_is_refused_at_start(tmp_path: Path, command: list[str]) -> None:

@@ -12,7 +12,7 @@ import yaml
 
 from .config_checks import (DEFAULT_RUNBOOK_BASE_URL, Duration, NonNeg, Probability, _MAX_NAME_LEN,  # noqa: F401
                             _ab_arms, _absolute_url, _no_reserved, _positive_durations)
-from .config_fields import dict_entry, field_path, misspelled_slice, unknown_field, value_at
+from .config_fields import dict_entry, enum_choices, field_path, misspelled_slice, unknown_field, value_at
 from .config_scalars import unquoted
 from .config_yaml import load_yaml, yaml_where
 from .durations import parse_duration, window_too_long
@@ -334,6 +334,8 @@ def from_dict(data: dict[str, Any] | None, origin: str = "config", text: str | N
             raise ConfigError(f"{origin}: {unknown_field(Config, field, unknown.group(1))}") from None
         entry = dict_entry(Config, data, field, value_at)
         got = entry[1] if entry is not None else value_at(data, field)
+        if msg.startswith("Invalid enum value"):  # msgspec names neither the allowed values nor the closest
+            msg = enum_choices(Config, field, got) or msg
         if entry is not None:
             field = entry[0]
         plain = unquoted(str(err), data, text, field) if text is not None else None

@@ -79,6 +79,46 @@ def closest_name(name: str, known: Iterable[str]) -> str | None:
     return close[0] if close else None
 
 
+def enum_choices(root: type, field: str, got: Any) -> str | None:
+    """"'implicit' is not one of 'explicit', 'implicit_negative_after' (did you mean 'implicit_negative_after'?)"
+    for a value outside the Literal at the msgspec path `field` (`labels.policy`, `features[...]`); msgspec's own
+    "Invalid enum value 'implicit'" named neither the allowed values nor the closest. None when `field` is no
+    Literal."""
+    allowed = _literal_at(root, field)
+    if allowed is None:
+        return None
+    text = str(got)
+    starts = [a for a in allowed if a.lower().startswith(text.lower())] if text else []
+    swapped = [a for a in allowed if sorted(a.lower()) == sorted(text.lower())]  # '=<' for '<='
+    near = (swapped or starts)[0] if len(swapped or starts) == 1 else closest_name(text.lower(), allowed)
+    hint = f" (did you mean {near!r}?)" if near is not None else ""
+    return f"{got!r} is not one of {', '.join(repr(a) for a in allowed)}{hint}"
+
+
+def _literal_at(root: type, field: str) -> list[str] | None:
+    """The values of the Literal type at a msgspec path (mapping values as `[...]`, list items as `[0]`)."""
+    import msgspec.inspect as mi
+
+    def plain(t: Any) -> Any:
+        while isinstance(t, mi.UnionType):
+            t = next((u for u in t.types if not isinstance(u, mi.NoneType)), None)
+        return t
+
+    info: Any = mi.type_info(root)
+    for part in re.findall(r"[^.\[\]]+|\[[^\]]*\]", field):
+        info = plain(info)
+        if part.startswith("["):
+            if not isinstance(info, (mi.ListType, mi.DictType)):
+                return None
+            info = info.item_type if isinstance(info, mi.ListType) else info.value_type
+        elif isinstance(info, mi.StructType):
+            info = next((f.type for f in info.fields if f.encode_name == part), None)
+        else:
+            return None
+    info = plain(info)
+    return [str(v) for v in info.values] if isinstance(info, mi.LiteralType) else None
+
+
 def misspelled_slice(slices: Sequence[str], features: Iterable[str]) -> str | None:
     """'slices[0]: 'contry' is not declared under `features:` (did you mean 'country'? …)' for the first slice
     that is not a declared feature while a declared one is close: with features declared only those are recorded,
