@@ -249,3 +249,22 @@ def test_the_config_model_needs_force_and_the_dry_run_says_so(tmp_path, capsys):
     assert _table_counts(url) == before
     assert _cli(capsys, *base, "models", "forget", "fraud", "--yes", "--force")[0] == 0
     assert json.loads(_cli(capsys, *base, "models", "list", "--json")[1])["models"] == []
+
+
+def test_forgetting_a_refused_model_says_it_was_refused_not_misspelled(tmp_path, capsys):
+    """Tryout: `models forget junk4` for a name `models list` shows under new models refused said "no model 'junk4'
+    is stored … did you mean 'Junk2'?" as if it were a typo; it was refused by limits.max_models, never stored."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("limits:\n  max_models: 2\n")
+    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'm.db'}"]
+    (tmp_path / "e.jsonl").write_bytes(b"\n".join(
+        [_pred(f"p{i}", m) for i, m in enumerate(["Junk1", "Junk2", "junk4", "junk4"])]) + b"\n")
+    assert _cli(capsys, *base, "replay", str(tmp_path / "e.jsonl"))[0] == 0
+    before = _table_counts(base[3])
+    code, _, err = _cli(capsys, *base, "models", "forget", "junk4", "--yes")
+    err = " ".join(err.split())
+    assert code == 2 and "model 'junk4' was refused by limits.max_models (2)" in err, err
+    assert "nothing to forget" in err and "did you mean" not in err
+    assert _table_counts(base[3]) == before
+    code, _, err = _cli(capsys, *base, "models", "forget", "junk5")  # a name never seen is still a typo
+    assert code == 2 and "no model 'junk5' is stored" in err and "did you mean" in err

@@ -138,12 +138,31 @@ def _print_forget(ctx: Context, doc: dict[str, Any]) -> None:
         lead="kept: ")
 
 
+def _refuse_refused(ctx: Context, name: str) -> None:
+    """UnknownModel saying that `name` was refused by the model limit and so holds nothing to forget: the tryout
+    read "no model 'junk4' is stored … did you mean 'Junk2'?" for a name `models list` shows as refused."""
+    from ..storage.inventory import inventory
+
+    inv = inventory(ctx.store())
+    n = inv.refused.get(name)
+    if not n:
+        return
+    lim = ctx.config.limits
+    by = ("not in the allow-list limits.models" if lim.models is not None
+          else f"by limits.max_models ({lim.max_models}): its slots were in use")
+    raise UnknownModel(f"models forget: model '{shown(name)}' was refused {by} ({count(n)} model_limit dead letters "
+                       "among the newest): it was never stored, so there is nothing to forget and it holds no slot; "
+                       "its events are dead letters (`driftline dead-letters --reason model_limit`): fix the "
+                       "producer that sends the name")
+
+
 def cmd_models_forget(ctx: Context, args: argparse.Namespace) -> int:
     from ..storage.forget import forget, preview
 
     name = args.name
     plan = preview(ctx.store(), name)
     if not plan.total:
+        _refuse_refused(ctx, name)
         stored = _stored(ctx)
         listed = ", ".join(f"'{shown(m)}'" for m in stored) or "none"
         raise UnknownModel(f"models forget: no model '{shown(name)}' is stored (stored models: {listed}"
