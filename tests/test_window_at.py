@@ -127,3 +127,29 @@ def test_a_compacted_day_that_reaches_past_at_is_left_out(base, capsys) -> None:
     assert doc["counts"]["predictions"] == 0  # the day's 24 predictions include 12 at or after 01:00
     assert cli.main([*base, "metrics", "--window", "1d", "--at", iso(MIDNIGHT + 86400), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["counts"]["predictions"] == 24  # a whole day is counted whole
+
+
+def test_a_window_outside_the_stored_predictions_says_where_they_lie(base, capsys) -> None:
+    """Tryout: `metrics --at 2030-01-01` (a wrong year) printed an all-empty table, exit 0, and no hint."""
+    assert cli.main([*base, "metrics", "--at", "2030-01-01"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    newest = iso(MIDNIGHT + 7200)  # the end of the bucket holding the 01:55 prediction
+    assert (f"no predictions in this window; the stored predictions of model 'fraud' lie in "
+            f"{iso(MIDNIGHT - 7200)} → {newest} (`--at {newest}` ends a window at the newest)") in out, out
+    assert cli.main([*base, "metrics", "--json", "--at", "2020-01-01"]) == 0  # before them too, and in the JSON
+    assert "lie in" in json.loads(capsys.readouterr().out)["note"]
+    assert cli.main([*base, "metrics", "--json", "--at", iso(MIDNIGHT), "--window", "1h"]) == 0
+    assert json.loads(capsys.readouterr().out).get("note") is None  # a window holding predictions has no such note
+
+
+@pytest.mark.parametrize("command", ["metrics", "calibration", "slices", "ab"])
+def test_a_window_reaching_before_1970_is_shown_from_1970(base, capsys, command) -> None:
+    """Tryout: `--at 1970-01-01` showed the window '1969-12-25 → 1970-01-01'; no event can be before 1970, so the
+    window is shown from 1970-01-01 with the length it then has (the --at itself stays valid: test_cli_errors)."""
+    assert cli.main([*base, command, "--at", "1970-01-03", "--json"]) == 0
+    w = json.loads(capsys.readouterr().out)["window"]
+    assert (w["start"], w["end"], w["seconds"], w["label"]) == ("1970-01-01T00:00:00Z", "1970-01-03T00:00:00Z",
+                                                                2 * 86400, "2d")
+    assert cli.main([*base, command, "--at", "1970-01-03"]) == 0
+    out = capsys.readouterr().out
+    assert "1969" not in out and "1970-01-01T00:00:00Z → 1970-01-03T00:00:00Z" in out, out

@@ -66,6 +66,10 @@ def metrics_document(store: Store, config: Config, q: MetricsQuery) -> dict[str,
         doc["window"]["cut_days"] = [iso(d) for d in cut]
         if cut:
             doc["note"] = cut_days_note(cut)
+        if not total.predictions:
+            elsewhere = stored_elsewhere(store, q.model, window, config.bucket_s)
+            if elsewhere:
+                doc["note"] = "; ".join(n for n in (doc.get("note"), elsewhere) if n)
     doc.update(m.to_json())
     doc["by_variant"] = [{"variant": v, "model_version": mv, **_brief(classification(st, UNRANKED))}
                          for (v, mv), st in group_stats.items()]
@@ -75,6 +79,20 @@ def metrics_document(store: Store, config: Config, q: MetricsQuery) -> dict[str,
     counters = store.counters()
     doc["label_overflow"] = {kind: counters.get((overflow_counter(kind), q.model), 0) for kind in (VARIANT, VERSION)}
     return doc
+
+
+def stored_elsewhere(store: Store, model: str | None, window: Window, bucket_s: int) -> str | None:
+    """The note for a window wholly before or after the model's stored predictions: where they lie, and the --at
+    that ends a window at the newest (`metrics --at 2030-01-01`, a wrong year, printed an all-empty table and no
+    hint). None when nothing is stored or the window overlaps them (a quiet spell is no mistake)."""
+    rng = store.bucket_range(model)
+    if rng is None or window.start < rng[1] + bucket_s and window.end > rng[0]:
+        return None
+    newest = default_at(store, model, bucket_s)
+    end = iso(newest if newest is not None else rng[1] + bucket_s)
+    who = f"model '{model}'" if model is not None else "any model"
+    return (f"no predictions in this window; the stored predictions of {who} lie in {iso(rng[0])} → {end} "
+            f"(`--at {end}` ends a window at the newest)")
 
 
 def _brief(m: Metrics) -> dict[str, Any]:

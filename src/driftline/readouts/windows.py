@@ -28,8 +28,11 @@ class Window:
         return self.end - self.start
 
     def to_json(self) -> dict[str, object]:
-        return {"start": iso(self.start), "end": iso(self.end), "seconds": self.seconds,
-                "label": format_duration(self.seconds)}
+        """Bounds, length and label as shown; a window reaching before 1970 (`--at 1970-01-01`) is shown from
+        1970-01-01, where events begin (it read '1969-12-25 → 1970-01-01'), with the length it then has."""
+        start = max(self.start, 0.0)
+        return {"start": iso(start), "end": iso(self.end), "seconds": self.end - start,
+                "label": format_duration(self.end - start)}
 
 
 def window_ending(at: float, length_s: float, bucket_s: int) -> Window:
