@@ -85,3 +85,39 @@ def test_the_report_template_shows_the_same_verdict(doc: dict[str, Any], tmp_pat
     root = Path(__file__).resolve().parents[1] / "src" / "driftline" / "templates"
     for name in ("report.html.j2", "report.md.j2"):
         assert re.search(r"\{\{ ab\.verdict( \| idents)? \}\}", (root / name).read_text()), name
+
+
+def test_a_difference_lost_to_the_holm_correction_names_the_correction(doc: dict[str, Any]) -> None:
+    """Tryout: "No significant difference in FPR or precision" stood beside an FPR interval [0.007, 0.064] that
+    excludes 0 (p 0.041): only the Holm-adjusted p (0.083) made it not significant, and the sentence said not."""
+    from copy import deepcopy
+
+    from driftline.readouts.ab_verdict import verdict
+
+    d = deepcopy(doc)
+    d["srm"]["mismatch"] = False
+    fpr = d["comparisons"][0]["metrics"]["fpr"]
+    fpr.update(diff=0.035, low=0.007, high=0.064, p_value=0.041, p_holm=0.083, seq_excludes_zero=False)
+    v = verdict(d)
+    assert ("B − A FPR = +0.035 [0.007, 0.064]: the unadjusted interval excludes 0 (p = 0.041), but the difference is "
+            "not significant after Holm correction for 4 comparisons (recall, FPR, precision and alert rate; "
+            "adjusted p = 0.083).") in v, v
+    assert "No significant difference in FPR" not in v
+
+
+def test_shadow_fpr_names_the_mcnemar_family_of_two() -> None:
+    from driftline.readouts.ab_verdict import _others
+
+    e = {"diff": 0.035, "low": 0.007, "high": 0.064, "p_value": 0.2, "p_holm": 0.6, "counts": {}}
+    quiet = {"diff": 0.001, "low": -0.01, "high": 0.012, "p_value": 0.8, "p_holm": 1.0, "counts": {}}
+    comp = {"treatment": "B", "control": "A", "cost_per_1000": None,
+            "metrics": {"recall": quiet, "fpr": e, "precision": quiet, "alert_rate": quiet},
+            "paired": {"recall": {"p_value": 0.3, "p_holm": 0.3}, "fpr": {"p_value": 0.041, "p_holm": 0.083}}}
+    out = _others({"alpha": 0.05}, comp)
+    assert out[0] == ("B − A FPR = +0.035 [0.007, 0.064]: the unadjusted interval excludes 0 (exact McNemar p = 0.041), "
+                      "but the difference is not significant after Holm correction for 2 comparisons (recall and "
+                      "FPR; adjusted p = 0.083).")
+    assert out[1] == "No significant difference in precision or alert rate."
+    comp["paired"]["fpr"].update(p_value=0.07, p_holm=0.14)  # the test itself disagrees with the interval
+    assert _others({"alpha": 0.05}, comp)[0] == ("B − A FPR = +0.035 [0.007, 0.064]: the unadjusted interval "
+                                                 "excludes 0 but the exact McNemar test does not (p = 0.070).")

@@ -210,12 +210,13 @@ def _others(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
     tr, ct = comp["treatment"], comp["control"]
     alpha = doc.get("alpha", 0.05)
     paired = comp.get("paired")
-    found, fixed_only, quiet = [], [], []
+    found, fixed_only, adjusted, quiet = [], [], [], []
     for m in ("fpr", "precision", "alert_rate"):
         e = comp["metrics"][m]
-        p = e["p_holm"]
+        p, raw, family = e["p_holm"], e.get("p_value"), _holm_family(comp["metrics"])
         if m == "fpr" and paired is not None and paired["fpr"]["p_holm"] is not None:
-            p = paired["fpr"]["p_holm"]
+            p, raw = paired["fpr"]["p_holm"], paired["fpr"].get("p_value")
+            family = _holm_family({k: paired[k] for k in ("recall", "fpr")}, "exact McNemar ")
         if e["diff"] is None:
             continue
         name, seq = METRIC_NAMES[m], _iv(e.get("seq_low"), e.get("seq_high"))
@@ -230,14 +231,32 @@ def _others(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
             found.append(f"{tr}'s {name} is {_word(e['diff'])}: {size} (fixed-horizon 95 % interval, Holm p "
                          f"{_p(p)}; {_k_of_n(c['treatment'])} vs {_k_of_n(c['control'])}); the always-valid "
                          f"interval {seq} also excludes 0.")
+        elif _excludes(e["low"], e["high"]) and p is not None:
+            head = (f"{tr} − {ct} {name} = {_s(e['diff'])} {_iv(e['low'], e['high'])}: the unadjusted interval "
+                    "excludes 0")
+            n, which, test = family
+            adjusted.append(f"{head} but the {test or 'score '}test does not (p {_p(raw)})." if raw is not None
+                            and raw >= alpha else
+                            f"{head} ({test}p {_p(raw)}), but the difference is not significant after Holm "
+                            f"correction for {n} comparison{'s' if n != 1 else ''} ({which}; adjusted p {_p(p)}).")
         else:
             quiet.append(name)
-    out = found + fixed_only
+    out = found + fixed_only + adjusted
     if quiet:
         names = quiet[0] if len(quiet) == 1 else ", ".join(quiet[:-1]) + " or " + quiet[-1]
         out.append(f"No significant difference in {names}.")
     out.extend(_cost(doc, comp))
     return out
+
+
+def _holm_family(entries: dict[str, Any], test: str = "") -> tuple[int, str, str]:
+    """(how many comparisons the Holm correction spanned, which, the test's name): the family is the metrics with
+    a p-value, as abstats.holm counts it (the four headline metrics; in shadow mode's McNemar tests recall and
+    FPR). A user read "No significant difference in FPR" beside an FPR interval excluding 0 (p 0.041) and could
+    not tell that the Holm-adjusted p (0.083) decided it."""
+    kept = [METRIC_NAMES[m] for m, e in entries.items() if e.get("p_value") is not None]
+    listed = ", ".join(kept[:-1]) + " and " + kept[-1] if len(kept) > 1 else "".join(kept)
+    return len(kept), listed, test
 
 
 def _cost(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
