@@ -7,6 +7,7 @@ import json
 import pytest
 
 from driftline.config import from_dict
+from driftline.core.events import iso
 from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.ingest.replay import replay
 from driftline.readouts.metrics import MetricsQuery, metrics_document
@@ -123,6 +124,16 @@ def test_future_events_are_dead_lettered(store):
     p = Pipeline(from_dict({}), store, clock=lambda: T0)
     res = p.process_batch(_records([pred("f", 0.5, T0 + 3 * 86400)]))
     assert res.dead == 1 and store.dead_letters()[0]["reason"] == "ts_in_future"
+
+
+def test_future_event_detail_shows_the_time_in_iso(store):
+    """Tryout: an event sent with an ISO time was dead-lettered as `ts 1796585213 is more than 1 day ahead`."""
+    p = Pipeline(from_dict({}), store, clock=lambda: T0)
+    ts = T0 + 3 * 86400
+    sent = {"type": "prediction", "prediction_id": "f", "model": "fraud", "ts": iso(ts), "score": 0.5}
+    p.process_batch(_records([json.dumps(sent).encode()]))
+    detail = store.dead_letters()[0]["detail"]
+    assert detail == f"ts {iso(ts)} ({ts:.0f} s since the epoch) is more than 1 day ahead of the clock"
 
 
 def test_names_longer_than_the_key_columns_are_dead_letters_not_a_failed_batch(store):

@@ -99,7 +99,8 @@ def _split_plain(records: Sequence[RawRecord], decoded: list[Decoded | DeadLette
                  shard_of: Callable[[RawRecord], int] | None) -> Split | None:
     """`Pipeline._split` for the common batch, a column at a time: no event is past the horizon (only decoding refused
     some) and either no record has a key (files) or every accepted event's key is its prediction_id (Kafka, both
-    topics keyed as they must be); None for any other batch."""
+    topics keyed as they must be); None for any other batch (so ts_in_future letters, `future_detail`, come from
+    `Pipeline._split` only)."""
     n = len(records)
     keyless = [r.key for r in records].count(None)
     if keyless != n and keyless:
@@ -119,6 +120,12 @@ def _split_plain(records: Sequence[RawRecord], decoded: list[Decoded | DeadLette
     shards = [r.partition for r in ok_raw] if shard_of is None else list(map(shard_of, ok_raw))
     return (list(zip(ok_dec, shards)), ok_raw, ok_at, [decoded[i] for i in dead_at], dead_at,  # type: ignore[misc]
             _positions(records), Counter())
+
+
+def future_detail(ts: float) -> str:
+    """The detail of a ts_in_future dead letter: the time in ISO 8601 UTC as other details show it, the epoch
+    seconds after it (tryout: an event sent with an ISO time was shown back as `ts 1796585213`)."""
+    return f"ts {iso(ts)} ({ts:.0f} s since the epoch) is more than 1 day ahead of the clock"
 
 
 def _positions(records: Sequence[RawRecord]) -> dict[tuple[str, int], int]:
@@ -260,7 +267,7 @@ class Pipeline:
                 dead.append(d)
                 dead_at.append(i)
             elif d.ts > horizon:  # type: ignore[union-attr]
-                detail = f"ts {d.ts:.0f} is more than 1 day ahead of the clock"  # type: ignore[union-attr]
+                detail = future_detail(d.ts)  # type: ignore[union-attr]
                 dead.append(DeadLetter("ts_in_future", detail, r.source, r.partition, r.offset,
                                        bytes(r.payload[:RAW_LIMIT])))
                 dead_at.append(i)
