@@ -15,6 +15,7 @@ from rich.console import Console
 
 from driftline import numbers
 from driftline.cli import build_parser, main
+from driftline.core.events import iso
 
 EXAMPLE = str(Path(__file__).resolve().parents[1] / "driftline.example.yaml")
 END = "2026-11-30T00:00:00Z"
@@ -173,6 +174,10 @@ def test_dead_letter_lines_count_from_one(tmp_path: Path, capsys: pytest.Capture
     assert "line977" in out.replace("│", " ").replace(" ", "")
     doc = json.loads(_render(url, ["dead-letters", "--json"], 120, capsys, monkeypatch))
     assert doc["recent"][0]["offset"] == 976  # JSON keeps the stored 0-based position
+    letter = doc["recent"][0]  # the epoch float scripts read stays; the ISO time other JSON documents give is added
+    assert isinstance(letter["received_at"], float)
+    assert letter["received_at_iso"] == iso(float(int(letter["received_at"])))
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", letter["received_at_iso"])
 
 
 def test_kafka_dead_letters_keep_offsets() -> None:

@@ -8,6 +8,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -227,8 +228,7 @@ def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
     rows = store.dead_letters(args.limit, args.reason)
     totals = {lbl: v for (n, lbl), v in store.counters().items() if n == "dead_letters"}
     if args.json:
-        print(json.dumps({"totals": totals, "recent": [
-            {k: (v.decode("utf-8", "replace") if isinstance(v, bytes) else v) for k, v in r.items()} for r in rows]}))
+        print(json.dumps({"totals": totals, "recent": [_letter_json(r) for r in rows]}))
         return 0
     if not rows and not any(totals.values()):
         ctx.console.print("no dead letters" + (f" with reason {args.reason}" if args.reason else "")
@@ -258,6 +258,14 @@ def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
         if short_source(src) != src:
             say(ctx.console, f"[dim]source {shown(short_source(src))} is {shown(src)}[/dim]")
     return 0
+
+
+def _letter_json(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored dead letter as `--json` shows it: raw as text, and `received_at_iso` (ISO 8601 UTC, as the other JSON
+    documents give times) next to the epoch-seconds `received_at` that scripts already read."""
+    out = {k: (v.decode("utf-8", "replace") if isinstance(v, bytes) else v) for k, v in row.items()}
+    out["received_at_iso"] = iso(float(int(row["received_at"])))
+    return out
 
 
 def short_source(source: str) -> str:
