@@ -150,3 +150,13 @@ def test_epoch_milliseconds_are_refused_with_a_hint():
     e["ts"] = 1_767_225_600_000
     d = dec(e)
     assert isinstance(d, DeadLetter) and d.reason == "ts_invalid" and "looks like epoch milliseconds" in d.detail
+
+
+@pytest.mark.parametrize("value, got", [(12345678901234567890123, "got `int`"), (-12345678901234567890123, "got `int`"),
+                                        (7, "got `int`"), (1.5, "got `float`")])
+def test_wrong_type_detail_names_a_big_integer_an_int(value, got):
+    """Tryout: msgspec reads an integer beyond 64 bits as a float, so prediction_id 12345678901234567890123 was
+    refused with "Expected `str`, got `float`"."""
+    d = dec({**GOOD_PRED, "prediction_id": value})
+    assert isinstance(d, DeadLetter) and d.reason == "wrong_type"
+    assert d.detail == f"Expected `str`, {got} - at `$.prediction_id`"

@@ -187,6 +187,22 @@ def _classify(err: Exception, kind: str) -> str:
     return "wrong_type"  # any other refusal of the decoder: a value of the wrong type or shape for its field
 
 
+_GOT_FLOAT = re.compile(r"got `float` - at `\$\.(\w+)`$")
+
+
+def number_detail(msg: str, raw: bytes) -> str:
+    """msgspec's refusal with its "got `float`" said truthfully: msgspec reads an integer beyond 64 bits as a
+    float (tryout: prediction_id 12345678901234567890123 was reported as "got `float`"), so an integer literal at a
+    top-level field is `int`, and a value whose literal cannot be found is "a number"."""
+    m = _GOT_FLOAT.search(msg)
+    if m is None:
+        return msg.replace("got `float`", "got a number")
+    lit = re.search(rb'"' + m.group(1).encode() + rb'"\s*:\s*(-?[0-9][0-9.eE+-]*)', raw)
+    if lit is None:
+        return msg.replace("got `float`", "got a number")
+    return msg.replace("got `float`", "got `int`") if lit.group(1).lstrip(b"-").isdigit() else msg
+
+
 def decode(raw: bytes, source: str, partition: int, offset: int, kind: str | None = None,
            limits: Limits = DEFAULT_LIMITS) -> Decoded | DeadLetter:
     """Decode one JSON event; `kind` is the topic's type when the topic says which it is. Never raises: an
@@ -201,6 +217,8 @@ def decode(raw: bytes, source: str, partition: int, offset: int, kind: str | Non
 def _decode(raw: bytes, source: str, partition: int, offset: int, kind: str | None,
             limits: Limits) -> Decoded | DeadLetter:
     def dead(reason: str, detail: str) -> DeadLetter:
+        if "got `float`" in detail:
+            detail = number_detail(detail, raw)
         return DeadLetter(reason, detail[:500], source, partition, offset, bytes(raw[:RAW_LIMIT]))
 
     if len(raw) > limits.max_event_bytes:
