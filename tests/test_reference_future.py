@@ -30,7 +30,7 @@ def test_a_far_future_event_in_a_reference_file_is_skipped_like_replay_refuses_i
     assert main([*db, "replay", _write(tmp_path / "live.jsonl", LINES)]) == 0
     assert main([*db, "reference", "set", "--file", _write(tmp_path / "ref.jsonl", [*LINES, FUTURE])]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "30 predictions" in out and "1 lines skipped (invalid, or stamped more than a day ahead)" in out
+    assert "30 predictions" in out and "1 line skipped (invalid, or stamped more than a day ahead)" in out
     assert main([*db, "reference", "list", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert [r["end"] for r in listed] == ["2026-11-25T11:00:00Z"]

@@ -84,6 +84,17 @@ def ratio(k: int | float | None, n: int | float | None) -> str:
     return f"{count(k)}/{count(n)}"
 
 
+def counted(n: int | float, noun: str, plural: str | None = None) -> str:
+    """'1 event', '2 events', '1,200 labelled positives': a count with its noun in the number's form (tryout: "1
+    events of this replay", "~1 days"); `plural` for a noun that does not take an s."""
+    return f"{count(n)} {noun if n == 1 else plural or noun + 's'}"
+
+
+def were(n: int | float) -> str:
+    """'was' after a count of 1, else 'were'."""
+    return "was" if n == 1 else "were"
+
+
 def count(n: int | float | None, signed: bool = False) -> str:
     """'12,345' (thousands separators), '−4,516' (the minus sign, never a hyphen), '—' when unknown; `signed`:
     '+1,200' for a difference of counts."""

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 
 from ..context import Context, parse_window, seed_number
-from ..numbers import (MISSING, count, diff, duration, fixed, indicative_used, interval, money, percent, prop,
+from ..numbers import (MISSING, count, counted, diff, duration, fixed, indicative_used, interval, money, percent, prop,
                        pvalue, ratio)
 from .render import fmt_rate, footnote_if, shown
 from .prose import say
@@ -184,7 +184,7 @@ def _power(doc: dict[str, Any], console: Console) -> None:
         per_day = pw.get("positives_per_arm_per_day")
         rate_s = MISSING if per_day is None else fixed(per_day, 1, sep=True)
         more = count(pw.get("more_per_arm"))
-        days = MISSING if pw.get("days") is None else str(pw["days"])
+        days = f"~{MISSING} days" if pw.get("days") is None else f"~{counted(pw['days'], 'day')}"
         needed = count(pw.get("needed_per_arm"))
         tr, ct = shown(comp["treatment"]), shown(comp["control"])
         if pw.get("mde") is None and not (pw["n_treatment"] and pw["n_control"]):
@@ -196,4 +196,4 @@ def _power(doc: dict[str, Any], console: Console) -> None:
                      f"{count(pw['n_control'])} ({rate_s} per arm per day) · minimum detectable gain "
                      f"{prop(pw.get('mde'))} · target {prop(pw.get('target_diff'))} needs "
                      f"{needed} per arm: "
-                     f"{more} more (~{days} days)", f"  {tr} vs {ct}: ")
+                     f"{more} more ({days})", f"  {tr} vs {ct}: ")

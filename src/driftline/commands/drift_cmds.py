@@ -12,7 +12,7 @@ from rich.console import Console
 from ..context import Context, parse_at, parse_window, positive
 from ..config import ConfigError
 from ..durations import parse_duration
-from ..numbers import MISSING, count, prop, pvalue, stat
+from ..numbers import MISSING, count, counted, prop, pvalue, stat
 from .render import fmt_rate, mark_nothing_stored, shown
 from .query import add_matured_arg, add_window_args, check_window_args, nothing_stored_for, window_end
 from .which_model import check_series, file_models, pick_model, reference_model
@@ -158,9 +158,10 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
                           f"{doc['n']:,} predictions {doc['start']} → {doc['end']} ({source}) with the same profile "
                           "settings are already stored (--force stores a new version anyway)")
     else:
-        ctx.console.print(f"reference [bold]{ref_id}[/bold] set for {shown(model)}: {doc['n']:,} predictions "
-                          f"{doc['start']} → {doc['end']} ({source}), {len(doc['features'])} features tracked"
-                          + (f", {dead} lines skipped (invalid, or stamped more than a day ahead)" if dead else ""))
+        skipped = f", {counted(dead, 'line')} skipped (invalid, or stamped more than a day ahead)" if dead else ""
+        ctx.console.print(f"reference [bold]{ref_id}[/bold] set for {shown(model)}: "
+                          f"{counted(doc['n'], 'prediction')} {doc['start']} → {doc['end']} ({source}), "
+                          f"{len(doc['features'])} features tracked{skipped}")
         _print_seasons(ctx.console, doc)
         _print_dropped(ctx.console, doc["dropped"])
     return 0

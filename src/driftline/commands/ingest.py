@@ -20,7 +20,7 @@ from ..core.events import ALL_REASONS, iso
 from ..ingest.pipeline import EXPIRED_STORED_NOW, FILE_PREFIX, BatchResult, Pipeline
 from ..ingest.replay import replay, resume_point
 from ..ingest.stored_now import MAX_KEYS, KeyLog
-from ..numbers import count
+from ..numbers import count, counted, were
 from ..terminal import preview, visible
 from .progress import IngestProgress, Ramp
 from .prose import say
@@ -91,8 +91,10 @@ def past_horizon_warning(total: BatchResult, newest_before: float | None, horizo
     if not total.past_horizon:
         return None
     behind = "" if newest_before is None else f" ({iso(newest_before)})"
-    return (f"{total.past_horizon:,} events of this replay were dead-lettered past_horizon: they are older than the "
-            f"label horizon ({horizon}) behind the newest event already stored{behind}, so they could be neither "
+    n = total.past_horizon
+    it, they = ("it is", "it") if n == 1 else ("they are", "they")
+    return (f"{counted(n, 'event')} of this replay {were(n)} dead-lettered past_horizon: {it} older than the "
+            f"label horizon ({horizon}) behind the newest event already stored{behind}, so {they} could be neither "
             "joined to their labels nor told from a copy. To backfill history, replay it into a database of its "
             "own (--db).")
 
@@ -191,16 +193,22 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
     if doc["dead_lettered"]:
         ctx.console.print("[yellow]some events were dead-lettered: `driftline dead-letters` shows why[/yellow]")
     if doc["implicit_relabelled_positive"]:
-        ctx.console.print(f"[yellow]{count(doc['implicit_relabelled_positive'])} predictions counted as implicit "
+        n = doc["implicit_relabelled_positive"]
+        ctx.console.print(f"[yellow]{counted(n, 'prediction')} counted as implicit "
                           "negatives (no outcome within labels.implicit_negative_after) got a positive outcome "
-                          "later: their counts moved from negative to positive (not counted as corrections)[/yellow]")
+                          f"later: {'its count' if n == 1 else 'their counts'} moved from negative to positive "
+                          "(not counted as corrections)[/yellow]")
     if doc["folded_into_other"]:
-        ctx.console.print(f"[yellow]{count(doc['folded_into_other'])} events of this replay had a new variant or "
-                          "model_version beyond `limits:` and were counted under __other__ (all-time totals: "
+        n = doc["folded_into_other"]
+        ctx.console.print(f"[yellow]{counted(n, 'event')} of this replay had a new variant or "
+                          f"model_version beyond `limits:` and {were(n)} counted under __other__ (all-time totals: "
                           "`driftline metrics`, driftline_label_overflow_total)[/yellow]")
     if doc["outcome_before_prediction"]:
-        ctx.console.print(f"[yellow]{count(doc['outcome_before_prediction'])} outcomes were stamped before their "
-                          "prediction: their labels count, their delays are left out of the label-delay quantiles "
+        n = doc["outcome_before_prediction"]
+        their = (("its", "its label counts, its delay is") if n == 1
+                 else ("their", "their labels count, their delays are"))
+        ctx.console.print(f"[yellow]{counted(n, 'outcome')} {were(n)} stamped before {their[0]} "
+                          f"prediction: {their[1]} left out of the label-delay quantiles "
                           "(check the producers' clocks or what their `ts` holds)[/yellow]")
     return 2 if doc["error"] else 0
 

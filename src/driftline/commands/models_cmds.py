@@ -9,7 +9,7 @@ from typing import Any
 
 from ..context import Context
 from ..core.events import iso
-from ..numbers import MISSING, count
+from ..numbers import MISSING, count, counted
 from .prose import say
 from .render import shown
 from .tables import Col, print_table
@@ -133,7 +133,7 @@ def _print_forget(ctx: Context, doc: dict[str, Any]) -> None:
     rows = [[table, count(n)] for table, n in doc["rows"].items() if n]
     print_table(ctx.console, [Col("table", "left"), Col("rows")], rows, title=title)
     why = doc["kept"]["why"]
-    say(ctx.console, f"{count(doc['kept']['outcomes'])} outcomes of its predictions ({why['outcomes']}); its "
+    say(ctx.console, f"{counted(doc['kept']['outcomes'], 'outcome')} of its predictions ({why['outcomes']}); its "
                      f"alert_history ({why['alert_history']}); its dead letters ({why['dead_letters']})",
         lead="kept: ")
 

@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 
 from .. import numbers
-from ..numbers import count, estimate as _est, indicative_used, prop, stat
+from ..numbers import count, counted, estimate as _est, indicative_used, prop, stat
 from .render import DISPLAY, NOTHING_STORED, fmt_rate, footnote_if, nothing_stored, shown
 from .prose import say
 from .tables import Col, print_table
@@ -21,7 +21,7 @@ def _head(doc: dict[str, Any], what: str) -> str:
     v = doc.get("variant")
     variant = f" · variant {shown(v)}" if v else ""
     return (f"[bold]{what}[/bold] · {shown(doc['model'])}{variant} · {w['start']} → {w['end']} "
-            f"({w['label']}, {count(w['n'])} predictions, {count(w['labelled'])} labelled)")
+            f"({w['label']}, {counted(w['n'], 'prediction')}, {count(w['labelled'])} labelled)")
 
 
 def render_calibration(doc: dict[str, Any], console: Console) -> None:

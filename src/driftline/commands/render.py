@@ -115,6 +115,6 @@ def metrics_table(doc: dict[str, Any], console: Console) -> None:
         print_table(console, vcols, vrows, title="by variant")
     over = {k: n for k, n in doc.get("label_overflow", {}).items() if n}
     if over:
-        console.print("label limits: " + ", ".join(f"{numbers.count(n)} events with a new {k} folded into __other__"
+        console.print("label limits: " + ", ".join(f"{numbers.counted(n, 'event')} with a new {k} folded into __other__"
                                                      for k, n in over.items()) + " (all time; see `limits:`)")
     footnote_if(console, numbers.indicative_used(used))

@@ -9,6 +9,7 @@ import msgspec
 
 from ..context import Context, fraction, parse_at, positive, seed_number
 from ..ingest.simulate import SimSpec, stream
+from ..numbers import counted
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -76,5 +77,5 @@ def cmd_simulate(ctx: Context, args: argparse.Namespace) -> int:
         return simulate_to_kafka(ctx, args, spec, end)
     n = write_stream(spec, end, args.out)
     if args.out != "-":
-        ctx.err.print(f"wrote {n:,} events to {args.out}")
+        ctx.err.print(f"wrote {counted(n, 'event')} to {args.out}")
     return 0

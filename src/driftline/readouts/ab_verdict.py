@@ -131,7 +131,7 @@ def _seq_clause(doc: dict[str, Any], comp: dict[str, Any], label: str = "the alw
     if more:
         n_days = math.ceil(more / per_day) if per_day else None
         days = "" if n_days is None else f" (~{n_days} day{'s' if n_days != 1 else ''})"
-        tail = f": ~{numbers.count(more)} more labelled positives{days} if the difference holds"
+        tail = f": ~{numbers.counted(more, 'more labelled positive')}{days} if the difference holds"
     return f"; {label} {iv} still includes 0, so keep collecting before acting on repeated looks{tail}."
 
 
@@ -146,8 +146,8 @@ def _power(comp: dict[str, Any]) -> str:
     if more is None or target is None:
         return s + "."
     if more > 0:
-        days = f" (~{pw['days']} days at the current rate)" if pw.get("days") is not None else ""
-        return s + f"; detecting {_n(target)} needs ~{numbers.count(more)} more labelled positives per arm{days}."
+        days = f" (~{numbers.counted(pw['days'], 'day')} at the current rate)" if pw.get("days") is not None else ""
+        return s + f"; detecting {_n(target)} needs ~{numbers.counted(more, 'more labelled positive')} per arm{days}."
     return s + f"; a true gain of {_n(target)} would probably (80 %) have shown up."
 
 
