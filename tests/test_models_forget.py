@@ -268,3 +268,15 @@ def test_forgetting_a_refused_model_says_it_was_refused_not_misspelled(tmp_path,
     assert _table_counts(base[3]) == before
     code, _, err = _cli(capsys, *base, "models", "forget", "junk5")  # a name never seen is still a typo
     assert code == 2 and "no model 'junk5' is stored" in err and "did you mean" in err
+
+
+def test_models_are_listed_case_insensitively(tmp_path, capsys):
+    """Tryout: `models list` put `Junk2` before `churn` (a case-sensitive sort)."""
+    base = ["--db", f"sqlite:///{tmp_path / 'm.db'}"]
+    (tmp_path / "e.jsonl").write_bytes(b"\n".join(
+        [_pred(f"p{i}", m) for i, m in enumerate(["churn", "Junk2", "alpha", "Beta"])]) + b"\n")
+    assert _cli(capsys, *base, "replay", str(tmp_path / "e.jsonl"))[0] == 0
+    doc = json.loads(_cli(capsys, *base, "models", "list", "--json")[1])
+    assert [m["model"] for m in doc["models"]] == ["alpha", "Beta", "churn", "Junk2"]
+    code, _, err = _cli(capsys, *base, "models", "forget", "nosuch")
+    assert code == 2 and "'alpha', 'Beta', 'churn', 'Junk2'" in " ".join(err.split()), err

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..context import Context
 from ..core.events import iso
+from ..core.labels import by_name
 from ..numbers import MISSING, count, counted
 from .prose import say
 from .render import shown
@@ -114,7 +115,7 @@ def cmd_models_list(ctx: Context, args: argparse.Namespace) -> int:
 
 def _stored(ctx: Context) -> list[str]:
     store = ctx.store()
-    return sorted({m for m, _, _ in store.admitted_labels_list()} | set(store.models()))
+    return sorted({m for m, _, _ in store.admitted_labels_list()} | set(store.models()), key=by_name)
 
 
 def _forget_doc(forgotten: Any, deleted: bool, ctx: Context) -> dict[str, Any]:

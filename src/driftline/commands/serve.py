@@ -7,6 +7,7 @@ import signal
 import threading
 from types import FrameType
 
+from ..core.labels import by_name
 from ..context import Context, port_number
 from .render import shown
 
@@ -69,7 +70,7 @@ def _stored_models(store: object) -> str:
     """'models stored: m, n' as exported (tryout: the start line named the config's default model 'fraud' while
     the only model stored, and exported, was 'm'); at most five named."""
     try:
-        models = sorted(store.models())  # type: ignore[attr-defined]
+        models = sorted(store.models(), key=by_name)  # type: ignore[attr-defined]
     except Exception:  # noqa: BLE001 - a start-up line must not stop serve; the exporter reports the database
         return "models stored: unknown"
     if not models:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from ..config import ConfigError
 from ..context import Context
+from ..core.labels import by_name
 from ..core.events import iso
 from ..storage.urls import sqlite_file
 from ..terminal import visible
@@ -44,7 +45,7 @@ def pick_model(ctx: Context, requested: str | None, also: Sequence[str] = ()) ->
     """The model to read: `requested` (must be stored, or in `also`: e.g. models with a reference), else the
     config's named model, else the only stored one. With nothing stored at all the config's model is used (the
     command then says nothing is stored yet)."""
-    stored = sorted(set(ctx.store().models()) | set(also))
+    stored = sorted(set(ctx.store().models()) | set(also), key=by_name)
     if requested is not None:
         if requested in stored:
             return requested

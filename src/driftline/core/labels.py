@@ -23,6 +23,12 @@ MODEL, VARIANT, VERSION = "model", "variant", "model_version"
 """Kinds of admitted values (the Prometheus label each one becomes)."""
 
 
+def by_name(model: str) -> tuple[str, str]:
+    """Sort key of model names as a reader looks for them: case-insensitive (tryout: `models list` put `Junk2`
+    before `churn`), the exact name breaking ties so the order stays fixed."""
+    return model.casefold(), model
+
+
 OVERFLOW_PREFIX = "label_overflow_"
 
 

@@ -15,7 +15,7 @@ from sqlalchemy import Connection, select
 from . import schema as t
 from .store import Store
 from ..core.encoded import encoded_counts
-from ..core.labels import MODEL, VARIANT, VERSION
+from ..core.labels import MODEL, VARIANT, VERSION, by_name
 
 REFUSED_SCAN = 1000
 """Newest `model_limit` dead letters read to name the refused models (the all-time total is a counter)."""
@@ -105,8 +105,9 @@ def _refusals(conn: Connection) -> tuple[int, dict[str, int], float | None]:
 
 
 def inventory(store: Store) -> Inventory:
-    """Every model with admitted labels or stored buckets, by name, and the refused new models (one read)."""
+    """Every model with admitted labels or stored buckets, by name (`by_name`), and the refused new models (one
+    read)."""
     with store.read() as conn:
         entries = _entries(conn)
         total, refused, newest = _refusals(conn)
-    return Inventory([entries[m] for m in sorted(entries)], total, refused, newest)
+    return Inventory([entries[m] for m in sorted(entries, key=by_name)], total, refused, newest)

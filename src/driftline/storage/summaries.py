@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from sqlalchemy import select
 
+from ..core.labels import by_name
 from ..core.encoded import delay_sum, encoded_counts
 from . import schema as t
 from .store import Store
@@ -21,7 +22,7 @@ def model_summaries(store: Store) -> list[tuple[str, int, int]]:
             acc = out.setdefault(r.model, [0, int(r.bucket_start)])
             acc[0] += n
             acc[1] = max(acc[1], int(r.bucket_start))
-    return [(m, n, newest) for m, (n, newest) in sorted(out.items())]
+    return [(m, out[m][0], out[m][1]) for m in sorted(out, key=by_name)]
 
 
 def delay_histogram(store: Store, model: str | None) -> tuple[np.ndarray, int | None]:
