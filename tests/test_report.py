@@ -254,9 +254,9 @@ def test_maturity_period_is_explained_and_true(report: dict[str, Any], world: di
     assert week_p95 < lm["maturity_seconds"] and lm["provisional"]  # the week's own labels are not all in yet
     html = " ".join(re.sub(r"<[^>]+>", "", Path(report["paths"]["html"]).read_text()).replace("&#39;", "'").split())
     md = " ".join(Path(report["paths"]["md"]).read_text().replace("\\", "").split())
-    for text in (html, md):
+    for text, horizon in ((html, "labels.horizon"), (md, "`labels.horizon`")):  # HTML: in <code>, not backticks
         assert (f"matured {duration(lm['maturity_seconds'])} after prediction: the 95th-percentile label delay of "
-                "the labelled predictions made in the 90.0 d (`labels.horizon`) before the week's end") in text
+                f"the labelled predictions made in the 90.0 d ({horizon}) before the week's end") in text
         assert f"the week's own p95 ({duration(week_p95)}) is lower because it counts only the labels" in text
         assert "(by the 95th-percentile label delay)" not in text
 

@@ -56,7 +56,7 @@ class Costs(_Section):
     baseline_caught: Annotated[int, msgspec.Meta(ge=0)] | None = None
 
 
-COSTS_NOT_CONFIGURED = ("costs not configured: add a `costs:` section (currency, monthly_volume and unit costs) "
+COSTS_NOT_CONFIGURED = ("costs not configured; add a `costs:` section (currency, monthly_volume and unit costs) "
                         "to see money figures")
 """What every output says instead of a money figure when the config has no `costs:` section."""
 

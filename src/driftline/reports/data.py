@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from .. import numbers
 from ..core.limits import MAX_FUTURE_S
 from ..readouts.ab import ABQuery, ab_document
 from ..config import Config
@@ -307,7 +308,7 @@ def limitations(doc: dict[str, Any]) -> list[str]:
     lm = doc["label_maturity"]
     cov = lm["coverage"]
     if cov.get("value") is not None and cov["value"] < 1.0:
-        out.append(f"Unlabelled predictions ({1 - cov['value']:.1%} of the week): recall, FPR and precision use "
+        out.append(f"Unlabelled predictions ({numbers.percent(1 - cov['value'])} of the week): recall, FPR and precision use "
                    "labelled predictions only. If outcomes arrive faster for one class (e.g. "
                    f"{doc['domain']['positives']} reported before {doc['domain']['negatives']} are confirmed), "
                    "the labelled mix is not the traffic's mix.")

@@ -150,8 +150,15 @@ def drift_plot(doc: dict[str, Any]) -> str | None:
 
 
 def score_plot(doc: dict[str, Any]) -> str | None:
+    """The score distribution figure as a PNG data URI (None without predictions this week)."""
+    fig = score_figure(doc)
+    return None if fig is None else _data_uri(fig)
+
+
+def score_figure(doc: dict[str, Any]) -> Figure | None:
     """Share of predictions per equal-width score bin (0.0–0.1 … 0.9–1.0): the reference period next to this
-    week (this week alone without a reference); the same bins as the table below the plot."""
+    week (this week alone without a reference); the same bins as the table below the plot. The y axis names the
+    predictions in the config's `domain:` word (tryout: "share of predictions" in a report on transactions)."""
     sd = doc["score_distribution"]
     bins = sd["bins"]
     if not sd["current_n"]:
@@ -168,7 +175,7 @@ def score_plot(doc: dict[str, Any]) -> str | None:
     ax.set_xticks([round(i / 10, 1) for i in range(11)], [f"{i / 10:.2f}" for i in range(11)], fontsize=8)
     ax.set_xlim(0, 1)
     ax.set_xlabel("score")
-    ax.set_ylabel("share of predictions")
+    ax.set_ylabel(f"share of {_txt(doc.get('domain', {}).get('predictions') or 'predictions')}")
     ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     rvc = sd.get("reference_vs_current")
     psi = rvc.get("psi") if rvc else None
@@ -177,7 +184,7 @@ def score_plot(doc: dict[str, Any]) -> str | None:
     ax.legend(fontsize=7, loc="best")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    return _data_uri(fig)
+    return fig
 
 
 def threshold_plot(doc: dict[str, Any]) -> str | None:

@@ -20,6 +20,8 @@ _TOKEN = re.compile(r"(\S+)")
 _IDENTIFIER = re.compile(r"_|[A-Za-z]\w*\.\w*[A-Za-z]")
 """A token of prose that reads as an identifier: it holds `_` (`recall_below_target`) or a dotted name with letters
 (`amount.v2`); numbers ('0.456', '2026-11-28') and plain words are left as they are."""
+_CODE = re.compile(r"`([^`\n]+)`")
+"""A name quoted as Markdown code: `labels.horizon`."""
 WBR = Markup("<wbr>")
 
 
@@ -33,8 +35,16 @@ def ident(value: Any) -> Any:
 
 def idents(value: Any) -> Any:
     """Prose in which identifiers may appear (the summary, notes, a target's source): the identifier-like tokens
-    get `<wbr>` after their separators, the rest is escaped as it is."""
+    get `<wbr>` after their separators, a `quoted` name (Markdown code, as the terminal and the Markdown report
+    show it) is set in <code> instead of showing its backticks (tryout: "(`labels.horizon`)" in the HTML), the
+    rest is escaped as it is."""
     if not isinstance(value, str) or isinstance(value, Markup):
         return value
-    parts = _TOKEN.split(visible(value))  # odd indices are the tokens
+    pieces = _CODE.split(visible(value))  # odd indices are the quoted names
+    return Markup("").join(Markup("<code>%s</code>") % ident(p) if i % 2 else _prose(p) for i, p in enumerate(pieces))
+
+
+def _prose(text: str) -> Markup:
+    """Unquoted prose: identifier-like tokens get `<wbr>`, the rest is escaped."""
+    parts = _TOKEN.split(text)  # odd indices are the tokens
     return Markup("").join(ident(p) if i % 2 and _IDENTIFIER.search(p) else escape(p) for i, p in enumerate(parts))

@@ -1,0 +1,58 @@
+"""Report cosmetics from a new-user tryout: one percent style ("14.5 %", never "14.5%"), Markdown code in the HTML
+set as <code> (not literal backticks around `labels.horizon`), no doubled colon after "Not available", and the score
+plot's y axis in the config's `domain:` word for predictions."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+import msgspec
+
+from driftline.config import from_dict
+from driftline.ingest.pipeline import Pipeline, RawRecord
+from driftline.reports.data import report_document
+from driftline.reports.plots import all_plots, score_figure
+from driftline.reports.render import render_html, render_markdown
+from driftline.reports.weeks import week_of
+from driftline.storage.store import Store
+from helpers import seed000_events
+
+DAY = 86400.0
+START = datetime(2025, 6, 2, tzinfo=timezone.utc).timestamp()  # Monday of 2025-W23
+CONFIG = {"model": "churn", "domain": {"predictions": "customers", "positives": "churners"},
+          "triggers": [{"name": "recall_low", "metric": "recall", "op": "<", "value": 0.9, "window": "7d"}]}
+
+
+def _doc(tmp_path: Path) -> dict:
+    config = from_dict(CONFIG)
+    store = Store(f"sqlite:///{tmp_path / 'c.db'}")
+    store.migrate()
+    enc = msgspec.json.Encoder()
+    events = [e for i, e in enumerate(seed000_events(START, "churn")) if e["type"] == "prediction" or i % 7]
+    Pipeline(config, store, clock=lambda: START + 30 * DAY).process_batch(
+        [RawRecord("t", 0, i, enc.encode(e)) for i, e in enumerate(events)])
+    try:
+        return report_document(store, config, "churn", week_of(START), START + 30 * DAY)
+    finally:
+        store.close()
+
+
+def test_report_text_reads_as_the_house_style(tmp_path: Path) -> None:
+    doc = _doc(tmp_path)
+    html, md = render_html(doc, all_plots(doc)), render_markdown(doc)
+    unlabelled = next(item for item in doc["limitations"] if item.startswith("Unlabelled"))
+    assert re.search(r"\(\d+\.\d %", unlabelled), unlabelled  # "14.5 %", as every other percentage
+    for text in (html, md):
+        assert not re.search(r"\d%", text.replace("100%", "")), re.search(r".{40}\d%.{20}", text)
+        assert "not configured:" not in text and "Not available: costs not configured; add a" in text
+    body = html.split("<body", 1)[1]
+    assert "`" not in re.sub(r"<img[^>]*>", "", body), re.search(r".{60}`.{60}", body)
+    assert "(<code>labels.<wbr>horizon</code>)" in html
+
+
+def test_score_plot_names_the_domain_word_for_predictions(tmp_path: Path) -> None:
+    doc = _doc(tmp_path)
+    fig = score_figure(doc)
+    assert fig is not None and fig.axes[0].get_ylabel() == "share of customers"
