@@ -55,6 +55,8 @@ class DbCalls:
     last_ok: float | None = None
     _calls: dict[int, list[Call]] = field(default_factory=dict)
     """Per thread, its calls innermost last (a leader-lock check inside a transaction must not end the transaction's)."""
+    _failed: dict[int, float] = field(default_factory=dict)
+    """Per thread whose last call failed, when that call began (an outage starts there, not when it gave up)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def begin(self, kind: str) -> None:
@@ -84,11 +86,21 @@ class DbCalls:
                 self._calls.pop(threading.get_ident(), None)
             if ok:
                 self.last_ok = now
+                self._failed.pop(threading.get_ident(), None)
+            elif call is not None:  # the outermost call ends last: its (earliest) start is kept
+                self._failed[threading.get_ident()] = call.started
         if call is not None and call.warned:
             if ok:
                 log.log(call.warned, "database answered again: a %s waited %.0fs", call.kind, now - call.started)
             else:
                 log.log(call.warned, "stalled database %s failed after %.0fs", call.kind, now - call.started)
+
+    def failed_for(self) -> float:
+        """Seconds since the calling thread's last call began when that call failed (0 after a success): a call
+        that stalled 41 s before failing started the outage 41 s before its failure was known."""
+        with self._lock:
+            started = self._failed.get(threading.get_ident())
+        return 0.0 if started is None else max(0.0, self.monotonic() - started)
 
     def _current(self) -> Call | None:
         """The calling thread's innermost call (under the lock)."""
