@@ -87,7 +87,7 @@ def test_the_scrape_bound_is_exporter_scrape_timeout(tmp_path) -> None:
         with pytest.raises(ConfigError, match=r"`exporter.scrape_timeout`") as err:
             from_dict({"exporter": {"scrape_timeout": bad}})
         assert why in str(err.value), err.value
-    config = from_dict({"model": "m", "exporter": {"scrape_timeout": "0.5s"}})
+    config = from_dict({"model": "m", "exporter": {"scrape_timeout": "1s"}})  # the shortest allowed
     store = Store(f"sqlite:///{tmp_path / 'd.db'}")
     store.migrate()
     svc = Service(config, store, port=0, evaluate=False)
@@ -98,8 +98,23 @@ def test_the_scrape_bound_is_exporter_scrape_timeout(tmp_path) -> None:
         with pytest.raises(urllib.error.HTTPError) as failed:
             urllib.request.urlopen(f"{svc.url}/metrics", timeout=30)
         assert failed.value.code == 503
-        assert failed.value.read().decode().startswith("scrape failed: scrape did not finish within 0.5s")
+        assert failed.value.read().decode().startswith("scrape failed: scrape did not finish within 1s")
     finally:
         gate.release.set()
         svc.stop()
         store.close()
+
+
+def test_an_absurd_scrape_bound_is_refused_at_start_naming_the_field() -> None:
+    """SRE tryout: `9999999d` was accepted, then every scrape was a 500 (OverflowError: timestamp out of range);
+    `0.001s` made every scrape 503; `100s` outlasted Prometheus's own scrape timeout. 1s..60s is accepted."""
+    import pytest
+
+    from driftline.config import ConfigError, from_dict
+
+    for bad in ("9999999d", "0.001s", "0.5s", "100s", "2m"):
+        with pytest.raises(ConfigError, match=r"`exporter.scrape_timeout`: .* is outside 1s\.\.60s") as err:
+            from_dict({"exporter": {"scrape_timeout": bad}})
+        assert "Prometheus" in str(err.value), err.value
+    for good in ("1s", "8s", "60s", "1m"):
+        assert from_dict({"exporter": {"scrape_timeout": good}}).exporter.scrape_timeout == good

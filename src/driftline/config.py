@@ -11,7 +11,8 @@ import msgspec
 import yaml
 
 from .config_checks import (DEFAULT_RUNBOOK_BASE_URL, Duration, NonNeg, Probability, _MAX_NAME_LEN,  # noqa: F401
-                            _ab_arms, _absolute_url, _no_reserved, _positive_durations)
+                            SCRAPE_TIMEOUT_S, _ab_arms, _absolute_url, _duration_between, _no_reserved,
+                            _positive_durations)
 from .config_fields import dict_entry, enum_choices, field_path, misspelled_slice, unknown_field, value_at
 from .config_scalars import unquoted
 from .config_yaml import load_yaml, yaml_where
@@ -91,10 +92,11 @@ class Exporter(Base):
     port: Annotated[int, msgspec.Meta(ge=0, le=65535)] = 9108
     scrape_timeout: Duration = "8s"
     """A /metrics scrape that cannot read the database within this long answers 503 (keep it below Prometheus's
-    scrape_timeout, 10s by default, so Prometheus sees the reason rather than its own timeout)."""
+    scrape_timeout, 10s by default, so Prometheus sees the reason rather than its own timeout); 1s..60s."""
 
     def __post_init__(self) -> None:
-        _positive_durations("", scrape_timeout=self.scrape_timeout)
+        _duration_between("scrape_timeout", self.scrape_timeout, *SCRAPE_TIMEOUT_S,
+                          "a scrape bound; keep it below the Prometheus job's scrape_timeout, 10s by default")
 
 
 class Kafka(Base):

@@ -21,6 +21,19 @@ def _positive_durations(section: str, allow_zero: bool = False, **fields: str | 
                 raise ValueError(f"{section}{name}: {err}") from None
 
 
+def _duration_between(name: str, text: str, low_s: float, high_s: float, why: str) -> None:
+    """Raise ValueError naming the field unless its duration is within [low_s, high_s] (`why`: the reason)."""
+    _positive_durations("", **{name: text})
+    if not low_s <= parse_duration(text) <= high_s:
+        raise ValueError(f"{name}: {text!r} is outside {low_s:g}s..{high_s:g}s ({why})")
+
+
+SCRAPE_TIMEOUT_S = (1.0, 60.0)
+"""Bounds of exporter.scrape_timeout: below 1 s a scrape of a real database fails every time (0.001s: every scrape
+a 503); above 60 s it outlasts Prometheus's default scrape interval, which also bounds Prometheus's own timeout
+(SRE tryout: 9999999d was accepted and every scrape then failed with OverflowError)."""
+
+
 DEFAULT_RUNBOOK_BASE_URL = "https://github.com/driftline/driftline/blob/main/docs/RUNBOOKS.md"
 """Where runbooks live unless `notify.runbook_base_url` says otherwise: docs/RUNBOOKS.md, one section per alert."""
 
