@@ -23,7 +23,8 @@ class Clock:
 
 def _health(clock: Clock, calls: DbCalls, lock_timeout_s: float = 5.0) -> DatabaseHealth:
     h = DatabaseHealth()
-    h.pipeline = SimpleNamespace(store=SimpleNamespace(calls=calls, lock_timeout_s=lock_timeout_s))  # type: ignore[assignment]
+    store = SimpleNamespace(calls=calls, lock_timeout_s=lock_timeout_s)
+    h.pipeline = SimpleNamespace(store=store)  # type: ignore[assignment]
     h.status, h.monotonic, h.db_backoff = ConsumerStatus(), clock, Backoff()
     h.db_retry_at, h.db_down_since, h.db_failed, h.held, h.pending, h.lock_patience_s = 0.0, None, "", None, set(), 30.0
     return h

@@ -26,11 +26,10 @@ metrics' interval and computation bounds, 2 quantiles (tests/test_cardinality.py
 PER_MODEL_WINDOW = 2 + 3 * len(ESTIMATED_RATES) + 2 + len(MULTIVARIATE_SERIES)
 """Series of one (model, window) besides its groups and features: score PSI, seasonal fallback count, the label-free
 estimates with their bounds, trusted, contradicted, and the multivariate drift series."""
-PIPELINE_SERIES = 1 + 2 + 2 + 2 + 1 + len(DEAD_LETTER_REASONS) + 1 + LABEL_SERIES + 2 + 1 + 1
-"""build_info, time basis, leader, events and duplicates per type, conflicting duplicates (predictions), dead
-letters per reason, expired, label arrival
-(corrections, stale outcomes, implicit negatives, and those relabelled by label), newest event per type, pending
-outcomes, join-store size."""
+PIPELINE_SERIES = 1 + 1 + 2 + 2 + 2 + 1 + len(DEAD_LETTER_REASONS) + 1 + LABEL_SERIES + 2 + 1 + 1
+"""database up, build_info, time basis, leader, events and duplicates per type, conflicting duplicates (predictions),
+dead letters per reason, expired, label arrival (corrections, stale outcomes, implicit negatives, and those
+relabelled by label), newest event per type, pending outcomes, join-store size."""
 PROCESS_SERIES = len(BATCH_BUCKETS) + 4
 """The batch-duration histogram of the process (buckets, +Inf, count, sum, created)."""
 

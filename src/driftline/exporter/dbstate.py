@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from ..storage.calls import DbCalls
 from ..storage.store import Store
@@ -79,6 +82,25 @@ def database_state(probe: DatabaseProbe, calls: DbCalls, stall_s: float, first_w
     if probe.result is None:
         return False, "database not checked yet: the first probe has not answered"
     return probe.result
+
+
+FIRST_CHECK_WAIT_S = 0.5
+"""A scrape right after start waits this long for the first check (well within the shortest scrape bound, 1 s),
+so it does not report 0 for a database that is fine."""
+
+
+class DatabaseUp(Collector):
+    """driftline_database_up in every scrape, on leader and standby alike (SRE tryout: with the database refusing
+    connections /metrics stayed 200 while every model series vanished, and nothing said why)."""
+
+    def __init__(self, probe: DatabaseProbe, calls: DbCalls, stall_s: float) -> None:
+        self.probe, self.calls, self.stall_s = probe, calls, stall_s
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        ok, _ = database_state(self.probe, self.calls, self.stall_s, first_wait_s=FIRST_CHECK_WAIT_S)
+        yield GaugeMetricFamily("driftline_database_up", "1 when this process's last database check (a read of the "
+                                "schema every 2 s, what /readyz reports) succeeded; 0 when it failed, a call is "
+                                "stalled or the first check has not answered yet.", value=1.0 if ok else 0.0)
 
 
 class ScrapeTimeout(Exception):

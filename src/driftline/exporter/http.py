@@ -20,7 +20,7 @@ from sqlalchemy.exc import DBAPIError
 
 from ..storage.calls import DEFAULT_STALL_S, StallWatch
 from ..storage.store import Store
-from .dbstate import BoundedCall, DatabaseProbe, ScrapeTimeout, database_state
+from .dbstate import BoundedCall, DatabaseProbe, DatabaseUp, ScrapeTimeout, database_state
 from .collector import SnapshotCollector
 from ..ops import OpsMetrics
 
@@ -77,6 +77,10 @@ class ExporterServer:
         self.registry, self.store, self.readiness, self.triggers_json = registry, store, readiness, triggers_json
         self.stall_s = stall_s
         self.probe = DatabaseProbe(store)
+        self.exposed = CollectorRegistry(auto_describe=False)
+        """What /metrics serves: the given registry plus driftline_database_up (exported by every replica)."""
+        self.exposed.register(_RegistryCollector(registry))
+        self.exposed.register(DatabaseUp(self.probe, store.calls, stall_s))
         self.stall_watch = StallWatch(store.calls, stall_s)
         self.bounded = BoundedCall(scrape_timeout_s)
         """A scrape reading a database that stopped answering gives up (503) instead of hanging."""
@@ -117,7 +121,7 @@ class ExporterServer:
         if why.startswith("database not answering"):
             raise ScrapeTimeout(why)
         try:
-            return self.bounded(lambda: encoder(self.registry))
+            return self.bounded(lambda: encoder(self.exposed))
         except ScrapeTimeout as err:
             stalled = self.store.calls.stalled(0.0)
             raise ScrapeTimeout(f"{err}; {self.store.calls.describe(stalled)}" if stalled else str(err)) from None
