@@ -280,3 +280,36 @@ def test_models_are_listed_case_insensitively(tmp_path, capsys):
     assert [m["model"] for m in doc["models"]] == ["alpha", "Beta", "churn", "Junk2"]
     code, _, err = _cli(capsys, *base, "models", "forget", "nosuch")
     assert code == 2 and "'alpha', 'Beta', 'churn', 'Junk2'" in " ".join(err.split()), err
+
+
+def test_refused_events_of_a_model_admitted_since_can_be_fed_again(tmp_path, capsys):
+    """SRE tryout: after `models forget` freed a slot, the new model's events refused before (model_limit dead
+    letters) stayed missing with no way to ingest them. `dead-letters --reason R --model M --raw` prints their
+    stored payloads, oldest first, for `replay -`; a payload stored cut (an event over the stored size) is left out
+    and counted, never fed as a broken line."""
+    from driftline.core.events import RAW_LIMIT
+
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("limits:\n  max_models: 1\n")
+    base = ["--config", str(cfg), "--db", url]
+    big = _pred("r-big", "fraud", note="x" * RAW_LIMIT)
+    lines = [_pred("j0", "junk"), _pred("r0", "fraud"), _pred("o0", "other"), _pred("r1", "fraud"), big]
+    (tmp_path / "a.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    assert _cli(capsys, *base, "replay", str(tmp_path / "a.jsonl"))[0] == 0
+    assert _cli(capsys, *base, "models", "forget", "junk", "--yes")[0] == 0
+    code, _, err = _cli(capsys, *base, "dead-letters", "--raw")
+    assert code == 2 and "--reason" in err
+    code, _, err = _cli(capsys, *base, "dead-letters", "--model", "fraud")
+    assert code == 2 and "--raw" in err
+    code, out, err = _cli(capsys, *base, "dead-letters", "--reason", "model_limit", "--model", "fraud", "--raw")
+    assert code == 0 and out.encode().splitlines() == [_pred("r0", "fraud"), _pred("r1", "fraud")]
+    err = " ".join(err.split())
+    assert "2 payloads of reason model_limit written" in err and "1 of another model" in err
+    assert "1 left out: stored cut" in err
+    (tmp_path / "again.jsonl").write_text(out)
+    assert _cli(capsys, *base, "replay", str(tmp_path / "again.jsonl"))[0] == 0
+    doc = json.loads(_cli(capsys, *base, "models", "list", "--json")[1])
+    assert {m["model"]: m["predictions"] for m in doc["models"]} == {"fraud": 2}
+    code, out, _ = _cli(capsys, *base, "models", "list")
+    assert "admitted since they were refused: 'fraud'" in " ".join(out.split()) and "--raw" in out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -16,11 +17,12 @@ from rich.text import Text
 from ..config import ConfigError
 from ..context import Context, positive
 from ..core.engine import CONFLICTING, IMPLICIT_RELABELLED
-from ..core.events import ALL_REASONS, iso
+from ..core.events import ALL_REASONS, RAW_LIMIT, iso
 from ..ingest.pipeline import EXPIRED_STORED_NOW, FILE_PREFIX, BatchResult, Pipeline
 from ..ingest.replay import replay, resume_point
 from ..ingest.stored_now import MAX_KEYS, KeyLog
 from ..numbers import count, counted, were
+from ..storage import dead_letter_rows
 from ..terminal import preview, visible
 from .progress import IngestProgress, Ramp
 from .prose import say
@@ -39,6 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--reason", metavar="REASON",
                    help=f"only this reason, one of: {', '.join(ALL_REASONS)} (see README, Dead letters)")
     d.add_argument("--json", action="store_true", help="print the totals and the latest dead letters as JSON")
+    d.add_argument("--raw", action="store_true",
+                   help="print the stored payloads of --reason's dead letters, oldest first, one per line, to feed "
+                        "them again once the cause is fixed: `dead-letters --reason model_limit --model M --raw | "
+                        "driftline replay -`")
+    d.add_argument("--model", metavar="MODEL", help="with --raw: only payloads whose `model` is MODEL")
     d.set_defaults(func=cmd_dead_letters)
 
 
@@ -232,6 +239,10 @@ def _unreadable(path: str) -> str | None:
 def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
     if args.reason is not None and args.reason not in ALL_REASONS:
         raise ConfigError(f"--reason: unknown reason {args.reason!r}; one of: {', '.join(ALL_REASONS)}")
+    if args.raw:
+        return raw_payloads(ctx, args.reason, args.model)
+    if args.model is not None:
+        raise ConfigError("--model: only with --raw (the listing shows every model)")
     store = ctx.store()
     rows = store.dead_letters(args.limit, args.reason)
     totals = {lbl: v for (n, lbl), v in store.counters().items() if n == "dead_letters"}
@@ -266,6 +277,47 @@ def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
         if short_source(src) != src:
             say(ctx.console, f"[dim]source {shown(short_source(src))} is {shown(src)}[/dim]")
     return 0
+
+
+def raw_payloads(ctx: Context, reason: str | None, model: str | None) -> int:
+    """Print the stored payloads of one reason's dead letters, oldest first, one per line (on stdout, nothing else
+    there), to be fed again once their cause is fixed (a model refused by limits.max_models before `models forget`
+    freed a slot: SRE tryout). Payloads cut at the stored size are left out and counted on stderr: fed again they
+    would only be dead-lettered invalid_json."""
+    if reason is None:
+        raise ConfigError("--raw: give --reason (feeding every kind of dead letter again would refuse most of them "
+                          "again, counting them twice)")
+    wanted = None if model is None else model.encode()
+    written = cut = other = 0
+    out = sys.stdout.buffer
+    for raw in dead_letter_rows.payloads(ctx.store(), reason):
+        if len(raw) >= RAW_LIMIT:
+            cut += 1
+            continue
+        if wanted is not None and _payload_model(raw) != wanted:
+            other += 1
+            continue
+        out.write(raw.rstrip(b"\r\n").replace(b"\n", b" ") + b"\n")
+        written += 1
+    out.flush()
+    notes = [f"{counted(written, 'payload')} of reason {reason} written"]
+    if other:
+        notes.append(f"{count(other)} of another model left out")
+    if cut:
+        notes.append(f"{count(cut)} left out: stored cut at {RAW_LIMIT:,} bytes, the whole event is not kept")
+    say(ctx.err, "; ".join(notes) + (". Their dead letters stay listed and counted: feeding them again adds the "
+                                     "events, it does not take the refusals back." if written else "."))
+    return 0
+
+
+def _payload_model(raw: bytes) -> bytes | None:
+    """The `model` of a payload (None when it is not a JSON object with a text model)."""
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return None
+    value = doc.get("model") if isinstance(doc, dict) else None
+    return value.encode() if isinstance(value, str) else None
 
 
 def _letter_json(row: dict[str, Any]) -> dict[str, Any]:

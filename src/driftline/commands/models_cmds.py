@@ -105,11 +105,20 @@ def cmd_models_list(ctx: Context, args: argparse.Namespace) -> int:
     if not n:
         say(ctx.console, "new models refused: none (no model_limit dead letters)")
         return 0
-    names = ", ".join(f"'{shown(m)}' ({count(k)})" for m, k in list(doc["refused_models"].items())[:10])
+    stored = {m["model"] for m in doc["models"]}
+    refused = list(doc["refused_models"].items())
+    still = [(m, k) for m, k in refused if m not in stored]
+    since = [(m, k) for m, k in refused if m in stored]
+    names = ", ".join(f"'{shown(m)}' ({count(k)})" for m, k in still[:10]) or "none of them now"
     say(ctx.console, f"[yellow]new models refused:[/yellow] {count(n)} model_limit dead letters, newest "
-                     f"{doc['newest_refusal'] or MISSING}; among the newest: {names}. Free a slot held by a junk name "
-                     "with `driftline models forget NAME --yes` (fix its producer first), or raise "
+                     f"{doc['newest_refusal'] or MISSING}; among the newest, still refused: {names}. Free a slot held "
+                     "by a junk name with `driftline models forget NAME --yes` (fix its producer first), or raise "
                      "limits.max_models.")
+    if since:
+        first = since[0][0]
+        say(ctx.console, "admitted since they were refused: " + ", ".join(f"'{shown(m)}' ({count(k)})" for m, k in since[:10])
+            + f"; the events refused before are stored only once fed again (once): `driftline dead-letters --reason model_limit --model "
+              f"{shown(first)} --raw | driftline replay -`")
     return 0
 
 
