@@ -22,9 +22,8 @@ import yaml
 from rich.console import Console
 
 from .. import numbers
-from ..config import Config, ConfigError, Trigger
+from ..config import Config, ConfigError
 from ..durations import parse_duration
-from ..domain import Costs, Domain
 from ..context import Context, parse_at, port_number
 from ..ingest.pipeline import Pipeline, RawRecord
 from ..ingest.replay import source_name
@@ -38,6 +37,8 @@ from .progress import IngestProgress, Ramp
 from .simulate import add_sim_args
 from .prose import say
 from .render import shown
+from .demo_settings import (EXAMPLE_BASELINE, EXAMPLE_COSTS, EXAMPLE_DOMAIN, EXAMPLE_FEATURES, EXAMPLE_SLICES,
+                            EXAMPLE_TRIGGERS, demo_config, demo_end)
 
 if TYPE_CHECKING:
     from ..service.process import Service
@@ -45,29 +46,6 @@ if TYPE_CHECKING:
 DAY = 86400.0
 BATCH = 20_000
 DEMO_MARKER = "demo:end"
-
-EXAMPLE_TRIGGERS: list[dict[str, Any]] = [
-    {"name": "recall_below_target", "metric": "recall", "op": "<", "value": 0.70, "window": "7d", "min_n": 30,
-     "mode": "point", "severity": "critical", "for": "15m", "cooldown": "1h", "hysteresis": 0.0,
-     "description": "Fewer frauds caught than agreed; fraud losses grow (€400 per missed fraud)."},
-    {"name": "fpr_above_target", "metric": "fpr", "op": ">", "value": 0.08, "window": "7d", "min_n": 30,
-     "mode": "point", "severity": "warning", "for": "15m", "cooldown": "1h", "hysteresis": 0.0,
-     "description": "More genuine customers flagged than agreed; review hours and complaints grow."},
-]
-"""The review triggers of driftline.example.yaml (seed 000 step 8: recall < 70 %, FPR > 8 %, weekly)."""
-EXAMPLE_FEATURES = {"amount": "numeric", "country": "categorical", "channel": "categorical",
-                    "card_present": "categorical", "merchant_category": "categorical", "hour": "numeric",
-                    "account_age_days": "numeric", "tx_count_24h": "numeric", "distance_km": "numeric"}
-EXAMPLE_SLICES = ["country", "channel"]
-EXAMPLE_BASELINE = {"baseline_name": "rules engine", "baseline_flagged": 10_000, "baseline_caught": 1_200}
-EXAMPLE_COSTS: dict[str, Any] = {"currency": "EUR", "missed_positive": 400.0, "review_per_flag": 5.0,
-                                 "review_minutes": 10.0, "complaint_rate": 0.05, "model_per_prediction": 0.002,
-                                 "monthly_volume": 100_000, **EXAMPLE_BASELINE}
-"""driftline.example.yaml's `costs:` (seed 000: €400 per missed fraud, €5 and 10 minutes per review, ...)."""
-EXAMPLE_DOMAIN = {"positives": "frauds", "negatives": "genuine transactions", "predictions": "transactions",
-                  "flagged": "transactions flagged for review", "missed_cost": "fraud lost",
-                  "review_hours": "analyst hours"}
-"""driftline.example.yaml's `domain:` words (the demo simulates the fraud example)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -82,39 +60,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reset", action="store_true", help="start from an empty database even if it holds data "
                                                         "not written by a previous demo (SQLite files only)")
     p.set_defaults(func=cmd_demo)
-
-
-# --- settings ----------------------------------------------------------------------------------------------
-def demo_config(config: Config) -> tuple[Config, list[str]]:
-    """The config with driftline.example.yaml's triggers, features, slices, costs (or only the baseline) and
-    domain words filled in where it has none, and what was filled in."""
-    notes: list[str] = []
-    changes: dict[str, Any] = {}
-    if not config.triggers:
-        changes["triggers"] = [msgspec.convert(t, Trigger) for t in EXAMPLE_TRIGGERS]
-        notes.append("triggers recall < 0.70 (critical) and fpr > 0.08 (warning) over 7d, min n 30")
-    if not config.features:
-        changes["features"] = dict(EXAMPLE_FEATURES)
-        notes.append(f"{len(EXAMPLE_FEATURES)} declared features")
-    if not config.slices:
-        changes["slices"] = list(EXAMPLE_SLICES)
-        notes.append("slices by country and channel")
-    if config.costs is None:
-        changes["costs"] = msgspec.convert(EXAMPLE_COSTS, Costs)
-        notes.append("costs: €400 per missed fraud, €5 and 10 minutes per review, 100,000 transactions a month; "
-                     "baseline the rules engine (10,000 flags and 1,200 frauds caught a month)")
-    elif config.costs.baseline_flagged is None:
-        changes["costs"] = msgspec.structs.replace(config.costs, **EXAMPLE_BASELINE)
-        notes.append("baseline: the rules engine (10,000 flags and 1,200 frauds caught a month)")
-    if config.domain == Domain():
-        changes["domain"] = msgspec.convert(EXAMPLE_DOMAIN, Domain)
-        notes.append("fraud wording (frauds, genuine transactions, transactions flagged for review)")
-    return (msgspec.structs.replace(config, **changes) if changes else config), notes
-
-
-def demo_end(now: float) -> float:
-    """Monday 00:00 UTC of the current ISO week: the four simulated weeks are then whole ISO weeks."""
-    return week_of(now).start
 
 
 # --- database ----------------------------------------------------------------------------------------------
@@ -416,4 +361,5 @@ def summary(ctx: Context, cfg: Config, store: Store, end: float) -> None:
     footnote_if(ctx.console, indicative_used(used))
 
 
-__all__ = ["cmd_demo", "demo_config", "EXAMPLE_TRIGGERS"]
+__all__ = ["cmd_demo", "demo_config", "demo_end", "EXAMPLE_TRIGGERS", "EXAMPLE_FEATURES", "EXAMPLE_SLICES",
+           "EXAMPLE_BASELINE", "EXAMPLE_COSTS", "EXAMPLE_DOMAIN"]
