@@ -7,18 +7,18 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from rich.console import Console
-
 from ..context import Context, parse_at, parse_window, positive
 from ..config import ConfigError
 from ..durations import parse_duration
-from ..numbers import MISSING, count, counted, prop, pvalue, stat
-from .render import fmt_rate, mark_nothing_stored, shown
+from ..numbers import MISSING, count, counted, prop
+from .render import mark_nothing_stored, shown
 from .query import add_matured_arg, add_window_args, check_window_args, nothing_stored_for, window_end
 from .which_model import check_series, file_models, pick_model, reference_model
 from .prose import say
 from .tables import Col, print_table
 from .readout_render import render_calibration, render_slices
+from .drift_render import (DRIFT_COLS, SHOWN_NAMES, _print_dropped, _print_seasons, capped, render_drift,
+                           undeclared_line)
 
 # readouts.* (scipy) are imported inside the handlers: the parser imports every command module, and --help or
 # --version must not pay for them (issue 17).
@@ -228,49 +228,6 @@ def cmd_reference_activate(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
-def _span(values: list[int]) -> str:
-    """"a" when all equal, else "min–max" (thousands separated)."""
-    lo, hi = min(values), max(values)
-    return f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
-
-
-SHOWN_NAMES = 20
-"""Feature names listed in the terminal before "… and N more" (--json lists them all): junk names in events
-(10,000 in a tryout) made a 1,153-line reference and a 20 KB drift footnote."""
-
-
-def capped(names: list[str], limit: int = SHOWN_NAMES) -> str:
-    """'a, b, c' or the first `limit` names and '… and N more (--json lists them)'."""
-    head = ", ".join(names[:limit])
-    return head if len(names) <= limit else f"{head} … and {len(names) - limit:,} more (--json lists them)"
-
-
-def _print_dropped(console: Console, dropped: list[dict[str, Any]]) -> None:
-    """The features a reference does not track, one line each up to SHOWN_NAMES, then a count by reason."""
-    for item in dropped[:SHOWN_NAMES]:
-        say(console, f"{shown(item['feature'])} ({item['reason']})", "  [yellow]not tracked:[/yellow] ")
-    rest = dropped[SHOWN_NAMES:]
-    if rest:
-        reasons: dict[str, int] = {}
-        for item in rest:
-            reasons[item["reason"]] = reasons.get(item["reason"], 0) + 1
-        why = ", ".join(f"{n:,} {r}" for r, n in sorted(reasons.items()))
-        console.print(f"  [yellow]not tracked:[/yellow] … and {len(rest):,} more ({why}; --json lists them)")
-
-
-def _print_seasons(console: Console, doc: dict[str, Any]) -> None:
-    """One line on a seasonal reference: its seasonality and the reference hours and predictions per season."""
-    seasons = doc.get("seasons")
-    if not seasons:
-        return
-    hours = [s["hours"] for s in seasons["slices"]] or [0]
-    ns = [s["n"] for s in seasons["slices"]] or [0]
-    console.print(f"seasonality [bold]{doc['seasonality']}[/bold] (UTC): {len(seasons['slices'])} of "
-                  f"{seasons['possible']} seasons seen, {_span(hours)} reference hours and {_span(ns)} predictions "
-                  f"per season" + (f"; {seasons['unplaced_n']:,} predictions in buckets spanning several seasons "
-                                   "(whole reference only)" if seasons["unplaced_n"] else ""))
-
-
 # --- drift, calibration, slices ------------------------------------------------------------------------
 def _window(ctx: Context, args: argparse.Namespace, model: str) -> Any:
     from ..readouts.drift import query_window
@@ -287,21 +244,6 @@ def cmd_drift(ctx: Context, args: argparse.Namespace) -> int:
     check_series(ctx, model, args.variant)
     doc = drift_document(ctx.store(), ctx.config, model, _window(ctx, args, model), args.variant)
     return _emit(ctx, args, doc, render_drift)
-
-
-def _render_multivariate(mv: dict[str, Any] | None, console: Console) -> None:
-    """One line: the PCA reconstruction error of the window's sample vs the reference's, p-value, verdict."""
-    if mv is None:
-        return
-    if mv.get("drifted") is None:
-        console.print(f"multivariate (PCA reconstruction error): no verdict: {shown(mv.get('note') or '')}")
-        return
-    n = mv["n"]
-    verdict = "[bold red]drifted[/bold red]" if mv["drifted"] else "not drifted"
-    console.print(f"multivariate (PCA reconstruction error, {mv['components']} of {len(mv['columns'])} components): "
-                  f"window {stat(mv['error'])} vs reference {stat(mv['reference_error'])} (ratio {stat(mv['ratio'])}, "
-                  f"floor ±{stat(mv['noise_floor'])}) · p {pvalue(mv['p_value'])} · {verdict} · "
-                  f"sampled n={count(n['window'])} vs {count(n['reference_calibration'])}")
 
 
 def cmd_calibration(ctx: Context, args: argparse.Namespace) -> int:
@@ -333,81 +275,6 @@ def cmd_slices(ctx: Context, args: argparse.Namespace) -> int:
     return _emit(ctx, args, doc, render_slices)
 
 
-# --- rendering -----------------------------------------------------------------------------------------
-_SEVERITY = {"alert": "[red]alert[/red]", "warning": "[yellow]warning[/yellow]", "none": "none"}
-DRIFT_COLS = [Col("feature", "left"), Col("kind", "left", drop=4), Col("PSI"), Col("JS", drop=1),
-              Col("p adj (BH)"), Col("floor PSI / JS", drop=2), Col("severity", drop=3), Col("drifted"), Col("n", drop=5)]
-
-
-def _drift_row(f: dict[str, Any]) -> list[str]:
-    test = f.get("ks") if f["kind"] == "numeric" else f.get("chi2")
-    nf = f["noise_floor"]
-    return [shown(f["feature"]), f["kind"], stat(f["psi"]), stat(f["js"]),
-            MISSING if test is None else f"{'KS' if f['kind'] == 'numeric' else 'χ²'} {pvalue(test['p_adjusted'])}",
-            f"{stat(nf.get('psi'))} / {stat(nf.get('js'))}", _SEVERITY.get(f["severity"], f["severity"]),
-            "[bold red]yes[/bold red]" if f["drifted"] else "no", count(f["n_current"])]
-
-
-def _print_seasonality(console: Console, s: dict[str, Any]) -> None:
-    """Which seasons the window was compared with, the reference hours behind them, and any fallback."""
-    if s.get("seasonality", "none") == "none" or not s.get("seasons"):
-        return
-    used = s["seasons"]
-    own = [u for u in used if u["fallback"] is None]
-    span = _span([u["reference_hours"] for u in own] or [0])
-    names = ", ".join(u["season"] for u in used[:4]) + (f", … ({len(used)} seasons)" if len(used) > 4 else "")
-    console.print(f"seasonal reference ({s['seasonality']}, UTC): window seasons {names} compared with their own "
-                  f"reference slices ({span} reference hours each; mixed reference "
-                  f"n_eff={s['reference_n_effective']:,})")
-    fb = s["fallback"]
-    if fb["seasons"]:
-        console.print(f"[yellow]fallback:[/yellow] {', '.join(fb['seasons'][:6])} ({fb['window_n']:,} window "
-                      f"predictions) compared with the whole reference: {fb['rule']}")
-
-
-def render_drift(doc: dict[str, Any], console: Console) -> None:
-    """Ranked drift table: feature, kind, PSI, JS, adjusted p, noise floors, severity, drifted; then prevalence."""
-    w, r = doc["window"], doc["reference"]
-    variant = f" · variant {shown(doc['variant'])}" if doc["variant"] else ""
-    console.print(f"[bold]drift[/bold] · {shown(doc['model'])}{variant} · "
-                  f"window {w['start']} → {w['end']} ({w['label']}, n={count(w['n'])}) vs reference {r['id']} "
-                  f"({r['start']} → {r['end']}, n={count(r['n'])})")
-    rows = [_drift_row(f) for f in doc["features"]]
-    sections = []
-    if doc["score"] is not None:
-        sections.append(len(rows))
-        rows.append(_drift_row({**doc["score"], "feature": "(score)"}))
-    print_table(console, DRIFT_COLS, rows, sections=sections)
-    _print_seasonality(console, doc.get("seasonality") or {})
-    p = doc["prevalence"]
-    cur = p["current"]
-    if not cur.get("n"):  # no labelled prediction in the window: nothing to compare, not "not drifted"
-        say(console, f"reference {prop(p['reference'])} · current — · [yellow]cannot judge[/yellow] (no labels in "
-                     "the window yet: pass an earlier `--at`)", "prevalence: ")
-    else:
-        say(console, f"reference {prop(p['reference'])} · current {fmt_rate(cur)} · p adj "
-                     f"{pvalue(p.get('p_adjusted'))} · "
-                     + ("[bold red]drifted[/bold red]" if p["drifted"] else "not drifted"), "prevalence: ")
-    if cur.get("indicative") and cur.get("value") is not None:
-        console.print("[dim]* indicative: fewer than 30 cases behind the rate[/dim]")
-    _render_multivariate(doc.get("multivariate"), console)
-    th = doc["thresholds"]
-    console.print(f"[dim]drifted = (PSI ≥ {th['psi_warning']} or JS ≥ {th['js']}, each above its no-drift noise floor) "
-                  f"and a KS/χ² p < {th['alpha']} after Benjamini–Hochberg; alert when PSI ≥ {th['psi_alert']}. "
-                  f"PSI floors empty bins at {th['psi_eps']}.[/dim]")
-    if doc["untracked"]:
-        console.print(f"[dim]not in the reference (not compared): {shown(capped(doc['untracked']))}[/dim]")
-    und = doc.get("undeclared")
-    if und:
-        console.print(f"[yellow]{undeclared_line(und)}[/yellow]")
-
-
-def undeclared_line(und: dict[str, Any]) -> str:
-    """'3 feature names seen but not declared (not monitored): a (1,204), b (17), c (2); add them under
-    `features:` to monitor them' from drift_document's `undeclared` block (event text made inert)."""
-    names = und["names"]
-    listed = ", ".join(f"{shown(n['feature'])} ({count(n['count'])})" for n in names)
-    head = (f"{count(len(names))} feature name{'s' if len(names) != 1 else ''} seen but not declared (not "
-            f"monitored): {listed}" if names else
-            f"{count(und['occurrences'])} occurrences of feature names not declared (not monitored)")
-    return head + f"; {und['scope']}; add them under `features:` to monitor them"
+__all__ = ["register", "cmd_reference_set", "cmd_reference_list", "cmd_reference_show", "cmd_reference_activate",
+           "cmd_drift", "cmd_calibration", "cmd_slices", "render_drift", "undeclared_line", "capped", "SHOWN_NAMES",
+           "DRIFT_COLS"]
