@@ -1,0 +1,154 @@
+"""Per-window metric families of a scrape (rates, counts, scores, estimates) and the builder collecting them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from ..analysis.classification import Metrics, classification
+from ..core.stats import BucketStats
+from ..readouts.drift import MultivariateReading
+from ..readouts.ranking import window_metrics
+from ..readouts.windows import Window
+from ..storage.bucket_row import BucketRow
+from ..storage.store import Store
+from ..triggers.rules import AGGREGATE
+from ..triggers.runner import group_stats
+from .names import COUNT_HELP, ESTIMATED_RATES, RATE_HELP, SCORE_HELP
+
+WINDOWED = ["model", "model_version", "variant", "window"]
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """One labelled set of series: the whole model or one (variant, model_version)."""
+
+    variant: str
+    model_version: str
+    metrics: Metrics
+
+
+def groups_of(rows: list[BucketRow], store: Store | None = None, model: str | None = None,
+              window: Window | None = None) -> list[Group]:
+    """The whole-model group then one group per (variant, model_version), each with its metrics (ROC AUC and
+    average precision as `driftline metrics --json`, exact when needed, given the store, model and window)."""
+    if not rows:
+        return []
+    total, by = group_stats(rows)
+
+    def metrics(st: BucketStats, sel: list[BucketRow], variant: str | None, mv: str | None) -> Metrics:
+        if store is None or window is None:
+            return classification(st)
+        return window_metrics(store, model, window, sel, st, variant, mv)
+
+    return [Group(AGGREGATE, AGGREGATE, metrics(total, rows, None, None))] + [
+        Group(v, mv, metrics(st, [r for r in rows if (r.variant, r.model_version) == (v, mv)], v, mv))
+        for (v, mv), st in by.items()]
+
+
+def multivariate_series(r: MultivariateReading) -> list[tuple[str, str, float | None]]:
+    """(name suffix, help, value) of the multivariate drift series of one window."""
+    return [("ratio", "Mean PCA reconstruction error of the window's feature sample over the reference's "
+                      "(1 = as expected).", r.ratio),
+            ("reconstruction_error", "Mean PCA reconstruction error of the window's feature sample "
+                                     "(standardised units).", r.error),
+            ("p_value", "Permutation p-value of the window's reconstruction error against the reference's.",
+             r.p_value),
+            ("drifted", "1 when the multivariate drift test says drifted (p < drift.alpha).", float(r.drifted)),
+            ("sample_rows", "Feature vectors of the window's sample behind the statistic.", float(r.n))]
+
+
+class _Families:
+    """Metric families under construction, created on first use so empty families are not exported."""
+
+    def __init__(self) -> None:
+        self.fams: dict[str, Metric] = {}
+
+    def gauge(self, name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
+        if name not in self.fams:
+            self.fams[name] = GaugeMetricFamily(name, doc, labels=labels)
+        return self.fams[name]  # type: ignore[return-value]
+
+    def counter(self, name: str, doc: str, labels: list[str]) -> CounterMetricFamily:
+        if name not in self.fams:
+            self.fams[name] = CounterMetricFamily(name, doc, labels=labels)
+        return self.fams[name]  # type: ignore[return-value]
+
+    def summary(self, name: str, doc: str) -> Metric:
+        if name not in self.fams:
+            self.fams[name] = Metric(name, doc, "summary")
+        return self.fams[name]
+
+
+def add_window(f: _Families, model: str, window: str, groups: list[Group]) -> None:
+    """Rates with interval bounds, window counts, ranking/calibration scores and label delay of one window."""
+    for g in groups:
+        lv = [model, g.model_version, g.variant, window]
+        m = g.metrics
+        for name, helptext in RATE_HELP.items():
+            r = m.label_coverage if name == "label_coverage" else m.rates[name]
+            if r.value is None:
+                continue
+            f.gauge(f"driftline_{name}_ratio", helptext.capitalize() + ".", WINDOWED).add_metric(lv, r.value)
+            f.gauge(f"driftline_{name}_lower_ratio", f"Lower bound of the 95% Wilson interval of {name}.",
+                    WINDOWED).add_metric(lv, r.low)
+            f.gauge(f"driftline_{name}_upper_ratio", f"Upper bound of the 95% Wilson interval of {name}.",
+                    WINDOWED).add_metric(lv, r.high)
+        c = m.counts
+        for name, value in (("predictions", c.predictions), ("labelled", c.labelled), ("positives", c.positives),
+                            ("true_positives", c.tp), ("false_positives", c.fp)):
+            f.gauge(f"driftline_window_{name}", COUNT_HELP[name], WINDOWED).add_metric(lv, float(value))
+        scores = {"roc_auc": m.roc_auc, "average_precision": m.average_precision, "brier": m.brier,
+                  "log_loss": m.log_loss, "ece": m.reliability.ece}
+        for key, value in scores.items():
+            if value is not None:
+                name, helptext = SCORE_HELP[key]
+                f.gauge(name, helptext, WINDOWED).add_metric(lv, float(value))
+        for series, ci, what in (("driftline_roc_auc", m.ranking.roc_auc_interval, "DeLong interval of ROC AUC"),
+                                 ("driftline_average_precision", m.ranking.average_precision_interval,
+                                  "logit interval of average precision")):
+            if ci is not None:
+                f.gauge(f"{series}_lower", f"Lower bound of the 95% {what} (widened by its error bound).",
+                        WINDOWED).add_metric(lv, ci[0])
+                f.gauge(f"{series}_upper", f"Upper bound of the 95% {what} (widened by its error bound).",
+                        WINDOWED).add_metric(lv, ci[1])
+        for name, bound in (("driftline_roc_auc_error_bound", m.ranking.roc_auc_bound),
+                            ("driftline_average_precision_error_bound", m.ranking.average_precision_bound)):
+            if bound is not None:
+                f.gauge(name, "Largest possible |exported value - exact value| (0 when computed exactly from the "
+                        "held scores; else the score-histogram bound).", WINDOWED).add_metric(lv, float(bound))
+        for q, key in (("0.5", "p50"), ("0.95", "p95")):
+            value = m.label_delay_s.get(key)
+            if value is not None:
+                fam = f.summary("driftline_label_delay_seconds",
+                                "Quantiles of outcome time minus prediction time for labelled predictions.")
+                fam.add_sample("driftline_label_delay_seconds",
+                               dict(zip(WINDOWED, lv), quantile=q), float(value))
+
+
+def add_estimated(f: _Families, model: str, window: str, block: dict[str, Any] | None) -> None:
+    """driftline_estimated_*: label-free metrics from scores calibrated on the active reference's labels, their
+    delta-method bounds, whether the estimate can be trusted, and whether matured labels contradicted it."""
+    if block is None:
+        return
+    lbl, lv = ["model", "window"], [model, window]
+    for name in ESTIMATED_RATES:
+        e = block[name]
+        if e["value"] is None:
+            continue
+        f.gauge(f"driftline_estimated_{name}_ratio", f"Label-free estimate of {name} (scores calibrated on the "
+                "reference's labels; assumes its score-label relation).", lbl).add_metric(lv, e["value"])
+        f.gauge(f"driftline_estimated_{name}_lower_ratio", f"Lower 95% bound of the estimated {name}.",
+                lbl).add_metric(lv, e["low"])
+        f.gauge(f"driftline_estimated_{name}_upper_ratio", f"Upper 95% bound of the estimated {name}.",
+                lbl).add_metric(lv, e["high"])
+    f.gauge("driftline_estimated_trusted", "1 when the label-free estimate can be trusted (reference labels, "
+            "support, not contradicted by labels).", lbl).add_metric(lv, 1.0 if block["trusted"] else 0.0)
+    matured, own = block["matured"], block.get("window_labels") or {}
+    if matured is not None or own.get("checked"):  # second tryout: the window's own labels were not exported
+        bad = bool(matured and matured["contradicted"]) or bool(own.get("contradicted"))
+        f.gauge("driftline_estimated_contradicted", "1 when labels contradict the estimate (the score-label "
+                "relation changed): matured labels one maturity period earlier, or the window's own once half "
+                "of it is labelled.", lbl).add_metric(lv, 1.0 if bad else 0.0)
