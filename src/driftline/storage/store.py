@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, case, create_engine, func, select
+from sqlalchemy import Connection, Engine, and_, case, create_engine, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from . import bulk, calls, labels, locking, pg_missing, pgconnect, revisions, sqlite_binding
@@ -21,6 +21,7 @@ from . import schema as t
 from .bucket_row import BucketRow
 from .errors import NotADatabase, StalePositions, StoreUnavailable, WriteLocked
 from .join_rows import JoinRows
+from .store_queries import NEWEST_EVENT, StoreQueries
 from .urls import normalise_url, sqlite_file
 from ..core.engine import EngineResult, JoinView, OutcomeRecord, PredKey, PredRecord
 from ..core.events import DeadLetter
@@ -28,11 +29,9 @@ from ..core.labels import Admitted
 from ..core.limits import MAX_UNDECLARED_NAMES, UNDECLARED_COUNTER
 
 DEFAULT_URL = "sqlite:///driftline.db"
-NEWEST_EVENT = "newest_event_us"
-"""Counter row name holding the newest event time per type, in microseconds (kept monotonic)."""
 
 
-class Store:
+class Store(StoreQueries):
     """All database access of driftline; the rest of the code never sees SQL."""
 
     def __init__(self, url: str = DEFAULT_URL, clock: Any = time.time,
@@ -275,28 +274,6 @@ class Store:
             return labels.listing(conn)
 
     # --- positions, meta, counters ------------------------------------------------------------
-    def positions(self, source: str) -> dict[int, int]:
-        """Next offset to read per partition of a source, as stored with the state."""
-        with self.read() as conn:
-            q = select(t.positions.c.partition, t.positions.c.next_offset).where(t.positions.c.source == source)
-            return {r.partition: r.next_offset for r in conn.execute(q)}
-
-    def position_sources(self) -> list[str]:
-        """Every source (replayed file, stdin, Kafka topic) a position is stored for: what fed this database."""
-        with self.read() as conn:
-            return sorted(conn.execute(select(t.positions.c.source).distinct()).scalars())
-
-    def stored_positions(self, conn: Connection, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        """Next offsets stored for these (source, partition) keys, read in the caller's (write) transaction."""
-        p = t.positions.c
-        out: dict[tuple[str, int], int] = {}
-        for source, partition in sorted(keys):
-            q = select(p.next_offset).where(and_(p.source == source, p.partition == partition))
-            value = conn.execute(q).scalar_one_or_none()
-            if value is not None:
-                out[(source, partition)] = int(value)
-        return out
-
     def advance_positions(self, moves: dict[tuple[str, int], tuple[int, int]]) -> None:
         """Move stored next offsets (source, partition) → (from, to) by compare-and-set, alone in a write
         transaction (StalePositions when one moved meanwhile: nothing is written)."""
@@ -304,64 +281,9 @@ class Store:
             self._guard_positions(conn, {k: to for k, (_, to) in moves.items()},
                                   {k: start for k, (start, _) in moves.items()})
 
-    def get_meta(self, conn: Connection, key: str) -> str | None:
-        return conn.execute(select(t.meta.c.value).where(t.meta.c.key == key)).scalar_one_or_none()
-
-    def meta(self, key: str) -> str | None:
-        with self.read() as conn:
-            return self.get_meta(conn, key)
-
-    def meta_prefixed(self, prefix: str) -> dict[str, str]:
-        """Every non-empty meta row whose key starts with `prefix` (one read, e.g. all partitions' reset records)."""
-        with self.read() as conn:
-            q = select(t.meta.c.key, t.meta.c.value).where(t.meta.c.key.startswith(prefix, autoescape=True))
-            return {r.key: r.value for r in conn.execute(q) if r.value}
-
     def set_meta(self, key: str, value: str) -> None:
         with self.write() as conn:
             self._upsert(conn, t.meta, [{"key": key, "value": value}], ["key"], ["value"])
-
-    def counters(self) -> dict[tuple[str, str], int]:
-        """Persistent pipeline counters: (name, label) → total, in (name, label) order on every database (JSON
-        outputs built from it, such as `dead-letters --json` totals, must not follow a table's physical order)."""
-        with self.read() as conn:
-            q = select(t.counters).where(t.counters.c.name != NEWEST_EVENT).order_by(t.counters.c.name,
-                                                                                      t.counters.c.label)
-            return {(r.name, r.label): int(r.value) for r in conn.execute(q)}
-
-    def newest_event(self, kind: str | None = None) -> float | None:
-        """Newest event time stored for a type ('prediction'/'outcome'), or of either (the event-time
-        watermark that drives maturity, expiry and default windows); None before any event."""
-        with self.read() as conn:
-            return self.newest_event_in(conn, kind)
-
-    @staticmethod
-    def newest_event_in(conn: Connection, kind: str | None = None) -> float | None:
-        """newest_event, read in the caller's transaction."""
-        c = t.counters.c
-        q = select(func.max(c.value)).where(c.name == NEWEST_EVENT)
-        if kind is not None:
-            q = q.where(c.label == kind)
-        value = conn.execute(q).scalar_one_or_none()
-        return None if value is None else value / 1e6
-
-    def join_size(self) -> int:
-        """Predictions held in the join state (waiting for, or keeping, their label until the horizon)."""
-        with self.read() as conn:
-            return self.join.size(conn)
-
-    def dead_letters(self, limit: int = 100, reason: str | None = None) -> list[dict[str, Any]]:
-        """Newest dead letters first."""
-        q = select(t.dead_letters).order_by(t.dead_letters.c.id.desc()).limit(limit)
-        if reason:
-            q = q.where(t.dead_letters.c.reason == reason)
-        with self.read() as conn:
-            return [dict(r._mapping) for r in conn.execute(q)]
-
-    def pending_outcomes(self) -> int:
-        """Outcomes still waiting for their prediction."""
-        with self.read() as conn:
-            return self.join.pending_outcomes(conn)
 
     # --- maintenance queries (join_rows.JoinRows) --------------------------------------------------
     def unlabelled_before(self, conn: Connection, cutoff: float, shards: Sequence[int] | None,
@@ -373,33 +295,6 @@ class Store:
                      limit: int = 50_000) -> tuple[list[PredRecord], list[OutcomeRecord]]:
         """Join state older than cutoff (past the label horizon)."""
         return self.join.before(conn, cutoff, shards, limit)
-
-    # --- analysis queries ---------------------------------------------------------------------
-    def buckets(self, model: str | None, start: float, end: float, variant: str | None = None,
-                model_version: str | None = None, features: bool | str = True) -> list[BucketRow]:
-        """Stored buckets whose start lies in [start, end) (feature histograms only when asked), in key order: the
-        callers sum floats across buckets, so the order is fixed, not the table's physical one (PostgreSQL returns
-        rows as they lie on disk, and two databases holding the same buckets would differ in the last digits)."""
-        b = t.buckets.c
-        q = t.for_series(select(t.buckets).where(and_(b.bucket_start >= start, b.bucket_start < end))
-                         .order_by(*t.buckets.primary_key), b, model, variant, model_version)
-        with self.read() as conn:
-            return [BucketRow.encoded(r.model, r.model_version, r.variant, r.bucket_start, r.shard, r.data, features)
-                    for r in conn.execute(q)]
-
-    def bucket_range(self, model: str | None) -> tuple[int, int] | None:
-        """Earliest and latest bucket start stored (for a model)."""
-        b = t.buckets.c
-        q = select(func.min(b.bucket_start), func.max(b.bucket_start))
-        if model is not None:
-            q = q.where(b.model == model)
-        with self.read() as conn:
-            lo, hi = conn.execute(q).one()
-        return None if lo is None else (int(lo), int(hi))
-
-    def models(self) -> list[str]:
-        with self.read() as conn:
-            return [r[0] for r in conn.execute(select(t.buckets.c.model).distinct().order_by(t.buckets.c.model))]
 
 
 __all__ = ["Store", "StoreUnavailable", "StalePositions", "BucketRow", "DEFAULT_URL", "PredKey"]
