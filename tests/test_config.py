@@ -59,6 +59,18 @@ def test_errors_name_the_field(data, field):
     assert field in str(err.value)
 
 
+def test_implicit_negative_after_without_its_policy_is_refused():
+    """Verification tryout: `labels: {implicit_negative_after: 30d}` alone was silently ignored (explicit-only rates)."""
+    with pytest.raises(ConfigError) as err:
+        from_dict({"labels": {"implicit_negative_after": "30d"}})
+    assert str(err.value) == ("config: invalid field `labels.implicit_negative_after`: is set but `labels.policy` is "
+                              "'explicit': add `policy: implicit_negative_after`, or remove it")
+    with pytest.raises(ConfigError, match="labels.policy"):
+        from_dict({"labels": {"policy": "explicit", "implicit_negative_after": "7d"}})
+    assert from_dict({"labels": {"policy": "implicit_negative_after"}}).labels.implicit_after_s == 30 * 86400
+    assert from_dict({}).labels.implicit_after_s is None
+
+
 def test_implicit_negative_policy():
     c = from_dict({"labels": {"policy": "implicit_negative_after", "implicit_negative_after": "30d"}})
     assert c.labels.implicit_after_s == 30 * 86400

@@ -39,11 +39,19 @@ class Labels(Base):
     """How outcomes are joined: explicit outcomes only, or no outcome after a delay means negative."""
 
     policy: Literal["explicit", "implicit_negative_after"] = "explicit"
-    implicit_negative_after: Duration = "30d"
+    implicit_negative_after: Duration | msgspec.UnsetType = msgspec.UNSET
+    """30d when unset; set under `explicit` it is refused (it was silently ignored: explicit-only rates)."""
     horizon: Duration = "90d"
 
     def __post_init__(self) -> None:
-        _positive_durations("", implicit_negative_after=self.implicit_negative_after, horizon=self.horizon)
+        _positive_durations("", implicit_negative_after=self._implicit_text, horizon=self.horizon)
+        if self.implicit_negative_after is not msgspec.UNSET and self.policy == "explicit":
+            raise ValueError("implicit_negative_after: is set but `labels.policy` is 'explicit': add "
+                             "`policy: implicit_negative_after`, or remove it")
+
+    @property
+    def _implicit_text(self) -> str:
+        return "30d" if self.implicit_negative_after is msgspec.UNSET else self.implicit_negative_after
 
     @property
     def horizon_s(self) -> float:
@@ -51,7 +59,7 @@ class Labels(Base):
 
     @property
     def implicit_after_s(self) -> float | None:
-        return parse_duration(self.implicit_negative_after) if self.policy == "implicit_negative_after" else None
+        return parse_duration(self._implicit_text) if self.policy == "implicit_negative_after" else None
 
 
 class Trigger(Base):
