@@ -5,7 +5,10 @@ count, and one when a check succeeds again. Times come from an injected clock.""
 
 from __future__ import annotations
 
+import ast
 import logging
+import re
+from pathlib import Path
 
 import pytest
 
@@ -81,3 +84,58 @@ def test_leader_lock_checks_against_an_unreachable_database_log_one_line_then_th
         for lock in locks:
             lock.release()
         store.close()
+
+
+def _templates(section: str) -> list[re.Pattern[str]]:
+    """The log lines the runbook section quotes, as patterns: `<…>` placeholders match anything."""
+    quoted = re.findall(r"`([^`]+)`", section)
+    return [re.compile(".+".join(re.escape(part) for part in re.split(r"<[^>]+>", q)) + "$") for q in quoted]
+
+
+def test_the_database_runbook_quotes_the_lines_a_serve_replica_really_logs(caplog) -> None:
+    """Verification tryout: RUNBOOKS.md DriftlineDatabaseUnreachable quoted only `run`'s consumer lines (`database
+    unavailable (…)`, `database reachable again after <N>s`), which a `serve` replica never logs; a replica logs
+    its leader lock streak. Every line the streak logs must match a line the section quotes, and every log line
+    the section quotes must come from a format string under src/."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "RUNBOOKS.md").read_text()
+    section = text.split("## DriftlineDatabaseUnreachable", 1)[1].split("\n## ", 1)[0]
+    now = [0.0]
+    streak = FailureStreak("leader lock check", logging.getLogger(LOGGER), every_s=300.0, monotonic=lambda: now[0])
+    caplog.set_level(logging.INFO, logger="driftline")
+    for _ in range(3):
+        streak.failed(_Err("connection failed: Connection refused"))
+        now[0] += 150.0
+    streak.succeeded()
+    logged = _lines(caplog)
+    assert len(logged) == 3
+    patterns = _templates(section)
+    for line in logged:
+        assert any(p.match(line) for p in patterns), line
+    formats = _source_formats()
+    quoted = [q for q in re.findall(r"`([^`]+)`", section) if re.match(r"(leader|database|metrics|trigger) ", q)]
+    assert len(quoted) >= 8
+    for q in quoted:
+        filled = re.sub(r"<[^>]+>", "X", q)
+        assert any(f.fullmatch(filled) for f in formats), f"no log format in src/ gives {q!r}"
+
+
+def _source_formats() -> list[re.Pattern[str]]:
+    """Every string literal (and f-string) under src/ as a pattern: %-conversions and {…} match anything."""
+    out = []
+    for path in (Path(__file__).resolve().parents[1] / "src").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) > 8:
+                parts = re.split(r"%[-#0 +]*\d*(?:\.\d+)?[sdfgr]", node.value)
+            elif isinstance(node, ast.JoinedStr):
+                parts, cur = [], ""
+                for v in node.values:
+                    if isinstance(v, ast.Constant):
+                        cur += str(v.value)
+                    else:
+                        parts.append(cur)
+                        cur = ""
+                parts.append(cur)
+            else:
+                continue
+            out.append(re.compile(".*".join(re.escape(x) for x in parts), re.S))
+    return out
