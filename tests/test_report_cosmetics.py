@@ -56,3 +56,19 @@ def test_score_plot_names_the_domain_word_for_predictions(tmp_path: Path) -> Non
     doc = _doc(tmp_path)
     fig = score_figure(doc)
     assert fig is not None and fig.axes[0].get_ylabel() == "share of customers"
+
+
+def test_without_a_reference_the_matured_check_claims_nothing(tmp_path: Path) -> None:
+    """Verification tryout: a model without a reference read "not trusted: no reference set", every estimate "—",
+    and then "matured labels do not contradict the estimate (no realised value more than 3 sd from it)"."""
+    doc = _doc(tmp_path)
+    ce = doc["calibration"]["document"]["calibrated"]
+    assert "no_reference" in ce["reasons"] and ce["matured"]["checked"] is False
+    html = render_html(doc, all_plots(doc))
+    assert "One maturity period earlier: there was no estimate to check against matured labels." in html
+    assert "do not contradict" not in html
+    ce["matured"] = {"contradicted": False, "checked": False,  # an estimate, but no metric with n >= 30 labels
+                     "metrics": [{"metric": "recall", "estimated": {"value": 0.7}, "within_interval": None}]}
+    html = render_html(doc, all_plots(doc))
+    assert "One maturity period earlier: too few matured labels to check the estimate." in html
+    assert "do not contradict" not in html

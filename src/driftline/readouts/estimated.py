@@ -83,6 +83,12 @@ def _contradicts(r: MetricComparison) -> bool:
     return bool(abs(q.value - e.value) > Z_CONTRADICT * e.sd)
 
 
+def _checkable(r: MetricComparison) -> bool:
+    """Whether matured labels could contradict this row: an estimate with its sd, a realised value of n ≥ MIN_N."""
+    e, q = r.estimated, r.realised
+    return e.value is not None and e.sd is not None and q.value is not None and q.n >= MIN_N
+
+
 def calibrated_block(stats: BucketStats, old: BucketStats | None, profile: Profile | None,
                      threshold: float, variant: str | None = None) -> dict[str, Any]:
     """The `calibrated` block: the window's estimate (untrusted when matured labels contradicted the earlier
@@ -92,6 +98,6 @@ def calibrated_block(stats: BucketStats, old: BucketStats | None, profile: Profi
     reasons = ((CONTRADICTED,) if bad else ()) + ((CONTRADICTED_NOW,) if now_bad else ())
     est = calibrated(stats, profile, threshold, variant, reasons)
     return {**est.to_json(), "matured": None if old is None else {
-        "contradicted": bad, "metrics": [r.to_json() for r in rows]},
+        "contradicted": bad, "checked": any(_checkable(r) for r in rows), "metrics": [r.to_json() for r in rows]},
         "window_labels": {"checked": bool(now_rows), "contradicted": now_bad,
                           "metrics": [r.to_json() for r in now_rows]}}
