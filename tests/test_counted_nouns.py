@@ -35,3 +35,30 @@ def test_power_sentence_says_one_day() -> None:
                       "days": 1}}
     text = _power(comp)
     assert "~1 more labelled positive per arm (~1 day at the current rate)" in text
+
+
+def test_replay_warnings_about_one_prediction_are_singular() -> None:
+    """Verification tryout: "1 predictions stored by this replay were expired during it" and "1 duplicate
+    predictions of this replay conflict with the copy stored first"."""
+    from collections import Counter
+
+    from driftline.commands.ingest import conflict_warning, expired_warning
+    from driftline.core.engine import CONFLICTING
+    from driftline.ingest.pipeline import EXPIRED_STORED_NOW, BatchResult
+
+    expired = expired_warning(Counter({EXPIRED_STORED_NOW: 1}), None, "90d")
+    assert expired is not None and expired.startswith(
+        "1 prediction stored by this replay was expired during it: it is more than the label horizon (90d) older "
+        "than the newest event and has no outcome, so it counts as expired, never labelled, and an outcome "
+        "arriving for it later cannot join.")
+    assert expired_warning(Counter({EXPIRED_STORED_NOW: 2}), None, "90d").startswith(
+        "2 predictions stored by this replay were expired during it: they are")
+    total = BatchResult()
+    total.counters[CONFLICTING] = 1
+    total.conflict_example = "p-1"
+    conflict = conflict_warning(total)
+    assert conflict is not None and conflict.startswith(
+        "1 duplicate prediction of this replay conflicts with the copy stored first")
+    assert "the copy stored first counts and that duplicate is ignored" in conflict
+    total.counters[CONFLICTING] = 3
+    assert conflict_warning(total).startswith("3 duplicate predictions of this replay conflict with the copy")

@@ -89,13 +89,13 @@ def test_an_old_event_accepted_with_newer_ones_then_expired_is_warned_about(tmp_
         doc = json.loads(out)
         assert (doc["accepted"], doc["dead_lettered"], doc["expired_predictions"]) == (2, 0, 1)
         (warning,) = doc["warnings"]
-        assert warning.startswith("1 predictions stored by this replay were expired during it")
+        assert warning.startswith("1 prediction stored by this replay was expired during it")
         assert "label horizon (90d) older than the newest event (2026-11-25T10:00:00Z)" in warning
-        assert "an outcome arriving for them later cannot join" in warning
-        assert "warning: 1 predictions stored by this replay" in " ".join(err.split())
+        assert "an outcome arriving for it later cannot join" in warning
+        assert "warning: 1 prediction stored by this replay" in " ".join(err.split())
     db = f"sqlite:///{tmp_path / 'sorted.db'}"  # oldest first, one batch each: the same state, the same warning
     assert main(["--db", db, "replay", _lines(tmp_path, "mix1.jsonl", OLD, NEW), "--json", "--batch-size", "1"]) == 0
-    assert json.loads(capsys.readouterr().out)["warnings"][0].startswith("1 predictions stored by this replay")
+    assert json.loads(capsys.readouterr().out)["warnings"][0].startswith("1 prediction stored by this replay")
     db = f"sqlite:///{tmp_path / 'behind.db'}"  # newest first, one batch each: refused past_horizon, as before
     assert main(["--db", db, "replay", _lines(tmp_path, "mix0.jsonl", NEW, OLD), "--json", "--batch-size", "1"]) == 0
     doc = json.loads(capsys.readouterr().out)

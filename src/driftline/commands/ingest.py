@@ -119,11 +119,16 @@ def expired_warning(maintenance: Counter[tuple[str, str]], newest: float | None,
     if not n:
         return None
     newest_at = "" if newest is None else f" ({iso(newest)})"
-    among = f"at least {n:,} (counted among the first {MAX_KEYS:,} new ones)" if partial else f"{n:,}"
-    return (f"{among} predictions stored by this replay were expired during it: they are more than the label horizon "
-            f"({horizon}) older than the newest event{newest_at} and have no outcome, so they count as expired, "
-            "never labelled, and an outcome arriving for them later cannot join. (Old events are refused as "
-            "past_horizon only when a newer event was stored before their batch.) To backfill history, replay it "
+    one = n == 1 and not partial  # verification tryout: "1 predictions stored by this replay were expired"
+    among = f"at least {n:,} (counted among the first {MAX_KEYS:,} new ones) predictions" if partial else \
+        counted(n, "prediction")
+    they, are, have, count_, them = ("it", "is", "has", "counts", "it") if one else \
+        ("they", "are", "have", "count", "them")
+    return (f"{among} stored by this replay {were(1 if one else 2)} expired during it: {they} {are} more than the "
+            f"label horizon ({horizon}) older than the newest event{newest_at} and {have} no outcome, so {they} "
+            f"{count_} as expired, never labelled, and an outcome arriving for {them} later cannot join. (Old events "
+            "are refused as past_horizon only when a newer event was stored before their batch.) To backfill "
+            "history, replay it "
             "into a database of its own (--db), apart from newer events.")
 
 
@@ -133,9 +138,10 @@ def conflict_warning(total: BatchResult) -> str | None:
     n = total.counters.get(CONFLICTING, 0)
     if not n:
         return None
-    return (f"{n:,} duplicate predictions of this replay conflict with the copy stored first (the same "
-            "prediction_id, model and variant with another score, ts or model_version; e.g. prediction_id "
-            f"{total.conflict_example!r}): the copy stored first counts and the others are ignored, so the results "
+    return (f"{counted(n, 'duplicate prediction')} of this replay {'conflicts' if n == 1 else 'conflict'} with the "
+            "copy stored first (the same prediction_id, model and variant with another score, ts or model_version; "
+            f"e.g. prediction_id {total.conflict_example!r}): the copy stored first counts and "
+            f"{'that duplicate is' if n == 1 else 'the others are'} ignored, so the results "
             "depend on which arrived first. Send one prediction per (prediction_id, model, variant); a re-score "
             "needs its own variant or prediction_id.")
 
