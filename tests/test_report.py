@@ -256,7 +256,7 @@ def test_maturity_period_is_explained_and_true(report: dict[str, Any], world: di
     md = " ".join(Path(report["paths"]["md"]).read_text().replace("\\", "").split())
     for text, horizon in ((html, "labels.horizon"), (md, "`labels.horizon`")):  # HTML: in <code>, not backticks
         assert (f"matured {duration(lm['maturity_seconds'])} after prediction: the 95th-percentile label delay of "
-                f"the labelled predictions made in the 90.0 d ({horizon}) before the week's end") in text
+                f"the labelled predictions made in the 90 d ({horizon}) before the week's end") in text
         assert f"the week's own p95 ({duration(week_p95)}) is lower because it counts only the labels" in text
         assert "(by the 95th-percentile label delay)" not in text
 

@@ -157,7 +157,7 @@ def test_maturity_period_sentence_says_what_it_is_and_why_it_differs_from_the_we
 
     config, day = from_dict({}), 86400.0
     text = basis_text(config, "label_delay_p95", 5.5 * day, 3.7 * day, pending=True)
-    assert text.startswith("the 95th-percentile label delay of the labelled predictions made in the 90.0 d "
+    assert text.startswith("the 95th-percentile label delay of the labelled predictions made in the 90 d "
                            "(`labels.horizon`) before the week's end")
     assert "the week's own p95 (3.7 d) is lower because it counts only the labels received so far" in text
     assert "not the week's own p95 (6.1 d)" in basis_text(config, "label_delay_p95", 5.5 * day, 6.1 * day, False)
@@ -185,3 +185,12 @@ def test_chart_names_cut_to_fit_end_in_an_ellipsis() -> None:
     name = "merchant_category_code_of_the_acquiring_bank"
     assert _txt(name) == name[:39] + "…" and len(_txt(name)) == 40
     assert _txt("amount") == "amount" and _txt("a$b") == r"a\$b"
+
+
+def test_whole_durations_print_without_a_decimal() -> None:
+    """Verification tryout: the report printed "90.0 d (`labels.horizon`)"; whole days and hours print as "90 d"."""
+    from driftline import numbers
+
+    day = 86400.0
+    assert [numbers.duration(v) for v in (90 * day, 1.5 * day, 3600.0, 5.25 * 3600, 720.0)] == \
+        ["90 d", "1.5 d", "1 h", "5.2 h", "12 min"]

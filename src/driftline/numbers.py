@@ -192,16 +192,23 @@ def percent(v: float | None, places: int = 1, signed: bool = False) -> str:
 
 
 def duration(seconds: float | None) -> str:
-    """'1.5 d', '3.2 h', '12 min', '45 s'."""
+    """'1.5 d', '3.2 h', '12 min', '45 s'; a whole number of days or hours without '.0' (verification tryout:
+    "90.0 d (`labels.horizon`)")."""
     if seconds is None:
         return MISSING
     if seconds >= 86400:
-        return f"{seconds / 86400:.1f} d"
+        return f"{_tenths(seconds / 86400)} d"
     if seconds >= 3600:
-        return f"{seconds / 3600:.1f} h"
+        return f"{_tenths(seconds / 3600)} h"
     if seconds >= 60:
         return f"{seconds / 60:.0f} min"
     return f"{seconds:.0f} s"
+
+
+def _tenths(v: float) -> str:
+    """One decimal, dropped when it is 0: '1.5', '90'."""
+    text = f"{v:.1f}"
+    return text[:-2] if text.endswith(".0") else text
 
 
 def indicative_used(rates: Any) -> bool:
