@@ -313,3 +313,22 @@ def test_refused_events_of_a_model_admitted_since_can_be_fed_again(tmp_path, cap
     assert {m["model"]: m["predictions"] for m in doc["models"]} == {"fraud": 2}
     code, out, _ = _cli(capsys, *base, "models", "list")
     assert "admitted since they were refused: 'fraud'" in " ".join(out.split()) and "--raw" in out
+
+
+def test_a_name_matching_several_stored_ones_in_case_offers_them_all(tmp_path, capsys):
+    """Verification tryout: `models forget Fraud` offered "did you mean 'FRAUD'?" although the config's own model
+    'fraud' differs only in case too; every stored name that matches case-insensitively is offered."""
+    from driftline.commands.which_model import did_you_mean
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("model: fraud\n")
+    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'm.db'}"]
+    (tmp_path / "e.jsonl").write_bytes(b"\n".join([_pred("p1", "fraud"), _pred("p2", "FRAUD")]) + b"\n")
+    assert _cli(capsys, *base, "replay", str(tmp_path / "e.jsonl"))[0] == 0
+    code, _, err = _cli(capsys, *base, "models", "forget", "Fraud")
+    err = " ".join(err.split())
+    assert code == 2 and "stored models: 'FRAUD', 'fraud'; did you mean 'FRAUD' or 'fraud'?)" in err, err
+    assert did_you_mean("frud", ["FRAUD", "fraud", "churn"]) == "; did you mean 'FRAUD' or 'fraud'?"
+    assert did_you_mean("Fraud", ["a", "FRAUD", "fraud", "frAUD"]) == "; did you mean 'FRAUD', 'fraud' or 'frAUD'?"
+    assert did_you_mean("chrun", ["churn", "fraud"]) == "; did you mean 'churn'?"
+    assert did_you_mean("zzz", ["churn"]) == ""

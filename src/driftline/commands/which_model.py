@@ -95,9 +95,16 @@ def closest(value: str, names: Sequence[str]) -> str | None:
 
 
 def did_you_mean(value: str, names: Sequence[str]) -> str:
-    """"; did you mean 'challenger'?" for the closest of `names`, else ''."""
-    near = closest(value, names)
-    return f"; did you mean '{visible(near)}'?" if near is not None else ""
+    """"; did you mean 'challenger'?" for the closest of `names`, else ''. Every name differing from it only in
+    case is offered (verification tryout: `models forget Fraud` offered 'FRAUD' alone while the config's 'fraud' was
+    stored too): "did you mean 'FRAUD' or 'fraud'?"."""
+    best = closest(value, names)
+    if best is None:
+        return ""
+    near = [n for n in names if n.casefold() == best.casefold()]
+    quoted = [f"'{visible(n)}'" for n in near]
+    return "; did you mean " + (" or ".join(quoted) if len(quoted) < 3 else
+                                ", ".join(quoted[:-1]) + " or " + quoted[-1]) + "?"
 
 
 def _unknown(option: str, what: str, value: str, model: str, stored: Sequence[str]) -> UnknownSeries:
