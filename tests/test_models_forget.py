@@ -332,3 +332,26 @@ def test_a_name_matching_several_stored_ones_in_case_offers_them_all(tmp_path, c
     assert did_you_mean("Fraud", ["a", "FRAUD", "fraud", "frAUD"]) == "; did you mean 'FRAUD', 'fraud' or 'frAUD'?"
     assert did_you_mean("chrun", ["churn", "fraud"]) == "; did you mean 'churn'?"
     assert did_you_mean("zzz", ["churn"]) == ""
+
+
+def test_models_list_advises_freeing_a_slot_only_when_none_is_free(tmp_path, capsys, monkeypatch):
+    """Verification tryout: after a forget left 2 of 3 slots used, `models list` still advised "Free a slot held by
+    a junk name…". With a slot free it says so, and the refused model is indeed admitted at its next event."""
+    monkeypatch.setenv("COLUMNS", "200")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("limits:\n  max_models: 3\n")
+    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'm.db'}"]
+    (tmp_path / "e.jsonl").write_bytes(b"\n".join(
+        [_pred(f"p{i}", m) for i, m in enumerate(["a", "b", "junk3", "new4"])]) + b"\n")
+    assert _cli(capsys, *base, "replay", str(tmp_path / "e.jsonl"))[0] == 0
+    out = " ".join(_cli(capsys, *base, "models", "list")[1].split())
+    assert "1 model_limit dead letter," in out and "Free a slot held by a junk name" in out, out
+    assert _cli(capsys, *base, "models", "forget", "junk3", "--yes")[0] == 0
+    out = " ".join(_cli(capsys, *base, "models", "list")[1].split())
+    assert "Free a slot" not in out, out
+    assert "1 slot is free: a refused model is admitted at its next event" in out, out
+    assert json.loads(_cli(capsys, *base, "models", "list", "--json")[1])["slots_free"] == 1
+    (tmp_path / "n.jsonl").write_bytes(_pred("p9", "new4") + b"\n")
+    assert _cli(capsys, *base, "replay", str(tmp_path / "n.jsonl"))[0] == 0
+    doc = json.loads(_cli(capsys, *base, "models", "list", "--json")[1])
+    assert "new4" in {m["model"] for m in doc["models"] if m["admitted"]} and doc["slots_free"] == 0
