@@ -202,3 +202,19 @@ def test_a_bad_bucket_names_its_field(tmp_path: Path, text: str, message: str) -
     p.write_text(text)
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         load(p)
+
+
+def test_shares_written_as_percent_text_get_the_fractions_hint():
+    """Verification tryout: `ab.arms: {A: "50%"}` read only "Expected `float`, got `str` ('50%')", while `A: 50`
+    got the percentages hint; text ending in % now gets it too."""
+    with pytest.raises(ConfigError) as err:
+        from_dict({"ab": {"control": "A", "arms": {"A": "50%", "B": "50%"}}})
+    assert str(err.value) == ("config: invalid field `ab.arms.A`: Expected `float`, got `str` ('50%') (percentages? "
+                              "write shares as fractions: A: 0.5, B: 0.5)")
+    with pytest.raises(ConfigError, match=r"write shares as fractions: A: 0\.25, B: 0\.75\)"):
+        from_dict({"ab": {"control": "A", "arms": {"A": 25, "B": "75%"}}})
+    with pytest.raises(ConfigError, match=r"\('50%'\) \(a percentage\? write it as a fraction: 0\.5\)$"):
+        from_dict({"threshold": "50%"})
+    with pytest.raises(ConfigError) as err:
+        from_dict({"ab": {"control": "A", "arms": {"A": "half", "B": 0.5}}})
+    assert "fraction" not in str(err.value)

@@ -13,7 +13,8 @@ import yaml
 from .config_checks import (DEFAULT_RUNBOOK_BASE_URL, Duration, NonNeg, Probability, _MAX_NAME_LEN,  # noqa: F401
                             SCRAPE_TIMEOUT_S, _ab_arms, _absolute_url, _duration_between, _no_reserved,
                             _positive_durations)
-from .config_fields import dict_entry, enum_choices, field_path, misspelled_slice, unknown_field, value_at
+from .config_fields import (dict_entry, enum_choices, field_path, misspelled_slice, percent_hint, unknown_field,
+                            value_at)
 from .config_scalars import unquoted
 from .config_yaml import load_yaml, yaml_where
 from .durations import parse_duration, window_too_long
@@ -356,6 +357,8 @@ def from_dict(data: dict[str, Any] | None, origin: str = "config", text: str | N
                 msg = f"{help_}, got {got!r}"
         if msg.startswith("Expected") and got is not None and repr(got) not in msg:
             msg = f"{msg} ({got!r})" if ", got" in msg else f"{msg}, got {got!r}"
+        if msg.startswith("Expected `float`"):
+            msg += percent_hint(data, field, got)
         sub = re.match(r"^([\w.\[\]]+): (.*)$", msg, re.S)  # a section's own check names its field: `section.field`
         if sub:
             field = f"{field}.{sub.group(1)}" if field else sub.group(1)

@@ -148,3 +148,25 @@ def value_at(data: Any, field: str) -> Any:
         except (KeyError, IndexError, TypeError, ValueError):
             return None
     return data
+
+
+def percent_hint(data: Any, field: str, got: Any) -> str:
+    """' (percentages? write shares as fractions: A: 0.5, B: 0.5)' for a number field given as text ending in %
+    (verification tryout: `ab.arms: {A: "50%"}` read only "Expected `float`, got `str`", while `A: 50` got the
+    hint), else ''. Under `ab.arms` the whole mapping is shown as fractions, as the sum check does."""
+    if not isinstance(got, str) or not re.fullmatch(r"\s*[-+]?\d+(\.\d+)?\s*%\s*", got):
+        return ""
+    arms = value_at(data, "ab.arms") if field.startswith("ab.arms") else None
+    if isinstance(arms, dict):
+        parts = ", ".join(f"{a}: {_fraction(w)}" for a, w in arms.items())
+        return f" (percentages? write shares as fractions: {parts})"
+    return f" (a percentage? write it as a fraction: {_fraction(got)})"
+
+
+def _fraction(v: Any) -> str:
+    """'50%' or 50 as '0.5'; a value already at most 1, or not a number, as given."""
+    try:
+        x = float(v.strip().rstrip("%")) if isinstance(v, str) else float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    return f"{x / 100:g}" if isinstance(v, str) and v.strip().endswith("%") or x > 1 else f"{x:g}"
