@@ -332,6 +332,9 @@ def test_a_name_matching_several_stored_ones_in_case_offers_them_all(tmp_path, c
     assert did_you_mean("Fraud", ["a", "FRAUD", "fraud", "frAUD"]) == "; did you mean 'FRAUD', 'fraud' or 'frAUD'?"
     assert did_you_mean("chrun", ["churn", "fraud"]) == "; did you mean 'churn'?"
     assert did_you_mean("zzz", ["churn"]) == ""
+    code, _, err = _cli(capsys, *base, "metrics", "--model", "Fraud")  # its listing: not "1 predictions"
+    err = " ".join(err.split())
+    assert code == 2 and "'fraud' (1 prediction, newest bucket" in err and "did you mean 'FRAUD' or 'fraud'?" in err
 
 
 def test_models_list_advises_freeing_a_slot_only_when_none_is_free(tmp_path, capsys, monkeypatch):

@@ -13,6 +13,7 @@ from ..config import ConfigError
 from ..context import Context
 from ..core.labels import by_name
 from ..core.events import iso
+from ..numbers import counted
 from ..storage.urls import sqlite_file
 from ..terminal import visible
 
@@ -36,7 +37,8 @@ def listing(ctx: Context) -> str:
     rows = model_summaries(ctx.store())
     if not rows:
         return "none yet"
-    parts = [f"'{visible(m)}' ({n:,} predictions, newest bucket {iso(newest)})" for m, n, newest in rows[:SHOWN]]
+    parts = [f"'{visible(m)}' ({counted(n, 'prediction')}, newest bucket {iso(newest)})"
+             for m, n, newest in rows[:SHOWN]]
     more = f" and {len(rows) - SHOWN} more" if len(rows) > SHOWN else ""
     return ", ".join(parts) + more
 
