@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain, repeat
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -23,11 +24,14 @@ from driftline.core.sample import (MAX_TAU, MAX_VALUE_LEN, FeatureSample, Row, d
                                    id_hashes, merge_samples, sample_of, sample_row, sample_rows, sample_sorted,
                                    sample_values, smallest_distinct)
 from driftline.core.sample_columns import SampleColumns, encoded, merged_encoded
-from driftline.ingest.sampling import _ID, _TS, _series, batch_columns, batch_samples
+from driftline.ingest.sampling import _series, batch_columns, batch_samples
 from driftline.storage.samples import SampleKey, feature_samples, merge_into
 from driftline.storage.store import Store
 
 from test_feature_fast_paths import DIRTY, NAMES, STRINGS, _same_rows, event_batches, feature_batches
+
+_ID, _TS = attrgetter("prediction_id"), attrgetter("ts")
+"""The reference grouping's field readers (sampling itself reads them with comprehensions)."""
 
 # ---- verbatim frozen copies of the row route (main 1836535), renamed ----
 

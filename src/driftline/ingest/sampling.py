@@ -8,8 +8,8 @@ has the same hash and a sample keeps one row per hash.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import compress, repeat
-from operator import attrgetter, itemgetter
+from itertools import compress
+from operator import itemgetter
 
 import numpy as np
 
@@ -67,16 +67,18 @@ def _candidates(settings: EngineSettings, events: Sequence[Decoded], k: int) -> 
 
     The predictions are grouped with numpy: one stable sort by (model/version/variant, bucket start, hash) puts
     each bucket's (hash, position) pairs in the order sorting them would; buckets come in order of first sight."""
-    every = list(map(_EVENT, events))
-    mask = list(map(isinstance, every, repeat(Prediction)))
+    every = [d.event for d in events]  # (comprehensions: CPython 3.11 specialises their attribute reads, ~2x map)
+    types = list(map(type, every))
+    kinds = frozenset(t for t in set(types) if issubclass(t, Prediction))  # isinstance once per type: slow on Structs
+    mask = list(map(kinds.__contains__, types))
     preds = list(compress(events, mask))
     if not preds:
         return [], []
     evs: list[Prediction] = list(compress(every, mask))
     n = len(preds)
-    hashes = id_hashes(map(_ID, evs)).astype(np.uint64)
+    hashes = id_hashes([e.prediction_id for e in evs]).astype(np.uint64)
     bs = settings.bucket_s
-    starts = np.floor_divide(np.fromiter(map(_TS, preds), dtype=np.float64, count=n), bs).astype(np.int64) * bs
+    starts = np.floor_divide(np.array([d.ts for d in preds], dtype=np.float64), bs).astype(np.int64) * bs
     groups, codes = _series(evs)
     order = np.lexsort((hashes, starts, codes))
     runs = np.flatnonzero(np.r_[True, (np.diff(codes[order]) != 0) | (np.diff(starts[order]) != 0)])
@@ -96,16 +98,12 @@ def _candidates(settings: EngineSettings, events: Sequence[Decoded], k: int) -> 
     return evs, chosen
 
 
-_ID = attrgetter("prediction_id")
-_EVENT = attrgetter("event")
 _FIRST = itemgetter(0)
-_TS = attrgetter("ts")
-_SERIES = attrgetter("model", "model_version", "variant")
 
 
 def _series(evs: list[Prediction]) -> tuple[list[tuple[str, str, str]], np.ndarray]:
     """(distinct (model, version, variant) keys with defaults filled in, each prediction's index into them)."""
-    raw = list(map(_SERIES, evs))
+    raw = [(e.model, e.model_version, e.variant) for e in evs]
     index: dict[tuple[str, str, str], int] = {}
     code = {}
     for m, v, a in dict.fromkeys(raw):
