@@ -62,6 +62,17 @@ def _cli(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def _limited(tmp_path, capsys, max_models: int, models: list[str]) -> list[str]:
+    """CLI options for a SQLite database under limits.max_models, with one prediction of each of `models` replayed
+    (in order: the first ones take the slots)."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"limits:\n  max_models: {max_models}\n")
+    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'm.db'}"]
+    (tmp_path / "e.jsonl").write_bytes(b"\n".join([_pred(f"p{i}", m) for i, m in enumerate(models)]) + b"\n")
+    assert _cli(capsys, *base, "replay", str(tmp_path / "e.jsonl"))[0] == 0
+    return base
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
 def test_forgetting_a_junk_model_frees_its_slot_for_the_real_one(tmp_path, request, capsys, kind):
     url = _url(kind, tmp_path, request)
@@ -254,12 +265,7 @@ def test_the_config_model_needs_force_and_the_dry_run_says_so(tmp_path, capsys):
 def test_forgetting_a_refused_model_says_it_was_refused_not_misspelled(tmp_path, capsys):
     """Tryout: `models forget junk4` for a name `models list` shows under new models refused said "no model 'junk4'
     is stored … did you mean 'Junk2'?" as if it were a typo; it was refused by limits.max_models, never stored."""
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("limits:\n  max_models: 2\n")
-    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'm.db'}"]
-    (tmp_path / "e.jsonl").write_bytes(b"\n".join(
-        [_pred(f"p{i}", m) for i, m in enumerate(["Junk1", "Junk2", "junk4", "junk4"])]) + b"\n")
-    assert _cli(capsys, *base, "replay", str(tmp_path / "e.jsonl"))[0] == 0
+    base = _limited(tmp_path, capsys, 2, ["Junk1", "Junk2", "junk4", "junk4"])
     before = _table_counts(base[3])
     code, _, err = _cli(capsys, *base, "models", "forget", "junk4", "--yes")
     err = " ".join(err.split())
@@ -341,12 +347,7 @@ def test_models_list_advises_freeing_a_slot_only_when_none_is_free(tmp_path, cap
     """Verification tryout: after a forget left 2 of 3 slots used, `models list` still advised "Free a slot held by
     a junk name…". With a slot free it says so, and the refused model is indeed admitted at its next event."""
     monkeypatch.setenv("COLUMNS", "200")
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("limits:\n  max_models: 3\n")
-    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'm.db'}"]
-    (tmp_path / "e.jsonl").write_bytes(b"\n".join(
-        [_pred(f"p{i}", m) for i, m in enumerate(["a", "b", "junk3", "new4"])]) + b"\n")
-    assert _cli(capsys, *base, "replay", str(tmp_path / "e.jsonl"))[0] == 0
+    base = _limited(tmp_path, capsys, 3, ["a", "b", "junk3", "new4"])
     out = " ".join(_cli(capsys, *base, "models", "list")[1].split())
     assert "1 model_limit dead letter," in out and "Free a slot held by a junk name" in out, out
     assert _cli(capsys, *base, "models", "forget", "junk3", "--yes")[0] == 0
