@@ -138,3 +138,24 @@ def test_report_files_hold_no_raw_control_characters(hostile, capsys, monkeypatc
         text = (tmp / "reports" / f"report-fraud-2026-W02.{ext}").read_text()
         _check(text, ext)
     assert "amo\\x1b[2Junt" in (tmp / "reports" / "report-fraud-2026-W02.html").read_text()
+
+
+def test_a_control_arm_named_like_a_closing_tag_is_shown_not_a_crash(tmp_path, capsys, monkeypatch) -> None:
+    """Final tryout: `ab` ended in "unexpected MarkupError: closing tag '[/bold]' … doesn't match any open tag"
+    when the control arm was named `[/bold]`: its escaped name went through repr() (`!r`), which doubled the escaping
+    backslash and so un-escaped the tag."""
+    monkeypatch.setenv("COLUMNS", "200")
+    lines = []
+    for i in range(200):
+        variant = "[/bold]" if i % 2 else "B"
+        lines.append(pred(f"p{i}", 0.8 if i % 5 == 0 else 0.2, T0 + i * 600, variant=variant))
+        lines.append(outcome(f"p{i}", int(i % 5 == 0), T0 + i * 600 + 60))
+    (tmp_path / "e.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"model": "fraud", "ab": {"control": "[/bold]", "arms": {"[/bold]": 0.5, "B": 0.5}}}))
+    opts = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'm.db'}"]
+    assert main([*opts, "replay", str(tmp_path / "e.jsonl")]) == 0
+    capsys.readouterr()
+    assert main([*opts, "ab", "--at", "2026-01-03"]) == 0
+    out = capsys.readouterr().out
+    assert "control arm '[/bold]'" in out

@@ -99,7 +99,7 @@ def _arms_table(doc: dict[str, Any], console: Console) -> None:
                      (f"cost / month ({cur})", [money(x["monthly"]["cost"]["value"], currency=cur) for x in arms.values()])]
     cols = [Col("", "left")] + [Col(shown(a)) for a in arms]
     print_groups(console, cols, [[name, *cells] for name, cells in measures],
-                 title=f"arms (control arm {shown(doc['control'])!r}; versions {shown(versions)}; "
+                 title=f"arms (control arm '{shown(doc['control'])}'; versions {shown(versions)}; "
                        "share: the expected share of traffic)")
     if not costs:
         console.print("cost: costs not configured (see `costs:` in the config)")

@@ -230,7 +230,7 @@ def cmd_render(ctx: Context, args: argparse.Namespace) -> int:
 
     config = ctx.config if args.model is None else msgspec.structs.replace(ctx.config, model=args.model)
     if args.model is None and not ctx.model_named:
-        say(ctx.err, f"the config sets no `model:`: the rules watch the default model {shown(config.model)!r}; pass "
+        say(ctx.err, f"the config sets no `model:`: the rules watch the default model '{shown(config.model)}'; pass "
                      "--model NAME (or set `model:`) for another model", "[yellow]note:[/yellow] ")
     rendered = render_rules(config)
     text = to_yaml(rendered)
