@@ -218,3 +218,12 @@ def test_shares_written_as_percent_text_get_the_fractions_hint():
     with pytest.raises(ConfigError) as err:
         from_dict({"ab": {"control": "A", "arms": {"A": "half", "B": 0.5}}})
     assert "fraction" not in str(err.value)
+
+
+def test_implicit_negative_after_longer_than_the_horizon_is_refused():
+    """Final tryout: `implicit_negative_after: 200d` with `horizon: 90d` loaded, and live traffic then expired every
+    prediction at 90 d before it could mature: no implicit negative, no FPR, no warning."""
+    with pytest.raises(ConfigError, match=r"labels.implicit_negative_after.*longer than labels.horizon \(90d\)"):
+        from_dict({"labels": {"policy": "implicit_negative_after", "implicit_negative_after": "200d", "horizon": "90d"}})
+    assert from_dict({"labels": {"policy": "implicit_negative_after", "implicit_negative_after": "90d",
+                                 "horizon": "90d"}}).labels.implicit_after_s == 90 * 86400

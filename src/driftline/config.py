@@ -49,6 +49,10 @@ class Labels(Base):
         if self.implicit_negative_after is not msgspec.UNSET and self.policy == "explicit":
             raise ValueError("implicit_negative_after: is set but `labels.policy` is 'explicit': add "
                              "`policy: implicit_negative_after`, or remove it")
+        if self.policy == "implicit_negative_after" and parse_duration(self._implicit_text) > self.horizon_s:
+            raise ValueError(f"implicit_negative_after: {self._implicit_text} is longer than labels.horizon "
+                             f"({self.horizon}): a prediction expires at the horizon before it could mature into an "
+                             "implicit negative (final tryout: none ever did); shorten it or lengthen the horizon")
 
     @property
     def _implicit_text(self) -> str:
