@@ -72,3 +72,14 @@ def test_without_a_reference_the_matured_check_claims_nothing(tmp_path: Path) ->
     html = render_html(doc, all_plots(doc))
     assert "One maturity period earlier: too few matured labels to check the estimate." in html
     assert "do not contradict" not in html
+
+
+def test_models_whose_names_differ_only_in_unsafe_characters_get_their_own_report_files():
+    """Final tryout: models 'a/b', 'a:b' and 'a_b' all wrote reports/report-a_b-2026-W49.html, each replacing the
+    other's. A name the file system cannot take as it is also gets a short hash of itself."""
+    from driftline.reports.generate import file_stem
+
+    stems = {m: file_stem(m, "2026-W49") for m in ("a/b", "a:b", "a_b", "[/]", "<|>", "fraud")}
+    assert len(set(stems.values())) == len(stems)
+    assert stems["fraud"] == "report-fraud-2026-W49" and stems["a_b"] == "report-a_b-2026-W49"  # unchanged names
+    assert re.fullmatch(r"report-a_b-[0-9a-f]{8}-2026-W49", stems["a/b"])

@@ -4,6 +4,7 @@ report-<model>-<week>.{html,md,json} and store the report in the database (uniqu
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import tempfile
@@ -39,8 +40,12 @@ class ReportResult:
 
 
 def file_stem(model: str, week: str) -> str:
-    """'report-fraud-2026-W48' (characters other than letters, digits, '.', '_' and '-' become '_')."""
+    """'report-fraud-2026-W48'. Characters other than letters, digits, '.', '_' and '-' become '_', and a name so
+    changed also gets the first 8 hex digits of its SHA-256 ('report-a_b-1f2e3d4c-2026-W48'): models 'a/b', 'a:b'
+    and 'a_b' wrote one file, each report replacing another model's (final tryout)."""
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", model).strip(".") or "model"
+    if safe != model:
+        safe = f"{safe}-{hashlib.sha256(model.encode()).hexdigest()[:8]}"
     return f"report-{safe}-{week}"
 
 
