@@ -48,7 +48,7 @@ def test_maintenance_warns_once_per_run_of_passes_expiring_what_was_just_stored(
     _store(pipe, pred("new", 0.7, T0), pred("old", 0.5, T0 - 200 * DAY))  # one batch: both accepted
     member.maintain()
     (warning,) = _warnings(caplog)
-    assert warning.startswith("maintenance expired 1 predictions stored since its previous pass")
+    assert warning.startswith("maintenance expired 1 prediction stored since its previous pass")
     assert "labels.horizon (90d)" in warning and "cannot join" in warning
     _store(pipe, pred("new2", 0.7, T0 + 1), pred("old2", 0.5, T0 - 100 * DAY + 1))
     member.maintain()  # the same again, at the next pass: no second warning (info only)

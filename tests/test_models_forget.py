@@ -359,3 +359,13 @@ def test_models_list_advises_freeing_a_slot_only_when_none_is_free(tmp_path, cap
     assert _cli(capsys, *base, "replay", str(tmp_path / "n.jsonl"))[0] == 0
     doc = json.loads(_cli(capsys, *base, "models", "list", "--json")[1])
     assert "new4" in {m["model"] for m in doc["models"] if m["admitted"]} and doc["slots_free"] == 0
+
+
+def test_a_raw_export_for_a_mistyped_model_names_the_models_it_holds(tmp_path, capsys):
+    """Final tryout: `dead-letters --raw --model` with a mistyped name printed nothing and exited 0 with only "0
+    payloads … N of another model left out": a typo piped nothing into replay, silently."""
+    base = _limited(tmp_path, capsys, 1, ["junk", "Fraud", "Fraud", "other"])
+    code, out, err = _cli(capsys, *base, "dead-letters", "--reason", "model_limit", "--model", "fraud", "--raw")
+    err = " ".join(err.split())
+    assert code == 0 and out == ""
+    assert "none is of model 'fraud' (did you mean 'Fraud'?)" in err and "'Fraud' (2)" in err and "'other' (1)" in err

@@ -28,6 +28,7 @@ from .progress import IngestProgress, Ramp
 from .prose import say
 from .render import shown
 from .tables import Col, print_table
+from .which_model import closest
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -295,13 +296,15 @@ def raw_payloads(ctx: Context, reason: str | None, model: str | None) -> int:
                           "again, counting them twice)")
     wanted = None if model is None else model.encode()
     written = cut = other = 0
+    others: Counter[bytes | None] = Counter()
     out = sys.stdout.buffer
     for raw in dead_letter_rows.payloads(ctx.store(), reason):
         if len(raw) >= RAW_LIMIT:
             cut += 1
             continue
-        if wanted is not None and _payload_model(raw) != wanted:
+        if wanted is not None and (seen := _payload_model(raw)) != wanted:
             other += 1
+            others[seen] += 1
             continue
         out.write(raw.rstrip(b"\r\n").replace(b"\n", b" ") + b"\n")
         written += 1
@@ -309,6 +312,12 @@ def raw_payloads(ctx: Context, reason: str | None, model: str | None) -> int:
     notes = [f"{counted(written, 'payload')} of reason {reason} written"]
     if other:
         notes.append(f"{count(other)} of another model left out")
+    if other and not written:  # final tryout: a mistyped --model piped nothing into replay, silently
+        names = [m.decode() for m in others if m is not None]
+        near = closest(model or "", names)
+        listed = ", ".join(f"'{shown(m.decode())}' ({count(k)})" for m, k in others.most_common(5) if m is not None)
+        notes.append(f"none is of model '{shown(model)}'" + (f" (did you mean '{shown(near)}'?)" if near else "")
+                     + (f"; these payloads name {listed}" if listed else ""))
     if cut:
         notes.append(f"{count(cut)} left out: stored cut at {RAW_LIMIT:,} bytes, the whole event is not kept")
     say(ctx.err, "; ".join(notes) + (". Their dead letters stay listed and counted: feeding them again adds the "

@@ -16,6 +16,7 @@ from ..config import Limits
 from ..core.engine import DEFAULT_VARIANT, DEFAULT_VERSION
 from ..core.events import RAW_LIMIT, Decoded, DeadLetter, Prediction
 from ..core.labels import MODEL, OVERFLOW, VARIANT, Admitted, LabelGate, LabelLimits, Refused, overflow_counter
+from ..numbers import counted
 from ..storage.store import Store
 
 log = logging.getLogger(__name__)
@@ -97,18 +98,18 @@ class LabelPolicy:
             if kind == MODEL:
                 limit = "limits.models" if self.config.models is not None else \
                     f"limits.max_models={self.config.max_models}"
-                log.warning("label limit: %d events of new models dead-lettered since the last such line (model_limit, "
+                log.warning("label limit: %s of new models dead-lettered since the last such line (model_limit, "
                             "%s reached), e.g. %s",
-                            n + pending, limit, examples)
+                            counted(n + pending, "event"), limit, examples)
             else:
                 field = "max_variants_per_model" if kind == VARIANT else "max_versions_per_model"
                 limit = getattr(self.config, field)
                 listed = model in (self.config.variants if kind == VARIANT else self.config.versions)
                 why = f"limits.{'variants' if kind == VARIANT else 'versions'}.{model} allow-list" if listed \
                     else f"limits.{field}={limit}"
-                log.warning("label limit: model %r: %d events with a new %s folded into %s since the last such line "
+                log.warning("label limit: model %r: %s with a new %s folded into %s since the last such line "
                             "(%s reached; totals: driftline_label_overflow_total), e.g. %s",
-                            model, n + pending, kind, OVERFLOW, why, examples)
+                            model, counted(n + pending, "event"), kind, OVERFLOW, why, examples)
 
 
 

@@ -15,6 +15,7 @@ from kafka.errors import KafkaError
 from . import partition_ops
 from ..ingest.pipeline import EXPIRED_STORED_NOW, Pipeline
 from ..ingest.stored_now import KeyLog
+from ..numbers import counted
 from ..ops import OpsMetrics
 from ..storage.errors import StalePositions, StoreUnavailable, WriteLocked
 from .assignment import source_of
@@ -178,11 +179,11 @@ class Upkeep:
         if done:
             log.info("maintenance on shards %s: %s", shards, done)
         if fresh and not self.expiring:
-            log.warning("maintenance expired %d predictions stored since its previous pass: they are more than "
-                        "labels.horizon (%s) older than the newest event and have no outcome, so they count as "
-                        "expired, never labelled, and an outcome arriving for them later cannot join (old events "
-                        "are refused as past_horizon only behind the newest event stored before their batch). "
-                        "Further passes that do the same are not warned about until one does not", fresh,
+            log.warning("maintenance expired %s stored since its previous pass: more than labels.horizon (%s) "
+                        "older than the newest event and without an outcome, they count as expired, never "
+                        "labelled, and an outcome arriving for them later cannot join (old events are refused as "
+                        "past_horizon only behind the newest event stored before their batch). Further passes that "
+                        "do the same are not warned about until one does not", counted(fresh, "prediction"),
                         self.pipeline.config.labels.horizon)
         self.expiring = bool(fresh)
 
