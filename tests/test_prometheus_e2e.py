@@ -22,6 +22,7 @@ from typing import Any
 
 import msgspec
 import pytest
+
 import yaml
 
 from driftline.config import load
@@ -29,6 +30,7 @@ from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.ingest.simulate import SimSpec, stream
 from driftline.storage.store import Store
 
+from procs import stop
 from services import require_binary
 
 pytestmark = pytest.mark.slow
@@ -108,13 +110,7 @@ def _start(args: list[str], log: Path) -> subprocess.Popen:
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+    stop(proc, timeout=10)
 
 
 def _ingest(config: Any, db: Path, raws: list[bytes], first_offset: int) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 
 import msgspec
 import pytest
+
 import yaml
 
 from am_fixtures import Alertmanager, alertmanager_sink, free_port  # noqa: F401 - fixture
@@ -32,6 +33,7 @@ from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.ingest.simulate import SimSpec, stream
 from driftline.storage.store import Store
 from helpers import outcome, pred
+from procs import stop
 from services import require_binary
 
 pytestmark = pytest.mark.slow
@@ -73,13 +75,7 @@ def _wait(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+    stop(proc, timeout=15)
 
 
 def test_two_replicas_count_once_and_page_once(tmp_path, pg_url, alertmanager_sink):

@@ -26,6 +26,7 @@ from driftline.service.scheduler import DONE, EXISTS, NOT_LEADER, SKIPPED
 from driftline.storage.store import Store
 
 from kafka_service_support import wait_until
+from procs import stop
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "driftline.example.yaml"
@@ -214,13 +215,7 @@ def test_two_serve_processes_on_one_sqlite_file_and_a_kill_9(tmp_path: Path) -> 
         assert _scrape(survivor)["predictions"] == scrapes[leader]["predictions"]
     finally:
         for p in procs:
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            stop(p)
 
 
 def _both(urls: list[str]) -> list[dict[str, float]] | None:
