@@ -24,7 +24,7 @@ from driftline.analysis.sequential import SequentialPlan, cs_difference, cs_from
 from driftline import numbers
 from driftline.cli import main
 from driftline.commands.demo import EXAMPLE_COSTS
-from driftline.config import AB, ConfigError, from_dict
+from driftline.config import AB, ConfigError, from_dict, load
 from driftline.core.grids import DELAY_EDGES
 from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.readouts.metrics import resolve_window
@@ -432,12 +432,27 @@ def test_plan_arms_defaults_and_errors() -> None:
     ({"arms": {"A": 0.5, "B": 0.6}}, "invalid field `ab.arms`: the expected shares sum to 1.1 (A: 0.5, B: 0.6); "
      "they must sum to 1"),
     ({"arms": {"A": 50, "B": 50}}, "percentages? write them as fractions: A: 0.5, B: 0.5"),
+    ({"control": "Z"}, "invalid field `ab.arms`: missing, but `ab.control` is 'Z': the control must be one of the "
+     "arms"),  # tryout: loaded, and `driftline ab` silently used the first variant found as control
+    ({"control": "A", "arms": {}, "design": "shadow"}, "invalid field `ab.arms`: missing, but `ab.control` is 'A'"),
 ])
 def test_ab_mistakes_are_refused_at_config_load(ab, message) -> None:
     """A tryout: a control that is no arm loaded and failed only at `driftline ab`; shares summing to 1.1 were
     rescaled, so a balanced 50/50 split read as a sample-ratio mismatch (p 2.5e-28)."""
     with pytest.raises(ConfigError, match=re.escape(message)):
         from_dict({"ab": ab})
+
+
+def test_ab_without_control_or_section_loads(tmp_path) -> None:
+    """No `ab:` at all, or one without `control`, loads: the readout compares the variants found."""
+    assert from_dict({}).ab.arms == {} and from_dict({}).ab.control_arm == "A"
+    assert from_dict({"ab": {"design": "shadow"}}).ab.control_arm == "A"
+    path = tmp_path / "c.yaml"
+    path.write_text("model: m\n")
+    assert load(path).ab == AB()
+    path.write_text("ab: {control: Z}\n")
+    with pytest.raises(ConfigError, match=re.escape(f"config {path}: invalid field `ab.arms`: missing")):
+        load(path)
 
 
 def test_arm_shares_within_the_tolerance_load() -> None:

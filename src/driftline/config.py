@@ -160,13 +160,19 @@ class AB(Base):
     """A/B design: arms (variant → expected share), the control arm, split or shadow."""
 
     design: Literal["split", "shadow"] = "split"
-    control: str = "A"
+    control: str | msgspec.UnsetType = msgspec.UNSET
+    """'A' when unset (see control_arm); set, it needs `arms` (tryout: `ab: {control: Z}` alone loaded silently)."""
     arms: dict[str, Annotated[float, msgspec.Meta(gt=0)]] = {}
     planned_positives: Annotated[int, msgspec.Meta(ge=1)] = 500
     target_recall_diff: Annotated[float, msgspec.Meta(gt=0, lt=1)] = 0.05
 
     def __post_init__(self) -> None:
         _ab_arms(self.control, self.arms)
+
+    @property
+    def control_arm(self) -> str:
+        """The control variant: the configured one, else 'A'."""
+        return "A" if self.control is msgspec.UNSET else self.control
 
 
 class Schedule(Base):

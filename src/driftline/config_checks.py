@@ -72,13 +72,20 @@ so a typo (A 0.5, B 0.6) turned a balanced 50/50 split into a false sample-ratio
 this much, a share moves by ≤ 5e-5, which the SRM test (p < 0.001) would notice only after ~10⁹ predictions."""
 
 
-def _ab_arms(control: str, arms: dict[str, float]) -> None:
-    """Raise ValueError naming `control` or `arms` when the control is no arm or the expected shares do not sum
-    to 1 (caught at load: `driftline ab` found the first only when run, and silently rescaled the second)."""
+def _ab_arms(control: str | msgspec.UnsetType, arms: dict[str, float]) -> None:
+    """Raise ValueError naming `control` or `arms` when the control is no arm, a control is set without arms, or
+    the expected shares do not sum to 1 (caught at load: `driftline ab` found the first only when run, silently
+    replaced the second's control by the first variant found, and silently rescaled the third)."""
     from .config_fields import closest_name
 
     if not arms:
+        if control is not msgspec.UNSET:
+            raise ValueError(f"arms: missing, but `ab.control` is {control!r}: the control must be one of the arms; "
+                             f"list them with their expected shares (e.g. arms: {{{control}: 0.5, B: 0.5}}), or "
+                             "remove `control` to compare the variants found, in equal shares")
         return
+    if control is msgspec.UNSET:
+        control = "A"
     if control not in arms:
         near = next((a for a in arms if a.lower() == control.lower()), None) or closest_name(control, arms)
         hint = f" (did you mean {near!r}?)" if near else ""

@@ -87,19 +87,20 @@ def costs_from_config(c: CostConfig | None) -> Costs:
 
 
 def plan_arms(ab: AB, found: Iterable[str]) -> ArmPlan:
-    """Configured arms and control; without configured arms, the variants found with equal shares and the
-    configured control when present, else the alphabetically first variant."""
+    """Configured arms and control; without configured arms (then no control is configured either: refused at
+    load), the variants found with equal shares and 'A' as control when present, else the alphabetically first."""
     variants = sorted(set(found))
     if ab.arms:  # the control is an arm and the shares sum to 1: checked at config load (config_checks._ab_arms)
         total = float(sum(ab.arms.values()))
         notes = tuple(f"variant {v!r} has predictions in the window but is not a configured arm: ignored"
                       for v in variants if v not in ab.arms)
-        return ArmPlan({a: w / total for a, w in ab.arms.items()}, ab.control, notes)
+        return ArmPlan({a: w / total for a, w in ab.arms.items()}, ab.control_arm, notes)
     if not variants:
-        return ArmPlan({}, ab.control)
-    control = ab.control if ab.control in variants else variants[0]
-    notes = () if control == ab.control else (
-        f"configured control {ab.control!r} has no predictions in the window; using {control!r}",)
+        return ArmPlan({}, ab.control_arm)
+    control = ab.control_arm if ab.control_arm in variants else variants[0]
+    notes = () if control == ab.control_arm else (
+        f"no arms configured and default control {ab.control_arm!r} has no predictions in the window; "
+        f"using {control!r}",)
     return ArmPlan({a: 1.0 / len(variants) for a in variants}, control, notes)
 
 
