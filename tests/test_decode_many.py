@@ -37,6 +37,8 @@ DIRTY = [b"", b"   ", b"not json", b"[1,2]", b'{"a":1}\n{"b":2}',
          b'"x":[[[[[[1]]]]]]}',
          b'{"prediction_id":"a","model":"m","ts":"2026-01-01T00:00:00Z","score":0.5,"label":1}',  # untyped, both
          b'{"prediction_id":"a","model":"m","ts":"2026-01-01T00:00:00Z","score":0.5,"label":null}',
+         b'{"prediction_id":"a","model":"m","ts":"2026-01-01T00:00:00Z","label":1,"score":null}',  # null: absent
+         b'{"prediction_id":"a","ts":"2026-01-01T00:00:00Z","label":null,"score":null}',
          b"[" * 200_000, b'{"a":' * 100_000]
 
 

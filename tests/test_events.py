@@ -53,6 +53,31 @@ def test_an_untyped_event_with_both_score_and_label_is_refused_not_read_as_one_k
     assert isinstance(dec(both | {"label": None}).event, Prediction)
 
 
+UNTYPED_PRED = {k: v for k, v in GOOD_PRED.items() if k != "type"}
+UNTYPED_OUT = {k: v for k, v in GOOD_OUT.items() if k != "type"}
+
+
+@pytest.mark.parametrize("body, want", [
+    (UNTYPED_OUT | {"score": None}, Outcome),  # was a wrong_type prediction ("Expected `float`, got `null`")
+    (UNTYPED_OUT | {"model": "m", "score": None}, Outcome),
+    (UNTYPED_PRED | {"label": None}, Prediction),
+    (UNTYPED_PRED | {"score": None, "label": None}, "unknown_type"),  # was wrong_type
+    (UNTYPED_PRED | {"score": None}, "unknown_type"),  # was wrong_type
+    (UNTYPED_OUT | {"label": None}, "unknown_type"),  # was label_invalid
+    (UNTYPED_PRED | {"label": 0}, "unknown_type"),
+])
+def test_kind_inference_treats_a_null_score_and_a_null_label_alike(body, want):
+    """Tryout: untyped, `"label": 1, "score": null` was read as a prediction (a wrong_type dead letter) while
+    `"score": 0.9, "label": null` was a prediction: a null now counts as absent for inference, for both fields."""
+    d = dec(body)
+    if isinstance(want, str):
+        assert isinstance(d, DeadLetter) and d.reason == want
+        assert ("both 'score' and 'label'" in d.detail) == (body.get("score") is not None)
+        assert body.get("score") is not None or "null counts as absent" in d.detail
+    else:
+        assert isinstance(d, Decoded) and isinstance(d.event, want)
+
+
 @pytest.mark.parametrize("mutate,reason", [
     (lambda e: e.pop("prediction_id"), "missing_field"),
     (lambda e: e.pop("ts"), "missing_field"),

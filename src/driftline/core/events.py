@@ -288,11 +288,9 @@ def _decode_bounded(raw: bytes, kind: str | None, limits: Limits, dead: Callable
             return dead("unknown_type", f"type {declared!r} arrived on the {kind} source")
         kind = declared
     if kind is None:
-        if _given(probe.score) and _given(probe.label):  # inferring either kind would silently drop the other
-            return dead("unknown_type", AMBIGUOUS_KIND)
-        kind = "prediction" if len(probe.score) else "outcome" if len(probe.label) else None
+        kind = inferred_kind(_given(probe.score), _given(probe.label))
         if kind is None:
-            return dead("unknown_type", "no 'type' field and neither 'score' nor 'label' present")
+            return dead("unknown_type", AMBIGUOUS_KIND if _given(probe.score) else NO_KIND)
     try:
         event: Prediction | Outcome = (_pred_dec if kind == "prediction" else _out_dec).decode(raw)
     except (msgspec.ValidationError, msgspec.DecodeError) as err:
@@ -325,6 +323,17 @@ def _decode_bounded(raw: bytes, kind: str | None, limits: Limits, dead: Callable
 AMBIGUOUS_KIND = ("no 'type' field and both 'score' and 'label' present: a prediction and its outcome in one record "
                   "is ambiguous; set \"type\", or send the outcome as its own event")
 """Why an untyped event with a score and a label is refused: read as either kind, the other field was lost."""
+NO_KIND = "no 'type' field and neither 'score' nor 'label' present with a value (null counts as absent)"
+"""Why an untyped event with neither a score nor a label (or only nulls) is refused."""
+
+
+def inferred_kind(score: bool, label: bool) -> str | None:
+    """The kind of an untyped event from whether its `score` and its `label` have a value (a null is absent, for
+    both alike: `"score": null` beside a label made a would-be outcome a wrong_type prediction, while
+    `"label": null` beside a score was a prediction); None when both or neither have one (unknown_type)."""
+    if score == label:
+        return None
+    return "prediction" if score else "outcome"
 
 
 def _given(raw: msgspec.Raw) -> bool:
