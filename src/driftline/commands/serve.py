@@ -9,6 +9,7 @@ from types import FrameType
 
 from ..core.labels import by_name
 from ..context import Context, port_number
+from .prose import say
 from .render import shown
 
 
@@ -54,9 +55,13 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
         if (migrate_with_retry(store, stop, on_wait=lambda why: waiting.update(why=f"database unavailable: {why}"))
                 and not stop.is_set()):
             service.start_jobs()
-            ctx.err.print(f"driftline serve: {service.url}/metrics ({_stored_models(store)}; "
-                          f"{len(service.rules)} trigger(s) of model {shown(ctx.config.model)}, "
+            models = _models(store)
+            ctx.err.print(f"driftline serve: {service.url}/metrics ({_stored_models(models)}; "
+                          f"{_triggers_of(len(service.rules), ctx.config.model, ctx.model_named)}, "
                           f"evaluate every {ctx.config.schedule.evaluate_every}, windows end at {args.time} time)")
+            note = default_model_note(len(service.rules), ctx.config.model, ctx.model_named, models)
+            if note:
+                say(ctx.err, note, "[yellow]note:[/yellow] ")
             while not stop.wait(0.5):
                 pass
     finally:
@@ -66,14 +71,43 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
-def _stored_models(store: object) -> str:
+def _models(store: object) -> list[str] | None:
+    """The stored models by name, None when the database cannot say (a start-up line must not stop serve)."""
+    try:
+        return sorted(store.models(), key=by_name)  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - the exporter reports the database
+        return None
+
+
+def _triggers_of(n: int, model: str, named: bool) -> str:
+    """'2 trigger(s) of model fraud'; the default model said to be one when the config sets no `model:` (tryout:
+    the line named 'fraud' as if configured), and 'no triggers' without any (there is no model they judge)."""
+    if not n:
+        return "no triggers"
+    return f"{n} trigger(s) of {'model' if named else 'the default model'} {shown(model)}" + (
+        "" if named else " (the config sets no `model:`)")
+
+
+def default_model_note(n: int, model: str, named: bool, models: list[str] | None) -> str | None:
+    """A note when triggers judge the built-in default model while the database holds others but not it: their
+    states would stay insufficient_data and nothing would say why."""
+    if not n or named or not models or model in models:
+        return None
+    return (f"the config sets no `model:`: its {n} trigger(s) judge the default model '{shown(model)}', which has no "
+            f"stored predictions (the exporter serves every stored model: {_named(models)}); until it has, "
+            "they read insufficient_data: set `model:` in the config to the model they are for")
+
+
+def _stored_models(models: list[str] | None) -> str:
     """'models stored: m, n' as exported (tryout: the start line named the config's default model 'fraud' while
     the only model stored, and exported, was 'm'); at most five named."""
-    try:
-        models = sorted(store.models(), key=by_name)  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 - a start-up line must not stop serve; the exporter reports the database
+    if models is None:
         return "models stored: unknown"
     if not models:
         return "no model stored yet"
-    named = ", ".join(shown(m) for m in models[:5]) + (f" and {len(models) - 5} more" if len(models) > 5 else "")
-    return f"model{'s' if len(models) > 1 else ''} stored: {named}"
+    return f"model{'s' if len(models) > 1 else ''} stored: {_named(models)}"
+
+
+def _named(models: list[str]) -> str:
+    """'a, b, c, d, e and 2 more': at most five named."""
+    return ", ".join(shown(m) for m in models[:5]) + (f" and {len(models) - 5} more" if len(models) > 5 else "")
