@@ -1,4 +1,5 @@
-"""Configuration: YAML validated at start into typed Structs; every error names its field."""
+"""Configuration: YAML validated at start into typed Structs; every error names its field (the service's sections,
+exporter, kafka, schedule and notify, are in config_service; the field checks and Base in config_checks)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from typing import Annotated, Any, Literal
 import msgspec
 import yaml
 
-from .config_checks import (DEFAULT_RUNBOOK_BASE_URL, Duration, NonNeg, Probability, _MAX_NAME_LEN,  # noqa: F401
-                            SCRAPE_TIMEOUT_S, _ab_arms, _absolute_url, _duration_between, _no_reserved,
-                            _positive_durations)
+from .config_checks import (DEFAULT_RUNBOOK_BASE_URL, Base, Duration, NonNeg, Probability,  # noqa: F401
+                            _MAX_NAME_LEN, _ab_arms, _absolute_url, _no_reserved, _positive_durations)
 from .config_fields import (dict_entry, enum_choices, field_path, misspelled_slice, percent_hint, unknown_field,
                             value_at)
 from .config_scalars import unquoted
+from .config_service import Exporter, Kafka, Notify, Schedule  # noqa: F401 - importers of driftline.config use them
 from .config_yaml import load_yaml, yaml_where
 from .durations import parse_duration, window_too_long
 from .domain import Costs, Domain
@@ -30,10 +31,6 @@ _PATTERN_HELP = {
     r"^\s*\d+(\.\d+)?\s*[smhdw]\s*$": "expected a duration: a number and a unit s/m/h/d/w, e.g. '90s', '1h', '7d'",
     r"^[A-Za-z][A-Za-z0-9_]*$": "expected a name of letters, digits and _ that starts with a letter",
 }
-
-
-class Base(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
-    """Config sections reject unknown keys, so a typo fails at start instead of being ignored."""
 
 
 class Labels(Base):
@@ -98,62 +95,8 @@ class Trigger(Base):
         _positive_durations("", allow_zero=True, cooldown=self.cooldown, **{"for": self.for_})
 
 
-class Exporter(Base):
-    """Where the Prometheus exporter listens (loopback unless explicitly changed)."""
-
-    host: str = "127.0.0.1"
-    port: Annotated[int, msgspec.Meta(ge=0, le=65535)] = 9108
-    scrape_timeout: Duration = "8s"
-    """A /metrics scrape that cannot read the database within this long answers 503 (keep it below Prometheus's
-    scrape_timeout, 10s by default, so Prometheus sees the reason rather than its own timeout); 1s..60s."""
-
-    def __post_init__(self) -> None:
-        _duration_between("scrape_timeout", self.scrape_timeout, *SCRAPE_TIMEOUT_S,
-                          "a scrape bound; keep it below the Prometheus job's scrape_timeout, 10s by default")
 
 
-class Kafka(Base):
-    """Kafka connection and topics; extra kafka-python settings (SASL/SSL) go under `options`."""
-
-    bootstrap: str | None = None
-    predictions_topic: str = "predictions"
-    outcomes_topic: str = "outcomes"
-    dead_letter_topic: str | None = None
-    group_id: str = "driftline"
-    client_id: str = "driftline"
-    batch_max_records: Annotated[int, msgspec.Meta(ge=1)] = 20000
-    batch_linger_ms: Annotated[int, msgspec.Meta(ge=0, le=60000)] = 250
-    on_offset_reset: Literal["fail", "earliest", "latest"] = "earliest"
-    """A stored position beyond the log end (topic or broker reset) or before its start (retention deleted
-    unread data): stop that partition until resolved, or resume at the log's start or end (always logged)."""
-    on_key_mismatch: Literal["dead_letter", "accept"] = "dead_letter"
-    """A record whose key is not its prediction_id (or null): dead-letter it, or accept it (counted, warned)."""
-    dead_letter_max_bytes: Annotated[int, msgspec.Meta(ge=4096, le=100_000_000)] = 524288
-    """Bound on the payload copied to the dead-letter topic (longer ones are cut, with an `original_size` header)."""
-    unassigned_grace: Duration = "30s"
-    """/readyz turns 503 when this process has owned no partition for longer than this."""
-    stall_restart: Duration = "90s"
-    """When this member's group membership stays broken this long (coordinator unknown, a rebalance that never
-    completes), its Kafka client is closed and a new one connects; must exceed the rebalance timeout."""
-    database_stall: Duration = "30s"
-    """A database call (a connection, a statement, the commit) unanswered this long, beyond the write-lock wait, is
-    reported: /readyz 503 naming it and one warning (a silent partition or a stopped proxy)."""
-    options: dict[str, Any] = {}
-
-    def __post_init__(self) -> None:
-        _positive_durations("", unassigned_grace=self.unassigned_grace, stall_restart=self.stall_restart,
-                            database_stall=self.database_stall)
-        for name in ("predictions_topic", "outcomes_topic", "dead_letter_topic", "group_id", "client_id"):
-            value = getattr(self, name)
-            if value is not None and not value.strip():  # group "" was joined as is (tryout)
-                raise ValueError(f"{name}: must not be empty")
-        for name in ("predictions_topic", "outcomes_topic", "dead_letter_topic"):
-            value = getattr(self, name)
-            if value is not None and not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", value):
-                raise ValueError(f"{name}: {value!r} is not a Kafka topic name (1 to 249 of A-Z a-z 0-9 . _ -)")
-        if self.dead_letter_topic in (self.predictions_topic, self.outcomes_topic):
-            raise ValueError(f"dead_letter_topic: {self.dead_letter_topic!r} is a consumed topic: each copy would "
-                             "be read again and dead-lettered again, without end")
 
 
 class AB(Base):
@@ -175,47 +118,8 @@ class AB(Base):
         return "A" if self.control is msgspec.UNSET else self.control
 
 
-class Schedule(Base):
-    """Scheduled jobs (UTC)."""
-
-    evaluate_every: Duration = "1m"
-    weekly_report_cron: str = "0 6 * * mon"
-    report_dir: str = "reports"
-
-    def __post_init__(self) -> None:
-        _positive_durations("", evaluate_every=self.evaluate_every)
-        if self.weekly_report_cron != "0 6 * * mon":  # checked at load, as every field (was at job start only)
-            from datetime import timezone
-
-            from apscheduler.triggers.cron import CronTrigger  # lazy: only a config that sets it pays the import
-
-            try:
-                CronTrigger.from_crontab(self.weekly_report_cron, timezone=timezone.utc)
-            except ValueError as err:
-                raise ValueError(f"weekly_report_cron: {err}") from None
 
 
-class Notify(Base):
-    """Where trigger notifications go: Alertmanager v2 API and/or a JSON webhook (neither: log and store only)."""
-
-    alertmanager_url: str | None = None
-    webhook_url: str | None = None
-    timeout: Duration = "5s"
-    retries: Annotated[int, msgspec.Meta(ge=0, le=20)] = 3
-    backoff: Duration = "1s"
-    generator_url: str | None = None
-    runbook_base_url: str = DEFAULT_RUNBOOK_BASE_URL
-
-    def __post_init__(self) -> None:
-        _positive_durations("", timeout=self.timeout, backoff=self.backoff)
-        _absolute_url("runbook_base_url", self.runbook_base_url, anchor=False)
-        _absolute_url("generator_url", self.generator_url)
-        for name in ("alertmanager_url", "webhook_url"):  # a receiver without a scheme failed every send, silently
-            url = getattr(self, name)
-            if url is not None and not re.fullmatch(r"https?://[^/\s#?]+[^\s#]*", url, re.IGNORECASE):
-                example = "http://alertmanager:9093" if name == "alertmanager_url" else "https://hooks.example.com/x"
-                raise ValueError(f"{name}: must be an absolute http(s) URL of the receiver (e.g. {example}), "
-                                 f"got {url!r}")
 
 
 class DriftConfig(Base):

@@ -1,5 +1,5 @@
 """Field checks of the configuration: durations, URLs a pager opens, model names and reserved label values (each
-raises ValueError naming the field; msgspec adds the section path)."""
+raises ValueError naming the field; msgspec adds the section path), and Base, the struct every section derives from."""
 
 from __future__ import annotations
 
@@ -51,6 +51,10 @@ def _absolute_url(name: str, url: str | None, anchor: bool = True) -> None:
 Duration = Annotated[str, msgspec.Meta(pattern=r"^\s*\d+(\.\d+)?\s*[smhdw]\s*$")]
 Probability = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 NonNeg = Annotated[float, msgspec.Meta(ge=0.0)]
+
+
+class Base(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """Config sections reject unknown keys, so a typo fails at start instead of being ignored."""
 
 
 _MAX_NAME_LEN = 200
