@@ -16,6 +16,7 @@ from sqlalchemy.exc import OperationalError
 from driftline.storage.errors import NotADatabase
 from driftline.storage.pg_missing import refuse_missing
 from pg_fixtures import _require_pg, _with_db, admin_url
+from pg_foreign import german_pg  # noqa: F401  (a fixture: only this file needs a German server)
 
 
 def _missing_url() -> str:
@@ -136,3 +137,35 @@ def test_a_database_dropped_under_a_running_process_is_an_outage_not_a_typo(pg_d
         assert store.models() == []
     finally:
         store.close()
+
+
+def test_missing_database_on_a_server_speaking_german_is_refused_too(german_pg):
+    """Finding: only the English message was recognised (psycopg carries no SQLSTATE for a failed connection), so a
+    server with German `lc_messages` ("Datenbank »x« existiert nicht") had `metrics` exit 3 and `serve` retry
+    forever. Now the same credentials ask the server's catalogue, whatever language it speaks."""
+    name = f"driftline_absent_{uuid.uuid4().hex[:12]}"
+    url = _with_db(german_pg, name, driver="psycopg")
+    with pytest.raises(psycopg.OperationalError) as caught:
+        psycopg.connect(_with_db(german_pg, name), connect_timeout=5)
+    if "existiert nicht" not in str(caught.value):
+        pytest.skip(f"the private server does not speak German here: {caught.value}")
+    r = _cli("--db", url, "metrics")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip() == (f'error: PostgreSQL database "{name}" does not exist on 127.0.0.1:'
+                                f"{urlsplit(url).port} (a wrong --db name? create it: CREATE DATABASE \"{name}\""
+                                " ENCODING 'UTF8')"), r.stderr
+    r = _cli("--db", url, "serve", "--port", "0", timeout=90)
+    assert r.returncode == 2 and "retrying" not in r.stderr, r.stderr
+
+
+def test_a_foreign_message_is_checked_against_the_real_catalogue():
+    """The language-free check on the shared server: a connection failure in words it cannot read is refused only
+    when pg_database really lacks the URL's database; for one that exists (here `too many connections`, say) it
+    stays an outage."""
+    url = _missing_url()
+    german = 'connection failed: FATAL:  Datenbank »{}« existiert nicht'
+    with pytest.raises(NotADatabase, match="CREATE DATABASE"):
+        refuse_missing(url, _wrapped(psycopg.OperationalError(german.format(url.rsplit("/", 1)[1]))))
+    existing = _with_db(admin_url(), urlsplit(admin_url()).path.lstrip("/"), driver="psycopg")
+    refuse_missing(existing, _wrapped(psycopg.OperationalError("connection failed: FATAL:  tut uns leid, schon zu "
+                                                               "viele Verbindungen")))
