@@ -45,6 +45,14 @@ class Prediction(msgspec.Struct, forbid_unknown_fields=False, gc=False):
     threshold: Score | None = None
     features: dict[str, FeatureValue] | None = None
 
+    def __post_init__(self) -> None:
+        """-0.0 (a legal score or threshold: it equals 0.0) becomes 0.0: PostgreSQL would store and show its sign
+        ("-0"), SQLite drops it, so the backends would disagree. Every decode path builds a Prediction here."""
+        if self.score == 0.0:
+            self.score = 0.0
+        if self.threshold == 0.0:
+            self.threshold = 0.0
+
 
 class Outcome(msgspec.Struct, forbid_unknown_fields=False, gc=False):
     """The confirmed truth for a prediction; a later outcome with another label is a correction."""
