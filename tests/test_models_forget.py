@@ -369,3 +369,18 @@ def test_a_raw_export_for_a_mistyped_model_names_the_models_it_holds(tmp_path, c
     err = " ".join(err.split())
     assert code == 0 and out == ""
     assert "none is of model 'fraud' (did you mean 'Fraud'?)" in err and "'Fraud' (2)" in err and "'other' (1)" in err
+
+
+def test_raw_payloads_honour_limit_and_refuse_json(tmp_path, capsys):
+    """Hostile-user tryout: `dead-letters --raw` ignored `--limit` and `--json` silently. --limit N writes the oldest
+    N payloads and counts the rest on stderr; --json with --raw exits 2 naming --json."""
+    base = _limited(tmp_path, capsys, 1, ["junk", "fraud", "fraud", "fraud"])
+    code, out, err = _cli(capsys, *base, "dead-letters", "--reason", "model_limit", "--model", "fraud", "--raw",
+                          "--limit", "2")
+    err = " ".join(err.split())
+    assert code == 0 and out.encode().splitlines() == [_pred("p1", "fraud"), _pred("p2", "fraud")]
+    assert "2 payloads of reason model_limit written" in err and "1 more left out by --limit 2" in err, err
+    code, out, _ = _cli(capsys, *base, "dead-letters", "--reason", "model_limit", "--raw")
+    assert code == 0 and len(out.splitlines()) == 3  # without --limit: all of them, not the listing's 20
+    code, out, err = _cli(capsys, *base, "dead-letters", "--reason", "model_limit", "--raw", "--json")
+    assert code == 2 and out == "" and "--json: not with --raw" in err, err

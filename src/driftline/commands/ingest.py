@@ -38,10 +38,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_replay)
     d = sub.add_parser("dead-letters", help="list rejected events with their reasons")
-    d.add_argument("--limit", type=positive(int), default=20, help="how many of the latest to list (default 20)")
+    d.add_argument("--limit", type=positive(int), default=None,
+                   help="how many of the latest to list (default 20); with --raw: write at most N payloads, the "
+                        "oldest N (default all)")
     d.add_argument("--reason", metavar="REASON",
                    help=f"only this reason, one of: {', '.join(ALL_REASONS)} (see README, Dead letters)")
-    d.add_argument("--json", action="store_true", help="print the totals and the latest dead letters as JSON")
+    d.add_argument("--json", action="store_true", help="print the totals and the latest dead letters as JSON (not "
+                                                       "with --raw)")
     d.add_argument("--raw", action="store_true",
                    help="print the stored payloads of --reason's dead letters, oldest first, one per line, to feed "
                         "them again once the cause is fixed: `dead-letters --reason model_limit --model M --raw | "
@@ -247,11 +250,14 @@ def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
     if args.reason is not None and args.reason not in ALL_REASONS:
         raise ConfigError(f"--reason: unknown reason {args.reason!r}; one of: {', '.join(ALL_REASONS)}")
     if args.raw:
-        return raw_payloads(ctx, args.reason, args.model)
+        if args.json:  # hostile-user tryout: --raw ignored --json silently
+            raise ConfigError("--json: not with --raw, which writes the stored payloads as they are, one per line, "
+                              "for `driftline replay -` (without --raw, --json gives them as text in `recent`)")
+        return raw_payloads(ctx, args.reason, args.model, args.limit)
     if args.model is not None:
         raise ConfigError("--model: only with --raw (the listing shows every model)")
     store = ctx.store()
-    rows = store.dead_letters(args.limit, args.reason)
+    rows = store.dead_letters(args.limit or 20, args.reason)
     totals = {lbl: v for (n, lbl), v in store.counters().items() if n == "dead_letters"}
     if args.json:
         print(json.dumps({"totals": totals, "recent": [_letter_json(r) for r in rows]}))
@@ -286,16 +292,17 @@ def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
-def raw_payloads(ctx: Context, reason: str | None, model: str | None) -> int:
+def raw_payloads(ctx: Context, reason: str | None, model: str | None, limit: int | None = None) -> int:
     """Print the stored payloads of one reason's dead letters, oldest first, one per line (on stdout, nothing else
     there), to be fed again once their cause is fixed (a model refused by limits.max_models before `models forget`
     freed a slot: SRE tryout). Payloads cut at the stored size are left out and counted on stderr: fed again they
-    would only be dead-lettered invalid_json."""
+    would only be dead-lettered invalid_json. `limit`: at most that many written (the oldest); the ones past it are
+    counted on stderr (hostile-user tryout: --limit was ignored silently)."""
     if reason is None:
         raise ConfigError("--raw: give --reason (feeding every kind of dead letter again would refuse most of them "
                           "again, counting them twice)")
     wanted = None if model is None else model.encode()
-    written = cut = other = 0
+    written = cut = other = beyond = 0
     others: Counter[bytes | None] = Counter()
     out = sys.stdout.buffer
     for raw in dead_letter_rows.payloads(ctx.store(), reason):
@@ -305,6 +312,9 @@ def raw_payloads(ctx: Context, reason: str | None, model: str | None) -> int:
         if wanted is not None and (seen := _payload_model(raw)) != wanted:
             other += 1
             others[seen] += 1
+            continue
+        if limit is not None and written >= limit:
+            beyond += 1
             continue
         out.write(raw.rstrip(b"\r\n").replace(b"\n", b" ") + b"\n")
         written += 1
@@ -318,6 +328,9 @@ def raw_payloads(ctx: Context, reason: str | None, model: str | None) -> int:
         listed = ", ".join(f"'{shown(m.decode())}' ({count(k)})" for m, k in others.most_common(5) if m is not None)
         notes.append(f"none is of model '{shown(model)}'" + (f" (did you mean '{shown(near)}'?)" if near else "")
                      + (f"; these payloads name {listed}" if listed else ""))
+    if beyond:
+        notes.append(f"{count(beyond)} more left out by --limit {limit:,} (an event fed again twice is stored once: "
+                     "run without --limit for the rest)")
     if cut:
         notes.append(f"{count(cut)} left out: stored cut at {RAW_LIMIT:,} bytes, the whole event is not kept")
     say(ctx.err, "; ".join(notes) + (". Their dead letters stay listed and counted: feeding them again adds the "
