@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shlex
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 """C0 and C1 controls and DEL, line/paragraph separators, and the bidirectional overrides ("Trojan source")."""
@@ -24,6 +25,19 @@ def visible(text: object) -> str:
     nothing a terminal would act on. A backslash stays as it is."""
     s = text if isinstance(text, str) else str(text)
     return _UNSAFE.sub(_escape, s) if _UNSAFE.search(s) else s
+
+
+def shell_word(text: str) -> str:
+    """`text` as one word of a command the CLI suggests for pasting (`--model 'fraud model'`, `'a;b'`,
+    `'x'"'"'y'`: shlex.quote), its control characters then escaped as `visible` shows them (hostile-user tryout:
+    hints pasted with a name holding a space or `;` ran another command)."""
+    return visible(shlex.quote(text))
+
+
+def quoted_name(text: str) -> str:
+    """`'fraud'`: a name quoted as prose quotes it, which pasted is also that one shell word (a name holding a
+    single quote is quoted as shlex.quote does), control characters escaped (closest-name suggestions)."""
+    return visible(shlex.quote(text) if "'" in text else f"'{text}'")
 
 
 def preview(text: str, cells: int) -> str:

@@ -191,7 +191,7 @@ def cmd_demo(ctx: Context, args: argparse.Namespace) -> int:
         used = workdir / "driftline.yaml"
         used.write_text(yaml.safe_dump(msgspec.to_builtins(cfg), sort_keys=False))
         say(ctx.err, "no triggers in the config, so the demo uses driftline.example.yaml's: " + "; ".join(filled)
-            + f". Written to {used}: run later commands with `driftline --config {used} …` to match",
+            + f". Written to {used}: run later commands with `driftline --config {shown(shlex.quote(str(used)))} …` to match",
             "[bold]settings:[/bold] ")
     service, port_note = _start_service(cfg, store, ctx, args.port)
     try:

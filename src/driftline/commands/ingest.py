@@ -26,7 +26,7 @@ from ..storage import dead_letter_rows
 from ..terminal import preview, visible
 from .progress import IngestProgress, Ramp
 from .prose import say
-from .render import shown
+from .render import shown, shown_name
 from .tables import Col, print_table
 from .which_model import closest
 
@@ -326,7 +326,7 @@ def raw_payloads(ctx: Context, reason: str | None, model: str | None, limit: int
         names = [m.decode() for m in others if m is not None]
         near = closest(model or "", names)
         listed = ", ".join(f"'{shown(m.decode())}' ({count(k)})" for m, k in others.most_common(5) if m is not None)
-        notes.append(f"none is of model '{shown(model)}'" + (f" (did you mean '{shown(near)}'?)" if near else "")
+        notes.append(f"none is of model '{shown(model)}'" + (f" (did you mean {shown_name(near)}?)" if near else "")
                      + (f"; these payloads name {listed}" if listed else ""))
     if beyond:
         notes.append(f"{count(beyond)} more left out by --limit {limit:,} (an event fed again twice is stored once: "

@@ -12,7 +12,7 @@ from ..core.events import iso
 from ..core.labels import by_name
 from ..numbers import MISSING, count, counted
 from .prose import say
-from .render import shown
+from .render import shown, shown_word
 from .tables import Col, print_table
 from .which_model import UnknownModel, did_you_mean
 
@@ -119,7 +119,7 @@ def cmd_models_list(ctx: Context, args: argparse.Namespace) -> int:
         first = since[0][0]
         say(ctx.console, "admitted since they were refused: " + ", ".join(f"'{shown(m)}' ({count(k)})" for m, k in since[:10])
             + f"; the events refused before are stored only once fed again (once): `driftline dead-letters --reason model_limit --model "
-              f"{shown(first)} --raw | driftline replay -`")
+              f"{shown_word(first)} --raw | driftline replay -`")
     return 0
 
 
@@ -203,7 +203,7 @@ def cmd_models_forget(ctx: Context, args: argparse.Namespace) -> int:
         if config_model:
             say(ctx.console, f"'{shown(name)}' is the config's own model: forgetting it also needs --force",
                 lead="[yellow]warning:[/yellow] ")
-        say(ctx.console, f"nothing changed: run `driftline models forget {shown(name)} --yes` to delete; "
+        say(ctx.console, f"nothing changed: run `driftline models forget {shown_word(name)} --yes` to delete; "
                          f"{FIX_PRODUCER}")
         return 1
     if config_model and not args.force:

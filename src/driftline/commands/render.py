@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from .. import numbers
-from ..terminal import visible
+from ..terminal import quoted_name, shell_word, visible
 from .prose import say
 from .tables import Col, print_table
 
@@ -20,6 +20,16 @@ DISPLAY = {"fpr": "FPR", "alert_rate": "alert rate"}
 def shown(text: object) -> str:
     """Event-derived text for a rich console: control characters escaped visibly, rich markup shown as written."""
     return escape(visible(text))
+
+
+def shown_word(text: str) -> str:
+    """`shell_word(text)` for a rich console: a name in a suggested command, pasted as one shell word."""
+    return escape(shell_word(text))
+
+
+def shown_name(text: str) -> str:
+    """`quoted_name(text)` for a rich console: a suggested name, quoted so that it pastes as one shell word."""
+    return escape(quoted_name(text))
 
 
 def fmt_rate(r: dict[str, Any]) -> str:

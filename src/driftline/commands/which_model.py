@@ -15,7 +15,7 @@ from ..core.labels import by_name
 from ..core.events import iso
 from ..numbers import counted
 from ..storage.urls import sqlite_file
-from ..terminal import visible
+from ..terminal import quoted_name, shell_word, visible
 
 SHOWN = 10
 """Stored models listed in the message (the rest are counted)."""
@@ -104,7 +104,7 @@ def did_you_mean(value: str, names: Sequence[str]) -> str:
     if best is None:
         return ""
     near = [n for n in names if n.casefold() == best.casefold()]
-    quoted = [f"'{visible(n)}'" for n in near]
+    quoted = [quoted_name(n) for n in near]
     return "; did you mean " + (" or ".join(quoted) if len(quoted) < 3 else
                                 ", ".join(quoted[:-1]) + " or " + quoted[-1]) + "?"
 
@@ -147,4 +147,4 @@ def file_models(models: set[str]) -> str:
     names = sorted(models)
     first = names[0]
     return (f" (the file holds model{'s' if len(names) > 1 else ''} {_names(names)}: pass --model "
-            f"{visible(first) if len(names) == 1 else 'NAME'})")
+            f"{shell_word(first) if len(names) == 1 else 'NAME'})")

@@ -29,6 +29,7 @@ from ..ingest.pipeline import settings_from
 from ..ingest.replay import CORRUPT, open_events
 from ..core.stats import NEG, POS, BucketStats, merge
 from ..storage.store import Store
+from ..terminal import shell_word
 from .windows import iso
 
 SOURCES = ("window", "file")
@@ -77,7 +78,7 @@ class NoReference(ReferenceProblem):
             hi = min(lo + 14 * day, (span[1] // day + 1) * day)
             example = f"--from {_date(lo)} --to {_date(hi)}"
         super().__init__(f"no reference profile for model {model!r}: run `driftline reference set` first "
-                         f"(e.g. `driftline reference set --model {model} {example}`)")
+                         f"(e.g. `driftline reference set --model {shell_word(model)} {example}`)")
 
 
 def _date(t: float) -> str:
