@@ -159,3 +159,37 @@ def test_a_control_arm_named_like_a_closing_tag_is_shown_not_a_crash(tmp_path, c
     assert main([*opts, "ab", "--at", "2026-01-03"]) == 0
     out = capsys.readouterr().out
     assert "control arm '[/bold]'" in out
+
+
+def test_every_invisible_or_format_character_is_escaped() -> None:
+    """Hostile-user tryout: a zero-width space (and other format characters) passed `visible` as it was, so
+    'fr\\u200baud' and 'fraud' looked the same. Every control (Cc), format (Cf), separator (Zl, Zp) and space but
+    the ASCII one (Zs) of the running Python's Unicode tables is shown as an escape; printable text is kept."""
+    import unicodedata
+
+    missed = [hex(c) for c in range(0x110000)
+              if unicodedata.category(chr(c)) in ("Cc", "Cf", "Zl", "Zp", "Zs") and c != 0x20
+              and visible(chr(c)) == chr(c)]
+    assert not missed, missed
+    assert visible("fr\u200baud") == "fr\\u200baud" and visible("\U000e0041") == "\\U000e0041"
+    assert visible("a\xa0b\ufe0f") == "a\\xa0b\\ufe0f"
+    assert visible("Zürich — café 北京 …") == "Zürich — café 北京 …"
+
+
+def test_models_list_shows_look_alike_names_apart(tmp_path, capsys, monkeypatch) -> None:
+    """Hostile-user tryout: `models list` showed 'fr\\u200baud' as 'fraud' (and a variant 'A\\u2060' as 'A'), two
+    rows of what looked like one model; with a terminal escape in a name it emitted the escape."""
+    monkeypatch.setenv("COLUMNS", "300")
+    names = ["fraud", "fr\u200baud", "fraud\u202e", "fr\xa0aud", "x\x1b[2Jy"]
+    lines = [pred(f"p{i}", 0.5, T0, model=m, variant="A\u2060") for i, m in enumerate(names)]
+    (tmp_path / "e.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    opts = ["--db", f"sqlite:///{tmp_path / 'm.db'}"]
+    assert main([*opts, "replay", str(tmp_path / "e.jsonl")]) == 0
+    capsys.readouterr()
+    assert main([*opts, "models", "list"]) == 0
+    out = capsys.readouterr().out
+    hidden = {c for c in "".join(names) + "\u2060" if not c.isascii() or c == "\x1b"}
+    raw = sorted({hex(ord(c)) for c in out if c in hidden})
+    assert not raw, raw
+    for text in ("fr\\u200baud", "fraud\\u202e", "fr\\xa0aud", "x\\x1b[2Jy", "A\\u2060"):
+        assert text in out, (text, out)

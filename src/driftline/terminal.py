@@ -11,18 +11,27 @@ import logging
 import re
 import shlex
 
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
-"""C0 and C1 controls and DEL, line/paragraph separators, and the bidirectional overrides ("Trojan source")."""
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\xa0\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
+                     "\u115f\u1160\u1680\u17b4\u17b5\u180b-\u180f\u2000-\u200f\u2028-\u202f\u205f-\u206f"
+                     "\u3000\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U000110bd\U000110cd"
+                     "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+"""C0 and C1 controls and DEL; every format character (Unicode category Cf: zero-width space and joiners, soft
+hyphen, the bidirectional overrides of "Trojan source", BOM, tags); line/paragraph separators and every space but
+the ASCII one (no-break, thin, ideographic); and the other default-ignorable code points (variation selectors,
+Hangul fillers). Each draws nothing or looks like a plain space, so two names differing only in one looked the
+same (hostile-user tryout: 'fr\\u200baud' next to 'fraud' in `models list`). tests/test_terminal_safety.py checks
+this against the running Python's Unicode tables."""
 
 
 def _escape(m: re.Match[str]) -> str:
     c = ord(m.group())
-    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" if c < 0x10000 else f"\\U{c:08x}"
 
 
 def visible(text: object) -> str:
-    """`text` with every control character shown as an escape (`\\x1b`, `\\n`-as-`\\x0a`, `\\u202e`): one line,
-    nothing a terminal would act on. A backslash stays as it is."""
+    """`text` with every control, format or invisible character shown as an escape (`\\x1b`, `\\n`-as-`\\x0a`,
+    `\\u202e`, `\\u200b`, `\\xa0`): one line, nothing a terminal would act on, nothing unseen. A backslash stays
+    as it is."""
     s = text if isinstance(text, str) else str(text)
     return _UNSAFE.sub(_escape, s) if _UNSAFE.search(s) else s
 
