@@ -64,8 +64,24 @@ def list_doc(ctx: Context) -> dict[str, Any]:
                       "versions": m.versions, "predictions": m.predictions, "first_bucket": _when(m.first_bucket),
                       "last_bucket": _when(m.last_bucket)} for m in inv.models]
     doc.update(model_limit_dead_letters=inv.model_limit_dead_letters, refused_models=inv.refused,
-               newest_refusal=_when(inv.newest_refusal))
+               newest_refusal=_when(inv.newest_refusal), refused_admitted_since=_refed(ctx, inv))
     return doc
+
+
+def _refed(ctx: Context, inv: Any) -> dict[str, dict[str, int]]:
+    """Per model refused before and stored or admitted since, its refused events by what feeding them again would
+    do (`waiting`: not stored and would be). Hostile-user tryout: `models list` kept printing "fed again: `…--raw |
+    driftline replay -`" after they had been fed again, as it went by the model's name alone."""
+    from ..ingest.pipeline import limits_from
+    from ..storage.refeed import refeed_state
+
+    names = {m.model for m in inv.models}
+    since = [m for m in inv.refused if m in names]
+    if not since:
+        return {}
+    state = refeed_state(ctx.store(), since, ctx.config.labels.horizon_s, limits_from(ctx.config))
+    return {m: {"refused": r.refused, "stored": r.stored, "too_old": r.too_old, "unfeedable": r.unfeedable,
+                "waiting": r.waiting} for m, r in state.items()}
 
 
 def _values(values: list[str]) -> str:
@@ -110,17 +126,40 @@ def cmd_models_list(ctx: Context, args: argparse.Namespace) -> int:
     stored = {m["model"] for m in doc["models"]}
     refused = list(doc["refused_models"].items())
     still = [(m, k) for m, k in refused if m not in stored]
-    since = [(m, k) for m, k in refused if m in stored]
     names = ", ".join(f"'{shown(m)}' ({count(k)})" for m, k in still[:10]) or "none of them now"
     say(ctx.console, f"[yellow]new models refused:[/yellow] {counted(n, 'model_limit dead letter')}, newest "
                      f"{doc['newest_refusal'] or MISSING}; among the newest, still refused: {names}. "
                      + (_admit_advice(doc) if still else ""))
-    if since:
-        first = since[0][0]
-        say(ctx.console, "admitted since they were refused: " + ", ".join(f"'{shown(m)}' ({count(k)})" for m, k in since[:10])
-            + f"; the events refused before are stored only once fed again (once): `driftline dead-letters --reason model_limit --model "
-              f"{shown_word(first)} --raw | driftline replay -`")
+    for line in _since_lines(doc["refused_admitted_since"]):
+        say(ctx.console, line)
     return 0
+
+
+def _since_lines(refed: dict[str, dict[str, int]]) -> list[str]:
+    """The models admitted since they were refused: those with refused events still to feed again, with the command
+    that does it; then those with none left (all stored since, or past what feeding again could store)."""
+    waiting = [(m, r) for m, r in refed.items() if r["waiting"]]
+    done = [(m, r) for m, r in refed.items() if not r["waiting"]]
+    out = []
+    if waiting:
+        out.append("admitted since they were refused: " + ", ".join(
+            f"'{shown(m)}' ({counted(r['waiting'], 'refused event')} not stored yet)" for m, r in waiting[:10])
+            + "; the events refused before are stored only once fed again (once): `driftline dead-letters --reason "
+              f"model_limit --model {shown_word(waiting[0][0])} --raw | driftline replay -`")
+    if done:
+        out.append("admitted since they were refused, nothing left to feed again: " + ", ".join(
+            f"'{shown(m)}' ({_done(r)})" for m, r in done[:10]))
+    return out
+
+
+def _done(r: dict[str, int]) -> str:
+    """'2 refused events stored since, 1 older than the label horizon': why none of a model's is left to feed."""
+    parts = [f"{counted(r['stored'], 'refused event')} stored since"]
+    if r["too_old"]:
+        parts.append(f"{count(r['too_old'])} older than the label horizon (fed again, refused past_horizon)")
+    if r["unfeedable"]:
+        parts.append(f"{count(r['unfeedable'])} stored cut or unreadable (`--raw` leaves them out)")
+    return ", ".join(parts)
 
 
 def _admit_advice(doc: dict[str, Any]) -> str:
