@@ -58,18 +58,41 @@ def test_the_feed_again_hint_is_printed_only_while_refused_events_wait(tmp_path,
     assert _cli(capsys, *base, "replay", str(tmp_path / "n.jsonl"))[0] == 0
 
     out, doc = _listed(capsys, base)
-    assert doc == {"fraud": {"refused": 4, "stored": 0, "too_old": 1, "unfeedable": 0, "waiting": 3}}
+    assert doc == {"fraud": {"refused": 4, "stored": 0, "too_old": 1, "unfeedable": 0, "waiting": 3, "unchecked": 0}}
     assert "admitted since they were refused: 'fraud' (3 refused events not stored yet)" in out, out
     assert "--model fraud --raw | driftline replay -`" in out
 
     _feed(capsys, base, tmp_path, "--limit", "2")  # the old one and f1: one of the three still waits
     out, doc = _listed(capsys, base)
-    assert doc == {"fraud": {"refused": 4, "stored": 1, "too_old": 1, "unfeedable": 0, "waiting": 2}}
+    assert doc == {"fraud": {"refused": 4, "stored": 1, "too_old": 1, "unfeedable": 0, "waiting": 2, "unchecked": 0}}
     assert "'fraud' (2 refused events not stored yet)" in out and "--raw | driftline replay -`" in out, out
 
     _feed(capsys, base, tmp_path)
     out, doc = _listed(capsys, base)
-    assert doc == {"fraud": {"refused": 4, "stored": 3, "too_old": 1, "unfeedable": 0, "waiting": 0}}
+    assert doc == {"fraud": {"refused": 4, "stored": 3, "too_old": 1, "unfeedable": 0, "waiting": 0, "unchecked": 0}}
     assert "--raw" not in out and "not stored yet" not in out, out
     assert ("admitted since they were refused, nothing left to feed again: 'fraud' (3 refused events stored since, "
             "1 older than the label horizon") in out, out
+
+
+def test_the_scan_is_bounded_and_never_claims_unread_letters_fed(tmp_path, capsys, monkeypatch):
+    """A junk-name flood can leave millions of model_limit dead letters: `models list` reads the newest
+    refeed.MAX_CHECKED of them only, and while older ones were not read it never says nothing is left to feed."""
+    from driftline.storage import refeed
+
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr(refeed, "MAX_CHECKED", 2)
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("limits:\n  max_models: 1\nlabels:\n  horizon: 30d\n")
+    base = ["--config", str(cfg), "--db", url]
+    lines = [_pred("j0", "junk"), _pred("f1", "fraud"), _pred("f2", "fraud"), _pred("f3", "fraud")]
+    (tmp_path / "a.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    assert _cli(capsys, *base, "replay", str(tmp_path / "a.jsonl"))[0] == 0
+    assert _cli(capsys, *base, "models", "forget", "junk", "--yes")[0] == 0
+    (tmp_path / "n.jsonl").write_bytes(_pred("f3", "fraud") + b"\n" + _pred("f2", "fraud") + b"\n")
+    assert _cli(capsys, *base, "replay", str(tmp_path / "n.jsonl"))[0] == 0  # the two newest refused, fed again
+    out, doc = _listed(capsys, base)
+    assert doc == {"fraud": {"refused": 2, "stored": 2, "too_old": 0, "unfeedable": 0, "waiting": 0, "unchecked": 1}}
+    assert "nothing left to feed again" not in out, out
+    assert "'fraud' (0 refused events not stored yet among the newest 2 checked, 1 older not checked)" in out, out

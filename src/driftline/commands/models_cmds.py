@@ -81,7 +81,7 @@ def _refed(ctx: Context, inv: Any) -> dict[str, dict[str, int]]:
         return {}
     state = refeed_state(ctx.store(), since, ctx.config.labels.horizon_s, limits_from(ctx.config))
     return {m: {"refused": r.refused, "stored": r.stored, "too_old": r.too_old, "unfeedable": r.unfeedable,
-                "waiting": r.waiting} for m, r in state.items()}
+                "waiting": r.waiting, "unchecked": r.unchecked} for m, r in state.items()}
 
 
 def _values(values: list[str]) -> str:
@@ -138,18 +138,29 @@ def cmd_models_list(ctx: Context, args: argparse.Namespace) -> int:
 def _since_lines(refed: dict[str, dict[str, int]]) -> list[str]:
     """The models admitted since they were refused: those with refused events still to feed again, with the command
     that does it; then those with none left (all stored since, or past what feeding again could store)."""
-    waiting = [(m, r) for m, r in refed.items() if r["waiting"]]
-    done = [(m, r) for m, r in refed.items() if not r["waiting"]]
+    waiting = [(m, r) for m, r in refed.items() if r["waiting"] or r["unchecked"]]
+    done = [(m, r) for m, r in refed.items() if not (r["waiting"] or r["unchecked"])]
     out = []
     if waiting:
         out.append("admitted since they were refused: " + ", ".join(
-            f"'{shown(m)}' ({counted(r['waiting'], 'refused event')} not stored yet)" for m, r in waiting[:10])
+            f"'{shown(m)}' ({_left(r)})" for m, r in waiting[:10])
             + "; the events refused before are stored only once fed again (once): `driftline dead-letters --reason "
               f"model_limit --model {shown_word(waiting[0][0])} --raw | driftline replay -`")
     if done:
         out.append("admitted since they were refused, nothing left to feed again: " + ", ".join(
             f"'{shown(m)}' ({_done(r)})" for m, r in done[:10]))
     return out
+
+
+def _left(r: dict[str, int]) -> str:
+    """'3 refused events not stored yet', and how many older dead letters were not read (refeed.MAX_CHECKED):
+    feeding again is safe either way (what is stored already counts as a duplicate, once)."""
+    from ..storage.refeed import MAX_CHECKED
+
+    text = f"{counted(r['waiting'], 'refused event')} not stored yet"
+    if r["unchecked"]:
+        text += f" among the newest {count(MAX_CHECKED)} checked, {count(r['unchecked'])} older not checked"
+    return text
 
 
 def _done(r: dict[str, int]) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sqlalchemy import select, tuple_
+from sqlalchemy import func, select, tuple_
 
 from . import schema as t
 from .bulk import chunks
@@ -17,6 +17,10 @@ from .store import Store
 from ..core.engine import DEFAULT_VARIANT
 from ..core.events import RAW_LIMIT, Decoded, Prediction, decode
 from ..core.limits import Limits
+
+MAX_CHECKED = 100_000
+"""`model_limit` dead letters read per call, newest first: a junk-name flood can leave millions, and `models list`
+must stay quick and bounded in memory; older ones are counted as unchecked, never claimed fed."""
 
 
 @dataclass(slots=True)
@@ -30,6 +34,8 @@ class Refed:
     """Not stored, and older than the label horizon behind the newest event: fed again, refused past_horizon."""
     unfeedable: int = 0
     """Stored cut at the payload limit, or no longer a valid prediction: `--raw` leaves it out or it is refused."""
+    unchecked: int = 0
+    """Older `model_limit` dead letters (of any model) past the MAX_CHECKED newest that were read: unknown."""
 
     @property
     def waiting(self) -> int:
@@ -37,15 +43,22 @@ class Refed:
         return self.refused - self.stored - self.too_old - self.unfeedable
 
 
-def refeed_state(store: Store, models: Collection[str], horizon_s: float, limits: Limits) -> dict[str, Refed]:
-    """Per model of `models`, its `model_limit` dead letters by whether they still wait to be fed again (all of
-    them are read: the hint is about every one, not the newest few). Read in one transaction."""
+def refeed_state(store: Store, models: Collection[str], horizon_s: float, limits: Limits,
+                 max_checked: int | None = None) -> dict[str, Refed]:
+    """Per model of `models`, its `model_limit` dead letters by whether they still wait to be fed again: the newest
+    `max_checked` of them are read (the others counted in `unchecked`, so no model is said to have none left while
+    some were not read). Read in one transaction."""
     out = {m: Refed() for m in models}
     keys: dict[tuple[str, str, str], list[float]] = {}
     d, p = t.dead_letters.c, t.predictions.c
     with store.read() as conn:
         newest = store.newest_event_in(conn)
-        q = select(d.raw, d.detail).where(d.reason == "model_limit").order_by(d.id)
+        max_checked = MAX_CHECKED if max_checked is None else max_checked
+        total = conn.execute(select(func.count()).where(d.reason == "model_limit")).scalar_one()
+        if total > max_checked:
+            for r in out.values():
+                r.unchecked = total - max_checked
+        q = select(d.raw, d.detail).where(d.reason == "model_limit").order_by(d.id.desc()).limit(max_checked)
         for row in conn.execution_options(yield_per=1000).execute(q):
             raw = bytes(row.raw)
             model = refused_model(raw, row.detail)  # as `models list` names the refused models
