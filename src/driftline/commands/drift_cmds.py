@@ -97,6 +97,7 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.references import (ReferenceProblem, activate_reference, active_reference_id,
                                        build_reference_profile, file_stats, load_reference, same_reference,
                                        save_reference, variant_labels, window_stats)
+    from ..readouts.headline import headline_variant, scope_json
     from ..readouts.seasonal import build_seasonal, check_bucket
 
     start, end = parse_at(args.start, "--from"), parse_at(args.end, "--to")  # before the store is opened
@@ -110,16 +111,17 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
     if args.file is not None and (start is None) != (end is None):
         raise ConfigError("reference set: with --file, give both --from and --to or neither")
     model = reference_model(ctx, args.file, args.model)
+    read = headline_variant(ctx.config.ab, args.variant)  # shadow mode: the production arm's predictions
     if args.file is not None:
         by_variant: dict[str, Any] = {}
         in_file: set[str] = set()
-        stats, lo, hi, dead = file_stats(args.file, ctx.config, model, start, end, args.variant, by_variant,
+        stats, lo, hi, dead = file_stats(args.file, ctx.config, model, start, end, read, by_variant,
                                          now=ctx.clock(), models=in_file)
         source, detail = "file", args.file
     else:
         assert start is not None and end is not None
         check_series(ctx, model, args.variant)
-        stats, lo, hi = window_stats(ctx.store(), ctx.config, model, start, end, args.variant)
+        stats, lo, hi = window_stats(ctx.store(), ctx.config, model, start, end, read)
         source, detail, dead = "window", None, 0
         by_variant = variant_labels(ctx.store(), ctx.config, model, start, end, args.variant)
     if stats.predictions == 0:
@@ -129,20 +131,20 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
     profile = build_reference_profile(stats, ctx.config, by_variant)
     store = ctx.store()
     ref_id = None if args.force else same_reference(store, model, profile, source, lo, hi, confusion=stats,
-                                                    variant=args.variant, detail=detail, seasonality=seasonality)
+                                                    variant=read, detail=detail, seasonality=seasonality)
     unchanged = ref_id is not None
     if ref_id is None:
         seasonal = None
         if seasonality != "none":
             assert lo is not None and hi is not None
-            seasonal = build_seasonal(store, ctx.config, model, lo, hi, args.variant, profile, seasonality)
-        ref_id = save_reference(store, model, profile, source, lo, hi, confusion=stats, variant=args.variant,
+            seasonal = build_seasonal(store, ctx.config, model, lo, hi, read, profile, seasonality)
+        ref_id = save_reference(store, model, profile, source, lo, hi, confusion=stats, variant=read,
                                 detail=detail, seasonal=seasonal)
         if args.file is not None:
-            sample = reference_sample_from_file(args.file, ctx.config, model, start, end, args.variant,
+            sample = reference_sample_from_file(args.file, ctx.config, model, start, end, read,
                                                 now=ctx.clock())
         else:
-            sample = reference_sample_from_buckets(store, ctx.config, model, lo, hi, args.variant)
+            sample = reference_sample_from_buckets(store, ctx.config, model, lo, hi, read)
         freeze_reference_sample(store, ref_id, sample)
     else:
         was_active = active_reference_id(store, model) == ref_id
@@ -162,6 +164,9 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
         ctx.console.print(f"reference [bold]{ref_id}[/bold] set for {shown(model)}: "
                           f"{counted(doc['n'], 'prediction')} {doc['start']} → {doc['end']} ({source}), "
                           f"{len(doc['features'])} features tracked{skipped}")
+        scope = scope_json(ctx.config.ab, args.variant)
+        if scope:
+            ctx.console.print(f"counted: {scope['text']}")
         _print_seasons(ctx.console, doc)
         _print_dropped(ctx.console, doc["dropped"])
     return 0

@@ -106,6 +106,8 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
     """Ranked drift table: feature, kind, PSI, JS, adjusted p, noise floors, severity, drifted; then prevalence."""
     w, r = doc["window"], doc["reference"]
     variant = f" · variant {shown(doc['variant'])}" if doc["variant"] else ""
+    if doc.get("scope"):  # shadow mode: the production arm only (readouts.headline)
+        variant += f" · {doc['scope']['text']}"
     console.print(f"[bold]drift[/bold] · {shown(doc['model'])}{variant} · "
                   f"window {w['start']} → {w['end']} ({w['label']}, n={count(w['n'])}) vs reference {r['id']} "
                   f"({r['start']} → {r['end']}, n={count(r['n'])})")

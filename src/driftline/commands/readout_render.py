@@ -20,6 +20,8 @@ def _head(doc: dict[str, Any], what: str) -> str:
     w = doc["window"]
     v = doc.get("variant")
     variant = f" · variant {shown(v)}" if v else ""
+    if doc.get("scope"):  # shadow mode: the production arm only (readouts.headline)
+        variant += f" · {doc['scope']['text']}"
     return (f"[bold]{what}[/bold] · {shown(doc['model'])}{variant} · {w['start']} → {w['end']} "
             f"({w['label']}, {counted(w['n'], 'prediction')}, {count(w['labelled'])} labelled)")
 

@@ -78,6 +78,8 @@ def metrics_table(doc: dict[str, Any], console: Console) -> None:
         title += f" · variant {doc['variant']}"
     if doc.get("model_version"):
         title += f" · version {doc['model_version']}"
+    if doc.get("scope"):  # shadow mode: the whole model is the production arm (readouts.headline)
+        title += f" · {doc['scope']['text']}"
     c = {k: numbers.count(v) if isinstance(v, int) else v for k, v in doc["counts"].items()}
     raw = doc["counts"]
     m = doc["metrics"]

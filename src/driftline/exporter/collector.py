@@ -28,6 +28,7 @@ from ..core.engine import CONFLICTING, IMPLICIT_RELABELLED
 from ..core.events import DEAD_LETTER_REASONS
 from ..core.labels import MODEL, OVERFLOW, VARIANT, VERSION, overflow_counter
 from ..readouts.drift import active_reference_seasons, estimated_block, multivariate_reading
+from ..readouts.headline import headline_rows
 from ..readouts.seasonal import fallback_predictions
 from ..storage.errors import StoreUnavailable
 from ..storage.store import Store
@@ -133,7 +134,7 @@ class SnapshotCollector:
                 w = window_ending(at, length, self.config.bucket_s)
                 label = format_duration(length)
                 rows = window_rows(self.store, model, w, features=False)
-                add_window(f, model, label, groups_of(rows, self.store, model, w))
+                add_window(f, model, label, groups_of(rows, self.store, model, w, self.config.ab))
                 if self.drift is not None:
                     self._drift(f, model, label, w)
                     self._multivariate(f, model, label, w)
@@ -141,7 +142,7 @@ class SnapshotCollector:
                     f.gauge("driftline_drift_season_fallback_predictions", "Window predictions compared with the "
                             "whole reference because their season's slice is thin, missing or unplaceable.",
                             ["model", "window"]).add_metric(
-                        [model, label], float(fallback_predictions(seasonal, rows, self.config)))
+                        [model, label], float(fallback_predictions(seasonal, headline_rows(self.config.ab, rows), self.config)))
                 add_estimated(f, model, label, estimated_block(self.store, self.config, model, w))
 
     def _seasonality(self, f: _Families, model: str) -> Any:

@@ -8,8 +8,10 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from ..analysis.classification import Metrics, classification
+from ..config import AB
 from ..core.stats import BucketStats
 from ..readouts.drift import MultivariateReading
+from ..readouts.headline import headline_rows, headline_variant
 from ..readouts.ranking import window_metrics
 from ..readouts.windows import Window
 from ..storage.bucket_row import BucketRow
@@ -31,19 +33,21 @@ class Group:
 
 
 def groups_of(rows: list[BucketRow], store: Store | None = None, model: str | None = None,
-              window: Window | None = None) -> list[Group]:
+              window: Window | None = None, ab: AB | None = None) -> list[Group]:
     """The whole-model group then one group per (variant, model_version), each with its metrics (ROC AUC and
-    average precision as `driftline metrics --json`, exact when needed, given the store, model and window)."""
+    average precision as `driftline metrics --json`, exact when needed, given the store, model and window). The
+    whole model sums the rows readouts.headline keeps: in shadow mode (`ab`) the production arm only."""
     if not rows:
         return []
-    total, by = group_stats(rows)
+    ab = AB() if ab is None else ab
+    total, by = group_stats(rows, ab)
 
     def metrics(st: BucketStats, sel: list[BucketRow], variant: str | None, mv: str | None) -> Metrics:
         if store is None or window is None:
             return classification(st)
         return window_metrics(store, model, window, sel, st, variant, mv)
 
-    return [Group(AGGREGATE, AGGREGATE, metrics(total, rows, None, None))] + [
+    return [Group(AGGREGATE, AGGREGATE, metrics(total, headline_rows(ab, rows), headline_variant(ab, None), None))] + [
         Group(v, mv, metrics(st, [r for r in rows if (r.variant, r.model_version) == (v, mv)], v, mv))
         for (v, mv), st in by.items()]
 

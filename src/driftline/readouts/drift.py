@@ -24,6 +24,7 @@ from ..analysis.slices import slices_of, worst_slices
 from ..config import Config
 from ..durations import format_duration
 from .estimated import calibrated_block
+from .headline import headline_variant, scope_json
 from .multivariate import multivariate_block, multivariate_result
 from .references import NoReference, Reference, active_reference_key, load_reference
 from .maturity import maturity_hint
@@ -147,17 +148,18 @@ def drift_document(store: Store, config: Config, model: str, window: Window, var
     if active is None:
         raise NoReference(model, store.bucket_range(model))
     ref, profile, seasonal = active
-    cur, compared, mixture = _current_and_reference(store, config, model, window, variant, profile, seasonal)
+    read = headline_variant(config.ab, variant)  # shadow mode: the production arm only
+    cur, compared, mixture = _current_and_reference(store, config, model, window, read, profile, seasonal)
     result = drift_report(compared, cur.features, cur.hist, cur.conf, thresholds(config))
     body = result.to_json()
-    return {"model": model, "variant": variant,
+    return {"model": model, "variant": variant, "scope": scope_json(config.ab, variant),
             "reference": {**ref.summary(), "prevalence": profile.prevalence},
             "seasonality": seasonal_block(seasonal, mixture, config.drift.season_min_n),
             "window": _window_json(window, cur), "features": body["features"], "score": body["score"],
             "prevalence": body["prevalence"], "drifted": list(result.drifted),
             "thresholds": body["thresholds"], "untracked": body["untracked"],
             "dropped": [{"feature": f, "reason": r} for f, r in profile.dropped],
-            "multivariate": multivariate_block(store, config, model, window, variant, ref, profile),
+            "multivariate": multivariate_block(store, config, model, window, read, ref, profile),
             "undeclared": undeclared_block(store)}
 
 
@@ -181,6 +183,7 @@ def drift_readings(store: Store, config: Config, model: str, window: Window, var
     active = active_reference_seasons(store, model)
     if active is None:
         return []
+    variant = headline_variant(config.ab, variant)
     cur, compared, _ = _current_and_reference(store, config, model, window, variant, active[1], active[2])
     if cur.predictions == 0:
         return []
@@ -199,7 +202,7 @@ def multivariate_reading(store: Store, config: Config, model: str, window: Windo
     active = active_reference(store, model)
     if active is None:
         return None
-    r = multivariate_result(store, config, model, window, variant, *active)
+    r = multivariate_result(store, config, model, window, headline_variant(config.ab, variant), *active)
     if r is None or r.drifted is None:
         return None
     return MultivariateReading(r.ratio, r.error, r.p_value, r.drifted, r.n_window)
@@ -219,6 +222,7 @@ def maturity_period(store: Store, config: Config, model: str, window: Window, va
     if implicit is not None:
         return math.ceil(implicit / b) * b, "labels.implicit_negative_after"
     look = Window(window.end - config.labels.horizon_s, window.end)
+    variant = headline_variant(config.ab, variant)
     p95 = delay_quantiles(_stats(store, model, look, variant, False).delay, (MATURITY_QUANTILE,))["p95"]
     if p95 is None:
         return None, "label_delay_p95"
@@ -234,13 +238,15 @@ def calibration_document(store: Store, config: Config, model: str, window: Windo
     The earlier window's estimate is early_warning(scope "all") over all its predictions: label-free, it
     depends only on the scores, so it is exactly what was estimated when those predictions were made.
     """
+    scope = scope_json(config.ab, variant)
+    variant = headline_variant(config.ab, variant)  # shadow mode: the production arm only
     stats = _stats(store, model, window, variant, False)
     active = active_reference(store, model)
     ref, profile = active if active is not None else (None, None)
     bre = base_rate_effect(stats, ref.confusion_stats() if ref else None,
                            profile.prevalence if profile is not None else None)
     doc: dict[str, Any] = {
-        "model": model, "variant": variant, "threshold": config.threshold,
+        "model": model, "variant": None if scope else variant, "scope": scope, "threshold": config.threshold,
         "window": _window_json(window, stats),
         "reference": None if ref is None else {**ref.summary(), "prevalence": profile.prevalence if profile else None},
         "calibration": calibration_report(stats).to_json(),
@@ -272,6 +278,7 @@ def estimated_block(store: Store, config: Config, model: str, window: Window, va
     active = active_reference(store, model)
     if active is None:
         return None
+    variant = headline_variant(config.ab, variant)
     stats = _stats(store, model, window, variant, False)
     period, _ = maturity_period(store, config, model, window, variant)
     old = None if period is None else _stats(store, model, Window(window.start - period, window.end - period),
@@ -311,12 +318,12 @@ def slices_document(store: Store, config: Config, model: str, window: Window) ->
     """`driftline slices --json`: per configured slice feature and value, recall, FPR, precision and alert
     rate with Wilson intervals and counts (indicative below 30 labelled), and the worst slices ranked by
     how far their interval misses the targets."""
-    stats = _stats(store, model, window, None, False)
+    stats = _stats(store, model, window, headline_variant(config.ab, None), False)
     t_recall, t_fpr = slice_targets(config)
     per = slices_of(stats.slices, config.slices, t_recall, t_fpr)
     near = slice_hints(store, config, model, window, stats, carried_by_none(per)) if stats.predictions else {}
     doc: dict[str, Any] = {
-        "model": model, "window": _window_json(window, stats),
+        "model": model, "scope": scope_json(config.ab, None), "window": _window_json(window, stats),
         "targets": {"recall": t_recall, "fpr": t_fpr},
         "features": [{"feature": f, "values": [s.to_json() for s in vals],
                       **_unrecorded(f, sum(v.predictions for v in vals), stats.predictions, near.get(f))}

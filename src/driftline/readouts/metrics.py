@@ -10,8 +10,9 @@ from ..analysis.ranking import UNRANKED
 from ..config import Config
 from ..core.labels import VARIANT, VERSION, overflow_counter
 from ..core.events import iso
-from ..core.stats import UNL, BucketStats
+from ..core.stats import UNL
 from ..storage.store import Store
+from .headline import headline_rows, headline_total, headline_variant, missing_control_note, scope_json
 from .maturity import maturity_hint
 from .ranking import window_metrics
 from .windows import Window, cut_days, cut_days_note, default_at, merged, window_ending, window_rows
@@ -53,10 +54,11 @@ def metrics_document(store: Store, config: Config, q: MetricsQuery) -> dict[str,
     for r in rows:
         groups.setdefault((r.variant, r.model_version), []).append(r)
     group_stats = {key: merged(rs) for key, rs in sorted(groups.items())}
-    total = BucketStats()
-    for st in group_stats.values():
-        total.add(st)
-    m: Metrics = window_metrics(store, q.model, window, rows, total, q.variant, q.model_version)
+    total = headline_total(config.ab, group_stats, q.variant)  # shadow mode: the production arm only
+    m: Metrics = window_metrics(store, q.model, window, headline_rows(config.ab, rows, q.variant), total,
+                                headline_variant(config.ab, q.variant), q.model_version)
+    doc["scope"] = scope_json(config.ab, q.variant, (v for v, _ in group_stats))
+    missing = missing_control_note(doc["scope"], (v for v, _ in group_stats))
     doc["window"] = window.to_json()
     if empty:
         doc["window"].update(start=None, end=None)
@@ -66,7 +68,9 @@ def metrics_document(store: Store, config: Config, q: MetricsQuery) -> dict[str,
         doc["window"]["cut_days"] = [iso(d) for d in cut]
         if cut:
             doc["note"] = cut_days_note(cut)
-        if not total.predictions:
+        if missing:
+            doc["note"] = "; ".join(n for n in (doc.get("note"), missing) if n)
+        if not total.predictions and not missing:
             elsewhere = stored_elsewhere(store, q.model, window, config.bucket_s)
             if elsewhere:
                 doc["note"] = "; ".join(n for n in (doc.get("note"), elsewhere) if n)

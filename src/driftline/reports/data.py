@@ -262,7 +262,7 @@ def report_document(store: Store, config: Config, model: str, week: IsoWeek, now
     triggers = trigger_judgements(store, config, model, week.until, _drift_provider())
     days = daily(store, config, model, week)
     rows = window_rows(store, model, week.window, features=False)
-    total, _ = group_stats(rows)
+    total, _ = group_stats(rows, config.ab)  # shadow mode: the production arm only
     all_hist = total.hist[NEG] + total.hist[POS] + total.hist[UNL]
     drift = drift_section(store, config, model, week)
     drift_score = drift["document"].get("score") if drift.get("available") else None

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis.classification import Metrics
-from ..config import Config, ConfigError, Trigger
+from ..config import AB, Config, ConfigError, Trigger
 from ..core.stats import BucketStats
 from ..storage.bucket_row import BucketRow
 from ..storage.store import Store
 from ..readouts.drift import multivariate_reading
+from ..readouts.headline import headline_total, headline_variant
 from ..readouts.ranking import window_metrics
 from ..readouts.windows import Window, iso, merged, window_ending, window_rows
 from . import history
@@ -24,17 +25,16 @@ from .metrics import DRIFT, MULTIVARIATE, canonical, dead_letter_rate, from_metr
 from .model import Evaluation, Notice, Observation, Rule, Transition, TriggerState, evaluate
 
 
-def group_stats(rows: Sequence[BucketRow]) -> tuple[BucketStats, dict[tuple[str, str], BucketStats]]:
-    """Window total and per-(variant, model_version) statistics, merged in the same order as
-    `metrics_document`, so every number equals `driftline metrics --json` to the last bit."""
+def group_stats(rows: Sequence[BucketRow], ab: AB | None = None
+                ) -> tuple[BucketStats, dict[tuple[str, str], BucketStats]]:
+    """Whole-model total (readouts.headline: in shadow mode, `ab`'s production arm only) and per-(variant,
+    model_version) statistics, merged in the same order as `metrics_document`, so every number equals
+    `driftline metrics --json` to the last bit."""
     groups: dict[tuple[str, str], list[BucketRow]] = {}
     for r in rows:
         groups.setdefault((r.variant, r.model_version), []).append(r)
     by = {key: merged(rs) for key, rs in sorted(groups.items())}
-    total = BucketStats()
-    for st in by.values():
-        total.add(st)
-    return total, by
+    return headline_total(AB() if ab is None else ab, by), by
 
 
 def compile_rules(triggers: Sequence[Trigger]) -> list[Rule]:
@@ -134,18 +134,20 @@ class Reader:
         return Observation(r.ratio if metric == "multivariate_drift" else float(r.drifted), n=r.n)
 
     def observe(self, rule: Rule) -> Observation:
-        """The reading a rule judges."""
+        """The reading a rule judges; a rule naming no variant reads the whole model (shadow mode: the
+        production arm, readouts.headline)."""
         name = canonical(rule.metric)
+        variant = headline_variant(self.config.ab, rule.variant)
         if name == "dead_letter_rate":
             return dead_letter_rate(self.counters())
         if name == "silence_seconds":
             events = sum(v for (n, _), v in self.counters().items() if n == "events")
             return silence(self.newest_event(), self.now, events)
         if name in DRIFT:
-            return drift_observation(self.drift_readings(rule.window_s, rule.variant), name, rule.feature)
+            return drift_observation(self.drift_readings(rule.window_s, variant), name, rule.feature)
         if name in MULTIVARIATE:
-            return self.multivariate(rule.window_s, rule.variant, name)
-        return from_metrics(name, self.metrics(rule.window_s, rule.variant))
+            return self.multivariate(rule.window_s, variant, name)
+        return from_metrics(name, self.metrics(rule.window_s, variant))
 
 
 def run(store: Store, config: Config, now: float, at: float | None = None, drift: DriftProvider | None = None,
