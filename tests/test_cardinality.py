@@ -150,7 +150,9 @@ def test_reserved_values_are_dead_lettered_never_merged_into_whole_model_series(
         [RawRecord("t", 0, i, r) for i, r in enumerate(raws)])
     assert (res.accepted, res.dead) == (1, 9)
     letters = store.dead_letters(reason="reserved_label")
-    assert len(letters) == 9 and all("reserved" in d["detail"] for d in letters)
+    assert len(letters) == 7 and all("reserved" in d["detail"] for d in letters)
+    padded = store.dead_letters(reason="wrong_type")  # surrounding whitespace is refused at decode, before the gate
+    assert len(padded) == 2 and all("leading or trailing whitespace" in d["detail"] for d in padded)
     series = _series(_scrape(config, store))
     assert len(series) == len(set(series))
     whole = [dict(lbl) for name, lbl in series if name == "driftline_window_predictions"]

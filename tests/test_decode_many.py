@@ -32,7 +32,11 @@ DIRTY = [b"", b"   ", b"not json", b"[1,2]", b'{"a":1}\n{"b":2}',
          b'{"type":"outcome","prediction_id":"a","label":1,"ts":1,"label":0}',
          *(json.dumps({**GOOD_PRED, **change}).encode() for change in (
              {"model": "m\x00"}, {"ts": 1.7e9}, {"ts": "2026-01-01T00:00:00"}, {"features": {"x" * 300: 1}},
-             {"pad": "é"}, {"features": {"n": 10 ** 400}}, {"prediction_id": ""}, {"features": {"a": "v" * 50}})),
+             {"pad": "é"}, {"features": {"n": 10 ** 400}}, {"prediction_id": ""}, {"features": {"a": "v" * 50}},
+             {"model": " m "}, {"model": "m "}, {"variant": "B\t"}, {"model_version": " v2"}, {"model": "e\x1b[31m"},
+             {"model": "   "}, {"variant": "a\x85b"})),
+         b'{"type":"prediction","prediction_id":"a","model":"m\xc2\xa0","ts":"2026-01-01T00:00:00Z","score":0.5}',
+         b'{"type":"prediction","prediction_id":"a","model":" m","ts":"2026-01-01T00:00:00Z","score":0.5}',
          b'{"type":"prediction","prediction_id":"a","model":"m","ts":"2026-01-01T00:00:00Z","score":0.5,'
          b'"x":[[[[[[1]]]]]]}',
          b'{"prediction_id":"a","model":"m","ts":"2026-01-01T00:00:00Z","score":0.5,"label":1}',  # untyped, both

@@ -3,8 +3,9 @@ than the fast path (a refusal, an escape, an untyped event, a bound to check clo
 
 The result is exactly `[decode(...) for each record]`: a payload is taken from the batch parse only under the
 conditions on which `decode` itself returns its fast-path result (size and depth within bounds, a typed event of
-the record's kind, non-empty id and model, no backslash so no NUL escape and no possible duplicate key, a valid
-timestamp, features within bounds); tests/test_decode_many.py checks the equality on dirty payloads.
+the record's kind, non-empty id and model, names without surrounding whitespace or control characters, no backslash
+so no NUL escape and no possible duplicate key, a valid timestamp, features within bounds);
+tests/test_decode_many.py checks the equality on dirty payloads.
 
 A clean run (the common case) is checked whole, by `_clean_run`: C-level maps over its parsed events and counts
 over its joined bytes prove the same conditions for every payload at once; a run where the proof does not go
@@ -24,6 +25,7 @@ import numpy as np
 from .events import (MAX_EPOCH, DeadLetter, Decoded, Prediction, _tagged_dec, _TaggedPrediction, decode,
                      to_epoch)
 from .limits import _FLOAT_DIGITS, DEFAULT_LIMITS, MAX_NAME_LEN, Limits, feature_problem, string_tokens
+from .names import bad_name, first_bad_name
 
 RUN = 512
 """Payloads parsed per msgspec call: a payload that fails the parse sends only its run to the per-event path."""
@@ -98,6 +100,10 @@ def _clean_run(run: Sequence[Positioned], parsed: list[object], joined: bytes,
         return None
     if not all(map(_MODEL, preds)):
         return None
+    names = set(map(_MODEL, preds)).union(map(_VERSION, preds), map(_VARIANT, preds))
+    names.discard(None)
+    if any(map(bad_name, names)):  # each distinct name once: a run holds few
+        return None
     stamps = list(map(_TS, parsed))
     if set(map(type, stamps)) != {datetime} or countOf(map(_TZINFO, stamps), None):
         return None  # a number, or no offset: the per-payload path converts it
@@ -154,6 +160,8 @@ def _fast(raw: bytes, kind: str | None, ev: object, limits: Limits) -> Decoded |
     if kind is not None and kind != ("prediction" if is_pred else "outcome"):
         return None
     if not ev.prediction_id or (is_pred and not ev.model):  # type: ignore[attr-defined]
+        return None
+    if is_pred and first_bad_name(ev.model, ev.model_version, ev.variant) is not None:  # type: ignore[attr-defined]
         return None
     ts = ev.ts  # type: ignore[attr-defined]
     try:

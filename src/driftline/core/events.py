@@ -18,6 +18,7 @@ import msgspec
 from .json_errors import json_error_detail
 from .limits import DEFAULT_LIMITS, MAX_NAME_LEN, Limits, duplicate_key, feature_problem, string_tokens, too_deep
 from .lines import UTF8_BOM, json_lines  # noqa: F401 - read here by replay and the readouts
+from .names import first_bad_name
 
 RAW_LIMIT = 4096
 """Bytes of the raw payload kept in a dead letter."""
@@ -264,7 +265,9 @@ def _decode_bounded(raw: bytes, kind: str | None, limits: Limits, dead: Callable
     else:
         fast_kind = "prediction" if isinstance(fast, Prediction) else "outcome"
         if (kind is None or kind == fast_kind) and fast.prediction_id and (
-                fast_kind == "outcome" or fast.model) and _NUL_ESCAPE not in raw:  # type: ignore[union-attr]
+                fast_kind == "outcome" or fast.model) and _NUL_ESCAPE not in raw and (  # type: ignore[union-attr]
+                fast_kind == "outcome" or first_bad_name(fast.model, fast.model_version,  # type: ignore[union-attr]
+                                                         fast.variant) is None):  # type: ignore[union-attr]
             ts = fast.ts
             try:
                 if type(ts) is datetime and ts.tzinfo is not None:
@@ -319,6 +322,10 @@ def _decode_bounded(raw: bytes, kind: str | None, limits: Limits, dead: Callable
         if where:
             return dead("nul_in_text", f"{where} contains a NUL character (\\u0000): not accepted in event text "
                         "(PostgreSQL cannot store it)")
+    if isinstance(event, Prediction):
+        bad = first_bad_name(event.model, event.model_version, event.variant)
+        if bad is not None:  # " m " would be a model of its own beside "m" (tryout); decode_many checks the same
+            return dead("wrong_type", bad)
     try:
         ts = to_epoch(event.ts)
         if not 0.0 <= ts <= MAX_EPOCH:

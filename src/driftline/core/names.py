@@ -1,0 +1,43 @@
+"""The rule for the names an event gives its model, variant and model version: taken exactly as sent, so a name
+that cannot be told from another by eye (surrounding whitespace, a control character) is refused at decode.
+
+Tryout: `" m "`, `"m"` and `"M"` became three models, each taking a limits.max_models slot, the spaces nearly
+invisible in `models list`; `"evil\\x1b[31mRED"` became a model whose name could not be typed back. Case is kept
+(`M` and `m` stay two names, as in Prometheus labels). Pure functions: no IO.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+NAME_FIELDS = ("model", "model_version", "variant")
+"""The event fields that become label values and stored keys, checked by `name_problem`."""
+
+
+def bad_name(value: str) -> bool:
+    """Whether a name has leading or trailing whitespace or a control character (C0, DEL, C1) anywhere; cheap on
+    the common clean name (two C-level string methods)."""
+    return value != value.strip() or (not value.isprintable() and any(map(_is_control, value)))
+
+
+def _is_control(ch: str) -> bool:
+    return unicodedata.category(ch) == "Cc"
+
+
+def name_problem(field: str, value: str) -> str:
+    """The dead-letter detail for a name `bad_name` refuses: what is wrong and what to do."""
+    if value != value.strip():
+        what = "leading or trailing whitespace"
+    else:
+        ch = next(c for c in value if _is_control(c))
+        what = f"a control character (U+{ord(ch):04X})"
+    return (f"{field} {value[:80]!r} has {what}: names are taken exactly as sent, so it would be a model, variant "
+            "or version of its own (not the same as the name without it); fix the name at the producer")
+
+
+def first_bad_name(model: str | None, version: str | None, variant: str | None) -> str | None:
+    """The detail for the first of a prediction's names that `bad_name` refuses, or None when all are clean."""
+    for field, value in zip(NAME_FIELDS, (model, version, variant)):
+        if value is not None and bad_name(value):
+            return name_problem(field, value)
+    return None
