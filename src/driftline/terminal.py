@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import shlex
+from collections.abc import Iterable
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\xa0\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
                      "\u115f\u1160\u1680\u17b4\u17b5\u180b-\u180f\u2000-\u200f\u2028-\u202f\u205f-\u206f"
@@ -36,17 +37,41 @@ def visible(text: object) -> str:
     return _UNSAFE.sub(_escape, s) if _UNSAFE.search(s) else s
 
 
+def _ansi_escape(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x80 else f"\\u{c:04x}" if c < 0x10000 else f"\\U{c:08x}"
+
+
+def ansi_c_word(text: str) -> str:
+    """`$'evil\\x1b[31mRED'`: `text` in the shell's ANSI-C quoting (bash, zsh, ksh), each character `visible`
+    escapes written as an escape the shell turns back into it (`\\u00a0`, not `\\xa0`: in `$'…'` that is one
+    byte, not the character), a backslash and a single quote escaped. Tryout: the hint `'evil\\x1b[31mRED'`, pasted,
+    named a model with a literal backslash, so `models forget` refused the name it had just suggested."""
+    body = text.replace("\\", "\\\\").replace("'", "\\'")
+    return "$'" + _UNSAFE.sub(_ansi_escape, body) + "'"
+
+
 def shell_word(text: str) -> str:
     """`text` as one word of a command the CLI suggests for pasting (`--model 'fraud model'`, `'a;b'`,
-    `'x'"'"'y'`: shlex.quote), its control characters then escaped as `visible` shows them (hostile-user tryout:
-    hints pasted with a name holding a space or `;` ran another command)."""
-    return visible(shlex.quote(text))
+    `'x'"'"'y'`: shlex.quote; hostile-user tryout: hints pasted with a name holding a space or `;` ran another
+    command); a name holding a character `visible` escapes is written `$'…'` (`ansi_c_word`), so the pasted word
+    is the name itself, never its escaped display."""
+    return ansi_c_word(text) if _UNSAFE.search(text) else shlex.quote(text)
 
 
 def quoted_name(text: str) -> str:
     """`'fraud'`: a name quoted as prose quotes it, which pasted is also that one shell word (a name holding a
-    single quote is quoted as shlex.quote does), control characters escaped (closest-name suggestions)."""
-    return visible(shlex.quote(text) if "'" in text else f"'{text}'")
+    single quote is quoted as shlex.quote does, one holding a character `visible` escapes as `$'…'`: closest-name
+    suggestions)."""
+    if _UNSAFE.search(text):
+        return ansi_c_word(text)
+    return shlex.quote(text) if "'" in text else f"'{text}'"
+
+
+def shown_as(typed: str, names: Iterable[str]) -> list[str]:
+    """The names whose `visible` form is exactly `typed` and which differ from it: what a user means who types a
+    name as it was shown (`'evil\\x1b[31mRED'`, a literal backslash) for one holding a control character."""
+    return [n for n in names if n != typed and visible(n) == typed]
 
 
 def preview(text: str, cells: int) -> str:

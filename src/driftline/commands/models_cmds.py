@@ -11,6 +11,7 @@ from ..context import Context
 from ..core.events import iso
 from ..core.labels import by_name
 from ..numbers import MISSING, count, counted
+from ..terminal import shown_as
 from .prose import say
 from .render import shown, shown_word
 from .tables import Col, print_table
@@ -232,11 +233,29 @@ def _refuse_refused(ctx: Context, name: str) -> None:
                        "producer that sends the name")
 
 
+def _as_shown(ctx: Context, typed: str) -> str:
+    """The one stored model `typed` is the shown form of (`models list` shows 'evil\\x1b[31mRED' for a name holding
+    an ESC; tryout: typing it back was "no such model", did you mean the same text), said on stderr; `typed` itself
+    when none or several are (several: UnknownModel naming each as a shell word)."""
+    matches = shown_as(typed, _stored(ctx))
+    if len(matches) > 1:
+        raise UnknownModel(f"models forget: no model '{shown(typed)}' is stored; {len(matches)} stored models are "
+                           "shown so: " + ", ".join(shown_word(m) for m in matches) + " (give one as written here)")
+    if matches:
+        ctx.err.print(f"note: no model '{shown(typed)}' is stored as typed; taking it as the stored model shown so, "
+                      f"{shown_word(matches[0])}", soft_wrap=True)
+        return matches[0]
+    return typed
+
+
 def cmd_models_forget(ctx: Context, args: argparse.Namespace) -> int:
     from ..storage.forget import forget, preview
 
     name = args.name
     plan = preview(ctx.store(), name)
+    if not plan.total:
+        name = _as_shown(ctx, name)
+        plan = preview(ctx.store(), name)
     if not plan.total:
         _refuse_refused(ctx, name)
         stored = _stored(ctx)
