@@ -139,6 +139,28 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
     und = doc.get("undeclared")
     if und:
         console.print(f"[yellow]{undeclared_line(und)}[/yellow]")
+    over = doc.get("over_limit")
+    if over:
+        console.print(f"[yellow]{over_limit_line(over)}[/yellow]")
+
+
+SHOWN_OVER = 5
+"""Over-limit feature names named in the text line (--json lists every recorded one)."""
+
+
+def over_limit_line(over: dict[str, Any]) -> str:
+    """'851 feature names over max_features (50) not monitored: f050 (400), f051 (400), … (340,400 occurrences);
+    …' from drift_document's `over_limit` block (event text made inert)."""
+    names = over["names"]
+    if not names:
+        return (f"{count(over['occurrences'])} occurrences of feature names over max_features "
+                f"({count(over['max_features'])}) not monitored; {over['scope']}")
+    n = f"{count(len(names))}" if over["names_complete"] else f"at least {count(len(names))}"
+    listed = ", ".join(f"{shown(x['feature'])} ({count(x['count'])})" for x in names[:SHOWN_OVER])
+    more = ", …" if len(names) > SHOWN_OVER else ""
+    return (f"{n} feature name{'s' if len(names) != 1 else ''} over max_features ({count(over['max_features'])}) "
+            f"not monitored: {listed}{more} ({count(over['occurrences'])} occurrences); {over['scope']}; "
+            "declare the features that matter under `features:` or raise `max_features`")
 
 
 def undeclared_line(und: dict[str, Any]) -> str:

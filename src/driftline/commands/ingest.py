@@ -24,6 +24,7 @@ from ..ingest.stored_now import MAX_KEYS, KeyLog
 from ..numbers import count, counted, were
 from ..storage import dead_letter_rows
 from ..terminal import preview, visible
+from .feature_notes import untracked_warnings
 from .progress import IngestProgress, Ramp
 from .prose import say
 from .render import shown, shown_name
@@ -88,7 +89,8 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
     warnings = [w for w in (past_horizon_warning(total, newest_before, ctx.config.labels.horizon),
                             expired_warning(maintenance, pipeline.watermark(), ctx.config.labels.horizon,
                                             pipeline.stored_now.full),
-                            conflict_warning(total)) if w]
+                            conflict_warning(total)) if w] + untracked_warnings(total.counters,
+                                                                               ctx.config.max_features)
     for w in warnings:
         say(ctx.err, shown(w), "[yellow]warning:[/yellow] ")  # (the conflict warning quotes an event's id)
     return {**summary(total, maintenance), "held_back_line": total.held_back, "warnings": warnings,

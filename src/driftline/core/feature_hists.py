@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .grids import N_FEATURE_BINS, feature_bin
-from .limits import MAX_UNDECLARED_NAMES, UNDECLARED_COUNTER
+from .limits import MAX_OVER_LIMIT_NAMES, MAX_UNDECLARED_NAMES, OVER_LIMIT_COUNTER, UNDECLARED_COUNTER
 from .stats import BucketStats, FeatureHist
 
 MAX_CATEGORIES_PER_BUCKET = 1000
@@ -43,6 +43,22 @@ def count_undeclared(counters: Counter[tuple[str, str]], name: str) -> None:
     key = (UNDECLARED_COUNTER, name)
     if key in counters or sum(1 for n, _ in counters if n == UNDECLARED_COUNTER) < MAX_UNDECLARED_NAMES:
         counters[key] += 1
+
+
+def count_over_limit(counters: Counter[tuple[str, str]], over: Counter[str]) -> None:
+    """Count a bucket's occurrences of names refused over max_features: the total, and by name for at most
+    MAX_OVER_LIMIT_NAMES distinct names per batch (the store applies the same bound across batches)."""
+    if not over:
+        return
+    counters[("features_untracked", "over_limit")] += sum(over.values())
+    room = MAX_OVER_LIMIT_NAMES - sum(1 for n, _ in counters if n == OVER_LIMIT_COUNTER)
+    for name, n in over.items():
+        key = (OVER_LIMIT_COUNTER, name)
+        if key in counters:
+            counters[key] += n
+        elif room > 0:
+            counters[key] = n
+            room -= 1
 
 
 def feature_hists(buckets: list[int], dicts: list[dict[str, Any]], declared: Sequence[str], max_features: int,
@@ -321,6 +337,7 @@ def _exact_bucket(dicts: list[dict[str, Any]], declared: Sequence[str], max_feat
     num: dict[str, list[float]] = {}
     cat: dict[str, Counter[str]] = {}
     missing: Counter[str] = Counter()
+    over: Counter[str] = Counter()
     for feats in dicts:
         for name in declared:
             if name not in feats:
@@ -332,7 +349,7 @@ def _exact_bucket(dicts: list[dict[str, Any]], declared: Sequence[str], max_feat
                     count_undeclared(counters, name)
                     continue
                 if len(tracked) >= max_features:
-                    counters[("features_untracked", "over_limit")] += 1
+                    over[name] += 1
                     continue
                 tracked.add(name)
             if value is None:
@@ -343,6 +360,7 @@ def _exact_bucket(dicts: list[dict[str, Any]], declared: Sequence[str], max_feat
                 num.setdefault(name, []).append(value)
             else:
                 cat.setdefault(name, Counter())[value[:MAX_CATEGORY_LEN]] += 1
+    count_over_limit(counters, over)
     for name in dict.fromkeys((*num, *cat, *missing)):
         fh = FeatureHist(missing=missing.get(name, 0))
         vals = num.get(name)
@@ -354,5 +372,5 @@ def _exact_bucket(dicts: list[dict[str, Any]], declared: Sequence[str], max_feat
         stats.features[name] = fh
 
 
-__all__ = ["feature_hists", "bound_categories", "count_undeclared", "MAX_CATEGORY_LEN", "MAX_CATEGORIES_PER_BUCKET",
+__all__ = ["feature_hists", "bound_categories", "count_undeclared", "count_over_limit", "MAX_CATEGORY_LEN", "MAX_CATEGORIES_PER_BUCKET",
            "OTHER"]

@@ -23,6 +23,15 @@ many occurrences were refused), so `drift` and the report can name them."""
 MAX_UNDECLARED_NAMES = 50
 """At most this many undeclared names are recorded by name (hostile input cannot grow the counters table without
 bound); beyond them only the total `features_untracked{reason="undeclared"}` grows."""
+OVER_LIMIT_COUNTER = "features_over_limit"
+"""Counter name whose labels are feature names refused in a bucket that already tracked `max_features` names (value:
+occurrences refused), so `replay` and `drift` can say how many and name them (tryout: 851 of 901 features dropped
+out of monitoring without a word)."""
+MAX_OVER_LIMIT_NAMES = 1000
+"""At most this many over-limit names are recorded by name (limits.max_features' default: every name one event may
+carry); beyond them only the total `features_untracked{reason="over_limit"}` grows, and readers say "at least"."""
+NAMED_COUNTERS = {UNDECLARED_COUNTER: MAX_UNDECLARED_NAMES, OVER_LIMIT_COUNTER: MAX_OVER_LIMIT_NAMES}
+"""Counters recording feature names as labels → how many names each keeps (per batch and in the store)."""
 MAX_FUTURE_S = 86400.0
 """Events stamped more than this ahead of the clock are refused (ts_in_future): by replay and run, and by a
 reference built from a file (one stamped 9999-12-31 made every later `reference list` and `drift` fail)."""

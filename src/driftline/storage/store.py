@@ -26,7 +26,7 @@ from .urls import normalise_url, sqlite_file
 from ..core.engine import EngineResult, JoinView, OutcomeRecord, PredKey, PredRecord
 from ..core.events import DeadLetter
 from ..core.labels import Admitted
-from ..core.limits import MAX_UNDECLARED_NAMES, UNDECLARED_COUNTER
+from ..core.limits import NAMED_COUNTERS, OVER_LIMIT_COUNTER, UNDECLARED_COUNTER
 
 DEFAULT_URL = "sqlite:///driftline.db"
 
@@ -162,9 +162,11 @@ class Store(StoreQueries):
 
     def _add_counters(self, conn: Connection, counts: dict[tuple[str, str], int]) -> None:
         """Add to persistent counters (rows in key order, so concurrent writers cannot deadlock); undeclared
-        feature names beyond MAX_UNDECLARED_NAMES stored ones are not recorded by name."""
-        if any(n == UNDECLARED_COUNTER for n, _ in counts):
-            counts = self._bound_undeclared(conn, counts)
+        feature names beyond MAX_UNDECLARED_NAMES stored ones, and over-limit ones beyond MAX_OVER_LIMIT_NAMES, are
+        not recorded by name."""
+        for name, most in NAMED_COUNTERS.items():
+            if any(n == name for n, _ in counts):
+                counts = self._bound_names(conn, counts, name, most)
         rows = [{"name": n, "label": lbl, "value": v} for (n, lbl), v in sorted(counts.items()) if v]
         if not rows:
             return
@@ -174,13 +176,14 @@ class Store(StoreQueries):
         conn.execute(stmt, rows)
 
     @staticmethod
-    def _bound_undeclared(conn: Connection, counts: dict[tuple[str, str], int]) -> dict[tuple[str, str], int]:
+    def _bound_names(conn: Connection, counts: dict[tuple[str, str], int], name: str,
+                     most: int) -> dict[tuple[str, str], int]:
         c = t.counters.c
-        stored = {r.label for r in conn.execute(select(c.label).where(c.name == UNDECLARED_COUNTER))}
-        room = MAX_UNDECLARED_NAMES - len(stored)
+        stored = {r.label for r in conn.execute(select(c.label).where(c.name == name))}
+        room = most - len(stored)
         out = {}
         for (n, lbl), v in sorted(counts.items()):
-            if n == UNDECLARED_COUNTER and lbl not in stored:
+            if n == name and lbl not in stored:
                 if room <= 0:
                     continue
                 room -= 1
@@ -190,9 +193,17 @@ class Store(StoreQueries):
     def undeclared_features(self) -> dict[str, int]:
         """Feature names seen in events but not declared under `features:` (all models, all time) → occurrences
         refused; at most MAX_UNDECLARED_NAMES names (the total is the `features_untracked` counter)."""
+        return self._named(UNDECLARED_COUNTER)
+
+    def over_limit_features(self) -> dict[str, int]:
+        """Feature names refused in a bucket already tracking `max_features` names (all models, all time) →
+        occurrences refused; at most MAX_OVER_LIMIT_NAMES names (the total is `features_untracked{over_limit}`)."""
+        return self._named(OVER_LIMIT_COUNTER)
+
+    def _named(self, name: str) -> dict[str, int]:
         c = t.counters.c
         with self.read() as conn:
-            q = select(c.label, c.value).where(c.name == UNDECLARED_COUNTER)
+            q = select(c.label, c.value).where(c.name == name)
             return {r.label: int(r.value) for r in conn.execute(q)}
 
     def _raise_newest(self, conn: Connection, newest: dict[str, float]) -> None:
