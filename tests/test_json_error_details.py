@@ -14,7 +14,8 @@ HEAD = b'{"type":"prediction","prediction_id":"a","model":"fraud","ts":176446080
 
 
 @pytest.mark.parametrize(("raw", "says"), [
-    (HEAD + b'"score":NaN}', ['near …', '"score":NaN}', "NaN and Infinity are not JSON numbers"]),
+    (HEAD + b'"score":NaN}', ['invalid character at byte offset ', 'near …', '"score":NaN}',
+                              "NaN and Infinity are not JSON numbers"]),
     (HEAD + b'"score":-Infinity}', ['"score":-Infinity}', "NaN and Infinity are not JSON numbers"]),
     (HEAD + b'"score":0.5,"features":{"c":"\\ud800"}}', ["lone UTF-16 surrogate escape"]),
     (HEAD + b'"score":0.5,"features":{"c":"\\ud800\\u0041"}}', ["high+low pair", "near …"]),
@@ -22,12 +23,12 @@ HEAD = b'{"type":"prediction","prediction_id":"a","model":"fraud","ts":176446080
     (HEAD + b'"score":0.5', ["ends before its last value is complete"]),
     (b'\x01{"a":1}', ["near \\x01{"]),
     (HEAD.replace(b'"prediction_id":"a"', b'"prediction_id":"\\ud800"') + b'"score":0.5}',
-     ["lone UTF-16 surrogate escape \\ud800 at byte", "is not a character"]),
+     ["lone UTF-16 surrogate escape \\ud800 at byte offset 38", "is not a character"]),
     (HEAD.replace(b'"prediction_id":"a"', b'"prediction_id":"a\\ud800b"') + b'"score":0.5}',
      ["lone UTF-16 surrogate escape \\ud800"]),
     (HEAD + b'"score":0.5,"features":{"c":"\\udc00"}}', ["lone UTF-16 surrogate escape \\udc00"]),
     (HEAD.replace(b'"prediction_id":"a"', b'"prediction_id":"\xc3("') + b'"score":0.5}',
-     ["Invalid UTF-8 encoded string (byte 38)", '"prediction_id":"\\xc3("']),
+     ["Invalid UTF-8 encoded string at byte offset 38", '"prediction_id":"\\xc3("']),
 ])
 def test_the_detail_says_where_and_what(raw: bytes, says: list[str]) -> None:
     one = decode(raw, "t", 0, 0)

@@ -20,6 +20,9 @@ MULTIVARIATE = ("multivariate_drift", "multivariate_drifted")
 """Multivariate drift of the window's feature sample (no `feature`): `multivariate_drift` is the PCA
 reconstruction-error ratio to the reference's (1 = as expected), `multivariate_drifted` the calibrated call (1/0)
 whose per-report false-alarm rate is drift.alpha."""
+COUNTS = ("drifted", "multivariate_drifted")
+"""Metrics whose value is a whole count (features called drifted; a 1/0 call), shown as one: '2', 'drifted > 0'
+(tryout: `alerts` printed 'drifted > 0.00' and a value of '2.0000')."""
 ALIASES = {"brier_score": "brier", "js_distance": "js", "label_delay_median": "label_delay_p50",
            "event_silence": "silence_seconds", "silence": "silence_seconds"}
 KNOWN = tuple(sorted({*RATES, "label_coverage", *SCORES, *DELAYS, *PIPELINE, *DRIFT, *MULTIVARIATE}))
@@ -46,4 +49,6 @@ def fmt_line(rule: Any) -> str:
     m = canonical(rule.metric)
     if m in DELAYS or m == "silence_seconds":
         return numbers.duration(rule.value)
+    if m in COUNTS:
+        return numbers.whole(rule.value)
     return numbers.line(rule.value)

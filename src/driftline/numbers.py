@@ -79,6 +79,13 @@ def line(v: float | None) -> str:
     return f"{v:.2f}" if round(v, 2) == v and abs(v) < 100 else f"{v:g}"
 
 
+def whole(v: float | None) -> str:
+    """A count that a float carries ('2' for 2.0, '1,204'), a fraction as written ('0.5': a line between counts)."""
+    if v is None:
+        return MISSING
+    return count(v) if float(v).is_integer() else f"{v:g}"
+
+
 def ratio(k: int | float | None, n: int | float | None) -> str:
     """'487/3,754': a count out of a count, both with thousands separators."""
     return f"{count(k)}/{count(n)}"

@@ -91,6 +91,8 @@ def value_of(metric: str | None, v: float | None) -> str:
         return numbers.prop(v)
     if unit == "seconds":
         return numbers.duration(v)
+    if unit == "count":
+        return numbers.whole(v)
     return numbers.stat(v)
 
 

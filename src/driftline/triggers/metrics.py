@@ -12,14 +12,14 @@ from dataclasses import dataclass
 
 from ..analysis.classification import Metrics
 from ..analysis.rates import rate
-from ..metric_names import (fmt_line, ALIASES, DELAYS, DRIFT, KNOWN, MULTIVARIATE, PIPELINE, RATES, SCORES,  # noqa: F401
+from ..metric_names import (fmt_line, ALIASES, COUNTS, DELAYS, DRIFT, KNOWN, MULTIVARIATE, PIPELINE, RATES, SCORES,  # noqa: F401
                             canonical)  # re-exported
 from .model import Observation
 
 
 @dataclass(frozen=True, slots=True)
 class MetricInfo:
-    """How a metric is read and shown: its unit ('ratio', 'seconds', '') and whether it is windowed."""
+    """How a metric is read and shown: its unit ('ratio', 'seconds', 'count', '') and whether it is windowed."""
 
     name: str
     unit: str
@@ -44,6 +44,8 @@ def info(metric: str) -> MetricInfo:
         return MetricInfo(m, "ratio", False, True)
     if m == "silence_seconds":
         return MetricInfo(m, "seconds", False, False)
+    if m in COUNTS:
+        return MetricInfo(m, "count", True, False)
     if m in DRIFT or m in MULTIVARIATE:
         return MetricInfo(m, "", True, False)
     raise ValueError(f"unknown trigger metric {metric!r}; known: {', '.join(KNOWN)}")

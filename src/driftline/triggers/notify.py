@@ -63,6 +63,8 @@ def fmt_value(rule: Rule, value: float | None) -> str:
         return numbers.prop(value)
     if unit == "seconds":
         return numbers.duration(value)
+    if unit == "count":
+        return numbers.whole(value)
     return numbers.stat(value)
 
 

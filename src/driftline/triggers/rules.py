@@ -170,12 +170,16 @@ RATIO_FMT = 'printf "%.3f"'
 (user tryout: pages said '45.64%' and 'line 70%' where the CLI said '0.456' and 'line < 0.70')."""
 STAT_FMT = 'printf "%.4f"'
 """Template filter of a statistic (PSI, JS, Brier, log loss): 4 places, as the CLI prints them."""
+COUNT_FMT = 'printf "%.0f"'
+"""Template filter of a count (features called drifted, a 1/0 call): a whole number, as the CLI prints it."""
 
 
 def _fmt_line(rule: Rule, unit: str) -> str:
     """The agreed line as the CLI writes it ('0.70', '0.085'); a duration as Prometheus' humanizeDuration would."""
     if unit == "seconds":
         return format_duration(rule.value) if rule.value > 0 else "0s"
+    if unit == "count":
+        return numbers.whole(rule.value)
     return numbers.line(rule.value)
 
 
@@ -191,6 +195,8 @@ def _value_tpl(unit: str, ratio_fmt: str = RATIO_FMT) -> str:
         return f"{{{{ $value | {ratio_fmt} }}}}"
     if unit == "seconds":
         return "{{ $value | humanizeDuration }}"
+    if unit == "count":
+        return f"{{{{ $value | {COUNT_FMT} }}}}"
     return f"{{{{ $value | {STAT_FMT} }}}}"
 
 
