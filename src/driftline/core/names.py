@@ -37,6 +37,9 @@ def name_problem(field: str, value: str) -> str:
 
 def first_bad_name(model: str | None, version: str | None, variant: str | None) -> str | None:
     """The detail for the first of a prediction's names that `bad_name` refuses, or None when all are clean."""
+    if ((model is None or not bad_name(model)) and (version is None or not bad_name(version))
+            and (variant is None or not bad_name(variant))):
+        return None  # the common case, without building the pairs below
     for field, value in zip(NAME_FIELDS, (model, version, variant)):
         if value is not None and bad_name(value):
             return name_problem(field, value)
