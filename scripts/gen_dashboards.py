@@ -447,8 +447,9 @@ def pipeline() -> dict[str, Any]:
                    "99th percentiles over 5 m.", "s",
                    [target(f"job:driftline_batch_duration_seconds:quantile_rate5m{{{JOB}}}", "p{{quantile}}")],
                    (12, 20, 12, 8), min_=0, no_value=NOT_RUNNING + " (no batch in 5 minutes)"),
-        timeseries("Time since last event", "Seconds since the newest prediction and outcome seen (event "
-                   "time): rising steadily means the feed stopped.", "s",
+        timeseries("Time since last event", "Seconds since predictions and outcomes were last stored (wall "
+                   "clock of arrival, not the events' own ts, which a skewed producer clock can put ahead): rising "
+                   "steadily means the feed stopped.", "s",
                    [target(f"job_type:driftline_last_event_age_seconds:min{{{JOB}}}", "{{type}}")], (0, 28, 12, 8),
                    min_=0),
         timeseries("Expired predictions per second", "Predictions dropped from the join state after the "

@@ -259,8 +259,14 @@ class SnapshotCollector:
         for kind in EVENT_TYPES:
             ts = self.store.newest_event(kind)
             if ts is not None:
-                f.gauge("driftline_last_event_timestamp_seconds", "Unix time of the newest event seen, by type.",
-                        ["type"]).add_metric([kind], float(ts))
+                f.gauge("driftline_last_event_timestamp_seconds", "Event time (the events' own ts) of the newest "
+                        "event stored, by type; a producer's skewed clock moves it, so freshness is "
+                        "driftline_last_stored_timestamp_seconds.", ["type"]).add_metric([kind], float(ts))
+            stored = self.store.last_stored(kind)
+            if stored is not None:
+                f.gauge("driftline_last_stored_timestamp_seconds", "Wall-clock time events of this type were last "
+                        "stored (by the writing replica's clock): the freshness of the feed.",
+                        ["type"]).add_metric([kind], float(stored))
         f.gauge("driftline_pending_outcomes", "Outcomes waiting for their prediction to arrive.", []).add_metric(
             [], float(self.store.pending_outcomes()))
         f.gauge("driftline_join_predictions", "Predictions held in the join state until labelled or past the "

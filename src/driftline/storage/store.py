@@ -21,7 +21,7 @@ from . import schema as t
 from .bucket_row import BucketRow
 from .errors import NotADatabase, StalePositions, StoreUnavailable, WriteLocked
 from .join_rows import JoinRows
-from .store_queries import NEWEST_EVENT, StoreQueries
+from .store_queries import LAST_STORED, NEWEST_EVENT, StoreQueries
 from .urls import normalise_url, sqlite_file
 from ..core.engine import EngineResult, JoinView, OutcomeRecord, PredKey, PredRecord
 from ..core.events import DeadLetter
@@ -206,10 +206,10 @@ class Store(StoreQueries):
             q = select(c.label, c.value).where(c.name == name)
             return {r.label: int(r.value) for r in conn.execute(q)}
 
-    def _raise_newest(self, conn: Connection, newest: dict[str, float]) -> None:
-        """Keep the greater of the stored and the batch's newest event time per type (monotonic under
-        concurrent writers); stored in microseconds among the counters."""
-        rows = [{"name": NEWEST_EVENT, "label": kind, "value": int(ts * 1e6)} for kind, ts in sorted(newest.items())]
+    def _raise_newest(self, conn: Connection, newest: dict[str, float], name: str = NEWEST_EVENT) -> None:
+        """Keep the greater of the stored and the batch's time per type (monotonic under concurrent writers);
+        stored in microseconds among the counters (`name`: NEWEST_EVENT or LAST_STORED)."""
+        rows = [{"name": name, "label": kind, "value": int(ts * 1e6)} for kind, ts in sorted(newest.items())]
         if not rows:
             return
         c = t.counters.c
@@ -244,6 +244,9 @@ class Store(StoreQueries):
             counts[("dead_letters", d.reason)] = counts.get(("dead_letters", d.reason), 0) + 1
         self._add_counters(conn, counts)
         self._raise_newest(conn, result.max_ts)
+        if result.max_ts:  # when they arrived, by this writer's clock: the freshness every replica exports
+            now = float(self.clock())
+            self._raise_newest(conn, {kind: now for kind in result.max_ts}, LAST_STORED)
         self._upsert(conn, t.positions, [{"source": s, "partition": p, "next_offset": n}
                                          for (s, p), n in positions.items()], ["source", "partition"],
                      ["next_offset"])

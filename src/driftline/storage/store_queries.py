@@ -16,6 +16,10 @@ if TYPE_CHECKING:
 
 NEWEST_EVENT = "newest_event_us"
 """Counter row name holding the newest event time per type, in microseconds (kept monotonic)."""
+LAST_STORED = "last_stored_us"
+"""Counter row name holding when (wall clock of the writer) events of a type were last stored, in microseconds
+(kept monotonic): freshness follows arrivals, not event times a skewed producer clock can put a day ahead."""
+TIME_ROWS = (NEWEST_EVENT, LAST_STORED)
 
 
 class StoreQueries:
@@ -66,7 +70,7 @@ class StoreQueries:
         """Persistent pipeline counters: (name, label) → total, in (name, label) order on every database (JSON
         outputs built from it, such as `dead-letters --json` totals, must not follow a table's physical order)."""
         with self.read() as conn:
-            q = select(t.counters).where(t.counters.c.name != NEWEST_EVENT).order_by(t.counters.c.name,
+            q = select(t.counters).where(t.counters.c.name.not_in(TIME_ROWS)).order_by(t.counters.c.name,
                                                                                       t.counters.c.label)
             return {(r.name, r.label): int(r.value) for r in conn.execute(q)}
 
@@ -84,6 +88,17 @@ class StoreQueries:
         if kind is not None:
             q = q.where(c.label == kind)
         value = conn.execute(q).scalar_one_or_none()
+        return None if value is None else value / 1e6
+
+    def last_stored(self, kind: str | None = None) -> float | None:
+        """Wall-clock time events of a type ('prediction'/'outcome'), or of either, were last stored; None before
+        any (or while a database last written by an older version has none recorded yet)."""
+        c = t.counters.c
+        q = select(func.max(c.value)).where(c.name == LAST_STORED)
+        if kind is not None:
+            q = q.where(c.label == kind)
+        with self.read() as conn:
+            value = conn.execute(q).scalar_one_or_none()
         return None if value is None else value / 1e6
 
     def join_size(self) -> int:

@@ -1,7 +1,7 @@
 """What a trigger can watch: the metric catalogue and the pure reading of a metric from window statistics.
 
 Rates (Wilson intervals) and scores come from `classification(merged window)`, exactly as `driftline metrics`;
-pipeline metrics (dead-letter rate, event silence) from the store counters and newest event times; drift
+pipeline metrics (dead-letter rate, event silence) from the store counters and when events were last stored; drift
 statistics from a pluggable provider (see drift_hook).
 """
 
@@ -89,8 +89,8 @@ def dead_letter_rate(counters: Mapping[tuple[str, str], int]) -> Observation:
     return Observation(r.value, r.low, r.high, r.n)
 
 
-def silence(newest_event_ts: float | None, now: float, events_seen: int) -> Observation:
-    """Seconds since the newest event (prediction or outcome); no value before the first event."""
-    if newest_event_ts is None:
+def silence(last_stored_ts: float | None, now: float, events_seen: int) -> Observation:
+    """Seconds since events (prediction or outcome) were last stored, by wall clock; no value before the first."""
+    if last_stored_ts is None:
         return Observation(None, n=events_seen)
-    return Observation(max(0.0, now - newest_event_ts), n=events_seen)
+    return Observation(max(0.0, now - last_stored_ts), n=events_seen)

@@ -46,7 +46,7 @@ _TITLES = {"recall": ("Recall", "Recall"), "fpr": ("FPR", "False positive rate")
            "label_delay_p50": ("Median label delay", "Median label delay"),
            "label_delay_p95": ("95th percentile label delay", "95th percentile label delay"),
            "dead_letter_rate": ("Dead-letter rate", "Share of messages dead-lettered"),
-           "silence_seconds": ("Event silence", "Time since the newest event"),
+           "silence_seconds": ("Event silence", "Time since events were last stored"),
            "psi": ("PSI", "Population stability index"), "js": ("JS distance", "Jensen-Shannon distance"),
            "drifted": ("Drifted features", "Number of features the drift report calls drifted"),
            "multivariate_drift": ("Multivariate drift", "PCA reconstruction-error ratio to the reference"),
@@ -146,7 +146,7 @@ def _series(rule: Rule, model: str) -> tuple[str, str, tuple[str, ...]] | None:
         return (f"(\n  ({dead} or 0 * {events})\n/ on (job)\n  {total}\n)",
                 f"{total} >= {n_min}", ("job",))
     if m == "silence_seconds":
-        return ("(time() - max by (job) (driftline_last_event_timestamp_seconds))",
+        return ("(time() - max by (job) (driftline_last_stored_timestamp_seconds))",
                 f"sum by (job) (driftline_events_total) >= {n_min}", ("job",))
     return None
 

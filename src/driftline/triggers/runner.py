@@ -114,8 +114,11 @@ class Reader:
             self._counters = self.store.counters()
         return self._counters
 
-    def newest_event(self) -> float | None:
-        return self.store.newest_event()
+    def last_stored(self) -> float | None:
+        """When events were last stored (wall clock), else the newest event time (a database written before that
+        was recorded): silence follows arrivals, so one event stamped a day ahead cannot hide a stopped feed."""
+        stored = self.store.last_stored()
+        return self.store.newest_event() if stored is None else stored
 
     def drift_readings(self, window_s: float, variant: str | None) -> Sequence[DriftReading]:
         key = (window_s, variant)
@@ -142,7 +145,7 @@ class Reader:
             return dead_letter_rate(self.counters())
         if name == "silence_seconds":
             events = sum(v for (n, _), v in self.counters().items() if n == "events")
-            return silence(self.newest_event(), self.now, events)
+            return silence(self.last_stored(), self.now, events)
         if name in DRIFT:
             return drift_observation(self.drift_readings(rule.window_s, variant), name, rule.feature)
         if name in MULTIVARIATE:
