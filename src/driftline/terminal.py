@@ -51,6 +51,21 @@ def ansi_c_word(text: str) -> str:
     return "$'" + _UNSAFE.sub(_ansi_escape, body) + "'"
 
 
+_UNSAFE_OR_BACKSLASH = re.compile("\\\\|" + _UNSAFE.pattern)
+
+
+def _escape_exact(m: re.Match[str]) -> str:
+    return "\\\\" if m.group() == "\\" else _escape(m)
+
+
+def visible_exact(text: object) -> str:
+    """`visible(text)` with every backslash doubled too, so distinct texts never show the same ('a\\x1b', an ESC,
+    and 'a\\\\x1b', a backslash then 'x1b', stay apart): each backslash shown starts exactly one escape, which
+    reads back unambiguously. For Prometheus label values, where two names shown alike would be one series."""
+    s = text if isinstance(text, str) else str(text)
+    return _UNSAFE_OR_BACKSLASH.sub(_escape_exact, s) if _UNSAFE_OR_BACKSLASH.search(s) else s
+
+
 def shell_word(text: str) -> str:
     """`text` as one word of a command the CLI suggests for pasting (`--model 'fraud model'`, `'a;b'`,
     `'x'"'"'y'`: shlex.quote; hostile-user tryout: hints pasted with a name holding a space or `;` ran another

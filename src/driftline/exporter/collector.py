@@ -38,6 +38,7 @@ from ..triggers.metrics import canonical
 from ..triggers.model import FIRING, STATES, Rule
 from ..triggers.runner import compile_rules
 from ..readouts.windows import Window, default_at, window_ending, window_rows
+from .label_text import escape_labels
 from .names import LABEL_COUNTERS
 from .window_series import _Families, add_estimated, add_window, groups_of, multivariate_series
 
@@ -97,9 +98,12 @@ class SnapshotCollector:
         return float(self.clock())
 
     def snapshot(self) -> list[Metric]:
-        """Build every family from the store now; on a database error only build_info and the time basis are
-        returned (logged)."""
+        """Build every family from the store now, label values escaped (label_text); on a database error only
+        build_info and the time basis are returned (logged)."""
         self.builds += 1
+        return escape_labels(self._build())
+
+    def _build(self) -> list[Metric]:
         f = _Families()
         f.gauge("driftline_build_info", "Always 1; the running driftline version.", ["version"]).add_metric(
             [__version__], 1.0)

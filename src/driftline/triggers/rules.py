@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from .. import numbers
 from ..config import Config
 from ..durations import format_duration
+from ..terminal import visible_exact
 from ..core.labels import AGGREGATE
 from .metrics import canonical, info
 from .model import Rule
@@ -89,7 +90,8 @@ class Rendered:
 
 
 def _sel(labels: dict[str, str]) -> str:
-    return "{" + ", ".join(f"{k}={json.dumps(v)}" for k, v in labels.items()) + "}"
+    """A PromQL selector; values escaped as the exporter exports them (exporter/label_text)."""
+    return "{" + ", ".join(f"{k}={json.dumps(visible_exact(v))}" for k, v in labels.items()) + "}"
 
 
 def _series(rule: Rule, model: str) -> tuple[str, str, tuple[str, ...]] | None:
