@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import CollectorRegistry
+from prometheus_client.core import Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 from sqlalchemy.exc import DBAPIError
@@ -31,13 +32,27 @@ Readiness = Callable[[], "tuple[bool, str]"]
 
 
 class _RegistryCollector(Collector):
-    """Serves another registry's metrics (the process-local OpsMetrics) through the exporter registry."""
+    """Serves another registry's metrics (the process-local OpsMetrics) through the exporter registry, without the
+    `<name>_created` samples prometheus_client adds to its counters and histograms.
+
+    Those were undocumented series (`driftline_batch_duration_seconds_created`, `…_consumer_records_created`, …)
+    that no rule or dashboard reads and the database-backed counters do not have (rate() and increase() see a
+    counter reset without them; OpenMetrics makes them optional). prometheus_client only offers a process-global
+    switch (disable_created_metrics, or an environment variable), so they are dropped here, per collector.
+    """
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
 
     def collect(self) -> Iterable[Any]:
-        return self.registry.collect()
+        for fam in self.registry.collect():
+            created = fam.name + "_created"
+            if not any(s.name == created for s in fam.samples):
+                yield fam
+                continue
+            out = Metric(fam.name, fam.documentation, fam.type, fam.unit)
+            out.samples = [s for s in fam.samples if s.name != created]
+            yield out
 
 
 def build_registry(snapshot: SnapshotCollector, ops: OpsMetrics | None) -> CollectorRegistry:
