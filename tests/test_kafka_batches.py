@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from driftline.ingest.keys import NULL_KEY, key_detail, key_problem, keys_match
 from driftline.ingest.pipeline import RawRecord
 from driftline.kafka.batches import at_or_after, raw_records, record_key
 
@@ -71,3 +72,14 @@ def test_tombstones_and_null_keys_fall_back() -> None:
     recs = [Rec("t", 0, 0, None, None), Rec("t", 0, 1, "s", b"x"), Rec("t", 0, 2, 7, b"y")]
     assert [(r.payload, r.key) for r in raw_records(recs, "kafka:t", 0, "prediction")] == \
         [(b"", b""), (b"x", b"s"), (b"y", b"7")]
+
+
+def test_a_null_key_is_missing_and_an_empty_key_is_a_mismatch() -> None:
+    """SRE tryout: an empty key (b"", a key the producer set, hashed to a partition) was dead-lettered key_missing
+    ('record has no key') like a null key. Both reach the check told apart, on the fast path and the reference."""
+    for recs in ([Rec("t", 0, 0, None, b"a"), Rec("t", 0, 1, b"", b"b")], [Rec("t", 0, 1, b"", b"b")]):
+        keys = [r.key for r in raw_records(recs, "kafka:t", 0, "outcome")]
+        assert [key_problem(k, "tx-1") for k in keys] == ["key_missing", "key_mismatch"][-len(recs):]
+    assert record_key(Rec("t", 0, 0, None, b"a")) is NULL_KEY and type(record_key(Rec("t", 0, 0, b"", b""))) is bytes
+    assert key_detail("key_mismatch", b"", "tx-1") == "key '' is not the prediction_id 'tx-1'"
+    assert not keys_match([NULL_KEY], ["tx-1"]) and not keys_match([b""], ["tx-1"])

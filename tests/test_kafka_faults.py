@@ -171,7 +171,7 @@ def test_keys_other_than_the_prediction_id_are_dead_lettered_or_counted(tmp_path
     bad = [i for i, r in enumerate(records) if r[0] == "outcomes"][:6]
     for n, i in enumerate(bad):
         kind, key, payload = records[i]
-        records[i] = (kind, b"" if n % 2 else b"other-key", payload)
+        records[i] = (kind, (b"other-key", None, b"")[n % 3], payload)  # an empty key is a key: key_mismatch
     logs = partitioned(events.records)  # partitioned by the right keys; the records carry the wrong ones
     index = {payload: key for _, key, payload in records}
     logs = {tp: [(index[v], v) for _, v in log] for tp, log in logs.items()}
@@ -182,9 +182,11 @@ def test_keys_other_than_the_prediction_id_are_dead_lettered_or_counted(tmp_path
     fake.rebalance(set(logs))
     drain(lc, clock, store, len(records))
     counters = store.counters()
-    assert counters[("dead_letters", "key_mismatch")] == 3 and counters[("dead_letters", "key_missing")] == 3
-    detail = store.dead_letters(reason="key_mismatch")[0]["detail"]
-    assert "other-key" in detail and "is not the prediction_id" in detail
+    assert counters[("dead_letters", "key_mismatch")] == 4 and counters[("dead_letters", "key_missing")] == 2
+    details = [d["detail"] for d in store.dead_letters(reason="key_mismatch")]
+    assert sum("other-key" in d for d in details) == 2 and all("is not the prediction_id" in d for d in details)
+    assert sum(d.startswith("key '' is not") for d in details) == 2
+    assert all("has no key" in d["detail"] for d in store.dead_letters(reason="key_missing"))
 
     store2 = Store(f"sqlite:///{tmp_path / 'accept.db'}")
     store2.migrate()
@@ -192,8 +194,8 @@ def test_keys_other_than_the_prediction_id_are_dead_lettered_or_counted(tmp_path
     fake.rebalance(set(logs))
     drain(lc, clock, store2, len(records))
     assert ("dead_letters", "key_mismatch") not in store2.counters()
-    assert lc.sig.key_mismatches.labels(topic="o", problem="key_mismatch", action="accepted")._value.get() == 3
-    assert lc.sig.key_mismatches.labels(topic="o", problem="key_missing", action="accepted")._value.get() == 3
+    assert lc.sig.key_mismatches.labels(topic="o", problem="key_mismatch", action="accepted")._value.get() == 4
+    assert lc.sig.key_mismatches.labels(topic="o", problem="key_missing", action="accepted")._value.get() == 2
 
 
 def test_lag_of_unowned_partitions_and_readiness_without_partitions(tmp_path: Path) -> None:

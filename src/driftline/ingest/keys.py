@@ -8,19 +8,30 @@ from __future__ import annotations
 KEY_REASONS = ("key_missing", "key_mismatch")
 
 
+class _NullKey(bytes):
+    """The type of NULL_KEY alone (identity tells a null key from an empty one)."""
+
+
+NULL_KEY: bytes = _NullKey()
+"""A Kafka record's null key. An empty key (b"") is a key the producer set, hashed to a partition like any other,
+so it is `key_mismatch`; only a null key is `key_missing` (SRE tryout: b"" was dead-lettered `key_missing`, 'record
+has no key', sending the operator after a producer that omits the key)."""
+
+
 def key_problem(key: bytes | None, prediction_id: str) -> str | None:
-    """'key_missing' (null or empty key), 'key_mismatch' (key ≠ prediction_id, UTF-8) or None. `key` None means
-    the source has no keys (files, stdin): nothing to check."""
+    """'key_missing' (NULL_KEY), 'key_mismatch' (key ≠ prediction_id, UTF-8; an empty key too) or None. `key`
+    None means the source has no keys (files, stdin): nothing to check."""
     if key is None:
         return None
-    if not key:
+    if type(key) is _NullKey:
         return "key_missing"
     return None if key == prediction_id.encode() else "key_mismatch"
 
 
 def keys_match(keys: list[bytes], prediction_ids: list[str]) -> bool:
     """Whether `key_problem` is None for every (key, prediction_id) pair, all keys given (none None), in C-level
-    passes; False also when a prediction_id cannot be encoded (the record-by-record reference then decides)."""
+    passes; False also when a key is empty or null (NULL_KEY equals b"") or a prediction_id cannot be encoded (the
+    record-by-record reference then decides)."""
     try:
         return all(keys) and list(map(str.encode, prediction_ids)) == keys
     except (TypeError, UnicodeEncodeError):

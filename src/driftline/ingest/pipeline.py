@@ -47,7 +47,8 @@ class RawRecord(msgspec.Struct, frozen=True, gc=False):
     payload: bytes
     kind: str | None = None
     key: bytes | None = None
-    """Kafka record key (b"" when null), checked against the prediction_id; None: the source has no keys."""
+    """Kafka record key (keys.NULL_KEY when null), checked against the prediction_id; None: the source has no
+    keys."""
 
 
 @dataclass(slots=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 from kafka import TopicPartition
 
+from ..ingest.keys import NULL_KEY
 from ..ingest.pipeline import RawRecord
 
 Batch = dict[TopicPartition, list[Any]]
@@ -81,9 +82,9 @@ def at_or_after(recs: list[Any], start: int) -> list[Any]:
 
 
 def record_key(rec: Any) -> bytes:
-    """A record's key for the co-partitioning check (b"" when null)."""
+    """A record's key for the co-partitioning check (NULL_KEY when null, b"" when empty: they differ)."""
     key = getattr(rec, "key", None)
-    return key if isinstance(key, bytes) else b"" if key is None else str(key).encode()
+    return key if isinstance(key, bytes) else NULL_KEY if key is None else str(key).encode()
 
 
 def raw_records(recs: Sequence[Any], source: str, partition: int, kind: str) -> list[RawRecord]:
