@@ -16,11 +16,10 @@ from ..analysis.classification import delay_quantiles
 from ..analysis.rates import INDICATIVE_BELOW_N
 from ..config import Config
 from ..core.events import iso
+from ..numbers import duration
 from ..storage.store import Store
 from ..storage.summaries import delay_histogram
 from .windows import Window
-
-DAY_S = 86400.0
 
 METHOD_TEXT = {"label_delay_p95": "95th-percentile label delay",
                "labels.implicit_negative_after": "`labels.implicit_negative_after`",
@@ -47,12 +46,6 @@ class Maturity:
     def to_json(self) -> dict[str, Any]:
         return {"median_delay_s": self.median_s, "p95_delay_s": self.p95_s, "delay_labels": self.labels,
                 "delay_source": self.source, "matured_at": None if self.matured_end is None else iso(self.matured_end)}
-
-
-def _days(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    return f"{seconds / DAY_S:.0f} d" if seconds >= 2 * DAY_S else f"{seconds / 3600:.0f} h"
 
 
 def label_maturity(store: Store, config: Config, model: str | None, window_s: float) -> Maturity:
@@ -95,10 +88,10 @@ def maturity_hint(store: Store, config: Config, model: str | None, window: Windo
     if m.labels == 0 and m.source != "labels.implicit_negative_after":
         note = f"no labels stored for this model yet ({have}): label delay unknown"
     else:
-        delay = (f"median label delay {_days(m.median_s)}, 95th percentile {_days(m.p95_s)}, from the stored "
+        delay = (f"median label delay {duration(m.median_s)}, 95th percentile {duration(m.p95_s)}, from the stored "
                  f"label-delay histogram ({m.labels:,} labels)")
         if m.source == "labels.implicit_negative_after":
-            delay = f"labels count as matured after labels.implicit_negative_after ({_days(config.labels.implicit_after_s)})"
+            delay = f"labels count as matured after labels.implicit_negative_after ({duration(config.labels.implicit_after_s)})"
         young = m.matured_end is None or window.end > m.matured_end
         arrived = "have not arrived yet" if labelled == 0 else "have not all arrived yet"
         note = (f"labels for this window {arrived} ({have}): {delay}" if young else
