@@ -84,7 +84,7 @@ class FakePipeline:
     limits: Limits = field(default_factory=Limits)
     batches: list[tuple[list[int], bool]] = field(default_factory=list)
 
-    def process_isolating(self, batch, meta, rewind, tick):  # noqa: ANN001, ANN201 - the pipeline's signature
+    def process_isolating(self, batch, meta, rewind, tick, position_meta=None):  # noqa: ANN001, ANN201 - as Pipeline's
         self.batches.append(([r.offset for r in batch], rewind))
         return BatchResult()
 

@@ -176,15 +176,17 @@ class Pipeline:
 
     def process_batch(self, records: Sequence[RawRecord], shard_of: Callable[[RawRecord], int] | None = None,
                       expected_positions: dict[tuple[str, int], int] | None = None,
-                      meta: dict[str, str] | None = None, rewind: bool = False, tick: Tick | None = None
-                      ) -> BatchResult:
+                      meta: dict[str, str] | None = None, rewind: bool = False, tick: Tick | None = None,
+                      position_meta: dict[str, str] | None = None) -> BatchResult:
         """Process records in one write transaction (the database write lock is held from its first read, so
         concurrent writers never lose an update); raises StoreUnavailable with nothing written.
 
         `expected_positions` ((source, partition) → offset the batch was read from) fences the batch: when a stored
         position moved meanwhile (another consumer owns the partition now) StalePositions is raised, nothing written.
         Without it, file sources are fenced by `_fence_files` (`rewind`: this batch deliberately starts a file over).
-        `meta` key/values are written in the same transaction (replay stores its file's fingerprint there).
+        `meta` key/values are written in the same transaction (replay stores its file's fingerprint there), and
+        `position_meta` ones too when the file positions stored are this batch's own (not kept higher by another
+        replay of the same path): replay's checksum of the lines up to its position, true only at that position.
         `tick(stage, done, of)` is told how far the batch got (every TICK records, for a progress display).
         """
         horizon = self.clock() + MAX_FUTURE_S
@@ -198,14 +200,19 @@ class Pipeline:
             split = self._split(records, decoded, horizon, shard_of)
         ok, ok_raw, ok_at, dead, dead_at, positions, key_problems = split
         skipped = 0
+        own = dict(positions)
         with self.store.write() as conn:
             if expected_positions is None and not rewind:
                 fresh, positions = self._fence_files(conn, records, positions)
+                if position_meta and positions == own:
+                    meta = {**(meta or {}), **position_meta}
                 if fresh is not None:
                     skipped = fresh.count(False)
                     ok = [x for x, i in zip(ok, ok_at) if fresh[i]]
                     ok_raw = [x for x, i in zip(ok_raw, ok_at) if fresh[i]]
                     dead = [x for x, i in zip(dead, dead_at) if fresh[i]]
+            elif position_meta:
+                meta = {**(meta or {}), **position_meta}
             ok, ok_raw = self._within_horizon(conn, ok, ok_raw, dead)
             for d in dead:
                 if d.reason == "internal_error":
@@ -301,26 +308,29 @@ class Pipeline:
         return (None if all(fresh) else fresh), moved
 
     def process_isolating(self, records: Sequence[RawRecord], meta: dict[str, str] | None = None,
-                          rewind: bool = False, tick: Tick | None = None) -> BatchResult:
+                          rewind: bool = False, tick: Tick | None = None,
+                          position_meta: dict[str, str] | None = None) -> BatchResult:
         """`process_batch`, but when the database refuses the batch (DataError: a value the decoder let through and
         a column does not take), its records are stored one by one and each refused one becomes a
-        `store_rejected` dead letter, so one bad record can neither stop nor drop the rest."""
+        `store_rejected` dead letter, so one bad record can neither stop nor drop the rest (`position_meta`, true
+        at the batch's end, goes with its last record)."""
         try:
-            return self.process_batch(records, meta=meta, rewind=rewind, tick=tick)
+            return self.process_batch(records, meta=meta, rewind=rewind, tick=tick, position_meta=position_meta)
         except DataError:
             total = BatchResult()
             for i, raw in enumerate(records):
-                result, _ = self.store_or_reject(raw, meta=meta, rewind=rewind and i == 0)
+                last = position_meta if i == len(records) - 1 else None
+                result, _ = self.store_or_reject(raw, meta=meta, rewind=rewind and i == 0, position_meta=last)
                 total.add(result)
             return total
 
     def store_or_reject(self, raw: RawRecord, expected_positions: dict[tuple[str, int], int] | None = None,
-                        meta: dict[str, str] | None = None, rewind: bool = False
-                        ) -> tuple[BatchResult, DeadLetter | None]:
+                        meta: dict[str, str] | None = None, rewind: bool = False,
+                        position_meta: dict[str, str] | None = None) -> tuple[BatchResult, DeadLetter | None]:
         """Store one record; if the database refuses it, store a `store_rejected` dead letter for it instead (its
         position advances with it) and return that letter too."""
         try:
-            return self.process_batch([raw], None, expected_positions, meta, rewind), None
+            return self.process_batch([raw], None, expected_positions, meta, rewind, position_meta=position_meta), None
         except DataError as err:
             reason = str(err).splitlines()[0][:500]
         letter = DeadLetter("store_rejected", reason, raw.source, raw.partition, raw.offset,
@@ -332,6 +342,8 @@ class Pipeline:
                 if fresh is not None:
                     self.store.commit_batch(conn, EngineResult(), [], positions, meta=meta)
                     return BatchResult(records=1, already_stored=1), None
+            if position_meta:  # not fenced: the position stored is this record's
+                meta = {**(meta or {}), **position_meta}
             self.store.commit_batch(conn, EngineResult(), [letter], positions, meta=meta,
                                     expected_positions=expected_positions)
         return BatchResult(records=1, dead=1), letter

@@ -1,9 +1,11 @@
 """Replay JSON-lines files (or stdin) through the pipeline in batches, resuming at the stored position.
 
 A file's stored position is a line number, so it is only trusted while the file is the one it was measured on:
-each batch also stores a fingerprint of the file's first line, and a file whose first line changed (a new export
-written to the same path) or that is now shorter than the position is replayed from its start instead of having
-its first lines silently skipped (events already stored then count as duplicates).
+each batch also stores, in its transaction, a CRC-32 of every line up to the position (`sum_key`), and the lines
+a resumed replay skips are summed again as it reads past them; a file whose lines up to the position changed (a
+new export written to the same path, even one of the same length) or that is now shorter than the position is
+replayed from its start instead of having lines silently skipped (events already stored then count as
+duplicates). A database written before the sum was stored falls back to the first line's fingerprint.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import os
 import sys
 import zlib
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import accumulate, repeat
@@ -53,6 +55,26 @@ def fingerprint_key(source: str) -> str:
     return "replay_head:" + hashlib.sha256(source.encode()).hexdigest()
 
 
+def sum_key(source: str) -> str:
+    """Meta key of a replayed file's 'LINES CRC' pair: the CRC-32 of its first LINES lines (`line_sum`)."""
+    return "replay_sum:" + hashlib.sha256(source.encode()).hexdigest()
+
+
+def line_sum(payloads: Sequence[bytes], crc: int = 0) -> int:
+    """CRC-32 of the lines' payloads each followed by a newline, continuing `crc`: summing a file batch by batch
+    gives the sum of all its lines so far: ~0.1 ms per 1,000 lines, one C call over the joined batch (not over the
+    joined batch + b"\n": copying a batch's megabytes once more took twice as long as the sum itself)."""
+    return zlib.crc32(b"\n", zlib.crc32(b"\n".join(payloads), crc)) if payloads else crc
+
+
+def stored_sum(pipeline: Pipeline, source: str, start: int) -> int | None:
+    """The CRC-32 stored for the first `start` lines of the source; None when none is stored for exactly that
+    position (a database from before sums were stored)."""
+    value = pipeline.store.meta(sum_key(source))
+    lines, _, crc = (value or "").partition(" ")
+    return int(crc, 16) if lines == str(start) and crc else None
+
+
 MAX_SOURCE_LEN = 500
 """The width of the `source` columns (positions, dead letters)."""
 
@@ -69,9 +91,10 @@ def source_name(path: str) -> str:
 
 
 def _records(fh: IO[bytes], source: str, start: int, failure: list[BaseException], held: list[int],
-             last: list[int], limits: Limits) -> Iterator[list[RawRecord]]:
+             last: list[int], limits: Limits, crc: list[int]) -> Iterator[list[RawRecord]]:
     """Records from line `start` on, a block of lines at a time; `last[0]` follows the last line number read (lines
-    before `start` too). A decompression error ends them and is appended to `failure`. A last line without newline
+    before `start` too) and `crc[0]` is the `line_sum` of the lines before `start` read so far (all of them when the
+    first record is yielded). A decompression error ends them and is appended to `failure`. A last line without newline
     that is not valid JSON is held back (its number appended to `held`): it is probably still being written, and
     dead-lettering it would move the position past it for good. Not on stdin: it has no stored position, so no
     later run could take the line up; it is dead-lettered (invalid_json) like any other line that is not JSON."""
@@ -91,6 +114,7 @@ def _records(fh: IO[bytes], source: str, start: int, failure: list[BaseException
             last[0] = numbers[-1]
             if numbers[0] < start:
                 skip = bisect_left(numbers, start)
+                crc[0] = line_sum(payloads[:skip], crc[0])
                 numbers, payloads = numbers[skip:], payloads[skip:]
                 if not payloads:
                     continue
@@ -201,17 +225,25 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
         start, why = resume_point(pipeline, path)
         rewind = why is not None
     meta = None if path == "-" else {fingerprint_key(source): head_fingerprint(path) or ""}
+    expected = None if path == "-" or rewind or start == 0 else stored_sum(pipeline, source, start)
+    changed = False
     total = ReplayResult()
     failure: list[BaseException] = []
     held: list[int] = []
     last = [-1]
+    crc = [0]  # line_sum of the lines read so far: those skipped before `start`, then each batch's
     stored_to = [0]  # lines of stdin stored by the batches committed so far
 
     def process(batch: list[RawRecord], rewind: bool) -> BatchResult:
-        """One batch stored; the database failing mid-stdin says what the batches before stored (user tryout:
-        "nothing written; run again" after 5,436 lines of stdin were stored)."""
+        """One batch stored, with the sum of the file's lines up to its end; the database failing mid-stdin says
+        what the batches before stored (user tryout: "nothing written; run again" after 5,436 lines of stdin were
+        stored)."""
+        summed = None
+        if path != "-":
+            crc[0] = line_sum(list(map(_PAYLOAD, batch)), crc[0])
+            summed = {sum_key(source): f"{batch[-1].offset + 1} {crc[0]:08x}"}
         try:
-            res = pipeline.process_isolating(batch, meta, rewind, tick)
+            res = pipeline.process_isolating(batch, meta, rewind, tick, summed)
         except StoreUnavailable as err:
             if path == "-" and stored_to[0]:
                 raise type(err)(f"{err}; stdin: the batches before stored lines 1 to {stored_to[0]:,}; "
@@ -225,7 +257,12 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
         batch: list[RawRecord] = []
         size = 0
         limit = size_of()
-        for chunk in _records(fh, source, start, failure, held, last, pipeline.limits):
+        for chunk in _records(fh, source, start, failure, held, last, pipeline.limits, crc):
+            if expected is not None:  # every line before `start` is summed: are they the lines stored?
+                if crc[0] != expected:
+                    changed = True
+                    break
+                expected = None
             ends = list(accumulate(map(len, map(_PAYLOAD, chunk))))  # payload bytes up to each record
             pos = 0
             while pos < len(chunk):  # a batch ends at the record that brings it to `limit` or BATCH_BYTES
@@ -242,6 +279,8 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
                     if on_batch:
                         on_batch(res, position())
                     batch, size, limit = [], 0, size_of()
+        if expected is not None and not failure and last[0] + 1 >= start and crc[0] != expected:
+            changed = True  # nothing after `start`, but the lines before it changed (a same-length replacement)
         if batch:
             res = process(batch, rewind)
             total.add(res)
@@ -254,6 +293,11 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
         again = replay(pipeline, path, on_batch, batch_size, 0, rewind=True, tick=tick)
         again.restarted = (f"{path}: now shorter than the {start:,} lines already replayed: replaying it from the "
                            "start (events already stored count as duplicates)")
+        return again
+    if changed:
+        again = replay(pipeline, path, on_batch, batch_size, 0, rewind=True, tick=tick)
+        again.restarted = (f"{path}: its lines 1 to {start:,} changed since they were replayed (a new file at the "
+                           "same path?): replaying it from the start (events already stored count as duplicates)")
         return again
     total.held_back = held[0] if held and held[0] >= start else None
     return total
