@@ -89,3 +89,19 @@ def test_the_maturity_note_of_a_24h_stream_says_1_day(tmp_path, capsys):
     doc = cli_json(capsys, "--db", url, "metrics", "--json", "--window", "1d", "--at", "2026-11-08T12:00:00Z")
     note = doc["label_maturity"]["note"]
     assert "median label delay 1 d, 95th percentile 1 d" in note, note
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_maturity_waits_at_least_the_exact_95th_percentile(seed):
+    """Label maturity waits for the top of the bin holding the p95 delay, so the bin's resolution can make it wait
+    longer but never declare a window matured before its labels arrived (the middle of the bin would read up to
+    4.3 % short: a delay just under a bin's upper edge)."""
+    from driftline.analysis.classification import delay_upper
+
+    rng = np.random.default_rng(seed)
+    delays = rng.lognormal(math.log(86400), 1.0, 5000)
+    wait = delay_upper(_hist(delays), 0.95)
+    exact = float(np.percentile(delays, 95, method="inverted_cdf"))
+    assert exact <= wait <= exact * DELAY_RATIO * 1.000001
+    top = DELAY_EDGES[100] * 0.999  # every delay just under a bin's top edge: the middle reads 4 % short
+    assert delay_upper(_hist(np.full(50, top)), 0.95) >= top > delay_quantiles(_hist(np.full(50, top)))["p95"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.grids import DELAY_MIDS
+from ..core.grids import DELAY_EDGES, DELAY_MIDS
 from ..core.stats import BucketStats
 from .calibration import ReliabilityTable, brier_score, log_loss, reliability_table
 from .ranking import Ranking, histogram_ranking, ranking_hists
@@ -105,6 +105,17 @@ def delay_quantiles(delay_hist: np.ndarray, qs: tuple[float, ...] = (0.5, 0.95))
         key = f"p{int(round(q * 100))}"
         out[key] = float(DELAY_MIDS[int(np.searchsorted(cum, max(q * total, 1), side="left"))]) if total else None
     return out
+
+
+def delay_upper(delay_hist: np.ndarray, q: float = 0.95) -> float | None:
+    """The upper edge of the delay bin holding the q-quantile (seconds; the open last bin's lower edge): label
+    maturity waits this long, so the bin's resolution (±4.3 %) can only make it wait longer, never declare a
+    window matured before its labels arrived."""
+    total = int(delay_hist.sum())
+    if not total:
+        return None
+    i = int(np.searchsorted(np.cumsum(delay_hist), max(q * total, 1), side="left"))
+    return float(DELAY_EDGES[min(i + 1, len(DELAY_EDGES) - 1)])
 
 
 def classification(stats: BucketStats, ranking: Ranking | None = None) -> Metrics:

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.classification import delay_quantiles
+from ..analysis.classification import delay_quantiles, delay_upper
 from ..analysis.rates import INDICATIVE_BELOW_N
 from ..config import Config
 from ..core.events import iso
@@ -55,7 +55,7 @@ def label_maturity(store: Store, config: Config, model: str | None, window_s: fl
     q = delay_quantiles(hist) if n else {"p50": None, "p95": None}
     implicit = config.labels.implicit_after_s
     wait, source = (implicit, "labels.implicit_negative_after") if implicit is not None else (
-        q["p95"], "stored label-delay histogram")
+        delay_upper(hist, 0.95), "stored label-delay histogram")  # the p95 bin's top: never early
     newest = store.newest_event()
     end = None
     if wait is not None and newest is not None and first is not None:
