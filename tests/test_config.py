@@ -227,3 +227,17 @@ def test_implicit_negative_after_longer_than_the_horizon_is_refused():
         from_dict({"labels": {"policy": "implicit_negative_after", "implicit_negative_after": "200d", "horizon": "90d"}})
     assert from_dict({"labels": {"policy": "implicit_negative_after", "implicit_negative_after": "90d",
                                  "horizon": "90d"}}).labels.implicit_after_s == 90 * 86400
+
+
+def test_kafka_batch_max_bytes_is_bounded_at_load_naming_the_field(tmp_path: Path) -> None:
+    """`run` batches are bounded by bytes too (SRE tryout: ~1 MB events grew `run` past 1 GB); the bound is checked
+    at load, 1 MiB … 1 GiB, and reaches the Kafka settings."""
+    from driftline.kafka.settings import resolve
+
+    p = tmp_path / "c.yaml"
+    assert load(p if p.write_text("{}\n") else p).kafka.batch_max_bytes == 32 << 20
+    p.write_text("kafka:\n  batch_max_bytes: 1000\n")
+    with pytest.raises(ConfigError, match=r"invalid field `kafka.batch_max_bytes`: Expected `int` >= 1048576"):
+        load(p)
+    p.write_text("kafka:\n  batch_max_bytes: 8388608\n")
+    assert resolve(load(p).kafka, "k:9092", {}).batch_max_bytes == 8 << 20

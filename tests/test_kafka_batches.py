@@ -83,3 +83,38 @@ def test_a_null_key_is_missing_and_an_empty_key_is_a_mismatch() -> None:
     assert record_key(Rec("t", 0, 0, None, b"a")) is NULL_KEY and type(record_key(Rec("t", 0, 0, b"", b""))) is bytes
     assert key_detail("key_mismatch", b"", "tx-1") == "key '' is not the prediction_id 'tx-1'"
     assert not keys_match([NULL_KEY], ["tx-1"]) and not keys_match([b""], ["tx-1"])
+
+
+def test_fill_stops_at_the_record_that_brings_the_batch_to_max_bytes() -> None:
+    """SRE tryout: 900 valid events of ~1 MB (under limits.max_event_bytes) made batches of up to 20,000 records,
+    bounded by count only. Now a batch ends at the record that crosses kafka.batch_max_bytes; what a poll brought
+    past it is handed back for the next batch, and no further poll is made."""
+    import threading
+
+    from driftline.kafka.batches import fill
+
+    big = 400_000
+    asked: list[int] = []
+    feed = [{"p0": [NoKey(o, b"x" * big) for o in (2, 3, 4)]}, {"p0": [NoKey(9, b"x")]}]
+
+    def poll(timeout_ms: int, max_records: int) -> dict:
+        asked.append(max_records)
+        return feed.pop(0)
+
+    first = {"p0": [NoKey(0, b"x" * big), NoKey(1, None)]}  # a tombstone counts 0 bytes
+    batch, rest = fill(poll, first, 20000, 0.25, threading.Event(), lambda: False, lambda: 0.0, max_bytes=1 << 20)
+    assert [r.offset for r in batch["p0"]] == [0, 1, 2, 3]  # 1.2 MB: offset 3 brings it past 1 MiB
+    assert [r.offset for r in rest["p0"]] == [4] and len(asked) == 1  # the bound reached: no second poll
+
+
+def test_cut_keeps_at_least_one_record_and_carries_whole_later_partitions() -> None:
+    from driftline.kafka.batches import cut
+
+    one = {"a": [NoKey(0, b"x" * 3000), NoKey(1, b"y")], "b": [NoKey(0, b"z")]}
+    kept, rest = cut(one, 1024)  # a single record past the bound still makes a batch (the stream progresses)
+    assert {tp: [r.offset for r in recs] for tp, recs in kept.items()} == {"a": [0]}
+    assert {tp: [r.offset for r in recs] for tp, recs in rest.items()} == {"a": [1], "b": [0]}
+    spread = {"a": [NoKey(0, b"x" * 600)], "b": [NoKey(0, b"x" * 300), NoKey(1, b"x" * 200), NoKey(2, b"x")]}
+    kept, rest = cut(spread, 1024)  # 600 + 300 + 200 crosses 1024 at b[1]
+    assert [r.offset for r in kept["b"]] == [0, 1] and [r.offset for r in rest["b"]] == [2] and "a" not in rest
+    assert cut(spread, 10_000) == (spread, {})

@@ -91,3 +91,18 @@ def test_an_unexpected_poll_error_waits_for_the_transaction() -> None:
         ov.store(work, poll, 100, lambda: True, lambda tp, off: None)
     assert done.is_set()
     ov.close()
+
+
+def test_polling_while_storing_stops_at_max_bytes_counting_the_records_kept_for_the_next_batch() -> None:
+    """Records a batch was cut before (kafka.batch_max_bytes) are carried first; polling meanwhile stops once the
+    carried payload bytes reach the bound, not only at the record limit."""
+    ov, polls, release = Overlap(), Polls(per=3), threading.Event()
+    ov.keep({"tp": [Rec(0, b"v" * 10)], "empty": []}, since=1.5)
+    assert ov.carried_at == 1.5 and list(ov.carry) == ["tp"]
+    polls.next = 1
+    timer = threading.Timer(0.5, release.set)
+    timer.start()
+    ov.store(lambda: release.wait(5), polls.poll, 1000, lambda: True, polls.seek, max_bytes=16)
+    ov.close()
+    carry, _ = ov.take()
+    assert [r.offset for r in carry["tp"]] == [0, 1, 2, 3, 4, 5, 6] and polls.calls == 2  # 10 + 3 + 3 bytes

@@ -297,13 +297,13 @@ def test_batch_fill_gathers_polls_until_the_limit_and_stops_on_rebalance_or_sile
         return feed.pop(0) if feed else {}
 
     stop, clock = threading.Event(), (lambda: 0.0)  # a clock that never moves: silence or the limit must end it
-    batch = fill(poll, {tp: [_Rec(i) for i in range(10)]}, 35, 0.25, stop, lambda: False, clock)
-    assert [r.offset for r in batch[tp]] == list(range(40)) and asked == [25, 15, 5]
+    batch, rest = fill(poll, {tp: [_Rec(i) for i in range(10)]}, 35, 0.25, stop, lambda: False, clock)
+    assert [r.offset for r in batch[tp]] == list(range(40)) and asked == [25, 15, 5] and rest == {}
     feed[:] = []
-    assert len(fill(poll, {tp: [_Rec(0)]}, 100, 0.25, stop, lambda: False, clock)[tp]) == 1  # nothing more came
+    assert len(fill(poll, {tp: [_Rec(0)]}, 100, 0.25, stop, lambda: False, clock)[0][tp]) == 1  # nothing more came
     feed[:] = [{tp: [_Rec(1)]}]
-    assert len(fill(poll, {tp: [_Rec(0)]}, 100, 0.25, stop, lambda: True, clock)[tp]) == 1  # a rebalance is pending
-    assert fill(poll, {}, 100, 0.25, stop, lambda: False, clock) == {}  # an empty first poll waits for nothing
+    assert len(fill(poll, {tp: [_Rec(0)]}, 100, 0.25, stop, lambda: True, clock)[0][tp]) == 1  # a rebalance is pending
+    assert fill(poll, {}, 100, 0.25, stop, lambda: False, clock) == ({}, {})  # an empty first poll waits for nothing
     # only records from the expected offset on, of positioned partitions
     fresh = fresh_records({tp: [_Rec(i) for i in range(5, 9)], TopicPartition("outcomes", 0): [_Rec(0)]},
                           {tp: 7}, set())
@@ -326,12 +326,12 @@ def test_batch_fill_lingers_from_when_the_first_records_were_polled() -> None:
 
     first, stop = {tp: [_Rec(i) for i in range(5)]}, threading.Event()
     # carried records polled 0.3 s ago have lingered past 0.25 s already: stored as they are, no poll
-    assert fill(poll, first, 100, 0.25, stop, lambda: False, lambda: now[0], since=9.7) == first and asked == []
+    assert fill(poll, first, 100, 0.25, stop, lambda: False, lambda: now[0], since=9.7) == (first, {}) and asked == []
     # polled 0.1 s ago: only the remaining 0.15 s of the linger
-    assert len(fill(poll, first, 100, 0.25, stop, lambda: False, lambda: now[0], since=9.9)[tp]) == 7
+    assert len(fill(poll, first, 100, 0.25, stop, lambda: False, lambda: now[0], since=9.9)[0][tp]) == 7
     assert asked == [150, 50]
     asked.clear()
-    assert len(fill(poll, first, 100, 0.25, stop, lambda: False, lambda: now[0])[tp]) == 8  # from now: 0.25 s
+    assert len(fill(poll, first, 100, 0.25, stop, lambda: False, lambda: now[0])[0][tp]) == 8  # from now: 0.25 s
     assert asked == [250, 150, 50]
 
 

@@ -25,6 +25,11 @@ class Exporter(Base):
                           "a scrape bound; keep it below the Prometheus job's scrape_timeout, 10s by default")
 
 
+BATCH_BYTES = 32 << 20
+"""Default payload bytes of one stored batch (`kafka.batch_max_bytes`; `replay` cuts its batches at the same
+bound): a batch ends at the record that brings it there, so memory follows this bound, not the events' sizes."""
+
+
 class Kafka(Base):
     """Kafka connection and topics; extra kafka-python settings (SASL/SSL) go under `options`."""
 
@@ -36,6 +41,9 @@ class Kafka(Base):
     client_id: str = "driftline"
     batch_max_records: Annotated[int, msgspec.Meta(ge=1)] = 20000
     batch_linger_ms: Annotated[int, msgspec.Meta(ge=0, le=60000)] = 250
+    batch_max_bytes: Annotated[int, msgspec.Meta(ge=1 << 20, le=1 << 30)] = BATCH_BYTES
+    """A batch also ends at the record that brings its payload bytes to this (1 MiB..1 GiB; always at least one
+    record): a batch of large events stays within memory however many records `batch_max_records` allows."""
     on_offset_reset: Literal["fail", "earliest", "latest"] = "earliest"
     """A stored position beyond the log end (topic or broker reset) or before its start (retention deleted
     unread data): stop that partition until resolved, or resume at the log's start or end (always logged)."""

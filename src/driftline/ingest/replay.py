@@ -25,6 +25,7 @@ from itertools import accumulate, repeat
 from operator import attrgetter
 from typing import IO, Any
 
+from ..config_service import BATCH_BYTES as DEFAULT_BATCH_BYTES
 from ..core.events import DeadLetter, decode, json_lines
 from ..core.lines import json_line_blocks
 from ..core.limits import Limits
@@ -33,8 +34,9 @@ from .isolation import Tick
 from .pipeline import BatchResult, Pipeline, RawRecord
 
 BATCH = 20000
-BATCH_BYTES = 64 << 20
-"""A batch is also cut at this many payload bytes, so memory stays bounded whatever the lines' sizes."""
+BATCH_BYTES = DEFAULT_BATCH_BYTES
+"""A batch is also cut at the line that brings it to this many payload bytes, so memory stays bounded whatever
+the lines' sizes (the rule and default of `run`'s kafka.batch_max_bytes)."""
 _PAYLOAD = attrgetter("payload")
 
 

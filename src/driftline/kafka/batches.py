@@ -6,12 +6,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from itertools import repeat
+from bisect import bisect_left
+from itertools import accumulate, repeat
 from operator import attrgetter
 from typing import Any
 
 from kafka import TopicPartition
 
+from ..config_service import BATCH_BYTES
 from ..ingest.keys import NULL_KEY
 from ..ingest.pipeline import RawRecord
 
@@ -22,18 +24,21 @@ log = logging.getLogger(__name__)
 
 
 def fill(poll: Callable[..., Batch], polled: Batch, limit: int, linger_s: float, stop: threading.Event,
-         rebalancing: Callable[[], bool], monotonic: Callable[[], float], since: float | None = None) -> Batch:
-    """Keep polling for up to `linger_s` after the first records (polled at `since`, default now), until `limit`
-    records: a busy stream is then stored in few large transactions (each costs a read-modify-write of every bucket
-    it touches). Records carried from the previous store have often waited longer than that already: they are
-    stored at once instead of lingering again. Stops at once on a rebalance, on stop, or when a poll brings
-    nothing."""
+         rebalancing: Callable[[], bool], monotonic: Callable[[], float], since: float | None = None,
+         max_bytes: int = BATCH_BYTES) -> tuple[Batch, Batch]:
+    """(the batch, the records left for the next one). Keep polling for up to `linger_s` after the first records
+    (polled at `since`, default now), until `limit` records or `max_bytes` payload bytes: a busy stream is then
+    stored in few large transactions (each costs a read-modify-write of every bucket it touches). Records carried
+    from the previous store have often waited longer than that already: they are stored at once instead of
+    lingering again. Stops at once on a rebalance, on stop, or when a poll brings nothing. The batch ends at the
+    record that brings it to `max_bytes` (`cut`); what a poll brought past it is the second part."""
     count = sum(len(r) for r in polled.values())
-    if not count or linger_s <= 0:
-        return polled
-    deadline = (monotonic() if since is None else since) + linger_s
+    if not count:
+        return polled, {}
+    size = payload_bytes(polled)
     batch: Batch = {tp: list(recs) for tp, recs in polled.items()}
-    while count < limit and not stop.is_set() and not rebalancing():
+    deadline = (monotonic() if since is None else since) + linger_s
+    while linger_s > 0 and count < limit and size < max_bytes and not stop.is_set() and not rebalancing():
         left = deadline - monotonic()
         if left <= 0:
             break
@@ -43,7 +48,44 @@ def fill(poll: Callable[..., Batch], polled: Batch, limit: int, linger_s: float,
         for tp, recs in more.items():
             batch.setdefault(tp, []).extend(recs)
             count += len(recs)
-    return batch
+        size += payload_bytes(more)
+    return cut(batch, max_bytes)
+
+
+def sizes(recs: Sequence[Any]) -> list[int]:
+    """Each record's payload bytes (0 for a null value)."""
+    try:
+        return list(map(len, map(_VALUE, recs)))
+    except TypeError:  # a tombstone among them
+        return [0 if r.value is None else len(r.value) for r in recs]
+
+
+def payload_bytes(batch: Batch) -> int:
+    """Payload bytes of every record of a batch: the measure of `kafka.batch_max_bytes` (as `replay` measures
+    lines)."""
+    return sum(sum(sizes(recs)) for recs in batch.values())
+
+
+def cut(batch: Batch, max_bytes: int) -> tuple[Batch, Batch]:
+    """(records up to and including the one that brings the payload bytes to `max_bytes`, the rest): partitions in
+    their order, each one's records in theirs; at least one record, so a single event past the bound still
+    progresses. The rule `replay` cuts its batches by."""
+    kept: Batch = {}
+    rest: Batch = {}
+    size = 0
+    for tp, recs in batch.items():
+        if size >= max_bytes:
+            rest[tp] = recs
+            continue
+        ends = list(accumulate(sizes(recs), initial=size))[1:]  # bytes up to and including each record
+        crossing = bisect_left(ends, max_bytes)  # the first record that brings the batch to the bound
+        if crossing >= len(recs) - 1:
+            kept[tp] = recs
+            size = ends[-1] if ends else size
+            continue
+        kept[tp], rest[tp] = recs[:crossing + 1], recs[crossing + 1:]
+        size = max_bytes
+    return kept, rest
 
 
 def fresh_records(polled: Batch, expected: dict[TopicPartition, int], pending: set[TopicPartition]) -> Batch:

@@ -14,6 +14,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from kafka import OffsetAndMetadata, TopicPartition
@@ -21,6 +22,7 @@ from kafka.errors import KafkaError, NoOffsetForPartitionError, OffsetOutOfRange
 from sqlalchemy.exc import DataError
 
 from . import partition_ops
+from ..gc_tuning import ByteCollector
 from ..ops import OpsMetrics
 from ..ingest.pipeline import Pipeline, RawRecord
 from ..ingest.stored_now import KeyLog
@@ -46,6 +48,7 @@ from .settings import KafkaSettings
 from .signals import signals, zero_series
 
 log = logging.getLogger(__name__)
+_PAYLOAD = attrgetter("payload")
 
 
 class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
@@ -104,6 +107,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         self.consumed = consumed_counter(self.ops)
         self.stall = StallWatch(settings.stall_restart_s)
         self.overlap = Overlap(monotonic)
+        self.collector = ByteCollector(settings.batch_max_bytes)
+        """Cyclic garbage can hold whole batches: collected per stored bytes (gc_tuning.ByteCollector)."""
         self.group = GroupWatch(settings.group_id, self.sig.group_databases)
         """Whether the group's members write to other databases than this one (group_db.py)."""
         self.database: tuple[str, float] | None = None
@@ -185,6 +190,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         try:
             while not self.stop.is_set():
                 self.step()
+                self.collector.collect_if_due()
         finally:
             self.close()
 
@@ -198,9 +204,11 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
                 raise error
             polled = carried or c.poll(timeout_ms=self.poll_ms, max_records=self.settings.batch_max_records)
             if self.held is None and self.handoff is not None:
-                polled = fill(self.consumer.poll, polled, self.settings.batch_max_records,
-                              self.settings.batch_linger_ms / 1000.0, self.stop, self.handoff.pending, self.monotonic,
-                              carried_at if carried else None)
+                since = carried_at if carried and carried_at is not None else self.monotonic()
+                polled, rest = fill(self.consumer.poll, polled, self.settings.batch_max_records,
+                                    self.settings.batch_linger_ms / 1000.0, self.stop, self.handoff.pending,
+                                    self.monotonic, since, self.settings.batch_max_bytes)
+                self.overlap.keep(rest, since)  # cut at kafka.batch_max_bytes: the rest starts the next batch
         except NoOffsetForPartitionError as err:  # new partitions, paused until seeked to the stored positions
             log.debug("poll before positioning: %s", err)
             polled = {}
@@ -262,6 +270,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
             return
         self.ops.observe_batch(seconds)
         self.faults.hit("after_store_commit")
+        self.collector.stored(sum(map(len, map(_PAYLOAD, raws))))
         self.stored_batches += 1
         was_held = self.held is not None
         for tp, recs in batch.items():
@@ -290,7 +299,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         handoff = self.handoff
         return self.overlap.store(work, self.consumer.poll, self.settings.batch_max_records,
                                   lambda: not self.stop.is_set() and not handoff.pending(),
-                                  lambda tp, offset: partition_ops.seek(self.consumer, tp, offset))
+                                  lambda tp, offset: partition_ops.seek(self.consumer, tp, offset),
+                                  self.settings.batch_max_bytes)
 
     def _count_keys(self, problems: Any) -> None:
         """Records accepted with a wrong or missing key (policy accept): counted per topic and warned."""

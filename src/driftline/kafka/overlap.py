@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 
 from kafka.errors import KafkaError
 
-from .batches import Batch
+from ..config_service import BATCH_BYTES
+from .batches import Batch, payload_bytes
 
 T = TypeVar("T")
 
@@ -36,10 +37,18 @@ class Overlap:
         self.error: KafkaError | None = None
         """A poll error met while storing, raised again at the next step's poll (so it is handled as ever)."""
 
+    def keep(self, rest: Batch, since: float) -> None:
+        """Carry records a batch was cut before (batches.cut) to the next step, ahead of any polled later; `since`:
+        when they were polled (the next batch does not linger for them again)."""
+        if any(rest.values()):
+            self.carry = {tp: list(recs) for tp, recs in rest.items() if recs}
+            self.carried_at = since
+
     def store(self, work: Callable[[], T], poll: Callable[..., Batch], limit: int, keep_polling: Callable[[], bool],
-              seek: Callable[[Any, int], None]) -> tuple[T, float]:
-        """Run `work` in the worker thread, polling up to `limit` records meanwhile while `keep_polling()`;
-        (its result, its own duration in seconds). Its exception is raised here, after polling stopped.
+              seek: Callable[[Any, int], None], max_bytes: int = BATCH_BYTES) -> tuple[T, float]:
+        """Run `work` in the worker thread, polling up to `limit` records or `max_bytes` payload bytes meanwhile
+        (counting the records already carried) while `keep_polling()`; (its result, its own duration in seconds).
+        Its exception is raised here, after polling stopped.
 
         On a poll error the carried records are given back (each partition sought to its first carried offset)
         and the error is kept for the next step."""
@@ -47,16 +56,16 @@ class Overlap:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="driftline-store")
         future: Future[tuple[T, float]] = self._pool.submit(_timed, work)
         try:
-            self._poll_until(future, poll, limit, keep_polling, seek)
+            self._poll_until(future, poll, limit, max_bytes, keep_polling, seek)
         except BaseException:
             wait([future])  # never leave a transaction running behind an unexpected error
             raise
         return future.result()
 
-    def _poll_until(self, future: Future[Any], poll: Callable[..., Batch], limit: int,
+    def _poll_until(self, future: Future[Any], poll: Callable[..., Batch], limit: int, max_bytes: int,
                     keep_polling: Callable[[], bool], seek: Callable[[Any, int], None]) -> None:
-        count = sum(map(len, self.carry.values()))
-        while count < limit and keep_polling():
+        count, size = sum(map(len, self.carry.values())), payload_bytes(self.carry)
+        while count < limit and size < max_bytes and keep_polling():
             if wait([future], timeout=POLL_S).done:
                 return
             try:
@@ -76,6 +85,7 @@ class Overlap:
                 if recs:
                     self.carry.setdefault(tp, []).extend(recs)
                     count += len(recs)
+            size += payload_bytes(more)
 
     def take(self) -> tuple[Batch, KafkaError | None]:
         """(carried records, kept poll error), and forget both (and `carried_at`)."""

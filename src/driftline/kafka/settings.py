@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from ..config import ConfigError, Kafka
+from ..config_service import BATCH_BYTES
 from ..durations import parse_duration
 from ..storage.locking import DEFAULT_LOCK_TIMEOUT_S
 
@@ -42,11 +43,15 @@ CONSUMER_DEFAULTS: dict[str, Any] = {
     "max_poll_interval_ms": 30_000,
     "allow_auto_create_topics": False,
     "isolation_level": "read_committed",
+    "fetch_max_bytes": 16 << 20,
+    "max_partition_fetch_bytes": 1 << 20,
 }
 """Defaults suited to a DB-positioned consumer (overridable through options). read_committed: records of aborted
 producer transactions are never counted (no change for producers without transactions). max_poll_interval_ms is
 also the rebalance timeout: after a member dies, the others own nothing until it passes (benchmarks/recovery_bench.py:
-68 s of no ownership at 60 s, 13.5 s at 30 s on tansu); one batch takes seconds, the loop polls while paused."""
+68 s of no ownership at 60 s, 13.5 s at 30 s on tansu); one batch takes seconds, the loop polls while paused.
+fetch_max_bytes (kafka-python: 50 MiB) bounds what the client buffers from one fetch, next to the batch and the
+records carried to the next one (each up to kafka.batch_max_bytes); a larger record still comes whole."""
 
 PRODUCER_DEFAULTS: dict[str, Any] = {
     "reconnect_backoff_max_ms": 1000,
@@ -82,6 +87,8 @@ class KafkaSettings:
     batch_max_records: int = 20000
     batch_linger_ms: int = 250
     """How long a batch may keep filling after its first records (few large transactions on a busy stream)."""
+    batch_max_bytes: int = BATCH_BYTES
+    """A batch ends at the record that brings its payload bytes to this (see batches.cut)."""
     on_offset_reset: str = "earliest"
     """fail | earliest | latest: what to do with a stored position outside the log (see resets.py)."""
     on_key_mismatch: str = "dead_letter"
@@ -213,7 +220,8 @@ def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | No
     return KafkaSettings(bootstrap=bootstrap.strip(), client_id=section.client_id, group_id=section.group_id,
                          predictions_topic=section.predictions_topic, outcomes_topic=section.outcomes_topic,
                          dead_letter_topic=section.dead_letter_topic, batch_max_records=section.batch_max_records,
-                         batch_linger_ms=section.batch_linger_ms, on_offset_reset=section.on_offset_reset,
+                         batch_linger_ms=section.batch_linger_ms, batch_max_bytes=section.batch_max_bytes,
+                         on_offset_reset=section.on_offset_reset,
                          on_key_mismatch=section.on_key_mismatch,
                          dead_letter_max_bytes=section.dead_letter_max_bytes,
                          unassigned_grace_s=parse_duration(section.unassigned_grace), stall_restart_s=stall_s,
