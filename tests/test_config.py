@@ -235,7 +235,7 @@ def test_kafka_batch_max_bytes_is_bounded_at_load_naming_the_field(tmp_path: Pat
     from driftline.kafka.settings import resolve
 
     p = tmp_path / "c.yaml"
-    assert load(p if p.write_text("{}\n") else p).kafka.batch_max_bytes == 32 << 20
+    assert load(p if p.write_text("{}\n") else p).kafka.batch_max_bytes == 16 << 20
     p.write_text("kafka:\n  batch_max_bytes: 1000\n")
     with pytest.raises(ConfigError, match=r"invalid field `kafka.batch_max_bytes`: Expected `int` >= 1048576"):
         load(p)

@@ -25,7 +25,7 @@ class Exporter(Base):
                           "a scrape bound; keep it below the Prometheus job's scrape_timeout, 10s by default")
 
 
-BATCH_BYTES = 32 << 20
+BATCH_BYTES = 16 << 20
 """Default payload bytes of one stored batch (`kafka.batch_max_bytes`; `replay` cuts its batches at the same
 bound): a batch ends at the record that brings it there, so memory follows this bound, not the events' sizes."""
 
