@@ -20,7 +20,7 @@ import pytest
 
 from kafka_fixtures import create_topics, unique_name
 from kafka_service_support import (
-    POISON_REASONS, SIM_END, StoreProbe, assert_same_state, consistency, documents, make_events, produce,
+    POISON_REASONS, SIM_END, ServiceProcess, StoreProbe, assert_same_state, consistency, documents, make_events, produce,
     replay_documents, start_service, wait_until, with_poison, write_config,
 )
 
@@ -253,6 +253,13 @@ def test_two_processes_split_partitions_and_survive_one_killed(kafka_bootstrap: 
     assert_same_state(documents(pg_url), replay_documents(events, tmp_path))
 
 
+def _kafka_up(svc: ServiceProcess) -> float | None:
+    """The service's driftline_kafka_up now (None: not exported)."""
+    status, body = svc.get("/metrics")
+    found = re.search(r"^driftline_kafka_up (\S+)$", body, re.M) if status == 200 else None
+    return None if found is None else float(found.group(1))
+
+
 def test_broker_unreachable_at_start_and_for_20s_mid_stream(kafka_behind_forwarder, tmp_path: Path) -> None:
     """The broker is cut (TCP forwarder) at start and for 20 s mid-stream while the producer keeps sending:
     the service logs it, reports not-ready, does not exit, recovers by itself, and the state equals replay."""
@@ -271,6 +278,7 @@ def test_broker_unreachable_at_start_and_for_20s_mid_stream(kafka_behind_forward
         assert svc.get("/healthz")[0] == 200
         status, body = svc.get("/readyz")
         assert status == 503 and "kafka connecting" in body
+        assert _kafka_up(svc) == 0.0  # SRE tryout: /metrics was 200 with no sign of it (no lag series at all)
         broker.forwarder.start()
         produce(broker.bootstrap, topics, events.records[:half])
         wait_until(lambda: probe.total() == half, 60, "first half stored", procs=(svc,))
@@ -285,6 +293,7 @@ def test_broker_unreachable_at_start_and_for_20s_mid_stream(kafka_behind_forward
         sender.start()
         wait_until(lambda: svc.get("/readyz")[0] == 503, 15, "not ready during the outage", procs=(svc,))
         assert "Kafka unreachable" in svc.log()
+        wait_until(lambda: _kafka_up(svc) == 0.0, 15, "driftline_kafka_up 0 during the outage", procs=(svc,))
         assert svc.proc.poll() is None
         time.sleep(max(0.0, 20 - (time.monotonic() - t_cut)))
         broker.forwarder.start()
@@ -294,6 +303,7 @@ def test_broker_unreachable_at_start_and_for_20s_mid_stream(kafka_behind_forward
         wait_until(lambda: probe.done(events), 60, "every record stored after the outage", procs=(svc,))
         wait_until(lambda: svc.get("/readyz")[0] == 200, 20, "ready again", procs=(svc,))
         assert "Kafka reachable again" in svc.log()
+        assert _kafka_up(svc) == 1.0
         assert svc.terminate() == 0
     finally:
         svc.kill()

@@ -114,6 +114,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         self.database: tuple[str, float] | None = None
         """(this database's id, when it joined the group), read at the first connect (group_db.py)."""
         self.sig.group_databases.set(1)
+        self.sig.kafka_up.set_function(lambda: 0.0 if self.status.kafka_problem(self.monotonic()) else 1.0)
 
     # --- readiness ------------------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
@@ -121,11 +122,9 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         database (group_db.py; the member that keeps them is ready, its reason says so), database writable (db_health.py), partitions owned (after a grace period) and no offset-reset problem left
         unresolved."""
         s = self.status
-        if s.phase != "consuming":
-            return False, f"kafka {s.phase}" + (f": {s.error}" if s.error else "")
-        if not s.broker_ok:
-            return False, (f"kafka unreachable for {self.monotonic() - s.since:.0f}s (group coordinator unknown: the "
-                           "broker is down, or it answers but cannot name the group's coordinator)")
+        kafka = s.kafka_problem(self.monotonic())
+        if kafka is not None:
+            return False, kafka
         group = self.group.problem()
         if group is not None and self.group.excluded():
             return False, group

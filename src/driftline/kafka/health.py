@@ -46,6 +46,16 @@ class ConsumerStatus:
     lag: int | None = None
     error: str = ""
 
+    def kafka_problem(self, now: float) -> str | None:
+        """Why the client does not reach Kafka now (None when it does: built, and its group coordinator known with
+        recent heartbeats): /readyz's first reason and driftline_kafka_up (0 while not None), one source of truth."""
+        if self.phase != "consuming":
+            return f"kafka {self.phase}" + (f": {self.error}" if self.error else "")
+        if not self.broker_ok:
+            return (f"kafka unreachable for {now - self.since:.0f}s (group coordinator unknown: the broker is down, "
+                    "or it answers but cannot name the group's coordinator)")
+        return None
+
     def assignment(self) -> str:
         """'8 partitions assigned (predictions 4, outcomes 4)': the total alone read as if each of two processes
         on two 4-partition topics held all 4 of a topic."""

@@ -24,6 +24,7 @@ class KafkaSignals:
     offset_unresolved: Gauge
     partitions_owned: Gauge
     group_stable: Gauge
+    kafka_up: Gauge
     group_databases: Gauge
     key_mismatches: Counter
     dlt_sent: Counter
@@ -51,6 +52,10 @@ def signals(ops: OpsMetrics) -> KafkaSignals:
             group_stable=Gauge("driftline_consumer_group_stable", "1 while this member is stable in its consumer "
                                "group (coordinator known, no rebalance under way), 0 while it joins or rebalances.",
                                registry=reg),
+            kafka_up=Gauge("driftline_kafka_up", "1 while this process's Kafka client reaches the brokers (built "
+                           "after the topics were checked, group coordinator known with recent heartbeats: /readyz's "
+                           "Kafka check), 0 while it connects, waits for the database first, or the coordinator is "
+                           "lost; read at scrape time.", registry=reg),
             group_databases=Gauge("driftline_consumer_group_databases", "Databases the members of this process's "
                                   "consumer group write to, as its leader reported at the last assignment: 1 when "
                                   "all share one (or the leader is an older driftline); above 1 the kafka.group_id is "
