@@ -259,6 +259,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
             self._hold(batch, err)
             return
         except StalePositions as err:
+            self.sig.stale_batches.inc()
             log.warning("%s; another consumer stored these partitions meanwhile: re-reading stored positions", err)
             self._reposition(batch)
             return

@@ -31,6 +31,7 @@ class KafkaSignals:
     dlt_failed: Counter
     dlt_truncated: Counter
     client_restarts: Counter
+    stale_batches: Counter
 
 
 _SIGNALS: weakref.WeakKeyDictionary[Any, KafkaSignals] = weakref.WeakKeyDictionary()
@@ -73,6 +74,9 @@ def signals(ops: OpsMetrics) -> KafkaSignals:
                                     "because group membership stayed broken for longer than "
                                     "kafka.stall_restart (positions are in the database: nothing is lost).",
                                     registry=reg),
+            stale_batches=Counter("driftline_consumer_stale_batches", "Batches rejected because another consumer "
+                                  "moved their partitions' stored positions meanwhile (re-read, never counted "
+                                  "twice); a steady rate means two consumer groups on one database.", registry=reg),
         )
     return _SIGNALS[reg]
 
