@@ -203,6 +203,9 @@ def test_amtool_check_config() -> None:
 @pytest.mark.parametrize(("labels", "receiver"), [
     (["alertname=RecallBelowTarget", "severity=critical", "model=fraud"], "driftline-critical"),
     (["alertname=FprAboveTarget", "severity=warning", "model=fraud"], "driftline-webhook"),
+    (["alertname=DriftlineExportersAllDown", "severity=critical", "job=driftline"], "driftline-critical"),
+    (["alertname=DriftlineKafkaUnreachable", "severity=critical", "job=driftline"], "driftline-critical"),
+    (["alertname=DriftlineConsumerStaleBatches", "severity=warning", "job=driftline"], "driftline-webhook"),
 ])
 def test_alertmanager_routes(labels: list[str], receiver: str) -> None:
     """Critical alerts route to the critical receiver, warnings to the default one (`amtool config routes test`)."""

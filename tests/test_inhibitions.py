@@ -1,0 +1,55 @@
+"""The shipped Alertmanager inhibitions (deploy/alertmanager/alertmanager.yml) against a real Alertmanager: the
+pipeline alerts are muted only when every exporter of the job is gone, never by one replica down (SRE tryout: one
+crash-looping standby's DriftlineExporterDown muted DriftlineNoPredictions about the healthy leader)."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from typing import Any
+
+from am_fixtures import Alertmanager, alertmanager_sink  # noqa: F401 - fixture
+
+PIPELINE = ("DriftlineNoPredictions", "DriftlineConsumerLagHigh")
+
+
+def _post(am: Alertmanager, *alerts: dict[str, str]) -> None:
+    body = json.dumps([{"labels": {"job": "driftline", "severity": "critical", **a}} for a in alerts]).encode()
+    req = urllib.request.Request(f"{am.url}/api/v2/alerts", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=5) as r:
+        assert r.status == 200
+
+
+def _inhibited_by(am: Alertmanager, name: str, timeout_s: float = 10.0, want: bool | None = None) -> list[Any]:
+    """The inhibitedBy list of the alert `name`, once Alertmanager holds it (waits for `want` when given)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        held = am.alerts(name)
+        got = held[0]["status"]["inhibitedBy"] if held else None
+        if got is not None and (want is None or bool(got) == want or time.monotonic() > deadline):
+            return got
+        assert time.monotonic() < deadline, f"{name} never reached Alertmanager"
+        time.sleep(0.2)
+
+
+def test_one_replica_down_does_not_mute_the_pipeline_alerts_of_its_job(alertmanager_sink: Alertmanager) -> None:
+    am = alertmanager_sink
+    _post(am, {"alertname": "DriftlineExporterDown", "instance": "driftline-1:9108"},
+          *({"alertname": name} for name in PIPELINE))
+    time.sleep(1.0)  # inhibitions apply as soon as the source is held: give them the chance to show
+    for name in PIPELINE:
+        assert _inhibited_by(am, name) == [], name
+
+
+def test_every_exporter_of_the_job_down_mutes_the_pipeline_alerts_and_the_per_instance_pages(
+        alertmanager_sink: Alertmanager) -> None:
+    am = alertmanager_sink
+    _post(am, {"alertname": "DriftlineExportersAllDown"},
+          {"alertname": "DriftlineExporterDown", "instance": "driftline-0:9108"},
+          *({"alertname": name} for name in PIPELINE))
+    for name in (*PIPELINE, "DriftlineExporterDown"):
+        assert _inhibited_by(am, name, want=True), name
+    _post(am, {"alertname": "DriftlineNoPredictions", "job": "other"})  # another job is not muted
+    held = [a for a in am.alerts("DriftlineNoPredictions") if a["labels"]["job"] == "other"]
+    assert held and held[0]["status"]["inhibitedBy"] == []
