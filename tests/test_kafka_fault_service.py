@@ -142,6 +142,13 @@ def test_broker_restarted_empty_is_an_error_then_earliest_stores_every_new_event
         wait_until(lambda: probe.done(new_events), 240, "every new event stored", procs=(svc,))
         wait_until(lambda: svc.get("/readyz")[0] == 200, 30, "ready again", procs=(svc,))
         assert "kafka.on_offset_reset is earliest: resuming at offset 0" in svc.log()
+        # the old log's end, seen by the first service and recorded with the problem, gives the loss: none here
+        # (the old stream was stored to its end), known although svc2 never saw the old log
+        assert "records skipped: 0 of the log found, 0 of the previous log (never ingested: its end was" in svc.log()
+        metrics = svc.get("/metrics")[1]
+        for which in ("found", "previous"):
+            assert (f'driftline_consumer_offset_reset_skipped_records_total{{log="{which}",topic="predictions"}} 0.0'
+                    in metrics)
         assert svc.terminate() == 0
     _every_event_once(db, topics, old, new, tmp_path)
 

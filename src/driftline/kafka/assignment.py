@@ -19,6 +19,7 @@ from .dlt import DeadLetterCopies
 from .handoff import Handoff
 from .health import ConsumerStatus
 from . import log_ids
+from .loss import EndsSeen, skipped
 from .resets import Placement, move_position, place, record_problem, recorded_problems
 from .settings import KafkaSettings
 from .signals import KafkaSignals
@@ -55,6 +56,8 @@ class Ownership:
     unowned_since: float | None
     held: Any
     db_retry_at: float
+    ends: EndsSeen
+    """Log ends seen per positioned partition: what a reset skipped of the old log (loss.py)."""
 
     # provided by LiveConsumer
     records_exist: Callable[[dict[TopicPartition, int]], set[TopicPartition]]
@@ -159,6 +162,7 @@ class Ownership:
             except StalePositions as err:
                 log.warning("%s; another consumer stored this partition meanwhile: re-reading", err)
                 continue
+            self.ends.restart(tp, self.expected[tp], max(end, self.expected[tp]))
             resumed.append(tp)
         if resumed:
             partition_ops.resume(self.consumer, resumed)
@@ -177,20 +181,26 @@ class Ownership:
         source, policy = source_of(tp.topic), self.settings.on_offset_reset
         id_meta = {log_ids.meta_key(source, tp.partition): log_id} if log_id is not None else {}
         if pl.problem is not None:
-            problem = pl.problem if was_recorded else replace(pl.problem, found_at=self.pipeline.clock())
+            problem = pl.problem if was_recorded else replace(
+                pl.problem, found_at=self.pipeline.clock(), old_end=self.ends.old_end(tp, pl.problem.stored))
             what = problem.describe(tp.topic, tp.partition, pl.log)
             if pl.seek is None:
                 if not was_recorded:
                     record_problem(self.pipeline.store, source, tp.partition, problem)
                     self._db_written()
                     self.sig.offset_resets.labels(topic=tp.topic, problem=pl.problem.kind, policy=policy).inc()
+                lost = skipped(problem, problem.start).of_previous(problem.old_end)
                 log.error("offset reset: %s; kafka.on_offset_reset is fail: partition stopped until a restart "
-                          "with earliest or latest", what)
+                          "with earliest or latest; records skipped so far: %s", what, lost)
                 self.unresolved[tp] = what
                 self.sig.offset_unresolved.labels(topic=tp.topic, partition=str(tp.partition)).set(1)
                 return False
             self.sig.offset_resets.labels(topic=tp.topic, problem=pl.problem.kind, policy=policy).inc()
-            log.error("offset reset: %s; kafka.on_offset_reset is %s: resuming at offset %d", what, policy, pl.seek)
+            cost = skipped(problem, pl.seek)
+            self.sig.offset_reset_skipped.labels(topic=tp.topic, log="found").inc(cost.found)
+            self.sig.offset_reset_skipped.labels(topic=tp.topic, log="previous").inc(cost.previous or 0)
+            log.error("offset reset: %s; kafka.on_offset_reset is %s: resuming at offset %d; %s", what, policy,
+                      pl.seek, cost.describe(problem.old_end))
         if pl.move_to is not None and pl.problem is not None:
             move_position(self.pipeline.store, source, tp.partition, pl.problem.stored, pl.move_to, id_meta)
             self._db_written()

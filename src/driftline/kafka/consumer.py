@@ -42,6 +42,7 @@ from .group_db import GroupWatch, wait_for_database_id
 from .handoff import Handoff
 from .overlap import Overlap
 from .health import Backoff, ConsumerStatus, StallWatch, consumed_counter, rebalancing
+from .loss import EndsSeen
 from .log_ids import REFRESH_TIMEOUT_MS, SideIds, TopicIds, current_ids
 from .resets import records_exist as records_exist_in, unresolved_reason
 from .settings import KafkaSettings
@@ -89,6 +90,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         self.next_lag = 0.0
         self.all_lags: dict[tuple[str, int], int] = {}
         self.log_ends: dict[TopicPartition, int] = {}
+        self.ends = EndsSeen()
         self.owned: set[TopicPartition] = set()
         self.pending: set[TopicPartition] = set()
         self.expected: dict[TopicPartition, int] = {}

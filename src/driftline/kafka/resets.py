@@ -31,13 +31,15 @@ class Problem:
     """A stored position that no longer points into the log it was read from: `beyond_end` (log reset or
     truncated), `before_start` (retention) or `replaced` (the topic's id changed: deleted and recreated, or the
     broker restarted empty, whatever the offsets say). `start`..`end` is the log as found, at `found_at` (epoch
-    seconds; None in records written before it was kept)."""
+    seconds; None in records written before it was kept); `old_end`: loss.py."""
 
     kind: str
     stored: int
     start: int
     end: int
     found_at: float | None = None
+    old_end: int | None = None
+    """The reset log's end as this process last saw it before (None: unknown); loss.py."""
 
     def describe(self, topic: str, partition: int, now: tuple[int, int] | None = None) -> str:
         """What is wrong, with the log range `now` (start, end) when given and other than as found: a recorded
@@ -118,9 +120,9 @@ def meta_key(source: str, partition: int) -> str:
 
 def _decoded(raw: str) -> Problem:
     d = json.loads(raw)
-    found_at = d.get("found_at")
+    found_at, old_end = d.get("found_at"), d.get("old_end")
     return Problem(d["kind"], int(d["stored"]), int(d["start"]), int(d["end"]),
-                   None if found_at is None else float(found_at))
+                   None if found_at is None else float(found_at), None if old_end is None else int(old_end))
 
 
 def recorded_problems(store: Store, topics: Mapping[str, str]) -> dict[TopicPartition, Problem]:

@@ -14,6 +14,7 @@ from ..ingest.keys import KEY_REASONS
 from ..ops import OpsMetrics
 
 RESET_PROBLEMS = ("beyond_end", "before_start", "replaced")
+SKIPPED_LOGS = ("found", "previous")
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class KafkaSignals:
     """Series written by the consumer; one set per OpsMetrics registry."""
 
     offset_resets: Counter
+    offset_reset_skipped: Counter
     offset_unresolved: Gauge
     partitions_owned: Gauge
     group_stable: Gauge
@@ -46,6 +48,11 @@ def signals(ops: OpsMetrics) -> KafkaSignals:
                                   "(problem: beyond_end = topic/broker reset, before_start = retention, replaced = the "
                                   "topic's id changed), by the policy applied.", ["topic", "problem", "policy"],
                                   registry=reg),
+            offset_reset_skipped=Counter("driftline_consumer_offset_reset_skipped_records", "Records an offset "
+                                         "reset skipped: log=found, of the log found (retention, or jumped by "
+                                         "latest; exact), log=previous, of the reset log after the stored position "
+                                         "(never ingested; only when its end was seen before).", ["topic", "log"],
+                                         registry=reg),
             offset_unresolved=Gauge("driftline_consumer_offset_reset_unresolved", "1 while a partition is stopped "
                                     "under kafka.on_offset_reset: fail.", ["topic", "partition"], registry=reg),
             partitions_owned=Gauge("driftline_consumer_partitions_owned", "Partitions this process owns now.",
@@ -87,6 +94,8 @@ def zero_series(sig: KafkaSignals, topics: Iterable[str], on_offset_reset: str, 
     for topic in topics:
         for problem in RESET_PROBLEMS:
             sig.offset_resets.labels(topic=topic, problem=problem, policy=on_offset_reset)
+        for which in SKIPPED_LOGS:
+            sig.offset_reset_skipped.labels(topic=topic, log=which)
         if on_key_mismatch == "accept":
             for reason in KEY_REASONS:
                 sig.key_mismatches.labels(topic=topic, problem=reason, action="accepted")

@@ -23,6 +23,7 @@ from .dlt import DeadLetterCopies
 from .handoff import Handoff
 from .health import ConsumerStatus, StallWatch, broker_connected, membership_problem, rebalancing
 from .lag import end_offsets, fetch_position, lags_from
+from .loss import EndsSeen
 from .overlap import Overlap
 from .resets import recorded_problems
 from .settings import KafkaSettings
@@ -55,6 +56,7 @@ class Upkeep:
     all_lags: dict[tuple[str, int], int]
     log_ends: dict[TopicPartition, int]
     """Each partition's log end as last asked from the broker (every 5 s with the lags)."""
+    ends: EndsSeen
     next_lag: float
     next_housekeeping: float
     next_maintain: float
@@ -97,6 +99,7 @@ class Upkeep:
             if hw is not None or asked is not None:
                 end = max(x for x in (hw, asked) if x is not None)
                 lags[(tp.topic, tp.partition)] = max(0, end - start)
+                self.ends.observe(tp, start, end)
             if hw is not None and hw < start and self.held is None:
                 behind.add(tp)
         self.ops.set_lags(lags)
