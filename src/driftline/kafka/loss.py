@@ -6,9 +6,12 @@ partition resumes at `target`:
   stored (deleted before they were read, plus the log jumped by `latest`); a reset or replaced log: target − start
   (0 under `earliest`, the whole new log under `latest`).
 - `previous`: records of the reset or replaced log after the stored position, never ingested: that log's end as
-  this process last saw it while it consumed the partition, − stored. Known only when this process watched that
-  log before the reset (not after a restart, unless it recorded the problem under `fail`), and an upper bound if
-  the new log had already grown past the old end before the reset was noticed. Moving back to a shorter log under
+  this process last saw it while it consumed the partition (the lag refresh, about once a second between
+  batches), − stored. Known only when this process watched that log before the reset (not after a restart, unless
+  it recorded the problem under `fail`). A lower bound when records arrived after the last refresh (a main loop
+  held up by a long store, e.g. waiting for the database lock, refreshes rarely; a broker whose end offset lags,
+  as tansu's does, by up to a batch); an upper bound if the new log had already grown past the old end before the
+  reset was noticed. Moving back to a shorter log under
   `earliest` re-reads from its start: whether those are old records again (deduplicated by id) or new ones, offsets
   cannot tell, so nothing is counted for them.
 """
