@@ -204,6 +204,7 @@ def test_amtool_check_config() -> None:
     (["alertname=RecallBelowTarget", "severity=critical", "model=fraud"], "driftline-critical"),
     (["alertname=FprAboveTarget", "severity=warning", "model=fraud"], "driftline-webhook"),
     (["alertname=DriftlineExportersAllDown", "severity=critical", "job=driftline"], "driftline-critical"),
+    (["alertname=DriftlineDatabaseUnreachableAll", "severity=critical", "job=driftline"], "driftline-critical"),
     (["alertname=DriftlineKafkaUnreachable", "severity=critical", "job=driftline"], "driftline-critical"),
     (["alertname=DriftlineConsumerStaleBatches", "severity=warning", "job=driftline"], "driftline-webhook"),
 ])

@@ -53,3 +53,26 @@ def test_every_exporter_of_the_job_down_mutes_the_pipeline_alerts_and_the_per_in
     _post(am, {"alertname": "DriftlineNoPredictions", "job": "other"})  # another job is not muted
     held = [a for a in am.alerts("DriftlineNoPredictions") if a["labels"]["job"] == "other"]
     assert held and held[0]["status"]["inhibitedBy"] == []
+
+
+def test_one_replica_without_its_database_does_not_mute_the_pipeline_alerts_of_its_job(
+        alertmanager_sink: Alertmanager) -> None:
+    """Review of 398b6fb: DriftlineDatabaseUnreachable fires for one replica (a standby with a wrong database URL)
+    and was an inhibit source, so it muted DriftlineNoPredictions about the healthy leader."""
+    am = alertmanager_sink
+    _post(am, {"alertname": "DriftlineDatabaseUnreachable"}, *({"alertname": name} for name in PIPELINE))
+    time.sleep(1.0)  # inhibitions apply as soon as the source is held: give them the chance to show
+    for name in PIPELINE:
+        assert _inhibited_by(am, name) == [], name
+
+
+def test_every_replica_without_its_database_mutes_the_pipeline_alerts_and_the_replica_page(
+        alertmanager_sink: Alertmanager) -> None:
+    am = alertmanager_sink
+    _post(am, {"alertname": "DriftlineDatabaseUnreachableAll"}, {"alertname": "DriftlineDatabaseUnreachable"},
+          *({"alertname": name} for name in PIPELINE))
+    for name in (*PIPELINE, "DriftlineDatabaseUnreachable"):
+        assert _inhibited_by(am, name, want=True), name
+    _post(am, {"alertname": "DriftlineNoPredictions", "job": "other"})  # another job is not muted
+    held = [a for a in am.alerts("DriftlineNoPredictions") if a["labels"]["job"] == "other"]
+    assert held and held[0]["status"]["inhibitedBy"] == []
