@@ -19,7 +19,8 @@ from driftline.ingest.pipeline import RawRecord
 from helpers import decoded, outcome, pred
 
 LONG = "v" * 90
-NAMES = st.sampled_from(["A", "B", "C", "D", "all", " ALL", "__other__", LONG, LONG + "x"])
+# (" ALL" with its space never reaches the gate: names with surrounding whitespace are refused at decode, core/names.py)
+NAMES = st.sampled_from(["A", "B", "C", "D", "all", "ALL", "__other__", LONG, LONG + "x"])
 
 
 class FakeStore:

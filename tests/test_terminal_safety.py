@@ -13,11 +13,9 @@ from pathlib import Path
 import pytest
 
 from driftline.cli import main
-from driftline.core import decode_many as batch_decode
-from driftline.core import names as name_rule
 from driftline.terminal import visible
 
-from helpers import outcome, pred
+from helpers import before_name_rule, outcome, pred
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z, a Thursday
 DAY = 86400.0
@@ -61,13 +59,6 @@ CONFIG = {
 }
 
 
-def _before_name_rule(mp: pytest.MonkeyPatch) -> None:
-    """Decode as before names with a control character were refused (core/names.py): databases written then hold
-    them, and every command must still show them escaped."""
-    mp.setattr(name_rule, "bad_name", lambda _: False)
-    mp.setattr(batch_decode, "bad_name", lambda _: False)
-
-
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], Path]:
     """Global options of a database holding the hostile events (replayed from a file whose name is hostile too)
@@ -78,7 +69,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], Path]:
     path = tmp / f"events{TITLE}.jsonl"
     path.write_bytes(_events())
     with pytest.MonkeyPatch.context() as mp:  # the hostile variant and version as a database from before decode
-        _before_name_rule(mp)  # refused such names holds them (config names still can)
+        before_name_rule(mp)  # refused such names holds them (config names still can)
         assert main([*opts, "replay", str(path), "--json"]) == 0
     assert main([*opts, "reference", "set", "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-08T00:00:00Z",
                  "--json"]) == 0
@@ -196,7 +187,7 @@ def test_models_list_shows_look_alike_names_apart(tmp_path, capsys, monkeypatch)
     (tmp_path / "e.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     opts = ["--db", f"sqlite:///{tmp_path / 'm.db'}"]
     with pytest.MonkeyPatch.context() as mp:
-        _before_name_rule(mp)
+        before_name_rule(mp)
         assert main([*opts, "replay", str(tmp_path / "e.jsonl")]) == 0
     capsys.readouterr()
     assert main([*opts, "models", "list"]) == 0
