@@ -34,6 +34,8 @@ from driftline.readouts.windows import merged, window_rows
 
 from helpers import outcome, pred
 
+SHADOW_AB = {"design": "shadow", "control": "A", "arms": {"A": 0.5, "B": 0.5}}
+"""A shadow design names its production arm (refused at load without it)."""
 T0 = 1_699_920_000.0  # a midnight UTC
 WEEK = 7 * 86400.0
 HEADLINE = ("recall", "fpr", "precision", "alert_rate")
@@ -225,7 +227,7 @@ def _shadow_events(seed: int, n: int = 5000, only_a: int = 60, unflagged_labelle
 
 
 def test_shadow_paired_counts_and_exact_mcnemar(tmp_path, capsys) -> None:
-    config = from_dict({**PRICED, "ab": {"design": "shadow"}})
+    config = from_dict({**PRICED, "ab": SHADOW_AB})
     raws, truth = _shadow_events(11)
     url = f"sqlite:///{tmp_path / 'shadow.db'}"
     store = _ingest(url, config, raws)
@@ -260,7 +262,7 @@ def test_shadow_paired_counts_and_exact_mcnemar(tmp_path, capsys) -> None:
     assert f"B catches {pr['recall']['treatment_only']} positives A misses" in doc["verdict"]
     # the CLI on a shadow config file, human-readable
     cfg = tmp_path / "shadow.yaml"
-    cfg.write_text("ab:\n  design: shadow\n")
+    cfg.write_text("ab:\n  design: shadow\n  control: A\n  arms: {A: 0.5, B: 0.5}\n")
     assert main(["--config", str(cfg), "--db", url, "ab", "--seed", "4"]) == 0
     out = capsys.readouterr().out
     assert "shadow pairs: 5,000 ids" in out and "Verdict:" in out
@@ -446,7 +448,8 @@ def test_ab_mistakes_are_refused_at_config_load(ab, message) -> None:
 def test_ab_without_control_or_section_loads(tmp_path) -> None:
     """No `ab:` at all, or one without `control`, loads: the readout compares the variants found."""
     assert from_dict({}).ab.arms == {} and from_dict({}).ab.control_arm == "A"
-    assert from_dict({"ab": {"design": "shadow"}}).ab.control_arm == "A"
+    with pytest.raises(ConfigError, match=re.escape("invalid field `ab.control`: missing: with `ab.design: shadow`")):
+        from_dict({"ab": {"design": "shadow"}})  # which arm is production must be said (verification tryout)
     path = tmp_path / "c.yaml"
     path.write_text("model: m\n")
     assert load(path).ab == AB()
@@ -477,7 +480,7 @@ def test_cli_json_equals_document(split_db, capsys) -> None:
 
 def test_shadow_labels_following_the_control_are_flagged(tmp_path) -> None:
     """Labels mostly for what A (live) flags: positives A misses are under-labelled; the verdict says so."""
-    config = from_dict({"ab": {"design": "shadow"}})
+    config = from_dict({"ab": SHADOW_AB})
     raws, truth = _shadow_events(13, n=2000, only_a=0, unflagged_labelled=0.3)
     store = _ingest(f"sqlite:///{tmp_path / 'follow.db'}", config, raws)
     doc = _doc(store, config)
@@ -493,7 +496,7 @@ def test_shadow_labels_following_the_control_are_flagged(tmp_path) -> None:
 
 def test_shadow_readout_same_on_postgres(pg_url, tmp_path) -> None:
     """The paired GROUP BY query and the whole readout agree between SQLite and PostgreSQL."""
-    config = from_dict({"ab": {"design": "shadow"}})
+    config = from_dict({"ab": SHADOW_AB})
     raws, truth = _shadow_events(12, n=800, only_a=5)
     docs = []
     for url in (f"sqlite:///{tmp_path / 's.db'}", pg_url):

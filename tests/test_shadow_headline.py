@@ -199,10 +199,20 @@ def load_ab(d: dict[str, Any]) -> Any:
     return from_dict({"ab": d}).ab
 
 
-def test_shadow_without_the_control_arm_says_why_the_headline_is_empty(tmp_path, capsys) -> None:
-    """`ab: {design: shadow}` alone takes 'A' as control: with variants named otherwise the note says so."""
+def test_a_shadow_design_without_its_production_arm_is_refused_at_load(tmp_path, capsys) -> None:
+    """Verification tryout: `ab: {design: shadow}` alone took 'A' as production; with production sending no
+    variant ('default') every whole-model number and alert was empty while `driftline ab` took the shadow arm as
+    control. Which arm is production must now be said."""
     cfg = tmp_path / "bare.yaml"
     cfg.write_text("model: fr\nab: {design: shadow}\n")
+    assert main([*_on(cfg), "metrics"]) == 2
+    assert "invalid field `ab.control`: missing: with `ab.design: shadow`" in capsys.readouterr().err
+
+
+def test_shadow_without_the_control_arm_says_why_the_headline_is_empty(tmp_path, capsys) -> None:
+    """A production arm named in the config but absent from the data: the note says which variants are here."""
+    cfg = tmp_path / "bare.yaml"
+    cfg.write_text("model: fr\nab: {design: shadow, control: A, arms: {A: 0.5, cand: 0.5}}\n")
     events = tmp_path / "bare.jsonl"
     events.write_text("".join(json.dumps({"type": "prediction", "prediction_id": f"t{i}", "model": "fr",
                                           "variant": v, "ts": _iso(START + i * 60), "score": 0.2}) + "\n"

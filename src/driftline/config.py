@@ -104,13 +104,14 @@ class AB(Base):
 
     design: Literal["split", "shadow"] = "split"
     control: str | msgspec.UnsetType = msgspec.UNSET
-    """'A' when unset (see control_arm); set, it needs `arms` (tryout: `ab: {control: Z}` alone loaded silently)."""
+    """'A' when unset (see control_arm); set, it needs `arms` (tryout: `ab: {control: Z}` alone loaded silently);
+    required with design shadow (the production arm)."""
     arms: dict[str, Annotated[float, msgspec.Meta(gt=0)]] = {}
     planned_positives: Annotated[int, msgspec.Meta(ge=1)] = 500
     target_recall_diff: Annotated[float, msgspec.Meta(gt=0, lt=1)] = 0.05
 
     def __post_init__(self) -> None:
-        _ab_arms(self.control, self.arms)
+        _ab_arms(self.control, self.arms, self.design)
 
     @property
     def control_arm(self) -> str:

@@ -76,12 +76,19 @@ so a typo (A 0.5, B 0.6) turned a balanced 50/50 split into a false sample-ratio
 this much, a share moves by ≤ 5e-5, which the SRM test (p < 0.001) would notice only after ~10⁹ predictions."""
 
 
-def _ab_arms(control: str | msgspec.UnsetType, arms: dict[str, float]) -> None:
-    """Raise ValueError naming `control` or `arms` when the control is no arm, a control is set without arms, or
-    the expected shares do not sum to 1 (caught at load: `driftline ab` found the first only when run, silently
-    replaced the second's control by the first variant found, and silently rescaled the third)."""
+def _ab_arms(control: str | msgspec.UnsetType, arms: dict[str, float], design: str = "split") -> None:
+    """Raise ValueError naming `control` or `arms` when the control is no arm, a control is set without arms, the
+    expected shares do not sum to 1 (caught at load: `driftline ab` found the first only when run, silently
+    replaced the second's control by the first variant found, and silently rescaled the third), or a shadow design
+    does not name its production arm (verification tryout: `ab: {design: shadow}` alone took 'A' as production,
+    so with production sending no variant every whole-model number, alert and /metrics series was empty while
+    `driftline ab` took the shadow arm as control)."""
     from .config_fields import closest_name
 
+    if design == "shadow" and control is msgspec.UNSET:
+        raise ValueError("control: missing: with `ab.design: shadow` the whole-model numbers, alerts and series count "
+                         "the production arm only, so name it, with the arms (e.g. control: A, arms: {A: 0.5, S: "
+                         "0.5}; `default` is the variant of events sent without one)")
     if not arms:
         if control is not msgspec.UNSET:
             raise ValueError(f"arms: missing, but `ab.control` is {control!r}: the control must be one of the arms; "

@@ -61,8 +61,8 @@ def scope_json(ab: AB, variant: str | None, seen: Iterable[str] = ()) -> dict[st
 
 def missing_control_note(scope: dict[str, Any] | None, seen: Iterable[str]) -> str | None:
     """The note for a shadow-mode window holding other variants but none of the control arm: the whole-model
-    numbers are then empty (`ab: {design: shadow}` alone takes 'A' as the control, whatever the variants are
-    called); None when there is nothing to say."""
+    numbers are then empty (the configured `ab.control` is not what production sends, or production stopped);
+    None when there is nothing to say."""
     found = set(seen)
     if scope is None or not found or scope["control"] in found:
         return None
