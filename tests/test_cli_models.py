@@ -150,8 +150,13 @@ def test_a_window_without_matured_labels_says_why_and_matured_picks_one(churn, d
     assert hint["median_delay_s"] == pytest.approx(np.quantile(delays, 0.5), rel=0.09)
     assert hint["p95_delay_s"] == pytest.approx(np.quantile(delays, 0.95), rel=0.09)
     newest = max(max(_ts(e["ts"]) for e in preds.values()), max(_ts(e["ts"]) for e in outs.values()))
-    matured = math.floor((newest - hint["p95_delay_s"]) / HOUR) * HOUR
+    # maturity waits for the upper edge of the bin holding the p95 (never early: not before numpy's exact p95)
+    from driftline.core.grids import DELAY_EDGES, delay_bin
+
+    wait = float(DELAY_EDGES[int(delay_bin(np.array([hint["p95_delay_s"]]))[0]) + 1])
+    matured = math.floor((newest - wait) / HOUR) * HOUR
     assert _ts(hint["matured_at"]) == matured
+    assert matured <= math.floor((newest - np.quantile(delays, 0.95, method="inverted_cdf")) / HOUR) * HOUR
     code, out, _ = _run(capsys, *db, "metrics")
     assert "labels for this window have not arrived yet" in out and "median label delay" in out
     assert "95th percentile" in out and f"--at {hint['matured_at']}" in out
