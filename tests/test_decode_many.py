@@ -34,9 +34,13 @@ DIRTY = [b"", b"   ", b"not json", b"[1,2]", b'{"a":1}\n{"b":2}',
              {"model": "m\x00"}, {"ts": 1.7e9}, {"ts": "2026-01-01T00:00:00"}, {"features": {"x" * 300: 1}},
              {"pad": "é"}, {"features": {"n": 10 ** 400}}, {"prediction_id": ""}, {"features": {"a": "v" * 50}},
              {"model": " m "}, {"model": "m "}, {"variant": "B\t"}, {"model_version": " v2"}, {"model": "e\x1b[31m"},
-             {"model": "   "}, {"variant": "a\x85b"})),
+             {"model": "   "}, {"variant": "a\x85b"}, {"model": "\ufeffm"}, {"model": "\u202em"},
+             {"variant": "a\u200bb"}, {"model_version": "v\u2028"}, {"model": "a\u2029b"}, {"model": "a\ue000"})),
          b'{"type":"prediction","prediction_id":"a","model":"m\xc2\xa0","ts":"2026-01-01T00:00:00Z","score":0.5}',
          b'{"type":"prediction","prediction_id":"a","model":" m","ts":"2026-01-01T00:00:00Z","score":0.5}',
+         b'{"type":"prediction","prediction_id":"a","model":"\xef\xbb\xbfm","ts":"2026-01-01T00:00:00Z","score":0.5}',
+         b'{"type":"prediction","prediction_id":"a","model":"m","variant":"\xe2\x80\x8b","ts":"2026-01-01T00:00:00Z",'
+         b'"score":0.5}',
          b'{"type":"prediction","prediction_id":"a","model":"m","ts":"2026-01-01T00:00:00Z","score":0.5,'
          b'"x":[[[[[[1]]]]]]}',
          b'{"prediction_id":"a","model":"m","ts":"2026-01-01T00:00:00Z","score":0.5,"label":1}',  # untyped, both

@@ -1,5 +1,6 @@
 """Model, variant and version names are taken exactly as sent, so one a reader cannot tell from another (surrounding
-whitespace, a control character) is refused at decode, identically on the batch and the per-event path."""
+whitespace, a control, invisible format, separator or private-use character) is refused at decode, identically on
+the batch and the per-event path."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ from test_events import GOOD_PRED
 
 BAD = [("model", " m "), ("model", "m "), ("model", " m"), ("model", "   "), ("model", "m\t"), ("model", "m\u00a0"),
        ("model", "evil\x1b[31mRED"), ("model", "a\u0085b"), ("model", "a\x7fb"), ("variant", " B"),
-       ("model_version", "v2\n"), ("model_version", "v\x012")]
+       ("model_version", "v2\n"), ("model_version", "v\x012"),
+       # invisible format, separator and private-use characters (tryout: "\ufeffm" looked like "m", took a slot)
+       ("model", "\ufeffm"), ("model", "\u202em"), ("model", "a\u200bb"), ("variant", "a\u2028b"),
+       ("model_version", "v\u20292"), ("model", "m\u200d"), ("variant", "a\ue000b"), ("model", "a\U000e0041")]
 
 
 @pytest.mark.parametrize("field, value", BAD)
@@ -36,6 +40,11 @@ def test_the_detail_says_which_rule_and_which_character():
                                                       "t", 0, 0).detail
     assert "control character (U+001B)" in decode(json.dumps(GOOD_PRED | {"model": "e\x1bx"}).encode(),
                                                     "t", 0, 0).detail
+    for name, what in (("a\u200bb", "an invisible format character (U+200B)"),
+                       ("\ufeffm", "an invisible format character (U+FEFF)"),
+                       ("a\u2028b", "a line separator (U+2028)"), ("a\u2029b", "a paragraph separator (U+2029)"),
+                       ("a\ue000b", "a private-use character (U+E000)")):
+        assert what in decode(json.dumps(GOOD_PRED | {"model": name}).encode(), "t", 0, 0).detail
 
 
 @pytest.mark.parametrize("name", ["m", "M", "fraud model", "fr\u00e9", "a\u00a0b", "模型", "v2.1-rc"])

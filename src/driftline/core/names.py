@@ -1,9 +1,11 @@
 """The rule for the names an event gives its model, variant and model version: taken exactly as sent, so a name
-that cannot be told from another by eye (surrounding whitespace, a control character) is refused at decode.
+that cannot be told from another by eye (surrounding whitespace, a control character, an invisible format,
+line/paragraph separator or private-use character) is refused at decode.
 
 Tryout: `" m "`, `"m"` and `"M"` became three models, each taking a limits.max_models slot, the spaces nearly
-invisible in `models list`; `"evil\\x1b[31mRED"` became a model whose name could not be typed back. Case is kept
-(`M` and `m` stay two names, as in Prometheus labels). Pure functions: no IO.
+invisible in `models list`; `"evil\\x1b[31mRED"` became a model whose name could not be typed back; `"\\ufeffm"`
+(a leading BOM) looked exactly like `m` and took a slot of its own. Case is kept (`M` and `m` stay two names, as
+in Prometheus labels). Pure functions: no IO.
 """
 
 from __future__ import annotations
@@ -14,14 +16,20 @@ NAME_FIELDS = ("model", "model_version", "variant")
 """The event fields that become label values and stored keys, checked by `name_problem`."""
 
 
+_REFUSED = {"Cc": "a control character", "Cf": "an invisible format character", "Zl": "a line separator",
+            "Zp": "a paragraph separator", "Co": "a private-use character"}
+"""The Unicode categories refused anywhere in a name, with how `name_problem` calls each."""
+
+
 def bad_name(value: str) -> bool:
-    """Whether a name has leading or trailing whitespace or a control character (C0, DEL, C1) anywhere; cheap on
-    the common clean name (two C-level string methods)."""
-    return value != value.strip() or (not value.isprintable() and any(map(_is_control, value)))
+    """Whether a name has leading or trailing whitespace or a character of a `_REFUSED` category (control, format
+    such as U+200B or U+202E, line/paragraph separator, private use) anywhere; cheap on the common clean name
+    (two C-level string methods: every refused category is non-printable to `str.isprintable`)."""
+    return value != value.strip() or (not value.isprintable() and any(map(_is_refused, value)))
 
 
-def _is_control(ch: str) -> bool:
-    return unicodedata.category(ch) == "Cc"
+def _is_refused(ch: str) -> bool:
+    return unicodedata.category(ch) in _REFUSED
 
 
 def name_problem(field: str, value: str) -> str:
@@ -29,8 +37,8 @@ def name_problem(field: str, value: str) -> str:
     if value != value.strip():
         what = "leading or trailing whitespace"
     else:
-        ch = next(c for c in value if _is_control(c))
-        what = f"a control character (U+{ord(ch):04X})"
+        ch = next(c for c in value if _is_refused(c))
+        what = f"{_REFUSED[unicodedata.category(ch)]} (U+{ord(ch):04X})"
     return (f"{field} {value[:80]!r} has {what}: names are taken exactly as sent, so it would be a model, variant "
             "or version of its own (not the same as the name without it); fix the name at the producer")
 
