@@ -17,7 +17,7 @@ from driftline import cli
 from driftline.core import decode_many as dm
 from driftline.core import names
 from driftline.storage.store import Store
-from driftline.terminal import quoted_name, shell_word, visible
+from driftline.terminal import quoted_name, shell_word, shown_as, visible
 
 END = 1_795_996_800.0
 _enc = msgspec.json.Encoder()
@@ -25,10 +25,10 @@ EVIL = "evil\x1b[31mRED"
 ODD = [EVIL, "a\xa0b", "x'y\\z\x07", "fr\u200baud", "tab\there", "a\U000e0041", "\x85c1", " m ", "m", "it's"]
 
 
-def _bash_word(word: str) -> str:
+def _bash_word(word: str, locale: str = "C.UTF-8") -> str:
     """What bash makes of `word` pasted as an argument."""
     return subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, check=True,
-                          env={"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}).stdout.decode()
+                          env={"LANG": locale, "LC_ALL": locale}).stdout.decode()
 
 
 @pytest.mark.parametrize("name", ODD)
@@ -105,4 +105,31 @@ def test_a_name_with_surrounding_spaces_forgets_itself_not_the_trimmed_one(tmp_p
     words = shlex.split(hint.group(1))
     assert words[3] == " m " and _bash_word(shell_word(" m ")) == " m "
     assert _run(capsys, *base, *words[1:])[0] == 0
+    assert _stored(tmp_path) == {"m"}
+
+
+@pytest.mark.parametrize("name", ["\ufeffm", "a\xa0b", "fr\u200baud", "x'y\\z\u202e"])
+def test_a_hint_pasted_in_a_c_locale_still_names_the_model(name):
+    """Tryout: in a C/POSIX locale bash expands `$'\\ufeffm'` to the text `\\uFEFFm` (upper-case hex, and
+    `$'a\\u00a0b'` to `a\\u00A0b` where `models list` shows `a\\xa0b`), which the shown-name fallback refused. (Bash there drops a `\\U000e0041` outright: nothing to match.)"""
+    typed = _bash_word(shell_word(name), "C")
+    assert typed != name and shown_as(typed, [name, "m", "ab"]) == [name]
+
+
+def test_escapes_typed_back_match_in_either_case_and_literal_backslashes_still_match():
+    assert shown_as("fr\\u200Baud", ["fr\u200baud", "fraud"]) == ["fr\u200baud"]
+    assert shown_as("a\\X1b", ["a\x1b"]) == []  # \X is no escape
+    literal = "a\\xAB\x1b"  # a backslash, 'xAB', then an ESC: shown as a\xAB\x1b
+    assert shown_as(visible(literal), [literal]) == [literal]
+
+
+def test_forget_takes_a_c_locale_paste_of_its_own_hint(tmp_path, capsys, monkeypatch):
+    base = _db_with(tmp_path, capsys, monkeypatch, ["\ufeffm", "m"])
+    code, out, _ = _run(capsys, *base, "models", "forget", "\ufeffm")
+    hint = re.search(r"`driftline models forget (\S+) --yes`", out)
+    assert code == 1 and hint, out
+    typed = _bash_word(hint.group(1), "C")
+    assert typed == "\\uFEFFm"
+    code, _, err = _run(capsys, *base, "models", "forget", typed, "--yes")
+    assert code == 0 and "taking it as the stored model shown so" in err, err
     assert _stored(tmp_path) == {"m"}

@@ -24,9 +24,13 @@ same (hostile-user tryout: 'fr\\u200baud' next to 'fraud' in `models list`). tes
 this against the running Python's Unicode tables."""
 
 
-def _escape(m: re.Match[str]) -> str:
-    c = ord(m.group())
+def _escape_code(c: int) -> str:
+    """How `visible` writes code point `c`: `\\x1b`, `\\u200b`, `\\U000e0041` (lower-case hex)."""
     return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" if c < 0x10000 else f"\\U{c:08x}"
+
+
+def _escape(m: re.Match[str]) -> str:
+    return _escape_code(ord(m.group()))
 
 
 def visible(text: object) -> str:
@@ -83,10 +87,28 @@ def quoted_name(text: str) -> str:
     return shlex.quote(text) if "'" in text else f"'{text}'"
 
 
+_TYPED_ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})")
+"""An escape as a user may type one back: `\\x1b`, `\\u200b`, `\\U000e0041`, hex digits in either case."""
+
+
+def _canonical_escape(m: re.Match[str]) -> str:
+    c = int(m.group()[2:], 16)
+    return _escape_code(c) if c <= 0x10FFFF else m.group()
+
+
+def _canonical(shown_text: str) -> str:
+    """`shown_text` with each escape written as `visible` writes it (lower-case hex, the shortest of `\\x`, `\\u`,
+    `\\U`), so `\\uFEFF` and `\\u00A0` read as `\\ufeff` and `\\xa0`."""
+    return _TYPED_ESCAPE.sub(_canonical_escape, shown_text) if "\\" in shown_text else shown_text
+
+
 def shown_as(typed: str, names: Iterable[str]) -> list[str]:
-    """The names whose `visible` form is exactly `typed` and which differ from it: what a user means who types a
-    name as it was shown (`'evil\\x1b[31mRED'`, a literal backslash) for one holding a control character."""
-    return [n for n in names if n != typed and visible(n) == typed]
+    """The names whose `visible` form is `typed` and which differ from it: what a user means who types a name as
+    it was shown (`'evil\\x1b[31mRED'`, a literal backslash) for one holding a control character. Escapes compare
+    by the character they name, hex digits in either case: in a C/POSIX locale bash expands a hint's
+    `$'\\ufeffm'` to the text `\\uFEFFm` and `$'a\\u00a0b'` to `a\\u00A0b` (tryout: the pasted hint was refused)."""
+    want = _canonical(typed)
+    return [n for n in names if n != typed and _canonical(visible(n)) == want]
 
 
 def preview(text: str, cells: int) -> str:
