@@ -111,7 +111,8 @@ def test_a_name_with_surrounding_spaces_forgets_itself_not_the_trimmed_one(tmp_p
 @pytest.mark.parametrize("name", ["\ufeffm", "a\xa0b", "fr\u200baud", "x'y\\z\u202e"])
 def test_a_hint_pasted_in_a_c_locale_still_names_the_model(name):
     """Tryout: in a C/POSIX locale bash expands `$'\\ufeffm'` to the text `\\uFEFFm` (upper-case hex, and
-    `$'a\\u00a0b'` to `a\\u00A0b` where `models list` shows `a\\xa0b`), which the shown-name fallback refused. (Bash there drops a `\\U000e0041` outright: nothing to match.)"""
+    `$'a\\u00a0b'` to `a\\u00A0b` where `models list` shows `a\\xa0b`), which the shown-name fallback refused.
+    (Bash there drops a `\\U000e0041` outright: nothing to match.)"""
     typed = _bash_word(shell_word(name), "C")
     assert typed != name and shown_as(typed, [name, "m", "ab"]) == [name]
 
