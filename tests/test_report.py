@@ -233,10 +233,11 @@ def test_signed_numbers_use_the_minus_sign(report: dict[str, Any]) -> None:
 def test_maturity_period_is_explained_and_true(report: dict[str, Any], world: dict[str, Any]) -> None:
     """User tryout: 'p95 3.7 d. Labels count as matured 5.5 d after prediction (by the 95th-percentile label delay)'
     read as a contradiction. The sentence names the look-back the period comes from, and that is how it is computed:
-    the p95 label delay of the predictions of the `labels.horizon` before the week's end, rounded up to the bucket."""
+    the p95 label delay of the predictions of the `labels.horizon` before the week's end, at the top of its delay bin
+    (delay_upper, the rule of `--matured`: never short of the true delay), rounded up to the bucket."""
     import math
 
-    from driftline.analysis.classification import delay_quantiles
+    from driftline.analysis.classification import delay_upper
     from driftline.numbers import duration
     from driftline.readouts.drift import _stats
     from driftline.readouts.windows import Window
@@ -246,7 +247,7 @@ def test_maturity_period_is_explained_and_true(report: dict[str, Any], world: di
     store = Store(world["url"])
     try:
         look = Window(END - config.labels.horizon_s, END)
-        p95 = delay_quantiles(_stats(store, "fraud", look, None, False).delay, (0.95,))["p95"]
+        p95 = delay_upper(_stats(store, "fraud", look, None, False).delay, 0.95)
     finally:
         store.close()
     assert lm["maturity_seconds"] == math.ceil(p95 / config.bucket_s) * config.bucket_s

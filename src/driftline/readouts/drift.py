@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.calibration import calibration_report
-from ..analysis.classification import delay_quantiles
 from ..analysis.drift import DriftThresholds, drift_report
 from ..analysis.estimates import base_rate_effect, compare_estimate, early_warning, realised_metrics
 from ..analysis.profiles import Profile
@@ -27,7 +26,7 @@ from .estimated import calibrated_block
 from .headline import headline_variant, scope_json
 from .multivariate import multivariate_block, multivariate_result
 from .references import NoReference, Reference, active_reference_key, load_reference
-from .maturity import maturity_hint
+from .maturity import maturity_hint, maturity_wait
 from .metrics import resolve_window
 from .seasonal import seasonal_block, window_mixture
 from .slice_hints import carried_by_none, slice_hints
@@ -38,8 +37,6 @@ from .windows import Window, merged, window_ending, window_rows
 
 """Slice targets when neither config.targets nor a trigger gives one: seed 000 step 8 (review below 70 % recall or
 above 8 % FPR)."""
-MATURITY_QUANTILE = 0.95
-"""Labels of a window count as matured one p95 label delay after it (explicit-outcome policy)."""
 _CACHE_SIZE = 8
 _profiles: dict[tuple[str, str, int, float], tuple[Reference, Profile, SeasonalSlices | None]] = {}
 _lock = threading.Lock()
@@ -231,19 +228,18 @@ def maturity_period(store: Store, config: Config, model: str, window: Window, va
     """How long after prediction a window's labels count as matured, and how that was decided.
 
     implicit-negative policy: its `implicit_negative_after` (every prediction is labelled by then);
-    explicit outcomes: the 95th percentile label delay of the predictions labelled in the `labels.horizon`
-    before the window's end. Rounded up to whole buckets; None when no label was ever seen.
+    explicit outcomes: the upper edge of the delay bin holding the 95th percentile (maturity_wait, the rule of
+    `--matured`) of the predictions labelled in the `labels.horizon` before the window's end. Rounded up to
+    whole buckets; None when no label was ever seen.
     """
     b = config.bucket_s
-    implicit = config.labels.implicit_after_s
-    if implicit is not None:
-        return math.ceil(implicit / b) * b, "labels.implicit_negative_after"
     look = Window(window.end - config.labels.horizon_s, window.end)
-    variant = headline_variant(config.ab, variant)
-    p95 = delay_quantiles(_stats(store, model, look, variant, False).delay, (MATURITY_QUANTILE,))["p95"]
-    if p95 is None:
-        return None, "label_delay_p95"
-    return max(math.ceil(p95 / b), 1) * b, "label_delay_p95"
+    hist = None if config.labels.implicit_after_s is not None else (  # implicit: no need to read the delays
+        _stats(store, model, look, headline_variant(config.ab, variant), False).delay)
+    wait, method = maturity_wait(config, hist)
+    if wait is None:
+        return None, method
+    return max(math.ceil(wait / b), 1) * b, method
 
 
 def calibration_document(store: Store, config: Config, model: str, window: Window, variant: str | None = None,
