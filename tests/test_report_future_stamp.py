@@ -70,3 +70,21 @@ def test_the_label_watermark_is_not_ahead_of_the_clock(tmp_path) -> None:
     week, reason = default_week(store, "fraud", NOW, Config().bucket_s)
     maturity = report_document(store, Config(), "fraud", week, NOW, reason)["label_maturity"]
     assert maturity["watermark"] == "2026-12-05T03:20:00Z"
+
+
+def test_a_partial_week_cut_on_a_saturday_names_its_end_saturday(tmp_path) -> None:
+    """Verification tryout: the partial week's header read "… to Monday 2026-12-05 11:00 UTC", a Saturday: the
+    templates wrote "Monday" before both ends; the weekday is now read from each date (render.day_when)."""
+    import re
+
+    from driftline.reports.plots import all_plots
+    from driftline.reports.render import render_html, render_markdown
+
+    store = _store(tmp_path)
+    week, reason = default_week(store, "fraud", NOW, Config().bucket_s)
+    doc = report_document(store, Config(), "fraud", week, NOW, reason)
+    md = render_markdown(doc)
+    html = " ".join(re.sub(r"<[^>]+>", "", render_html(doc, all_plots(doc))).split())
+    for text in (md, html):
+        assert "from Monday 2026-11-30 00:00 UTC to Saturday 2026-12-05 04:00 UTC" in text, text[:600]
+        assert "Monday 2026-12-05" not in text

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,13 @@ def when(ts: str | None) -> str:
     return f"{m.group(1)} {m.group(2)} UTC" if m else str(ts)
 
 
+def day_when(ts: str | None) -> str:
+    """'2026-12-05T11:00:00Z' → 'Saturday 2026-12-05 11:00 UTC': the weekday read from the date itself, since a
+    partial week's window ends on whatever day it is cut (a tryout read "to Monday 2026-12-05", a Saturday)."""
+    m = re.match(r"^(\d{4}-\d{2}-\d{2})[T ]", str(ts or ""))
+    return f"{date.fromisoformat(m.group(1)).strftime('%A')} {when(ts)}" if m else when(ts)
+
+
 def week_words(label: str) -> str:
     """'2026-W48' → 'week 48 of 2026' (ISO week numbering: weeks start on Monday)."""
     m = re.match(r"^(\d{4})-W(\d{2})$", label)
@@ -188,7 +196,8 @@ def _env(markdown: bool) -> Environment:
         env.filters.update(ident=ident, idents=idents)  # <wbr> after `_ . -` in identifiers (wrapping.py)
     env.filters.update(headline_value=headline_value, num=num, stat=stat, ratio=ratio, money_interval=money_interval,
                        estimate=estimate, count=count, pct=pct, money=money, rate=rate, interval=interval,
-                       signed=signed, pvalue=pvalue, duration=duration, when=when, week_words=week_words,
+                       signed=signed, pvalue=pvalue, duration=duration, when=when, day_when=day_when,
+                       week_words=week_words,
                        metric_name=metric_name, capitalised=capitalised, by_importance=by_importance,
                        reason_text=reason_text, line=numbers.line)
     env.globals.update(versus_baseline=versus_baseline, cost_optimal=cost_optimal)
