@@ -314,13 +314,9 @@ def big_prediction(i: int, size: int) -> bytes:
             b'"score":0.5,"features":{"amount":1.0},"note":"' % i + b"A" * size + b'"}')
 
 
-def test_large_events_are_stored_once_in_batches_cut_at_max_bytes(tmp_path: Path) -> None:
-    """SRE tryout: ~1 MB events were batched by record count only and `run` grew past 1 GB. With
-    kafka.batch_max_bytes 1 MiB, 30 events of 300 kB go in batches of at most 4 (the 4th crosses the bound), the
-    records a batch was cut before are stored by the next ones exactly once, and the stored bytes are counted for
-    the byte-paced garbage collection."""
-    from kafka_service_support import consistency
-
+def _big_events_consumer(tmp_path: Path, consumer: type[FakeConsumer]) -> tuple[str, Store, LiveConsumer, Any, Clock]:
+    """(url, store, live consumer, fake client, clock) over 30 predictions of 300 kB with kafka.batch_max_bytes
+    1 MiB, its partitions assigned: the set-up of the two large-event tests below."""
     url = f"sqlite:///{tmp_path / 'big.db'}"
     store = Store(url)
     store.migrate()
@@ -329,11 +325,22 @@ def test_large_events_are_stored_once_in_batches_cut_at_max_bytes(tmp_path: Path
     clock = Clock()
     lc = LiveConsumer(Pipeline(Config(), store, clock=lambda: 1.9e9), settings, threading.Event(),
                       db_backoff=Backoff(1.0, 4.0), monotonic=clock, maintain_every_s=1e9)
-    fake = FakeConsumer(logs, store)
+    fake = consumer(logs, store)
     fake.listener = lc.attach(fake)
+    fake.rebalance(set(logs))
+    return url, store, lc, fake, clock
+
+
+def test_large_events_are_stored_once_in_batches_cut_at_max_bytes(tmp_path: Path) -> None:
+    """SRE tryout: ~1 MB events were batched by record count only and `run` grew past 1 GB. With
+    kafka.batch_max_bytes 1 MiB, 30 events of 300 kB go in batches of at most 4 (the 4th crosses the bound), the
+    records a batch was cut before are stored by the next ones exactly once, and the stored bytes are counted for
+    the byte-paced garbage collection."""
+    from kafka_service_support import consistency
+
+    url, store, lc, fake, clock = _big_events_consumer(tmp_path, FakeConsumer)
     collected: list[int] = []
     lc.collector.collect = lambda: collected.append(lc.stored_batches)
-    fake.rebalance(set(logs))
     for _ in range(100):
         lc.step()
         lc.collector.collect_if_due()
@@ -377,17 +384,7 @@ def test_batches_left_in_reference_cycles_are_freed_per_stored_bytes(tmp_path: P
     switched off here (its allocation count never comes): what stays alive is bounded by kafka.batch_max_bytes."""
     import gc
 
-    url = f"sqlite:///{tmp_path / 'big.db'}"
-    store = Store(url)
-    store.migrate()
-    logs = partitioned([("predictions", f"big-{i}".encode(), big_prediction(i, 300_000)) for i in range(30)])
-    settings = resolve(Kafka(predictions_topic="p", outcomes_topic="o", batch_max_bytes=1 << 20), "fake:1", {})
-    clock = Clock()
-    lc = LiveConsumer(Pipeline(Config(), store, clock=lambda: 1.9e9), settings, threading.Event(),
-                      db_backoff=Backoff(1.0, 4.0), monotonic=clock, maintain_every_s=1e9)
-    fake = CyclingConsumer(logs, store)
-    fake.listener = lc.attach(fake)
-    fake.rebalance(set(logs))
+    url, store, lc, fake, clock = _big_events_consumer(tmp_path, CyclingConsumer)
     gc.collect()
     gc.disable()
     try:
