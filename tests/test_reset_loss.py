@@ -46,20 +46,27 @@ def test_ends_seen_keep_the_old_end_through_a_reset_and_distrust_another_epoch()
     assert ends.old_end(TP("p", 1), 5) is None
 
 
-def test_a_broker_reset_under_a_lagging_consumer_counts_the_old_records_never_ingested(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """The consumer has read part of the logs; the broker restarts empty with the topics recreated (new logs
-    empty): under earliest it resumes at 0 and counts, per topic, old log end − stored position as skipped."""
+def _lagging(tmp_path: Path, policy: str):  # type: ignore[no-untyped-def]
+    """(store, clock, the old logs, live consumer, fake client) after four steps of a consumer under `policy` that
+    has read part of a day of events (the set-up of the broker-reset tests)."""
     events = make_events(tmp_path, days=1.0, per_day=1500)
     store = Store(f"sqlite:///{tmp_path / 'live.db'}")
     store.migrate()
     clock = Clock()
     old_logs = partitioned(events.records)
-    lc, fake = consumer(store, old_logs, clock, on_offset_reset="earliest")
+    lc, fake = consumer(store, old_logs, clock, on_offset_reset=policy)
     fake.rebalance(set(old_logs))
     for _ in range(4):
         lc.step()
         clock.t += 1.1
+    return store, clock, old_logs, lc, fake
+
+
+def test_a_broker_reset_under_a_lagging_consumer_counts_the_old_records_never_ingested(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The consumer has read part of the logs; the broker restarts empty with the topics recreated (new logs
+    empty): under earliest it resumes at 0 and counts, per topic, old log end − stored position as skipped."""
+    store, clock, old_logs, lc, fake = _lagging(tmp_path, "earliest")
     stored = {TP(t, p): n for t in TOPICS.values() for p, n in store.positions(f"kafka:{t}").items()}
     assert stored and any(n < len(old_logs[tp]) for tp, n in stored.items())  # lagging (predictions)
     fake.logs = {tp: [] for tp in old_logs}
@@ -86,16 +93,7 @@ def test_a_broker_reset_under_a_lagging_consumer_counts_the_old_records_never_in
 def test_the_loss_seen_before_a_fail_stop_is_counted_when_a_restart_resolves_it(tmp_path: Path) -> None:
     """Under fail the estimate is recorded with the problem; the restart with latest counts it, plus the whole
     new log it jumps over."""
-    events = make_events(tmp_path, days=1.0, per_day=1500)
-    store = Store(f"sqlite:///{tmp_path / 'live.db'}")
-    store.migrate()
-    clock = Clock()
-    old_logs = partitioned(events.records)
-    lc, fake = consumer(store, old_logs, clock, on_offset_reset="fail")
-    fake.rebalance(set(old_logs))
-    for _ in range(4):
-        lc.step()
-        clock.t += 1.1
+    store, clock, old_logs, lc, fake = _lagging(tmp_path, "fail")
     new_logs = {tp: old_logs[tp][:3] for tp in old_logs}  # three records each, below every stored position
     fake.logs = new_logs
     for _ in range(4):
