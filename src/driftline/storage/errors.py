@@ -19,6 +19,12 @@ class NotADatabase(RuntimeError):
     unavailable' and `serve` retried it forever, or an unexpected DatabaseError)."""
 
 
+class SchemaTooNew(RuntimeError):
+    """The database records schema revisions this driftline does not know: a newer version migrated it (a
+    downgrade, or an old replica left running in a rolling upgrade). Refused before anything is read or written;
+    no retry mends it (Alembic's own error was `unexpected CommandError: Can't locate revision …`)."""
+
+
 class StalePositions(RuntimeError):
     """A guarded batch started where the stored position no longer is: another consumer moved it (the batch is
     rolled back; the caller drops it and re-reads the stored positions)."""

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from sqlalchemy import Connection, inspect, text
 
+from .errors import SchemaTooNew
+
 VERSIONS = Path(__file__).parent / "migrations" / "versions"
 VERSION_TABLE = "alembic_version"
 
@@ -25,9 +27,8 @@ def _assigned(source: str, names: tuple[str, ...]) -> dict[str, object]:
 
 
 @cache
-def script_heads(versions: Path = VERSIONS) -> frozenset[str]:
-    """The head revisions of the migration scripts: revisions no other script names as its down_revision.
-    Cached: the files are part of the installed package."""
+def _scripts(versions: Path) -> tuple[frozenset[str], frozenset[str]]:
+    """(every revision, every down_revision) of the migration scripts. Cached: the files are part of the package."""
     revisions: set[str] = set()
     parents: set[str] = set()
     for path in sorted(versions.glob("*.py")):
@@ -37,7 +38,19 @@ def script_heads(versions: Path = VERSIONS) -> frozenset[str]:
         revisions.add(str(values["revision"]))
         down = values.get("down_revision")
         parents.update([down] if isinstance(down, str) else list(down or ()))  # type: ignore[call-overload]
-    return frozenset(revisions - parents)
+    return frozenset(revisions), frozenset(parents)
+
+
+def script_heads(versions: Path = VERSIONS) -> frozenset[str]:
+    """The head revisions of the migration scripts: revisions no other script names as its down_revision."""
+    revisions, parents = _scripts(versions)
+    return revisions - parents
+
+
+def unknown_revisions(stored: frozenset[str] | None, versions: Path = VERSIONS) -> list[str]:
+    """Stored revisions no migration script of this version defines (sorted): the database was migrated by a newer
+    driftline, and this one must neither migrate nor use it."""
+    return sorted((stored or frozenset()) - _scripts(versions)[0])
 
 
 def stored_revisions(conn: Connection) -> frozenset[str] | None:
@@ -45,3 +58,19 @@ def stored_revisions(conn: Connection) -> frozenset[str] | None:
     if not inspect(conn).has_table(VERSION_TABLE):
         return None
     return frozenset(row[0] for row in conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")))
+
+
+def refuse_newer_schema(stored: frozenset[str] | None, versions: Path = VERSIONS) -> None:
+    """Raise SchemaTooNew, naming the revisions on both sides, when the database records a revision this version's
+    scripts do not define (migrated by a newer driftline): it is neither migrated nor read, so nothing is written."""
+    unknown = unknown_revisions(stored, versions)
+    if not unknown:
+        return
+    from .. import __version__
+
+    raise SchemaTooNew(
+        f"the database schema is newer than this driftline ({__version__}): it records revision(s) "
+        f"{', '.join(unknown)}, which this version does not know (its newest revisions: "
+        f"{', '.join(sorted(script_heads(versions)))}); a newer driftline migrated it. Nothing was read or written. "
+        "Run that newer version against it; to go back, restore the backup taken before the upgrade (migrations are "
+        "never reversed)")

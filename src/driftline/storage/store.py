@@ -67,12 +67,16 @@ class Store(StoreQueries):
         A database already at the script heads is only read (Alembic is not even imported, so a query command
         starts fast). Otherwise serialised across processes by the write lock (replicas starting together: the
         second one waits, then finds the schema current). An unreachable or unopenable database raises
-        StoreUnavailable; a SQLite path that is a directory or not a database raises NotADatabase."""
+        StoreUnavailable; a SQLite path that is a directory or not a database raises NotADatabase; a database
+        migrated by a newer driftline (a revision no script here defines) raises SchemaTooNew, untouched."""
         path = sqlite_file(self.url)
         if path is not None and os.path.isdir(path):
             raise NotADatabase(f"{path} is a directory, not a SQLite database file")
-        if self.schema_is_current():
+        with self.read() as conn:
+            stored = revisions.stored_revisions(conn)
+        if stored == revisions.script_heads():
             return
+        revisions.refuse_newer_schema(stored)
         from alembic import command  # only here: importing Alembic costs more than most queries
         from alembic.config import Config as AlembicConfig
 
@@ -80,6 +84,7 @@ class Store(StoreQueries):
         cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
         cfg.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
         with self.write() as conn:
+            revisions.refuse_newer_schema(revisions.stored_revisions(conn))  # a newer replica may have migrated since
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "heads")
 
