@@ -93,7 +93,7 @@ def _emit(ctx: Context, args: argparse.Namespace, doc: Any, render: Callable[[An
 # --- reference -----------------------------------------------------------------------------------------
 def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.multivariate import (freeze_reference_sample, reference_sample_from_buckets,
-                                         reference_sample_from_file)
+                                         reference_sample_from_file, reference_sample_note)
     from ..readouts.references import (ReferenceProblem, activate_reference, active_reference_id,
                                        build_reference_profile, file_stats, load_reference, same_reference,
                                        save_reference, variant_labels, window_stats)
@@ -133,6 +133,7 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
     ref_id = None if args.force else same_reference(store, model, profile, source, lo, hi, confusion=stats,
                                                     variant=read, detail=detail, seasonality=seasonality)
     unchanged = ref_id is not None
+    unsampled, sample_note = 0, None
     if ref_id is None:
         seasonal = None
         if seasonality != "none":
@@ -145,13 +146,15 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
                                                 now=ctx.clock())
         else:
             sample = reference_sample_from_buckets(store, ctx.config, model, lo, hi, read)
+            assert lo is not None and hi is not None
+            unsampled, sample_note = reference_sample_note(store, model, lo, hi, read, stats.predictions, sample)
         freeze_reference_sample(store, ref_id, sample)
     else:
         was_active = active_reference_id(store, model) == ref_id
         activate_reference(store, model, ref_id)
     ref = load_reference(store, model, ref_id)
     assert ref is not None
-    doc = {**ref.to_json(), "dead_letters_skipped": dead, "unchanged": unchanged}
+    doc = {**ref.to_json(), "dead_letters_skipped": dead, "unchanged": unchanged, "unsampled_predictions": unsampled}
     if args.json:
         _print_json(doc)
     elif unchanged:
@@ -169,6 +172,8 @@ def cmd_reference_set(ctx: Context, args: argparse.Namespace) -> int:
             ctx.console.print(f"counted: {scope['text']}")
         _print_seasons(ctx.console, doc)
         _print_dropped(ctx.console, doc["dropped"])
+        if sample_note:
+            ctx.console.print(f"[yellow]note:[/yellow] {sample_note}")
     return 0
 
 

@@ -13,7 +13,7 @@ import math
 import threading
 from typing import Any
 
-from ..analysis.multivariate import MultivariateResult, multivariate_drift
+from ..analysis.multivariate import MIN_ROWS, MultivariateResult, multivariate_drift
 from ..analysis.profiles import NumericProfile, Profile
 from ..config import Config
 from ..core.events import Prediction, decode, json_lines
@@ -21,11 +21,16 @@ from ..core.sample import FeatureSample, merge_samples
 from ..ingest.pipeline import settings_from
 from ..ingest.replay import CORRUPT, open_events
 from ..ingest.sampling import batch_samples
-from ..storage.samples import reference_sample, save_reference_sample, window_sample
+from ..storage.samples import reference_sample, save_reference_sample, unsampled_predictions, window_sample
 from ..storage.store import Store
 from .references import Reference, ReferenceProblem, accepted, bucket_range
 from .windows import Window
 
+UNSAMPLED = ("stored by a driftline from before multivariate drift (migration 0009_mvsample), which kept no "
+             "feature samples")
+"""Why stored predictions have no feature sample: they cannot be sampled again from their buckets."""
+SET_AGAIN = ("set the reference from a range stored since the upgrade, or from the events file "
+             "(`driftline reference set --file PATH`)")
 WINDOW_ROWS = 2000
 REFERENCE_ROWS = 4000
 _CACHE_SIZE = 16
@@ -112,5 +117,38 @@ def multivariate_block(store: Store, config: Config, model: str, window: Window,
     if r is None:
         return {"method": "pca_reconstruction", "drifted": None,
                 "note": "the active reference has no feature sample (it was set before multivariate drift "
-                        "existed): run `driftline reference set` again"}
-    return r.to_json()
+                        f"existed): {SET_AGAIN}"}
+    doc = r.to_json()
+    note = unsampled_note(store, model, window, variant, ref, r) if r.drifted is None else None
+    return doc if note is None else {**doc, "note": note}
+
+
+def unsampled_note(store: Store, model: str, window: Window, variant: str | None, ref: Reference,
+                   r: MultivariateResult) -> str | None:
+    """Why a sample is too small when its predictions were stored without feature samples (an upgrade from before
+    multivariate drift), and what to do; None when that is not the reason (the analysis' own note stands)."""
+    if min(r.n_fit, r.n_calibration) < MIN_ROWS and ref.source == "window" and ref.start is not None \
+            and ref.end is not None:
+        missing = unsampled_predictions(store, model, ref.start, ref.end, ref.variant)
+        if missing:
+            return (f"the active reference's sample holds {r.n_fit + r.n_calibration:,} rows: {missing:,} of its "
+                    f"{ref.n:,} predictions were {UNSAMPLED}; {SET_AGAIN}")
+    if r.n_window < MIN_ROWS:
+        missing = unsampled_predictions(store, model, window.start, window.end, variant)
+        if missing:
+            return (f"the window's sample holds {r.n_window:,} rows: {missing:,} of its predictions were "
+                    f"{UNSAMPLED}; windows stored since the upgrade have them")
+    return None
+
+
+def reference_sample_note(store: Store, model: str, start: float, end: float, variant: str | None, n: int,
+                          sample: FeatureSample) -> tuple[int, str | None]:
+    """(predictions of a stored range without feature samples, the note `reference set` prints about them)."""
+    missing = unsampled_predictions(store, model, start, end, variant)
+    if not missing:
+        return 0, None
+    rows = len(sample.rows)
+    then = (f"fewer than {2 * MIN_ROWS}, so multivariate drift will give no verdict against this reference; "
+            f"{SET_AGAIN}") if rows < 2 * MIN_ROWS else "multivariate drift compares windows with those only"
+    return missing, (f"{missing:,} of the range's {n:,} predictions were {UNSAMPLED}: its multivariate sample "
+                     f"holds {rows:,} rows, {then}")

@@ -8,6 +8,7 @@ the sample frozen with a reference version.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -15,6 +16,8 @@ from sqlalchemy import (BigInteger, Column, Connection, Integer, LargeBinary, Me
                         select)
 
 from . import bulk
+from . import schema as t
+from ..core.encoded import encoded_counts
 from ..core.sample import FeatureSample, decode_sample, encode_sample, merge_encoded, merge_samples
 from ..core.sample_columns import SampleColumns, encoded, merged_encoded
 from .store import Store
@@ -170,6 +173,29 @@ def save_reference_sample(store: Store, reference_id: int, sample: FeatureSample
     with store.write() as conn:
         conn.execute(reference_samples.delete().where(c.reference_id == reference_id))
         conn.execute(reference_samples.insert().values(reference_id=reference_id, data=encode_sample(sample)))
+
+
+def unsampled_predictions(store: Store, model: str, start: float, end: float, variant: str | None = None) -> int:
+    """Predictions in stored buckets of [start, end) that no feature-sample row covers: stored by a driftline from
+    before multivariate drift (migration 0009_mvsample), whose samples can never be made again from the buckets."""
+    b, c = t.buckets.c, feature_samples.c
+    q = t.for_series(select(b.model_version, b.variant, b.bucket_start, b.data).where(
+        b.model == model, b.bucket_start >= start, b.bucket_start < end), b, None, variant)
+    s = t.for_series(select(c.model_version, c.variant, c.bucket_start, c.span).where(
+        c.model == model, c.bucket_start < end, c.bucket_start + c.span > start), c, None, variant)
+    with store.read() as conn:
+        spans: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        for r in conn.execute(s):
+            spans.setdefault((r.model_version, r.variant), []).append((int(r.bucket_start), int(r.span)))
+        for rows in spans.values():
+            rows.sort()
+        missing = 0
+        for r in conn.execute(q):
+            rows = spans.get((r.model_version, r.variant), [])
+            i = bisect_right(rows, (int(r.bucket_start), 2**62)) - 1  # the last row starting at or before it
+            if i < 0 or rows[i][0] + rows[i][1] <= r.bucket_start:
+                missing += encoded_counts(r.data)[0]
+    return missing
 
 
 def reference_sample(store: Store, reference_id: int) -> FeatureSample | None:
