@@ -23,16 +23,21 @@ WRITE = "driftline_write"
 WRITE_LOCK_KEY = 0x6472_6966_746C + 16
 """PostgreSQL advisory lock key serialising write transactions (and migrations) of every driftline process."""
 DEFAULT_LOCK_TIMEOUT_S = 30.0
+WAL_SIZE_LIMIT = 64 * 1024 * 1024
+"""Bytes a SQLite -wal file is cut back to once a checkpoint has emptied it (PRAGMA journal_size_limit): a reader
+transaction left open stops checkpoints, so the file grows with every write meanwhile, and SQLite would otherwise
+keep it at its largest size for as long as any process has the database open."""
 
 
 def install_sqlite(engine: Engine, lock_timeout_s: float) -> None:
-    """Pragmas (WAL, busy timeout = the lock timeout) and explicit BEGIN / BEGIN IMMEDIATE on every connection."""
+    """Pragmas (WAL and its size limit, busy timeout = the lock timeout) and explicit BEGIN / BEGIN IMMEDIATE on every connection."""
 
     def connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # pysqlite must not BEGIN on its own (after our reads)
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute(f"PRAGMA journal_size_limit={int(WAL_SIZE_LIMIT)}")
         cur.execute(f"PRAGMA busy_timeout={int(lock_timeout_s * 1000)}")
         cur.close()
 
