@@ -24,12 +24,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def install_stop_handlers(stop: threading.Event) -> None:
-    """SIGTERM and SIGINT set `stop` (clean shutdown instead of KeyboardInterrupt mid-job)."""
+    """SIGTERM, SIGINT and SIGHUP set `stop` (clean shutdown instead of KeyboardInterrupt mid-job). SIGHUP's default
+    action killed the process on the spot (a closed terminal or ssh session, a `kill -HUP` meant as a reload):
+    no consumer leaving its group, no log line. A SIGHUP ignored at start (`nohup`) stays ignored."""
     def handler(signum: int, _frame: FrameType | None) -> None:
         stop.set()
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
+    if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, handler)
 
 
 def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
