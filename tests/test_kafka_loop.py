@@ -216,7 +216,7 @@ def test_database_outage_holds_the_batch_pauses_and_commits_nothing(setup: Any, 
         clock.t += 0.5
     assert lc.held is not None and fake.paused == fake.assigned
     assert len(fake.commits) == commits and total(store) == stored
-    assert lc.ready() == (False, "database unavailable: consuming paused, batch held")
+    assert lc.ready() == (False, "database unavailable (connection refused): consuming paused, batch held")
     assert 2 <= failures[0] <= 3  # retried with backoff (1 s, 2 s), not on every loop
     lc.pipeline.process_batch = original  # type: ignore[method-assign]
     clock.t += 5

@@ -93,14 +93,20 @@ class DatabaseUp(Collector):
     """driftline_database_up in every scrape, on leader and standby alike (SRE tryout: with the database refusing
     connections /metrics stayed 200 while every model series vanished, and nothing said why)."""
 
-    def __init__(self, probe: DatabaseProbe, calls: DbCalls, stall_s: float) -> None:
+    def __init__(self, probe: DatabaseProbe, calls: DbCalls, stall_s: float,
+                 write_failure: Callable[[], str | None] | None = None) -> None:
         self.probe, self.calls, self.stall_s = probe, calls, stall_s
+        self.write_failure = write_failure
+        """`run`'s consumer: why its writes fail while reads may still work (disk full, read-only), else None."""
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
         ok, _ = database_state(self.probe, self.calls, self.stall_s, first_wait_s=FIRST_CHECK_WAIT_S)
+        if ok and self.write_failure is not None and self.write_failure() is not None:
+            ok = False
         yield GaugeMetricFamily("driftline_database_up", "1 when this process's last database check (a read of the "
                                 "schema every 2 s, what /readyz reports) succeeded; 0 when it failed, a call is "
-                                "stalled or the first check has not answered yet.", value=1.0 if ok else 0.0)
+                                "stalled, the first check has not answered yet, or (run) the last write failed "
+                                "(disk full, read-only).", value=1.0 if ok else 0.0)
 
 
 class ScrapeTimeout(Exception):

@@ -88,14 +88,15 @@ class ExporterServer:
 
     def __init__(self, registry: CollectorRegistry, store: Store, host: str = "127.0.0.1", port: int = 9108,
                  readiness: Readiness | None = None, triggers_json: Callable[[], Any] | None = None,
-                 stall_s: float = DEFAULT_STALL_S, scrape_timeout_s: float = 8.0) -> None:
+                 stall_s: float = DEFAULT_STALL_S, scrape_timeout_s: float = 8.0,
+                 write_failure: Callable[[], str | None] | None = None) -> None:
         self.registry, self.store, self.readiness, self.triggers_json = registry, store, readiness, triggers_json
         self.stall_s = stall_s
         self.probe = DatabaseProbe(store)
         self.exposed = CollectorRegistry(auto_describe=False)
         """What /metrics serves: the given registry plus driftline_database_up (exported by every replica)."""
         self.exposed.register(_RegistryCollector(registry))
-        self.exposed.register(DatabaseUp(self.probe, store.calls, stall_s))
+        self.exposed.register(DatabaseUp(self.probe, store.calls, stall_s, write_failure))
         self.stall_watch = StallWatch(store.calls, stall_s)
         self.bounded = BoundedCall(scrape_timeout_s)
         """A scrape reading a database that stopped answering gives up (503) instead of hanging."""

@@ -72,8 +72,18 @@ class DatabaseHealth:
         level = logging.WARNING if self.status.db_ok or changed or self.db_backoff.attempts % 5 == 0 \
             else logging.INFO
         self.status.db_ok = False
-        self.status.db_error = "database unavailable: consuming paused" + (", batch held" if self.held else "")
+        self.status.db_error = (f"database unavailable ({str(err).splitlines()[0][:300]}): consuming paused"
+                                + (", batch held" if self.held else ""))
         log.log(level, "database unavailable (%s): %s; retrying in %.1fs", err, what, delay)
+
+    def write_failure(self) -> str | None:
+        """Why this process's writes fail while the database may still answer reads (disk full, a read-only file or
+        server), None when they do not: `driftline_database_up` is 0 meanwhile. Soak tryout: with the SQLite file's
+        disk full every batch failed and /readyz was 503, but the read probe kept `driftline_database_up` at 1, so
+        no database alert fired. A write lock held by another writer is not a failure (readiness reports it)."""
+        if self.db_down_since is None or self.db_failed != "write":
+            return None
+        return self.status.db_error or "database unavailable: writes fail"
 
     def _db_read(self) -> None:
         """A read succeeded: the database answers. Ends an outage only where a read failed."""

@@ -87,7 +87,8 @@ def run_service(config: Config, db_url: str, settings: KafkaSettings, stop: thre
                             maintain_every_s=maintain_every_s)
     service = Service(config, store, clock=clock, ops=ops, readiness=consumer.ready, host=host, port=port,
                       evaluate=evaluate, jobs=True, jobs_maintain=False,
-                      stall_s=settings.database_stall_s)  # the consumer maintains its partitions
+                      stall_s=settings.database_stall_s,  # the consumer maintains its partitions
+                      write_failure=consumer.write_failure)
     service.start_exporter()  # /healthz and /readyz answer while the database is unreachable or migrating
 
     def banner() -> None:  # after the first migration attempt: not above the error of a database that does not exist

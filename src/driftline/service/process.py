@@ -46,8 +46,10 @@ class Service:
                  readiness: Readiness | None = None, host: str | None = None, port: int | None = None,
                  time_basis: str = "wall", drift: DriftProvider | None | str = "auto",
                  evaluate: bool = True, jobs: bool = False, jobs_maintain: bool = True,
-                 stall_s: float = DEFAULT_STALL_S) -> None:
+                 stall_s: float = DEFAULT_STALL_S, write_failure: Callable[[], str | None] | None = None) -> None:
         self.config, self.store, self.clock = config, store, clock
+        self.write_failure = write_failure
+        """`run`: why the consumer's writes fail (driftline_database_up 0 meanwhile), else None."""
         self.stall_s = stall_s
         """A database call unanswered this long makes /readyz 503 and logs a warning (storage.calls)."""
         self.jobs_enabled = jobs
@@ -93,7 +95,8 @@ class Service:
         hold only build_info and the process's own metrics, so nothing queries tables that may not exist yet."""
         self.server = ExporterServer(self.registry, self.store, self.host, self.port, self.readiness,
                                      triggers_json=self.triggers_json, stall_s=self.stall_s,
-                                     scrape_timeout_s=parse_duration(self.config.exporter.scrape_timeout))
+                                     scrape_timeout_s=parse_duration(self.config.exporter.scrape_timeout),
+                                     write_failure=self.write_failure)
         if self.notifier is None:
             self.notifier = Notifier(self.config.notify, self.config.model, ops=self.ops,
                                      generator_url=self.server.url + "/triggers")
