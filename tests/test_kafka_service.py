@@ -87,7 +87,7 @@ def test_end_to_end_matches_replay_with_dead_letter_topic(kafka_bootstrap: str, 
     monkeypatch.setattr(producer_module, "Pacer", RecordingPacer)
     svc = start_service(tmp_path, config, db, kafka_bootstrap)
     probe = StoreProbe(db, topics)
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         try:
             assert main([*base, *sim, "--kafka", kafka_bootstrap, "--rate", "4000"]) == 0
