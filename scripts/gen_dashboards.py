@@ -201,6 +201,8 @@ def dashboard(uid: str, title: str, description: str, panels: list[Panel],
 # --- dashboards -------------------------------------------------------------------------------------------
 
 NO_TRIGGER = "no trigger configured for this model (config triggers:)"
+NO_REFERENCE = ("no drift reference for this model yet: run `driftline reference set --from … --to …` "
+                "(README, Reference profiles)")
 WILSON = "The band is the 95 % Wilson interval; a panel is empty while its denominator is 0 in the window."
 
 
@@ -304,14 +306,15 @@ def drift() -> dict[str, Any]:
         timeseries("Feature PSI", "Population stability index of each declared feature, window vs reference. "
                    "Rule of thumb: < 0.1 stable, 0.1–0.25 moderate shift (orange line), > 0.25 major shift "
                    "(red line).", "none", [target(f"driftline_feature_psi{{{fsel}}}", "{{feature}}")],
-                   (0, 0, 24, 9), min_=0, decimals=3, thresholds=psi_lines, thresholds_style="dashed"),
+                   (0, 0, 24, 9), min_=0, decimals=3, thresholds=psi_lines, thresholds_style="dashed",
+                   no_value=NO_REFERENCE),
         timeseries("Feature Jensen–Shannon distance", "Jensen–Shannon distance (base 2, 0 = same distribution, "
                    "1 = disjoint) of each feature, window vs reference; bounded, so comparable across features.",
                    "none", [target(f"driftline_feature_js_distance{{{fsel}}}", "{{feature}}")], (0, 9, 12, 8),
-                   min_=0, max_=1, decimals=3),
+                   min_=0, max_=1, decimals=3, no_value=NO_REFERENCE),
         panel("state-timeline", "Features flagged as drifted", "Per feature, when the drift test flagged the "
               "window as drifted (red) or stable (green).", "none",
-              [target(f"driftline_feature_drifted{{{fsel}}}", "{{feature}}")], (12, 9, 12, 8),
+              [target(f"driftline_feature_drifted{{{fsel}}}", "{{feature}}")], (12, 9, 12, 8), no_value=NO_REFERENCE,
               mappings=value_map({"0": ("stable", "green"), "1": ("drifted", "red")}),
               custom={"fillOpacity": 80, "lineWidth": 0},
               options={"showValue": "never", "mergeValues": True, "rowHeight": 0.8,
@@ -319,7 +322,7 @@ def drift() -> dict[str, Any]:
         timeseries("Score PSI", "Population stability index of the model score distribution, window vs "
                    "reference: the score shifts before labels arrive. Same lines as feature PSI.", "none",
                    [target(f"driftline_score_psi{{{MW}}}", "score")], (0, 17, 12, 8), min_=0, decimals=3,
-                   thresholds=psi_lines, thresholds_style="dashed"),
+                   thresholds=psi_lines, thresholds_style="dashed", no_value=NO_REFERENCE),
         timeseries("Alert rate and prevalence", "Share of predictions flagged (no labels needed) next to the "
                    "share of labelled positives: a score shift shows in the alert rate first.", "percentunit",
                    [target(f"driftline_alert_rate_ratio{{{M}}}", "alert rate {{variant}}", "A"),
@@ -327,7 +330,7 @@ def drift() -> dict[str, Any]:
                    (12, 17, 12, 8), min_=0),
         panel("table", "Most shifted features", "The ten features with the highest PSI in the window now.",
               "none", [target(f"topk(10, driftline_feature_psi{{{fsel}}})", "", "A", instant=True)],
-              (0, 25, 24, 8), decimals=3,
+              (0, 25, 24, 8), decimals=3, no_value=NO_REFERENCE,
               transformations=[{"id": "organize", "options": {
                   "excludeByName": {"Time": True, "__name__": True, "job": True, "instance": True},
                   "renameByName": {"Value": "PSI"}}},
@@ -405,6 +408,7 @@ def ab() -> dict[str, Any]:
                      variant="$__all")
 
 
+IDLE = "idle: no message read in 10 minutes"
 NOT_RUNNING = "not running: only `driftline run` (the Kafka consumer) reports this"
 
 
@@ -420,7 +424,7 @@ def pipeline() -> dict[str, Any]:
         stat("Dead-letter ratio (10 m)", f"max by (job) (job:driftline_dead_letters:ratio_rate10m{{{JOB}}})",
              "Share of messages rejected over the last 10 minutes (alert above 1 %).", "percentunit",
              (12, 0, 6, 4), thresholds=[(None, "green"), (0.01, "red")],
-             no_value="idle: no message read in 10 minutes"),
+             no_value=IDLE),
         panel("table", "Build", "Version of each running driftline process.", "none",
               [target(f"driftline_build_info{{{SEL}}}", "", "A", instant=True)], (18, 0, 6, 4),
               transformations=[{"id": "organize", "options": {
@@ -439,7 +443,7 @@ def pipeline() -> dict[str, Any]:
         timeseries("Dead-letter ratio", "Dead letters ÷ (accepted events + dead letters) over 10 m; the red "
                    "line is the 1 % alert threshold.", "percentunit",
                    [target(f"job:driftline_dead_letters:ratio_rate10m{{{JOB}}}", "{{job}}")], (12, 12, 12, 8), min_=0,
-                   thresholds=[(None, "green"), (0.01, "red")], thresholds_style="dashed"),
+                   thresholds=[(None, "green"), (0.01, "red")], thresholds_style="dashed", no_value=IDLE),
         timeseries("Duplicates per second", "Events whose id was already seen, per second by type (the first "
                    "copy counts, later copies only here).", "cps",
                    [target(f"job_type:driftline_duplicates:rate5m{{{JOB}}}", "{{type}}")], (0, 20, 12, 8), min_=0),
