@@ -70,6 +70,7 @@ def test_a_line_with_more_decimals_shows_the_value_with_as_many(tmp_path: Path) 
                   "driftline_window_false_positives": "2499x10"},
                  {"summary": "Precision of fraud is 0.0004 over 7d (line <= 0.0005)",
                   "description": "Precision of model fraud (version all, variant all) over the last 7d is 0.0004, "
-                                 "under the agreed line of 0.0005 (95% interval n/a to n/a).",
+                                 "under the agreed line of 0.0005 (95% interval n/a to n/a, n = 2500 flagged labelled "
+                                 "predictions).",
                   "runbook_url": "https://github.com/driftline/driftline/blob/main/docs/RUNBOOKS.md#precisionlow"})
     assert res.returncode == 0, res.stdout + res.stderr

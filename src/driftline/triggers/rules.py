@@ -246,14 +246,19 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
               f"{{{{ . | first | value | {fmt} }}}}{{{{ else }}}}n/a{{{{ end }}}}")
         hi = (f'{{{{ with printf "driftline_{m}_upper_ratio{{{sel}}}" {args} | query }}}}'
               f"{{{{ . | first | value | {fmt} }}}}{{{{ else }}}}n/a{{{{ end }}}}")
-        n_series = {"recall": ("driftline_window_positives", "labelled positives"),
-                    "accuracy": ("driftline_window_labelled", "labelled predictions"),
-                    "prevalence": ("driftline_window_labelled", "labelled predictions"),
-                    "alert_rate": ("driftline_window_predictions", "predictions"),
-                    "label_coverage": ("driftline_window_predictions", "predictions")}.get(m)
+        negatives = ("driftline_window_labelled{S} - driftline_window_positives{S}", "labelled negatives")
+        n_series = {"recall": ("driftline_window_positives{S}", "labelled positives"),
+                    "fpr": negatives, "specificity": negatives,
+                    "precision": ("driftline_window_true_positives{S} + driftline_window_false_positives{S}",
+                                  "flagged labelled predictions"),
+                    "accuracy": ("driftline_window_labelled{S}", "labelled predictions"),
+                    "prevalence": ("driftline_window_labelled{S}", "labelled predictions"),
+                    "alert_rate": ("driftline_window_predictions{S}", "predictions"),
+                    "label_coverage": ("driftline_window_predictions{S}", "predictions")}.get(m)
         n_txt = ""
-        if n_series:
-            n_txt = (f', n = {{{{ with printf "{n_series[0]}{{{sel}}}" {args} | query }}}}'
+        if n_series:  # the n behind the rate (the min_n guard's count), as in `driftline alerts`
+            n_query, n_args = n_series[0].replace("{S}", f"{{{sel}}}"), " ".join([args] * n_series[0].count("{S}"))
+            n_txt = (f', n = {{{{ with printf "{n_query}" {n_args} | query }}}}'
                      f"{{{{ . | first | value }}}}{{{{ else }}}}n/a{{{{ end }}}} {n_series[1]}")
         desc += f" (95% interval {lo} to {hi}{n_txt})."
     elif m in _INTERVAL_SCORES:
