@@ -104,11 +104,11 @@ def seed000_events(start: float, model: str = "fraud") -> list[dict[str, Any]]:
 
 
 def before_name_rule(mp: Any) -> None:
-    """Decode as before names with a control character or surrounding whitespace were refused (core/names.py):
+    """Decode as before names with a control character or surrounding whitespace were refused (name_rule.py):
     databases written then hold such names, and every reader (commands, the exporter) must still show them
     safely."""
     from driftline.core import decode_many as batch_decode
-    from driftline.core import names as name_rule
+    from driftline import name_rule
 
     mp.setattr(name_rule, "bad_name", lambda _: False)
     mp.setattr(batch_decode, "bad_name", lambda _: False)

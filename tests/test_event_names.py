@@ -10,7 +10,7 @@ import pytest
 
 from driftline.core.decode_many import decode_many
 from driftline.core.events import REASONS, Decoded, DeadLetter, decode
-from driftline.core.names import bad_name
+from driftline.name_rule import bad_name
 
 from test_decode_many import Rec
 from test_events import GOOD_PRED

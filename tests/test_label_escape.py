@@ -52,7 +52,7 @@ def test_visible_exact_reads_back_exactly_and_shows_nothing_unsafe(text: str) ->
 
 
 def test_exported_variants_are_escaped_distinct_and_valid(tmp_path, monkeypatch) -> None:
-    """Names with a control character are refused at decode now (core/names.py), but a database written before
+    """Names with a control character are refused at decode now (name_rule.py), but a database written before
     holds them: stored as then, they must be exported escaped."""
     store = Store(f"sqlite:///{tmp_path / 'l.db'}", clock=lambda: T0)
     store.migrate()

@@ -19,7 +19,7 @@ from driftline.ingest.pipeline import RawRecord
 from helpers import decoded, outcome, pred
 
 LONG = "v" * 90
-# (" ALL" with its space never reaches the gate: names with surrounding whitespace are refused at decode, core/names.py)
+# (" ALL" with its space never reaches the gate: names with surrounding whitespace are refused at decode, name_rule.py)
 NAMES = st.sampled_from(["A", "B", "C", "D", "all", "ALL", "__other__", LONG, LONG + "x"])
 
 

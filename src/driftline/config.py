@@ -12,7 +12,8 @@ import msgspec
 import yaml
 
 from .config_checks import (DEFAULT_RUNBOOK_BASE_URL, Base, Duration, NonNeg, Probability,  # noqa: F401
-                            _MAX_NAME_LEN, _ab_arms, _absolute_url, _no_reserved, _positive_durations)
+                            _MAX_NAME_LEN, _ab_arms, _absolute_url, _event_names, _no_reserved,
+                            _positive_durations)
 from .config_fields import (dict_entry, enum_choices, field_path, misspelled_slice, percent_hint, unknown_field,
                             value_at)
 from .config_scalars import unquoted
@@ -91,6 +92,8 @@ class Trigger(Base):
             raise ValueError(f"feature: {self.metric} judges all features together; remove `feature`")
         _positive_durations("", window=self.window)
         window_too_long("window", self.window)
+        if self.variant is not None:
+            _event_names("variant", [self.variant])
         _absolute_url("runbook_url", self.runbook_url)
         _positive_durations("", allow_zero=True, cooldown=self.cooldown, **{"for": self.for_})
 
@@ -111,6 +114,10 @@ class AB(Base):
     target_recall_diff: Annotated[float, msgspec.Meta(gt=0, lt=1)] = 0.05
 
     def __post_init__(self) -> None:
+        _event_names("arms", list(self.arms), "key ")
+        _no_reserved("arms", list(self.arms))
+        if self.control is not msgspec.UNSET:
+            _event_names("control", [self.control])
         _ab_arms(self.control, self.arms, self.design)
 
     @property
@@ -167,10 +174,13 @@ class Limits(Base):
     versions: dict[str, list[Annotated[str, msgspec.Meta(min_length=1, max_length=200)]]] = {}
 
     def __post_init__(self) -> None:
+        _event_names("models", self.models or [])
         _no_reserved("models", self.models or [])
         for name in ("variants", "versions"):
             lists: dict[str, list[str]] = getattr(self, name)
+            _event_names(name, list(lists), "model key ")
             for model, values in lists.items():
+                _event_names(f"{name}.{model}", values)
                 _no_reserved(f"{name}.{model}", values)
 
     @property
@@ -213,7 +223,8 @@ class Config(Base):
         if not self.model or len(self.model) > _MAX_NAME_LEN:
             raise ValueError(f"model: must be 1 to {_MAX_NAME_LEN} characters (events' model names are bounded "
                              "the same way)")
-        _no_reserved("model", [self.model.strip().lower()])  # events refuse ' all' and 'ALL' as well
+        _event_names("model", [self.model])
+        _no_reserved("model", [self.model])  # events refuse ' all' and 'ALL' as well
         _positive_durations("", bucket=self.bucket, window=self.window)
         window_too_long("window", self.window)
         bucket, window = parse_duration(self.bucket), parse_duration(self.window)

@@ -9,6 +9,7 @@ from typing import Annotated
 import msgspec
 
 from .durations import parse_duration
+from .name_rule import name_flaw
 
 
 def _positive_durations(section: str, allow_zero: bool = False, **fields: str | None) -> None:
@@ -63,9 +64,25 @@ _RESERVED_LABELS = ("all", "__other__")
 """Label values events may not use (driftline.core.labels.RESERVED; config cannot import core)."""
 
 
+def _event_names(field_name: str, values: list[str], what: str = "") -> None:
+    """Raise ValueError naming the field for a model, variant or version name the event decoder refuses (name_rule:
+    surrounding whitespace, control or invisible characters; `what`: e.g. 'key ' for a mapping key), or one longer
+    than events may carry. Tryout: `model: " fraud"` loaded, and no event could ever be counted under it."""
+    for value in values:
+        flaw = name_flaw(value)
+        if flaw is not None:
+            raise ValueError(f"{field_name}: {what}{value[:80]!r} has {flaw}: events with such a name are refused "
+                             "(dead letter wrong_type), so it could never match one; write the name exactly as the "
+                             "events send it")
+        if not value or len(value) > _MAX_NAME_LEN:
+            raise ValueError(f"{field_name}: {what}{value[:80]!r} must be 1 to {_MAX_NAME_LEN} characters (events' "
+                             "names are bounded the same way)")
+
+
 def _no_reserved(field_name: str, values: list[str]) -> None:
-    """Raise ValueError naming the field when an allow-list holds a reserved label value."""
-    bad = sorted({v for v in values if v in _RESERVED_LABELS})
+    """Raise ValueError naming the field when a name is or reads as a reserved label value (`ALL`, ' all': the
+    label gate refuses events with them so, core.labels)."""
+    bad = sorted({v for v in values if v.strip().lower() in _RESERVED_LABELS})
     if bad:
         raise ValueError(f"{field_name}: {bad} reserved ('all' is the whole-model series, '__other__' the overflow)")
 

@@ -25,7 +25,7 @@ import numpy as np
 from .events import (MAX_EPOCH, DeadLetter, Decoded, Prediction, _tagged_dec, _TaggedPrediction, decode,
                      to_epoch)
 from .limits import _FLOAT_DIGITS, DEFAULT_LIMITS, MAX_NAME_LEN, Limits, feature_problem, string_tokens
-from .names import bad_name, first_bad_name
+from ..name_rule import bad_name, first_bad_name
 
 RUN = 512
 """Payloads parsed per msgspec call: a payload that fails the parse sends only its run to the per-event path."""

@@ -18,7 +18,7 @@ import msgspec
 from .json_errors import json_error_detail
 from .limits import DEFAULT_LIMITS, MAX_NAME_LEN, Limits, duplicate_key, feature_problem, string_tokens, too_deep
 from .lines import UTF8_BOM, json_lines  # noqa: F401 - read here by replay and the readouts
-from .names import first_bad_name
+from ..name_rule import first_bad_name
 
 RAW_LIMIT = 4096
 """Bytes of the raw payload kept in a dead letter."""

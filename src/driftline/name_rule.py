@@ -1,6 +1,8 @@
 """The rule for the names an event gives its model, variant and model version: taken exactly as sent, so a name
 that cannot be told from another by eye (surrounding whitespace, a control character, an invisible format,
-line/paragraph separator or private-use character) is refused at decode.
+line/paragraph separator or private-use character) is refused at decode — and the config refuses the same names at
+load (a `model: " fraud"` could never match an event). A leaf module, imported by core (the decoder) and by the
+config, which must not import core.
 
 Tryout: `" m "`, `"m"` and `"M"` became three models, each taking a limits.max_models slot, the spaces nearly
 invisible in `models list`; `"evil\\x1b[31mRED"` became a model whose name could not be typed back; `"\\ufeffm"`
@@ -32,13 +34,19 @@ def _is_refused(ch: str) -> bool:
     return unicodedata.category(ch) in _REFUSED
 
 
+def name_flaw(value: str) -> str | None:
+    """What `bad_name` refuses in a name ('leading or trailing whitespace', 'a control character (U+0001)'), or None."""
+    if not bad_name(value):
+        return None
+    if value != value.strip():
+        return "leading or trailing whitespace"
+    ch = next(c for c in value if _is_refused(c))
+    return f"{_REFUSED[unicodedata.category(ch)]} (U+{ord(ch):04X})"
+
+
 def name_problem(field: str, value: str) -> str:
     """The dead-letter detail for a name `bad_name` refuses: what is wrong and what to do."""
-    if value != value.strip():
-        what = "leading or trailing whitespace"
-    else:
-        ch = next(c for c in value if _is_refused(c))
-        what = f"{_REFUSED[unicodedata.category(ch)]} (U+{ord(ch):04X})"
+    what = name_flaw(value)
     return (f"{field} {value[:80]!r} has {what}: names are taken exactly as sent, so it would be a model, variant "
             "or version of its own (not the same as the name without it); fix the name at the producer")
 
