@@ -1,5 +1,6 @@
 """Config validation: defaults, the shipped example, and errors that name the field."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -241,3 +242,12 @@ def test_kafka_batch_max_bytes_is_bounded_at_load_naming_the_field(tmp_path: Pat
         load(p)
     p.write_text("kafka:\n  batch_max_bytes: 8388608\n")
     assert resolve(load(p).kafka, "k:9092", {}).batch_max_bytes == 8 << 20
+
+
+@pytest.mark.parametrize("bucket, window", [("0.5s", "1h"), ("1.5s", "3s"), ("0.01m", "1h")])
+def test_a_bucket_of_a_fraction_of_a_second_is_refused_at_load(bucket: str, window: str) -> None:
+    """Tryout: `bucket: 0.5s` loaded and every event became an internal_error dead letter (ZeroDivisionError: buckets
+    are whole seconds, bucket_s was 0); `1.5s` was checked as 1.5 s and stored as 1 s."""
+    with pytest.raises(ConfigError, match=rf"field `bucket`: {re.escape(bucket)} is not a whole number of seconds"):
+        from_dict({"bucket": bucket, "window": window})
+    assert from_dict({"bucket": "0.5m", "window": "1h"}).bucket_s == 30

@@ -228,6 +228,8 @@ class Config(Base):
         _positive_durations("", bucket=self.bucket, window=self.window)
         window_too_long("window", self.window)
         bucket, window = parse_duration(self.bucket), parse_duration(self.window)
+        if bucket != int(bucket):  # buckets are stored by whole seconds: 0.5s divided by zero on every event
+            raise ValueError(f"bucket: {self.bucket} is not a whole number of seconds (e.g. 15m, 1h, 1d)")
         if bucket > window:
             raise ValueError(f"bucket: {self.bucket} is longer than the window ({self.window})")
         if 86400 % bucket != 0 and bucket % 86400 != 0:
