@@ -251,3 +251,26 @@ def test_a_bucket_of_a_fraction_of_a_second_is_refused_at_load(bucket: str, wind
     with pytest.raises(ConfigError, match=rf"field `bucket`: {re.escape(bucket)} is not a whole number of seconds"):
         from_dict({"bucket": bucket, "window": window})
     assert from_dict({"bucket": "0.5m", "window": "1h"}).bucket_s == 30
+
+
+@pytest.mark.parametrize("cfg, field, says", [
+    ({"targets": {"recal": 0.7}}, "targets.recal", "neither a metric nor a monthly KPI (did you mean 'recall'?)"),
+    ({"targets": {"totl": 1e5}}, "targets.totl", "(did you mean 'total'?)"),
+    ({"targets": {"brier_score": 0.1}}, "targets.brier_score", "write 'brier'"),
+    ({"targets": {"recall": 70}}, "targets.recall", "70 is outside 0..1, the range of recall (a percentage? write "
+                                                    "it as a fraction: 0.7)"),
+    ({"targets": {"fpr": float("nan")}}, "targets.fpr", "nan is not a finite number"),
+    ({"targets": {"review_hours": -1}}, "targets.review_hours", "-1 is negative"),
+    ({"triggers": [{"name": "r", "metric": "recall", "op": "<", "value": 7}]}, "triggers[0].value",
+     "7 is outside 0..1, the range of recall"),
+    ({"triggers": [{"name": "r", "metric": "psi", "op": ">", "value": float("inf")}]}, "triggers[0].value",
+     "inf is not a finite number"),
+])
+def test_targets_and_trigger_lines_nobody_could_meet_are_refused_at_load(cfg: dict, field: str, says: str) -> None:
+    """Tryout: `targets: {recal: 0.7}` loaded and was never read (no slice or report judged recall against it);
+    `targets: {recall: 70}` and `recall < 7` loaded (never met / always firing); `value: .nan` never fired."""
+    with pytest.raises(ConfigError) as err:
+        from_dict(cfg)
+    assert f"invalid field `{field}`: " in str(err.value) and says in str(err.value), str(err.value)
+    ok = from_dict({"targets": {"recall": 0.7, "fpr": 0.08, "analyst_hours": 1500, "total": 2e5, "log_loss": 3}})
+    assert ok.targets["analyst_hours"] == 1500

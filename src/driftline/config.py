@@ -21,7 +21,7 @@ from .config_service import Exporter, Kafka, Notify, Schedule  # noqa: F401 - im
 from .config_yaml import load_yaml, yaml_where
 from .durations import parse_duration, window_too_long
 from .domain import Costs, Domain
-from .metric_names import MULTIVARIATE, unknown_metric
+from .metric_names import MULTIVARIATE, unknown_metric, unknown_target, value_problem
 
 
 class ConfigError(ValueError):
@@ -88,6 +88,9 @@ class Trigger(Base):
         problem = unknown_metric(self.metric)
         if problem:
             raise ValueError(f"metric: {problem}")
+        problem = value_problem(self.metric, self.value)
+        if problem:
+            raise ValueError(f"value: {problem}")
         if self.feature is not None and self.metric in MULTIVARIATE:
             raise ValueError(f"feature: {self.metric} judges all features together; remove `feature`")
         _positive_durations("", window=self.window)
@@ -244,6 +247,10 @@ class Config(Base):
         if self.drift.seasonality != "none" and unit % bucket:
             raise ValueError(f"drift.seasonality: {self.drift.seasonality} needs buckets that divide "
                              f"{'a day' if unit == 86400 else 'an hour'} (bucket is {self.bucket})")
+        for key, value in self.targets.items():
+            problem = unknown_target(key) or value_problem(key, value)
+            if problem:
+                raise ValueError(f"targets.{key}: {problem}")
         slice_typo = misspelled_slice(self.slices, self.features)
         if slice_typo:
             raise ValueError(slice_typo)

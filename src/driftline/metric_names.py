@@ -27,6 +27,40 @@ ALIASES = {"brier_score": "brier", "js_distance": "js", "label_delay_median": "l
            "event_silence": "silence_seconds", "silence": "silence_seconds"}
 KNOWN = tuple(sorted({*RATES, "label_coverage", *SCORES, *DELAYS, *PIPELINE, *DRIFT, *MULTIVARIATE}))
 """Every catalogue name (aliases aside)."""
+PROPORTIONS = frozenset({*RATES, "label_coverage", "roc_auc", "average_precision", "f1", "brier", "ece", "js"})
+"""Metrics whose every value lies in [0, 1]: a trigger line or target outside it is refused at load (`recall < 7`
+always fires, `recall: 7` as a target is never met)."""
+KPI_TARGETS = {"missed_cost": "missed_cost", "review_hours": "review_hours", "complaints": "complaints",
+               "model_cost": "model_cost", "total_cost": "total", "total": "total", "review_cost": "review_cost",
+               "fraud_lost": "missed_cost", "analyst_hours": "review_hours"}
+"""config.targets keys that bound a monthly KPI from above (seed 000: missed-fraud cost < €200,000, review hours
+< 1,500, ...) → the KPI's field in the report; `fraud_lost` and `analyst_hours` are the older names of
+`missed_cost` and `review_hours`. Read by the config (a key neither this nor a metric is refused) and the report."""
+
+
+def value_problem(metric: str, value: float) -> str | None:
+    """Why `value` cannot be a line or target of `metric` (not finite; outside [0, 1] for a proportion; negative
+    for a KPI), else None."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return f"{value} is not a finite number (a comparison with it is never true)"
+    if canonical(metric) in PROPORTIONS and not 0.0 <= value <= 1.0:
+        hint = f" (a percentage? write it as a fraction: {value / 100:g})" if 1 < value <= 100 else ""
+        return f"{value:g} is outside 0..1, the range of {canonical(metric)}{hint}"
+    if metric in KPI_TARGETS and value < 0:
+        return f"{value:g} is negative (a monthly ceiling)"
+    return None
+
+
+def unknown_target(key: str) -> str | None:
+    """None for a `targets` key the config accepts (a metric, an alias or a KPI), else why not, with the closest."""
+    if key in KNOWN or key in KPI_TARGETS:
+        return None
+    if key in ALIASES:  # agreed_target looks a metric up by its catalogue name
+        return f"{key!r} is read as {ALIASES[key]!r} in triggers only; write {ALIASES[key]!r}"
+    close = difflib.get_close_matches(key, [*KNOWN, *KPI_TARGETS], n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (f"{key!r} is neither a metric nor a monthly KPI{hint}; a target nobody reads is never judged "
+            f"(KPIs: {', '.join(sorted(KPI_TARGETS))})")
 
 
 def canonical(metric: str) -> str:

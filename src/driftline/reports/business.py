@@ -15,15 +15,11 @@ from ..analysis.costs import BusinessKPIs, Costs, business_kpis
 from ..analysis.rates import rate
 from ..domain import COSTS_NOT_CONFIGURED, Costs as CostConfig
 from ..core.grids import SCORE_EDGES, score_edge_index
+from ..metric_names import KPI_TARGETS
 
 THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))
 """Thresholds of the trade-off table (exact edges of the score grid)."""
 
-KPI_TARGETS = {"missed_cost": "missed_cost", "review_hours": "review_hours", "complaints": "complaints",
-               "model_cost": "model_cost", "total_cost": "total", "total": "total", "review_cost": "review_cost",
-               "fraud_lost": "missed_cost", "analyst_hours": "review_hours"}
-"""config.targets keys that bound a monthly KPI from above (seed 000: missed-fraud cost < €200,000, review hours
-< 1,500, ...); `fraud_lost` and `analyst_hours` are the older names of `missed_cost` and `review_hours`."""
 
 
 def analysis_costs(c: CostConfig) -> Costs:
