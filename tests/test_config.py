@@ -274,3 +274,19 @@ def test_targets_and_trigger_lines_nobody_could_meet_are_refused_at_load(cfg: di
     assert f"invalid field `{field}`: " in str(err.value) and says in str(err.value), str(err.value)
     ok = from_dict({"targets": {"recall": 0.7, "fpr": 0.08, "analyst_hours": 1500, "total": 2e5, "log_loss": 3}})
     assert ok.targets["analyst_hours"] == 1500
+
+
+@pytest.mark.parametrize("text, field", [
+    ("costs: {currency: EUR, monthly_volume: 10, missed_positive: .inf}\n", "costs.missed_positive"),
+    ("drift: {psi_warning: .inf}\n", "drift.psi_warning"),
+    ("threshold: .nan\n", "threshold"),
+    ("triggers:\n  - {name: r, metric: psi, op: '>', value: 1e400}\n", "triggers[0].value"),
+])
+def test_a_number_that_is_not_finite_is_refused_at_load_naming_its_field(tmp_path: Path, text: str,
+                                                                       field: str) -> None:
+    """Tryout: `costs.missed_positive: .inf` loaded (msgspec's ge=0 lets inf through), then `driftline ab` and
+    `report` ended in 'unexpected IndexError'; `drift.psi_warning: .inf` was blamed on psi_alert."""
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    with pytest.raises(ConfigError, match=rf"invalid field `{re.escape(field)}`: -?(inf|nan) is not a finite number"):
+        load(p)

@@ -14,8 +14,8 @@ import yaml
 from .config_checks import (DEFAULT_RUNBOOK_BASE_URL, Base, Duration, NonNeg, Probability,  # noqa: F401
                             _MAX_NAME_LEN, _ab_arms, _absolute_url, _event_names, _no_reserved,
                             _positive_durations)
-from .config_fields import (dict_entry, enum_choices, field_path, misspelled_slice, percent_hint, unknown_field,
-                            value_at)
+from .config_fields import (dict_entry, enum_choices, field_path, misspelled_slice, non_finite, percent_hint,
+                            unknown_field, value_at)
 from .config_scalars import unquoted
 from .config_service import Exporter, Kafka, Notify, Schedule  # noqa: F401 - importers of driftline.config use them
 from .config_yaml import load_yaml, yaml_where
@@ -270,6 +270,11 @@ class Config(Base):
 
 def from_dict(data: dict[str, Any] | None, origin: str = "config", text: str | None = None) -> Config:
     """Validate a config mapping (parsed from `text`, when given); raise ConfigError naming the offending field."""
+    infinite = non_finite(data)
+    if infinite is not None:
+        where = f"field `{infinite[0]}`" if infinite[0] else "top level"
+        raise ConfigError(f"{origin}: invalid {where}: {infinite[1]} is not a finite number (.inf, .nan, or beyond "
+                          "±1.8e308)")
     try:
         return msgspec.convert(data or {}, Config)
     except msgspec.ValidationError as err:

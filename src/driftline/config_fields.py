@@ -8,6 +8,7 @@ from config.py, which passes its Config struct in.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -131,6 +132,22 @@ def misspelled_slice(slices: Sequence[str], features: Iterable[str]) -> str | No
         if near is not None:
             return (f"slices[{i}]: {name!r} is not declared under `features:` (did you mean {near!r}? to slice by "
                     f"{name!r} itself, declare it under `features:` too)")
+    return None
+
+
+def non_finite(data: Any, path: str = "") -> tuple[str, float] | None:
+    """The path (`costs.missed_positive`, `triggers[0].value`) and value of the first number in the parsed config
+    that is not finite (`.inf`, `.nan`, `1e400`), or None. No setting means one: msgspec's bounds let `.inf` through
+    (`costs.missed_positive: .inf` loaded, then `driftline ab` and `report` ended in an IndexError)."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return path, data
+    items = (data.items() if isinstance(data, dict) else
+             ((f"[{i}]", v) for i, v in enumerate(data)) if isinstance(data, list) else ())
+    for key, value in items:
+        key = str(key)
+        found = non_finite(value, path + key if key.startswith("[") else f"{path}.{key}" if path else key)
+        if found is not None:
+            return found
     return None
 
 
