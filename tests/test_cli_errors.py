@@ -214,3 +214,29 @@ def test_a_sqlite_file_in_a_missing_folder_is_refused_at_start(tmp_path: Path, c
     one_line_error(cli("--db", f"sqlite:///{db}", *command, cwd=tmp_path, stdin=b""), "--db",
                    str(tmp_path / "no" / "such"), "does not exist")
     assert not (tmp_path / "no").exists()
+
+
+def env_cli(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`driftline ARGS` with these DRIFTLINE_* settings (and no others from the environment)."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTLINE_")}
+    return subprocess.run([sys.executable, "-m", "driftline.cli", *args], cwd=tmp_path, capture_output=True,
+                          env={**base, **env}, timeout=120)
+
+
+def test_config_and_log_level_from_the_environment_are_named_in_their_errors(tmp_path: Path) -> None:
+    """Tryout: DRIFTLINE_CONFIG=/nonexistent read 'config /nonexistent: cannot read it' with no word of where the
+    path came from; DRIFTLINE_CONFIG= (set but empty) read 'config .: cannot read it: Is a directory';
+    DRIFTLINE_LOG_LEVEL=loud was blamed on --log-level, an option nobody typed."""
+    one_line_error(env_cli(tmp_path, {"DRIFTLINE_CONFIG": str(tmp_path / "nope.yaml")}, "metrics"),
+                   "nope.yaml: cannot read it", "(the path given by env DRIFTLINE_CONFIG)")
+    one_line_error(env_cli(tmp_path, {"DRIFTLINE_LOG_LEVEL": "loud"}, "metrics"), "env DRIFTLINE_LOG_LEVEL", "'loud'")
+    one_line_error(env_cli(tmp_path, {}, "--config", "", "metrics"), "--config: empty")
+    empty = env_cli(tmp_path, {"DRIFTLINE_CONFIG": "", "DRIFTLINE_DB": f"sqlite:///{tmp_path / 'x.db'}"}, "metrics")
+    one_line_error(empty, "no database at")  # an empty variable counts as unset, as DRIFTLINE_DB's does
+    assert "Is a directory" not in empty.stderr.decode()
+    p = tmp_path / "c.yaml"
+    p.write_text("model: fraud\n")  # the option wins over the variable
+    given = env_cli(tmp_path, {"DRIFTLINE_CONFIG": str(tmp_path / "nope.yaml"), "DRIFTLINE_LOG_LEVEL": "loud"},
+                    "--config", str(p), "--log-level", "info", "--db", f"sqlite:///{tmp_path / 'x.db'}", "metrics")
+    one_line_error(given, "no database at")
+

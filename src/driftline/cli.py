@@ -70,11 +70,11 @@ class Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="driftline", description=DESCRIPTION, epilog=EPILOG,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", default=os.environ.get("DRIFTLINE_CONFIG"),
+    parser.add_argument("--config", default=None,
                         help="YAML config (env DRIFTLINE_CONFIG; default: built-in defaults, domain-neutral, no costs)")
     parser.add_argument("--db", default=None,
                         help="database URL (env DRIFTLINE_DB; default sqlite:///driftline.db)")
-    parser.add_argument("--log-level", default=os.environ.get("DRIFTLINE_LOG_LEVEL", "WARNING"), metavar="LEVEL",
+    parser.add_argument("--log-level", default=None, metavar="LEVEL",
                         help="log detail: debug, info, warning, error or critical, any case (env DRIFTLINE_LOG_LEVEL; "
                              "default warning; debug adds tracebacks to errors)")
     parser.add_argument("--version", action="version", version=f"driftline {__version__}")
@@ -84,6 +84,14 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMANDS:
         importlib.import_module(f"driftline.commands.{name}").register(sub)
     return parser
+
+
+def from_env(given: str | None, option: str, variable: str) -> tuple[str | None, str]:
+    """A global option's value and where it came from: the option when given, else the environment variable (as
+    `env NAME`; set but empty counts as unset, as for DRIFTLINE_DB), else None. Errors name the source."""
+    if given is not None:
+        return given, option
+    return os.environ.get(variable) or None, f"env {variable}"
 
 
 def log_level(text: str) -> int | None:
@@ -186,9 +194,14 @@ def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(negative_values(globals_first(sys.argv[1:] if argv is None else argv)))
     err = ReaderConsole(stderr=True, highlight=False)
-    level = log_level(args.log_level)
+    level_text, level_source = from_env(args.log_level, "--log-level", "DRIFTLINE_LOG_LEVEL")
+    level = log_level(level_text or "WARNING")
     if level is None:
-        fail(err, f"--log-level: unknown level {args.log_level!r}; use debug, info, warning, error or critical")
+        fail(err, f"{level_source}: unknown level {level_text!r}; use debug, info, warning, error or critical")
+        return 2
+    config_path, config_source = from_env(args.config, "--config", "DRIFTLINE_CONFIG")
+    if config_path == "":  # Path('') is '.': "config .: cannot read it: Is a directory"
+        fail(err, f"{config_source}: empty: give the path of a YAML config, or leave it out for the built-in defaults")
         return 2
     before = set(logging.getLogger().handlers)
     logging.basicConfig(level=level, format=LOG_FORMAT)
@@ -198,10 +211,11 @@ def _main(argv: list[str] | None) -> int:
     ctx: Context | None = None
     try:
         try:
-            config, keys = load_named(args.config)
+            config, keys = load_named(config_path)
         except ConfigError as e:
             log.debug("config refused", exc_info=True)
-            fail(err, str(e))  # the message opens with `config PATH:`
+            named = "" if config_source == "--config" else f" (the path given by {config_source})"
+            fail(err, f"{e}{named}")  # the message opens with `config PATH:`
             return 2
         db_url, db_source = resolve_db(args.db, config)
         ctx = Context(config=config, db_url=db_url, console=ReaderConsole(highlight=False), err=err,
