@@ -240,3 +240,29 @@ def test_config_and_log_level_from_the_environment_are_named_in_their_errors(tmp
                     "--config", str(p), "--log-level", "info", "--db", f"sqlite:///{tmp_path / 'x.db'}", "metrics")
     one_line_error(given, "no database at")
 
+
+def closed(tmp_path: Path, redirect: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """`driftline ARGS` started with a standard stream closed (`redirect`: '<&-' or '>&-', as a shell does)."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTLINE_")}
+    command = " ".join([sys.executable, "-m", "driftline.cli", *args, redirect])
+    return subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, env=base, timeout=120)
+
+
+@pytest.mark.parametrize("args", [["replay", "-"], ["reference", "set", "--file", "-"]], ids=" ".join)
+def test_reading_a_closed_stdin_is_one_error_line(tmp_path: Path, args: list[str]) -> None:
+    """Tryout: `driftline replay - <&-` ended with 'error: unexpected AttributeError: 'NoneType' object has no
+    attribute 'buffer'' (exit 1): Python sets sys.stdin to None when fd 0 is closed."""
+    db = f"--db=sqlite:///{tmp_path / 'd.db'}"
+    one_line_error(closed(tmp_path, "<&-", db, *args), "standard input is closed", "give the file's path")
+
+
+def test_a_closed_stdout_is_no_traceback(tmp_path: Path, stored: list[str]) -> None:
+    """Tryout: `driftline metrics >&-` printed a Python traceback (AttributeError: 'NoneType' object has no
+    attribute 'flush'). Now the output goes nowhere, as to a reader gone away, and the command does its work."""
+    for args in (["metrics"], ["metrics", "--json"]):
+        p = closed(tmp_path, ">&-", *stored, *args)
+        assert p.returncode == 0 and b"Traceback" not in p.stderr and p.stderr == b"", p.stderr
+    db = f"--db=sqlite:///{tmp_path / 'w.db'}"
+    (tmp_path / "e.jsonl").write_bytes(pred("a", 0.9, T0) + b"\n")
+    assert closed(tmp_path, ">&-", db, "replay", str(tmp_path / "e.jsonl")).returncode == 0
+    assert b'"predictions": 1' in cli(db, "metrics", "--json", cwd=tmp_path).stdout

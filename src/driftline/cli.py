@@ -147,6 +147,9 @@ def globals_first(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit code. A reader that goes away (`driftline metrics | head -1`) ends it quietly
     with 0: the output it read was whole lines, and the interpreter's last flush would fail again otherwise."""
+    for name in ("stdout", "stderr"):  # started with it closed (`>&-`): Python sets it to None, and the first
+        if getattr(sys, name) is None:  # print was a traceback; like a reader gone away, the output goes nowhere
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - for the process's life
     try:
         code = _main(argv)
         sys.stdout.flush()

@@ -25,6 +25,7 @@ from itertools import accumulate, repeat
 from operator import attrgetter
 from typing import IO, Any
 
+from ..config import ConfigError
 from ..config_service import BATCH_BYTES as DEFAULT_BATCH_BYTES
 from ..core.events import DeadLetter, decode, json_lines
 from ..core.lines import json_line_blocks
@@ -136,6 +137,9 @@ CORRUPT = (EOFError, OSError, zlib.error, lzma.LZMAError)
 def open_events(path: str) -> Iterator[tuple[IO[bytes], Callable[[], int]]]:
     """The event lines of a file or '-' (stdin), decompressed when gzip, bzip2 or xz (told by their magic bytes,
     not the name), and a function giving the position reached in the bytes read (for progress bars)."""
+    if path == "-" and sys.stdin is None:  # started with stdin closed (`<&-`): was "unexpected AttributeError"
+        raise ConfigError("standard input is closed, so there is nothing to read from '-': pipe the events in "
+                          "(`cat events.jsonl | driftline …`) or give the file's path")
     raw: IO[bytes] = sys.stdin.buffer if path == "-" else open(path, "rb")
     try:
         peek = getattr(raw, "peek", None)
