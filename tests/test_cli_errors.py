@@ -266,3 +266,19 @@ def test_a_closed_stdout_is_no_traceback(tmp_path: Path, stored: list[str]) -> N
     (tmp_path / "e.jsonl").write_bytes(pred("a", 0.9, T0) + b"\n")
     assert closed(tmp_path, ">&-", db, "replay", str(tmp_path / "e.jsonl")).returncode == 0
     assert b'"predictions": 1' in cli(db, "metrics", "--json", cwd=tmp_path).stdout
+
+
+@pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"PYTHONIOENCODING": "latin-1"},
+                                 {"LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}], ids=str)
+def test_a_terminal_that_is_not_utf8_shows_non_ascii_names_escaped(tmp_path: Path, env: dict[str, str]) -> None:
+    """Tryout: with a model 'détection欺诈', `models list` and `metrics` on an ASCII or Latin-1 terminal ended with
+    'unexpected UnicodeEncodeError' (exit 1); an error line already showed the name escaped."""
+    db = f"--db=sqlite:///{tmp_path / 'u.db'}"
+    (tmp_path / "e.jsonl").write_bytes(pred("a", 0.9, T0, model="détection欺诈") + b"\n")
+    assert cli(db, "replay", str(tmp_path / "e.jsonl"), cwd=tmp_path).returncode == 0
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("DRIFTLINE_", "LC_", "LANG"))}
+    for args in (["models", "list"], ["metrics"]):
+        p = subprocess.run([sys.executable, "-m", "driftline.cli", db, *args], cwd=tmp_path, capture_output=True,
+                           env={**base, "COLUMNS": "200", **env}, timeout=120)
+        assert p.returncode == 0 and b"Error" not in p.stderr, p.stderr
+        assert b"\\u6b3a\\u8bc8" in p.stdout, p.stdout

@@ -150,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("stdout", "stderr"):  # started with it closed (`>&-`): Python sets it to None, and the first
         if getattr(sys, name) is None:  # print was a traceback; like a reader gone away, the output goes nowhere
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - for the process's life
+        stream = getattr(sys, name)
+        if getattr(stream, "errors", None) in ("strict", "surrogateescape") and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")  # a Latin-1 or ASCII terminal shows a name it cannot
+            # encode as \u6b3a, as errors show escaped names, instead of ending in "unexpected UnicodeEncodeError"
     try:
         code = _main(argv)
         sys.stdout.flush()
