@@ -290,3 +290,12 @@ def test_a_number_that_is_not_finite_is_refused_at_load_naming_its_field(tmp_pat
     p.write_text(text)
     with pytest.raises(ConfigError, match=rf"invalid field `{re.escape(field)}`: -?(inf|nan) is not a finite number"):
         load(p)
+
+
+@pytest.mark.parametrize("host", ["", " "])
+def test_an_empty_exporter_host_is_refused_not_read_as_every_interface(host: str) -> None:
+    """Tryout: `exporter: {host: ""}` loaded and `serve` listened on 0.0.0.0 (the socket layer's reading of ''),
+    while the section's promise is loopback unless explicitly changed."""
+    with pytest.raises(ConfigError, match=r"field `exporter.host`: .* is empty, which would listen on every interface"):
+        from_dict({"exporter": {"host": host}})
+    assert from_dict({"exporter": {"host": "0.0.0.0"}}).exporter.host == "0.0.0.0"

@@ -21,6 +21,9 @@ class Exporter(Base):
     scrape_timeout, 10s by default, so Prometheus sees the reason rather than its own timeout); 1s..60s."""
 
     def __post_init__(self) -> None:
+        if not self.host.strip():  # the socket layer reads '' as every interface: /metrics open to the network
+            raise ValueError(f"host: {self.host!r} is empty, which would listen on every interface: write 0.0.0.0 "
+                             "to mean that, or leave `host` out for 127.0.0.1 (this machine only)")
         _duration_between("scrape_timeout", self.scrape_timeout, *SCRAPE_TIMEOUT_S,
                           "a scrape bound; keep it below the Prometheus job's scrape_timeout, 10s by default")
 
