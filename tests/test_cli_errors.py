@@ -282,3 +282,16 @@ def test_a_terminal_that_is_not_utf8_shows_non_ascii_names_escaped(tmp_path: Pat
                            env={**base, "COLUMNS": "200", **env}, timeout=120)
         assert p.returncode == 0 and b"Error" not in p.stderr, p.stderr
         assert b"\\u6b3a\\u8bc8" in p.stdout, p.stdout
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///:memory:", "sqlite:///file::memory:?uri=true",
+                                 "sqlite:///file:x?mode=memory&uri=true"])
+def test_an_in_memory_database_is_refused_as_nothing_it_stores_would_last(tmp_path: Path, url: str) -> None:
+    """Tryout: `--db sqlite://` (or `database: "sqlite:///"`, a templated path left empty) replayed a file with exit
+    0 and its summary of events stored — all gone when the command ended; `metrics` read 'no predictions stored'."""
+    (tmp_path / "e.jsonl").write_bytes(pred("a", 0.9, T0) + b"\n")
+    one_line_error(cli("--db", url, "replay", str(tmp_path / "e.jsonl"), cwd=tmp_path), "--db", "in-memory",
+                   "sqlite:///PATH")
+    (tmp_path / "c.yaml").write_text(f'database: "{url}"\n')
+    one_line_error(cli("--config", str(tmp_path / "c.yaml"), "metrics", cwd=tmp_path), "config `database`",
+                   "in-memory")

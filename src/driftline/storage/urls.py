@@ -41,7 +41,12 @@ def check_url(url: str) -> None:
     except ImportError as err:
         raise UnusableURL(f"driver {u.drivername!r} is not installed ({err}); {SUPPORTED}") from err
     path = u.database or ""
-    if backend == "sqlite" and path and path != ":memory:" and not path.startswith("file:"):
+    if backend == "sqlite" and (path in ("", ":memory:") or path.startswith("file::memory:")
+                                or u.query.get("mode") == "memory" or "mode=memory" in path):
+        raise UnusableURL(f"{url!r} is an in-memory SQLite database, which lives only as long as one command: what "
+                          "a replay stores there is gone when it ends and a query finds nothing; use "
+                          "sqlite:///PATH (a file)")
+    if backend == "sqlite" and path and not path.startswith("file:"):
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):  # never transient: `run` and `serve` would wait for it for ever
             raise UnusableURL(f"the folder of the SQLite file, {folder}, does not exist; create it or use another path")
