@@ -173,14 +173,18 @@ def two_proportion_p_value(k_t: int, n_t: int, k_c: int, n_c: int) -> float:
 
 
 def relative_lift(k_t: int, n_t: int, k_c: int, n_c: int, alpha: float = 0.05) -> Lift:
-    """p_t/p_c − 1 with the log-adjusted (+0.5) risk-ratio interval minus 1; None if p_c = 0."""
+    """p_t/p_c − 1 with the log-adjusted (+0.5) risk-ratio interval minus 1; None if p_c = 0.
+
+    With k_t = 0 the lift is −100 % and the ratio cannot be lower, so the lower end is −1: the +0.5
+    adjustment alone put it above the point (−100.0 % [−99.9 %, −85.3 %]); the upper end is unchanged.
+    """
     if n_t == 0 or n_c == 0 or k_c == 0:
         return Lift(None, None, None)
     a1, m1, a2, m2 = k_t + 0.5, n_t + 0.5, k_c + 0.5, n_c + 0.5
     log_ratio = math.log((a1 / m1) / (a2 / m2))
     half = z_for(alpha) * math.sqrt(1 / a1 - 1 / m1 + 1 / a2 - 1 / m2)
-    return Lift((k_t / n_t) / (k_c / n_c) - 1.0, math.exp(log_ratio - half) - 1.0,
-                math.exp(log_ratio + half) - 1.0)
+    low = -1.0 if k_t == 0 else math.exp(log_ratio - half) - 1.0
+    return Lift((k_t / n_t) / (k_c / n_c) - 1.0, low, math.exp(log_ratio + half) - 1.0)
 
 
 def compare_proportions(k_t: int, n_t: int, k_c: int, n_c: int, metric: str = "",
