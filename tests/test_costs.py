@@ -108,3 +108,27 @@ def test_cost_difference_and_nulls() -> None:
     # ... but is not needed when nothing is priced per miss
     assert cost_per_1000(ArmCounts(5, 5, 0, 0, 0, 90), Costs(review_cost=2.0)).value == pytest.approx(200.0)
     json.dumps(d.to_json(), allow_nan=False)
+
+
+def test_cost_interval_stays_within_the_costs_a_prediction_can_have() -> None:
+    """B of a split: 100 genuine predictions, 53 flagged, 0 missed of 47 unflagged: €2,652 per 1,000 was
+    printed [−€4,963, €10,267]. Reference: the cost's range over every alert rate, miss share and precision."""
+    rng = np.random.default_rng(5)
+    costs_list = [SEED000, Costs(400.0, 5.0, 0.05, 30.0, 0.002), Costs(1.0, 50.0, 0.5, 10.0, 0.0)]
+    grid = np.linspace(0.0, 1.0, 21)
+    a, q, pi = np.meshgrid(grid, grid, grid)
+    cases = [(SEED000, ArmCounts(0, 53, 0, 47))]
+    for _ in range(300):
+        n = int(rng.integers(1, 60))
+        cells = rng.multinomial(n, rng.dirichlet(np.ones(6) * 0.3))
+        cases.append((costs_list[int(rng.integers(0, 3))], ArmCounts(*(int(x) for x in cells))))
+    for costs, arm in cases:
+        est = cost_per_1000(arm, costs)
+        if est.value is None:
+            continue
+        every = 1000.0 * (costs.model_cost_per_prediction + costs.review_cost * a
+                          + costs.fn_cost * (1 - a) * q + costs.fp_cost * a * (1 - pi))
+        assert every.min() - 1e-9 <= est.low <= est.value <= est.high <= every.max() + 1e-9, (arm, costs, est)
+    b = cost_per_1000(ArmCounts(0, 53, 0, 47), SEED000)
+    assert b.value == pytest.approx(2_652.0)
+    assert b.low == pytest.approx(2.0) and b.high == pytest.approx(2_652.0 + 1.959964 * b.se, rel=1e-6)

@@ -113,15 +113,28 @@ def _cost_and_var(c: ArmCounts, costs: Costs) -> tuple[float, float] | None:
     return point, var
 
 
+def cost_range(costs: Costs) -> tuple[float, float]:
+    """The least and the most one prediction can cost: m, and m + max(c_fn, review + c_fp) (the cost is
+    linear in the alert rate a, with miss share and precision anywhere in [0, 1])."""
+    m = costs.model_cost_per_prediction
+    return m, m + max(costs.fn_cost, costs.review_cost + costs.fp_cost)
+
+
 def cost_per_1000(c: ArmCounts, costs: Costs, alpha: float = 0.05) -> CostEstimate:
-    """Estimated cost per 1,000 predictions of one arm with a normal (delta-method) interval."""
+    """Estimated cost per 1,000 predictions of one arm with a normal (delta-method) interval.
+
+    The interval is cut to the costs a prediction can have (`cost_range`): a symmetric normal interval around
+    a small cost with a wide miss-share term (0 missed of 47 unflagged, €400 each) once reached −€4,963.
+    """
     res = _cost_and_var(c, costs)
     if res is None:
         return CostEstimate(None, None, None, None, c.predictions)
     point, var = res
     se = 1000.0 * math.sqrt(var)
     half = z_for(alpha) * se
-    return CostEstimate(1000.0 * point, 1000.0 * point - half, 1000.0 * point + half, se, c.predictions)
+    least, most = (1000.0 * x for x in cost_range(costs))
+    return CostEstimate(1000.0 * point, max(1000.0 * point - half, least), min(1000.0 * point + half, most), se,
+                        c.predictions)
 
 
 def cost_difference(treatment: ArmCounts, control: ArmCounts, costs: Costs, alpha: float = 0.05) -> CostDiff:
