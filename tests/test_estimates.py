@@ -159,3 +159,23 @@ def test_early_warning_json_marks_estimates_and_uses_none_when_empty() -> None:
     assert "NaN" not in json.dumps(doc)
     with pytest.raises(ValueError):
         early_warning(BucketStats(), scope="labelled")
+
+
+def test_early_warning_is_empty_once_every_prediction_is_labelled() -> None:
+    """Labels move each score out of the unlabelled row, leaving float residue (~1e-17) in its score sums: with
+    no unlabelled prediction left, `calibration` printed 'early warning (… of 0 predictions without a label …):
+    recall ~0.000 [0.000, 0.000]' (expected positives 5.7e-17, sd 1.1e-8) instead of no estimate."""
+    rng = np.random.default_rng(3)
+    for trial in range(20):
+        p = rng.uniform(0.0, 1.0, 200)
+        b = BucketStats()
+        bins = score_bin(p)
+        for s, k in zip(p, bins):
+            b.add_prediction(UNL, bool(s >= 0.5), int(k), float(s))
+        for i in rng.permutation(len(p)):  # labels arrive in another order than the predictions
+            b.add_prediction(UNL, bool(p[i] >= 0.5), int(bins[i]), float(p[i]), sign=-1)
+            b.add_prediction(POS if rng.random() < p[i] else NEG, bool(p[i] >= 0.5), int(bins[i]), float(p[i]))
+        ew = early_warning(b)
+        assert ew.n == 0
+        assert (ew.recall.value, ew.precision.value, ew.prevalence.value) == (None, None, None), trial
+        assert ew.expected_positives.value == 0.0 and ew.expected_positives.sd == 0.0, trial

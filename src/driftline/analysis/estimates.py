@@ -180,8 +180,10 @@ def early_warning(stats: BucketStats, threshold: float = 0.5, scope: str = "unla
         raise ValueError(f"unknown scope {scope!r}; expected one of {SCOPES}")
     rows = [UNL] if scope == "unlabelled" else [NEG, POS, UNL]
     counts = stats.hist[rows].sum(axis=0).astype(np.float64)
-    psums = stats.psum[rows].sum(axis=0)
-    sum_p2 = float(stats.sums[rows, SUM_P2].sum())
+    # a bin with no prediction holds no score: labels move scores out of the unlabelled row by subtraction,
+    # which leaves float residue (~1e-17) in its sums, and 0 predictions read as recall ~0.000 [0.000, 0.000]
+    psums = np.where(counts > 0, stats.psum[rows].sum(axis=0), 0.0)
+    sum_p2 = float(stats.sums[rows, SUM_P2].sum()) if counts.any() else 0.0
     t = score_edge_index(threshold)
     n, flagged = int(counts.sum()), int(counts[t:].sum())
     nz = counts > 0
