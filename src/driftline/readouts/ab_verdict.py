@@ -181,11 +181,17 @@ def _split_recall(doc: dict[str, Any], comp: dict[str, Any]) -> str:
                 f"interval, Holm p {_p(ph)}; {caught}){_seq_clause(doc, comp)}")
     if _excludes(lo, hi):
         return (f"{tr} − {ct} recall = {_s(d)} {_iv(lo, hi)} ({caught}): the unadjusted interval excludes 0 "
-                f"but after Holm correction over the four headline metrics p {_p(ph)}, so this is not a "
+                f"but after Holm correction over the four headline metrics{_of_each(comp)} p {_p(ph)}, so this is not a "
                 f"significant difference yet. {_power(comp)}")
     return (f"No significant recall difference between {tr} and {ct}: {_s(d)} {_iv(lo, hi)} (Holm p "
             f"{_p(ph)}; {caught}); the interval includes 0, which does not show they are equal: differences "
             f"from {_n(lo)} to {_n(hi)} remain compatible with the data. {_power(comp)}")
+
+
+def _of_each(comp: dict[str, Any]) -> str:
+    """' of each of B and C' when the Holm family spans several treatments, else nothing."""
+    treatments = comp.get("holm_treatments") or []
+    return "" if len(treatments) < 2 else " of each of " + ", ".join(treatments[:-1]) + " and " + treatments[-1]
 
 
 def _paired_recall(doc: dict[str, Any], comp: dict[str, Any]) -> str:
@@ -196,7 +202,8 @@ def _paired_recall(doc: dict[str, Any], comp: dict[str, Any]) -> str:
     alpha = doc.get("alpha", 0.05)
     disc = (f"{tr} catches {numbers.count(t['treatment_only'])} positives {ct} misses, {ct} catches "
             f"{numbers.count(t['control_only'])} that "
-            f"{tr} misses; exact McNemar p {_p(t['p_value'])}, Holm over recall and FPR p {_p(t['p_holm'])}")
+            f"{tr} misses; exact McNemar p {_p(t['p_value'])}, Holm over recall and FPR{_of_each(comp)} p "
+            f"{_p(t['p_holm'])}")
     head = "On the ids scored by both: "
     if _excludes(lo, hi) and t["p_holm"] is not None and t["p_holm"] < alpha:
         label = "the always-valid interval (unpaired, conservative)"
@@ -256,10 +263,10 @@ def _others(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
     found, fixed_only, adjusted, quiet = [], [], [], []
     for m in ("fpr", "precision", "alert_rate"):
         e = comp["metrics"][m]
-        p, raw, family = e["p_holm"], e.get("p_value"), _holm_family(comp["metrics"])
+        p, raw, family = e["p_holm"], e.get("p_value"), _holm_family(comp["metrics"], "", comp)
         if m == "fpr" and paired is not None and paired["fpr"]["p_holm"] is not None:
             p, raw = paired["fpr"]["p_holm"], paired["fpr"].get("p_value")
-            family = _holm_family({k: paired[k] for k in ("recall", "fpr")}, "exact McNemar ")
+            family = _holm_family({k: paired[k] for k in ("recall", "fpr")}, "exact McNemar ", comp)
         if e["diff"] is None:
             continue
         name, seq = METRIC_NAMES[m], _iv(e.get("seq_low"), e.get("seq_high"))
@@ -292,13 +299,19 @@ def _others(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
     return out
 
 
-def _holm_family(entries: dict[str, Any], test: str = "") -> tuple[int, str, str]:
+def _holm_family(entries: dict[str, Any], test: str = "", comp: dict[str, Any] | None = None
+                 ) -> tuple[int, str, str]:
     """(how many comparisons the Holm correction spanned, which, the test's name): the family is the metrics with
     a p-value, as abstats.holm counts it (the four headline metrics; in shadow mode's McNemar tests recall and
     FPR). A user read "No significant difference in FPR" beside an FPR interval excluding 0 (p 0.041) and could
     not tell that the Holm-adjusted p (0.083) decided it."""
     kept = [METRIC_NAMES[m] for m, e in entries.items() if e.get("p_value") is not None]
     listed = ", ".join(kept[:-1]) + " and " + kept[-1] if len(kept) > 1 else "".join(kept)
+    treatments = (comp or {}).get("holm_treatments") or []
+    if len(treatments) > 1:  # one family over every treatment (readouts/ab.holm_across_treatments)
+        arms = ", ".join(treatments[:-1]) + " and " + treatments[-1]
+        control = (comp or {}).get("control")
+        return len(kept) * len(treatments), f"{listed} of each of {arms} against {control}", test
     return len(kept), listed, test
 
 
