@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.grids import score_edge_index
+from ..core.grids import SCORE_EDGES, score_edge_index
 from ..core.stats import NEG, POS, SUM_P2, UNL, BucketStats
 from .rates import Z95, Rate, rate
 
@@ -119,6 +119,28 @@ def base_rate_effect(current: BucketStats, reference: BucketStats | None = None,
 
 
 # --- label-free early warning ---------------------------------------------------------------------
+def threshold_in_force(stats: BucketStats, configured: float) -> float:
+    """The score cut that reproduces the window's observed flags, for estimates made from score histograms.
+
+    Events may carry their own `threshold`; the confusion counts follow it, the fine score histograms do not
+    know it. When the configured threshold does not split the histograms into the observed flagged and
+    unflagged predictions but one fine-grid edge does (every event used one threshold), that edge is the cut
+    in force (of several equivalent edges, the one with the fewest decimals: 0.7 rather than 0.69977). When
+    none does (thresholds varied), the configured one is kept; varied thresholds whose flagged count one cut
+    happens to reproduce are estimated at that cut."""
+    counts = stats.hist.sum(axis=0)
+    flagged = int(stats.conf[:, 1].sum())
+    tail = np.concatenate((np.cumsum(counts[::-1])[::-1], [0]))  # tail[i]: predictions in bins >= i
+    if tail[score_edge_index(configured)] == flagged:
+        return configured
+    hits = np.flatnonzero(tail == flagged)
+    if len(hits) == 0:
+        return configured
+    edges = [float(SCORE_EDGES[i]) for i in hits]
+    return min(edges, key=lambda e: next((d for d in range(17) if round(e, d) == e), 17))
+
+
+
 @dataclass(frozen=True, slots=True)
 class Estimate:
     """A label-free estimate with an approximate 95 % interval (value ± 1.96 sd, clipped to its range)."""
@@ -196,7 +218,8 @@ def early_warning(stats: BucketStats, threshold: float = 0.5, scope: str = "unla
     precision = _estimate(tp / flagged if flagged else None, v_tp / flagged ** 2 if flagged else 0.0)
     prevalence = _estimate(s / n if n else None, v_s / n ** 2 if n else 0.0)
     return EarlyWarning(scope, threshold, n, flagged, _estimate(s, v_s, float(n)),
-                        _estimate(tp, v_tp, float(flagged)), recall, precision, prevalence, rate(flagged, n))
+                        _estimate(tp, v_tp, float(flagged)), recall, precision, prevalence,
+                        rate(int(stats.conf[rows, 1].sum()), n))  # observed: the events' own flags
 
 
 @dataclass(frozen=True, slots=True)

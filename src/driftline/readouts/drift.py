@@ -15,7 +15,8 @@ from typing import Any
 
 from ..analysis.calibration import calibration_report
 from ..analysis.drift import DriftThresholds, drift_report
-from ..analysis.estimates import base_rate_effect, compare_estimate, early_warning, realised_metrics
+from ..analysis.estimates import (base_rate_effect, compare_estimate, early_warning, realised_metrics,
+                                  threshold_in_force)
 from ..analysis.profiles import Profile
 from ..analysis.season_mix import Mixture
 from ..analysis.seasons import SeasonalSlices
@@ -258,13 +259,14 @@ def calibration_document(store: Store, config: Config, model: str, window: Windo
     ref, profile = active if active is not None else (None, None)
     bre = base_rate_effect(stats, ref.confusion_stats() if ref else None,
                            profile.prevalence if profile is not None else None)
+    cut = threshold_in_force(stats, config.threshold)  # events may carry their own threshold
     doc: dict[str, Any] = {
         "model": model, "variant": None if scope else variant, "scope": scope, "threshold": config.threshold,
-        "window": _window_json(window, stats),
+        "threshold_in_force": cut, "window": _window_json(window, stats),
         "reference": None if ref is None else {**ref.summary(), "prevalence": profile.prevalence if profile else None},
         "calibration": calibration_report(stats).to_json(),
         "base_rate": bre.to_json(),
-        "early_warning": early_warning(stats, config.threshold, "unlabelled").to_json(),
+        "early_warning": early_warning(stats, cut, "unlabelled").to_json(),
     }
     doc["label_maturity"] = _maturity(store, config, model, window, doc["window"], "calibration")
     method = "given"
@@ -274,14 +276,15 @@ def calibration_document(store: Store, config: Config, model: str, window: Windo
     if period is None:
         doc["matured"] = {"maturity": {"seconds": None, "method": method}, "window": None, "comparison": None,
                           "note": "no labelled predictions yet: no maturity period to look back"}
-        doc["calibrated"] = calibrated_block(stats, None, profile, config.threshold, variant)
+        doc["calibrated"] = calibrated_block(stats, None, profile, cut, variant)
         return doc
     earlier = Window(window.start - period, window.end - period)
     old = _stats(store, model, earlier, variant, False)
-    comparison = compare_estimate(early_warning(old, config.threshold, "all"), realised_metrics(old))
+    comparison = compare_estimate(early_warning(old, threshold_in_force(old, config.threshold), "all"),
+                                  realised_metrics(old))
     doc["matured"] = {"maturity": {"seconds": period, "label": format_duration(period), "method": method},
                       "window": _window_json(earlier, old), "comparison": comparison.to_json()}
-    doc["calibrated"] = calibrated_block(stats, old, profile, config.threshold, variant)
+    doc["calibrated"] = calibrated_block(stats, old, profile, cut, variant)
     return doc
 
 
@@ -296,7 +299,7 @@ def estimated_block(store: Store, config: Config, model: str, window: Window, va
     period, _ = maturity_period(store, config, model, window, variant)
     old = None if period is None else _stats(store, model, Window(window.start - period, window.end - period),
                                              variant, False)
-    return calibrated_block(stats, old, active[1], config.threshold, variant)
+    return calibrated_block(stats, old, active[1], threshold_in_force(stats, config.threshold), variant)
 
 
 # --- slices -------------------------------------------------------------------------------------------------
