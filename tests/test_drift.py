@@ -209,6 +209,22 @@ def test_psi_expectation_formula_by_simulation() -> None:
     assert np.mean(ds.psi(r, c)) == pytest.approx(ds.psi_expected(10, 5000, 2000), rel=0.05)
 
 
+def test_psi_expected_matches_simulated_no_drift_mean_with_empty_bins() -> None:
+    """`psi_expected` of every feature of a report against the mean PSI of 150 no-drift windows (400 against a
+    5,600-prediction reference, features with empty underflow/overflow/other/missing bins): counting those bins
+    as populated it read 1.3–1.6 × the simulated mean for the numeric features (0.0348 vs 0.0224)."""
+    rng = np.random.default_rng(40)
+    profile = build_profile(*draw_window(rng, 5_600))
+    psis: dict[str, list[float]] = {}
+    expected: dict[str, float] = {}
+    for _ in range(150):
+        for f in drift_report(profile, *draw_window(rng, 400)).features:
+            psis.setdefault(f.feature, []).append(f.psi)  # type: ignore[arg-type]
+            expected[f.feature] = f.noise_floor.psi_expected  # type: ignore[assignment]
+    for name, values in psis.items():
+        assert 0.75 <= expected[name] / np.mean(values) <= 1.15, (name, expected[name], np.mean(values))
+
+
 # --- the full report: no false alarm, detection ---------------------------------------------------
 def _null_stream(seed: int, n: int, cfg: DriftThresholds = DriftThresholds()) -> tuple[tuple[str, ...], bool, bool]:
     rng = np.random.default_rng(seed)

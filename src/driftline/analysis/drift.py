@@ -233,7 +233,7 @@ def _frozen_stats(ref: np.ndarray, cur: np.ndarray, p_ref_null: np.ndarray, p_cu
     n_r, n_c = int(ref.sum()), int(cur.sum())
     psi_floor, js_floor = ds.multinomial_floors(p_ref_null, p_cur_null, n_r, n_c, cfg.floor_draws, rng, cfg.psi_eps)
     floor = NoiseFloor(psi=psi_floor, js=js_floor,
-                       psi_expected=ds.psi_expected(int(np.count_nonzero(p_cur_null)), n_r, n_c))
+                       psi_expected=ds.psi_expected(int(np.count_nonzero(ref)), n_r, n_c))  # k: bins populated
     return float(ds.psi(ref, cur, cfg.psi_eps)), float(ds.js_distance(ref, cur)), floor
 
 

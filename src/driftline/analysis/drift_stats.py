@@ -54,7 +54,10 @@ def psi_expected(n_bins: int, n_ref: int, n_cur: int) -> float:
 
     Second-order expansion: PSI ≈ Σ (q−p)²/π over the k bins, and (q−p) has variance
     π(1−π)(1/n_ref + 1/n_cur), so PSI·(1/n_ref+1/n_cur)⁻¹ is asymptotically χ²_{k−1}. Ignores the
-    ε floor on empty bins, so it underestimates when bins hold only a few counts (n ≲ 50 per bin).
+    ε floor on empty bins, so it underestimates when bins hold only a few counts (n ≲ 50 per bin). k counts the
+    bins the reference populated: a bin it left empty (other, missing, underflow, overflow) has a no-drift share
+    near 1/n_ref, where the expansion does not hold and the ε floor keeps its term near 0 (counted, a boolean
+    feature's expected PSI read 2.1 × the simulated mean).
     """
     return max(n_bins - 1, 0) * (1.0 / n_ref + 1.0 / n_cur)
 
