@@ -32,3 +32,14 @@ def test_zero_n_is_null_not_zero():
 
 def test_indicative_below_30():
     assert rate(5, 29).indicative and not rate(5, 30).indicative
+
+
+def test_bounds_at_zero_and_all_successes_are_exact():
+    """0/14 gave a lower bound of 1.4e-17 (rounding of centre − half); scipy's Wilson interval as reference."""
+    for n in range(1, 3001):
+        low0, high0 = wilson_interval(0, n)
+        lown, highn = wilson_interval(n, n)
+        assert low0 == 0.0 and highn == 1.0, n
+        ref0 = binomtest(0, n).proportion_ci(0.95, method="wilson")
+        refn = binomtest(n, n).proportion_ci(0.95, method="wilson")
+        assert high0 == pytest.approx(ref0.high, rel=1e-12) and lown == pytest.approx(refn.low, rel=1e-12)

@@ -47,7 +47,9 @@ def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     denom = 1.0 + z2 / n
     centre = (p + z2 / (2 * n)) / denom
     half = (z / denom) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # the bound at an observed 0 or n is exactly 0 or 1 (centre ± half cancel only up to rounding: 0/14 gave
+    # 1.4e-17, which a `confident` trigger on `fpr > 0` read as a lower bound above 0)
+    return (0.0 if k == 0 else max(0.0, centre - half)), (1.0 if k == n else min(1.0, centre + half))
 
 
 def rate(k: int, n: int, z: float = Z95) -> Rate:
