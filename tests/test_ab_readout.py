@@ -171,7 +171,8 @@ def test_comparisons_equal_the_pure_functions(split_db) -> None:
     assert doc["arms"]["A"]["cost_per_1000"] == cost_per_1000(c, costs).to_json()
     days = doc["window"]["days_observed"]
     assert days == 7.0
-    pw = recall_power(c.tp, c.positives, t.positives, 0.05, min(t.positives, c.positives) / days)
+    pw = recall_power(c.tp, c.positives, t.positives, 0.05, min(t.positives, c.positives) / days,
+                      arm_rates=(c.positives / days, t.positives / days))
     assert {k: doc["power"][k] for k in pw.to_json()} == pw.to_json()
     assert pw.more_per_arm is not None and pw.more_per_arm > 0 and pw.days is not None
     win = resolve_window(store, config, "fraud", WEEK, None)

@@ -74,18 +74,45 @@ class RecallPower:
     needed_per_arm: int | None
     more_per_arm: int | None
     days: int | None
+    more_control: int | None = None
+    more_treatment: int | None = None
 
     def to_json(self) -> dict[str, float | int | None]:
         return {"p_control": self.p_control, "n_control": self.n_control, "n_treatment": self.n_treatment,
                 "mde": self.mde, "target_diff": self.target_diff, "needed_per_arm": self.needed_per_arm,
-                "more_per_arm": self.more_per_arm, "days": self.days}
+                "more_per_arm": self.more_per_arm, "days": self.days, "more_control": self.more_control,
+                "more_treatment": self.more_treatment}
+
+
+def days_to_power(h: float, n_control: float, n_treatment: float, rate_control: float, rate_treatment: float,
+                  alpha: float = ALPHA, power: float = POWER) -> float | None:
+    """Days until |h| is detected with the power when each arm keeps gaining labelled positives at its own
+    daily rate (0 when already; None when an arm gains none): an unequal split grows n_eff = n_C·n_T/(n_C+n_T)
+    at its own pace, which "needed per equal arm − the smaller arm, at the smaller arm's rate" overstated (a
+    90/10 split read 139 days where 73 suffice)."""
+    if power_h(h, n_control, n_treatment, alpha) >= power:
+        return 0.0
+    if rate_control <= 0 or rate_treatment <= 0 or h == 0:
+        return None
+    def short(d: float) -> float:
+        return power_h(h, n_control + rate_control * d, n_treatment + rate_treatment * d, alpha) - power
+    hi = 1.0
+    while short(hi) < 0:
+        hi *= 2.0
+        if hi > 1e12:
+            return None
+    return float(brentq(short, 0.0, hi, xtol=1e-9))
 
 
 def recall_power(k_control: int, n_control: int, n_treatment: int, target_diff: float | None = None,
                  positives_per_arm_per_day: float | None = None, alpha: float = ALPHA,
-                 power: float = POWER) -> RecallPower:
+                 power: float = POWER, arm_rates: tuple[float, float] | None = None) -> RecallPower:
     """MDE at the current labelled positives per arm (control recall as baseline), and for a target
     difference the labelled positives per arm needed (equal arms), how many more, and days at a rate.
+
+    With `arm_rates` (control, treatment labelled positives per day) the days are those at which the arms, each
+    growing at its own rate, reach the power (`days_to_power`), and `more_control`/`more_treatment` what each
+    arm gains by then: right for unequal splits too.
     """
     p_c = k_control / n_control if n_control else None
     mde = None if p_c is None else mde_difference(p_c, n_control, n_treatment, alpha, power)
@@ -97,4 +124,11 @@ def recall_power(k_control: int, n_control: int, n_treatment: int, target_diff: 
             more = max(0, needed - min(n_control, n_treatment))
             if positives_per_arm_per_day and positives_per_arm_per_day > 0:
                 days = math.ceil(more / positives_per_arm_per_day)
-    return RecallPower(p_c, n_control, n_treatment, mde, target_diff, needed, more, days)
+    more_c = more_t = None
+    if arm_rates is not None and needed is not None and p_c is not None and target_diff is not None:
+        h = 2.0 * math.asin(math.sqrt(p_c + target_diff)) - 2.0 * math.asin(math.sqrt(p_c))
+        d = days_to_power(h, n_control, n_treatment, arm_rates[0], arm_rates[1], alpha, power)
+        days = None if d is None else math.ceil(d)
+        if d is not None:
+            more_c, more_t = math.ceil(arm_rates[0] * d), math.ceil(arm_rates[1] * d)
+    return RecallPower(p_c, n_control, n_treatment, mde, target_diff, needed, more, days, more_c, more_t)

@@ -192,6 +192,13 @@ def _power(doc: dict[str, Any], console: Console) -> None:
                          + ("either arm" if not (pw["n_treatment"] or pw["n_control"])
                             else (ct if not pw["n_control"] else tr)) + ")", f"  {tr} vs {ct}: ")
             continue
+        mc, mt = pw.get("more_control"), pw.get("more_treatment")
+        if mc is not None and mt is not None and abs(mc - mt) > 0.1 * max(mc, mt):  # unequal split: per arm
+            say(console, f"labelled positives {count(pw['n_treatment'])} vs {count(pw['n_control'])} · minimum "
+                         f"detectable gain {prop(pw.get('mde'))} · target {prop(pw.get('target_diff'))} needs "
+                         f"{count(mt)} more in {tr} and {count(mc)} in {ct} at the current split ({days})",
+                f"  {tr} vs {ct}: ")
+            continue
         say(console, f"labelled positives {count(pw['n_treatment'])} vs "
                      f"{count(pw['n_control'])} ({rate_s} per arm per day) · minimum detectable gain "
                      f"{prop(pw.get('mde'))} · target {prop(pw.get('target_diff'))} needs "

@@ -240,7 +240,8 @@ def comparison_readout(treatment: str, control: str, t: ArmCounts, c: ArmCounts,
     lb = label_balance(t, c, names=(treatment, control), delay_t=st.delay, delay_c=sc.delay,
                        delay_edges=DELAY_EDGES)
     per_day = min(t.positives, c.positives) / days if days > 0 else None
-    pw = recall_power(c.tp, c.positives, t.positives, config.ab.target_recall_diff, per_day)
+    rates = (c.positives / days, t.positives / days) if days > 0 else None
+    pw = recall_power(c.tp, c.positives, t.positives, config.ab.target_recall_diff, per_day, arm_rates=rates)
     return {"treatment": treatment, "control": control, "metrics": metrics,
             "cost_per_1000": None if config.costs is None else {**cd.to_json(), "method": "delta", **cost_seq},
             "label_balance": lb.to_json(),

@@ -153,8 +153,17 @@ def _power(comp: dict[str, Any]) -> str:
         return s + "."
     if more > 0:
         days = f" (~{numbers.counted(pw['days'], 'day')} at the current rate)" if pw.get("days") is not None else ""
+        mc, mt = pw.get("more_control"), pw.get("more_treatment")
+        if mc is not None and mt is not None and _unequal(mc, mt):  # an unequal split: each arm its own count
+            return s + (f"; detecting {_n(target)} needs ~{numbers.counted(mt, 'more labelled positive')} in "
+                        f"{comp['treatment']} and ~{numbers.count(mc)} in {comp['control']}{days}.")
         return s + f"; detecting {_n(target)} needs ~{numbers.counted(more, 'more labelled positive')} per arm{days}."
     return s + f"; a true gain of {_n(target)} would probably (80 %) have shown up."
+
+
+def _unequal(a: int, b: int) -> bool:
+    """Whether two arms' counts differ by more than 10 % (then 'per arm' would misstate one of them)."""
+    return abs(a - b) > 0.1 * max(a, b)
 
 
 def _not_established(doc: dict[str, Any], comp: dict[str, Any], fixed: str) -> str:
