@@ -190,8 +190,8 @@ def _split_recall(doc: dict[str, Any], comp: dict[str, Any]) -> str:
                 f"interval, Holm p {_p(ph)}; {caught}){_seq_clause(doc, comp)}")
     if _excludes(lo, hi):
         return (f"{tr} − {ct} recall = {_s(d)} {_iv(lo, hi)} ({caught}): the unadjusted interval excludes 0 "
-                f"but after Holm correction over the four headline metrics{_of_each(comp)} p {_p(ph)}, so this is not a "
-                f"significant difference yet. {_power(comp)}")
+                f"but after Holm correction over the four headline metrics{_of_each(comp)} p {_p(ph)}, so this is "
+                f"not a significant difference yet. {_power(comp)}")
     return (f"No significant recall difference between {tr} and {ct}: {_s(d)} {_iv(lo, hi)} (Holm p "
             f"{_p(ph)}; {caught}); the interval includes 0, which does not show they are equal: differences "
             f"from {_n(lo)} to {_n(hi)} remain compatible with the data. {_power(comp)}")
