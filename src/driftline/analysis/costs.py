@@ -56,6 +56,7 @@ class CostDiff:
     diff: float | None
     low: float | None
     high: float | None
+    se: float | None = None
 
     def to_json(self) -> dict[str, float | None]:
         return {"diff": self.diff, "low": self.low, "high": self.high}
@@ -138,13 +139,18 @@ def cost_per_1000(c: ArmCounts, costs: Costs, alpha: float = 0.05) -> CostEstima
 
 
 def cost_difference(treatment: ArmCounts, control: ArmCounts, costs: Costs, alpha: float = 0.05) -> CostDiff:
-    """Treatment − control cost per 1,000 predictions for independent arms (delta method, variances add)."""
+    """Treatment − control cost per 1,000 predictions for independent arms (delta method, variances add), the
+    interval cut to the differences two arms' costs can have (± the width of `cost_range`: tiny arms reached
+    2.4 × past it); `se` is the uncut standard error (the always-valid interval is built from it)."""
     t, c = _cost_and_var(treatment, costs), _cost_and_var(control, costs)
     if t is None or c is None:
         return CostDiff(None, None, None)
     d = 1000.0 * (t[0] - c[0])
-    half = z_for(alpha) * 1000.0 * math.sqrt(t[1] + c[1])
-    return CostDiff(d, d - half, d + half)
+    se = 1000.0 * math.sqrt(t[1] + c[1])
+    half = z_for(alpha) * se
+    least, most = cost_range(costs)
+    span = 1000.0 * (most - least)
+    return CostDiff(d, max(d - half, -span), min(d + half, span), se)
 
 
 # --- seed 000: monthly business KPIs ---------------------------------------------------------------

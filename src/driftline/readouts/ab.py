@@ -32,7 +32,7 @@ import numpy as np
 from scipy.optimize import brentq
 from .ab_verdict import verdict
 from ..analysis.abstats import (HEADLINE_METRICS, ArmCounts, arm_metrics, compare_arms, compare_proportions,
-                               holm, srm_check, z_for)
+                               holm, srm_check)
 from ..analysis.label_balance import label_balance
 from ..analysis.classification import delay_quantiles
 from ..analysis.costs import Costs, cost_difference, cost_per_1000
@@ -207,12 +207,11 @@ def _seq_plan(ab: AB, metric: str, t: ArmCounts, c: ArmCounts) -> SequentialPlan
     return SequentialPlan(ab.planned_positives * n / pos, ALPHA)
 
 
-def _cost_sequential(diff: float | None, low: float | None, high: float | None, t: ArmCounts, c: ArmCounts,
+def _cost_sequential(diff: float | None, se: float | None, t: ArmCounts, c: ArmCounts,
                      ab: AB) -> dict[str, Any]:
     """Always-valid interval of the cost difference from its delta-method interval (one observation = one
     prediction; the plan is planned positives × pooled predictions / positives)."""
     n, pos = t.predictions + c.predictions, t.positives + c.positives
-    se = None if low is None or high is None else (high - low) / (2.0 * z_for(ALPHA))
     plan = SequentialPlan(ab.planned_positives * (n / pos if pos else 1.0), ALPHA)
     s = cs_from_standard_error(diff, se, n, plan)
     return {"seq_low": s.low, "seq_high": s.high, "seq_excludes_zero": s.excludes_zero}
@@ -236,7 +235,7 @@ def comparison_readout(treatment: str, control: str, t: ArmCounts, c: ArmCounts,
         metrics[m] = entry
     costs = costs_from_config(config.costs)
     cd = cost_difference(t, c, costs, ALPHA)
-    cost_seq = _cost_sequential(cd.diff, cd.low, cd.high, t, c, config.ab)
+    cost_seq = _cost_sequential(cd.diff, cd.se, t, c, config.ab)
     lb = label_balance(t, c, names=(treatment, control), delay_t=st.delay, delay_c=sc.delay,
                        delay_edges=DELAY_EDGES)
     per_day = min(t.positives, c.positives) / days if days > 0 else None
