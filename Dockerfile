@@ -4,7 +4,8 @@ FROM python:3.11-slim
 
 # MALLOC_ARENA_MAX=2: the exporter answers each scrape on its own thread, and glibc's per-thread malloc arenas
 # fragmented `driftline run` to 575 MB steady and 740 MB after a weekly report; with 2 arenas 405-415 MB
-# (README, Capacity planning: Memory).
+# (README, Capacity planning: Memory). driftline caps them itself at start-up (malloc_arenas.py); the variable
+# keeps the cap for anything else the image runs.
 ENV MALLOC_ARENA_MAX=2 \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

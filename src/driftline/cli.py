@@ -19,6 +19,7 @@ from .commands.existing_db import reads_only
 from .config import ConfigError, load_named
 from .context import Context, resolve_db
 from .gc_tuning import tune_for_batches
+from .malloc_arenas import cap_malloc_arenas
 from .storage.errors import NotADatabase, SchemaTooNew, StoreUnavailable
 from .terminal import LOG_FORMAT, VisibleFormatter, visible
 
@@ -154,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(stream, "errors", None) in ("strict", "surrogateescape") and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")  # a Latin-1 or ASCII terminal shows a name it cannot
             # encode as \u6b3a, as errors show escaped names, instead of ending in "unexpected UnicodeEncodeError"
+    cap_malloc_arenas(os.environ)  # before any thread starts (scrapes are answered on threads of their own)
     try:
         code = _main(argv)
         sys.stdout.flush()
