@@ -7,7 +7,6 @@ from typing import Any
 from rich.console import Console
 
 from .. import numbers
-from ..analysis.calibration import TAU_BOUNDS
 from ..numbers import count, counted, estimate as _est, indicative_used, prop, stat
 from .render import DISPLAY, NOTHING_STORED, fmt_rate, footnote_if, nothing_stored, shown
 from .prose import say
@@ -81,12 +80,16 @@ def _calibration_tables(cal: dict[str, Any], console: Console) -> None:
         console.print(f"temperature τ = {prop(tau['tau'])} (p → σ(logit(p)/τ)): log loss "
                       f"{stat(tau.get('log_loss_before'))}"
                       f" → {stat(tau.get('log_loss_after'))}, ECE {stat(tau.get('ece_before'))} → "
-                      f"{stat(tau.get('ece_after'))}" + (AT_BOUND if tau.get("at_bound") else ""))
+                      f"{stat(tau.get('ece_after'))}" + (at_bound_note() if tau.get("at_bound") else ""))
 
 
-AT_BOUND = (f" — at the edge of the range searched ({TAU_BOUNDS[0]:g} to {TAU_BOUNDS[1]:g}): the best τ lies beyond "
+def at_bound_note() -> str:
+    """Said after a temperature pinned at a search bound (JSON `at_bound`), e.g. scores of 0 and 1 that are wrong
+    (imported here, not at the top: analysis.calibration brings scipy, which `--help` must not load)."""
+    from ..analysis.calibration import TAU_BOUNDS
+
+    return (f" — at the edge of the range searched ({TAU_BOUNDS[0]:g} to {TAU_BOUNDS[1]:g}): the best τ lies beyond "
             "it, so read it as a direction, not a fitted value")
-"""Said after a temperature pinned at a search bound (JSON `at_bound`), e.g. scores of 0 and 1 that are wrong."""
 
 
 def brier_equation(br: dict[str, Any]) -> str:
