@@ -24,7 +24,7 @@ from .storage.errors import NotADatabase, SchemaTooNew, StoreUnavailable
 from .terminal import LOG_FORMAT, VisibleFormatter, visible
 
 COMMANDS = ("ingest", "query", "simulate", "demo", "alerts", "serve", "ab", "drift_cmds", "report", "kafka_cmds",
-            "models_cmds")
+            "models_cmds", "compact_cmd")
 """Modules of driftline.commands, each registering its subcommands."""
 
 
@@ -43,6 +43,7 @@ commands by task:
   alerts         alerts (states, history), alerts evaluate,
                  alerts validate, alerts render
   serve, report  serve (exporter over a database), report (weekly report)
+  upkeep         compact (old history to day rows now; serve does it daily)
   Kafka topics   topics create | check
   label slots    models list | forget (free a slot a junk model name holds)"""
 

@@ -8,7 +8,7 @@ import argparse
 READERS = frozenset({"metrics", "drift", "calibration", "slices", "ab", "dead-letters", "report",
                      "alerts", "alerts validate", "alerts evaluate",
                      "reference list", "reference show", "reference activate", "reference set --from",
-                     "models list", "models forget"})
+                     "models list", "models forget", "compact"})
 """Commands (with their action) that have nothing to do on a database that does not exist. Writers create it:
 replay, run, demo, `reference set --file` (a reference before go-live) and serve (an exporter started before the
 `run` or `replay` that will fill the database is a legitimate start order). `alerts evaluate` and `report` store
