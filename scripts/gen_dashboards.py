@@ -175,8 +175,11 @@ def template_vars(extra: list[dict[str, Any]] | None = None, variant: str = "all
 
 def dashboard(uid: str, title: str, description: str, panels: list[Panel],
               extra_vars: list[dict[str, Any]] | None = None, time_from: str = "now-24h",
-              variant: str = "all") -> dict[str, Any]:
-    """A whole dashboard with stable uid, the shared variables and links to the other driftline dashboards."""
+              variant: str = "all", alerts_of: str = 'model="$model"', alert_tags: str = "severity,trigger",
+              ) -> dict[str, Any]:
+    """A whole dashboard with stable uid, the shared variables and links to the other driftline dashboards.
+
+    `alerts_of` selects the firing alerts marked on its time axis: the model's (trigger) alerts by default."""
     for i, p in enumerate(panels, start=1):
         p["id"] = i
     return {
@@ -190,8 +193,8 @@ def dashboard(uid: str, title: str, description: str, panels: list[Panel],
              "hide": True, "iconColor": "rgba(0, 211, 255, 1)", "name": "Annotations & Alerts",
              "type": "dashboard"},
             {"datasource": DS, "enable": True, "iconColor": "red", "name": "Firing alerts",
-             "expr": f'ALERTS{{alertstate="firing", {JOB}, model="$model"}}', "step": "60s",
-             "titleFormat": "{{alertname}}", "tagKeys": "severity,trigger", "useValueForTime": False},
+             "expr": f'ALERTS{{alertstate="firing", {JOB}, {alerts_of}}}', "step": "60s",
+             "titleFormat": "{{alertname}}", "tagKeys": alert_tags, "useValueForTime": False},
         ]},
         "templating": template_vars(extra_vars, variant),
         "panels": panels,
@@ -471,7 +474,9 @@ def pipeline() -> dict[str, Any]:
     ]
     return dashboard("driftline-pipeline", "driftline / Pipeline",
                      "Ingestion health of driftline: throughput, lag, rejects, latency and notifications.",
-                     panels, time_from="now-6h")
+                     panels, time_from="now-6h",
+                     # driftline's own alerts (meta.rules.yml: no model label), not the model's triggers
+                     alerts_of='model=""', alert_tags="severity,instance,topic")
 
 
 DASHBOARDS = {"driftline-overview": overview, "driftline-drift": drift, "driftline-calibration": calibration,
