@@ -49,7 +49,9 @@ def pav(pos: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 REASON_TEXT = {
     "no_reference": "no reference set (`driftline reference set`)",
-    "no_reference_labels": "the reference has no labelled scores to calibrate on",
+    "no_reference_labels": "the reference has no labelled scores of both classes to calibrate on",
+    "reference_predates_labels": "the reference was set by a driftline that kept no labelled scores (before "
+                                 "calibrated estimates): set it again (`driftline reference set`)",
     "few_reference_labels": "too few labelled positives or negatives in the reference",
     "outside_reference_support": "many scores lie outside the range the reference's labels cover",
     "sparse_reference_labels": "too few reference labels near this window's scores",

@@ -42,6 +42,8 @@ def calibrated(stats: BucketStats, profile: Profile | None, threshold: float, va
     """Estimated recall/precision/FPR/prevalence of all the window's predictions (label-free: it depends only
     on the scores, so it is also what was estimated before any label arrived)."""
     base = reasons if profile is not None else ("no_reference", *reasons)
+    if profile is not None and profile.score_labels is None and not profile.score_labels_by_variant:
+        base = ("reference_predates_labels", *reasons)  # stored by an older version: setting it again mends it
     return estimate(stats.hist.sum(axis=0), calibration_map(profile, variant), threshold, base)
 
 
