@@ -107,3 +107,28 @@ def test_joinpack_before_the_slices_migration_keeps_both(tmp_path):
         ddl = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE name = 'predictions'").scalar_one()
     assert "slice_values" in ddl and ddl.rstrip().endswith("WITHOUT ROWID") and store.schema_is_current()
     store.close()
+
+
+def test_a_database_stamped_by_the_joinpack_dependency_build_upgrades(empty_url):
+    """e9a095d's 0010_joinpack named 0002 in depends_on, so Alembic stored 0010 in place of 0002: such a database
+    holds slice_values but not revision 0002, and the next upgrade ran 0002 again ('database unavailable: duplicate
+    column name: slice_values', exit 3; run and serve retried it forever). 0002 now finds its column and only
+    records itself (SRE upgrade tryout)."""
+    from sqlalchemy import text
+
+    from driftline.storage import revisions
+
+    store = Store(empty_url)
+    store.migrate()
+    with store.write() as conn:
+        conn.execute(text("INSERT INTO predictions (prediction_id, model, variant, model_version, ts, score, flagged,"
+                          " shard, implicit, slice_values) VALUES ('p', 'm', 'v', '1', 1.0, 0.5, false, 0, false,"
+                          " '{\"country\": \"DE\"}')"))
+        conn.execute(text("DELETE FROM alembic_version WHERE version_num = '0002'"))  # as e9a095d left it
+    assert not store.schema_is_current()
+    before = _join_rows(store)
+    store.migrate()
+    with store.read() as conn:
+        stored = revisions.stored_revisions(conn)
+    assert stored == revisions.script_heads() and _join_rows(store) == before
+    store.close()

@@ -1,5 +1,8 @@
 """Slice values on the join state, so late labels move per-slice counts too.
 
+Idempotent: a database migrated by e9a095d (2026-12-01, whose 0010_joinpack named 0002 in `depends_on`, so
+Alembic stored 0010 in place of 0002) holds the column but not this revision, and the next upgrade runs it again.
+
 Revision ID: 0002
 Revises: 0001
 """
@@ -13,6 +16,8 @@ depends_on = None
 
 
 def upgrade() -> None:
+    if any(c["name"] == "slice_values" for c in sa.inspect(op.get_bind()).get_columns("predictions")):
+        return  # already added (see above): recording the revision is all that is left
     with op.batch_alter_table("predictions") as batch:
         batch.add_column(sa.Column("slice_values", sa.Text, nullable=True))
 
