@@ -15,7 +15,7 @@ import pytest
 
 from driftline import cli
 from driftline.core import decode_many as dm
-from driftline.core import names
+from driftline import name_rule as names
 from driftline.storage.store import Store
 from driftline.terminal import quoted_name, shell_word, shown_as, visible
 
