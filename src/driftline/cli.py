@@ -20,7 +20,7 @@ from .config import ConfigError, load_named
 from .context import Context, resolve_db
 from .gc_tuning import tune_for_batches
 from .malloc_arenas import cap_malloc_arenas
-from .storage.errors import NotADatabase, SchemaTooNew, StoreUnavailable
+from .storage.errors import MigrationFailed, NotADatabase, SchemaTooNew, StoreUnavailable
 from .terminal import LOG_FORMAT, VisibleFormatter, visible
 
 COMMANDS = ("ingest", "query", "simulate", "demo", "alerts", "serve", "ab", "drift_cmds", "report", "kafka_cmds",
@@ -232,7 +232,7 @@ def _main(argv: list[str] | None) -> int:
                       model_named="model" in keys, db_source=db_source, creates=not reads_only(args))
         tune_for_batches()
         return int(args.func(ctx, args) or 0)
-    except (ConfigError, NotADatabase, SchemaTooNew) as e:
+    except (ConfigError, NotADatabase, SchemaTooNew, MigrationFailed) as e:
         log.debug("command refused", exc_info=True)
         fail(err, str(e))
         return 2

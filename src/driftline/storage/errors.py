@@ -25,6 +25,12 @@ class SchemaTooNew(RuntimeError):
     no retry mends it (Alembic's own error was `unexpected CommandError: Can't locate revision …`)."""
 
 
+class MigrationFailed(RuntimeError):
+    """The database refused a statement of a migration script (a column already there, a table changed by hand):
+    nothing was migrated (one transaction) and no retry mends it. It was `database unavailable` (exit 3) and
+    `run`/`serve` retried it forever (upgrade tryout)."""
+
+
 class StalePositions(RuntimeError):
     """A guarded batch started where the stored position no longer is: another consumer moved it (the batch is
     rolled back; the caller drops it and re-reads the stored positions)."""

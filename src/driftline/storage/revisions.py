@@ -8,8 +8,9 @@ from functools import cache
 from pathlib import Path
 
 from sqlalchemy import Connection, inspect, text
+from sqlalchemy.exc import DBAPIError, DataError, IntegrityError, OperationalError, ProgrammingError
 
-from .errors import SchemaTooNew
+from .errors import MigrationFailed, SchemaTooNew
 
 VERSIONS = Path(__file__).parent / "migrations" / "versions"
 VERSION_TABLE = "alembic_version"
@@ -74,3 +75,35 @@ def refuse_newer_schema(stored: frozenset[str] | None, versions: Path = VERSIONS
         f"{', '.join(sorted(script_heads(versions)))}); a newer driftline migrated it. Nothing was read or written. "
         "Run that newer version against it; to go back, restore the backup taken before the upgrade (migrations are "
         "never reversed)")
+
+
+SQLITE_OUTAGES = ("database is locked", "database is busy", "disk i/o error", "database or disk is full",
+                  "unable to open database file", "readonly database")
+"""SQLite errors a wait mends (a lock, the disk, a mount): SQLite raises OperationalError for these and for a
+statement the schema refuses ('duplicate column name') alike."""
+
+
+def refused_statement(dialect: str, err: DBAPIError) -> bool:
+    """Whether a migration statement failed because the database refused it, not because it was away or busy:
+    PostgreSQL says so by class (ProgrammingError, IntegrityError, DataError; OperationalError is an outage),
+    SQLite only in the message."""
+    if err.connection_invalidated:
+        return False
+    if isinstance(err, (ProgrammingError, IntegrityError, DataError)):
+        return True
+    if dialect == "sqlite" and isinstance(err, OperationalError):
+        msg = str(err.orig).lower()
+        return not any(outage in msg for outage in SQLITE_OUTAGES)
+    return False
+
+
+def migration_failed(stored: frozenset[str] | None, err: DBAPIError) -> MigrationFailed:
+    """The one-line error for a refused migration statement, naming the revisions on both sides and what to do."""
+    pending = ", ".join(sorted(script_heads() - (stored or frozenset())))
+    before = ", ".join(sorted(stored)) if stored else "none"
+    return MigrationFailed(
+        f"migrating the database schema failed (applying {pending}; recorded before: {before}): the database "
+        f"refused a statement ({str(err.orig).splitlines()[0] if err.orig else err}). Nothing was changed (the "
+        "migration is one transaction), and starting again fails the same way: the schema differs from what its "
+        "recorded revision means (changed by hand, or a partial restore). Restore the backup taken before the "
+        "upgrade (README: Upgrading), or repair the schema and start again")

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, case, create_engine, select
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError
 
 from . import bulk, calls, labels, locking, pg_missing, pgconnect, revisions, sqlite_binding
 from . import schema as t
@@ -68,7 +69,8 @@ class Store(StoreQueries):
         starts fast). Otherwise serialised across processes by the write lock (replicas starting together: the
         second one waits, then finds the schema current). An unreachable or unopenable database raises
         StoreUnavailable; a SQLite path that is a directory or not a database raises NotADatabase; a database
-        migrated by a newer driftline (a revision no script here defines) raises SchemaTooNew, untouched."""
+        migrated by a newer driftline (a revision no script here defines) raises SchemaTooNew, untouched; a migration
+        statement the database refuses (a schema changed by hand) raises MigrationFailed, nothing changed."""
         path = sqlite_file(self.url)
         if path is not None and os.path.isdir(path):
             raise NotADatabase(f"{path} is a directory, not a SQLite database file")
@@ -86,7 +88,12 @@ class Store(StoreQueries):
         with self.write() as conn:
             revisions.refuse_newer_schema(revisions.stored_revisions(conn))  # a newer replica may have migrated since
             cfg.attributes["connection"] = conn
-            command.upgrade(cfg, "heads")
+            try:
+                command.upgrade(cfg, "heads")
+            except DBAPIError as err:  # rolled back on the way out; an outage stays StoreUnavailable (retried)
+                if revisions.refused_statement(self.dialect, err):
+                    raise revisions.migration_failed(stored, err) from err
+                raise
 
     def schema_is_current(self) -> bool:
         """Whether the database records exactly the migration scripts' heads (one read, no Alembic)."""
