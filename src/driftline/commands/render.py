@@ -98,6 +98,10 @@ def metrics_table(doc: dict[str, Any], console: Console) -> None:
                  f"labelled={c['labelled']} of predictions={c['predictions']}"])
     print_table(console, [Col("metric", "left"), Col("value [95 % Wilson] n"), Col("counts", drop=1)], rows,
                 title=shown(title))
+    from ..analysis.flag_thresholds import flag_note  # numpy: not at import time (tests/test_cli_imports)
+    flags = flag_note(doc.get("threshold_in_force"))
+    if flags:
+        say(console, shown(flags), "[yellow]note:[/yellow] ")
     if doc.get("label_maturity"):
         say(console, shown(doc['label_maturity']['note']), "[yellow]note:[/yellow] ")
     if doc.get("note"):

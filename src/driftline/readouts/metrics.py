@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.classification import Metrics, classification
+from ..analysis.flag_thresholds import flag_thresholds
 from ..analysis.ranking import UNRANKED
 from ..config import Config
 from ..core.labels import VARIANT, VERSION, overflow_counter
@@ -75,6 +76,8 @@ def metrics_document(store: Store, config: Config, q: MetricsQuery) -> dict[str,
             if elsewhere:
                 doc["note"] = "; ".join(n for n in (doc.get("note"), elsewhere) if n)
     doc.update(m.to_json())
+    flags = flag_thresholds((r.stats for r in headline_rows(config.ab, rows, q.variant)), config.threshold)
+    doc.update(threshold=flags.value, threshold_in_force=flags.to_json(), config_threshold=config.threshold)
     doc["by_variant"] = [{"variant": v, "model_version": mv, **_brief(classification(st, UNRANKED))}
                          for (v, mv), st in group_stats.items()]
     doc["label_maturity"] = None if empty else maturity_hint(store, config, q.model, window, total.predictions,

@@ -138,12 +138,16 @@ def threshold_row(neg_hist: np.ndarray, pos_hist: np.ndarray, threshold: float, 
 
 
 def threshold_table(neg_hist: np.ndarray, pos_hist: np.ndarray, cfg: CostConfig | None, prevalence: float | None,
-                    deployed: float, thresholds: tuple[float, ...] = THRESHOLDS) -> dict[str, Any]:
+                    deployed: float, thresholds: tuple[float, ...] = THRESHOLDS, configured: float | None = None
+                    ) -> dict[str, Any]:
     """Trade-off at thresholds 0.1 … 0.9 from the labelled score histograms, the cost-optimal threshold
     C_FP/(C_FP+C_FN) (with its own row) and the cheapest tabulated threshold, marked in-sample. Without a
-    `costs:` section the rows hold recall, FPR and precision only (no monthly figures, no cheapest)."""
+    `costs:` section the rows hold recall, FPR and precision only (no monthly figures, no cheapest). `deployed` is
+    the threshold the week's flags were made at (events may carry their own); `configured`, the config's, is marked
+    too (row "configured") when it differs."""
     optimal = None if cfg is None else cost_optimal_threshold(cfg)
-    doc: dict[str, Any] = {"thresholds": list(thresholds), "deployed": deployed, "costs_configured": cfg is not None,
+    doc: dict[str, Any] = {"thresholds": list(thresholds), "deployed": deployed,
+                           "configured": deployed if configured is None else configured, "costs_configured": cfg is not None,
                            "monthly_volume": None if cfg is None else cfg.monthly_volume,
                            "currency": None if cfg is None else cfg.currency,
                            "cost_optimal": None if cfg is None else {
@@ -161,6 +165,7 @@ def threshold_table(neg_hist: np.ndarray, pos_hist: np.ndarray, cfg: CostConfig 
     cheapest = min(priced, key=lambda r: (r["monthly"]["total"], -r["threshold"])) if priced else None
     for r in rows:
         r["deployed"] = abs(r["threshold"] - deployed) < 1e-9
+        r["configured"] = configured is not None and abs(r["threshold"] - configured) < 1e-9 and not r["deployed"]
         r["cheapest_in_sample"] = cheapest is not None and r is cheapest
     doc.update({"available": True, "prevalence": prevalence, "rows": rows,
                 "cheapest": None if cheapest is None else {"threshold": cheapest["threshold"],

@@ -252,6 +252,43 @@ def _drift_provider() -> Any:
         return default_provider()
 
 
+def _deployed(metrics: dict[str, Any]) -> float:
+    """The threshold the week's flags were made at, or the config's when they were mixed (no single one)."""
+    return metrics["threshold"] if metrics["threshold"] is not None else metrics["config_threshold"]
+
+
+def flag_rule(flags: dict[str, Any]) -> str:
+    """Who is flagged, for the report's first lines: 'scoring 0.7 or more (the events' own threshold; …)'."""
+    cfg = f"{flags['configured']:g}"
+    if flags["source"] == "config":
+        return f"scoring {cfg} or more"
+    if flags["value"] is not None:
+        return f"scoring {flags['value']:g} or more (the events' own threshold; the config's is {cfg})"
+    seen = flags["thresholds"]
+    which = ", ".join(f"{t:g}" for t in seen) if seen else "thresholds that varied within an hour"
+    return f"scoring at or above the threshold each event carried (mixed: {which}; the config's is {cfg})"
+
+
+def mark_in_force(rows: list[dict[str, Any]], flags: dict[str, Any]) -> None:
+    """Each trade-off row's `in_force` (the week's flags were made at it, for all or, when mixed, part of the week)
+    and `mark`, the words the report prints beside it: 'deployed' when that is the config's threshold, else which
+    is in force and which is only configured."""
+    seen = flags["thresholds"] or []
+    for r in rows:
+        at = lambda t: abs(r["threshold"] - t) < 1e-9  # noqa: E731
+        r["in_force"] = any(at(t) for t in seen)
+        if flags["source"] == "config":
+            r["mark"] = "deployed" if r["in_force"] else ""
+        elif not flags["mixed"]:
+            r["mark"] = ("in force (events’ own threshold)" if r["in_force"] else
+                         "config threshold (not in force)" if at(flags["configured"]) else "")
+        else:
+            words = ["in force for part of the week (mixed)"] if r["in_force"] else []
+            if at(flags["configured"]):
+                words.append("config threshold" + ("" if r["in_force"] or seen else " (thresholds mixed)"))
+            r["mark"] = ", ".join(words)
+
+
 # --- the whole document -------------------------------------------------------------------------------------------
 def report_document(store: Store, config: Config, model: str, week: IsoWeek, now: float,
                     week_reason: str = "given") -> dict[str, Any]:
@@ -272,7 +309,9 @@ def report_document(store: Store, config: Config, model: str, week: IsoWeek, now
     doc: dict[str, Any] = {
         "kind": "driftline.weekly_report", "version": REPORT_VERSION, "model": model, "week": week.label,
         "week_reason": week_reason, "window": week.window.to_json(), "generated_at": iso(now),
-        "threshold": config.threshold, "currency": None if config.costs is None else config.costs.currency,
+        "threshold": metrics["threshold"], "config_threshold": config.threshold,
+        "threshold_in_force": metrics["threshold_in_force"], "flag_rule": flag_rule(metrics["threshold_in_force"]),
+        "currency": None if config.costs is None else config.costs.currency,
         "costs_configured": config.costs is not None, "domain": msgspec.structs.asdict(config.domain),
         "targets": dict(config.targets),
         "partial_week": now < week.end,
@@ -289,8 +328,9 @@ def report_document(store: Store, config: Config, model: str, week: IsoWeek, now
                    "fired": sum(1 for r in alerts if r["to_state"] == "firing")},
         "business": business_section(metrics, config.costs, dict(config.targets)),
         "thresholds": threshold_table(np.asarray(total.hist[NEG]), np.asarray(total.hist[POS]), config.costs,
-                                      prevalence, config.threshold),
+                                      prevalence, _deployed(metrics), configured=config.threshold),
     }
+    mark_in_force(doc["thresholds"].get("rows", []), metrics["threshold_in_force"])
     if doc["thresholds"].get("cost_optimal"):
         doc["thresholds"]["cost_optimal"]["judgement"] = judge_cost_optimal(doc["thresholds"], doc["calibration"])
     doc["provisional"] = bool(doc["label_maturity"]["provisional"] or doc["partial_week"])

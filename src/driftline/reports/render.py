@@ -154,7 +154,7 @@ def versus_baseline(b: dict[str, Any], words: dict[str, str], currency: str | No
 def cost_optimal(doc: dict[str, Any]) -> Formatted:
     """The cost-optimal threshold line (summary.cost_optimal_sentence) in the report's currency; no event text."""
     t, cur = doc["thresholds"], doc.get("currency")
-    return Formatted(cost_optimal_sentence(t, doc["threshold"], doc["domain"]["review_hours"],
+    return Formatted(cost_optimal_sentence(t, doc["thresholds"]["deployed"], doc["domain"]["review_hours"],
                                            lambda v: money(v, cur)))
 
 

@@ -1,0 +1,115 @@
+"""The threshold(s) a window's predictions were flagged at, read back from its buckets' counts and histograms.
+
+An event's own `threshold` overrides the config's, and buckets keep no thresholds: only each label state's
+flagged count (conf[:, 1]) and its fine score histogram. A cut explains a bucket when, in every label state, the
+predictions in the fine bins at or above it are exactly the flagged ones; the cuts that do form one run of fine
+edges (the tails are monotone). A window flagged at one threshold has a cut common to all its buckets; one whose
+threshold changed (a new deployment, or events carrying different ones) needs several: the fewest that explain
+every bucket are found by the greedy interval stabbing below. A bucket that no single cut explains had thresholds
+that varied inside it, and the set is then unknown.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.grids import SCORE_EDGES
+from ..core.stats import BucketStats
+
+
+@dataclass(frozen=True, slots=True)
+class FlagThresholds:
+    """The threshold in force over a window: one value, or mixed (the set when the buckets tell it)."""
+
+    configured: float
+    thresholds: tuple[float, ...] | None
+    """The fewest cuts that explain every bucket's flags, ascending; None when some bucket is explained by none."""
+
+    @property
+    def mixed(self) -> bool:
+        return self.thresholds is None or len(self.thresholds) > 1
+
+    @property
+    def value(self) -> float | None:
+        """The single threshold the flags were made at; None when mixed."""
+        return self.thresholds[0] if self.thresholds is not None and len(self.thresholds) == 1 else None
+
+    @property
+    def source(self) -> str:
+        """'config' when every flag was made at the configured threshold, 'events' for one other, else 'mixed'."""
+        if self.mixed:
+            return "mixed"
+        return "config" if self.value == self.configured else "events"
+
+    def to_json(self) -> dict[str, object]:
+        return {"value": self.value, "mixed": self.mixed, "source": self.source,
+                "thresholds": None if self.thresholds is None else list(self.thresholds),
+                "range": None if not self.thresholds else [self.thresholds[0], self.thresholds[-1]],
+                "configured": self.configured}
+
+
+def flag_note(doc: dict[str, object] | None) -> str | None:
+    """The sentence a reader needs when the flags were not made at the config's threshold (from to_json); None
+    when they were."""
+    if not doc or doc.get("source") == "config":
+        return None
+    cfg = f"{doc['configured']:g}"
+    if doc.get("value") is not None:
+        return f"flagged at score ≥ {doc['value']:g}: the events' own threshold, not the config's {cfg}"
+    seen = doc.get("thresholds")
+    if seen:
+        listed = ", ".join(f"{t:g}" for t in seen)  # type: ignore[union-attr]
+        return f"flagged at mixed thresholds ({listed}; config {cfg}): the events carried their own"
+    return f"flagged at mixed thresholds (they varied within an hour; config {cfg}): the events carried their own"
+
+
+def _cut_span(stats: BucketStats) -> tuple[float, float] | None:
+    """The scores [low, high] a single cut can lie in to reproduce every label state's flagged count (fine bins
+    a, …, b with tail[i + 1] ≤ flagged ≤ tail[i]: [edge a, edge b + 1]); None when no single cut can."""
+    tails = np.concatenate((np.cumsum(stats.hist[:, ::-1], axis=1)[:, ::-1],
+                            np.zeros((stats.hist.shape[0], 1), dtype=np.int64)), axis=1)
+    flagged = stats.conf[:, 1:2]
+    ok = np.all((tails[:, 1:] <= flagged) & (flagged <= tails[:, :-1]), axis=0)
+    hits = np.flatnonzero(ok)
+    return None if len(hits) == 0 else (float(SCORE_EDGES[hits[0]]), float(SCORE_EDGES[hits[-1] + 1]))
+
+
+def _shortest(low: float, high: float, configured: float) -> float:
+    """The configured threshold if it lies in [low, high], else the number there with the fewest decimals."""
+    if low <= configured <= high:
+        return configured
+    for d in range(1, 17):
+        x = math.ceil(round(low * 10 ** d, 6)) / 10 ** d
+        if x <= high:
+            return x
+    return low
+
+
+def flag_thresholds(buckets: Iterable[BucketStats], configured: float) -> FlagThresholds:
+    """The threshold(s) the buckets' predictions were flagged at (empty buckets say nothing: the configured one)."""
+    spans = []
+    for b in buckets:
+        if not b.conf.any():
+            continue
+        span = _cut_span(b)
+        if span is None:
+            return FlagThresholds(configured, None)
+        spans.append(span)
+    if all(lo <= configured <= hi for lo, hi in spans):
+        return FlagThresholds(configured, (configured,))
+    picked: list[float] = []
+    group: tuple[float, float] | None = None
+    for lo, hi in sorted(spans, key=lambda r: (r[1], r[0])):  # greedy stabbing: fewest cuts explaining every span
+        if group is not None and lo <= group[1]:
+            group = (max(group[0], lo), group[1])
+            continue
+        if group is not None:
+            picked.append(_shortest(*group, configured))
+        group = (lo, hi)
+    assert group is not None
+    picked.append(_shortest(*group, configured))
+    return FlagThresholds(configured, tuple(sorted(set(picked))))
