@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timezone
 
 import numpy as np
@@ -79,11 +80,18 @@ def _dense_x(s: BucketStats, lo: int = 400, hi: int = 700) -> np.ndarray:
 
 
 def _direct(vectors: list[np.ndarray], weights: list[float]) -> np.ndarray:
-    """round(Σ a_j p_j · n_eff), n_eff = 1/Σ a_j²/n_j: the documented mixture, computed densely."""
+    """Σ a_j p_j · n_eff, n_eff = 1/Σ a_j²/n_j, as integers summing to round(n_eff) (largest remainders): the
+    documented mixture, computed densely with Python's sort."""
     a = np.asarray(weights, dtype=float) / np.sum(weights)
     n = np.array([v.sum() for v in vectors])
     p = np.sum([a_j * v / v.sum() for a_j, v in zip(a, vectors)], axis=0)
-    return np.rint(p * (1.0 / np.sum(a**2 / n)))
+    n_eff = 1.0 / np.sum(a**2 / n)
+    x = p * n_eff
+    out = [math.floor(v + 1e-9) for v in x]
+    order = sorted(range(len(x)), key=lambda i: (-(x[i] - out[i]), i))
+    for i in order[:round(n_eff) - sum(out)]:
+        out[i] += 1
+    return np.array(out)
 
 
 def test_mixture_equals_a_direct_numpy_computation(seasons) -> None:
@@ -151,6 +159,20 @@ def test_drift_statistics_on_a_mixed_reference_equal_scipy(seasons) -> None:
     ks = ks_2samp(np.repeat(mx.idx, mx.counts), np.repeat(cur_idx, [cur_num[i] for i in cur_idx]))
     assert x.ks.stat == pytest.approx(ks.statistic, abs=1e-12)
     assert x.n_reference == sum(x.ref_counts) == mix.feature("x").fine.total
+
+
+def test_mixed_counts_add_up_to_the_effective_size(seasons) -> None:
+    """`drift --json` printed n_reference 438 (the sum of counts rounded bin by bin) beside reference_n_effective 437
+    for a seasonal reference: every mixed count vector now sums to round(n_eff), each count within 1 of p·n_eff."""
+    profile, slices, per, _ = seasons
+    rng = np.random.default_rng(RNG_SEED + 3)
+    for _ in range(40):
+        hours = sorted(rng.choice(24, int(rng.integers(2, 8)), replace=False).tolist())
+        mix = mix_profile(profile, slices, {h: int(rng.integers(5, 400)) for h in hours}, min_n=1)
+        cur = _stats(rng, 300)
+        res = drift_report(mix.profile, cur.features, cur.hist, cur.conf)
+        for f in [*res.features, res.score]:
+            assert f.n_reference == mix.n_effective, f.feature
 
 
 def test_slices_round_trip_through_json(seasons) -> None:

@@ -8,7 +8,8 @@ where component j is season s's slice, or the whole reference for a season that 
 share one component (the same sample counted once). The mixed reference has the sample size whose
 multinomial noise matches the mix's, n_eff = 1 / Σ_j a_j² / n_j (n_j: the component's count of that
 feature, score or labelled set), so every test and noise floor of analysis.drift applies unchanged:
-its counts are round(p_mix · n_eff) on the whole profile's frozen layout (cuts, categories, seen set kept).
+its counts are p_mix · n_eff apportioned to integers that sum to round(n_eff) (largest remainders, each within 1 of
+p_mix · n_eff) on the whole profile's frozen layout (cuts, categories, seen set kept).
 A window within one season gets exactly that season's slice.
 """
 
@@ -89,7 +90,22 @@ def _mix(parts: Sequence[tuple[float, np.ndarray]]) -> np.ndarray:
     live = [(a / norm, v) for a, v in live]
     p = sum(a * v / v.sum() for a, v in live)
     n_eff = 1.0 / sum(a * a / v.sum() for a, v in live)
-    return np.rint(p * n_eff).astype(np.int64)
+    return apportion(p * n_eff, int(np.rint(n_eff)))
+
+
+def apportion(x: np.ndarray, total: int) -> np.ndarray:
+    """Integers within 1 of x (≥ 0) that sum to `total` (largest remainders: floor, then +1 to the largest
+    fractional parts, lowest index first on ties), so the mixed counts add up to the n_eff reported beside them;
+    rounding each bin alone left their sum (n_reference) a few counts off n_eff (438 next to 437)."""
+    base = np.floor(x + 1e-9).astype(np.int64)  # 1e-9: an exact count computed as 2.9999999999 stays 3
+    short = total - int(base.sum())
+    if short > 0:
+        frac = x - base
+        base[np.argsort(-frac, kind="stable")[:short]] += 1
+    elif short < 0:  # only from the 1e-9 above: take back from the smallest fractional parts
+        frac = x - base
+        base[np.argsort(frac, kind="stable")[:-short]] -= 1
+    return base
 
 
 def _fine_vector(s: FineSample, idx: np.ndarray) -> np.ndarray:
