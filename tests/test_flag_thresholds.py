@@ -116,3 +116,17 @@ def test_report_marks_the_threshold_in_force(tmp_path: Path, capsys) -> None:
     md = next(out.glob("*.md")).read_text()
     assert "Predictions scoring 0.7 or more (the events' own threshold; the config's is 0.5) are flagged" in md
     assert "| in force (events’ own threshold) |" in md and "config threshold (not in force)" in md
+
+
+def test_encoded_rows_give_the_decoded_counts() -> None:
+    """flags_in_force reads conf and the score histogram straight from the stored bytes (nothing kept decoded)."""
+    from driftline.core.window_sum import flag_counts
+
+    rng = np.random.default_rng(3)
+    b = BucketStats()
+    p = np.round(rng.uniform(0.0, 1.0, 500), 4)
+    for s, k, y in zip(p, score_bin(p), rng.integers(0, 3, 500)):
+        b.add_prediction(int(y), bool(s >= 0.7), int(k), float(s))
+    conf, hist = flag_counts(b.to_bytes())
+    assert np.array_equal(conf, b.conf) and np.array_equal(hist, b.hist)
+    assert flag_thresholds([(conf, hist)], 0.5) == flag_thresholds([b], 0.5)

@@ -67,12 +67,12 @@ def flag_note(doc: dict[str, object] | None) -> str | None:
     return f"flagged at mixed thresholds (they varied within an hour; config {cfg}): the events carried their own"
 
 
-def _cut_span(stats: BucketStats) -> tuple[float, float] | None:
+def _cut_span(conf: np.ndarray, hist: np.ndarray) -> tuple[float, float] | None:
     """The scores [low, high] a single cut can lie in to reproduce every label state's flagged count (fine bins
     a, …, b with tail[i + 1] ≤ flagged ≤ tail[i]: [edge a, edge b + 1]); None when no single cut can."""
-    tails = np.concatenate((np.cumsum(stats.hist[:, ::-1], axis=1)[:, ::-1],
-                            np.zeros((stats.hist.shape[0], 1), dtype=np.int64)), axis=1)
-    flagged = stats.conf[:, 1:2]
+    tails = np.concatenate((np.cumsum(hist[:, ::-1], axis=1)[:, ::-1],
+                            np.zeros((hist.shape[0], 1), dtype=np.int64)), axis=1)
+    flagged = conf[:, 1:2]
     ok = np.all((tails[:, 1:] <= flagged) & (flagged <= tails[:, :-1]), axis=0)
     hits = np.flatnonzero(ok)
     return None if len(hits) == 0 else (float(SCORE_EDGES[hits[0]]), float(SCORE_EDGES[hits[-1] + 1]))
@@ -89,13 +89,16 @@ def _shortest(low: float, high: float, configured: float) -> float:
     return low
 
 
-def flag_thresholds(buckets: Iterable[BucketStats], configured: float) -> FlagThresholds:
-    """The threshold(s) the buckets' predictions were flagged at (empty buckets say nothing: the configured one)."""
+def flag_thresholds(buckets: Iterable[BucketStats | tuple[np.ndarray, np.ndarray]], configured: float
+                    ) -> FlagThresholds:
+    """The threshold(s) the buckets' predictions were flagged at (empty buckets say nothing: the configured one);
+    a bucket is its BucketStats or its (conf, hist) arrays (core.window_sum.flag_counts)."""
     spans = []
     for b in buckets:
-        if not b.conf.any():
+        conf, hist = (b.conf, b.hist) if isinstance(b, BucketStats) else b
+        if not conf.any():
             continue
-        span = _cut_span(b)
+        span = _cut_span(conf, hist)
         if span is None:
             return FlagThresholds(configured, None)
         spans.append(span)

@@ -38,6 +38,29 @@ _decoder = msgspec.msgpack.Decoder(_Summable)
 _CELLS = 3 * N_SCORE_BINS
 
 
+class _Flags(msgspec.Struct):
+    """The parts of an encoded bucket that say how its predictions were flagged."""
+
+    conf: list[int]
+    hi: bytes
+    hc: bytes
+
+
+_flags_decoder = msgspec.msgpack.Decoder(_Flags)
+
+
+def flag_counts(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """An encoded bucket's conf (3 × 2) and dense score histogram (3 × N_SCORE_BINS), nothing else decoded."""
+    try:
+        doc = _flags_decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        b = BucketStats.from_bytes(data, features=False)
+        return b.conf, b.hist
+    hist = np.zeros(_CELLS, dtype=np.int64)
+    hist[np.frombuffer(doc.hi, dtype=np.int32)] = np.frombuffer(doc.hc, dtype=np.int64)
+    return np.asarray(doc.conf, dtype=np.int64).reshape(3, 2), hist.reshape(3, N_SCORE_BINS)
+
+
 def _merged(datas: Sequence[bytes]) -> BucketStats:
     """merge's own route: each bucket decoded, then summed."""
     return merge(BucketStats.from_bytes(d, features=False) for d in datas)

@@ -36,7 +36,7 @@ from ..analysis.abstats import (HEADLINE_METRICS, ArmCounts, arm_metrics, compar
 from ..analysis.label_balance import label_balance
 from ..analysis.classification import delay_quantiles
 from ..analysis.costs import Costs, cost_difference, cost_per_1000
-from ..analysis.flag_thresholds import flag_note, flag_thresholds
+from ..analysis.flag_thresholds import flag_note
 from ..analysis.paired import PairedTable, paired_bootstrap, paired_tests
 from ..analysis.power import POWER, recall_power
 from ..analysis.rates import rate
@@ -49,7 +49,7 @@ from .metrics import resolve_window
 from ..core.stats import NEG, POS, UNL, BucketStats, merge
 from ..storage.bucket_row import BucketRow
 from ..storage.store import Store
-from .windows import Window, merged, window_ending, window_rows
+from .windows import Window, flags_in_force, merged, window_ending, window_rows
 
 ALPHA = 0.05
 
@@ -322,7 +322,7 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
     days = _span_days(rows, window)
     doc["window"]["days_observed"] = days
     currency = None if config.costs is None else config.costs.currency
-    flags = flag_thresholds((r.stats for r in rows), config.threshold)  # what the arms' flags were made at
+    flags = flags_in_force(rows, config.threshold)  # what the arms' flags were made at
     doc.update({"alpha": ALPHA, "threshold": flags.value, "threshold_in_force": flags.to_json(),
                 "config_threshold": config.threshold, "currency": currency,
                 "costs_configured": config.costs is not None,
@@ -341,8 +341,7 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
     for a in sorted(plan.shares):
         doc["arms"][a] = arm_readout(stats[a], costs, config.costs, plan.shares[a])
         doc["arms"][a]["model_versions"] = sorted({r.model_version for r in by_variant.get(a, [])})
-        doc["arms"][a]["threshold_in_force"] = flag_thresholds(
-            (r.stats for r in by_variant.get(a, [])), config.threshold).to_json()
+        doc["arms"][a]["threshold_in_force"] = flags_in_force(by_variant.get(a, []), config.threshold).to_json()
     shadow = config.ab.design == "shadow"
     srm_split = {a: 1.0 for a in plan.shares} if shadow else dict(plan.shares)
     srm = srm_check({a: c.predictions for a, c in counts.items()}, srm_split)

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.classification import Metrics, classification
-from ..analysis.flag_thresholds import flag_thresholds
 from ..analysis.ranking import UNRANKED
 from ..config import Config
 from ..core.labels import VARIANT, VERSION, overflow_counter
@@ -16,7 +15,8 @@ from ..storage.store import Store
 from .headline import headline_rows, headline_total, headline_variant, missing_control_note, scope_json
 from .maturity import maturity_hint
 from .ranking import window_metrics
-from .windows import Window, cut_days, cut_days_note, default_at, merged, window_ending, window_rows
+from .windows import (Window, cut_days, cut_days_note, default_at, flags_in_force, merged, window_ending,
+                      window_rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +76,7 @@ def metrics_document(store: Store, config: Config, q: MetricsQuery) -> dict[str,
             if elsewhere:
                 doc["note"] = "; ".join(n for n in (doc.get("note"), elsewhere) if n)
     doc.update(m.to_json())
-    flags = flag_thresholds((r.stats for r in headline_rows(config.ab, rows, q.variant)), config.threshold)
+    flags = flags_in_force(headline_rows(config.ab, rows, q.variant), config.threshold)
     doc.update(threshold=flags.value, threshold_in_force=flags.to_json(), config_threshold=config.threshold)
     doc["by_variant"] = [{"variant": v, "model_version": mv, **_brief(classification(st, UNRANKED))}
                          for (v, mv), st in group_stats.items()]

@@ -13,7 +13,8 @@ from ..storage.compaction import COMPACTED_SHARD, DAY_S, compacted_days
 from ..storage.bucket_row import BucketRow
 from ..storage.store import Store
 from ..core.stats import BucketStats, merge
-from ..core.window_sum import sum_encoded
+from ..core.window_sum import flag_counts, sum_encoded
+from ..analysis.flag_thresholds import FlagThresholds, flag_thresholds
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,3 +91,10 @@ def merged(rows: list[BucketRow]) -> BucketStats:
     if rows and len(datas) == len(rows) and all(d is not None for d in datas):
         return sum_encoded(datas)  # type: ignore[arg-type]
     return merge(r.stats for r in rows)
+
+
+def flags_in_force(rows: list[BucketRow], configured: float) -> FlagThresholds:
+    """The threshold(s) the rows' predictions were flagged at, read bucket by bucket from the encoded rows (a
+    decoded one when it was decoded): nothing is kept decoded, so a long window costs no memory."""
+    return flag_thresholds(((r.stats.conf, r.stats.hist) if r.data is None else flag_counts(r.data) for r in rows),
+                           configured)

@@ -147,7 +147,8 @@ def threshold_table(neg_hist: np.ndarray, pos_hist: np.ndarray, cfg: CostConfig 
     too (row "configured") when it differs."""
     optimal = None if cfg is None else cost_optimal_threshold(cfg)
     doc: dict[str, Any] = {"thresholds": list(thresholds), "deployed": deployed,
-                           "configured": deployed if configured is None else configured, "costs_configured": cfg is not None,
+                           "configured": deployed if configured is None else configured,
+                           "costs_configured": cfg is not None,
                            "monthly_volume": None if cfg is None else cfg.monthly_volume,
                            "currency": None if cfg is None else cfg.currency,
                            "cost_optimal": None if cfg is None else {
