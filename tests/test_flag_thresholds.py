@@ -50,6 +50,8 @@ def test_metrics_and_ab_show_the_events_threshold(tmp_path: Path, capsys) -> Non
     assert doc["threshold_in_force"]["source"] == "events" and not doc["threshold_in_force"]["mixed"]
     assert main(["--db", url, "metrics"]) == 0
     assert "flagged at score ≥ 0.7: the events' own threshold, not the config's 0.5" in capsys.readouterr().out
+    cal = _json(capsys, "--db", url, "calibration", "--json")
+    assert cal["threshold"] == cal["early_warning"]["threshold"] == 0.7 and cal["config_threshold"] == 0.5
     ab = _json(capsys, "--db", url, "ab", "--json")
     assert ab["threshold"] == 0.7 and ab["config_threshold"] == 0.5
     assert all(a["threshold_in_force"]["value"] == 0.7 for a in ab["arms"].values())

@@ -261,8 +261,8 @@ def calibration_document(store: Store, config: Config, model: str, window: Windo
                            profile.prevalence if profile is not None else None)
     cut = threshold_in_force(stats, config.threshold)  # events may carry their own threshold
     doc: dict[str, Any] = {
-        "model": model, "variant": None if scope else variant, "scope": scope, "threshold": config.threshold,
-        "threshold_in_force": cut, "window": _window_json(window, stats),
+        "model": model, "variant": None if scope else variant, "scope": scope, "threshold": cut,
+        "threshold_in_force": cut, "config_threshold": config.threshold, "window": _window_json(window, stats),
         "reference": None if ref is None else {**ref.summary(), "prevalence": profile.prevalence if profile else None},
         "calibration": calibration_report(stats).to_json(),
         "base_rate": bre.to_json(),
