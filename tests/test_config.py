@@ -299,3 +299,24 @@ def test_an_empty_exporter_host_is_refused_not_read_as_every_interface(host: str
     with pytest.raises(ConfigError, match=r"field `exporter.host`: .* is empty, which would listen on every interface"):
         from_dict({"exporter": {"host": host}})
     assert from_dict({"exporter": {"host": "0.0.0.0"}}).exporter.host == "0.0.0.0"
+
+
+def test_the_finite_check_visits_each_aliased_list_once() -> None:
+    """A YAML alias bomb (8 lines: each list holds the previous one 9 times, 9**8 values when expanded) was walked
+    value by value by the finite-number check: the CLI took minutes before saying `unknown field`. Each shared list
+    is now visited once (counted on iteration, not timed)."""
+    from driftline.config_fields import non_finite
+
+    walked = []
+
+    class Counted(list):
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            walked.append(1)
+            return super().__iter__()
+
+    level: list = Counted(["x"] * 9)
+    for _ in range(8):
+        level = Counted([level] * 9)
+    assert non_finite({"a": level}) is None and len(walked) == 9
+    shared = [1.0, float("inf")]
+    assert non_finite({"p": [shared, shared]}) == ("p[0][1]", float("inf"))

@@ -135,17 +135,24 @@ def misspelled_slice(slices: Sequence[str], features: Iterable[str]) -> str | No
     return None
 
 
-def non_finite(data: Any, path: str = "") -> tuple[str, float] | None:
+def non_finite(data: Any, path: str = "", seen: set[int] | None = None) -> tuple[str, float] | None:
     """The path (`costs.missed_positive`, `triggers[0].value`) and value of the first number in the parsed config
     that is not finite (`.inf`, `.nan`, `1e400`), or None. No setting means one: msgspec's bounds let `.inf` through
-    (`costs.missed_positive: .inf` loaded, then `driftline ab` and `report` ended in an IndexError)."""
-    if isinstance(data, float) and not math.isfinite(data):
-        return path, data
-    items = (data.items() if isinstance(data, dict) else
-             ((f"[{i}]", v) for i, v in enumerate(data)) if isinstance(data, list) else ())
+    (`costs.missed_positive: .inf` loaded, then `driftline ab` and `report` ended in an IndexError). Each mapping
+    or list is visited once: YAML aliases share them, and a file of nested aliases (8 lines, 9 to the 8th values)
+    must not take minutes to check."""
+    if isinstance(data, float):
+        return None if math.isfinite(data) else (path, data)
+    if not isinstance(data, (dict, list)):
+        return None
+    seen = set() if seen is None else seen
+    if id(data) in seen:
+        return None
+    seen.add(id(data))
+    items = data.items() if isinstance(data, dict) else ((f"[{i}]", v) for i, v in enumerate(data))
     for key, value in items:
         key = str(key)
-        found = non_finite(value, path + key if key.startswith("[") else f"{path}.{key}" if path else key)
+        found = non_finite(value, path + key if key.startswith("[") else f"{path}.{key}" if path else key, seen)
         if found is not None:
             return found
     return None
