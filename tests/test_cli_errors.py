@@ -295,3 +295,17 @@ def test_an_in_memory_database_is_refused_as_nothing_it_stores_would_last(tmp_pa
     (tmp_path / "c.yaml").write_text(f'database: "{url}"\n')
     one_line_error(cli("--config", str(tmp_path / "c.yaml"), "metrics", cwd=tmp_path), "config `database`",
                    "in-memory")
+
+
+def test_a_report_folder_that_is_a_file_is_one_line_naming_the_option(tmp_path: Path, stored: list[str]) -> None:
+    """Tryout: `report --out FILE` ended with 'error: [Errno 17] File exists: …' (and `--out FILE/sub`: '[Errno 20]
+    Not a directory'), after the report was built; the config's schedule.report_dir was not named."""
+    (tmp_path / "afile").write_text("x")
+    one_line_error(cli(*stored, "report", "--out", str(tmp_path / "afile"), cwd=tmp_path),
+                   "--out: ", "afile is a file, not a folder")
+    line = one_line_error(cli(*stored, "report", "--out", str(tmp_path / "afile" / "sub"), cwd=tmp_path),
+                          "--out: ", "afile is a file, not a folder (in ")
+    assert "Errno" not in line
+    (tmp_path / "c.yaml").write_text(f"schedule: {{report_dir: '{tmp_path / 'afile'}'}}\n")
+    one_line_error(cli(*stored, "--config", str(tmp_path / "c.yaml"), "report", cwd=tmp_path),
+                   "config schedule.report_dir: ", "is a file, not a folder")

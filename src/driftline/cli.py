@@ -247,7 +247,7 @@ def _main(argv: list[str] | None) -> int:
         return 0
     except OSError as e:  # a path that cannot be written or read, a port already taken: one line, not a traceback
         log.debug("command failed", exc_info=True)
-        fail(err, str(e))
+        fail(err, f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e))  # no "[Errno 2]"
         return 2
     except Exception as e:  # noqa: BLE001 - a bug: one line for users, the traceback with --log-level debug
         log.debug("unexpected error", exc_info=True)

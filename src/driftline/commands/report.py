@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 from ..config import ConfigError
 from ..context import Context
@@ -34,13 +35,16 @@ def cmd_report(ctx: Context, args: argparse.Namespace) -> int:
     if given is not None and given.start > now + MAX_FUTURE_S:  # 9999-W52 failed on year 10000
         raise ConfigError(f"--week: {args.week} has not begun (now is {week_of(now).label}): no event of it can "
                           "be stored yet")
+    out = args.out or ctx.config.schedule.report_dir
+    problem = folder_problem(out)
+    if problem:  # before any work: was "[Errno 17] File exists: 'x'" after the report was built
+        raise ConfigError(f"{'--out' if args.out else 'config schedule.report_dir'}: {problem}")
     store = ctx.store()
     model = pick_model(ctx, args.model)
     if model not in store.models():  # a report of nothing would be written and stored
         raise ConfigError(f"report: no predictions of model {model!r} are stored yet (feed events with "
                           "`driftline replay` or `driftline run`)")
     week, reason = (given, "given") if given is not None else default_week(store, model, now, ctx.config.bucket_s)
-    out = args.out or ctx.config.schedule.report_dir
     result = generate(store, ctx.config, model, week, now, out, replace=True, source="cli", week_reason=reason)
     if args.json:
         print(json.dumps({**result.to_json(), "report": result.doc}, allow_nan=False))
@@ -53,3 +57,17 @@ def cmd_report(ctx: Context, args: argparse.Namespace) -> int:
     for ext in ("html", "md", "json"):
         print(visible(result.paths[ext]))
     return 0
+
+
+def folder_problem(path: str) -> str | None:
+    """Why the reports cannot be written into the folder `path` (created with its parents when missing): a file
+    where it or a parent should be a folder, or a parent this process may not write into; None when it can."""
+    probe = os.path.abspath(path)
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        where = "" if probe == os.path.abspath(path) else f" (in {path})"
+        return f"{probe} is a file, not a folder{where}; give a folder for the reports (created when missing)"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"cannot write into {probe}: permission denied; give a folder this user may write"
+    return None
