@@ -320,3 +320,15 @@ def test_the_finite_check_visits_each_aliased_list_once() -> None:
     assert non_finite({"a": level}) is None and len(walked) == 9
     shared = [1.0, float("inf")]
     assert non_finite({"p": [shared, shared]}) == ("p[0][1]", float("inf"))
+
+
+@pytest.mark.parametrize("text", ["", "\n", "# settings come later\n", "---\n...\n", "null\n"])
+def test_a_config_file_without_settings_is_refused(tmp_path: Path, text: str) -> None:
+    """Tryout: an empty file (a truncated deploy, an empty ConfigMap key) loaded as the built-in defaults: model
+    fraud, no triggers, so `run` would watch the wrong model and never alert, silently. `{}` still asks for them."""
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    with pytest.raises(ConfigError, match=r"holds no settings \(empty, or comments only\)"):
+        load(p)
+    p.write_text("{}\n")
+    assert load(p) == from_dict({})

@@ -341,6 +341,10 @@ def load_named(path: str | os.PathLike[str] | None) -> tuple[Config, frozenset[s
         data = load_yaml(text)
     except yaml.YAMLError as err:
         raise ConfigError(f"config {p}: not valid YAML{yaml_where(err)}") from None
+    if data is None:  # empty, comments only, `---` or `null`: a truncated file or an empty ConfigMap key would
+        # run on the built-in defaults, with no triggers, silently (`{}` still asks for the defaults explicitly)
+        raise ConfigError(f"config {p}: holds no settings (empty, or comments only): write the settings, write {{}} "
+                          "for the built-in defaults, or leave out --config")
     if data is not None and not isinstance(data, dict):
         raise ConfigError(f"config {p}: top level must be a mapping of settings")
     return from_dict(data, f"config {p}", text), frozenset(str(k) for k in (data or {}))
