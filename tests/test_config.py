@@ -332,3 +332,22 @@ def test_a_config_file_without_settings_is_refused(tmp_path: Path, text: str) ->
         load(p)
     p.write_text("{}\n")
     assert load(p) == from_dict({})
+
+
+@pytest.mark.parametrize("cfg, field", [
+    ({"triggers": [{"name": "r", "metric": "recall", "op": "<", "value": 0.7, "for": "99999999999999d"}]},
+     "triggers[0].for"),
+    ({"triggers": [{"name": "r", "metric": "recall", "op": "<", "value": 0.7, "cooldown": "36526d"}]},
+     "triggers[0].cooldown"),
+    ({"labels": {"horizon": "99999999d"}}, "labels.horizon"),
+    ({"schedule": {"evaluate_every": "99999999999999d"}}, "schedule.evaluate_every"),
+    ({"notify": {"backoff": "40000d"}}, "notify.backoff"),
+])
+def test_every_config_duration_has_the_windows_100_year_bound(cfg: dict, field: str) -> None:
+    """Tryout: `for: 99999999999999d` loaded and `alerts render` wrote a rule promtool refused ('duration out of
+    range'); the other durations had no bound either."""
+    with pytest.raises(ConfigError, match=rf"field `{re.escape(field)}`: \d+d is longer than 36525d \(100 years\)"):
+        from_dict(cfg)
+    zero = from_dict({"triggers": [{"name": "r", "metric": "recall", "op": "<", "value": 0.7, "for": "0s",
+                                    "cooldown": "0s"}]})
+    assert zero.triggers[0].cooldown == "0s"

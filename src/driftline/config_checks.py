@@ -8,18 +8,22 @@ from typing import Annotated
 
 import msgspec
 
-from .durations import parse_duration
+from .durations import MAX_WINDOW_DAYS, MAX_WINDOW_S, parse_duration
 from .name_rule import name_flaw
 
 
 def _positive_durations(section: str, allow_zero: bool = False, **fields: str | None) -> None:
-    """Raise ValueError naming the first field whose duration is not positive (msgspec adds the section path)."""
+    """Raise ValueError naming the first field whose duration is not positive or is longer than 100 years (msgspec
+    adds the section path). Tryout: a trigger's `for: 99999999999999d` loaded and `alerts render` wrote a rule
+    promtool refuses ('duration out of range'); every config duration has the windows' bound."""
     for name, text in fields.items():
         if text is not None:
             try:
-                parse_duration(text, allow_zero)
+                seconds = parse_duration(text, allow_zero)
             except ValueError as err:
                 raise ValueError(f"{section}{name}: {err}") from None
+            if seconds > MAX_WINDOW_S:
+                raise ValueError(f"{section}{name}: {text} is longer than {MAX_WINDOW_DAYS}d (100 years)")
 
 
 def _duration_between(name: str, text: str, low_s: float, high_s: float, why: str) -> None:
