@@ -31,6 +31,7 @@ from ..core.events import DeadLetter, decode, json_lines
 from ..core.lines import json_line_blocks
 from ..core.limits import Limits
 from ..storage.errors import StoreUnavailable
+from ..terminal import shell_word
 from .isolation import Tick
 from .pipeline import BatchResult, Pipeline, RawRecord
 
@@ -149,6 +150,13 @@ def open_events(path: str) -> Iterator[tuple[IO[bytes], Callable[[], int]]]:
             head = raw.read(6)
             raw.seek(0)
         position: Callable[[], int] = (lambda: 0) if path == "-" else raw.tell
+        if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # every line was an invalid_json dead letter whose detail
+            # read "invalid character at byte offset 0 near \xff\xfe{\x00"\x00t…"
+            name = "standard input" if path == "-" else path
+            raise ConfigError(f"{name} is UTF-16 or UTF-32 text (it starts with the byte-order mark "
+                              f"{head[:2].hex(' ').upper()}); events are UTF-8 JSON lines: convert it, e.g. "
+                              f"`iconv -f UTF-16 -t UTF-8 {'FILE' if path == '-' else shell_word(path)} > events.jsonl`, and "
+                              "replay that (nothing was stored)")
         for magic, opener in _COMPRESSED:
             if head.startswith(magic):
                 with opener(raw, "rb") as fh:
