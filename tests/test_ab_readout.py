@@ -455,7 +455,7 @@ def test_ab_without_control_or_section_loads(tmp_path) -> None:
     path.write_text("model: m\n")
     assert load(path).ab == AB()
     path.write_text("ab: {control: Z}\n")
-    with pytest.raises(ConfigError, match=re.escape(f"config {path}: invalid field `ab.arms`: missing")):
+    with pytest.raises(ConfigError, match=re.escape(f"config {path}, line 1: invalid field `ab.arms`: missing")):
         load(path)
 
 

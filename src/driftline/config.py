@@ -16,7 +16,7 @@ from .config_checks import (DEFAULT_RUNBOOK_BASE_URL, Base, Duration, NonNeg, Pr
                             _positive_durations)
 from .config_fields import (dict_entry, enum_choices, field_path, misspelled_slice, non_finite, percent_hint,
                             unknown_field, value_at)
-from .config_scalars import unquoted
+from .config_scalars import line_of, unquoted
 from .config_service import Exporter, Kafka, Notify, Schedule  # noqa: F401 - importers of driftline.config use them
 from .config_yaml import load_yaml, yaml_where
 from .durations import parse_duration, window_too_long
@@ -347,4 +347,16 @@ def load_named(path: str | os.PathLike[str] | None) -> tuple[Config, frozenset[s
                           "for the built-in defaults, or leave out --config")
     if data is not None and not isinstance(data, dict):
         raise ConfigError(f"config {p}: top level must be a mapping of settings")
-    return from_dict(data, f"config {p}", text), frozenset(str(k) for k in (data or {}))
+    try:
+        return from_dict(data, f"config {p}", text), frozenset(str(k) for k in (data or {}))
+    except ConfigError as err:
+        raise ConfigError(_with_line(str(err), f"config {p}", text)) from None
+
+
+def _with_line(message: str, origin: str, text: str) -> str:
+    """`message` ('config c.yaml: invalid field `labels.horizon`: …') with the line of the field it names after the
+    file ('config c.yaml, line 7: …'), so a long file's offending setting is found at once; as given when the field
+    is not in the file (a default's cross-check) or the message names none."""
+    m = re.match(rf"{re.escape(origin)}: (?:invalid|unknown) field `([^`]+)`", message)
+    line = line_of(text, m.group(1)) if m else None
+    return message if line is None else f"{origin}, line {line}{message[len(origin):]}"

@@ -102,3 +102,26 @@ def unquoted(error: str, data: Any, text: str, resolved: str) -> tuple[str, str,
     what = f"key {written}" if key else written
     line = f"{what} is {kind}; quote it (\"{written}\") to use it as a name"
     return field, line, _quoted(data, parts, old_key, written)
+
+
+def line_of(text: str, field: str) -> int | None:
+    """The 1-based line of the setting at `field` (`labels.horizon`, `triggers[0].window`, `ab.arms.B`) in the YAML
+    `text`: the line of its key (of the list item for an index); of the deepest part found when the path goes
+    further than the file (an unknown field's section), None when not even its first part is in the file."""
+    try:
+        node: Node | None = yaml.compose(text, Loader=StrictLoader)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for part in _PART.findall(field):
+        if isinstance(node, MappingNode) and not part.startswith("["):
+            pair = next(((k, v) for k, v in node.value if isinstance(k, ScalarNode) and k.value == part), None)
+            if pair is None:
+                return line
+            line, node = pair[0].start_mark.line + 1, pair[1]
+        else:
+            child = _child(node, part)
+            if child is None:
+                return line
+            line, node = child.start_mark.line + 1, child
+    return line
