@@ -392,3 +392,21 @@ def test_a_dead_letter_producer_that_delivers_nothing_is_replaced_before_the_nex
     assert sink.send([letter, letter], {}) == [True, True] and sink.opened == 2  # and is kept while it works
     assert sig.dlt_sent._value.get() == 3 and not made
     sink.close()
+
+
+def test_an_option_of_the_wrong_kind_is_refused_naming_where_it_came_from() -> None:
+    """Tryout: DRIFTLINE_KAFKA_OPT_REQUEST_TIMEOUT_MS=abc (and `check_crcs: 7`, `security_protocol: 5`) passed and
+    `run` started, to fail inside kafka-python; an unknown option from the environment was named by its lower-case
+    setting, not the variable the user set."""
+    with pytest.raises(ConfigError, match=r"^DRIFTLINE_KAFKA_OPT_REQUEST_TIMEOUT_MS: 'abc' is not a number, as "
+                                          r"kafka-python's request_timeout_ms is \(default 30000\)$"):
+        resolve(Kafka(), "a:1", {"DRIFTLINE_KAFKA_OPT_REQUEST_TIMEOUT_MS": "abc"})
+    with pytest.raises(ConfigError, match=r"^kafka.options.check_crcs: 7 is not true or false"):
+        resolve(Kafka(options={"check_crcs": 7}), "a:1", {})
+    with pytest.raises(ConfigError, match=r"^kafka.options.security_protocol: 5 is not text"):
+        resolve(Kafka(options={"security_protocol": 5}), "a:1", {})
+    with pytest.raises(ConfigError, match=r"unknown kafka-python setting\(s\) DRIFTLINE_KAFKA_OPT_NONSENSE$"):
+        resolve(Kafka(), "a:1", {"DRIFTLINE_KAFKA_OPT_NONSENSE": "1"})
+    ok = resolve(Kafka(options={"request_timeout_ms": 40000, "check_crcs": False}), "a:1",
+                 {"DRIFTLINE_KAFKA_OPT_SASL_PLAIN_PASSWORD": "12345"})
+    assert ok.consumer_kwargs()["request_timeout_ms"] == 40000

@@ -198,7 +198,8 @@ def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | No
     known = _accepted("consumer") | _accepted("producer") | _accepted("admin")
     unknown = sorted(k for k in options if k not in known)
     if unknown:
-        raise ConfigError(f"kafka.options: unknown kafka-python setting(s) {', '.join(unknown)}")
+        raise ConfigError(f"kafka.options: unknown kafka-python setting(s) "
+                          f"{', '.join(_option_source(k, from_env) for k in unknown)}")
     if section.predictions_topic == section.outcomes_topic:
         raise ConfigError("kafka.predictions_topic and kafka.outcomes_topic must differ")
     isolation = options.get("isolation_level", CONSUMER_DEFAULTS["isolation_level"])
@@ -210,6 +211,14 @@ def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | No
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise ConfigError(f"{_option_source(name, from_env)}: {value!r} is not a positive whole number of "
                               "milliseconds")
+    mistyped = _mistyped(options)
+    if mistyped is not None:
+        name, value, default = mistyped
+        what = "true or false" if isinstance(default, bool) else "a number" if isinstance(default, (int, float)) \
+            else "text"
+        shown = MASK if SECRET_KEY.search(name) else repr(value)  # never repeat a secret
+        raise ConfigError(f"{_option_source(name, from_env)}: {shown} is not {what}, as kafka-python's "
+                          f"{name} is (default {default!r})")
     stall_s = parse_duration(section.stall_restart)
     rebalance_ms = int(options.get("max_poll_interval_ms", CONSUMER_DEFAULTS["max_poll_interval_ms"]))
     session_ms = int(options.get("session_timeout_ms", CONSUMER_DEFAULTS["session_timeout_ms"]))
@@ -226,6 +235,31 @@ def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | No
                          dead_letter_max_bytes=section.dead_letter_max_bytes,
                          unassigned_grace_s=parse_duration(section.unassigned_grace), stall_restart_s=stall_s,
                          database_stall_s=parse_duration(section.database_stall), options=options)
+
+
+def _mistyped(options: Mapping[str, Any]) -> tuple[str, Any, Any] | None:
+    """The first option whose value is not of the kind of kafka-python's default (a number, a boolean, text), with
+    its value and that default; None when all fit. Tryout: DRIFTLINE_KAFKA_OPT_REQUEST_TIMEOUT_MS=abc was accepted
+    and `run` started, to fail inside kafka-python; options with no default (None) are not checked."""
+    from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+
+    for name, value in options.items():
+        for cls in (KafkaConsumer, KafkaProducer, KafkaAdminClient):
+            default = cls.DEFAULT_CONFIG.get(name)
+            if default is None:
+                continue
+            if isinstance(default, bool):
+                ok = isinstance(value, bool)
+            elif isinstance(default, (int, float)):
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            elif isinstance(default, str):
+                ok = isinstance(value, str)
+            else:
+                ok = True
+            if not ok:
+                return name, value, default
+            break
+    return None
 
 
 def _option_source(name: str, from_env: Mapping[str, Any]) -> str:
