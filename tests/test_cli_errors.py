@@ -325,3 +325,14 @@ def test_a_utf16_file_is_refused_whole_with_how_to_convert_it(tmp_path: Path, en
     assert f"iconv -f UTF-16 -t UTF-8 '{tmp_path / 'u16 x.jsonl'}'" in line  # pastes as shown
     one_line_error(cli(db, "replay", "-", cwd=tmp_path, stdin=data), "standard input is UTF-16")
     assert b'"totals": {}' in cli(db, "dead-letters", "--json", cwd=tmp_path).stdout
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--days", "1e9"], "--days: must be more than 0 and at most 36525 (100 years), got 1e9"),
+    (["--days", "inf"], "--days: must be more than 0 and at most 36525 (100 years), got inf"),
+    (["--drift-day", "nan"], "--drift-day: must be a finite number of days, got nan"),
+])
+def test_simulate_refuses_days_it_cannot_simulate(tmp_path: Path, args: list[str], says: str) -> None:
+    """Tryout: `simulate --days 1e9` ended in 'unexpected ValueError: year -2735881 is out of range' (exit 1),
+    `--days inf` in an OverflowError, and `--drift-day nan` simulated no drift without a word."""
+    one_line_error(cli("simulate", *args, "--per-day", "1", "--out", str(tmp_path / "e.jsonl"), cwd=tmp_path), says)

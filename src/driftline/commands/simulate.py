@@ -7,7 +7,8 @@ import sys
 
 import msgspec
 
-from ..context import Context, fraction, parse_at, positive, seed_number
+from ..context import Context, fraction, number_type, parse_at, positive, seed_number
+from ..durations import MAX_WINDOW_DAYS
 from ..ingest.simulate import SimSpec, stream
 from ..numbers import counted
 
@@ -27,15 +28,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_sim_args(p: argparse.ArgumentParser, end_help: str = "end of the simulated span (RFC 3339; default now)"
                  ) -> None:
     """The stream's options, shared by simulate and demo; `end_help` says what --end defaults to in the command."""
-    p.add_argument("--days", type=positive(float), default=28.0, help="days of traffic (default 28)")
+    p.add_argument("--days", type=SIM_DAYS, default=28.0, help="days of traffic (default 28; at most 36525)")
     p.add_argument("--per-day", type=positive(int), default=5000, help="predictions per day (default 5000)")
-    p.add_argument("--drift-day", type=float, default=21.0, help="day the drift starts; negative for none")
+    p.add_argument("--drift-day", type=DRIFT_DAY, default=21.0, help="day the drift starts; negative for none")
     p.add_argument("--seed", type=seed_number, default=7,
                    help="random seed: the same seed gives the same stream (default 7); prediction ids are tx-N for "
                         "seed 7, tx-sSEED-N for others")
     p.add_argument("--end", help=end_help)
     p.add_argument("--prevalence", type=fraction, default=0.02, help="share of frauds (default 0.02)")
 
+
+
+SIM_DAYS = number_type(float, lambda v: 0 < v <= MAX_WINDOW_DAYS,
+                       f"must be more than 0 and at most {MAX_WINDOW_DAYS} (100 years), got {{text}}")
+"""--days: `1e9` ended in 'unexpected ValueError: year -2735881 is out of range', `inf` in an OverflowError."""
+DRIFT_DAY = number_type(float, lambda v: v == v and abs(v) != float("inf"), "must be a finite number of days, got {text}")
+"""--drift-day: `nan` was taken and simulated no drift, silently."""
 
 def spec_from(ctx: Context, args: argparse.Namespace) -> tuple[SimSpec, float]:
     end = parse_at(args.end, "--end") if args.end else ctx.clock()
