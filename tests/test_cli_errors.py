@@ -336,3 +336,18 @@ def test_simulate_refuses_days_it_cannot_simulate(tmp_path: Path, args: list[str
     """Tryout: `simulate --days 1e9` ended in 'unexpected ValueError: year -2735881 is out of range' (exit 1),
     `--days inf` in an OverflowError, and `--drift-day nan` simulated no drift without a word."""
     one_line_error(cli("simulate", *args, "--per-day", "1", "--out", str(tmp_path / "e.jsonl"), cwd=tmp_path), says)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--evaluate-every", "0s"], "--evaluate-every: duration must be positive, got '0s'"),
+    (["--evaluate-every", "1e400s"], "--evaluate-every: invalid duration '1e400s'"),
+    (["--evaluate-every", "99999999d"], "--evaluate-every: 99999999d is longer than 36525d (100 years)"),
+    (["--workdir", "afile"], "--workdir: "),
+])
+def test_demo_refuses_a_bad_step_or_workdir_before_any_work(tmp_path: Path, args: list[str], says: str) -> None:
+    """Tryout: `demo --evaluate-every 0s` (and `1e400s`) ended in 'unexpected ValueError' (exit 1) after resetting
+    the database; `--workdir FILE` in 'error: FILE: File exists' after it."""
+    (tmp_path / "afile").write_text("x")
+    line = one_line_error(cli(f"--db=sqlite:///{tmp_path / 'd.db'}", "demo", "--port", "0", *args, cwd=tmp_path), says)
+    assert "is a file, not a folder" in line or "--workdir" not in line
+    assert not (tmp_path / "d.db").exists()  # refused before the database was touched

@@ -23,7 +23,7 @@ from rich.console import Console
 
 from .. import numbers
 from ..config import Config, ConfigError
-from ..durations import parse_duration
+from ..durations import MAX_WINDOW_DAYS, MAX_WINDOW_S, parse_duration
 from ..context import Context, parse_at, port_number
 from ..ingest.pipeline import Pipeline, RawRecord
 from ..ingest.replay import source_name
@@ -34,6 +34,7 @@ from ..storage.urls import sqlite_file
 from ..triggers.model import FIRING, Rule, Transition
 from ..readouts.windows import iso
 from .progress import IngestProgress, Ramp
+from .report import folder_problem
 from .simulate import add_sim_args
 from .prose import say
 from .render import shown
@@ -56,10 +57,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=port_number,
                    help="port of /metrics while the demo runs (default: config exporter.port, 9108; 0 picks a "
                         "free port)")
-    p.add_argument("--evaluate-every", default="1d", help="trigger evaluation step in event time (default 1d)")
+    p.add_argument("--evaluate-every", default="1d", type=evaluation_step,
+                   help="trigger evaluation step in event time (default 1d)")
     p.add_argument("--reset", action="store_true", help="start from an empty database even if it holds data "
                                                         "not written by a previous demo (SQLite files only)")
     p.set_defaults(func=cmd_demo)
+
+
+def evaluation_step(text: str) -> str:
+    """argparse type of --evaluate-every: a positive duration of at most 100 years, kept as written (`0s` and
+    `1e400s` ended in 'unexpected ValueError', exit 1)."""
+    try:
+        seconds = parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if seconds > MAX_WINDOW_S:
+        raise argparse.ArgumentTypeError(f"{text} is longer than {MAX_WINDOW_DAYS}d (100 years)")
+    return text
 
 
 # --- database ----------------------------------------------------------------------------------------------
@@ -171,6 +185,9 @@ def cmd_demo(ctx: Context, args: argparse.Namespace) -> int:
     from ..reports.generate import generate  # lazy: every command module is imported to build the parser
 
     t0 = time.monotonic()
+    problem = folder_problem(args.workdir)
+    if problem:  # before the database is reset: was "error: x: File exists" after it
+        raise ConfigError(f"--workdir: {problem}")
     cfg, filled = demo_config(ctx.config)
     step_s = parse_duration(args.evaluate_every)
     end = parse_at(args.end, "--end") if args.end else demo_end(float(ctx.clock()))

@@ -67,7 +67,7 @@ def folder_problem(path: str) -> str | None:
         probe = os.path.dirname(probe)
     if not os.path.isdir(probe):
         where = "" if probe == os.path.abspath(path) else f" (in {path})"
-        return f"{probe} is a file, not a folder{where}; give a folder for the reports (created when missing)"
+        return f"{probe} is a file, not a folder{where}; give a folder (created when missing)"
     if not os.access(probe, os.W_OK | os.X_OK):
         return f"cannot write into {probe}: permission denied; give a folder this user may write"
     return None
