@@ -351,3 +351,16 @@ def test_demo_refuses_a_bad_step_or_workdir_before_any_work(tmp_path: Path, args
     line = one_line_error(cli(f"--db=sqlite:///{tmp_path / 'd.db'}", "demo", "--port", "0", *args, cwd=tmp_path), says)
     assert "is a file, not a folder" in line or "--workdir" not in line
     assert not (tmp_path / "d.db").exists()  # refused before the database was touched
+
+
+def test_alerts_trigger_typo_is_refused_with_the_closest_name(tmp_path: Path, stored: list[str]) -> None:
+    """Tryout: `alerts --trigger recall_below_targt` printed 'no alert history for trigger recall_below_targt' (exit
+    0): a typo read as a quiet trigger."""
+    (tmp_path / "c.yaml").write_text("triggers:\n  - {name: recall_below_target, metric: recall, op: '<', "
+                                     "value: 0.7}\n")
+    one_line_error(cli(*stored, "--config", str(tmp_path / "c.yaml"), "alerts", "--trigger", "recall_below_targt",
+                       cwd=tmp_path), "--trigger: no trigger 'recall_below_targt'",
+                   "did you mean 'recall_below_target'?")
+    ok = cli(*stored, "--config", str(tmp_path / "c.yaml"), "alerts", "--trigger", "recall_below_target",
+             cwd=tmp_path)
+    assert ok.returncode == 0 and b"no alert history for trigger recall_below_target" in ok.stdout

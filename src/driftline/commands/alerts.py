@@ -9,14 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from .. import numbers
+from ..config import ConfigError
 from ..context import Context, parse_at, positive
 from ..metric_names import fmt_line
 from ..triggers import history
 from ..triggers.model import Rule
 from ..triggers.mixin import DEFAULT, RULE_FILES, prometheus_rule
 from ..readouts.windows import iso
+from ..terminal import quoted_name
 from .render import shown
-from .which_model import pick_model
+from .which_model import did_you_mean, pick_model
 from .prose import say
 from .tables import Col, print_table
 
@@ -115,6 +117,11 @@ def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
     rules = runner.compile_rules(ctx.config.triggers)
     states = _state_rows(ctx, model, rules)
     rows = history.history(ctx.store(), model, args.trigger, args.limit)
+    names = [r.name for r in rules]
+    if args.trigger is not None and not rows and args.trigger not in names:  # a typo read as "no alert history"
+        listed = ", ".join(quoted_name(n) for n in names) or "none"
+        raise ConfigError(f"--trigger: no trigger {quoted_name(args.trigger)} in the config nor in the alert history "
+                          f"of {quoted_name(model)} (config triggers: {listed}{did_you_mean(args.trigger, names)})")
     if args.json:
         print(json.dumps({"model": model, "triggers": states,
                           "history": [{**h, "at": iso(h["at"])} for h in rows]}))
