@@ -51,9 +51,9 @@ def _events() -> bytes:
 CONFIG = {
     "model": "fraud",
     "slices": [COUNTRY],
-    "ab": {"control": "A", "arms": {"A": 0.5, VARIANT: 0.5}},
-    "triggers": [{"name": "recall_low", "metric": "recall", "op": "<", "value": 0.9, "window": "7d", "min_n": 1,
-                  "variant": VARIANT},
+    # no ab.arms or trigger variant naming VARIANT: a config may not name what events may not carry (10997d3); the
+    # hostile variant reaches every readout from the database written before decode refused it
+    "triggers": [{"name": "recall_low", "metric": "recall", "op": "<", "value": 0.9, "window": "7d", "min_n": 1},
                  {"name": "feature_psi", "metric": "psi", "feature": FEATURE, "op": ">", "value": 0.01,
                   "window": "7d", "min_n": 1}],
 }
@@ -69,7 +69,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], Path]:
     path = tmp / f"events{TITLE}.jsonl"
     path.write_bytes(_events())
     with pytest.MonkeyPatch.context() as mp:  # the hostile variant and version as a database from before decode
-        before_name_rule(mp)  # refused such names holds them (config names still can)
+        before_name_rule(mp)  # refused such names holds them
         assert main([*opts, "replay", str(path), "--json"]) == 0
     assert main([*opts, "reference", "set", "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-08T00:00:00Z",
                  "--json"]) == 0
