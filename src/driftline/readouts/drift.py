@@ -34,7 +34,7 @@ from .slice_hints import carried_by_none, slice_hints
 from ..core.stats import BucketStats
 from ..targets import agreed_target
 from ..storage.store import Store
-from .windows import Window, merged, window_ending, window_rows
+from .windows import Window, merged, shift_keeping_days, window_ending, window_rows
 
 """Slice targets when neither config.targets nor a trigger gives one: seed 000 step 8 (review below 70 % recall or
 above 8 % FPR)."""
@@ -278,6 +278,7 @@ def calibration_document(store: Store, config: Config, model: str, window: Windo
                           "note": "no labelled predictions yet: no maturity period to look back"}
         doc["calibrated"] = calibrated_block(stats, None, profile, cut, variant)
         return doc
+    period = shift_keeping_days(store, model, window, period, config.labels.horizon_s)
     earlier = Window(window.start - period, window.end - period)
     old = _stats(store, model, earlier, variant, False)
     comparison = compare_estimate(early_warning(old, threshold_in_force(old, config.threshold), "all"),
@@ -297,6 +298,8 @@ def estimated_block(store: Store, config: Config, model: str, window: Window, va
     variant = headline_variant(config.ab, variant)
     stats = _stats(store, model, window, variant, False)
     period, _ = maturity_period(store, config, model, window, variant)
+    if period is not None:
+        period = shift_keeping_days(store, model, window, period, config.labels.horizon_s)
     old = None if period is None else _stats(store, model, Window(window.start - period, window.end - period),
                                              variant, False)
     return calibrated_block(stats, old, active[1], threshold_in_force(stats, config.threshold), variant)

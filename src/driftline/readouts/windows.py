@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..durations import format_duration
 from ..core.events import iso
 from ..core.limits import MAX_FUTURE_S
-from ..storage.compaction import COMPACTED_SHARD, DAY_S, compacted_days
+from ..storage.compaction import COMPACTED_SHARD, DAY_S, compacted_days, compaction_cutoff
 from ..storage.bucket_row import BucketRow
 from ..storage.store import Store
 from ..core.stats import BucketStats, merge
@@ -73,6 +73,21 @@ def cut_days(store: Store, model: str | None, window: Window) -> list[int]:
     since a day row cannot be split; a window from and to midnight (UTC) holds them whole."""
     days = compacted_days(store, model, window.start - DAY_S + 1, window.end)
     return [d for d in days if d < window.start or d + DAY_S > window.end]
+
+
+def shift_keeping_days(store: Store, model: str | None, window: Window, shift_s: float, horizon_s: float) -> float:
+    """`shift_s` (a look-back such as calibration's maturity period), rounded up to whole days when the window is
+    whole UTC days and the shifted window reaches history that is compacted or due (before the compaction cutoff,
+    or holding a compacted day): compacted history is kept in day rows, so a shifted window cutting two of them
+    left out up to two days' predictions after `driftline compact` and read otherwise than before it. Rounding up
+    only waits longer, never calls labels matured earlier."""
+    if window.start % DAY_S or window.end % DAY_S or shift_s % DAY_S == 0:
+        return shift_s
+    start, end = window.start - shift_s, window.end - shift_s
+    cutoff = compaction_cutoff(store, horizon_s)
+    if (cutoff is None or start >= cutoff) and not compacted_days(store, model, start - DAY_S + 1, end):
+        return shift_s
+    return float(math.ceil(shift_s / DAY_S) * DAY_S)
 
 
 def cut_days_note(days: list[int]) -> str | None:
