@@ -62,10 +62,16 @@ def default_at(store: Store, model: str | None, bucket_s: int) -> float | None:
 
 def window_rows(store: Store, model: str | None, window: Window, variant: str | None = None,
                 model_version: str | None = None, features: bool | str = True) -> list[BucketRow]:
-    """The window's stored buckets (all shards, versions and variants unless filtered). A compacted day row that
-    reaches past the window's end is left out: it would bring predictions at or after the end."""
+    """The window's stored buckets (all shards, versions and variants unless filtered). A compacted day the window
+    holds only part of is left out whole: its day row would bring predictions outside the window, and an hourly
+    row written there after compaction (a late label, a replayed old event) is only a change to the day row, which
+    alone read as labels without predictions ('invalid proportion 20/0', verify tryout)."""
     rows = store.buckets(model, window.start, window.end, variant, model_version, features)
-    return [r for r in rows if r.shard != COMPACTED_SHARD or r.bucket_start + DAY_S <= window.end]
+    rows = [r for r in rows if r.shard != COMPACTED_SHARD or r.bucket_start + DAY_S <= window.end]
+    if window.start % DAY_S == 0 and window.end % DAY_S == 0:
+        return rows  # whole days: every day row and every later hourly row of its day are in
+    cut = set(cut_days(store, model, window))
+    return [r for r in rows if (int(r.bucket_start) // DAY_S) * DAY_S not in cut] if cut else rows
 
 
 def cut_days(store: Store, model: str | None, window: Window) -> list[int]:

@@ -47,3 +47,35 @@ def test_matured_comparison_reads_the_same_before_and_after_compaction(
     after = _json(capsys, *read)["matured"]
     assert after["window"] == before["window"]
     assert _close(after["comparison"], before["comparison"])  # sums merged in another order: last digits differ
+
+
+def test_a_label_landing_on_a_compacted_day_leaves_mid_day_windows_readable(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Verify tryout: `compact` with labels.horizon lowered from 14d to 7d merged days whose predictions still
+    waited for outcomes; 20 late outcomes (5 here) then wrote hourly rows next to the day rows (+20 positives, −20
+    unlabelled, no prediction), and `metrics --at 2026-11-17T12:00:00Z --window 12h` ended in 'unexpected
+    ValueError: invalid proportion 20/0' (exit 1): the window left out the day row it cut but kept those rows."""
+    events, long, short = tmp_path / "ev.jsonl", tmp_path / "long.yaml", tmp_path / "short.yaml"
+    long.write_text("labels:\n  horizon: 14d\n")
+    short.write_text("labels:\n  horizon: 7d\n")
+    assert main(["simulate", "--days", "30", "--per-day", "300", "--seed", "3", "--end", "2026-11-30T00:00:00Z",
+                 "--out", str(events)]) == 0
+    db = ["--db", f"sqlite:///{tmp_path / 'c.db'}"]
+    assert main(["--config", str(long), *db, "replay", str(events)]) == 0
+    rows = [json.loads(line) for line in events.read_text().splitlines()]
+    labelled = {e["prediction_id"] for e in rows if e["type"] == "outcome"}
+    waiting = [e["prediction_id"] for e in rows if e["type"] == "prediction" and e["prediction_id"] not in labelled
+               and "2026-11-17" <= e["ts"] < "2026-11-18"][:5]
+    assert len(waiting) == 5
+    day = ["metrics", "--json", "--window", "1d", "--at", "2026-11-18T00:00:00Z"]
+    before = _json(capsys, "--config", str(long), *db, *day)["counts"]
+    assert _json(capsys, "--config", str(short), *db, "compact", "--json")["cutoff"] > "2026-11-18"
+    late = tmp_path / "late.jsonl"
+    late.write_text("".join(json.dumps({"type": "outcome", "prediction_id": p, "ts": "2026-11-29T23:59:00Z",
+                                        "label": 1}) + "\n" for p in waiting))
+    assert main(["--config", str(long), *db, "replay", str(late)]) == 0
+    whole = _json(capsys, "--config", str(long), *db, *day)["counts"]
+    assert (whole["positives"], whole["unlabelled"]) == (before["positives"] + 5, before["unlabelled"] - 5)
+    part = _json(capsys, "--config", str(long), *db, "metrics", "--json", "--window", "12h",
+                 "--at", "2026-11-17T12:00:00Z")
+    assert part["window"]["cut_days"] == ["2026-11-17T00:00:00Z"] and part["counts"]["labelled"] == 0
