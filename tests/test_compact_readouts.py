@@ -79,3 +79,21 @@ def test_a_label_landing_on_a_compacted_day_leaves_mid_day_windows_readable(
     part = _json(capsys, "--config", str(long), *db, "metrics", "--json", "--window", "12h",
                  "--at", "2026-11-17T12:00:00Z")
     assert part["window"]["cut_days"] == ["2026-11-17T00:00:00Z"] and part["counts"]["labelled"] == 0
+
+
+def test_a_reference_range_cutting_a_compacted_day_leaves_that_day_out(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Verify tryout: after `compact`, `reference set --from 2026-11-17T00:00:00Z --to 2026-11-18T12:00:00Z` read
+    the day row of 2026-11-18 whole (a day of predictions past --to) and set a reference of two days."""
+    events, cfg = tmp_path / "ev.jsonl", tmp_path / "c.yaml"
+    cfg.write_text("labels:\n  horizon: 7d\n")
+    assert main(["simulate", "--days", "30", "--per-day", "200", "--seed", "3", "--end", "2026-11-30T00:00:00Z",
+                 "--out", str(events)]) == 0
+    db = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'c.db'}"]
+    assert main([*db, "replay", str(events)]) == 0
+    assert _json(capsys, *db, "compact", "--json")["cutoff"] > "2026-11-19"
+    day = _json(capsys, *db, "metrics", "--json", "--window", "1d", "--at", "2026-11-18T00:00:00Z")["counts"]
+    capsys.readouterr()
+    assert main([*db, "reference", "set", "--from", "2026-11-17T00:00:00Z", "--to", "2026-11-18T12:00:00Z"]) == 0
+    shown = capsys.readouterr().out
+    assert f"{day['predictions']:,} predictions" in shown.replace("\n", " ")

@@ -30,7 +30,7 @@ from ..ingest.replay import CORRUPT, open_events
 from ..core.stats import NEG, POS, BucketStats, merge
 from ..storage.store import Store
 from ..terminal import shell_word
-from .windows import iso
+from .windows import Window, iso, window_rows
 
 SOURCES = ("window", "file")
 FILE_BATCH = 20_000
@@ -181,7 +181,7 @@ def variant_labels(store: Store, config: Config, model: str, start: float, end: 
     """Per variant, the (negative, positive) fine score histograms of [start, end) widened to whole buckets."""
     lo, hi = bucket_range(start, end, config.bucket_s)
     out: dict[str, np.ndarray] = {}
-    for row in store.buckets(model, lo, hi, variant, None, features=False):
+    for row in window_rows(store, model, Window(lo, hi), variant, None, features=False):
         h = row.stats.hist[[NEG, POS]]
         out[row.variant] = out[row.variant] + h if row.variant in out else h.astype(np.int64)
     return out
@@ -199,7 +199,9 @@ def window_stats(store: Store, config: Config, model: str, start: float, end: fl
     if end <= start:
         raise ReferenceProblem("--to must be after --from")
     lo, hi = bucket_range(start, end, config.bucket_s)
-    total = merge(row.stats for row in store.buckets(model, lo, hi, variant, None, features="packed"))
+    # window_rows: a compacted day the range holds only part of is left out whole (its day row brought a day of
+    # predictions past --to, and hourly rows written into it since are changes to it, not counts)
+    total = merge(row.stats for row in window_rows(store, model, Window(lo, hi), variant, None, features="packed"))
     return total, lo, hi
 
 
