@@ -56,3 +56,13 @@ def test_a_malloc_arena_max_the_user_set_wins() -> None:
     assert cap_malloc_arenas({"MALLOC_ARENA_MAX": "4"}) is False
     env = {**os.environ, "MALLOC_ARENA_MAX": "4"}
     assert 2 < _arenas(env) <= 4
+
+
+def test_an_arena_max_tunable_the_user_set_wins() -> None:
+    """GLIBC_TUNABLES=glibc.malloc.arena_max=N is glibc's other way to set the limit (verify tryout: the CLI's
+    mallopt overrode it, 2 arenas with arena_max=4, while MALLOC_ARENA_MAX=4 was kept)."""
+    assert cap_malloc_arenas({"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"}) is False
+    assert cap_malloc_arenas({"GLIBC_TUNABLES": "glibc.malloc.check=0"}) is True
+    env = {**{k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"},
+           "GLIBC_TUNABLES": "glibc.malloc.arena_max=4"}
+    assert 2 < _arenas(env) <= 4

@@ -22,8 +22,10 @@ M_ARENA_MAX = -8
 
 def cap_malloc_arenas(env: Mapping[str, str], arenas: int = ARENAS) -> bool:
     """Limit glibc to `arenas` malloc arenas for the threads started from now on; whether it did (False: not Linux,
-    not glibc, or MALLOC_ARENA_MAX set, which glibc read at start-up and which is the user's choice)."""
-    if env.get("MALLOC_ARENA_MAX") or not sys.platform.startswith("linux"):
+    not glibc, or MALLOC_ARENA_MAX or the glibc.malloc.arena_max tunable set: glibc read them at start-up, they
+    are the user's choice, and mallopt would silently override them)."""
+    if env.get("MALLOC_ARENA_MAX") or "glibc.malloc.arena_max=" in env.get("GLIBC_TUNABLES", "") \
+            or not sys.platform.startswith("linux"):
         return False
     try:
         mallopt = ctypes.CDLL("libc.so.6").mallopt
