@@ -97,3 +97,23 @@ def test_a_reference_range_cutting_a_compacted_day_leaves_that_day_out(
     assert main([*db, "reference", "set", "--from", "2026-11-17T00:00:00Z", "--to", "2026-11-18T12:00:00Z"]) == 0
     shown = capsys.readouterr().out
     assert f"{day['predictions']:,} predictions" in shown.replace("\n", " ")
+
+
+def test_seasonal_slices_of_a_range_cutting_a_compacted_day_hold_the_profiles_predictions(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The seasonal slices of a reference read store.buckets over the range while its profile reads window_rows
+    (2a62762): a range ending inside a compacted day put that day's whole row into a season slice and not into the
+    profile, so the slices held predictions the reference never had."""
+    events, cfg = tmp_path / "ev.jsonl", tmp_path / "c.yaml"
+    cfg.write_text("labels:\n  horizon: 7d\n")
+    assert main(["simulate", "--days", "30", "--per-day", "240", "--end", "2026-11-30T00:00:00Z",
+                 "--out", str(events)]) == 0
+    db = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 's.db'}"]
+    assert main([*db, "replay", str(events)]) == 0
+    assert _json(capsys, *db, "compact", "--json")["groups"] > 0
+    doc = _json(capsys, *db, "reference", "set", "--from", "2026-11-10T00:00:00Z", "--to", "2026-11-11T12:00:00Z",
+                 "--seasonality", "day_of_week", "--json")
+    tuesday = _json(capsys, *db, "metrics", "--json", "--window", "1d", "--at", "2026-11-11T00:00:00Z")["counts"]
+    assert doc["n"] == tuesday["predictions"] > 0  # the profile: Tuesday 11-10 only
+    drift = _json(capsys, *db, "drift", "--json", "--window", "1d", "--at", "2026-11-20T00:00:00Z")
+    assert drift["seasonality"]["seasons_in_reference"] == 1  # Wednesday 11-11 is cut, so left out whole

@@ -20,6 +20,7 @@ from ..core.stats import merge
 from ..storage.compaction import COMPACTED_SHARD, DAY_S
 from ..storage.bucket_row import BucketRow
 from ..storage.store import Store
+from .windows import Window, window_rows
 
 
 def check_bucket(seasonality: str, bucket_s: int, field: str) -> str:
@@ -62,7 +63,9 @@ def build_seasonal(store: Store, config: Config, model: str, lo: float, hi: floa
                    profile: Profile, seasonality: str) -> SeasonalSlices:
     """Per-season slices of the stored buckets in [lo, hi) (whole buckets), on the profile's layout."""
     by_season: dict[int | None, list[BucketRow]] = defaultdict(list)
-    for r in store.buckets(model, lo, hi, variant, None, features="packed"):
+    # window_rows, as the reference's own profile (references.window_stats): a compacted day the range cuts is left
+    # out whole, so the slices hold exactly the profile's predictions (store.buckets gave that day's row whole)
+    for r in window_rows(store, model, Window(lo, hi), variant, None, features="packed"):
         if r.stats.predictions:
             by_season[season_of(r.bucket_start, _span(r, config.bucket_s), seasonality)].append(r)
     unplaced = by_season.pop(None, [])
