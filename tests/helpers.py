@@ -112,3 +112,29 @@ def before_name_rule(mp: Any) -> None:
 
     mp.setattr(name_rule, "bad_name", lambda _: False)
     mp.setattr(batch_decode, "bad_name", lambda _: False)
+
+
+def replayed_db(tmp_path: Any, lines: list[bytes], capsys: Any) -> str:
+    """The URL of a SQLite database (tmp_path/e.db) that `driftline replay` filled with these event lines (written
+    to tmp_path/e.jsonl); the replay's output is read off capsys."""
+    from driftline.cli import main
+
+    path = tmp_path / "e.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+    assert main(["--db", url, "replay", str(path), "--json"]) == 0
+    capsys.readouterr()
+    return url
+
+
+def close_docs(a: object, b: object) -> bool:
+    """Equal JSON documents, floats within 1e-12 relative (sums merged in another order differ in the last digits)."""
+    import pytest
+
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(close_docs(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(close_docs, a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return a == pytest.approx(b, rel=1e-12, abs=1e-15)
+    return a == b

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from driftline.cli import main
+
+from helpers import close_docs
 import driftline.commands.compact_cmd as compact_cmd
 
 DAY = 86400
@@ -33,17 +35,6 @@ def replayed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
     assert main(["--db", url, "replay", str(events)]) == 0
     capsys.readouterr()
     return url
-
-
-def _close(a: object, b: object) -> bool:
-    """Equal JSON documents, floats within 1e-12 relative."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(map(_close, a, b))
-    if isinstance(a, float) and isinstance(b, float):
-        return a == pytest.approx(b, rel=1e-12, abs=1e-15)
-    return a == b
 
 
 def _old_rows(url: str, cutoff: float) -> tuple[int, int, int, int]:
@@ -69,7 +60,7 @@ def test_compact_merges_every_old_day_in_bounded_calls_and_keeps_whole_day_numbe
     assert samples == day_samples == done["sample_days"]
     after = _json(capsys, *window)
     assert after["counts"] == before["counts"]
-    assert _close(after["metrics"], before["metrics"])  # sums merged in another order: last digits may differ
+    assert close_docs(after["metrics"], before["metrics"])  # sums merged in another order: last digits may differ
     again = _json(capsys, "--db", replayed, "compact", "--json")
     assert (again["groups"], again["sample_days"]) == (0, 0)
     assert main(["--db", replayed, "compact"]) == 0

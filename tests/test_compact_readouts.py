@@ -13,22 +13,13 @@ import pytest
 
 from driftline.cli import main
 
+from helpers import close_docs
+
 
 def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
     capsys.readouterr()
     assert main(list(argv)) == 0
     return json.loads(capsys.readouterr().out)
-
-
-def _close(a: object, b: object) -> bool:
-    """Equal JSON documents, floats within 1e-12 relative."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(map(_close, a, b))
-    if isinstance(a, float) and isinstance(b, float):
-        return a == pytest.approx(b, rel=1e-12, abs=1e-15)
-    return a == b
 
 
 def test_matured_comparison_reads_the_same_before_and_after_compaction(
@@ -46,7 +37,7 @@ def test_matured_comparison_reads_the_same_before_and_after_compaction(
     assert done["groups"] > 0 and done["cutoff"] > before["window"]["start"]  # the matured window is compacted
     after = _json(capsys, *read)["matured"]
     assert after["window"] == before["window"]
-    assert _close(after["comparison"], before["comparison"])  # sums merged in another order: last digits differ
+    assert close_docs(after["comparison"], before["comparison"])  # sums merged in another order: last digits differ
 
 
 def test_a_label_landing_on_a_compacted_day_leaves_mid_day_windows_readable(

@@ -16,7 +16,7 @@ from driftline.core.grids import score_bin
 from driftline.core.stats import NEG, POS, UNL, BucketStats
 
 sys.path.insert(0, str(Path(__file__).parent))
-from helpers import outcome, pred  # noqa: E402
+from helpers import outcome, pred, replayed_db  # noqa: E402
 
 T0 = 1_764_547_200.0  # 2025-12-01 00:00 UTC
 
@@ -63,11 +63,7 @@ def test_calibration_early_warning_follows_event_thresholds(tmp_path: Path, caps
         lines.append(pred(f"t{i}", s, T0 + i * 60, threshold=0.7))
         if i < 500:
             lines.append(outcome(f"t{i}", int(rng.random() < s), T0 + i * 60 + 3600))
-    path = tmp_path / "e.jsonl"
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    url = f"sqlite:///{tmp_path / 'e.db'}"
-    assert main(["--db", url, "replay", str(path), "--json"]) == 0
-    capsys.readouterr()
+    url = replayed_db(tmp_path, lines, capsys)
     assert main(["--db", url, "calibration", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     u = p[500:]

@@ -16,7 +16,7 @@ from driftline.core.grids import score_bin
 from driftline.core.stats import NEG, POS, BucketStats
 
 sys.path.insert(0, str(Path(__file__).parent))
-from helpers import outcome, pred  # noqa: E402
+from helpers import outcome, pred, replayed_db  # noqa: E402
 
 T0 = 1_764_547_200.0  # 2025-12-01 00:00 UTC (ISO week 2025-W49)
 
@@ -29,11 +29,7 @@ def _replay(tmp_path: Path, capsys, thresholds: list[float | None]) -> tuple[str
         lines.append(pred(f"t{i}", s, T0 + i * 60, **({} if t is None else {"threshold": t})))
         if i % 2 == 0:
             lines.append(outcome(f"t{i}", int(rng.random() < s), T0 + i * 60 + 3600))
-    path = tmp_path / "e.jsonl"
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    url = f"sqlite:///{tmp_path / 'e.db'}"
-    assert main(["--db", url, "replay", str(path), "--json"]) == 0
-    capsys.readouterr()
+    url = replayed_db(tmp_path, lines, capsys)
     return url, p
 
 

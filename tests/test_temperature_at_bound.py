@@ -12,7 +12,7 @@ from scipy.special import expit, logit
 from driftline.cli import main
 
 sys.path.insert(0, str(Path(__file__).parent))
-from helpers import outcome, pred  # noqa: E402
+from helpers import outcome, pred, replayed_db  # noqa: E402
 
 T0 = 1_764_547_200.0  # 2025-12-01 00:00 UTC
 ROWS = [(0.5, 1), (0.5, 0), (0.0, 1), (1.0, 0), (1.0, 1), (0.0, 0), (0.4999999, 1), (0.75, 1), (0.25, 0), (0.5, 0)]
@@ -33,11 +33,7 @@ def test_temperature_at_the_search_bound_is_named(tmp_path: Path, capsys, monkey
     lines = []
     for i, (s, y) in enumerate(ROWS):
         lines += [pred(f"p{i}", s, T0 + i * 600), outcome(f"p{i}", y, T0 + 86400)]
-    path = tmp_path / "e.jsonl"
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    url = f"sqlite:///{tmp_path / 'e.db'}"
-    assert main(["--db", url, "replay", str(path), "--json"]) == 0
-    capsys.readouterr()
+    url = replayed_db(tmp_path, lines, capsys)
     assert main(["--db", url, "calibration", "--json"]) == 0
     tau = json.loads(capsys.readouterr().out)["calibration"]["temperature"]
     assert tau["at_bound"] is True and abs(tau["tau"] - 20.0) < 1e-3
