@@ -138,3 +138,20 @@ def close_docs(a: object, b: object) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return a == pytest.approx(b, rel=1e-12, abs=1e-15)
     return a == b
+
+
+def migrated_then(url: str, statement: str, **params: object) -> str:
+    """Migrate the database at `url` to this version's heads, then run one SQL statement on it (e.g. a revision
+    added or lost in alembic_version); the URL."""
+    from sqlalchemy import create_engine, text
+
+    from driftline.storage.store import Store
+
+    store = Store(url)
+    store.migrate()
+    store.close()
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text(statement), params)
+    engine.dispose()
+    return url

@@ -14,6 +14,8 @@ from driftline.storage.errors import MigrationFailed
 from driftline.storage.revisions import refused_statement
 from driftline.storage.store import Store
 
+from helpers import migrated_then
+
 PENDING = "0006_labels"
 
 
@@ -21,14 +23,7 @@ PENDING = "0006_labels"
 def hand_changed(request, tmp_path) -> str:
     """A current database whose record of 0006_labels was lost while its table stayed."""
     url = f"sqlite:///{tmp_path / 'd.db'}" if request.param == "sqlite" else request.getfixturevalue("pg_url")
-    store = Store(url)
-    store.migrate()
-    store.close()
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(text("DELETE FROM alembic_version WHERE version_num = :v"), {"v": PENDING})
-    engine.dispose()
-    return url
+    return migrated_then(url, "DELETE FROM alembic_version WHERE version_num = :v", v=PENDING)
 
 
 def _versions(url: str) -> list[str]:

@@ -12,6 +12,8 @@ from driftline.cli import main
 from driftline.storage.revisions import script_heads
 from driftline.storage.store import Store
 
+from helpers import migrated_then
+
 FUTURE = "0099_future"
 EVENT = ('{"type":"prediction","prediction_id":"p1","model":"fraud","ts":"2026-11-29T00:00:00Z","score":0.3}\n'
          '{"type":"prediction"\n')
@@ -21,14 +23,7 @@ EVENT = ('{"type":"prediction","prediction_id":"p1","model":"fraud","ts":"2026-1
 def newer_db(request, tmp_path) -> str:
     """A database at this version's heads plus one revision only a newer version knows."""
     url = f"sqlite:///{tmp_path / 'd.db'}" if request.param == "sqlite" else request.getfixturevalue("pg_url")
-    store = Store(url)
-    store.migrate()
-    store.close()
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(text("INSERT INTO alembic_version (version_num) VALUES (:v)"), {"v": FUTURE})
-    engine.dispose()
-    return url
+    return migrated_then(url, "INSERT INTO alembic_version (version_num) VALUES (:v)", v=FUTURE)
 
 
 def _written(url: str) -> tuple[int, ...]:
