@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..durations import format_duration
 from ..core.events import iso
 from ..core.limits import MAX_FUTURE_S
-from ..storage.compaction import COMPACTED_SHARD, DAY_S, compacted_days, compaction_cutoff
+from ..storage.compaction import COMPACTED_SHARD, DAY_S, compacted_days, due_cutoff
 from ..storage.bucket_row import BucketRow
 from ..storage.store import Store
 from ..core.stats import BucketStats, merge
@@ -90,7 +90,7 @@ def shift_keeping_days(store: Store, model: str | None, window: Window, shift_s:
     if window.start % DAY_S or window.end % DAY_S or shift_s % DAY_S == 0:
         return shift_s
     start, end = window.start - shift_s, window.end - shift_s
-    cutoff = compaction_cutoff(store, horizon_s)
+    cutoff = due_cutoff(store, horizon_s)  # what will be compacted, whether or not it is yet
     if (cutoff is None or start >= cutoff) and not compacted_days(store, model, start - DAY_S + 1, end):
         return shift_s
     return float(math.ceil(shift_s / DAY_S) * DAY_S)

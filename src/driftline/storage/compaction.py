@@ -44,12 +44,24 @@ class CompactionResult:
                 "cutoff": self.cutoff}
 
 
-def compaction_cutoff(store: Store, horizon_s: float, grace_s: float = GRACE_S, width: int = DAY_S) -> float | None:
-    """Start of the first day not compacted: event-time watermark − label horizon − grace, floored to a day."""
+def due_cutoff(store: Store, horizon_s: float, grace_s: float = GRACE_S, width: int = DAY_S) -> float | None:
+    """Start of the first day that is never to be compacted: event-time watermark − label horizon − grace, floored to
+    a day (every day before it is compacted once its predictions have expired)."""
     newest = store.newest_event()
     if newest is None:
         return None
     return float((int(newest - horizon_s - grace_s) // width) * width)
+
+
+def compaction_cutoff(store: Store, horizon_s: float, grace_s: float = GRACE_S, width: int = DAY_S) -> float | None:
+    """Start of the first day not compacted now: `due_cutoff`, but never past the day of the oldest prediction still
+    held for joining: its outcome or correction would write an hourly row into a merged day (verify tryout:
+    `compact` run with a shorter horizon than the service's merged days whose labels were still coming)."""
+    cutoff = due_cutoff(store, horizon_s, grace_s, width)
+    oldest = store.oldest_prediction() if cutoff is not None else None
+    if cutoff is None or oldest is None:
+        return cutoff
+    return float(min(cutoff, (int(oldest) // width) * width))
 
 
 def compacted_days(store: Store, model: str | None, lo: float, hi: float) -> list[int]:

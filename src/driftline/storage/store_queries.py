@@ -90,6 +90,11 @@ class StoreQueries:
         value = conn.execute(q).scalar_one_or_none()
         return None if value is None else value / 1e6
 
+    def oldest_prediction(self) -> float | None:
+        """Event time of the oldest prediction still held for joining (not yet expired); None when none is."""
+        with self.read() as conn:
+            return conn.execute(select(func.min(t.predictions.c.ts))).scalar_one_or_none()
+
     def last_stored(self, kind: str | None = None) -> float | None:
         """Wall-clock time events of a type ('prediction'/'outcome'), or of either, were last stored; None before
         any (or while a database last written by an older version has none recorded yet)."""
