@@ -184,7 +184,7 @@ def test_bad_options_are_one_line_errors(tmp_path, capsys) -> None:
     db = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
     with pytest.raises(SystemExit) as exit_:
         main([*db, "simulate", "--days", "-1", "--out", str(tmp_path / "x.jsonl")])
-    assert exit_.value.code == 2 and "--days: must be greater than 0" in capsys.readouterr().err
+    assert exit_.value.code == 2 and "--days: must be more than 0" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([*db, "serve", "--port", "70000"])
     assert "port 70000 is outside 0..65535" in capsys.readouterr().err
