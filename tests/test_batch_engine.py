@@ -96,7 +96,7 @@ def _stats_doc(b: BucketStats) -> tuple:
     """Everything a bucket holds, floats as their exact bit patterns."""
     return (b.conf.tobytes(), b.hist.tobytes(), b.psum.tobytes(), b.sums.tobytes(), b.delay.tobytes(),
             {k: (v.num, v.cat, v.missing) for k, v in b.features.items()}, b.expired, b.implicit,
-            {k: {v: c.tolist() for v, c in vals.items()} for k, vals in b.slices.items()}, b.to_bytes())
+            {k: {v: c.tolist() for v, c in vals.items()} for k, vals in b.slices.items()}, b.flag_range, b.to_bytes())
 
 
 def _result_doc(r: EngineResult) -> tuple:
@@ -120,7 +120,7 @@ def dirty_streams(draw):
                  "country": draw(st.sampled_from(["FR", "DE", None])), "flag": draw(st.booleans())}
         if draw(st.booleans()):
             feats["extra"] = draw(st.sampled_from(["x", 1.5, None]))
-        threshold = draw(st.sampled_from([None, 0.3]))
+        threshold = draw(st.sampled_from([None, 0.3, 0.55, 0.8]))  # varying inside buckets: their flag_range
         kw = {"features": feats, **({"threshold": threshold} if threshold is not None else {})}
         variant = draw(st.sampled_from(["A", "B"]))
         raws.append(pred(f"id{i}", score, ts, variant=variant, **kw))

@@ -19,7 +19,7 @@ from driftline.core.stats import BucketStats, _feature_doc
 
 from helpers import decoded, outcome, pred
 from test_engine_properties import T0
-from test_store_fastpaths import _ref_to_bytes, _same, buckets, ref_rank_into
+from test_store_fastpaths import _ref_to_bytes, _same, buckets, ref_range_into, ref_rank_into
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -62,6 +62,7 @@ def _frozen_add_encoded(data: bytes, delta: BucketStats) -> bytes:
             prev = mine.get(value)
             mine[value] = (conf.ravel() + (0 if prev is None else np.asarray(prev, dtype=np.int64))).tolist()
     ref_rank_into(doc, delta, data)  # added with the ranking histograms (the verbatim part above is unchanged)
+    ref_range_into(doc, delta, data)  # and with the flag ranges
     return msgspec.msgpack.encode(doc)
 
 
@@ -82,8 +83,9 @@ def _engine_batch(draw: Any, n_max: int) -> list[BucketStats]:
             feats = {"amount": draw(st.one_of(st.floats(-1e5, 1e5, allow_nan=False), st.none()))}
             if draw(st.booleans()):
                 feats["country"] = draw(st.sampled_from(["FR", "DE", None, "x" * 3]))
+            own = draw(st.sampled_from([{}, {"threshold": 0.3}, {"threshold": 0.7}]))  # flag ranges
             raws.append(pred(pid, draw(st.sampled_from([0.0, 0.5, 1.0, 0.3]) | st.floats(0, 1, allow_nan=False)),
-                             ts, variant=draw(st.sampled_from(["A", "B"])), features=feats))
+                             ts, variant=draw(st.sampled_from(["A", "B"])), features=feats, **own))
         else:
             raws.append(outcome(pid, draw(st.integers(0, 1)), ts))
     for d in decoded(raws):

@@ -5,6 +5,8 @@ arrays built by storage/pgarrays.py against psycopg's own list dumping (compared
 
 from __future__ import annotations
 
+import math
+
 import sqlite3
 import struct
 from typing import Any
@@ -45,7 +47,9 @@ def _ref_to_bytes(b: BucketStats) -> bytes:
         "exp": b.expired, "imp": b.implicit,
         "s": {k: {v: c.ravel().tolist() for v, c in vals.items()} for k, vals in b.slices.items()},
         **({} if b.rank is None else {"ri": np.asarray(b.rank[0], dtype=np.int32).tobytes(),
-                                      "rc": ref_counts(b.rank[1].tolist()), "rs": b.sums.ravel()[:6].tolist()})})
+                                      "rc": ref_counts(b.rank[1].tolist()), "rs": b.sums.ravel()[:6].tolist()}),
+        **({} if b.flag_range is None or not b.flag_range[2] else {
+            "tr": [*map(float, b.flag_range[:2]), b.flag_range[2], int(b.conf.sum())]})})
 
 
 def ref_counts(counts: list[int]) -> bytes:
@@ -87,6 +91,25 @@ def ref_rank_into(doc: dict[str, Any], delta: BucketStats, data: bytes) -> None:
     doc["ri"] = np.array(keys, dtype=np.int32).tobytes()
     doc["rc"] = ref_counts([stored[k] for k in keys])
     doc["rs"] = list(doc["sums"][:6])
+
+
+def ref_range_into(doc: dict[str, Any], delta: BucketStats, data: bytes) -> None:
+    """The flag range a stored bucket (`data`) plus a delta must hold, set in the summed doc: the stored "tr" if it
+    was written for the stored prediction count (none stored: empty if the bucket held no predictions, else
+    unknown), widened by the delta's; none when either is unknown or no prediction was counted."""
+    before = msgspec.msgpack.decode(data)
+    tr, n = before.get("tr"), sum(before["conf"])
+    if tr is None:
+        stored = [math.inf, -math.inf, 0] if n == 0 else None
+    else:
+        ok = (isinstance(tr, list) and len(tr) == 4 and all(type(x) is float for x in tr[:2])
+              and all(type(x) is int for x in tr[2:]) and tr[3] == n and 0 < tr[2] < 4 and tr[0] <= tr[1])
+        stored = tr[:3] if ok else None
+    if stored is None or delta.flag_range is None or not (stored[2] | delta.flag_range[2]):
+        doc.pop("tr", None)
+        return
+    lo, hi, src = delta.flag_range
+    doc["tr"] = [float(min(stored[0], lo)), float(max(stored[1], hi)), stored[2] | src, sum(doc["conf"])]
 
 
 def _ref_add_encoded(data: bytes, delta: BucketStats) -> bytes:
@@ -137,6 +160,7 @@ def _ref_add_encoded(data: bytes, delta: BucketStats) -> bytes:
             prev = mine.get(value)
             mine[value] = (conf.ravel() + (0 if prev is None else np.asarray(prev, dtype=np.int64))).tolist()
     ref_rank_into(doc, delta, data)
+    ref_range_into(doc, delta, data)
     return msgspec.msgpack.encode(doc)
 
 
@@ -174,6 +198,12 @@ def buckets(draw: Any, dirty: bool) -> BucketStats:
             [2**15, -2**15 - 1, 2**31, 2**40, -(2**31) - 1])).filter(bool), max_size=20))
         keys = sorted(ranks)
         b.rank = (np.array(keys, dtype=np.int32), np.array([ranks[k] for k in keys], dtype=np.int64))
+    flags = draw(st.sampled_from(["empty", "some", "unknown"]))  # the thresholds the predictions were flagged at
+    if flags == "unknown":
+        b.flag_range = None
+    elif flags == "some":
+        lo, hi = sorted(draw(st.lists(st.sampled_from([0.0, 0.3, 0.5, 0.55, 1.0]), min_size=2, max_size=2)))
+        b.flag_range = (lo, hi, draw(st.integers(1, 3)))
     return b
 
 

@@ -127,7 +127,11 @@ def threshold_in_force(stats: BucketStats, configured: float) -> float:
     unflagged predictions but one fine-grid edge does (every event used one threshold), that edge is the cut
     in force (of several equivalent edges, the one with the fewest decimals: 0.7 rather than 0.69977). When
     none does (thresholds varied), the configured one is kept; varied thresholds whose flagged count one cut
-    happens to reproduce are estimated at that cut."""
+    happens to reproduce are estimated at that cut. A window whose buckets recorded one threshold at ingest
+    (core.flag_range) is estimated at that one, exactly."""
+    rng = stats.flag_range
+    if rng is not None and rng[2] and rng[0] == rng[1]:
+        return rng[0]
     counts = stats.hist.sum(axis=0)
     flagged = int(stats.conf[:, 1].sum())
     tail = np.concatenate((np.cumsum(counts[::-1])[::-1], [0]))  # tail[i]: predictions in bins >= i

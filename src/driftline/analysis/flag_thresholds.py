@@ -1,6 +1,8 @@
-"""The threshold(s) a window's predictions were flagged at, read back from its buckets' counts and histograms.
+"""The threshold(s) a window's predictions were flagged at: recorded at ingest (core.flag_range: each bucket's
+lowest and highest), or, for a window holding a bucket written before thresholds were recorded (an older version),
+inferred from its buckets' counts and histograms as below; the inference is kept for those buckets only.
 
-An event's own `threshold` overrides the config's, and buckets keep no thresholds: only each label state's
+An event's own `threshold` overrides the config's, and older buckets keep no thresholds: only each label state's
 flagged count (conf[:, 1]) and its fine score histogram. A cut explains a bucket when, in every label state, the
 predictions in the fine bins at or above it are exactly the flagged ones; the cuts that do form one run of fine
 edges (the tails are monotone). A window flagged at one threshold has a cut common to all its buckets; one whose
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.flag_range import FROM_CONFIG, FROM_EVENTS, FlagRange
 from ..core.grids import SCORE_EDGES
 from ..core.stats import BucketStats
 
@@ -27,7 +30,11 @@ class FlagThresholds:
 
     configured: float
     thresholds: tuple[float, ...] | None
-    """The fewest cuts that explain every bucket's flags, ascending; None when some bucket is explained by none."""
+    """Inferred: the fewest cuts that explain every bucket's flags, ascending; None when some bucket is explained by
+    none. Recorded: every bucket's lowest and highest threshold, ascending (those between unknown)."""
+    sources: int | None = None
+    """Recorded: FROM_CONFIG | FROM_EVENTS bits (predictions flagged at the config's threshold of their ingest, at
+    their event's own); None when inferred."""
 
     @property
     def mixed(self) -> bool:
@@ -45,11 +52,19 @@ class FlagThresholds:
             return "mixed"
         return "config" if self.value == self.configured else "events"
 
+    @property
+    def basis(self) -> str:
+        """'recorded' (at ingest, exact) or 'inferred' (from score histograms: a bucket of an older version)."""
+        return "inferred" if self.sources is None else "recorded"
+
     def to_json(self) -> dict[str, object]:
+        src = self.sources
         return {"value": self.value, "mixed": self.mixed, "source": self.source,
                 "thresholds": None if self.thresholds is None else list(self.thresholds),
                 "range": None if not self.thresholds else [self.thresholds[0], self.thresholds[-1]],
-                "configured": self.configured}
+                "configured": self.configured, "basis": self.basis,
+                "from_config": None if src is None else bool(src & FROM_CONFIG),
+                "from_events": None if src is None else bool(src & FROM_EVENTS)}
 
 
 def flag_note(doc: dict[str, object] | None) -> str | None:
@@ -58,12 +73,18 @@ def flag_note(doc: dict[str, object] | None) -> str | None:
     if not doc or doc.get("source") == "config":
         return None
     cfg = f"{doc['configured']:g}"
+    how = "" if doc.get("basis") == "recorded" else " (inferred from score histograms: buckets of an older version)"
     if doc.get("value") is not None:
-        return f"flagged at score ≥ {doc['value']:g}: the events' own threshold, not the config's {cfg}"
+        if doc.get("from_events") is False:  # the config's threshold when they were ingested, since changed
+            return f"flagged at score ≥ {doc['value']:g}: the config's threshold when ingested, not today's {cfg}"
+        return f"flagged at score ≥ {doc['value']:g}: the events' own threshold, not the config's {cfg}{how}"
     seen = doc.get("thresholds")
+    if seen and doc.get("basis") == "recorded":
+        lo, hi = doc["range"]  # type: ignore[misc]
+        return f"flagged at mixed thresholds (from {lo:g} to {hi:g}; config {cfg}): the events carried their own"
     if seen:
         listed = ", ".join(f"{t:g}" for t in seen)  # type: ignore[union-attr]
-        return f"flagged at mixed thresholds ({listed}; config {cfg}): the events carried their own"
+        return f"flagged at mixed thresholds ({listed}; config {cfg}): the events carried their own{how}"
     return f"flagged at mixed thresholds (they varied within an hour; config {cfg}): the events carried their own"
 
 
@@ -116,3 +137,18 @@ def flag_thresholds(buckets: Iterable[BucketStats | tuple[np.ndarray, np.ndarray
     assert group is not None
     picked.append(_shortest(*group, configured))
     return FlagThresholds(configured, tuple(sorted(set(picked))))
+
+
+def recorded_thresholds(ranges: Iterable[tuple[FlagRange | None, int]], configured: float) -> FlagThresholds | None:
+    """The threshold(s) in force from the buckets' recorded ranges, given as (flag range, predictions) per bucket;
+    None when a bucket holding predictions has none (written by an older version): the caller infers then."""
+    seen: set[float] = set()
+    sources = 0
+    for rng, predictions in ranges:
+        if predictions == 0:
+            continue
+        if rng is None or rng[2] == 0:
+            return None
+        seen.update(rng[:2])
+        sources |= rng[2]
+    return FlagThresholds(configured, tuple(sorted(seen)) if seen else (configured,), sources)

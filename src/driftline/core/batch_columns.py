@@ -63,7 +63,8 @@ def apply_plain(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[Any
     variants = [e.variant or DEFAULT_VARIANT for e in pev]
     scores = [float(e.score) for e in pev]
     default = s.threshold
-    flagged = [sc >= (default if e.threshold is None else e.threshold) for sc, e in zip(scores, pev)]
+    own = [e.threshold for e in pev]
+    flagged = [sc >= (default if t is None else t) for sc, t in zip(scores, own)]
     feats = [e.features for e in pev]
     ts = [ok[i][0].ts for i in preds]
     shards = [ok[i][1] for i in preds]
@@ -84,8 +85,13 @@ def apply_plain(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[Any
     _newest(result.max_ts, "prediction", ts)
     _newest(result.max_ts, "outcome", ts_o)
     delays = [to - tp for to, tp in zip(ts_o, ts[n_lone:])]
-    engine._moves.columns.append(_plain_columns(preds, n_lone, tail, buckets, flagged, scores, labels, delays,
-                                                [f or NO_FEATURES for f in feats], slices))
+    cols = _plain_columns(preds, n_lone, tail, buckets, flagged, scores, labels, delays,
+                          [f or NO_FEATURES for f in feats], slices)
+    value = np.array(own, dtype=np.float64)  # None (the config's threshold) becomes NaN
+    cols.t_own = value == value
+    value[~cols.t_own] = default
+    cols.t_bucket, cols.t_value = cols.bucket[:n], value
+    engine._moves.columns.append(cols)
 
 
 def _newest(max_ts: dict[str, float], kind: str, ts: list[float]) -> None:

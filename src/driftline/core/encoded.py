@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from .flag_range import range_from_doc, range_into_doc, range_sum
 from .grids import N_DELAY_BINS, N_FEATURE_BINS
 from .rank_hist import labelled_in_conf, rank_from_doc, rank_into_doc, rank_sum
 from .stats import _NATIVE, BucketStats, _feature_doc, _packed, _zeros_i
@@ -51,6 +52,7 @@ def add_encoded(data: bytes, delta: BucketStats) -> bytes:
            feats.values()):
         return BucketStats.from_bytes(data).add(delta).to_bytes()  # an older encoding: the general route
     stored = rank_from_doc(doc, labelled_in_conf(doc["conf"]))  # read before conf and sums change
+    stored_range = range_from_doc(doc, sum(doc["conf"]))
     doc["conf"] = (np.asarray(doc["conf"], dtype=np.int64) + delta.conf.ravel()).tolist()
     doc["sums"] = (np.asarray(doc["sums"], dtype=np.float64) + delta.sums.ravel()).tolist()
     doc["hi"], doc["hc"], doc["hp"] = _add_score_bins(doc["hi"], doc["hc"], doc["hp"], delta)
@@ -61,6 +63,7 @@ def add_encoded(data: bytes, delta: BucketStats) -> bytes:
         doc["di"], doc["dc"] = dnz.astype(np.int32).tobytes(), delay[dnz].tobytes()
     add_rest(doc, delta)
     rank_into_doc(doc, rank_sum((stored, delta.rank)))
+    range_into_doc(doc, range_sum((stored_range, delta.flag_range)), sum(doc["conf"]))
     return msgspec.msgpack.encode(doc)
 
 

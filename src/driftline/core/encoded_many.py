@@ -13,6 +13,7 @@ import msgspec
 import numpy as np
 
 from .encoded import add_encoded, add_rest
+from .flag_range import range_from_doc, range_into_doc, range_sum
 from .grids import N_DELAY_BINS, N_SCORE_BINS
 from .rank_hist import rank_into_doc, ranks_added, stored_rank
 from .stats import BucketStats, _feature_doc
@@ -114,18 +115,21 @@ def _encode_new(d: BucketStats, part: tuple[list[int], list[float], bytes, bytes
         "dc": dc, "f": {k: _feature_doc(fh) for k, fh in d.features.items()}, "exp": d.expired, "imp": d.implicit,
         "s": {k: {v: c.ravel().tolist() for v, c in vals.items()} for k, vals in d.slices.items()}}
     rank_into_doc(doc, d.rank)
+    range_into_doc(doc, d.flag_range, sum(conf))
     return _encode(doc)
 
 
 def _encode_added(d: BucketStats, part: tuple[Any, ...]) -> bytes:
     """add_encoded's bytes from a stored doc and its chunk-wide sums: the rest added bucket by bucket."""
     doc, conf, sums, (hi, hc, hp), delay, rank = part
+    stored_range = range_from_doc(doc, sum(doc["conf"]))  # before conf changes
     doc["conf"], doc["sums"] = conf, sums
     doc["hi"], doc["hc"], doc["hp"] = hi, hc, hp
     if delay is not None:
         doc["di"], doc["dc"] = delay
     add_rest(doc, d)
     rank_into_doc(doc, rank)  # add_encoded's sum of the ranking histograms, made chunk-wide (after the sums)
+    range_into_doc(doc, range_sum((stored_range, d.flag_range)), sum(conf))
     return _encode(doc)
 
 

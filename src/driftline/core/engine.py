@@ -169,7 +169,8 @@ class Engine:
                         self._conflict(pid)
                     return
         score = float(ev.score)
-        threshold = self.s.threshold if ev.threshold is None else ev.threshold
+        own = ev.threshold is not None
+        threshold = ev.threshold if own else self.s.threshold
         rec = PredRecord(pid, ev.model, ev.model_version or DEFAULT_VERSION, variant, ts, score,
                          score >= threshold, shard,
                          slice_values=self._slice_values(ev.features) if self.s.slice_features else None)
@@ -186,6 +187,7 @@ class Engine:
         recs.append(rec)
         self.result.upserts[(pid, rec.model, variant)] = rec
         moves.move(b, rec.state, rec.flagged, score, 1, rec.slice_values)
+        moves.threshold(b, threshold, own)
         moves.features(b, ev.features)
 
     def _conflict(self, pid: str) -> None:

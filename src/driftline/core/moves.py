@@ -10,7 +10,7 @@ from __future__ import annotations
 import mmap
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
 
@@ -19,6 +19,7 @@ import numpy as np
 from .feature_hists import (  # noqa: F401 (re-exported: imported from here by the engine and tests)
     MAX_CATEGORIES_PER_BUCKET, MAX_CATEGORY_LEN, OTHER, _exact_bucket, bound_categories, count_undeclared,
     feature_hists)
+from .flag_range import batch_ranges
 from .grids import N_DELAY_BINS, N_SCORE_BINS, delay_bin, score_bin
 from .rank_hist import batch_ranks
 from .stats import LOG_EPS, SUM_NLL_NEG, SUM_NLL_POS, SUM_P2, BucketStats
@@ -32,7 +33,8 @@ class Moves:
     """Columns of one batch's moves, delays and feature dicts, each tagged with a bucket index."""
 
     __slots__ = ("bucket", "state", "flag", "score", "sign", "d_bucket", "d_delay", "d_sign", "f_bucket",
-                 "f_dicts", "slice_moves", "expired", "implicit", "at", "m_seq", "d_seq", "f_seq", "s_seq", "columns")
+                 "f_dicts", "slice_moves", "expired", "implicit", "at", "m_seq", "d_seq", "f_seq", "s_seq", "columns",
+                 "t_bucket", "t_value", "t_own")
 
     def __init__(self) -> None:
         self.bucket: list[int] = []
@@ -56,6 +58,9 @@ class Moves:
         self.s_seq: list[int] = []
         self.columns: list[MoveColumns] = []
         """Moves computed as arrays by the batch path (core/batch.py), merged in sequence order by `deltas()`."""
+        self.t_bucket: list[int] = []
+        self.t_value: list[float] = []
+        self.t_own: list[bool] = []
 
     def move(self, b: int, state: int, flagged: bool, score: float, sign: int,
              slice_values: dict[str, str] | None = None) -> None:
@@ -70,6 +75,13 @@ class Moves:
         self.flag.append(flagged)
         self.score.append(score)
         self.sign.append(sign)
+
+    def threshold(self, b: int, value: float, own: bool) -> None:
+        """A prediction counted in bucket b for the first time was flagged at `value` (its event's own threshold
+        when `own`, else the config's): core.flag_range."""
+        self.t_bucket.append(b)
+        self.t_value.append(value)
+        self.t_own.append(own)
 
     def delay(self, b: int, seconds: float, sign: int = 1) -> None:
         self.d_seq.append(self.at)
@@ -104,6 +116,9 @@ class Moves:
         if len(cols.bucket):
             for stats, rank in zip(out, batch_ranks(nb, cols.bucket, cols.state, cols.score, cols.sign)):
                 stats.rank = rank
+        if len(cols.t_bucket):
+            for stats, rng in zip(out, batch_ranges(nb, cols.t_bucket, cols.t_value, cols.t_own)):
+                stats.flag_range = rng
         if cols.f_dicts:
             feature_hists(cols.f_bucket, cols.f_dicts, declared, max_features, out, counters)
         for b, n in self.expired.items():
@@ -134,7 +149,9 @@ class Moves:
             np.asarray(self.score, dtype=np.float64), np.asarray(self.sign, dtype=np.float64),
             np.asarray(self.d_seq, dtype=np.int64), np.asarray(self.d_bucket, dtype=np.int64),
             np.asarray(self.d_delay, dtype=np.float64), np.asarray(self.d_sign, dtype=np.float64),
-            self.f_seq, self.f_bucket, self.f_dicts, self.s_seq, self.slice_moves)
+            self.f_seq, self.f_bucket, self.f_dicts, self.s_seq, self.slice_moves,
+            np.asarray(self.t_bucket, dtype=np.int64), np.asarray(self.t_value, dtype=np.float64),
+            np.asarray(self.t_own, dtype=bool))
         if not self.columns:
             return own
         parts = [own, *self.columns]
@@ -154,7 +171,8 @@ class Moves:
         return MoveColumns(cat("m_seq", m), cat("bucket", m), cat("state", m), cat("flag", m), cat("score", m),
                            cat("sign", m), cat("d_seq", d), cat("d_bucket", d), cat("d_delay", d), cat("d_sign", d),
                            f_seq[f], seq("f_bucket", f), seq("f_dicts", f), seq("s_seq", s),
-                           seq("slice_moves", s))
+                           seq("slice_moves", s), *(np.concatenate([getattr(c, k) for c in parts])
+                                                    for k in ("t_bucket", "t_value", "t_own")))
 
 
 @dataclass(slots=True)
@@ -176,6 +194,11 @@ class MoveColumns:
     f_dicts: list[dict[str, Any]]
     s_seq: list[int]
     slice_moves: list[tuple[int, str, str, int, int, int]]
+    t_bucket: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Thresholds of the predictions counted (in any order: only their min and max per bucket are kept):
+    bucket index, threshold, whether it was the event's own (core.flag_range)."""
+    t_value: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    t_own: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
 def _scores(c: MoveColumns, conf: np.ndarray, hist: np.ndarray, psum: np.ndarray, sums: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ from itertools import chain
 import msgspec
 import numpy as np
 
+from .flag_range import EMPTY, FlagRange, range_from_doc, range_into_doc, range_sum
 from .grids import N_DELAY_BINS, N_RANK_BINS, N_SCORE_BINS, rank_bin
 from .rank_hist import Rank, empty_rank, labelled_in_conf, rank_from_doc, rank_into_doc, rank_sum
 
@@ -110,6 +111,8 @@ class BucketStats:
     expired: unlabelled predictions that passed the label horizon (they stay in UNL).
     implicit: labels assigned by the implicit-negative policy (they are also in NEG).
     rank: the labelled predictions on the finer ranking grid (core.rank_hist; None: unknown, an older bucket).
+    flag_range: the lowest and highest threshold its predictions were flagged at, and their sources
+    (core.flag_range; None: unknown, an older bucket).
     """
 
     conf: np.ndarray = field(default_factory=lambda: _zeros_i(3, 2))
@@ -127,6 +130,7 @@ class BucketStats:
     (Moves.deltas) so serialising skips the dense scan; None when unknown. add/add_prediction reset it: whatever
     else writes hist or psum in place must reset it too."""
     rank: Rank | None = field(default_factory=empty_rank)
+    flag_range: FlagRange | None = EMPTY
 
     # --- derived counts -----------------------------------------------------------------------
     @property
@@ -175,6 +179,7 @@ class BucketStats:
         self.expired += other.expired
         self.implicit += other.implicit
         self.rank = rank_sum((self.rank, other.rank))
+        self.flag_range = range_sum((self.flag_range, other.flag_range))
         for name, values in other.slices.items():
             mine_s = self.slices.setdefault(name, {})
             for value, conf in values.items():
@@ -194,6 +199,7 @@ class BucketStats:
             self.expired, self.implicit,
             {k: {v: c.copy() for v, c in vals.items()} for k, vals in self.slices.items()},
             rank=self.rank,  # never written in place: shared
+            flag_range=self.flag_range,
         )
 
     def is_empty(self) -> bool:
@@ -201,7 +207,7 @@ class BucketStats:
             not self.conf.any() and not self.hist.any() and not self.delay.any()
             and not self.features and self.expired == 0 and self.implicit == 0
             and not self.psum.any() and not self.sums.any() and not self.slices
-            and (self.rank is None or not len(self.rank[0]))
+            and (self.rank is None or not len(self.rank[0])) and self.flag_range == EMPTY
         )
 
     # --- per-prediction moves (used by the engine) ---------------------------------------------
@@ -250,6 +256,7 @@ class BucketStats:
             "s": {k: {v: c.ravel().tolist() for v, c in vals.items()} for k, vals in self.slices.items()},
         }
         rank_into_doc(doc, self.rank)
+        range_into_doc(doc, self.flag_range, self.predictions)
         return msgspec.msgpack.encode(doc)
 
     @classmethod
@@ -275,6 +282,7 @@ class BucketStats:
         for k, vals in doc.get("s", {}).items():
             b.slices[k] = {v: np.asarray(c, dtype=np.int64).reshape(3, 2) for v, c in vals.items()}
         b.rank = rank_from_doc(doc, labelled_in_conf(b.conf))
+        b.flag_range = range_from_doc(doc, b.predictions)
         return b
 
 

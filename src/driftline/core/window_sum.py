@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from .flag_range import FlagRange, range_from_doc, range_sum
 from .grids import N_DELAY_BINS, N_SCORE_BINS
 from .rank_hist import RANK_ROW, Rank, in_order, labelled_in_conf, stored_rank, summed
 from .stats import BucketStats, merge
@@ -32,6 +33,7 @@ class _Summable(msgspec.Struct):
     ri: Any = None
     rc: Any = None
     rs: Any = None
+    tr: Any = None
 
 
 _decoder = msgspec.msgpack.Decoder(_Summable)
@@ -59,6 +61,28 @@ def flag_counts(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     hist = np.zeros(_CELLS, dtype=np.int64)
     hist[np.frombuffer(doc.hi, dtype=np.int32)] = np.frombuffer(doc.hc, dtype=np.int64)
     return np.asarray(doc.conf, dtype=np.int64).reshape(3, 2), hist.reshape(3, N_SCORE_BINS)
+
+
+class _Range(msgspec.Struct):
+    """The parts of an encoded bucket that say which thresholds its predictions were flagged at."""
+
+    conf: list[int]
+    tr: Any = None
+
+
+_range_decoder = msgspec.msgpack.Decoder(_Range)
+
+
+def flag_record(data: bytes) -> tuple[FlagRange | None, int]:
+    """An encoded bucket's recorded flag range (core.flag_range; None: unknown) and its prediction count, nothing
+    else decoded."""
+    try:
+        doc = _range_decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        b = BucketStats.from_bytes(data, features=False)
+        return b.flag_range, b.predictions
+    n = sum(doc.conf)
+    return range_from_doc({} if doc.tr is None else {"tr": doc.tr}, n), n
 
 
 def _merged(datas: Sequence[bytes]) -> BucketStats:
@@ -107,6 +131,7 @@ def sum_encoded(datas: Sequence[bytes]) -> BucketStats:
     if rank is False:
         return _merged(datas)
     total.rank = rank
+    total.flag_range = range_sum([range_from_doc({} if d.tr is None else {"tr": d.tr}, sum(d.conf)) for d in docs])
     return total
 
 

@@ -13,8 +13,8 @@ from ..storage.compaction import COMPACTED_SHARD, DAY_S, compacted_days, due_cut
 from ..storage.bucket_row import BucketRow
 from ..storage.store import Store
 from ..core.stats import BucketStats, merge
-from ..core.window_sum import flag_counts, sum_encoded
-from ..analysis.flag_thresholds import FlagThresholds, flag_thresholds
+from ..core.window_sum import flag_counts, flag_record, sum_encoded
+from ..analysis.flag_thresholds import FlagThresholds, flag_thresholds, recorded_thresholds
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +116,11 @@ def merged(rows: list[BucketRow]) -> BucketStats:
 
 def flags_in_force(rows: list[BucketRow], configured: float) -> FlagThresholds:
     """The threshold(s) the rows' predictions were flagged at, read bucket by bucket from the encoded rows (a
-    decoded one when it was decoded): nothing is kept decoded, so a long window costs no memory."""
+    decoded one when it was decoded): the ranges recorded at ingest, or, when a row was written by an older
+    version, inferred from counts and histograms; nothing is kept decoded, so a long window costs no memory."""
+    recorded = recorded_thresholds(((r.stats.flag_range, r.stats.predictions) if r.data is None
+                                    else flag_record(r.data) for r in rows), configured)
+    if recorded is not None:
+        return recorded
     return flag_thresholds(((r.stats.conf, r.stats.hist) if r.data is None else flag_counts(r.data) for r in rows),
                            configured)
