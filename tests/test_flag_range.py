@@ -80,7 +80,8 @@ def test_a_threshold_off_the_score_grid_is_shown_and_used_exactly(tmp_path: Path
 
 
 def test_a_config_threshold_changed_since_ingest_is_named_as_the_config_of_then(tmp_path: Path, capsys) -> None:
-    url = replayed_db(tmp_path, [pred(f"c{i}", i / 100, T0 + i) for i in range(100)], capsys)
+    lines = [pred(f"c{i}", i / 100, T0 + i) for i in range(100)]
+    url = replayed_db(tmp_path, lines + [outcome(f"c{i}", int(i % 3 == 0), T0 + 600 + i) for i in range(100)], capsys)
     cfg = tmp_path / "c.yaml"
     cfg.write_text("threshold: 0.7\n")
     doc = _json(capsys, "--db", url, "--config", str(cfg), "metrics", "--json", *AT)
@@ -89,6 +90,13 @@ def test_a_config_threshold_changed_since_ingest_is_named_as_the_config_of_then(
     capsys.readouterr()
     assert main(["--db", url, "--config", str(cfg), "metrics", *AT]) == 0
     assert "the config's threshold when ingested, not today's 0.7" in " ".join(capsys.readouterr().out.split())
+    out = tmp_path / "rep"
+    rep = _json(capsys, "--db", url, "--config", str(cfg), "report", "--week", "2025-W49", "--out", str(out),
+                "--json")["report"]
+    rows = {r["threshold"]: r for r in rep["thresholds"]["rows"]}
+    assert rows[0.5]["mark"] == "in force (config’s when ingested threshold)"
+    assert "scoring 0.5 or more (the config's threshold when ingested; today's is 0.7)" in \
+        next(out.glob("*.md")).read_text()
 
 
 def _strip_ranges(url: str) -> None:

@@ -263,6 +263,8 @@ def flag_rule(flags: dict[str, Any]) -> str:
     if flags["source"] == "config":
         return f"scoring {cfg} or more"
     if flags["value"] is not None:
+        if flags.get("from_events") is False:  # recorded at ingest from a config since changed
+            return f"scoring {flags['value']:g} or more (the config's threshold when ingested; today's is {cfg})"
         return f"scoring {flags['value']:g} or more (the events' own threshold; the config's is {cfg})"
     seen = flags["thresholds"]
     which = ", ".join(f"{t:g}" for t in seen) if seen else "thresholds that varied within an hour"
@@ -280,7 +282,8 @@ def mark_in_force(rows: list[dict[str, Any]], flags: dict[str, Any]) -> None:
         if flags["source"] == "config":
             r["mark"] = "deployed" if r["in_force"] else ""
         elif not flags["mixed"]:
-            r["mark"] = ("in force (events’ own threshold)" if r["in_force"] else
+            whose = "config’s when ingested" if flags.get("from_events") is False else "events’ own"
+            r["mark"] = (f"in force ({whose} threshold)" if r["in_force"] else
                          "config threshold (not in force)" if at(flags["configured"]) else "")
         else:
             words = ["in force for part of the week (mixed)"] if r["in_force"] else []
