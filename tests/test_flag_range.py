@@ -185,7 +185,7 @@ def _streams(draw):
     exact duplicates; two arrival orders of the same events and two batch splits."""
     raws: list[bytes] = []
     for i in range(draw(st.integers(1, 25))):
-        ts = T0 + draw(st.integers(0, 3 * 86400))
+        ts = T0 + draw(st.integers(0, 6 * 3600))  # a few hours: buckets hold several thresholds
         kw = draw(st.sampled_from([{}, {"threshold": 0.2}, {"threshold": 0.55}, {"threshold": 0.9}]))
         raws.append(pred(f"id{i}", draw(st.floats(0, 1)), ts, variant=draw(st.sampled_from(["A", "B"])), **kw))
         if draw(st.integers(0, 5)) == 0:
