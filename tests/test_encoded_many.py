@@ -96,7 +96,7 @@ def _engine_batch(draw: Any, n_max: int) -> list[BucketStats]:
 def _malformed(draw: Any, data: bytes) -> bytes:
     """A stored bucket made dirty the ways the per-bucket routes guard against."""
     doc = msgspec.msgpack.decode(data)
-    how = draw(st.integers(0, 11))
+    how = draw(st.integers(0, 12))
     if how == 0:  # repeated score bins
         doc["hi"], doc["hc"], doc["hp"] = doc["hi"] * 2, doc["hc"] * 2, doc["hp"] * 2
     elif how == 1:  # a negative or too large score bin
@@ -124,6 +124,9 @@ def _malformed(draw: Any, data: bytes) -> bytes:
         doc.pop("s", None)
     elif how == 10:
         doc["hi"] = "text"
+    elif how == 12:  # a flag range of the wrong shape, types, order or prediction count
+        doc["tr"] = draw(st.sampled_from([[0.5], "x", [0.6, 0.5, 2, 0], [1, 1, 1, 0], [0.5, 0.5, 9, 0],
+                                          [0.5, 0.5, 2, 10**6], [0.5, 0.5, 2, sum(doc["conf"])]]))
     else:  # bad counts
         doc["exp"] = draw(st.sampled_from(["x", None, 2.5]))
     return msgspec.msgpack.encode(doc)
