@@ -49,3 +49,18 @@ def test_conflicting_copies_are_counted_and_warned_about_exact_ones_are_not(tmp_
         assert reg.get_sample_value("driftline_duplicates_total", {"type": "prediction"}) == 6.0
     finally:
         store.close()
+
+
+def test_a_copy_whose_own_threshold_flags_it_otherwise_is_conflicting(tmp_path, capsys) -> None:
+    """The same id, score, ts and version with a `threshold` that flags the copy otherwise (0.7 at 0.8: not flagged;
+    the stored copy at the config's 0.5: flagged) counted as an exact copy, so which one arrived first decided the
+    flag unseen (threshold helper's finding); a threshold that flags it alike (0.6) stays an exact copy."""
+    first = tmp_path / "first.jsonl"
+    first.write_bytes(pred("t1", 0.7, T0) + b"\n")
+    db = f"sqlite:///{tmp_path / 'd.db'}"
+    _replay(capsys, db, first)
+    copies = tmp_path / "copies.jsonl"  # against the stored copy, and within one batch
+    copies.write_bytes(b"\n".join([pred("t1", 0.7, T0, threshold=0.6), pred("t1", 0.7, T0, threshold=0.8),
+                                   pred("t2", 0.3, T0, threshold=0.2), pred("t2", 0.3, T0)]) + b"\n")
+    doc, _ = _replay(capsys, db, copies)
+    assert (doc["duplicate_predictions"], doc["conflicting_duplicates"]) == (3, 2)

@@ -28,7 +28,8 @@ IMPLICIT_RELABELLED = "implicit_relabelled"
 
 CONFLICTING = ("conflicting_duplicates", "prediction")
 """Counter of duplicate predictions (already counted in `duplicates`) whose score, ts or model_version differs from
-the copy stored first, which stays: unlike exact copies, their effect depends on which copy arrived first."""
+the copy stored first, or whose threshold flags it otherwise, which stays: unlike exact copies, their effect
+depends on which copy arrived first."""
 
 BucketKey = tuple[str, str, str, int, int]
 """(model, model_version, variant, bucket start in epoch seconds, shard)."""
@@ -158,19 +159,19 @@ class Engine:
         variant = ev.variant or DEFAULT_VARIANT
         pid = ev.prediction_id
         recs = self.view.preds.get(pid)
+        score = float(ev.score)
+        own = ev.threshold is not None
+        threshold = ev.threshold if own else self.s.threshold
         if recs is None:
             recs = self.view.preds[pid] = []
         else:
             for r in recs:
                 if r.model == ev.model and r.variant == variant:
                     self.result.counters[("duplicates", "prediction")] += 1
-                    if r.score != float(ev.score) or r.ts != ts or r.model_version != (ev.model_version
-                                                                                        or DEFAULT_VERSION):
+                    if r.score != score or r.ts != ts or r.model_version != (ev.model_version or DEFAULT_VERSION) \
+                            or r.flagged != (score >= threshold):  # a threshold that flags the copy otherwise
                         self._conflict(pid)
                     return
-        score = float(ev.score)
-        own = ev.threshold is not None
-        threshold = ev.threshold if own else self.s.threshold
         rec = PredRecord(pid, ev.model, ev.model_version or DEFAULT_VERSION, variant, ts, score,
                          score >= threshold, shard,
                          slice_values=self._slice_values(ev.features) if self.s.slice_features else None)
