@@ -34,9 +34,10 @@ EXAMPLE = REPO / "driftline.example.yaml"
 END = 1_795_996_800.0  # 2026-11-30T00:00:00Z
 _enc = msgspec.json.Encoder()
 
-PER_MODEL_WINDOW = 2 + 4 * 3 + 2 + 5
+PER_MODEL_WINDOW = 2 + 4 * 3 + 2 + 5 + 2
 """Per (model, window): score PSI, seasonal fallback count, 4 label-free estimates with 2 bounds, trusted,
-contradicted, 5 multivariate drift series (second tryout: the last 19 were not counted)."""
+contradicted, 5 multivariate drift series (second tryout: the last 19 were not counted), and one
+driftline_readout_unavailable per readout (estimated, multivariate)."""
 PER_GROUP = 8 * 3 + 5 + 5 + 6 + 2
 """Windowed series of one (variant, model_version) group: 8 rates with 2 bounds, 5 counts, 5 scores, ROC AUC's and
 AP's interval bounds and error bounds, 2 quantiles (README, Prometheus exporter, Label cardinality)."""
@@ -76,7 +77,7 @@ def _scrape(config, store) -> str:
 
 
 def documented_bound(config) -> int:
-    """README's formula: W·M·(42·(1 + (V+1)(R+1)) + 21 + 3F) + T·(3 + |states|) + 3M + 1 + pipeline + process."""
+    """README's formula: W·M·(42·(1 + (V+1)(R+1)) + 23 + 3F) + T·(3 + |states|) + 3M + 1 + pipeline + process."""
     lim = config.limits
     m, v, r = lim.max_models, lim.max_variants_per_model, lim.max_versions_per_model
     f = max(config.max_features, len(config.features))

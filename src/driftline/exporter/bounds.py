@@ -4,7 +4,7 @@ series ≤ W·M·(G·(1 + (V+1)(R+1)) + PER_MODEL_WINDOW + 3F) + T·(3 + S) + (3
          + PROCESS_SERIES + P + 4·N
 W windows exported, M models, V variants and R versions per model (+1: `__other__`), G series per group,
 PER_MODEL_WINDOW series per model and window (score PSI, seasonal fallback count, label-free estimates,
-multivariate drift), F drift features (per model the reference's seasonality info), T triggers with S states,
+multivariate drift, why a readout is absent), F drift features (per model the reference's seasonality info), T triggers with S states,
 P consumer partitions, N notification receivers.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..config import Config
 from ..core.events import ALL_REASONS
 from ..ops import BATCH_BUCKETS
+from ..readouts.absent import READOUTS
 from ..triggers.model import STATES
 from ..triggers.runner import compile_rules
 from .collector import windows_of
@@ -23,9 +24,10 @@ DEAD_LETTER_REASONS = frozenset(ALL_REASONS)
 PER_GROUP = 3 * len(RATE_HELP) + len(COUNT_HELP) + len(SCORE_HELP) + len(RANKING_EXTRA) + 2
 """Windowed series of one (variant, model_version) group: rates with both bounds, counts, scores, the ranking
 metrics' interval and computation bounds, 2 quantiles (tests/test_cardinality.py counts them in a scrape)."""
-PER_MODEL_WINDOW = 2 + 3 * len(ESTIMATED_RATES) + 2 + len(MULTIVARIATE_SERIES)
+PER_MODEL_WINDOW = 2 + 3 * len(ESTIMATED_RATES) + 2 + len(MULTIVARIATE_SERIES) + len(READOUTS)
 """Series of one (model, window) besides its groups and features: score PSI, seasonal fallback count, the label-free
-estimates with their bounds, trusted, contradicted, and the multivariate drift series."""
+estimates with their bounds, trusted, contradicted, the multivariate drift series, and one
+driftline_readout_unavailable per readout (one reason at a time)."""
 PIPELINE_SERIES = 1 + 1 + 2 + 2 + 2 + 1 + len(DEAD_LETTER_REASONS) + 1 + LABEL_SERIES + 2 + 1 + 1
 """database up, build_info, time basis, leader, events and duplicates per type, conflicting duplicates (predictions),
 dead letters per reason, expired, label arrival (corrections, stale outcomes, implicit negatives, and those

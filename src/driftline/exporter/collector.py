@@ -27,7 +27,8 @@ from ..durations import format_duration
 from ..core.engine import CONFLICTING, IMPLICIT_RELABELLED
 from ..core.events import DEAD_LETTER_REASONS
 from ..core.labels import MODEL, OVERFLOW, VARIANT, VERSION, overflow_counter
-from ..readouts.drift import active_reference_seasons, estimated_block, multivariate_reading
+from ..readouts.absent import ESTIMATED, MULTIVARIATE, estimated_absence
+from ..readouts.drift import MultivariateReading, active_reference_seasons, estimated_block, multivariate_outcome
 from ..readouts.headline import headline_rows
 from ..readouts.seasonal import fallback_predictions
 from ..storage.errors import StoreUnavailable
@@ -40,7 +41,7 @@ from ..triggers.runner import compile_rules
 from ..readouts.windows import Window, default_at, window_ending, window_rows
 from .label_text import escape_labels
 from .names import LABEL_COUNTERS
-from .window_series import _Families, add_estimated, add_window, groups_of, multivariate_series
+from .window_series import _Families, add_estimated, add_unavailable, add_window, groups_of, multivariate_series
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +148,9 @@ class SnapshotCollector:
                             "whole reference because their season's slice is thin, missing or unplaceable.",
                             ["model", "window"]).add_metric(
                         [model, label], float(fallback_predictions(seasonal, headline_rows(self.config.ab, rows), self.config)))
-                add_estimated(f, model, label, estimated_block(self.store, self.config, model, w))
+                block = estimated_block(self.store, self.config, model, w)
+                add_estimated(f, model, label, block)
+                add_unavailable(f, model, label, ESTIMATED, estimated_absence(block))
 
     def _seasonality(self, f: _Families, model: str) -> Any:
         """driftline_reference_seasonality_info of the model's active reference; its seasonal slices (or None)."""
@@ -180,9 +183,11 @@ class SnapshotCollector:
                         lbl).add_metric(lv, 1.0 if r.drifted else 0.0)
 
     def _multivariate(self, f: _Families, model: str, label: str, window: Window) -> None:
-        """driftline_multivariate_drift_*: the window's PCA reconstruction error against the reference's."""
-        r = multivariate_reading(self.store, self.config, model, window, None)
-        if r is None:
+        """driftline_multivariate_drift_*: the window's PCA reconstruction error against the reference's (or why
+        there is none: driftline_readout_unavailable)."""
+        r = multivariate_outcome(self.store, self.config, model, window, None)
+        if not isinstance(r, MultivariateReading):
+            add_unavailable(f, model, label, MULTIVARIATE, r)
             return
         lbl, lv = ["model", "window"], [model, label]
         for name, doc, value in multivariate_series(r):

@@ -10,6 +10,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from ..analysis.classification import Metrics, classification
 from ..config import AB
 from ..core.stats import BucketStats
+from ..readouts.absent import READOUTS, REASONS
 from ..readouts.drift import MultivariateReading
 from ..readouts.headline import headline_rows, headline_variant
 from ..readouts.ranking import window_metrics
@@ -130,6 +131,17 @@ def add_window(f: _Families, model: str, window: str, groups: list[Group]) -> No
                                 "Quantiles of outcome time minus prediction time for labelled predictions.")
                 fam.add_sample("driftline_label_delay_seconds",
                                dict(zip(WINDOWED, lv), quantile=q), float(value))
+
+
+def add_unavailable(f: _Families, model: str, window: str, readout: str, reason: str | None) -> None:
+    """driftline_readout_unavailable{readout, reason} 1 for a readout of the window that is absent (reason None:
+    it is exported); reasons from the fixed readouts.absent.REASONS, so the label stays bounded."""
+    if reason is None:
+        return
+    assert readout in READOUTS and reason in REASONS, (readout, reason)
+    f.gauge("driftline_readout_unavailable", "Always 1; a per-window readout (estimated: the label-free estimates, "
+            "multivariate: multivariate drift) that is absent, and why (docs/METRICS.md lists the reasons).",
+            ["model", "window", "readout", "reason"]).add_metric([model, window, readout, reason], 1.0)
 
 
 def add_estimated(f: _Families, model: str, window: str, block: dict[str, Any] | None) -> None:

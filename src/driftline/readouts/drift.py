@@ -25,7 +25,7 @@ from ..config import Config
 from ..durations import format_duration
 from .estimated import calibrated_block
 from .headline import headline_variant, scope_json
-from .multivariate import multivariate_block, multivariate_result
+from .multivariate import multivariate_block, multivariate_result, unsampled_part
 from .references import NoReference, Reference, active_reference_key, load_reference
 from .maturity import maturity_hint, maturity_wait
 from .metrics import resolve_window
@@ -214,12 +214,23 @@ def multivariate_reading(store: Store, config: Config, model: str, window: Windo
                          ) -> MultivariateReading | None:
     """Multivariate drift for triggers and the exporter: None without a reference, a reference feature sample
     or a verdict (too few sampled rows)."""
+    r = multivariate_outcome(store, config, model, window, variant)
+    return r if isinstance(r, MultivariateReading) else None
+
+
+def multivariate_outcome(store: Store, config: Config, model: str, window: Window, variant: str | None
+                         ) -> MultivariateReading | str:
+    """The multivariate reading, or why there is none (a readouts.absent.REASONS code, for the exporter)."""
     active = active_reference(store, model)
     if active is None:
-        return None
-    r = multivariate_result(store, config, model, window, headline_variant(config.ab, variant), *active)
-    if r is None or r.drifted is None:
-        return None
+        return "no_reference"
+    variant = headline_variant(config.ab, variant)
+    r = multivariate_result(store, config, model, window, variant, *active)
+    if r is None:
+        return "reference_predates_samples"
+    if r.drifted is None:
+        part = unsampled_part(store, model, window, variant, active[0], r)
+        return "too_few_sampled_rows" if part is None else f"{part[0]}_unsampled"
     return MultivariateReading(r.ratio, r.error, r.p_value, r.drifted, r.n_window)
 
 

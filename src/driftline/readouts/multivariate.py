@@ -127,17 +127,30 @@ def unsampled_note(store: Store, model: str, window: Window, variant: str | None
                    r: MultivariateResult) -> str | None:
     """Why a sample is too small when its predictions were stored without feature samples (an upgrade from before
     multivariate drift), and what to do; None when that is not the reason (the analysis' own note stands)."""
+    found = unsampled_part(store, model, window, variant, ref, r)
+    if found is None:
+        return None
+    part, missing = found
+    if part == "reference":
+        return (f"the active reference's sample holds {r.n_fit + r.n_calibration:,} rows: {missing:,} of its "
+                f"{ref.n:,} predictions were {UNSAMPLED}; {SET_AGAIN}")
+    return (f"the window's sample holds {r.n_window:,} rows: {missing:,} of its predictions were "
+            f"{UNSAMPLED}; windows stored since the upgrade have them")
+
+
+def unsampled_part(store: Store, model: str, window: Window, variant: str | None, ref: Reference,
+                   r: MultivariateResult) -> tuple[str, int] | None:
+    """("reference" or "window", its predictions without feature samples) when that part's sample is too small
+    because they were stored before multivariate drift; None otherwise."""
     if min(r.n_fit, r.n_calibration) < MIN_ROWS and ref.source == "window" and ref.start is not None \
             and ref.end is not None:
         missing = unsampled_predictions(store, model, ref.start, ref.end, ref.variant)
         if missing:
-            return (f"the active reference's sample holds {r.n_fit + r.n_calibration:,} rows: {missing:,} of its "
-                    f"{ref.n:,} predictions were {UNSAMPLED}; {SET_AGAIN}")
+            return "reference", missing
     if r.n_window < MIN_ROWS:
         missing = unsampled_predictions(store, model, window.start, window.end, variant)
         if missing:
-            return (f"the window's sample holds {r.n_window:,} rows: {missing:,} of its predictions were "
-                    f"{UNSAMPLED}; windows stored since the upgrade have them")
+            return "window", missing
     return None
 
 
