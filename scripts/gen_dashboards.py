@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from driftline.readouts.absent import REASONS            # why a readout is absent (driftline_readout_unavailable)
 from driftline.triggers.mixin import DEFAULT as CONFIG   # the mixin's `_config`: job, instance, cluster labels
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
@@ -206,6 +207,32 @@ def dashboard(uid: str, title: str, description: str, panels: list[Panel],
 NO_TRIGGER = "no trigger configured for this model (config triggers:)"
 NO_REFERENCE = ("no drift reference for this model yet: run `driftline reference set --from … --to …` "
                 "(README, Reference profiles)")
+ABSENT_TITLE = {"estimated": "Why the label-free estimate is absent",
+                "multivariate": "Why multivariate drift is absent"}
+
+
+def absent_no_value(readout: str) -> str:
+    """noValue of a panel reading a readout that can be absent: where its reason is shown."""
+    return (f"absent: see '{ABSENT_TITLE[readout]}' (no reference yet: run `driftline reference set --from … "
+            "--to …`)")
+
+
+def absent_reason(readout: str, pos: tuple[int, int, int, int]) -> Panel:
+    """Table of why a readout of the window is absent (driftline_readout_unavailable), each reason code in words:
+    a panel left blank by an absent readout points here (the CLI's calibration/drift notes say the same)."""
+    words = {code: (text, "orange") for code, text in REASONS.items()}
+    return panel("table", ABSENT_TITLE[readout], f"Why the {readout} readout of this model and window is not "
+                 "exported, from driftline_readout_unavailable (docs/METRICS.md lists the reasons); empty while "
+                 "it is exported.", "none",
+                 [target(f'max by (readout, reason) (driftline_readout_unavailable{{{MW}, readout="{readout}"}})',
+                         "", "A", instant=True)], pos,
+                 no_value=f"none: the {readout} readout of this window is exported",
+                 overrides=[override("byName", "reason", {"custom.cellOptions": {"type": "color-text"},
+                                                          "mappings": value_map(words)})],
+                 transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True, "Value": True}}}],
+                 options={"showHeader": True, "cellHeight": "sm"})
+
+
 WILSON = "The band is the 95 % Wilson interval; a panel is empty while its denominator is 0 in the window."
 
 
@@ -339,6 +366,15 @@ def drift() -> dict[str, Any]:
                   "renameByName": {"Value": "PSI"}}},
                   {"id": "sortBy", "options": {"sort": [{"field": "PSI", "desc": True}]}}],
               options={"showHeader": True, "cellHeight": "sm"}),
+        timeseries("Multivariate drift", "Mean PCA reconstruction error of the window's feature sample over the "
+                   "reference's (1 = as expected; a changed relation between features raises it) and its "
+                   "permutation p-value (dashed; below drift.alpha the window is called drifted).", "none",
+                   [target(f"driftline_multivariate_drift_ratio{{{MW}}}", "error ratio", "A"),
+                    target(f"driftline_multivariate_drift_p_value{{{MW}}}", "p-value", "B")],
+                   (0, 33, 16, 8), min_=0, decimals=3, no_value=absent_no_value("multivariate"),
+                   overrides=[override("byFrameRefID", "B", {"custom.lineStyle": {"fill": "dash",
+                                                                                 "dash": [10, 10]}})]),
+        absent_reason("multivariate", (16, 33, 8, 8)),
     ]
     return dashboard("driftline-drift", "driftline / Drift",
                      "Feature and score drift of the selected model, window vs reference profile.", panels,
@@ -368,6 +404,18 @@ def calibration() -> dict[str, Any]:
                    (12, 8, 12, 8), min_=0, max_=1, decimals=3,
                    overrides=[override("byFrameRefID", "B", {"custom.lineStyle": {"fill": "dash",
                                                                                  "dash": [10, 10]}})]),
+        timeseries("Label-free estimates", "Recall, precision and FPR of all the window's predictions estimated "
+                   "from their scores, calibrated on the active reference's labels (before labels arrive; assumes "
+                   "the reference's score-label relation). Trusted 0 (dashed) means do not act on it.",
+                   "percentunit",
+                   [target(f"driftline_estimated_recall_ratio{{{MW}}}", "recall (estimated)", "A"),
+                    target(f"driftline_estimated_precision_ratio{{{MW}}}", "precision (estimated)", "B"),
+                    target(f"driftline_estimated_fpr_ratio{{{MW}}}", "FPR (estimated)", "C"),
+                    target(f"driftline_estimated_trusted{{{MW}}}", "trusted", "D")],
+                   (0, 16, 16, 8), min_=0, max_=1, decimals=3, no_value=absent_no_value("estimated"),
+                   overrides=[override("byFrameRefID", "D", {"custom.lineStyle": {"fill": "dash",
+                                                                                 "dash": [10, 10]}})]),
+        absent_reason("estimated", (16, 16, 8, 8)),
     ]
     return dashboard("driftline-calibration", "driftline / Calibration",
                      "Calibration (ECE, Brier, log loss) and discrimination (ROC AUC, AP) over the window.",

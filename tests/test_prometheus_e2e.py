@@ -60,6 +60,10 @@ ALLOWED_EMPTY: dict[str, str] = {
         "no notifier configured (notify has neither alertmanager_url nor webhook_url): no receiver series",
     f"job_receiver:driftline_notifications_failed:rate5m{{{JOB}}}":
         "no notifier configured (notify has neither alertmanager_url nor webhook_url): no receiver series",
+    f'max by (readout, reason) (driftline_readout_unavailable{{{SEL}, model="fraud", window="7d", '
+    'readout="estimated"})': "the reference set here has labels: the label-free estimates are exported, no reason",
+    f'max by (readout, reason) (driftline_readout_unavailable{{{SEL}, model="fraud", window="7d", '
+    'readout="multivariate"})': "the reference set here has a feature sample: multivariate drift is exported",
 }
 
 # Grafana's built-in interval variables, as Grafana would fill them for a short dashboard range.
