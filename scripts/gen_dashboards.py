@@ -236,6 +236,31 @@ def absent_reason(readout: str, pos: tuple[int, int, int, int]) -> Panel:
 WILSON = "The band is the 95 % Wilson interval; a panel is empty while its denominator is 0 in the window."
 
 
+POSITIVES_N = ("recall", "average_precision", "roc_auc")
+MIN_N = "min n"
+"""Display name (legend) of the min_n series, which Grafana's config-from-query matches by name."""
+"""Trigger metrics whose minimum n counts labelled positives (triggers.rules: their min_n guard)."""
+
+
+def positives_stat() -> Panel:
+    """Labelled positives of the window, green from the largest configured min_n of the triggers counting them
+    (driftline_trigger_min_n, via Grafana's config-from-query), so the colour follows the config, not a constant;
+    with no such trigger there is no minimum (line at 0)."""
+    p = stat("Labelled positives in window", f"max by (model) (driftline_window_positives{{{ALL}}})",
+             "Labelled positive outcomes of the whole model in the window: the n behind recall. Green from the "
+             "largest minimum n (config min_n) of the triggers counting positives (recall, average precision, ROC "
+             "AUC); below it they report insufficient data and cannot fire.", "short", (18, 0, 6, 4),
+             thresholds=[(None, "orange")])
+    metrics = "|".join(POSITIVES_N)
+    p["targets"].append(target(f'max by (model) (driftline_trigger_min_n{{{MOD}, metric=~"{metrics}"}}) '
+                               "or on () vector(0)", MIN_N, "N"))
+    p["transformations"] = [{"id": "configFromData", "options": {
+        "configRefId": "N", "applyTo": {"id": "byFrameRefID", "options": "A"},
+        "mappings": [{"fieldName": MIN_N, "handlerKey": "threshold1",
+                      "handlerArguments": {"threshold": {"color": "green"}}}]}}]
+    return p
+
+
 def overview() -> dict[str, Any]:
     """Online metrics against the pre-agreed trigger lines, label maturity and trigger states."""
     panels = [
@@ -252,9 +277,7 @@ def overview() -> dict[str, Any]:
         stat("Predictions in window", f"max by (model) (driftline_window_predictions{{{ALL}}})",
              "Predictions of the whole model (every arm and version) in the window, labelled or not.", "short",
              (12, 0, 6, 4)),
-        stat("Labelled positives in window", f"max by (model) (driftline_window_positives{{{ALL}}})",
-             "Labelled positive outcomes of the whole model in the window: the n behind recall (a trigger needs "
-             "at least its minimum n).", "short", (18, 0, 6, 4), thresholds=[(None, "orange"), (30, "green")]),
+        positives_stat(),
         ratio_band("Recall", "recall",
                    "Share of labelled positives the model flagged (TP ÷ (TP + FN)) over the window, with the "
                    "recall trigger line (red, dashed). " + WILSON, (0, 4, 24, 8), trigger="recall"),

@@ -77,13 +77,13 @@ def _scrape(config, store) -> str:
 
 
 def documented_bound(config) -> int:
-    """README's formula: W·M·(42·(1 + (V+1)(R+1)) + 23 + 3F) + T·(3 + |states|) + 3M + 1 + pipeline + process."""
+    """README's formula: W·M·(42·(1 + (V+1)(R+1)) + 23 + 3F) + T·(4 + |states|) + 3M + 1 + pipeline + process."""
     lim = config.limits
     m, v, r = lim.max_models, lim.max_variants_per_model, lim.max_versions_per_model
     f = max(config.max_features, len(config.features))
     windows = len({config.window_s, *(parse_duration(t.window) for t in config.triggers)})
     return (windows * m * (PER_GROUP * (1 + (v + 1) * (r + 1)) + PER_MODEL_WINDOW + 3 * f)
-            + len(config.triggers) * (3 + len(STATES)) + 3 * m + 1 + PIPELINE_SERIES + PROCESS_SERIES)
+            + len(config.triggers) * (4 + len(STATES)) + 3 * m + 1 + PIPELINE_SERIES + PROCESS_SERIES)
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """The documented upper bound on the number of series `/metrics` can hold (README, Label cardinality).
 
-series ≤ W·M·(G·(1 + (V+1)(R+1)) + PER_MODEL_WINDOW + 3F) + T·(3 + S) + (3M + 1) + PIPELINE_SERIES
+series ≤ W·M·(G·(1 + (V+1)(R+1)) + PER_MODEL_WINDOW + 3F) + T·(4 + S) + (3M + 1) + PIPELINE_SERIES
          + PROCESS_SERIES + P + 4·N
 W windows exported, M models, V variants and R versions per model (+1: `__other__`), G series per group,
 PER_MODEL_WINDOW series per model and window (score PSI, seasonal fallback count, label-free estimates,
@@ -43,5 +43,5 @@ def series_bound(config: Config, partitions: int = 0, receivers: int = 0) -> int
     f = max(config.max_features, len(config.features))
     rules = compile_rules(config.triggers)
     w = len(windows_of(config, rules))
-    return (w * m * (PER_GROUP * (1 + (v + 1) * (r + 1)) + PER_MODEL_WINDOW + 3 * f) + len(rules) * (3 + len(STATES))
+    return (w * m * (PER_GROUP * (1 + (v + 1) * (r + 1)) + PER_MODEL_WINDOW + 3 * f) + len(rules) * (4 + len(STATES))
             + 3 * m + 1 + PIPELINE_SERIES + PROCESS_SERIES + partitions + 4 * receivers)

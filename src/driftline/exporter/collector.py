@@ -205,6 +205,9 @@ class SnapshotCollector:
             lv = [model, r.name, r.severity]
             f.gauge("driftline_trigger_threshold", "The pre-agreed line of the trigger (metric: what it judges).",
                     lbl + ["metric"]).add_metric(lv + [canonical(r.metric)], r.value)
+            f.gauge("driftline_trigger_min_n", "The trigger's minimum n (config min_n): below it the trigger reports "
+                    "insufficient_data and cannot fire (metric: what it judges, whose n it counts).",
+                    lbl + ["metric"]).add_metric(lv + [canonical(r.metric)], float(r.min_n))
             if s is None:
                 continue
             if s.judged is not None:
