@@ -54,3 +54,16 @@ def test_the_summary_states_the_line_as_the_cli_does(alerts) -> None:
     for name, ann in alerts.items():
         assert ann["summary"].endswith(ann["line"]), (name, ann["summary"])
     assert "until back below 0.075." in alerts["fpr_high"]["description"]
+
+
+def test_every_series_an_annotation_queries_is_the_alerts_own_deployment(alerts) -> None:
+    """Each `query` of a description selects the alert's cluster and job (on-call tryout with a real Prometheus
+    scraping two deployments of model fraud: one page quoted the other's interval and n; alerts/tests/
+    triggers.test.yml pins the expanded text)."""
+    seen = 0
+    for name, ann in alerts.items():
+        for sel, args in re.findall(r'printf "[a-z_]+\{([^}]*)\}[^"]*" ([^|]*)\| query', ann["description"]):
+            seen += 1
+            assert sel.startswith("cluster=%q,job=%q,"), (name, sel)
+            assert args.startswith('(index $labels "cluster") (index $labels "job") '), (name, args)
+    assert seen >= 7  # recall and FPR: two bounds and n each; ROC AUC: two bounds

@@ -27,6 +27,7 @@ from ..durations import format_duration
 from ..terminal import visible_exact
 from ..core.labels import AGGREGATE
 from .metrics import canonical, info
+from .mixin import DEFAULT
 from .model import Rule
 from .runner import compile_rules
 
@@ -207,6 +208,16 @@ def runbook_url(rule: Rule, base: str) -> str:
     return rule.runbook_url or f"{base}#{alert_name(rule.name).lower()}"
 
 
+_SCOPE = (DEFAULT.cluster_label, DEFAULT.job_label)
+_SCOPE_SEL = "".join(f"{k}=%q," for k in _SCOPE)
+_SCOPE_ARGS = "".join(f'(index $labels "{k}") ' for k in _SCOPE)
+"""The alert's own cluster and job in every series an annotation queries: without them `query | first` read any
+deployment's series of the same model (on-call tryout: a page quoted another database's interval and n of model
+fraud). `index` gives "" for a label the alert lacks, which matches series without it."""
+_WINDOW_SEL = "model=%q,model_version=%q,variant=%q,window=%q"
+_WINDOW_ARGS = "$labels.model $labels.model_version $labels.variant $labels.window"
+
+
 def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]:
     m = canonical(rule.metric)
     unit = info(m).unit
@@ -239,8 +250,7 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
                if confident else f"{long} of model ")
     desc = f"{subject[:1].upper()}{subject[1:]}{ident} over the last {{{{ $labels.window }}}} is {value}, {direction} the agreed line of {line}"
     if m in EXPORTED_RATES:
-        args = ("$labels.model $labels.model_version $labels.variant $labels.window")
-        sel = "model=%q,model_version=%q,variant=%q,window=%q"
+        args, sel = _SCOPE_ARGS + _WINDOW_ARGS, _SCOPE_SEL + _WINDOW_SEL
         fmt = ratio_fmt
         lo = (f'{{{{ with printf "driftline_{m}_lower_ratio{{{sel}}}" {args} | query }}}}'
               f"{{{{ . | first | value | {fmt} }}}}{{{{ else }}}}n/a{{{{ end }}}}")
@@ -262,8 +272,7 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
                      f"{{{{ . | first | value }}}}{{{{ else }}}}n/a{{{{ end }}}} {n_series[1]}")
         desc += f" (95% interval {lo} to {hi}{n_txt})."
     elif m in _INTERVAL_SCORES:
-        args = "$labels.model $labels.model_version $labels.variant $labels.window"
-        sel = "model=%q,model_version=%q,variant=%q,window=%q"
+        args, sel = _SCOPE_ARGS + _WINDOW_ARGS, _SCOPE_SEL + _WINDOW_SEL
         lo, hi = (f'{{{{ with printf "{_SCORE_SERIES[m]}_{end}{{{sel}}}" {args} | query }}}}'
                   f"{{{{ . | first | value | {ratio_fmt} }}}}{{{{ else }}}}n/a{{{{ end }}}}"
                   for end in ("lower", "upper"))
