@@ -9,6 +9,8 @@ import msgspec
 
 from .config_checks import (DEFAULT_RUNBOOK_BASE_URL, SCRAPE_TIMEOUT_S, Base, Duration, _absolute_url,
                             _duration_between, _positive_durations)
+from .durations import parse_duration
+from .kafka_options import option_problem, stall_problem
 
 
 class Exporter(Base):
@@ -78,6 +80,14 @@ class Kafka(Base):
         if self.dead_letter_topic in (self.predictions_topic, self.outcomes_topic):
             raise ValueError(f"dead_letter_topic: {self.dead_letter_topic!r} is a consumed topic: each copy would "
                              "be read again and dead-lettered again, without end")
+        # checked here, as `run` checks them with DRIFTLINE_KAFKA_OPT_* added (tryout: a config `run` refused for
+        # `requst_timeout_ms` loaded for every other command), from a static table: no kafka-python import
+        problem = option_problem(self.options, lambda name: f"options.{name}")
+        if problem:
+            raise ValueError(problem)
+        problem = stall_problem(self.stall_restart, parse_duration(self.stall_restart), self.options)
+        if problem:
+            raise ValueError(f"stall_restart: {problem}")
 
 
 class Schedule(Base):

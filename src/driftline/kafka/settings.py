@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,27 +19,20 @@ import yaml
 from ..config import ConfigError, Kafka
 from ..config_service import BATCH_BYTES
 from ..durations import parse_duration
+from ..kafka_options import (ADMIN, CONSUMER, MASK, PRODUCER, REBALANCE_MS, SECRET_KEY, SESSION_MS,
+                             option_problem, stall_problem)
 from ..storage.locking import DEFAULT_LOCK_TIMEOUT_S
 
 BOOTSTRAP_ENV = "DRIFTLINE_KAFKA_BOOTSTRAP"
 OPTION_ENV_PREFIX = "DRIFTLINE_KAFKA_OPT_"
 KAFKA_LOG_LEVEL_ENV = "DRIFTLINE_KAFKA_LOG_LEVEL"
-SECRET_KEY = re.compile(r"password|secret|token|credential|jaas|private", re.IGNORECASE)
-MASK = "***"
-
-FORCED = ("enable_auto_commit", "partition_assignment_strategy", "group_id", "key_deserializer",
-          "value_deserializer", "key_serializer", "value_serializer", "bootstrap_servers", "client_id",
-          "auto_offset_reset")
-"""Settings driftline owns: manual commits, Range assignment, the group, (de)serialisation and offset resets
-(kafka-python's own reset would move a position silently; `kafka.on_offset_reset` decides, with a log line)."""
-
 CONSUMER_DEFAULTS: dict[str, Any] = {
     "auto_offset_reset": "none",
     "reconnect_backoff_max_ms": 1000,
     "bootstrap_timeout_ms": 5000,
-    "session_timeout_ms": 10_000,
+    "session_timeout_ms": SESSION_MS,
     "heartbeat_interval_ms": 3_000,
-    "max_poll_interval_ms": 30_000,
+    "max_poll_interval_ms": REBALANCE_MS,
     "allow_auto_create_topics": False,
     "isolation_level": "read_committed",
     "fetch_max_bytes": 16 << 20,
@@ -62,16 +54,9 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
 ADMIN_DEFAULTS: dict[str, Any] = {"reconnect_backoff_max_ms": 1000, "bootstrap_timeout_ms": 5000}
 
 
-def _accepted(kind: str) -> set[str]:
-    """Config keys a kafka-python client class accepts (it rejects any other key)."""
-    if kind == "consumer":
-        from kafka import KafkaConsumer
-        return set(KafkaConsumer.DEFAULT_CONFIG)
-    if kind == "producer":
-        from kafka import KafkaProducer
-        return set(KafkaProducer.DEFAULT_CONFIG)
-    from kafka import KafkaAdminClient
-    return set(KafkaAdminClient.DEFAULT_CONFIG)
+def _accepted(kind: str) -> frozenset[str]:
+    """Config keys a kafka-python client class accepts (it rejects any other key; kafka_options' table)."""
+    return CONSUMER if kind == "consumer" else PRODUCER if kind == "producer" else ADMIN
 
 
 @dataclass(frozen=True)
@@ -189,43 +174,15 @@ def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | No
                           "or set kafka.bootstrap in the config")
     from_env = env_options(env)
     options = {**section.options, **from_env}
-    forced = sorted(k for k in options if k in FORCED)
-    if forced:
-        raise ConfigError(f"kafka.options: {', '.join(forced)} cannot be set there (driftline sets them: "
-                          "manual commits after the database transaction, RangePartitionAssignor, "
-                          "bootstrap/client_id/group_id from their own settings, offset resets from "
-                          "kafka.on_offset_reset)")
-    known = _accepted("consumer") | _accepted("producer") | _accepted("admin")
-    unknown = sorted(k for k in options if k not in known)
-    if unknown:
-        raise ConfigError(f"kafka.options: unknown kafka-python setting(s) "
-                          f"{', '.join(_option_source(k, from_env) for k in unknown)}")
     if section.predictions_topic == section.outcomes_topic:
         raise ConfigError("kafka.predictions_topic and kafka.outcomes_topic must differ")
-    isolation = options.get("isolation_level", CONSUMER_DEFAULTS["isolation_level"])
-    if isolation not in ("read_committed", "read_uncommitted"):
-        raise ConfigError(f"{_option_source('isolation_level', from_env)}: {isolation!r} is neither read_committed "
-                          "(default) nor read_uncommitted")
-    for name in ("max_poll_interval_ms", "session_timeout_ms"):
-        value = options.get(name, CONSUMER_DEFAULTS[name])
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ConfigError(f"{_option_source(name, from_env)}: {value!r} is not a positive whole number of "
-                              "milliseconds")
-    mistyped = _mistyped(options)
-    if mistyped is not None:
-        name, value, default = mistyped
-        what = "true or false" if isinstance(default, bool) else "a number" if isinstance(default, (int, float)) \
-            else "text"
-        shown = MASK if SECRET_KEY.search(name) else repr(value)  # never repeat a secret
-        raise ConfigError(f"{_option_source(name, from_env)}: {shown} is not {what}, as kafka-python's "
-                          f"{name} is (default {default!r})")
+    problem = option_problem(options, lambda name: _option_source(name, from_env))  # the config's own options
+    if problem:  # were checked at load; these add the environment's
+        raise ConfigError(problem)
     stall_s = parse_duration(section.stall_restart)
-    rebalance_ms = int(options.get("max_poll_interval_ms", CONSUMER_DEFAULTS["max_poll_interval_ms"]))
-    session_ms = int(options.get("session_timeout_ms", CONSUMER_DEFAULTS["session_timeout_ms"]))
-    if stall_s * 1000 <= rebalance_ms + session_ms:
-        raise ConfigError(f"kafka.stall_restart ({section.stall_restart}) must exceed the rebalance timeout plus "
-                          f"the session timeout ({(rebalance_ms + session_ms) / 1000:.0f}s: max_poll_interval_ms "
-                          f"{rebalance_ms} + session_timeout_ms {session_ms}), or healthy rebalances restart the client")
+    problem = stall_problem(section.stall_restart, stall_s, options)
+    if problem:
+        raise ConfigError(f"kafka.stall_restart: {problem}")
     return KafkaSettings(bootstrap=bootstrap.strip(), client_id=section.client_id, group_id=section.group_id,
                          predictions_topic=section.predictions_topic, outcomes_topic=section.outcomes_topic,
                          dead_letter_topic=section.dead_letter_topic, batch_max_records=section.batch_max_records,
@@ -235,31 +192,6 @@ def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | No
                          dead_letter_max_bytes=section.dead_letter_max_bytes,
                          unassigned_grace_s=parse_duration(section.unassigned_grace), stall_restart_s=stall_s,
                          database_stall_s=parse_duration(section.database_stall), options=options)
-
-
-def _mistyped(options: Mapping[str, Any]) -> tuple[str, Any, Any] | None:
-    """The first option whose value is not of the kind of kafka-python's default (a number, a boolean, text), with
-    its value and that default; None when all fit. Tryout: DRIFTLINE_KAFKA_OPT_REQUEST_TIMEOUT_MS=abc was accepted
-    and `run` started, to fail inside kafka-python; options with no default (None) are not checked."""
-    from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
-
-    for name, value in options.items():
-        for cls in (KafkaConsumer, KafkaProducer, KafkaAdminClient):
-            default = cls.DEFAULT_CONFIG.get(name)
-            if default is None:
-                continue
-            if isinstance(default, bool):
-                ok = isinstance(value, bool)
-            elif isinstance(default, (int, float)):
-                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            elif isinstance(default, str):
-                ok = isinstance(value, str)
-            else:
-                ok = True
-            if not ok:
-                return name, value, default
-            break
-    return None
 
 
 def _option_source(name: str, from_env: Mapping[str, Any]) -> str:
