@@ -15,7 +15,7 @@ from .config_checks import (DEFAULT_RUNBOOK_BASE_URL, Base, Duration, NonNeg, Pr
                             _MAX_NAME_LEN, _ab_arms, _absolute_url, _event_names, _no_reserved,
                             _positive_durations)
 from .config_fields import (dict_entry, enum_choices, field_path, misspelled_slice, non_finite, percent_hint,
-                            unknown_field, value_at)
+                            unknown_field, value_at, whole_floats, whole_number_hint)
 from .config_scalars import line_of, unquoted
 from .config_service import Exporter, Kafka, Notify, Schedule  # noqa: F401 - importers of driftline.config use them
 from .config_yaml import load_yaml, yaml_where
@@ -275,8 +275,9 @@ def from_dict(data: dict[str, Any] | None, origin: str = "config", text: str | N
         where = f"field `{infinite[0]}`" if infinite[0] else "top level"
         raise ConfigError(f"{origin}: invalid {where}: {infinite[1]} is not a finite number (.inf, .nan, or beyond "
                           "±1.8e308)")
+    data = whole_floats(Config, data or {})  # `max_features: 1e3` is 1000, as `--per-day 1e3` is
     try:
-        return msgspec.convert(data or {}, Config)
+        return msgspec.convert(data, Config)
     except msgspec.ValidationError as err:
         field = field_path(err)
         msg = str(err).split(" - at `")[0]
@@ -295,6 +296,8 @@ def from_dict(data: dict[str, Any] | None, origin: str = "config", text: str | N
         for pattern, help_ in _PATTERN_HELP.items():
             if repr(pattern) in msg:
                 msg = f"{help_}, got {got!r}"
+        if msg == "Expected `int`, got `float`" and whole_number_hint(got):
+            msg = whole_number_hint(got)
         if msg.startswith("Expected") and got is not None and repr(got) not in msg:
             msg = f"{msg} ({got!r})" if ", got" in msg else f"{msg}, got {got!r}"
         if msg.startswith("Expected `float`"):

@@ -194,3 +194,62 @@ def _fraction(v: Any) -> str:
     except (TypeError, ValueError):
         return str(v)
     return f"{x / 100:g}" if isinstance(v, str) and v.strip().endswith("%") or x > 1 else f"{x:g}"
+
+
+EXACT_WHOLE = 2 ** 53
+"""Largest float every whole number up to which is exact: `1e3` and `1000.0` name 1000; `1e30` names no integer
+that was written (it is 1000000000000000019884624838656), so it stays a float and is refused."""
+
+
+def whole_floats(root: type, data: Any) -> Any:
+    """`data` (the parsed config) with each float that is a whole number (`1e3`, `1000.0`, as the CLI's options take
+    them) given where the `root` struct wants an integer turned into that int; other values as they are (msgspec
+    refuses `1.5`, whole_number_hint says why). Mappings and lists are copied."""
+    import msgspec.inspect as mi
+
+    return _whole(mi.type_info(root), data, mi, {})
+
+
+def _whole(info: Any, data: Any, mi: Any, done: dict[tuple[int, int], Any]) -> Any:
+    """whole_floats at one node: `info` the msgspec type there, `data` the value; `done` the mappings and lists
+    already seen at this type (YAML aliases share them: a file of nested aliases must not take minutes)."""
+    if isinstance(data, (dict, list)):
+        key = (id(data), id(info))
+        if key not in done:
+            done[key] = data  # a mapping that holds itself (`&a [*a]`) is left as it is
+            done[key] = _whole_in(info, data, mi, done)
+        return done[key]
+    return _whole_in(info, data, mi, done)
+
+
+def _whole_in(info: Any, data: Any, mi: Any, done: dict[tuple[int, int], Any]) -> Any:
+    """_whole without the memo."""
+    types = info.types if isinstance(info, mi.UnionType) else (info,)
+    if isinstance(data, float) and not isinstance(data, bool):
+        wants_int = any(isinstance(t, mi.IntType) for t in types) and not any(isinstance(t, mi.FloatType)
+                                                                               for t in types)
+        if wants_int and math.isfinite(data) and data.is_integer() and abs(data) <= EXACT_WHOLE:
+            return int(data)
+        return data
+    if isinstance(data, dict):
+        for t in types:
+            if isinstance(t, mi.StructType):
+                fields = {f.encode_name: f.type for f in t.fields}
+                return {k: _whole(fields[k], v, mi, done) if k in fields else v for k, v in data.items()}
+            if isinstance(t, mi.DictType):
+                return {k: _whole(t.value_type, v, mi, done) for k, v in data.items()}
+    if isinstance(data, list):
+        for t in types:
+            if isinstance(t, mi.ListType):
+                return [_whole(t.item_type, v, mi, done) for v in data]
+    return data
+
+
+def whole_number_hint(got: Any) -> str:
+    """': 1.5 is not a whole number' for msgspec's "Expected `int`, got `float`" (it showed `1e3` as `(1000.0)`, a
+    value the user never wrote, and no reason), '' for anything else."""
+    if isinstance(got, float) and math.isfinite(got):
+        if got.is_integer():
+            return f"{got:g} is too large to be a whole number written exactly (at most {EXACT_WHOLE:,})"
+        return f"{got:g} is not a whole number"
+    return ""
