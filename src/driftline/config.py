@@ -18,7 +18,7 @@ from .config_fields import (dict_entry, enum_choices, field_path, misspelled_sli
                             unknown_field, value_at, whole_floats, whole_number_hint)
 from .config_scalars import line_of, unquoted
 from .config_service import Exporter, Kafka, Notify, Schedule  # noqa: F401 - importers of driftline.config use them
-from .config_yaml import load_yaml, yaml_where
+from .config_yaml import decimal_comma, load_yaml, yaml_where
 from .durations import parse_duration, window_too_long
 from .domain import Costs, Domain
 from .metric_names import MULTIVARIATE, unknown_metric, unknown_target, value_problem
@@ -343,7 +343,9 @@ def load_named(path: str | os.PathLike[str] | None) -> tuple[Config, frozenset[s
     try:
         data = load_yaml(text)
     except yaml.YAMLError as err:
-        raise ConfigError(f"config {p}: not valid YAML{yaml_where(err)}") from None
+        mark = getattr(err, "problem_mark", None)
+        hint = decimal_comma(text, mark.line + 1 if mark is not None else None)
+        raise ConfigError(f"config {p}: not valid YAML{yaml_where(err)}{hint}") from None
     if data is None:  # empty, comments only, `---` or `null`: a truncated file or an empty ConfigMap key would
         # run on the built-in defaults, with no triggers, silently (`{}` still asks for the defaults explicitly)
         raise ConfigError(f"config {p}: holds no settings (empty, or comments only): write the settings, write {{}} "
@@ -362,4 +364,5 @@ def _with_line(message: str, origin: str, text: str) -> str:
     is not in the file (a default's cross-check) or the message names none."""
     m = re.match(rf"{re.escape(origin)}: (?:invalid|unknown) field `([^`]+)`", message)
     line = line_of(text, m.group(1)) if m else None
-    return message if line is None else f"{origin}, line {line}{message[len(origin):]}"
+    hint = decimal_comma(text, line) if line is not None or "invalid top level" in message else ""
+    return message + hint if line is None else f"{origin}, line {line}{message[len(origin):]}{hint}"

@@ -15,6 +15,8 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode
 
+from .decimal_comma import COMMA_NUMBER, comma_fix
+
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
@@ -60,3 +62,28 @@ def yaml_where(err: yaml.YAMLError) -> str:
     if context and started is not None:
         context += f" that starts at line {started.line + 1}, column {started.column + 1}"
     return f"{where}: {problem}" + (f" ({context})" if context else "")
+
+
+_COMMA_NUMBER = re.compile(rf"(?:^|[{{,\s-])[^\s:#{{}}\[\],]+\s*:\s+(['\"]?)({COMMA_NUMBER})\1(?=\s*(?:[,}}\]#]|$))")
+"""A setting whose value is digits with a comma (`threshold: 0,5`, `{value: 0,7}`, `max_features: 1,000`)."""
+
+
+def decimal_comma(text: str, line: int | None) -> str:
+    """' (`0,5` on line 3: numbers take a decimal point, e.g. 0.5; …)' when the 1-based `line` of `text` sets a
+    value written with a decimal comma, else ''. Tryout: `threshold: 0,5` (a European locale's decimal) read as
+    text ("Expected `float`, got `str`"), and inside {…} YAML splits it into `0` and a key `5`, whose error
+    ("key 5 is given twice", "key 7 is a number") did not point at the comma at all."""
+    lines = text.splitlines()
+    if line is None:  # an error at the top level: the first such value in the file
+        line = next((i for i, t in enumerate(lines, 1) if _COMMA_NUMBER.search(t)), None)
+    if line is None or not 1 <= line <= len(lines):
+        return ""
+    m = _COMMA_NUMBER.search(lines[line - 1])
+    if m is None:
+        return ""
+    written = m.group(2)
+    fix = comma_fix(written)
+    split = " inside {…} or […] YAML reads the comma as separating two entries;" if re.search(
+        r"[{\[]", lines[line - 1]) else ""
+    return (f" (`{written}` on line {line}: a decimal comma?{split} numbers take a decimal point and no thousands "
+            f"separator{': write ' + fix if fix else ''})")

@@ -16,6 +16,7 @@ from rich.console import Console
 from .config import Config, ConfigError
 from .durations import MAX_WINDOW_DAYS, MAX_WINDOW_S, parse_duration
 from .core.events import MAX_EPOCH, parse_time_text
+from .decimal_comma import comma_hint
 from .storage.calls import StallWatch
 from .storage.store import DEFAULT_URL, Store
 from .storage.urls import UnusableURL, check_url, sqlite_file, sqlite_relative
@@ -138,7 +139,7 @@ def number_type(kind: Callable[[str], Any], ok: Callable[[Any], bool], why: str,
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}{comma_hint(text)}") from None
         if not ok(value):
             raise argparse.ArgumentTypeError(why.format(text=text))
         return value
@@ -163,7 +164,7 @@ def whole(lo: int, hi: int = MAX_COUNT, why: str | None = None, what: str = "a n
     def parse(text: str) -> int:
         shown = text if len(text) <= 40 else f"{text[:20]}…{text[-8:]} ({len(text):,} characters)"
         if not _PLAIN_NUMBER.fullmatch(text.strip()):  # Decimal also takes '1_000' and non-ASCII digits ('５')
-            raise argparse.ArgumentTypeError(f"{shown!r} is not {what}")
+            raise argparse.ArgumentTypeError(f"{shown!r} is not {what}{comma_hint(text)}")
         try:
             value = Decimal(text)  # exact: no float rounding of 1e20, and the range is checked before int()
         except InvalidOperation:

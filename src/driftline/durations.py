@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from .decimal_comma import comma_hint
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 MAX_WINDOW_DAYS = 36525
@@ -20,7 +22,8 @@ def parse_duration(text: str | int | float, allow_zero: bool = False) -> float:
     else:
         m = _DURATION.match(str(text))
         if not m:
-            raise ValueError(f"invalid duration {text!r}: use a number and a unit s/m/h/d/w, e.g. '7d'")
+            raise ValueError(f"invalid duration {text!r}: use a number and a unit s/m/h/d/w, e.g. '7d'"
+                             f"{comma_hint(str(text))}")
         value = float(m.group(1)) * _UNIT_S[m.group(2)]
     if value < 0 or (value == 0 and not allow_zero):
         raise ValueError(f"duration must be {'0 or more' if allow_zero else 'positive'}, got {text!r}")
