@@ -137,3 +137,23 @@ def test_demo_refuses_a_database_named_with_a_query_or_fed_after_a_demo(tmp_path
     assert main(["--db", mine, *demo]) == 2
     assert f"also fed from file:{extra}" in " ".join(capsys.readouterr().err.split())
     assert main(["--db", mine, *demo, "--reset"]) == 0
+
+
+def test_demo_with_its_port_taken_fails_at_once_and_changes_nothing(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Tryout: `demo --port N` with N taken printed the settings it used, wrote them, and replaced the previous
+    demo's database before ending `error: --port N: … Address already in use`; now that is its only line."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        db = tmp_path / "demo.db"
+        assert main(["--db", f"sqlite:///{db}", "demo", "--per-day", "10", "--days", "1", "--workdir",
+                     str(tmp_path / "w"), "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"error: --port {port}: cannot serve /metrics on 127.0.0.1:{port}: Address already in "
+                                "use (another program listens there? pick another port, or --port 0 for any free one)"]
+    assert not db.exists() and not (tmp_path / "w").exists()
+

@@ -182,12 +182,20 @@ def _start_service(cfg: Config, store: Store, ctx: Context, port: int | None) ->
 
 
 def cmd_demo(ctx: Context, args: argparse.Namespace) -> int:
-    from ..reports.generate import generate  # lazy: every command module is imported to build the parser
-
     t0 = time.monotonic()
     problem = folder_problem(args.workdir)
     if problem:  # before the database is reset: was "error: x: File exists" after it
         raise ConfigError(f"--workdir: {problem}")
+    if args.port:  # before anything is reset, written or said: was found after the database and settings
+        from ..exporter.bind import bind_problem
+
+        problem = bind_problem(ctx.config.exporter.host, args.port)
+        if problem:
+            hint = " (another program listens there? pick another port, or --port 0 for any free one)" \
+                if "in use" in problem else ""
+            raise ConfigError(f"--port {args.port}: cannot serve /metrics on {ctx.config.exporter.host}:{args.port}: "
+                              f"{problem}{hint}")
+    from ..reports.generate import generate  # lazy: every command module is imported to build the parser
     cfg, filled = demo_config(ctx.config)
     step_s = parse_duration(args.evaluate_every)
     end = parse_at(args.end, "--end") if args.end else demo_end(float(ctx.clock()))
