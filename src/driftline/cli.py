@@ -247,7 +247,8 @@ def _main(argv: list[str] | None) -> int:
         return 0
     except OSError as e:  # a path that cannot be written or read, a port already taken: one line, not a traceback
         log.debug("command failed", exc_info=True)
-        fail(err, f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e))  # no "[Errno 2]"
+        fail(err, f"{e.filename}: {e.strerror}" if e.filename and e.strerror else e.strerror or str(e))  # no
+        # "[Errno 98]": OSError(errno, text) reads "[Errno 98] text" (`serve --port` taken)
         return 2
     except Exception as e:  # noqa: BLE001 - a bug: one line for users, the traceback with --log-level debug
         log.debug("unexpected error", exc_info=True)
