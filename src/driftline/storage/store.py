@@ -141,6 +141,10 @@ class Store(StoreQueries):
                     " (nothing written; run again when it is done)") from err
             if not self._reached:  # a wrong name from the start: no retry mends it; one dropped under a running
                 pg_missing.refuse_missing(self.url, err)  # process (a restore) is waited for like any outage
+                if self.dialect == "sqlite" and "readonly database" in str(err):
+                    raise NotADatabase(read_only_sqlite(sqlite_file(self.url) or self.url)) from None
+            if self.dialect == "sqlite" and "readonly database" in str(err):  # opened, then a write refused
+                raise StoreUnavailable(read_only_sqlite(sqlite_file(self.url) or self.url)) from err
             raise StoreUnavailable(str(err).splitlines()[0]) from err
         except DatabaseError as err:
             if self.dialect == "sqlite" and "file is not a database" in str(err):
@@ -324,3 +328,17 @@ class Store(StoreQueries):
 
 
 __all__ = ["Store", "StoreUnavailable", "StalePositions", "BucketRow", "DEFAULT_URL", "PredKey"]
+
+
+def read_only_sqlite(path: str) -> str:
+    """Why this user cannot open or write the SQLite file `path` (SQLite's 'attempt to write a readonly database', which read
+    as an outage, `database unavailable`, exit 3): the file or its folder it may not write. WAL mode writes beside
+    the file (-wal, -shm) even to read, so a query command needs both, unless the -shm file is already there."""
+    folder = os.path.dirname(os.path.abspath(path))
+    cannot = [what for what, where, mode in (("the file", path, os.W_OK), ("its folder", folder, os.W_OK | os.X_OK))
+              if not os.access(where, mode)]
+    which = " and ".join(cannot) or "the file or its folder"
+    return (f"cannot write the SQLite database {path}: this user may not write {which} (driftline opens it in WAL "
+            "mode, which keeps -wal and -shm files beside it, also to read); run as the user that owns it, or give "
+            "this user write access to the file and its folder")
+
