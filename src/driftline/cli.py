@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from . import __version__
 from .commands.existing_db import reads_only
+from .cli_hints import choice_hint, option_hint
 from .config import ConfigError, load_named
 from .context import Context, resolve_db
 from .gc_tuning import tune_for_batches
@@ -66,7 +67,18 @@ class Parser(argparse.ArgumentParser):
             # "argument COMMAND: invalid choice: ...", a usage mistake
             fail(ReaderConsole(stderr=True, highlight=False), message.removeprefix("argument "))
             self.exit(2)
-        super().error(message)
+        hint = choice_hint(message)  # `metrcs`: the closest command rather than the list of all
+        if (not hint and message.startswith(("unrecognized arguments", "argument COMMAND: invalid choice"))
+                and self.argv is not None):  # `--windw 7d`, and `--confg c.yaml metrics` (c.yaml taken for the command)
+            hint = option_hint(self, self.argv)
+        super().error(message + hint)
+
+    argv: list[str] | None = None
+    """The arguments being parsed (set by parse_args of the program's parser), for option_hint."""
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self.argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_args(args, namespace)
 
 
 def build_parser() -> argparse.ArgumentParser:
