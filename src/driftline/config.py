@@ -228,6 +228,9 @@ class Config(Base):
                              "the same way)")
         _event_names("model", [self.model])
         _no_reserved("model", [self.model])  # events refuse ' all' and 'ALL' as well
+        if self.database is not None and not self.database.strip():  # was the default database, silently
+            raise ValueError("database: empty: give a database URL (sqlite:///PATH or postgresql+psycopg://USER@HOST/"
+                             "DB), or leave `database` out for --db, DRIFTLINE_DB or the default sqlite:///driftline.db")
         _positive_durations("", bucket=self.bucket, window=self.window)
         window_too_long("window", self.window)
         bucket, window = parse_duration(self.bucket), parse_duration(self.window)

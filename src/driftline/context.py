@@ -89,6 +89,11 @@ def resolve_db(flag: str | None, config: Config) -> tuple[str, str]:
     sqlite:///driftline.db ('default'); ConfigError naming where the URL came from when driftline cannot use it."""
     for source, url in (("--db", flag), ("DRIFTLINE_DB", os.environ.get("DRIFTLINE_DB")),
                         ("config `database`", config.database)):
+        if source == "--db" and url is not None and not url.strip():  # (a variable set empty is unset; the
+            # config's `database: ""` is refused at load) tryout: `--db "$DB_URL"`, unset, wrote ./driftline.db
+            raise ConfigError(f"{source}: empty: give a database URL (sqlite:///PATH or "
+                              "postgresql+psycopg://USER@HOST/DB), or leave it out for the default "
+                              f"{DEFAULT_URL}")
         if url:
             try:
                 check_url(url)
