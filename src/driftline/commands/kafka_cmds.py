@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import threading
 
-from ..context import Context, port_number, positive, whole
+from ..context import Context, number_type, port_number, positive, whole
 from ..kafka.settings import BOOTSTRAP_ENV, KafkaSettings, install_log_redaction, resolve
 from ..kafka.topics import TopicsError
 from .prose import say
@@ -20,13 +20,19 @@ def _kafka_arg(p: argparse.ArgumentParser) -> None:
                    help=f"bootstrap servers host:port[,host:port] (env {BOOTSTRAP_ENV}; default: config kafka.bootstrap)")
 
 
+MAINTAIN_EVERY = number_type(float, lambda v: 0 < v <= 86400, "must be more than 0 and at most 86400 seconds (a "
+                             "day), got {text}")
+"""argparse type of --maintain-every (a bare float took -5, maintenance on every poll, and nan, which never came
+due: implicit negatives never matured and predictions never expired)."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("run", help="consume predictions and outcomes from Kafka; serve /metrics and evaluate triggers")
     _kafka_arg(r)
     r.add_argument("--host", help="exporter bind address (default: config exporter.host, 127.0.0.1)")
     r.add_argument("--port", type=port_number, help="exporter port (default: config exporter.port, 9108)")
     r.add_argument("--no-evaluate", action="store_true", help="do not evaluate triggers (another replica does)")
-    r.add_argument("--maintain-every", type=float, default=30.0, metavar="SECONDS",
+    r.add_argument("--maintain-every", type=MAINTAIN_EVERY, default=30.0, metavar="SECONDS",
                    help="seconds between implicit-negative/expiry passes over this process's partitions (default 30)")
     r.set_defaults(func=cmd_run)
 
