@@ -15,7 +15,7 @@ from .config_checks import (DEFAULT_RUNBOOK_BASE_URL, Base, Duration, NonNeg, Pr
                             _MAX_NAME_LEN, _ab_arms, _absolute_url, _event_names, _no_reserved,
                             _positive_durations)
 from .config_fields import (dict_entry, enum_choices, field_path, misspelled_slice, non_finite, percent_hint,
-                            unknown_field, value_at, whole_floats, whole_number_hint)
+                            plain_kinds, unknown_field, value_at, whole_floats, whole_number_hint)
 from .config_scalars import line_of, unquoted
 from .config_service import Exporter, Kafka, Notify, Schedule  # noqa: F401 - importers of driftline.config use them
 from .config_yaml import decimal_comma, load_yaml, yaml_where
@@ -305,6 +305,7 @@ def from_dict(data: dict[str, Any] | None, origin: str = "config", text: str | N
             msg = f"{msg} ({got!r})" if ", got" in msg else f"{msg}, got {got!r}"
         if msg.startswith("Expected `float`"):
             msg += percent_hint(data, field, got)
+        msg = plain_kinds(msg)
         sub = re.match(r"^([\w.\[\]]+): (.*)$", msg, re.S)  # a section's own check names its field: `section.field`
         if sub:
             field = f"{field}.{sub.group(1)}" if field else sub.group(1)

@@ -253,3 +253,22 @@ def whole_number_hint(got: Any) -> str:
             return f"{got:g} is too large to be a whole number written exactly (at most {EXACT_WHOLE:,})"
         return f"{got:g} is not a whole number"
     return ""
+
+
+_KIND_WORDS = {"array": "a list", "array | null": "a list", "object": "a mapping", "object | null": "a mapping",
+               "str": "text", "str | null": "text", "int": "a whole number", "float": "a number", "bool": "true or false"}
+_EXPECTED_HELP = {"a list": " (`- item` lines under it, or [a, b])", "a mapping": " (`name: value` lines indented "
+                  "under it)"}
+
+
+def plain_kinds(msg: str) -> str:
+    """msgspec's "Expected `array`, got `object`" in the config's words: "expected a list (`- item` lines under it,
+    or [a, b]), got a mapping" (tryout: `triggers:` written as one mapping, not a list of them, read as JSON
+    jargon). A mismatch of two scalars, and other messages, as they are."""
+    m = re.fullmatch(r"Expected `([^`]+)`, got `([^`]+)`(.*)", msg, re.S)
+    if not m or m.group(1) not in _KIND_WORDS or m.group(2) not in _KIND_WORDS:
+        return msg
+    want, got = _KIND_WORDS[m.group(1)], _KIND_WORDS[m.group(2)]
+    if want == got or not {want, got} & {"a list", "a mapping"}:  # scalar kinds keep msgspec's words and hints
+        return msg
+    return f"expected {want}{_EXPECTED_HELP.get(want, '')}, got {got}{m.group(3)}"
