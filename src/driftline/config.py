@@ -18,7 +18,7 @@ from .config_fields import (dict_entry, enum_choices, field_path, misspelled_sli
                             plain_kinds, unknown_field, value_at, whole_floats, whole_number_hint)
 from .config_scalars import line_of, unquoted
 from .config_service import Exporter, Kafka, Notify, Schedule  # noqa: F401 - importers of driftline.config use them
-from .config_yaml import decimal_comma, load_yaml, yaml_where
+from .config_yaml import decimal_comma, events_hint, load_yaml, yaml_where
 from .durations import parse_duration, window_too_long
 from .domain import Costs, Domain
 from .metric_names import MULTIVARIATE, unknown_metric, unknown_target, value_problem
@@ -349,7 +349,7 @@ def load_named(path: str | os.PathLike[str] | None) -> tuple[Config, frozenset[s
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         hint = decimal_comma(text, mark.line + 1 if mark is not None else None)
-        raise ConfigError(f"config {p}: not valid YAML{yaml_where(err)}{hint}") from None
+        raise ConfigError(f"config {p}: not valid YAML{yaml_where(err)}{hint or events_hint(text)}") from None
     if data is None:  # empty, comments only, `---` or `null`: a truncated file or an empty ConfigMap key would
         # run on the built-in defaults, with no triggers, silently (`{}` still asks for the defaults explicitly)
         raise ConfigError(f"config {p}: holds no settings (empty, or comments only): write the settings, write {{}} "
@@ -359,7 +359,7 @@ def load_named(path: str | os.PathLike[str] | None) -> tuple[Config, frozenset[s
     try:
         return from_dict(data, f"config {p}", text), frozenset(str(k) for k in (data or {}))
     except ConfigError as err:
-        raise ConfigError(_with_line(str(err), f"config {p}", text)) from None
+        raise ConfigError(_with_line(str(err), f"config {p}", text) + events_hint(text)) from None
 
 
 def _with_line(message: str, origin: str, text: str) -> str:

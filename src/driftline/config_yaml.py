@@ -87,3 +87,23 @@ def decimal_comma(text: str, line: int | None) -> str:
         r"[{\[]", lines[line - 1]) else ""
     return (f" (`{written}` on line {line}: a decimal comma?{split} numbers take a decimal point and no thousands "
             f"separator{': write ' + fix if fix else ''})")
+
+
+EVENT_KEYS = ("prediction_id", "ts")
+
+
+def events_hint(text: str) -> str:
+    """' (… looks like a file of events …)' when the config's first setting line is a JSON event, an object with a
+    prediction_id and a ts (tryout: `--config events.jsonl` said only "not valid YAML at line 2 … expected
+    '<document start>'", or for one event "unknown field `type`"); '' otherwise."""
+    import json
+
+    first = next((line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")), "")
+    try:
+        event = json.loads(first)
+    except ValueError:
+        return ""
+    if not isinstance(event, dict) or not all(k in event for k in EVENT_KEYS):
+        return ""
+    return (" (this looks like a file of events, one JSON object a line: --config takes the YAML settings file; "
+            "events are fed with `driftline replay FILE`)")
