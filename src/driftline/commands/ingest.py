@@ -242,10 +242,24 @@ def _unreadable(path: str) -> str | None:
         return f"not a regular file: {path} (a pipe or process substitution is read from standard input: " \
                "`driftline replay - < …` or `… | driftline replay -`)"
     try:
-        with open(path, "rb"):
-            return None
+        with open(path, "rb") as f:
+            head = f.read(4096)
     except OSError as err:
         return f"cannot read {path}: {err.strerror}"
+    return _config_not_events(path, head)
+
+
+def _config_not_events(path: str, head: bytes) -> str | None:
+    """Why a .yaml/.yml file whose first setting line is no JSON object is not replayed (tryout: `driftline replay
+    driftline.yaml`, arguments swapped, stored each of its 136 lines as an invalid_json dead letter)."""
+    if not path.lower().endswith((".yaml", ".yml")):
+        return None
+    lines = head.decode("utf-8", "replace").splitlines()
+    first = next((line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")), "")
+    if not first or first.startswith("{"):
+        return None
+    return (f"{path} looks like a YAML settings file, not events (one JSON object a line): nothing replayed; a "
+            f"config goes to --config (`driftline --config {path} …`)")
 
 
 def cmd_dead_letters(ctx: Context, args: argparse.Namespace) -> int:
