@@ -71,3 +71,13 @@ def test_loading_a_config_with_kafka_options_imports_no_kafka_python(tmp_path: P
     code = f"import sys; from driftline.config import load; load({str(path)!r}); print('kafka' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_acks_all_is_a_kafka_python_setting() -> None:
+    """kafka-python's KafkaProducer takes acks 0, 1, -1 or 'all'; 'all' was refused as "not a number" (by `run`,
+    and by the load since it checks options)."""
+    from kafka import KafkaProducer
+
+    assert "self.config['acks'] == 'all'" in __import__("inspect").getsource(KafkaProducer.__init__)
+    assert kafka_options.option_problem({"acks": "all"}, str) is None
+    assert kafka_options.option_problem({"acks": "most"}, str) is not None

@@ -87,6 +87,10 @@ SECRET_KEY = re.compile(r"password|secret|token|credential|jaas|private", re.IGN
 MASK = "***"
 
 
+ALSO_TEXT = {"acks": ("all",)}
+"""Words kafka-python accepts beside the kind of the default (KafkaProducer: acks 0, 1, -1 or 'all')."""
+
+
 def _kind(default: Any) -> str:
     """How an option of this default's kind is named in a message."""
     return "true or false" if isinstance(default, bool) else "a number" if isinstance(default, (int, float)) else "text"
@@ -127,7 +131,7 @@ def option_problem(options: Mapping[str, Any], source: Callable[[str], str]) -> 
             return f"{source(name)}: {value!r} is not a positive whole number of milliseconds"
     for name, value in options.items():
         default = DEFAULTS.get(name)
-        if default is not None and not _fits(value, default):
+        if default is not None and not _fits(value, default) and value not in ALSO_TEXT.get(name, ()):
             shown = MASK if SECRET_KEY.search(name) else repr(value)  # never repeat a secret
             return (f"{source(name)}: {shown} is not {_kind(default)}, as kafka-python's {name} is "
                     f"(default {default!r})")
