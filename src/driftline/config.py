@@ -18,7 +18,7 @@ from .config_fields import (dict_entry, enum_choices, field_path, misspelled_sli
                             plain_kinds, unknown_field, value_at, whole_floats, whole_number_hint)
 from .config_scalars import line_of, unquoted
 from .config_service import Exporter, Kafka, Notify, Schedule  # noqa: F401 - importers of driftline.config use them
-from .config_yaml import decimal_comma, events_hint, load_yaml, yaml_where
+from .config_yaml import colon_hint, decimal_comma, events_hint, load_yaml, yaml_where
 from .durations import parse_duration, window_too_long
 from .domain import Costs, Domain
 from .metric_names import MULTIVARIATE, unknown_metric, unknown_target, value_problem
@@ -306,6 +306,8 @@ def from_dict(data: dict[str, Any] | None, origin: str = "config", text: str | N
         if msg.startswith("Expected `float`"):
             msg += percent_hint(data, field, got)
         msg = plain_kinds(msg)
+        if isinstance(got, str) and msg.startswith("expected a mapping"):  # `labels:` then `  horizon:30d`
+            msg += colon_hint(got)
         sub = re.match(r"^([\w.\[\]]+): (.*)$", msg, re.S)  # a section's own check names its field: `section.field`
         if sub:
             field = f"{field}.{sub.group(1)}" if field else sub.group(1)
@@ -355,7 +357,10 @@ def load_named(path: str | os.PathLike[str] | None) -> tuple[Config, frozenset[s
         raise ConfigError(f"config {p}: holds no settings (empty, or comments only): write the settings, write {{}} "
                           "for the built-in defaults, or leave out --config")
     if data is not None and not isinstance(data, dict):
-        raise ConfigError(f"config {p}: top level must be a mapping of settings")
+        kind = "a list" if isinstance(data, list) else "text" if isinstance(data, str) else "a single value"
+        shown = repr(data) if len(repr(data)) <= 60 else repr(data)[:57] + "..."
+        raise ConfigError(f"config {p}: top level must be a mapping of settings (`name: value` lines), got {kind} "
+                          f"({shown}){colon_hint(text) or events_hint(text)}")
     try:
         return from_dict(data, f"config {p}", text), frozenset(str(k) for k in (data or {}))
     except ConfigError as err:

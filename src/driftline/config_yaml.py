@@ -107,3 +107,21 @@ def events_hint(text: str) -> str:
         return ""
     return (" (this looks like a file of events, one JSON object a line: --config takes the YAML settings file; "
             "events are fed with `driftline replay FILE`)")
+
+
+_NO_SPACE = re.compile(r"^\s*(?:-\s+)?([A-Za-z_][\w.-]*):([^\s:/][^\n]*)$", re.M)
+"""A setting written without the space YAML needs after its colon (`model:fraud`): YAML reads it as one text."""
+
+
+def colon_hint(text: str) -> str:
+    """' (`model:fraud` on line 1: YAML needs a space after the colon: `model: fraud`)' for the first line of `text`
+    (a config file, or the text a setting got) that writes a setting without it, '' when none does. Tryout:
+    `model:fraud` said only "top level must be a mapping of settings", nested `horizon:30d` "expected a
+    mapping"."""
+    m = _NO_SPACE.search(text)
+    if m is None:
+        return ""
+    line = text[:m.start(1)].count("\n") + 1
+    where = f" on line {line}" if "\n" in text else ""
+    return (f" (`{m.group(1)}:{m.group(2)}`{where}: YAML needs a space after the colon: "
+            f"`{m.group(1)}: {m.group(2)}`)")
