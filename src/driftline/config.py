@@ -21,6 +21,7 @@ from .config_service import Exporter, Kafka, Notify, Schedule  # noqa: F401 - im
 from .config_yaml import colon_hint, decimal_comma, events_hint, load_yaml, yaml_where
 from .durations import parse_duration, window_too_long
 from .domain import Costs, Domain
+from .terminal import shell_word
 from .metric_names import MULTIVARIATE, unknown_metric, unknown_target, value_problem
 
 
@@ -344,6 +345,11 @@ def load_named(path: str | os.PathLike[str] | None) -> tuple[Config, frozenset[s
     except OSError as err:
         raise ConfigError(f"config {p}: cannot read it: {err.strerror}") from None
     except UnicodeDecodeError as err:
+        if err.object.startswith((b"\xff\xfe", b"\xfe\xff")):  # a Windows editor's "Unicode": was "byte 0xff on line 1"
+            raise ConfigError(f"config {p}: UTF-16 or UTF-32 text (it starts with the byte-order mark "
+                              f"{err.object[:2].hex(' ').upper()}); the config is UTF-8: save it as UTF-8, or convert "
+                              f"it: `iconv -f UTF-16 -t UTF-8 {shell_word(str(p))} > "
+                              f"{shell_word(str(p.with_name(p.stem + '-utf8' + p.suffix)))}`") from None
         line = err.object[:err.start].count(b"\n") + 1
         raise ConfigError(f"config {p}: not UTF-8 text (byte 0x{err.object[err.start]:02x} on line {line})") from None
     try:
