@@ -19,7 +19,7 @@ from .config_fields import (dict_entry, enum_choices, field_path, misspelled_sli
 from .config_scalars import line_of, unquoted
 from .config_service import Exporter, Kafka, Notify, Schedule  # noqa: F401 - importers of driftline.config use them
 from .config_yaml import colon_hint, decimal_comma, events_hint, load_yaml, yaml_where
-from .durations import parse_duration, window_too_long
+from .durations import duration_hint, parse_duration, window_too_long
 from .domain import Costs, Domain
 from .terminal import shell_word
 from .metric_names import MULTIVARIATE, unknown_metric, unknown_target, value_problem
@@ -299,7 +299,7 @@ def from_dict(data: dict[str, Any] | None, origin: str = "config", text: str | N
             _refuse_unquoted(*plain, origin)
         for pattern, help_ in _PATTERN_HELP.items():
             if repr(pattern) in msg:
-                msg = f"{help_}, got {got!r}"
+                msg = f"{help_}, got {got!r}" + (duration_hint(str(got)) if "duration" in help_ else "")
         if msg == "Expected `int`, got `float`" and whole_number_hint(got):
             msg = whole_number_hint(got)
         if msg.startswith("Expected") and got is not None and repr(got) not in msg:

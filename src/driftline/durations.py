@@ -23,11 +23,32 @@ def parse_duration(text: str | int | float, allow_zero: bool = False) -> float:
         m = _DURATION.match(str(text))
         if not m:
             raise ValueError(f"invalid duration {text!r}: use a number and a unit s/m/h/d/w, e.g. '7d'"
-                             f"{comma_hint(str(text))}")
+                             f"{comma_hint(str(text)) or duration_hint(str(text))}")
         value = float(m.group(1)) * _UNIT_S[m.group(2)]
     if value < 0 or (value == 0 and not allow_zero):
         raise ValueError(f"duration must be {'0 or more' if allow_zero else 'positive'}, got {text!r}")
     return value
+
+
+_UNIT_WORDS = {"s": ("s", "sec", "secs", "second", "seconds"), "m": ("m", "min", "mins", "minute", "minutes"),
+               "h": ("h", "hr", "hrs", "hour", "hours"), "d": ("d", "day", "days"), "w": ("w", "wk", "wks", "week",
+                                                                                    "weeks")}
+
+
+def duration_hint(text: str) -> str:
+    """" (did you mean '30d'?)" for a duration written with a unit word or capital ('30 days', '7D', '1min',
+    '1 week'), " (7 what? …)" for a number without a unit; '' otherwise. Tryout: `horizon: 30 days` and `window: 7`
+    were refused with the format only."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text)
+    if m is None:
+        return ""
+    number, word = m.group(1), m.group(2).lower()
+    if m.group(2) == "M" or word in ("mo", "mon", "month", "months", "y", "yr", "year", "years"):
+        return " (months and years have no fixed length: write days or weeks, e.g. 30d, 365d)"
+    if not word:
+        return f" ({number} what? add a unit: {number}s, {number}m, {number}h, {number}d or {number}w)"
+    unit = next((u for u, words in _UNIT_WORDS.items() if word in words), None)
+    return f" (did you mean '{number}{unit}'?)" if unit else ""
 
 
 def window_too_long(field: str, text: str) -> None:
