@@ -161,9 +161,9 @@ def test_comparisons_equal_the_pure_functions(split_db) -> None:
     costs = costs_from_config(config.costs)
     cost = comp["cost_per_1000"]
     cd = cost_difference(t, c, costs)
-    assert {k: v for k, v in cost.items() if not k.startswith("seq_")} == {**cd.to_json(), "method": "delta"}
+    assert {k: v for k, v in cost.items() if not k.startswith("seq_")} == {**cd.to_json(), "method": "mid_p_mover"}
     # its always-valid interval: the delta-method standard error on the CS boundary, one observation per prediction
-    se = (cd.high - cd.low) / (2 * 1.959963984540054)
+    se = cd.se  # no longer (high − low) / 2z: the fixed-horizon interval is the MOVER one, not symmetric
     n_pred = t.predictions + c.predictions
     cost_seq = cs_from_standard_error(cd.diff, se, n_pred, SequentialPlan(500.0 * n_pred / pos))
     assert (cost["seq_low"], cost["seq_high"]) == pytest.approx((cost_seq.low, cost_seq.high), rel=1e-9)

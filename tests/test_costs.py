@@ -1,4 +1,4 @@
-"""Costs: seed 000's monthly KPI table, cost per 1,000 predictions and its delta-method interval."""
+"""Costs: seed 000's monthly KPI table, cost per 1,000 predictions, its delta-method se and its interval."""
 
 from __future__ import annotations
 
@@ -101,7 +101,9 @@ def test_cost_difference_and_nulls() -> None:
     d = cost_difference(t, c, SEED000)
     et, ec = cost_per_1000(t, SEED000), cost_per_1000(c, SEED000)
     assert d.diff == pytest.approx(et.value - ec.value)
-    assert (d.high - d.low) / 2 == pytest.approx(1.959964 * np.hypot(et.se, ec.se), rel=1e-5)
+    # 10,000 predictions an arm: the MOVER interval is within 0.2 % of the normal half-width (was equal to it)
+    assert (d.high - d.low) / 2 == pytest.approx(1.959964 * np.hypot(et.se, ec.se), rel=2e-3)
+    assert d.se == pytest.approx(np.hypot(et.se, ec.se))
     # no labelled unflagged prediction: the missed-positive cost cannot be estimated
     assert cost_per_1000(ArmCounts(5, 5, 0, 0, 0, 100), SEED000).value is None
     assert cost_difference(ArmCounts(0, 0, 0, 0), c, SEED000).diff is None
@@ -131,7 +133,7 @@ def test_cost_interval_stays_within_the_costs_a_prediction_can_have() -> None:
         assert every.min() - 1e-9 <= est.low <= est.value <= est.high <= every.max() + 1e-9, (arm, costs, est)
     b = cost_per_1000(ArmCounts(0, 53, 0, 47), SEED000)
     assert b.value == pytest.approx(2_652.0)
-    assert b.low == pytest.approx(2.0) and b.high == pytest.approx(2_652.0 + 1.959964 * b.se, rel=1e-6)
+    assert 2.0 < b.low < b.value < b.high  # no longer cut to the model cost: tests/test_cost_interval.py
 
 
 def test_cost_difference_interval_stays_within_the_possible_differences() -> None:

@@ -1,4 +1,4 @@
-"""Business cost of a classifier's decisions: cost per 1,000 predictions with a delta-method interval,
+"""Business cost of a classifier's decisions: cost per 1,000 predictions with a score-type interval,
 the difference between two arms, and seed 000's monthly KPI table (cost of missed positives, review hours, ...).
 
 Cost of one prediction = model cost + review cost if flagged + missed-positive cost if a positive is
@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .abstats import ArmCounts, z_for
+from .abstats import ArmCounts
+from .cost_interval import cost_bounds
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +37,7 @@ class Costs:
 
 @dataclass(frozen=True, slots=True)
 class CostEstimate:
-    """Cost per 1,000 predictions with a delta-method interval; None when the counts cannot support it."""
+    """Cost per 1,000 predictions with its interval and delta-method se; None when the counts cannot support it."""
 
     value: float | None
     low: float | None
@@ -122,35 +123,37 @@ def cost_range(costs: Costs) -> tuple[float, float]:
 
 
 def cost_per_1000(c: ArmCounts, costs: Costs, alpha: float = 0.05) -> CostEstimate:
-    """Estimated cost per 1,000 predictions of one arm with a normal (delta-method) interval.
+    """Estimated cost per 1,000 predictions of one arm with a mid-p score-type interval (`cost_interval`).
 
-    The interval is cut to the costs a prediction can have (`cost_range`): a symmetric normal interval around
-    a small cost with a wide miss-share term (0 missed of 47 unflagged, €400 each) once reached −€4,963.
+    The interval lies within `cost_range` by construction and keeps its coverage with a handful of positives; the
+    clipped normal interval it replaces covered 0.89 of simulated 350-prediction arms at 2 % prevalence (≈ 2
+    expected misses) and 0.88 of 30-prediction arms whose cost is mostly reviews. `se` stays the delta-method
+    standard error (the always-valid interval of the difference is built from it).
     """
     res = _cost_and_var(c, costs)
     if res is None:
         return CostEstimate(None, None, None, None, c.predictions)
     point, var = res
-    se = 1000.0 * math.sqrt(var)
-    half = z_for(alpha) * se
-    least, most = (1000.0 * x for x in cost_range(costs))
-    return CostEstimate(1000.0 * point, max(1000.0 * point - half, least), min(1000.0 * point + half, most), se,
-                        c.predictions)
+    low, high = cost_bounds((c.flagged, c.predictions, c.fn, c.fn + c.tn, c.fp, c.tp + c.fp),
+                            (costs.model_cost_per_prediction, costs.review_cost, costs.fn_cost, costs.fp_cost),
+                            alpha)
+    return CostEstimate(1000.0 * point, 1000.0 * low, 1000.0 * high, 1000.0 * math.sqrt(var), c.predictions)
 
 
 def cost_difference(treatment: ArmCounts, control: ArmCounts, costs: Costs, alpha: float = 0.05) -> CostDiff:
-    """Treatment − control cost per 1,000 predictions for independent arms (delta method, variances add), the
-    interval cut to the differences two arms' costs can have (± the width of `cost_range`: tiny arms reached
-    2.4 × past it); `se` is the uncut standard error (the always-valid interval is built from it)."""
-    t, c = _cost_and_var(treatment, costs), _cost_and_var(control, costs)
-    if t is None or c is None:
+    """Treatment − control cost per 1,000 predictions for independent arms: MOVER (Zou & Donner 2008, as Newcombe
+    builds his difference from Wilson intervals) on the two arms' intervals, so it keeps their coverage and
+    stays within ± the width of `cost_range`; `se` is the delta-method standard error (for the always-valid
+    interval)."""
+    t, c = cost_per_1000(treatment, costs, alpha), cost_per_1000(control, costs, alpha)
+    if t.value is None or c.value is None:
         return CostDiff(None, None, None)
-    d = 1000.0 * (t[0] - c[0])
-    se = 1000.0 * math.sqrt(t[1] + c[1])
-    half = z_for(alpha) * se
-    least, most = cost_range(costs)
-    span = 1000.0 * (most - least)
-    return CostDiff(d, max(d - half, -span), min(d + half, span), se)
+    assert t.low is not None and t.high is not None and c.low is not None and c.high is not None
+    assert t.se is not None and c.se is not None
+    d = t.value - c.value
+    low = d - math.hypot(t.value - t.low, c.high - c.value)
+    high = d + math.hypot(t.high - t.value, c.value - c.low)
+    return CostDiff(d, low, high, math.hypot(t.se, c.se))
 
 
 # --- seed 000: monthly business KPIs ---------------------------------------------------------------

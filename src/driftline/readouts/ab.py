@@ -210,7 +210,7 @@ def _seq_plan(ab: AB, metric: str, t: ArmCounts, c: ArmCounts) -> SequentialPlan
 
 def _cost_sequential(diff: float | None, se: float | None, t: ArmCounts, c: ArmCounts,
                      ab: AB) -> dict[str, Any]:
-    """Always-valid interval of the cost difference from its delta-method interval (one observation = one
+    """Always-valid interval of the cost difference from its delta-method standard error (one observation = one
     prediction; the plan is planned positives × pooled predictions / positives)."""
     n, pos = t.predictions + c.predictions, t.positives + c.positives
     plan = SequentialPlan(ab.planned_positives * (n / pos if pos else 1.0), ALPHA)
@@ -221,7 +221,8 @@ def _cost_sequential(diff: float | None, se: float | None, t: ArmCounts, c: ArmC
 def comparison_readout(treatment: str, control: str, t: ArmCounts, c: ArmCounts, st: BucketStats,
                        sc: BucketStats, config: Config, days: float) -> dict[str, Any]:
     """Treatment − control: four headline metrics (Newcombe, score p, Holm, lift, always-valid interval),
-    cost difference (delta method), label balance and recall power."""
+    cost difference (MOVER on the arms' mid-p score intervals: analysis/cost_interval), label balance and
+    recall power."""
     comp = compare_arms(t, c, ALPHA, names=(treatment, control))
     metrics: dict[str, Any] = {}
     for m in HEADLINE_METRICS:
@@ -243,7 +244,7 @@ def comparison_readout(treatment: str, control: str, t: ArmCounts, c: ArmCounts,
     rates = (c.positives / days, t.positives / days) if days > 0 else None
     pw = recall_power(c.tp, c.positives, t.positives, config.ab.target_recall_diff, per_day, arm_rates=rates)
     return {"treatment": treatment, "control": control, "metrics": metrics,
-            "cost_per_1000": None if config.costs is None else {**cd.to_json(), "method": "delta", **cost_seq},
+            "cost_per_1000": None if config.costs is None else {**cd.to_json(), "method": "mid_p_mover", **cost_seq},
             "label_balance": lb.to_json(),
             "power": {**pw.to_json(), "positives_per_arm_per_day": per_day,
                       "positives_per_day": (t.positives + c.positives) / days if days > 0 else None}}
