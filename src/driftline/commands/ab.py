@@ -65,6 +65,8 @@ def render_ab(doc: dict[str, Any], console: Console) -> None:
         _arms_table(doc, console)
     for comp in doc["comparisons"]:
         _comparison_table(doc, comp, console)
+        if comp.get("independent_intervals"):
+            say(console, shown(comp["independent_intervals"]["text"]), "[yellow]note:[/yellow] ")
         if comp.get("paired") is not None:
             _paired_table(comp, console, doc.get("currency"))
     if doc["comparisons"]:

@@ -117,8 +117,14 @@ def _comparison(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
     others = _others(doc, comp)
     pr = comp.get("paired")
     if others and pr is not None and (pr["pairs"] == 0 or any(pr["unpaired"].values())):
-        others.insert(0, "The FPR, precision, alert-rate and cost comparisons that follow use each arm's own "
+        paired_cost = (comp.get("cost_per_1000") or {}).get("method") == "paired_bootstrap"
+        others.insert(0, "The FPR, precision and alert-rate comparisons that follow use each arm's own predictions, "
+                         "over different traffic (FPR's test is the paired McNemar; the cost difference is the "
+                         "paired bootstrap over the ids scored by both)." if paired_cost else
+                         "The FPR, precision, alert-rate and cost comparisons that follow use each arm's own "
                          "predictions, over different traffic (FPR's test is the paired McNemar).")
+    if others and pr is not None and pr["pairs"] > 0 and comp.get("independent_intervals"):
+        others.append(comp["independent_intervals"]["text"])
     out.extend(others)
     out.extend(_cautions(comp))
     return out
@@ -348,7 +354,7 @@ def _cost(doc: dict[str, Any], comp: dict[str, Any]) -> list[str]:
 
 
 def _cautions(comp: dict[str, Any]) -> list[str]:
-    tr, ct = comp["treatment"], comp["control"]
+    ct = comp["control"]
     out = [f"Caution: {w}" for w in (comp.get("label_balance") or {}).get("warnings", [])]
     pr = comp.get("paired")
     if pr is not None:
