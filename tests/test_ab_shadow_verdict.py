@@ -118,3 +118,22 @@ def test_independent_intervals_on_shadow_pairs_are_conservative() -> None:
         ratio.append((hi - lo) / (boot.high - boot.low))
     assert hits == 150
     assert np.median(ratio) > 2.0
+
+
+def test_unpaired_rows_sentence_names_the_paired_cost(tmp_path) -> None:
+    """With costs and paired ids the cost difference is the paired bootstrap over the ids scored by both, so the
+    sentence about comparisons over each arm's own predictions no longer lists the cost (it once did)."""
+    config = from_dict({**SHADOW, "costs": {"currency": "EUR", "monthly_volume": 100_000, "missed_positive": 400,
+                                            "review_per_flag": 5}})
+    store = _ingest(f"sqlite:///{tmp_path / 'shadow.db'}", config, _stream(80, 40, 400, 300, 290, 600))
+    try:
+        doc = _doc(store, config)
+    finally:
+        store.close()
+    comp, text = doc["comparisons"][0], doc["verdict"]
+    assert comp["cost_per_1000"]["method"] == "paired_bootstrap"
+    assert ("The FPR, precision and alert-rate comparisons that follow use each arm's own predictions, over "
+            "different traffic (FPR's test is the paired McNemar; the cost difference is the paired bootstrap over "
+            "the ids scored by both).") in text
+    assert "alert-rate and cost comparisons" not in text
+    assert comp["independent_intervals"]["metrics"] == ["fpr", "precision", "alert_rate"]
