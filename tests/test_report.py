@@ -730,3 +730,15 @@ def test_multivariate_line_reads_like_the_terminal(report: dict[str, Any]) -> No
     md = " ".join(render_markdown(doc).split())
     assert (f"this week {mv['error']:.4f} vs reference {mv['reference_error']:.4f} (ratio {mv['ratio']:.4f}, "
             f"noise floor ±{mv['noise_floor']:.4f})") in md
+
+
+def test_the_ab_cost_row_names_its_own_interval_method(report: dict[str, Any]) -> None:
+    """The comparison table's interval column said "95 % (Newcombe)" over the cost row too, whose interval is the
+    mid-p score interval per arm combined by MOVER (or the paired bootstrap in shadow mode): the row names its
+    method, the header says Newcombe is for the rates."""
+    comps = [c for c in report["report"]["ab"]["document"]["comparisons"] if c.get("cost_per_1000")]
+    assert comps, "the fixture's week has an A/B comparison with costs"
+    html = Path(report["paths"]["html"]).read_text()
+    assert "95 % (Newcombe)" not in html and "95 % (rates: Newcombe)" in html
+    method = comps[0]["cost_per_1000"]["method"]
+    assert method == "mid_p_mover" and "cost / 1,000 (mid-p, MOVER)" in html

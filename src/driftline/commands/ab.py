@@ -75,8 +75,8 @@ def render_ab(doc: dict[str, Any], console: Console) -> None:
     console.print(f"\n[bold]Verdict:[/bold] {shown(doc['verdict'])}")
     footnote_if(console, indicative_used([[a[k] for k, _ in METRICS] + [a["label_coverage"]]
                                           for a in doc["arms"].values()]))
-    console.print("[dim]Intervals 95 %: Wilson per arm, Newcombe "
-                  "for differences; anytime = always-valid asymptotic confidence sequence, safe under repeated looks when the "
+    console.print("[dim]Intervals 95 %: Wilson per arm, Newcombe for differences (costs: mid-p per arm, MOVER "
+                  "for differences); anytime = always-valid asymptotic confidence sequence, safe under repeated looks when the "
                   "window covers the experiment from its start.[/dim]")
 
 
