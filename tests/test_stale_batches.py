@@ -32,7 +32,7 @@ def test_a_batch_whose_position_another_consumer_moved_is_counted_and_not_stored
     lc = LiveConsumer(Pipeline(Config(), store, clock=lambda: 1.9e9), settings, threading.Event())
     assert _stale_batches(lc) == 0.0
     tp = TopicPartition("p", 0)
-    lc.consumer = SimpleNamespace(pause=lambda *tps: None, resume=lambda *tps: None)
+    lc.consumer = SimpleNamespace(pause=lambda *tps: None, resume=lambda *tps: None, highwater=lambda tp: None)
     lc.owned, lc.expected = {tp}, {tp: 0}
     store.advance_positions({("kafka:p", 0): (0, 3)})  # the other group's consumer stored offsets 0..2
     record = SimpleNamespace(offset=0, key=b"a", value=b'{"prediction_id": "a", "model": "m", "score": 0.5}')

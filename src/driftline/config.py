@@ -258,10 +258,20 @@ class Config(Base):
         slice_typo = misspelled_slice(self.slices, self.features)
         if slice_typo:
             raise ValueError(slice_typo)
+        if self.kafka.align_within is not None and parse_duration(self.kafka.align_within) >= self.labels.horizon_s:
+            raise ValueError(f"kafka.align_within: {self.kafka.align_within} is not shorter than labels.horizon "
+                             f"({self.labels.horizon}): a partition that far ahead of another makes the other's "
+                             "events past_horizon; leave it out for a quarter of the horizon")
         names = [t.name for t in self.triggers]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"duplicate trigger names {dupes}")
+
+    @property
+    def align_within_s(self) -> float:
+        """kafka.align_within in seconds (default a quarter of labels.horizon)."""
+        text = self.kafka.align_within
+        return self.labels.horizon_s / 4 if text is None else parse_duration(text)
 
     @property
     def bucket_s(self) -> int:

@@ -64,11 +64,16 @@ class Kafka(Base):
     database_stall: Duration = "30s"
     """A database call (a connection, a statement, the commit) unanswered this long, beyond the write-lock wait, is
     reported: /readyz 503 naming it and one warning (a silent partition or a stopped proxy)."""
+    align_within: Duration | None = None
+    """Event-time alignment while catching up a backlog: a partition whose events are more than this ahead of the
+    slowest partition with records left is paused until the others catch up (kafka/alignment.py), so the newest
+    event stored never runs more than this ahead of an unread one; shorter than labels.horizon (default: a quarter
+    of it). Events out of order within one partition by more than the horizon minus this are still past_horizon."""
     options: dict[str, Any] = {}
 
     def __post_init__(self) -> None:
         _positive_durations("", unassigned_grace=self.unassigned_grace, stall_restart=self.stall_restart,
-                            database_stall=self.database_stall)
+                            database_stall=self.database_stall, align_within=self.align_within)
         for name in ("predictions_topic", "outcomes_topic", "dead_letter_topic", "group_id", "client_id"):
             value = getattr(self, name)
             if value is not None and not value.strip():  # group "" was joined as is (tryout)

@@ -7,6 +7,7 @@ transaction holding bucket deltas, join state, dead letters, counters and the po
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -89,6 +90,9 @@ class BatchResult:
         if self.conflict_example is None:
             self.conflict_example = other.conflict_example
 
+
+Defer = Callable[[Sequence[RawRecord], list[Decoded | DeadLetter]], list[bool] | None]
+"""Which records of a decoded batch to store now (None: all); see `Pipeline.process_batch`."""
 
 Split = tuple[list[tuple[Decoded, int]], list[RawRecord], Sequence[int], list[DeadLetter], list[int],
               dict[tuple[str, int], int], Counter[tuple[str, str]]]
@@ -177,7 +181,7 @@ class Pipeline:
     def process_batch(self, records: Sequence[RawRecord], shard_of: Callable[[RawRecord], int] | None = None,
                       expected_positions: dict[tuple[str, int], int] | None = None,
                       meta: dict[str, str] | None = None, rewind: bool = False, tick: Tick | None = None,
-                      position_meta: dict[str, str] | None = None) -> BatchResult:
+                      position_meta: dict[str, str] | None = None, defer: Defer | None = None) -> BatchResult:
         """Process records in one write transaction (the database write lock is held from its first read, so
         concurrent writers never lose an update); raises StoreUnavailable with nothing written.
 
@@ -188,6 +192,8 @@ class Pipeline:
         `position_meta` ones too when the file positions stored are this batch's own (not kept higher by another
         replay of the same path): replay's checksum of the lines up to its position, true only at that position.
         `tick(stage, done, of)` is told how far the batch got (every TICK records, for a progress display).
+        `defer(records, decoded)` may keep only some records (a mask; None: all): the live consumer gives back the
+        records too far ahead in event time (kafka/alignment.py); the positions are those of the records kept.
         """
         horizon = self.clock() + MAX_FUTURE_S
         decoded: list[Decoded | DeadLetter] = []
@@ -195,6 +201,8 @@ class Pipeline:
             if tick is not None:
                 tick("decoding", start, len(records))
             decoded.extend(decode_many(records[start:start + TICK], self.limits))
+        if defer is not None and (kept := defer(records, decoded)) is not None:
+            records, decoded = list(compress(records, kept)), list(compress(decoded, kept))
         split = _split_plain(records, decoded, horizon, shard_of)
         if split is None:
             split = self._split(records, decoded, horizon, shard_of)
@@ -352,12 +360,17 @@ class Pipeline:
         """Event-time watermark: the newest event time stored (drives maturity and expiry)."""
         return self.store.newest_event()
 
-    def maintain(self, shards: Sequence[int] | None = None) -> Counter[tuple[str, str]]:
+    def maintain(self, shards: Sequence[int] | None = None, ceiling: float | None = None) -> Counter[tuple[str, str]]:
         """Implicit negatives past maturity and expiry past the label horizon, at the event-time watermark. With
-        `stored_now` set, the counts also hold EXPIRED_STORED_NOW: the expired predictions this pipeline stored."""
+        `stored_now` set, the counts also hold EXPIRED_STORED_NOW: the expired predictions this pipeline stored.
+        `ceiling`: the watermark is at most this (the live consumer's slowest partition with data left, see
+        kafka/alignment.py: an outcome still unread there is not older than it, so nothing is expired or matured
+        that a sequential replay would still join; -inf: a partition not read yet, no maintenance now)."""
         wm = self.watermark()
         total: Counter[tuple[str, str]] = Counter()
-        if wm is None:
+        if wm is not None and ceiling is not None:
+            wm = min(wm, ceiling)
+        if wm is None or wm == -math.inf:
             return total
         labels = self.config.labels
         while True:

@@ -56,6 +56,9 @@ class Ownership:
     unowned_since: float | None
     held: Any
     db_retry_at: float
+    align: Any
+    """alignment.Alignment (forgets partitions handed over or positioned again)."""
+    log_ends: dict[TopicPartition, int]
     ends: EndsSeen
     """Log ends seen per positioned partition: what a reset skipped of the old log (loss.py)."""
 
@@ -71,6 +74,7 @@ class Ownership:
     def _apply_handoff(self) -> None:
         assert self.handoff is not None
         assigned, dropped = self.handoff.take()
+        self.align.forget(assigned | dropped)
         for tp in dropped:
             self.owned.discard(tp)
             self.pending.discard(tp)
@@ -163,6 +167,7 @@ class Ownership:
                 log.warning("%s; another consumer stored this partition meanwhile: re-reading", err)
                 continue
             self.ends.restart(tp, self.expected[tp], max(end, self.expected[tp]))
+            self.log_ends[tp] = end  # whether it has records left (alignment.py), until the next lag refresh
             resumed.append(tp)
         if resumed:
             partition_ops.resume(self.consumer, resumed)
@@ -240,6 +245,7 @@ class Ownership:
             return
         log.warning("%s for %s: checking the stored positions against the log again", why, fmt(tps))
         partition_ops.pause(self.consumer, tps)
+        self.align.forget(tps)
         for tp in tps:
             self.expected.pop(tp, None)
             self.pending.add(tp)

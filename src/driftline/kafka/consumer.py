@@ -28,6 +28,7 @@ from ..ingest.pipeline import Pipeline, RawRecord
 from ..ingest.stored_now import KeyLog
 from ..core.events import iso
 from ..storage.errors import StalePositions, StoreUnavailable
+from .alignment import Aligning, Alignment
 from .batches import Batch, at_or_after, fill, fresh_records, raw_records
 from .connect import open_consumer, open_dead_letter_sink
 from .topics import open_admin
@@ -52,7 +53,7 @@ log = logging.getLogger(__name__)
 _PAYLOAD = attrgetter("payload")
 
 
-class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
+class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
     """One consumer-group member; `run()` blocks until `stop` is set, then closes cleanly."""
 
     def __init__(self, pipeline: Pipeline, settings: KafkaSettings, stop: threading.Event, *,
@@ -95,6 +96,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         self.pending: set[TopicPartition] = set()
         self.expected: dict[TopicPartition, int] = {}
         self.held: Batch | None = None
+        self.align = Alignment(pipeline.config.align_within_s)
+        """Event-time alignment of the partitions (alignment.py: a backlog longer than labels.horizon)."""
         self.db_retry_at = 0.0
         self.db_down_since: float | None = None
         self.db_failed = ""
@@ -255,8 +258,9 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
             raws.extend(raw_records(recs, source_of(tp.topic), tp.partition, self.settings.kind_of(tp.topic)))
         starts = {tp: self.expected[tp] for tp in batch}
         expected = {(source_of(tp.topic), tp.partition): self.expected[tp] for tp in batch}
+        defer, found = self._cutter(batch, self.pipeline.clock())
         try:
-            result, seconds = self._process(raws, expected)
+            result, seconds = self._process(raws, expected, defer)
         except StoreUnavailable as err:
             self._hold(batch, err)
             return
@@ -276,8 +280,10 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         self.stored_batches += 1
         was_held = self.held is not None
         for tp, recs in batch.items():
-            self.expected[tp] = recs[-1].offset + 1
-            self.consumed.labels(topic=tp.topic).inc(len(recs))
+            given_back = found.deferred.get((source_of(tp.topic), tp.partition))
+            self.expected[tp] = recs[-1].offset + 1 if given_back is None else given_back[0]
+            self.consumed.labels(topic=tp.topic).inc(sum(r.offset < self.expected[tp] for r in recs))
+        self._give_back(batch, found)
         self._db_written()
         if was_held:
             self._release_held()
@@ -288,12 +294,15 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
             self.dlt.after_batch(letters, payloads, {(source_of(tp.topic), tp.partition): (starts[tp], self.expected[tp])
                                                      for tp in batch})
         self._commit({tp: self.expected[tp] for tp in batch})
+        self._align()
 
-    def _process(self, raws: list[RawRecord], expected: dict[tuple[str, int], int]) -> tuple[Any, float]:
+    def _process(self, raws: list[RawRecord], expected: dict[tuple[str, int], int], defer: Any = None
+                 ) -> tuple[Any, float]:
         """The batch's transaction and its duration; a fresh batch is stored in the worker thread while the next
-        records are polled (overlap.py), a held batch (partitions paused) right here."""
+        records are polled (overlap.py), a held batch (partitions paused) right here. `defer`: the event-time cut
+        (alignment.py)."""
         def work() -> Any:
-            return self.pipeline.process_batch(raws, None, expected)
+            return self.pipeline.process_batch(raws, None, expected, defer=defer)
 
         if self.held is not None or self.handoff is None:
             t0 = time.perf_counter()
@@ -335,7 +344,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
     def _release_held(self) -> None:
         """After the held batch is stored (or revoked): rewind every positioned partition and resume."""
         self.held = None
-        ready = [tp for tp in self.owned if tp in self.expected and tp not in self.pending]
+        ready = [tp for tp in self.owned if tp in self.expected and tp not in self.pending
+                 and tp not in self.align.waiting]  # partitions ahead in event time stay paused (alignment.py)
         for tp in ready:
             partition_ops.seek(self.consumer, tp, self.expected[tp])
         if ready:
@@ -346,6 +356,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth):
         tps = [tp for tp in batch if tp in self.owned]
         if tps:
             partition_ops.pause(self.consumer, tps)
+        self.align.forget(tps)
         for tp in tps:
             self.expected.pop(tp, None)
             self.pending.add(tp)

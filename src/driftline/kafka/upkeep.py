@@ -73,6 +73,8 @@ class Upkeep:
     _apply_handoff: Callable[[], None]
     _recheck: Callable[[set[TopicPartition], str], None]
     _commit: Callable[[dict[TopicPartition, int]], None]
+    _align: Callable[[], None]
+    _maintenance_ceiling: Callable[[], float]
 
     # --- housekeeping ---------------------------------------------------------------------------
     def _housekeeping(self) -> None:
@@ -108,6 +110,7 @@ class Upkeep:
             self._recheck(behind, "the log end fell below the stored position")
         if self.dlt is not None and self.held is None:
             self.dlt.maybe_retry({(source_of(tp.topic), tp.partition): off for tp, off in self.expected.items()})
+        self._align()  # a partition at its end holds no one back any more (alignment.py)
         if now >= self.next_maintain and self.held is None and self.expected:
             self.next_maintain = now + self.maintain_every_s
             self.maintain()
@@ -167,7 +170,7 @@ class Upkeep:
         """Implicit negatives and expiry for the partitions (shards) this process owns."""
         shards = sorted({tp.partition for tp in self.expected})
         try:
-            counts = self.pipeline.maintain(shards)
+            counts = self.pipeline.maintain(shards, self._maintenance_ceiling())
         except WriteLocked:  # another writer's transaction: no outage of its own (the batches report a long one)
             log.info("maintenance deferred: the database write lock is held by another writer; next pass in %gs",
                      self.maintain_every_s)

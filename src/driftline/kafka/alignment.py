@@ -1,0 +1,208 @@
+"""Event-time alignment of the consumer's partitions (as Flink's watermark alignment, Kafka Streams' max.task.idle).
+
+Catching up a backlog longer than labels.horizon, partitions are read at different speeds (fetch sizes, volumes,
+the two topics), and the stored watermark (the newest event stored) would race ahead with the fastest one: events
+of the slower ones older than watermark - horizon were dead-lettered past_horizon, and maintenance expired or
+matured their predictions early. Here each positioned partition with data left has an estimate of its next event
+time; nothing more than `bound` (kafka.align_within) ahead of the slowest one is stored: the records beyond it are
+given back (the partition sought to the first of them and paused) and the partition is resumed once the others
+caught up. A partition at its log end does not hold the others back, and the slowest one is never paused, so the
+alignment cannot stall. Maintenance uses the slowest partition's estimate as its watermark (`floor`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import groupby
+from operator import attrgetter
+from typing import Any
+
+from ..core.events import DeadLetter
+from ..ingest.pipeline import Defer
+from . import partition_ops
+from .assignment import source_of
+
+log = logging.getLogger("driftline.kafka.consumer")
+
+Key = tuple[str, int]
+"""(source, partition) as the pipeline names a partition."""
+_SOURCE, _PARTITION, _TS = attrgetter("source"), attrgetter("partition"), attrgetter("ts")
+
+
+@dataclass(slots=True)
+class Cut:
+    """What `cut` decided for one batch: the first record given back per partition (offset, its event time) and
+    the newest event time stored per partition (capped at the clock)."""
+
+    deferred: dict[Key, tuple[int, float]] = field(default_factory=dict)
+    reached: dict[Key, float] = field(default_factory=dict)
+
+
+def _runs(records: Sequence[Any]) -> list[tuple[Key, int, int]]:
+    """(partition, start, end) of each run of consecutive records of one partition (the consumer builds a batch
+    partition by partition: one run each)."""
+    out, at = [], 0
+    for key, group in groupby(zip(map(_SOURCE, records), map(_PARTITION, records))):
+        n = sum(1 for _ in group)
+        out.append((key, at, at + n))
+        at += n
+    return out
+
+
+def cut(records: Sequence[Any], decoded: Sequence[Any], others: float, bound: float, now: float,
+        out: Cut) -> list[bool] | None:
+    """Which records of a batch to store (None: all): per partition, those before its first event later than
+    `floor + bound`, where floor is the earliest of `others` (the estimate of the positioned partitions with data
+    that are not in the batch) and each batch partition's first event time. The partition holding the floor keeps
+    its first event, so the slowest partition always progresses. Event times are capped at `now` (an event stamped
+    ahead of the clock holds nothing back). Fills `out`. A pass of C-level maps over the batch, a Python loop only
+    over a partition that is cut."""
+    letters = DeadLetter in set(map(type, decoded))
+    if letters:
+        times: list[float | None] = [None if type(d) is DeadLetter else min(d.ts, now) for d in decoded]
+    else:
+        times = list(map(_TS, decoded))
+        if times and max(times) > now:  # type: ignore[type-var]
+            times = [min(t, now) for t in times]  # type: ignore[type-var]
+    runs = [(key, a, b, [t for t in times[a:b] if t is not None] if letters else times[a:b])
+            for key, a, b in _runs(records)]
+    firsts: dict[Key, float] = {}
+    for key, _, _, ts in runs:
+        if ts:
+            firsts.setdefault(key, ts[0])
+    limit = min(others, *firsts.values()) + bound if firsts else others + bound
+    if all(not ts or max(ts) <= limit for *_, ts in runs):
+        for key, _, _, ts in runs:
+            if ts:
+                out.reached[key] = max(max(ts), out.reached.get(key, -math.inf))
+        return None
+    keep = [True] * len(times)
+    for key, a, b, ts in runs:
+        if key in out.deferred:  # a later run of a partition already cut
+            keep[a:b] = [False] * (b - a)
+            continue
+        if ts and max(ts) > limit:
+            at = next(i for i in range(a, b) if times[i] is not None and times[i] > limit)  # type: ignore[operator]
+            out.deferred[key] = (records[at].offset, times[at])  # type: ignore[assignment]
+            keep[at:b] = [False] * (b - at)
+            ts = [t for t in times[a:at] if t is not None]
+        if ts:
+            out.reached[key] = max(max(ts), out.reached.get(key, -math.inf))
+    return keep
+
+
+class Alignment:
+    """Per-partition event-time estimates and the partitions paused for being ahead (the caller pauses/resumes)."""
+
+    def __init__(self, bound: float) -> None:
+        self.bound = bound
+        self.reached: dict[Any, float] = {}
+        """Newest event time stored per partition (its next event is expected at or after it)."""
+        self.waiting: dict[Any, float] = {}
+        """Partitions paused for being ahead → the event time of the first record given back."""
+
+    def forget(self, tps: Iterable[Any]) -> None:
+        """Partitions revoked, or to be positioned again (their pause is no longer ours)."""
+        for tp in tps:
+            self.reached.pop(tp, None)
+            self.waiting.pop(tp, None)
+
+    def estimate(self, tp: Any) -> float:
+        """The event time a partition's next record is expected at (-inf: none read yet)."""
+        return self.waiting.get(tp, self.reached.get(tp, -math.inf))
+
+    def floor(self, holding: Iterable[Any]) -> float:
+        """The slowest estimate among the partitions still holding data (+inf when none does)."""
+        return min((self.estimate(tp) for tp in holding), default=math.inf)
+
+    def stored(self, tp_of: Callable[[Key], Any], result: Cut) -> None:
+        """Take a stored batch's `Cut`: newer estimates, and the partitions given back now wait."""
+        for key, ts in result.reached.items():
+            tp = tp_of(key)
+            self.reached[tp] = max(ts, self.reached.get(tp, -math.inf))
+        for key, (_, ts) in result.deferred.items():
+            self.waiting[tp_of(key)] = ts
+
+    def moves(self, holding: set[Any], running: Iterable[Any]) -> tuple[set[Any], set[Any]]:
+        """(partitions to pause, partitions to resume): a running partition whose stored events are more than the
+        bound ahead of the slowest one is paused (its next records would only be given back), a waiting one whose
+        next record is within the bound is resumed."""
+        limit = self.floor(holding) + self.bound
+        resume = {tp for tp, ts in self.waiting.items() if ts <= limit}
+        for tp in resume:
+            del self.waiting[tp]
+        pause = {tp for tp in running if tp not in self.waiting and self.reached.get(tp, -math.inf) > limit}
+        for tp in pause:
+            self.waiting[tp] = self.reached[tp]
+        return pause, resume
+
+
+class Aligning:
+    """The live consumer's side of the alignment (a mixin of LiveConsumer): which partitions hold data, the cut of a
+    batch, giving records back, pausing and resuming."""
+
+    consumer: Any
+    align: Alignment
+    expected: dict[Any, int]
+    pending: set[Any]
+    unresolved: dict[Any, str]
+    log_ends: dict[Any, int]
+    overlap: Any
+    held: Any
+
+    def _positioned(self) -> list[Any]:
+        return [tp for tp in self.expected if tp not in self.pending and tp not in self.unresolved]
+
+    def _holding(self) -> set[Any]:
+        """Positioned partitions with records left to read (or given back): those that hold the others back."""
+        out = set()
+        for tp in self._positioned():
+            if tp in self.align.waiting:
+                out.add(tp)
+                continue
+            ends = [e for e in (partition_ops.highwater(self.consumer, tp), self.log_ends.get(tp)) if e is not None]
+            if not ends or self.expected[tp] < max(ends):
+                out.add(tp)
+        return out
+
+    def _cutter(self, batch: dict[Any, list[Any]], now: float) -> tuple[Defer, Cut]:
+        """The `defer` of a batch's transaction (see `cut`) and the `Cut` it fills."""
+        others = self.align.floor(self._holding() - set(batch))
+        found = Cut()
+        bound = self.align.bound
+        return (lambda records, decoded: cut(records, decoded, others, bound, now, found)), found
+
+    def _give_back(self, batch: dict[Any, list[Any]], found: Cut) -> None:
+        """After the batch is stored: the records it gave back are read again from the first of them (sought there,
+        the partition paused; records polled meanwhile dropped), and the estimates move on."""
+        tps = {(source_of(tp.topic), tp.partition): tp for tp in batch}
+        self.align.stored(tps.__getitem__, found)
+        for key, (offset, _) in found.deferred.items():
+            tp = tps[key]
+            self.expected[tp] = offset
+            self.overlap.carry.pop(tp, None)
+            partition_ops.seek(self.consumer, tp, offset)
+            partition_ops.pause(self.consumer, [tp])
+
+    def _align(self) -> None:
+        """Pause the partitions too far ahead, resume the ones the others caught up with (not while a batch is held:
+        every partition is paused then and `_release_held` resumes the ones not waiting here)."""
+        if self.held is not None:
+            return
+        positioned = self._positioned()
+        self.align.forget([tp for tp in list(self.align.waiting) if tp not in self.expected])
+        pause, resume = self.align.moves(self._holding(), [tp for tp in positioned if tp not in self.align.waiting])
+        if pause:
+            partition_ops.pause(self.consumer, pause)
+        if resume:
+            partition_ops.resume(self.consumer, resume)
+        if pause or resume:
+            log.debug("event-time alignment (kafka.align_within %gs): paused %s, resumed %s", self.align.bound,
+                      sorted(map(str, pause)), sorted(map(str, resume)))
+
+    def _maintenance_ceiling(self) -> float:
+        """The watermark maintenance may use: the slowest estimate among the partitions with data (+inf: none)."""
+        return self.align.floor(self._holding())

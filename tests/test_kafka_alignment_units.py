@@ -1,0 +1,102 @@
+"""Event-time alignment without a broker (kafka/alignment.py): the cut of a batch, pausing and resuming, and the
+maintenance watermark capped at the slowest partition; the real broker is in test_kafka_backlog_alignment.py."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from driftline.config import ConfigError, from_dict
+from driftline.core.events import DeadLetter
+from driftline.ingest.pipeline import Pipeline, RawRecord
+from driftline.kafka.alignment import Alignment, Cut, cut
+from driftline.storage.store import Store
+from helpers import decoded, outcome, pred
+
+DAY = 86400.0
+T0 = 1_767_225_600.0
+NOW = T0 + 100 * DAY
+
+
+def _batch(*parts: tuple[int, list[float]]) -> tuple[list[RawRecord], list[object]]:
+    """Records of partitions (number, event times in offset order), predictions keyed p<partition>-<offset>."""
+    records, raws = [], []
+    for part, times in parts:
+        for off, ts in enumerate(times):
+            raw = pred(f"p{part}-{off}", 0.5, ts)
+            records.append(RawRecord("kafka:p", part, off, raw, "prediction"))
+            raws.append(raw)
+    return records, list(decoded(raws))
+
+
+def test_a_partition_far_ahead_of_another_in_the_batch_is_cut_at_the_bound() -> None:
+    records, dec = _batch((0, [T0, T0 + 3 * DAY]), (1, [T0 + i * 0.1 * DAY for i in range(10)]))
+    out = Cut()
+    keep = cut(records, dec, math.inf, 0.25 * DAY, NOW, out)
+    assert keep == [True, False] + [True, True, True] + [False] * 7
+    assert out.deferred == {("kafka:p", 0): (1, T0 + 3 * DAY), ("kafka:p", 1): (3, T0 + 0.3 * DAY)}
+    assert out.reached == {("kafka:p", 0): T0, ("kafka:p", 1): T0 + 0.2 * DAY}
+
+
+def test_the_slowest_partition_always_keeps_its_next_event() -> None:
+    """A gap longer than the bound in the only partition with data: its first record is stored (no stall)."""
+    records, dec = _batch((0, [T0 + 3 * DAY, T0 + 3.1 * DAY]))
+    out = Cut()
+    assert cut(records, dec, math.inf, 0.25 * DAY, NOW, out) is None
+    assert out.reached == {("kafka:p", 0): T0 + 3.1 * DAY}
+    out = Cut()  # another partition with data, behind: this one waits for it
+    assert cut(records, dec, T0, 0.25 * DAY, NOW, out) == [False, False]
+    assert out.deferred == {("kafka:p", 0): (0, T0 + 3 * DAY)} and out.reached == {}
+
+
+def test_dead_letters_and_events_stamped_ahead_of_the_clock_hold_nothing_back() -> None:
+    records, dec = _batch((0, [NOW + 0.5 * DAY]), (1, [NOW - 0.1 * DAY]))
+    records.insert(0, RawRecord("kafka:p", 2, 0, b"not json", "prediction"))
+    dec.insert(0, DeadLetter("invalid_json", "", "kafka:p", 2, 0, b"not json"))
+    out = Cut()
+    assert cut(records, dec, math.inf, 0.25 * DAY, NOW, out) is None  # 0.5 d ahead of the clock counts as now
+    assert out.reached == {("kafka:p", 0): NOW, ("kafka:p", 1): NOW - 0.1 * DAY}
+
+
+def test_paused_partitions_resume_when_the_slowest_catches_up() -> None:
+    a = Alignment(0.25 * DAY)
+    a.reached = {"fast": T0 + 2 * DAY, "slow": T0}
+    pause, resume = a.moves({"fast", "slow"}, ["fast", "slow"])
+    assert (pause, resume) == ({"fast"}, set())
+    a.reached["slow"] = T0 + 1.9 * DAY
+    assert a.moves({"fast", "slow"}, ["slow"]) == (set(), {"fast"})
+    a.reached["fast"] = T0 + 5 * DAY
+    assert a.moves({"slow"}, ["fast", "slow"]) == ({"fast"}, set())  # a partition at its end is paused, too
+    a.forget(["slow"])  # the slow one revoked: nothing holds the fast one back
+    assert a.moves(set(a.waiting), []) == (set(), {"fast"})
+    assert a.floor(set()) == math.inf
+
+
+def test_maintenance_watermark_is_capped_at_the_slowest_partition(tmp_path: Path) -> None:
+    """A prediction 1.4 d older than the newest event stored, horizon 1 d, implicit negatives after 12 h: while a
+    partition with its unread outcome is at 0.4 d it is neither expired nor matured (a sequential replay joins the
+    outcome; the stored watermark alone expired it)."""
+    config = from_dict({"labels": {"horizon": "1d", "policy": "implicit_negative_after",
+                                   "implicit_negative_after": "12h"}})
+    store = Store(f"sqlite:///{tmp_path / 'm.db'}", clock=lambda: NOW)
+    store.migrate()
+    pipe = Pipeline(config, store, clock=lambda: NOW)
+    pipe.process_batch([RawRecord("kafka:p", 0, 0, pred("a", 0.9, T0), "prediction"),
+                        RawRecord("kafka:p", 1, 0, pred("b", 0.9, T0 + 1.4 * DAY), "prediction")])
+    assert not pipe.maintain(ceiling=T0 + 0.4 * DAY) and not pipe.maintain(ceiling=-math.inf)
+    pipe.process_batch([RawRecord("kafka:o", 0, 0, outcome("a", 1, T0 + 0.45 * DAY), "outcome")])
+    counts = pipe.maintain(ceiling=math.inf)
+    assert counts.get(("implicit_negatives", ""), 0) == 0 and counts.get(("expired_predictions", ""), 0) == 0
+    assert store.counters()[("events", "outcome")] == 1 and not store.counters().get(("dead_letters", "past_horizon"))
+    assert Pipeline(config, store, clock=lambda: NOW).maintain()[("expired_predictions", "")] == 0
+    store.close()
+
+
+@pytest.mark.parametrize("value", ["1d", "2d"])
+def test_align_within_must_be_shorter_than_the_horizon(value: str) -> None:
+    with pytest.raises(ConfigError, match=r"`kafka.align_within`: .* not shorter than labels.horizon \(1d\)"):
+        from_dict({"labels": {"horizon": "1d"}, "kafka": {"align_within": value}})
+    assert from_dict({"labels": {"horizon": "1d"}}).align_within_s == DAY / 4
+    assert from_dict({"labels": {"horizon": "1d"}, "kafka": {"align_within": "2h"}}).align_within_s == 7200
