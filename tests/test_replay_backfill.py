@@ -129,3 +129,27 @@ def test_the_replays_key_log_is_bounded_and_its_warning_says_when_it_counted_par
     counts = Counter({EXPIRED_STORED_NOW: 2})
     assert expired_warning(counts, None, "90d", partial=True).startswith("at least 2 (counted among the first")
     assert expired_warning(counts, None, "90d").startswith("2 predictions stored by this replay")
+
+
+def test_events_out_of_time_order_in_the_replay_itself_are_told_so(tmp_path, capsys) -> None:
+    """Backlog helper's check: predictions replayed, then their outcomes from a second file, horizon 1d: the outcomes
+    older than the last prediction - 1d are refused past_horizon, and the warning said 'replay it into a database of
+    its own' (it was one). It now names the cause (out of time order within the replay) and the remedy (sorted by ts,
+    one file)."""
+    paths, _, _, _ = _files(tmp_path)
+    config = tmp_path / "c.yaml"
+    config.write_text("labels:\n  horizon: 1d\n")
+    db = f"sqlite:///{tmp_path / 'files.db'}"
+    assert main(["--config", str(config), "--db", db, "replay", str(paths["p"]), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["--config", str(config), "--db", db, "replay", str(paths["o"]), "--json"]) == 0
+    (warning,) = json.loads(capsys.readouterr().out)["warnings"]
+    assert "dead-lettered past_horizon" in warning and "out of time order by more than the horizon" in warning
+    assert "outcomes replayed from separate files one after the other" in warning
+    unsorted = tmp_path / "unsorted.jsonl"  # one file: the predictions, then the outcomes
+    unsorted.write_text(paths["p"].read_text() + paths["o"].read_text())
+    db = f"sqlite:///{tmp_path / 'unsorted.db'}"
+    assert main(["--config", str(config), "--db", db, "replay", str(unsorted), "--json", "--batch-size", "500"]) == 0
+    (warning, *_) = json.loads(capsys.readouterr().out)["warnings"]
+    assert "dead-lettered past_horizon" in warning and "out of time order by more than the horizon" in warning
+    assert "sort them by ts into one file" in warning and "database of its own" not in warning

@@ -100,16 +100,24 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
 def past_horizon_warning(total: BatchResult, newest_before: float | None, horizon: str) -> str | None:
     """What a replay behind newer stored data could not take (user tryout: history backfilled next to live events
     lost its labels, and a second copy of it counted twice): None unless some of its events were dead-lettered
-    past_horizon."""
+    past_horizon. When the replay itself stored newer events than those stored before it, its own events are out of
+    time order by more than the horizon (a file not sorted by ts, or predictions and outcomes replayed one file after
+    the other), and the warning says so: a database of its own would not help there."""
     if not total.past_horizon:
         return None
     behind = "" if newest_before is None else f" ({iso(newest_before)})"
     n = total.past_horizon
     it, they = ("it is", "it") if n == 1 else ("they are", "they")
+    own = max(total.max_ts.values(), default=None)
+    advice = "To backfill history, replay it into a database of its own (--db)."
+    if own is not None and (newest_before is None or own > newest_before):
+        advice = ("This replay stored newer events itself, so its events are out of time order by more than the "
+                  "horizon (a file not sorted by ts, or predictions and outcomes replayed from separate files one "
+                  "after the other): sort them by ts into one file (with the events stored before, when they are "
+                  "of the same period) and replay that into a fresh database.")
     return (f"{counted(n, 'event')} of this replay {were(n)} dead-lettered past_horizon: {it} older than the "
             f"label horizon ({horizon}) behind the newest event already stored{behind}, so {they} could be neither "
-            "joined to their labels nor told from a copy. To backfill history, replay it into a database of its "
-            "own (--db).")
+            f"joined to their labels nor told from a copy. {advice}")
 
 
 def expired_warning(maintenance: Counter[tuple[str, str]], newest: float | None, horizon: str,
