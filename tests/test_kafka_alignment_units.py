@@ -11,7 +11,7 @@ import pytest
 from driftline.config import ConfigError, from_dict
 from driftline.core.events import DeadLetter
 from driftline.ingest.pipeline import Pipeline, RawRecord
-from driftline.kafka.alignment import Alignment, Cut, cut
+from driftline.kafka.alignment import IDLE_S, Alignment, Cut, cut
 from driftline.storage.store import Store
 from helpers import decoded, outcome, pred
 
@@ -100,3 +100,15 @@ def test_align_within_must_be_shorter_than_the_horizon(value: str) -> None:
         from_dict({"labels": {"horizon": "1d"}, "kafka": {"align_within": value}})
     assert from_dict({"labels": {"horizon": "1d"}}).align_within_s == DAY / 4
     assert from_dict({"labels": {"horizon": "1d"}, "kafka": {"align_within": "2h"}}).align_within_s == 7200
+
+
+def test_a_partition_whose_position_does_not_move_stops_holding_the_others_back() -> None:
+    """Records it cannot deliver (an open transaction under read_committed) must not stall the others for good."""
+    a = Alignment(0.25 * DAY)
+    assert not a.stuck("p", 10, 0.0) and not a.stuck("p", 10, IDLE_S)
+    assert a.stuck("p", 10, IDLE_S + 1)
+    assert not a.stuck("p", 11, IDLE_S + 2)  # it moved: it holds the others back again
+    a.waiting["q"] = T0  # a partition paused here is waiting, not stuck, however long it waits
+    assert not a.stuck("q", 5, 0.0) and not a.stuck("q", 5, 10 * IDLE_S)
+    del a.waiting["q"]  # resumed: its time counts from its last pass while waiting
+    assert not a.stuck("q", 5, 10 * IDLE_S + 1) and a.stuck("q", 5, 11 * IDLE_S + 1)

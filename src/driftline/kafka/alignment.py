@@ -27,6 +27,8 @@ from .assignment import source_of
 
 log = logging.getLogger("driftline.kafka.consumer")
 
+IDLE_S = 30.0
+"""A partition with records left whose position has not moved for this long holds no other back (`stuck`)."""
 Key = tuple[str, int]
 """(source, partition) as the pipeline names a partition."""
 _SOURCE, _PARTITION, _TS = attrgetter("source"), attrgetter("partition"), attrgetter("ts")
@@ -103,12 +105,25 @@ class Alignment:
         """Newest event time stored per partition (its next event is expected at or after it)."""
         self.waiting: dict[Any, float] = {}
         """Partitions paused for being ahead → the event time of the first record given back."""
+        self.progress: dict[Any, tuple[int, float]] = {}
+        """Partition → (its position, since when (monotonic) it has been there while not waiting)."""
 
     def forget(self, tps: Iterable[Any]) -> None:
         """Partitions revoked, or to be positioned again (their pause is no longer ours)."""
         for tp in tps:
             self.reached.pop(tp, None)
             self.waiting.pop(tp, None)
+            self.progress.pop(tp, None)
+
+    def stuck(self, tp: Any, position: int, now: float) -> bool:
+        """Whether a running partition's position has not moved for IDLE_S (records it cannot deliver: an open
+        transaction under read_committed): it then holds nobody back (Flink's idleness, Kafka Streams'
+        max.task.idle), so no partition can stall the others for longer than that."""
+        seen = self.progress.get(tp)
+        if seen is None or seen[0] != position or tp in self.waiting:
+            self.progress[tp] = (position, now)
+            return False
+        return now - seen[1] > IDLE_S
 
     def estimate(self, tp: Any) -> float:
         """The event time a partition's next record is expected at (-inf: none read yet)."""
@@ -152,14 +167,19 @@ class Aligning:
     log_ends: dict[Any, int]
     overlap: Any
     held: Any
+    monotonic: Callable[[], float]
 
     def _positioned(self) -> list[Any]:
         return [tp for tp in self.expected if tp not in self.pending and tp not in self.unresolved]
 
     def _holding(self) -> set[Any]:
-        """Positioned partitions with records left to read (or given back): those that hold the others back."""
+        """Positioned partitions with records left to read (or given back): those that hold the others back (not
+        one whose position is stuck, see `Alignment.stuck`)."""
         out = set()
+        now = self.monotonic()
         for tp in self._positioned():
+            if self.align.stuck(tp, self.expected[tp], now):
+                continue
             if tp in self.align.waiting:
                 out.add(tp)
                 continue
