@@ -197,8 +197,8 @@ class Aligning:
 
     def _wait_for_unread(self, batch: dict[Any, list[Any]], now: float) -> bool:
         """A partition with records left not read since its assignment (its estimate -inf) would hold every event of
-        the batch back: then the whole batch is given back without a transaction (each partition sought to its first
-        record and paused, its first event time kept as its estimate) until that partition is read. True if so."""
+        the batch back: then the whole batch is given back without a transaction (each partition sought to its stored
+        position and paused, its first event time kept as its estimate) until that partition is read. True if so."""
         if not any(self.align.estimate(tp) == -math.inf for tp in self._holding() - set(batch)):
             return False
         for tp, recs in batch.items():
@@ -206,7 +206,7 @@ class Aligning:
                           if type(d) is not DeadLetter), -math.inf)
             self.align.waiting[tp] = min(first, now)
             self.overlap.carry.pop(tp, None)
-            partition_ops.seek(self.consumer, tp, recs[0].offset)
+            partition_ops.seek(self.consumer, tp, self.expected[tp])  # read again from the stored position
             partition_ops.pause(self.consumer, [tp])
         log.debug("event-time alignment: %d partitions wait for one not read yet", len(batch))
         return True
