@@ -282,9 +282,10 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
         self.stored_batches += 1
         was_held = self.held is not None
         for tp, recs in batch.items():
-            given_back = found.deferred.get((source_of(tp.topic), tp.partition))
+            given_back = found.deferred.get((source_of(tp.topic), tp.partition))  # (alignment.py)
             self.expected[tp] = recs[-1].offset + 1 if given_back is None else given_back[0]
-            self.consumed.labels(topic=tp.topic).inc(sum(r.offset < self.expected[tp] for r in recs))
+            self.consumed.labels(topic=tp.topic).inc(
+                len(recs) if given_back is None else sum(r.offset < given_back[0] for r in recs))
         self._give_back(batch, found)
         self._db_written()
         if was_held:
