@@ -253,13 +253,13 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
             if self.held is not None:
                 self._release_held()
             return
+        if self.held is None and self._wait_for_unread(batch, self.pipeline.clock()):
+            return  # a partition not read yet may hold older events (alignment.py)
         raws: list[RawRecord] = []
         for tp, recs in batch.items():
             raws.extend(raw_records(recs, source_of(tp.topic), tp.partition, self.settings.kind_of(tp.topic)))
         starts = {tp: self.expected[tp] for tp in batch}
         expected = {(source_of(tp.topic), tp.partition): self.expected[tp] for tp in batch}
-        if self.held is None and self._wait_for_unread(batch, self.pipeline.clock()):
-            return  # a partition not read yet may hold older events (alignment.py)
         defer, found = self._cutter(batch, self.pipeline.clock())
         try:
             result, seconds = self._process(raws, expected, defer)
