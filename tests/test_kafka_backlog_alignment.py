@@ -130,3 +130,51 @@ def test_backlog_longer_than_the_horizon_ends_as_the_sorted_replay(kafka_bootstr
         svc.kill()
         probe.close()
     assert_same_state(documents(db), documents(expected_db))
+
+
+def test_maintenance_during_the_backlog_expires_nothing_the_sorted_replay_joins(kafka_bootstrap: str,
+                                                                                 tmp_path: Path) -> None:
+    """The consumer in this process, maintenance after every second of the backlog (`run`: every 30 s): outcomes up
+    to 0.9 d after their prediction (horizon 1 d) are still joined, as in the sorted replay; maintenance at the
+    stored watermark (up to kafka.align_within ahead of the slowest partition) expired some of their predictions
+    first."""
+    import threading
+
+    from driftline.config import from_dict
+    from driftline.ingest.pipeline import Pipeline
+    from driftline.kafka.consumer import LiveConsumer
+    from driftline.kafka.settings import resolve
+    from driftline.storage.store import Store
+
+    events = backlog(n=6000, seed=8)
+    topics = {"predictions": unique_name("predictions"), "outcomes": unique_name("outcomes")}
+    create_topics(kafka_bootstrap, topics.values(), 3)
+    _produce(kafka_bootstrap, topics, events)
+    config_path = _config(tmp_path, topics, unique_name("g"), {"batch_max_records": 150})
+    sorted_file = tmp_path / "sorted.jsonl"
+    sorted_file.write_bytes(b"".join(p + b"\n" for *_, p, _ in sorted(events, key=lambda e: e[4])))
+    expected_db = f"sqlite:///{tmp_path / 'replay.db'}"
+    _replay(config_path, [sorted_file], expected_db)
+
+    config = from_dict(yaml.safe_load(config_path.read_text()))
+    db = f"sqlite:///{tmp_path / 'live.db'}"
+    store = Store(db)
+    store.migrate()
+    stop = threading.Event()
+    consumer = LiveConsumer(Pipeline(config, store), resolve(config.kafka, kafka_bootstrap, {}), stop,
+                            maintain_every_s=0.0)
+    thread = threading.Thread(target=consumer.run, daemon=True)
+    thread.start()
+    probe = StoreProbe(db, topics)
+    try:
+        wanted = {k: sum(e[1] == k for e in events) for k in topics}
+        wait_until(lambda: all(probe.total(k) == n for k, n in wanted.items()), 180, "every record stored")
+        expired = _counter(expected_db, ("expired_predictions", ""))
+        wait_until(lambda: _counter(db, ("expired_predictions", "")) >= expired, 30, "a maintenance pass after it")
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+        probe.close()
+        store.close()
+    assert _past_horizon(db) == 0
+    assert_same_state(documents(db), documents(expected_db))
