@@ -129,6 +129,7 @@ def test_backlog_longer_than_the_horizon_ends_as_the_sorted_replay(kafka_bootstr
     finally:
         svc.kill()
         probe.close()
+    assert "partitions paused, more than kafka.align_within (6h) ahead of the slowest" in svc.log()
     assert_same_state(documents(db), documents(expected_db))
 
 

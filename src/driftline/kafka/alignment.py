@@ -20,7 +20,8 @@ from itertools import groupby
 from operator import attrgetter
 from typing import Any
 
-from ..core.events import DeadLetter, decode
+from ..core.events import DeadLetter, decode, iso
+from ..durations import format_duration
 from ..ingest.pipeline import Defer
 from . import partition_ops
 from .assignment import source_of
@@ -29,6 +30,8 @@ log = logging.getLogger("driftline.kafka.consumer")
 
 IDLE_S = 30.0
 """A partition with records left whose position has not moved for this long holds no other back (`stuck`)."""
+TELL_EVERY_S = 60.0
+"""At most one INFO line a minute about partitions waiting for a slower one."""
 Key = tuple[str, int]
 """(source, partition) as the pipeline names a partition."""
 _SOURCE, _PARTITION, _TS = attrgetter("source"), attrgetter("partition"), attrgetter("ts")
@@ -105,6 +108,8 @@ class Alignment:
         """Newest event time stored per partition (its next event is expected at or after it)."""
         self.waiting: dict[Any, float] = {}
         """Partitions paused for being ahead → the event time of the first record given back."""
+        self.told, self.told_at = False, -math.inf
+        """Whether the log last said partitions wait, and when (monotonic; see Aligning._tell)."""
         self.progress: dict[Any, tuple[int, float]] = {}
         """Partition → (its position, since when (monotonic) it has been there while not waiting)."""
 
@@ -230,7 +235,8 @@ class Aligning:
             return
         positioned = self._positioned()
         self.align.forget([tp for tp in list(self.align.waiting) if tp not in self.expected])
-        pause, resume = self.align.moves(self._holding(), [tp for tp in positioned if tp not in self.align.waiting])
+        holding = self._holding()
+        pause, resume = self.align.moves(holding, [tp for tp in positioned if tp not in self.align.waiting])
         if pause:
             partition_ops.pause(self.consumer, pause)
         if resume:
@@ -238,6 +244,25 @@ class Aligning:
         if pause or resume:
             log.debug("event-time alignment (kafka.align_within %gs): paused %s, resumed %s", self.align.bound,
                       sorted(map(str, pause)), sorted(map(str, resume)))
+        self._tell(holding)
+
+    def _tell(self, holding: set[Any]) -> None:
+        """One INFO line when partitions start or stop waiting for a slower one, at most one a minute (a backlog
+        pauses and resumes partitions batch after batch): why their lag grows while others catch up."""
+        waiting, now = bool(self.align.waiting), self.monotonic()
+        if waiting == self.align.told or now - self.align.told_at < TELL_EVERY_S:
+            return
+        self.align.told, self.align.told_at = waiting, now
+        if not waiting:
+            log.info("event-time alignment: no partition waits for a slower one any more")
+            return
+        slow = min(holding, key=self.align.estimate, default=None)
+        at = "" if slow is None or not math.isfinite(self.align.estimate(slow)) else \
+            f" at {iso(self.align.estimate(slow))}"
+        name = "" if slow is None else f" ({slow.topic}[{slow.partition}]{at})"
+        log.info("event-time alignment: %d partitions paused, more than kafka.align_within (%s) ahead of the slowest "
+                 "partition with records left%s; they resume as it catches up (their lag grows meanwhile)",
+                 len(self.align.waiting), format_duration(self.align.bound), name)
 
     def _maintenance_ceiling(self) -> float:
         """The watermark maintenance may use: the slowest estimate among the partitions with data (+inf: none)."""
