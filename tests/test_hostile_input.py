@@ -69,6 +69,9 @@ CORPUS: list[tuple[str, str, bytes, str]] = [
                                    + TS.encode() + b'","score":NaN}', "invalid_json"),
     ("invalid_utf8", "predictions", b'{"type":"prediction","prediction_id":"\xff\xfe","model":"fraud"}',
      "invalid_json"),
+    ("invalid_utf8_ignored_field", "predictions", _pred("utf-1")[:-1] + b',"note":"\xff\xfe"}', "invalid_json"),
+    ("invalid_utf8_ignored_key", "outcomes", b'{"type":"outcome","prediction_id":"utf-2","label":1,"ts":"'
+                                             + TS.encode() + b'","\xe9t\xe9":1}', "invalid_json"),
     ("array", "outcomes", b"[1, 2, 3]", "not_an_object"),
     ("unknown_type", "predictions", b'{"type":"click","prediction_id":"u-1"}', "unknown_type"),
     ("missing_score", "predictions", b'{"type":"prediction","prediction_id":"m-1","model":"fraud","ts":"'

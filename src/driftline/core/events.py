@@ -232,6 +232,8 @@ def _decode(raw: bytes, source: str, partition: int, offset: int, kind: str | No
 
     if len(raw) > limits.max_event_bytes:
         return dead("too_large", f"event larger than limits.max_event_bytes ({limits.max_event_bytes:,} bytes)")
+    if not raw.isascii() and not _is_utf8(raw):  # msgspec skips an unknown field's bytes without checking them
+        return dead("invalid_json", json_error_detail(raw, "Invalid UTF-8 encoded string"))
     depth = too_deep(raw, limits.max_depth) if raw.count(b"{") + raw.count(b"[") > limits.max_depth else None
     if depth is not None:
         return dead("too_deep", f"nested {depth} levels deep, more than limits.max_depth = {limits.max_depth}")
@@ -246,6 +248,15 @@ def _decode(raw: bytes, source: str, partition: int, offset: int, kind: str | No
     if repeated is not None:  # an ambiguous event is refused whatever a reading of it would give
         return dead("duplicate_key", f"key {repeated!r} appears more than once: the event is ambiguous")
     return decoded
+
+
+def _is_utf8(raw: bytes) -> bool:
+    """Whether the payload is UTF-8 throughout, ignored fields included (JSON text is UTF-8, RFC 8259)."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _decode_bounded(raw: bytes, kind: str | None, limits: Limits, dead: Callable[[str, str], DeadLetter],
