@@ -48,7 +48,7 @@ DIRTY = [b"", b"   ", b"not json", b"[1,2]", b'{"a":1}\n{"b":2}',
          b'{"prediction_id":"a","model":"m","ts":"2026-01-01T00:00:00Z","label":1,"score":null}',  # null: absent
          b'{"prediction_id":"a","ts":"2026-01-01T00:00:00Z","label":null,"score":null}',
          b'{"type":"prediction","prediction_id":"a","model":"m","ts":"2026-01-01T00:00:00Z","score":0.5,"x":"\xff"}',
-         b"[" * 200_000, b'{"a":' * 100_000]
+         b"[1,2", b"[[[[zzzz", b"[" * 200_000, b'{"a":' * 100_000]
 
 
 def _same(records, limits=Limits()):

@@ -73,6 +73,8 @@ CORPUS: list[tuple[str, str, bytes, str]] = [
     ("invalid_utf8_ignored_key", "outcomes", b'{"type":"outcome","prediction_id":"utf-2","label":1,"ts":"'
                                              + TS.encode() + b'","\xe9t\xe9":1}', "invalid_json"),
     ("array", "outcomes", b"[1, 2, 3]", "not_an_object"),
+    ("cut_array", "outcomes", b"[1, 2", "invalid_json"),
+    ("brackets_then_junk", "predictions", b"[[[[" + b"z" * 2000, "invalid_json"),
     ("unknown_type", "predictions", b'{"type":"click","prediction_id":"u-1"}', "unknown_type"),
     ("missing_score", "predictions", b'{"type":"prediction","prediction_id":"m-1","model":"fraud","ts":"'
                                      + TS.encode() + b'"}', "missing_field"),

@@ -297,6 +297,10 @@ def _decode_bounded(raw: bytes, kind: str | None, limits: Limits, dead: Callable
         typed[0] = declared is not None
     except msgspec.ValidationError as err:
         if "Expected `object`" in str(err) and "$." not in str(err):
+            try:  # msgspec refuses the top-level type before reading on: `[1,2` (a cut message) is not JSON at all
+                msgspec.json.decode(raw)
+            except msgspec.DecodeError as bad:
+                return dead("invalid_json", json_error_detail(raw, str(bad)))
             return dead("not_an_object", str(err))
         return dead("wrong_type", str(err))
     except msgspec.DecodeError as err:
