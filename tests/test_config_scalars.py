@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from driftline.config import ConfigError, load
+from driftline.config_scalars import YAML_BOOLEANS
 
 
 def _refused(tmp_path: Path, text: str) -> str:
@@ -38,8 +39,46 @@ def test_a_number_given_as_a_name_is_refused_as_written(tmp_path: Path, text: st
 
 def test_a_boolean_given_as_a_name_is_refused_as_written(tmp_path: Path) -> None:
     assert _refused(tmp_path, "domain: {positive: yes}\nmodel: yes\n").startswith("unknown field `domain.positive`")
-    assert _refused(tmp_path, "model: yes\n") == 'invalid field `model`: yes is a boolean; quote it ("yes") to use ' \
-                                                 "it as a name"
+    assert _refused(tmp_path, "model: yes\n") == ('invalid field `model`: yes is a boolean' + YAML_BOOLEANS
+                                                  + '; quote it ("yes") to use it as a name')
+
+
+@pytest.mark.parametrize("text, field, written", [
+    ("model: no\n", "model", "no"), ("model: On\n", "model", "On"),
+    ("limits: {variants: {fraud: [SE, NO]}}\n", "limits.variants.fraud[1]", "NO"),  # the Norway problem
+])
+def test_a_yaml_1_1_boolean_word_given_as_a_name_says_yaml_read_it_so(tmp_path: Path, text: str, field: str,
+                                                                      written: str) -> None:
+    """YAML 1.1 reads yes/no/on/off (and Norway's NO) as booleans: the error says so, not just "is a boolean"."""
+    assert _refused(tmp_path, text) == (f"invalid field `{field}`: {written} is a boolean to YAML (unquoted yes, no, "
+                                        f"on, off, true and false are, capitalised too); quote it (\"{written}\") "
+                                        "to use it as a name")
+
+
+@pytest.mark.parametrize("text, field, written, expected", [
+    ("threshold: yes\n", "threshold", "yes", "a number here, e.g. 0.5 (the default)"),
+    ("threshold: Off\n", "threshold", "Off", "a number here, e.g. 0.5 (the default)"),
+    ("drift: {psi_warning: on}\n", "drift.psi_warning", "on", "a number here, e.g. 0.1 (the default)"),
+    ("max_features: yes\n", "max_features", "yes", "a whole number here, e.g. 50 (the default)"),
+    ("ab: {arms: {A: yes, B: 0.5}}\n", "ab.arms.A", "yes", "a number here"),
+    ("targets: {recall: no}\n", "targets.recall", "no", "a number here"),
+    ("triggers: [{name: r, metric: recall, op: '<', value: yes}]\n", "triggers[0].value", "yes", "a number here"),
+    ("triggers: [{name: r, metric: recall, op: '<', value: 0.7, min_n: on}]\n", "triggers[0].min_n", "on",
+     "a whole number here"),
+])
+def test_a_boolean_given_as_a_number_says_yaml_read_it_so(tmp_path: Path, text: str, field: str, written: str,
+                                                          expected: str) -> None:
+    """Tryout: `threshold: yes` said only "Expected `float`, got `bool` (True)"."""
+    kind = "a whole number" if "whole" in expected else "a number"
+    assert _refused(tmp_path, text) == (f"invalid field `{field}`: {written} is a boolean{YAML_BOOLEANS}, not {kind}: "
+                                        f"write {expected}")
+
+
+def test_a_boolean_given_as_a_kafka_option_says_yaml_read_it_so(tmp_path: Path) -> None:
+    assert _refused(tmp_path, "kafka: {options: {acks: yes}}\n").endswith(
+        "(YAML reads an unquoted yes, no, on, off, true or false as a boolean: write the number)")
+    assert _refused(tmp_path, "kafka: {options: {security_protocol: no}}\n").endswith(
+        "(YAML reads an unquoted yes, no, on, off, true or false as a boolean: quote the text)")
 
 
 

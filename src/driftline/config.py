@@ -16,7 +16,7 @@ from .config_checks import (DEFAULT_RUNBOOK_BASE_URL, Base, Duration, NonNeg, Pr
                             _positive_durations)
 from .config_fields import (dict_entry, enum_choices, field_path, misspelled_slice, non_finite, percent_hint,
                             plain_kinds, unknown_field, value_at, whole_floats, whole_number_hint)
-from .config_scalars import line_of, unquoted
+from .config_scalars import boolean_number, line_of, unquoted
 from .config_service import Exporter, Kafka, Notify, Schedule  # noqa: F401 - importers of driftline.config use them
 from .config_yaml import colon_hint, decimal_comma, events_hint, load_yaml, yaml_where
 from .durations import duration_hint, parse_duration, window_too_long
@@ -282,6 +282,10 @@ class Config(Base):
         return parse_duration(self.window)
 
 
+_DEFAULTS = msgspec.to_builtins(Config())
+"""The built-in settings as plain data: a refused number's default is shown as an example."""
+
+
 def from_dict(data: dict[str, Any] | None, origin: str = "config", text: str | None = None) -> Config:
     """Validate a config mapping (parsed from `text`, when given); raise ConfigError naming the offending field."""
     infinite = non_finite(data)
@@ -310,7 +314,9 @@ def from_dict(data: dict[str, Any] | None, origin: str = "config", text: str | N
         for pattern, help_ in _PATTERN_HELP.items():
             if repr(pattern) in msg:
                 msg = f"{help_}, got {got!r}" + (duration_hint(str(got)) if "duration" in help_ else "")
-        if msg == "Expected `int`, got `float`" and whole_number_hint(got):
+        if isinstance(got, bool) and re.match(r"Expected `(int|float)", msg):  # `threshold: yes`
+            msg = boolean_number(text, field, got, msg.startswith("Expected `int"), value_at(_DEFAULTS, field))
+        elif msg == "Expected `int`, got `float`" and whole_number_hint(got):
             msg = whole_number_hint(got)
         if msg.startswith("Expected") and got is not None and repr(got) not in msg:
             msg = f"{msg} ({got!r})" if ", got" in msg else f"{msg}, got {got!r}"

@@ -100,8 +100,33 @@ def unquoted(error: str, data: Any, text: str, resolved: str) -> tuple[str, str,
         return None
     written, kind = scalar.value, KINDS[scalar.tag]
     what = f"key {written}" if key else written
+    kind += YAML_BOOLEANS if kind == "a boolean" else ""
     line = f"{what} is {kind}; quote it (\"{written}\") to use it as a name"
     return field, line, _quoted(data, parts, old_key, written)
+
+
+YAML_BOOLEANS = " to YAML (unquoted yes, no, on, off, true and false are, capitalised too)"
+"""Why a word is a boolean: PyYAML reads YAML 1.1, where `no` (Norway's country code), `on` and `Yes` are too."""
+
+
+def boolean_number(text: str | None, field: str, got: bool, whole: bool, default: Any) -> str:
+    """The error for a YAML boolean given to a number field (`threshold: yes`), as written, and what to write
+    (tryout: msgspec said only "Expected `float`, got `bool` (True)"); `whole`: the field takes an int; `default`:
+    the field's default, shown as an example when it is a number."""
+    written = str(got).lower()
+    if text is not None:
+        try:
+            node: Node | None = yaml.compose(text, Loader=StrictLoader)
+        except yaml.YAMLError:
+            node = None
+        for part in _PART.findall(field):
+            node = _child(node, part)
+        if isinstance(node, ScalarNode) and node.tag == "tag:yaml.org,2002:bool":
+            written = node.value
+    number = "a whole number" if whole else "a number"
+    example = f", e.g. {default!r} (the default)" if isinstance(default, (int, float)) and not isinstance(
+        default, bool) else ""
+    return f"{written} is a boolean{YAML_BOOLEANS}, not {number}: write {number} here{example}"
 
 
 def line_of(text: str, field: str) -> int | None:

@@ -133,8 +133,11 @@ def option_problem(options: Mapping[str, Any], source: Callable[[str], str]) -> 
         default = DEFAULTS.get(name)
         if default is not None and not _fits(value, default) and value not in ALSO_TEXT.get(name, ()):
             shown = MASK if SECRET_KEY.search(name) else repr(value)  # never repeat a secret
+            hint = (" (YAML reads an unquoted yes, no, on, off, true or false as a boolean: "
+                    f"{'write the number' if isinstance(default, (int, float)) else 'quote the text'})"
+                    if isinstance(value, bool) else "")  # `acks: yes`, `security_protocol: no`
             return (f"{source(name)}: {shown} is not {_kind(default)}, as kafka-python's {name} is "
-                    f"(default {default!r})")
+                    f"(default {default!r}){hint}")
     return None
 
 
