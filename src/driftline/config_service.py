@@ -82,6 +82,9 @@ class Kafka(Base):
             value = getattr(self, name)
             if value is not None and not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", value):
                 raise ValueError(f"{name}: {value!r} is not a Kafka topic name (1 to 249 of A-Z a-z 0-9 . _ -)")
+        if self.predictions_topic == self.outcomes_topic:  # was found by `run` only: every other command loaded it
+            raise ValueError(f"outcomes_topic: {self.outcomes_topic!r} is the predictions_topic too; the two topics "
+                             "must differ")
         if self.dead_letter_topic in (self.predictions_topic, self.outcomes_topic):
             raise ValueError(f"dead_letter_topic: {self.dead_letter_topic!r} is a consumed topic: each copy would "
                              "be read again and dead-lettered again, without end")

@@ -174,8 +174,6 @@ def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | No
                           "or set kafka.bootstrap in the config")
     from_env = env_options(env)
     options = {**section.options, **from_env}
-    if section.predictions_topic == section.outcomes_topic:
-        raise ConfigError("kafka.predictions_topic and kafka.outcomes_topic must differ")
     problem = option_problem(options, lambda name: _option_source(name, from_env))  # the config's own options
     if problem:  # were checked at load; these add the environment's
         raise ConfigError(problem)
