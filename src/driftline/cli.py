@@ -25,7 +25,7 @@ from .storage.errors import MigrationFailed, NotADatabase, SchemaTooNew, StoreUn
 from .terminal import LOG_FORMAT, VisibleFormatter, visible
 
 COMMANDS = ("ingest", "query", "simulate", "demo", "alerts", "serve", "ab", "drift_cmds", "report", "kafka_cmds",
-            "models_cmds", "compact_cmd")
+            "models_cmds", "compact_cmd", "config_cmd")
 """Modules of driftline.commands, each registering its subcommands."""
 
 
@@ -45,6 +45,7 @@ commands by task:
                  alerts validate, alerts render
   serve, report  serve (exporter over a database), report (weekly report)
   upkeep         compact (old history to day rows now; serve does it daily)
+  config         config check (validate --config: no database, no Kafka)
   Kafka topics   topics create | check
   label slots    models list | forget (free a slot a junk model name holds)"""
 
@@ -231,15 +232,18 @@ def _main(argv: list[str] | None) -> int:
         handler.setFormatter(VisibleFormatter(LOG_FORMAT))
     log = logging.getLogger("driftline")
     ctx: Context | None = None
+    args.config_path = config_path
     try:
         try:
             config, keys = load_named(config_path)
         except ConfigError as e:
             log.debug("config refused", exc_info=True)
             named = "" if config_source == "--config" else f" (the path given by {config_source})"
+            if hasattr(args, "on_config_error"):  # `config check --json`: the error as its document
+                return int(args.on_config_error(err, ReaderConsole(highlight=False), args, f"{e}{named}"))
             fail(err, f"{e}{named}")  # the message opens with `config PATH:`
             return 2
-        db_url, db_source = resolve_db(args.db, config)
+        db_url, db_source = ("", "none") if getattr(args, "no_database", False) else resolve_db(args.db, config)
         ctx = Context(config=config, db_url=db_url, console=ReaderConsole(highlight=False), err=err,
                       model_named="model" in keys, db_source=db_source, creates=not reads_only(args))
         tune_for_batches()
