@@ -13,6 +13,7 @@ from kafka import TopicPartition as TP
 
 from driftline.config import Config, Kafka
 from driftline.ingest.pipeline import Pipeline
+from driftline.kafka.assignment import source_of
 from driftline.kafka.consumer import LiveConsumer
 from driftline.kafka.health import Backoff
 from driftline.kafka.resets import Problem, place
@@ -219,3 +220,39 @@ def test_lag_of_unowned_partitions_and_readiness_without_partitions(tmp_path: Pa
     fake.rebalance(set(logs))
     lc.step()
     assert lc.ready()[0]
+
+
+def test_readiness_names_the_lag_of_the_partitions_owned_only(tmp_path: Path) -> None:
+    """Real-broker tryout (two `run` members, 1-partition topics): the member left with 0 partitions by a rebalance
+    answered /readyz `kafka ok: 0 partitions assigned, lag 2836` for seconds while the other had stored everything
+    (lag 0): the sum was over every partition, from its database sample of up to 5 s before. /readyz names the lag of
+    the partitions owned; the series still cover every partition (a stalled group shows its lag)."""
+    events = make_events(tmp_path, days=0.3, per_day=1500)
+    store = Store(f"sqlite:///{tmp_path / 'live.db'}")
+    store.migrate()
+    clock = Clock()
+    logs = partitioned(events.records)
+
+    def series() -> dict[TP, float]:
+        return {TP(s.labels["topic"], int(s.labels["partition"])): s.value for m in lc.ops.registry.collect()
+                if m.name == "driftline_consumer_lag_messages" for s in m.samples}
+
+    lc, fake = consumer(store, logs, clock)
+    lc.step()
+    assert lc.ready() == (True, "kafka ok: 0 partitions assigned")  # was `…, lag 496`: none its own
+    assert series() == {tp: float(len(v)) for tp, v in logs.items()}
+    mine = {tp for tp in logs if tp.partition == 0}
+    fake.rebalance(mine)
+    for _ in range(3):
+        lc.step()
+        clock.t += 1.1
+    ok, why = lc.ready()
+    lag = series()
+    assert ok and why.endswith(f", lag {sum(lag[tp] for tp in mine):.0f}") and why.startswith("kafka ok: 2 partitions")
+    assert set(lag) == set(logs) and sum(lag[tp] for tp in mine) < sum(len(logs[tp]) for tp in mine)
+    fake.rebalance(set())
+    lc.step()
+    assert lc.ready() == (True, "kafka ok: 0 partitions assigned (p 0, o 0)")  # was `…, lag N`, N its own last lag
+    stored = {tp: store.positions(source_of(tp.topic)).get(tp.partition, 0) for tp in logs}
+    assert series() == {tp: float(len(v) - stored[tp]) for tp, v in logs.items()}  # the partitions handed over:
+    # read from the database at once, not this member's sample from before it owned them (up to 5 s old)

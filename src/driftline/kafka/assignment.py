@@ -59,6 +59,8 @@ class Ownership:
     align: Any
     """alignment.Alignment (forgets partitions handed over or positioned again)."""
     log_ends: dict[TopicPartition, int]
+    next_lag: float
+    """When the lags of every partition are next asked (upkeep.py); 0 asks at the next housekeeping."""
     ends: EndsSeen
     """Log ends seen per positioned partition: what a reset skipped of the old log (loss.py)."""
 
@@ -91,6 +93,9 @@ class Ownership:
             self.owned |= assigned
             self.pending |= assigned
         if dropped or assigned:
+            self.next_lag = 0.0  # the lags of partitions handed over or taken: from the database now, not the
+            # sample of up to 5 s before (a partition dropped kept this member's own last lag until then)
+            self.status.lag = None  # until the next housekeeping sums the partitions now owned (within 1 s)
             self.status.assigned = len(self.owned)
             self.status.per_topic = tuple((t, sum(tp.topic == t for tp in self.owned)) for t in self.settings.topics)
             self.sig.partitions_owned.set(len(self.owned))

@@ -44,6 +44,7 @@ class ConsumerStatus:
     per_topic: tuple[tuple[str, int], ...] = ()
     """Partitions owned per topic, in the settings' order (replaced whole, so a reader never sees it half-built)."""
     lag: int | None = None
+    """Messages behind on the partitions this member owns (lag.owned_lag); None while it owns none."""
     error: str = ""
 
     def kafka_problem(self, now: float) -> str | None:

@@ -29,6 +29,15 @@ def lags_from(ends: Mapping[TopicPartition, int], stored: Mapping[str, Mapping[i
     return out
 
 
+def owned_lag(lags: Mapping[tuple[str, int], int], owned: Iterable[TopicPartition]) -> int | None:
+    """The lag /readyz names after the partitions this member owns: theirs alone, None when it owns none (or none has
+    a lag yet). Tryout: a member left with 0 partitions by a rebalance said "lag 2836" for seconds while the new
+    owner had stored everything: the sum was over every partition, from the database sample of up to 5 s before."""
+    keys = {(tp.topic, tp.partition) for tp in owned}
+    known = [lag for key, lag in lags.items() if key in keys]
+    return sum(known) if known else None
+
+
 def end_offsets(consumer: Any, topics: Iterable[str], timeout_ms: int = 2000) -> dict[TopicPartition, int]:
     """End offsets of every partition of `topics` known to the consumer's metadata (raises KafkaError)."""
     tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]

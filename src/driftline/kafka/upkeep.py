@@ -22,7 +22,7 @@ from .assignment import source_of
 from .dlt import DeadLetterCopies
 from .handoff import Handoff
 from .health import ConsumerStatus, StallWatch, broker_connected, membership_problem, rebalancing
-from .lag import end_offsets, fetch_position, lags_from
+from .lag import end_offsets, fetch_position, lags_from, owned_lag
 from .loss import EndsSeen
 from .overlap import Overlap
 from .resets import recorded_problems
@@ -105,7 +105,7 @@ class Upkeep:
             if hw is not None and hw < start and self.held is None:
                 behind.add(tp)
         self.ops.set_lags(lags)
-        self.status.lag = sum(lags.values()) if lags else None
+        self.status.lag = owned_lag(lags, self.owned)  # /readyz: this member's own (the series: every partition)
         if behind:
             self._recheck(behind, "the log end fell below the stored position")
         if self.dlt is not None and self.held is None:
