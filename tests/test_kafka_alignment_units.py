@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from kafka import TopicPartition
 
 from driftline.config import ConfigError, from_dict
 from driftline.core.events import DeadLetter
 from driftline.ingest.pipeline import Pipeline, RawRecord
-from driftline.kafka.alignment import IDLE_S, Alignment, Cut, cut
+from driftline.kafka.alignment import IDLE_S, Aligning, Alignment, Cut, cut
 from driftline.storage.store import Store
 from helpers import decoded, outcome, pred
 
@@ -112,3 +114,74 @@ def test_a_partition_whose_position_does_not_move_stops_holding_the_others_back(
     assert not a.stuck("q", 5, 0.0) and not a.stuck("q", 5, 10 * IDLE_S)
     del a.waiting["q"]  # resumed: its time counts from its last pass while waiting
     assert not a.stuck("q", 5, 10 * IDLE_S + 1) and a.stuck("q", 5, 11 * IDLE_S + 1)
+
+
+class _Live(Aligning):
+    """The alignment's side of a live consumer, over a stand-in client: known high-water marks, no broker."""
+
+    def __init__(self, hw: dict[TopicPartition, int], expected: dict[TopicPartition, int]) -> None:
+        self.hw, self.expected = hw, dict(expected)
+        self.consumer = SimpleNamespace(highwater=self.hw.get, assignment=lambda: set(self.expected))
+        self.align, self.pending, self.unresolved, self.log_ends = Alignment(22.5 * DAY), set(), {}, {}
+        self.owned, self.overlap, self.held, self.monotonic = set(expected), SimpleNamespace(carry={}), None, \
+            lambda: 0.0
+
+
+def _recs(tp: TopicPartition, first: int, payloads: list[bytes]) -> list[SimpleNamespace]:
+    return [SimpleNamespace(topic=tp.topic, partition=tp.partition, offset=first + i, value=p, key=None)
+            for i, p in enumerate(payloads)]
+
+
+def _store(live: _Live, batch: dict[TopicPartition, list[SimpleNamespace]], now: float) -> Cut:
+    """`_cutter` of a batch applied to it as the pipeline applies it; the `Cut`."""
+    records = [RawRecord(f"kafka:{tp.topic}", tp.partition, r.offset, r.value, "x") for tp, recs in batch.items()
+               for r in recs]
+    defer, found = live._cutter(batch, now)
+    defer(records, list(decoded([r.payload for r in records])))
+    return found
+
+
+PRED, OUT = TopicPartition("predictions", 0), TopicPartition("outcomes", 0)
+
+
+def test_live_outcomes_stamped_weeks_behind_the_predictions_hold_nothing_back() -> None:
+    """Steady state, horizon 90 d (align_within 22.5 d): outcomes stamped at their prediction's time (30 d ago) and
+    fresh predictions in one batch, both partitions at their log end once it is stored: nothing is given back (it
+    gave every prediction back, paused their partition and read it again, batch after batch)."""
+    live = _Live({PRED: 100, OUT: 20}, {PRED: 90, OUT: 17})
+    batch = {PRED: _recs(PRED, 90, [pred(f"n{i}", 0.5, NOW - 60 + i) for i in range(10)]),
+             OUT: _recs(OUT, 17, [outcome(f"h{i}", 1, NOW - 30 * DAY + i) for i in range(3)])}
+    found = _store(live, batch, NOW)
+    assert found.deferred == {}
+    assert found.reached == {("kafka:predictions", 0): NOW - 51, ("kafka:outcomes", 0): NOW - 30 * DAY + 2}
+    live.expected.update({PRED: 100, OUT: 20})
+    live.align.stored(lambda key: PRED if key[0] == "kafka:predictions" else OUT, found)
+    live.overlap.carry = {OUT: _recs(OUT, 20, [outcome("h3", 1, NOW - 30 * DAY + 3)])}  # polled while storing
+    live.hw[OUT], live.log_ends = 21, {PRED: 104, OUT: 23}  # and a lag refresh saw records written since
+    assert live._holding(carried=True) == set() and live._maintenance_ceiling() == math.inf
+    assert live.align.moves(live._holding(carried=True), [PRED, OUT]) == (set(), set())
+
+
+def test_a_partition_with_records_left_beyond_the_batch_still_holds_the_others_back() -> None:
+    """The same batch with outcomes left beyond it (a backlog, its high-water mark ahead): the predictions more
+    than align_within ahead of it are given back, as before; records it polled while the batch was stored still
+    count as unread for maintenance, and so does the end asked from the broker of a partition resumed after a
+    pause (not fetched since)."""
+    live = _Live({PRED: 100, OUT: 5000}, {PRED: 90, OUT: 17})
+    batch = {PRED: _recs(PRED, 90, [pred(f"n{i}", 0.5, NOW - 60 + i) for i in range(10)]),
+             OUT: _recs(OUT, 17, [outcome(f"h{i}", 1, NOW - 30 * DAY + i) for i in range(3)])}
+    found = _store(live, batch, NOW)
+    assert found.deferred == {("kafka:predictions", 0): (90, NOW - 60)}
+    live.expected.update({PRED: 100, OUT: 20})  # the predictions read again and stored since
+    live.overlap.carry = {OUT: _recs(OUT, 20, [outcome("h3", 1, NOW - 30 * DAY + 3)])}
+    live.hw[OUT] = 21  # the carry reaches the end, but the partition was a backlog when the batch was cut
+    assert live._holding(carried=True) == {OUT}
+    live.overlap.carry, live.expected[OUT] = {}, 21
+    live._resumed([OUT])
+    live.log_ends = {OUT: 900}  # written while it was paused: its high-water mark is stale
+    assert live._holding(carried=True) == {OUT}
+    live.hw[OUT] = 950  # fetched since
+    assert live._holding(carried=True) == {OUT}
+    live.expected[OUT] = 950
+    live.log_ends = {OUT: 960}  # a later lag refresh: records written after its last fetch are live
+    assert live._holding(carried=True) == set()

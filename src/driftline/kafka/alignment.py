@@ -6,15 +6,17 @@ of the slower ones older than watermark - horizon were dead-lettered past_horizo
 matured their predictions early. Here each positioned partition with data left has an estimate of its next event
 time; nothing more than `bound` (kafka.align_within) ahead of the slowest one is stored: the records beyond it are
 given back (the partition sought to the first of them and paused) and the partition is resumed once the others
-caught up. A partition at its log end does not hold the others back, and the slowest one is never paused, so the
-alignment cannot stall. Maintenance uses the slowest partition's estimate as its watermark (`floor`).
+caught up. Only a partition with records left beyond those being stored (a backlog) holds the others back: one at
+its log end does not, whatever its event times (live outcomes stamped at their prediction's time trail the
+predictions by weeks), and the slowest one is never paused, so the alignment cannot stall. Maintenance uses the
+slowest partition's estimate as its watermark (`floor`).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 from operator import attrgetter
@@ -32,6 +34,8 @@ IDLE_S = 30.0
 """A partition with records left whose position has not moved for this long holds no other back (`stuck`)."""
 TELL_EVERY_S = 60.0
 """At most one INFO line a minute about partitions waiting for a slower one."""
+UNSEEN = object()
+"""Alignment.unfetched: the partition's high-water mark is taken at its first look."""
 Key = tuple[str, int]
 """(source, partition) as the pipeline names a partition."""
 _SOURCE, _PARTITION, _TS = attrgetter("source"), attrgetter("partition"), attrgetter("ts")
@@ -58,13 +62,15 @@ def _runs(records: Sequence[Any]) -> list[tuple[Key, int, int]]:
 
 
 def cut(records: Sequence[Any], decoded: Sequence[Any], others: float, bound: float, now: float,
-        out: Cut) -> list[bool] | None:
+        out: Cut, left: Container[Key] | None = None) -> list[bool] | None:
     """Which records of a batch to store (None: all): per partition, those before its first event later than
     `floor + bound`, where floor is the earliest of `others` (the estimate of the positioned partitions with data
-    that are not in the batch) and each batch partition's first event time. The partition holding the floor keeps
-    its first event, so the slowest partition always progresses. Event times are capped at `now` (an event stamped
-    ahead of the clock holds nothing back). Fills `out`. A pass of C-level maps over the batch, a Python loop only
-    over a partition that is cut."""
+    that are not in the batch) and the first event time of each batch partition with records `left` beyond the
+    batch (None: every one). A partition this batch takes to its log end bounds nobody: nothing of it is left to
+    fall past the horizon (live outcomes stamped weeks behind the predictions are not a backlog). The partition
+    holding the floor keeps its first event, so the slowest partition always progresses. Event times are capped at
+    `now` (an event stamped ahead of the clock holds nothing back). Fills `out`. A pass of C-level maps over the
+    batch, a Python loop only over a partition that is cut."""
     letters = DeadLetter in set(map(type, decoded))
     if letters:
         times: list[float | None] = [None if type(d) is DeadLetter else min(d.ts, now) for d in decoded]
@@ -76,7 +82,7 @@ def cut(records: Sequence[Any], decoded: Sequence[Any], others: float, bound: fl
             for key, a, b in _runs(records)]
     firsts: dict[Key, float] = {}
     for key, _, _, ts in runs:
-        if ts:
+        if ts and (left is None or key in left):
             firsts.setdefault(key, ts[0])
     limit = min(others, *firsts.values()) + bound if firsts else others + bound
     if all(not ts or max(ts) <= limit for *_, ts in runs):
@@ -112,6 +118,11 @@ class Alignment:
         """Whether the log last said partitions wait, and when (monotonic; see Aligning._tell)."""
         self.progress: dict[Any, tuple[int, float]] = {}
         """Partition → (its position, since when (monotonic) it has been there while not waiting)."""
+        self.backlog: set[Any] = set()
+        """Partitions that had records left beyond the last batch when it was cut (see Aligning._holding)."""
+        self.unfetched: dict[Any, Any] = {}
+        """Partitions positioned or resumed (not fetched while paused) → their fetched high-water mark then
+        (UNSEEN: not looked at yet): until a fetch moves it, the end asked from the broker counts as well."""
 
     def forget(self, tps: Iterable[Any]) -> None:
         """Partitions revoked, or to be positioned again (their pause is no longer ours)."""
@@ -119,6 +130,8 @@ class Alignment:
             self.reached.pop(tp, None)
             self.waiting.pop(tp, None)
             self.progress.pop(tp, None)
+            self.backlog.discard(tp)
+            self.unfetched[tp] = UNSEEN  # positioned again next (or revoked: dropped by Aligning._align)
 
     def stuck(self, tp: Any, position: int, now: float) -> bool:
         """Whether a running partition's position has not moved for IDLE_S (records it cannot deliver: an open
@@ -170,6 +183,7 @@ class Aligning:
     pending: set[Any]
     unresolved: dict[Any, str]
     log_ends: dict[Any, int]
+    owned: set[Any]
     overlap: Any
     held: Any
     monotonic: Callable[[], float]
@@ -177,28 +191,61 @@ class Aligning:
     def _positioned(self) -> list[Any]:
         return [tp for tp in self.expected if tp not in self.pending and tp not in self.unresolved]
 
-    def _holding(self) -> set[Any]:
+    def _holding(self, batch: dict[Any, list[Any]] | None = None, carried: bool = False) -> set[Any]:
         """Positioned partitions with records left to read (or given back): those that hold the others back (not
-        one whose position is stuck, see `Alignment.stuck`)."""
+        one whose position is stuck, see `Alignment.stuck`). Records of `batch` (about to be stored) count as read;
+        with `carried`, so do the records polled since the last batch was cut (the overlap's carry) of a partition
+        that had none left beyond that batch: they arrived since, as live records do, and hold nobody back (a live
+        outcomes partition stamped weeks behind the predictions is then never a backlog)."""
         out = set()
         now = self.monotonic()
+        carry = self.overlap.carry if carried else {}
         for tp in self._positioned():
             if self.align.stuck(tp, self.expected[tp], now):
                 continue
-            if tp in self.align.waiting:
+            if tp in self.align.waiting and not (batch and tp in batch):
                 out.add(tp)
                 continue
-            ends = [e for e in (partition_ops.highwater(self.consumer, tp), self.log_ends.get(tp)) if e is not None]
-            if not ends or self.expected[tp] < max(ends):
+            end = self._known_end(tp)
+            read = self.expected[tp]
+            for recs in (batch.get(tp) if batch else None,
+                         carry.get(tp) if tp not in self.align.backlog else None):
+                if recs:
+                    read = max(read, recs[-1].offset + 1)
+            if end is None or read < end:
                 out.add(tp)
         return out
 
+    def _known_end(self, tp: Any) -> int | None:
+        """The log end the last fetch of `tp` reported (records written since are live arrivals, not a backlog: a
+        lag refresh that sees them must not make a live partition a backlog every 5 s); the larger of it and the
+        end asked from the broker (at positioning, or the lag refresh) while the partition has not been fetched
+        since it was positioned or resumed (records written while it was paused are a backlog)."""
+        hw, asked = partition_ops.highwater(self.consumer, tp), self.log_ends.get(tp)
+        if tp in self.align.unfetched:
+            then = self.align.unfetched[tp]
+            if then is UNSEEN:
+                then = self.align.unfetched[tp] = hw
+            if hw is None or hw == then:
+                return max((e for e in (hw, asked) if e is not None), default=None)
+            del self.align.unfetched[tp]  # fetched since: its high-water mark is the fresher end
+        return hw if hw is not None else asked
+
+    def _resumed(self, tps: Iterable[Any]) -> None:
+        """Partitions resumed after a pause: their high-water mark is stale until a fetch moves it."""
+        for tp in tps:
+            self.align.unfetched[tp] = partition_ops.highwater(self.consumer, tp)
+
     def _cutter(self, batch: dict[Any, list[Any]], now: float) -> tuple[Defer, Cut]:
-        """The `defer` of a batch's transaction (see `cut`) and the `Cut` it fills."""
-        others = self.align.floor(self._holding() - set(batch))
+        """The `defer` of a batch's transaction (see `cut`) and the `Cut` it fills: only partitions with records
+        left beyond the batch (a backlog) bound the others."""
+        holding = self._holding(batch)
+        self.align.backlog = holding
+        others = self.align.floor(holding - set(batch))
+        left = {(source_of(tp.topic), tp.partition) for tp in holding & set(batch)}
         found = Cut()
         bound = self.align.bound
-        return (lambda records, decoded: cut(records, decoded, others, bound, now, found)), found
+        return (lambda records, decoded: cut(records, decoded, others, bound, now, found, left)), found
 
     def _wait_for_unread(self, batch: dict[Any, list[Any]], now: float) -> bool:
         """A partition with records left not read since its assignment (its estimate -inf) would hold every event of
@@ -235,12 +282,15 @@ class Aligning:
             return
         positioned = self._positioned()
         self.align.forget([tp for tp in list(self.align.waiting) if tp not in self.expected])
-        holding = self._holding()
+        for tp in [tp for tp in self.align.unfetched if tp not in self.owned]:
+            del self.align.unfetched[tp]
+        holding = self._holding(carried=True)
         pause, resume = self.align.moves(holding, [tp for tp in positioned if tp not in self.align.waiting])
         if pause:
             partition_ops.pause(self.consumer, pause)
         if resume:
             partition_ops.resume(self.consumer, resume)
+            self._resumed(resume)
         if pause or resume:
             log.debug("event-time alignment (kafka.align_within %gs): paused %s, resumed %s", self.align.bound,
                       sorted(map(str, pause)), sorted(map(str, resume)))
@@ -266,4 +316,4 @@ class Aligning:
 
     def _maintenance_ceiling(self) -> float:
         """The watermark maintenance may use: the slowest estimate among the partitions with data (+inf: none)."""
-        return self.align.floor(self._holding())
+        return self.align.floor(self._holding(carried=True))

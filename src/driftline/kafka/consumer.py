@@ -353,6 +353,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
             partition_ops.seek(self.consumer, tp, self.expected[tp])
         if ready:
             partition_ops.resume(self.consumer, ready)
+            self._resumed(ready)  # their high-water marks are stale: records may have come while paused
 
     def _reposition(self, batch: Batch) -> None:
         """A fenced batch: drop it and re-read the stored positions of its partitions."""
