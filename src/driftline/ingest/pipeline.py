@@ -23,6 +23,7 @@ from ..core.engine import Engine, EngineResult, EngineSettings, JoinView
 from ..core.decode_many import decode_many
 from ..core.events import RAW_LIMIT, Decoded, DeadLetter, iso
 from ..core.limits import MAX_FUTURE_S, Limits
+from ..storage import ceilings
 from ..storage.store import Store
 from .isolation import TICK, Tick, apply_isolating
 from .keys import key_detail, key_problem, keys_match
@@ -360,16 +361,21 @@ class Pipeline:
         """Event-time watermark: the newest event time stored (drives maturity and expiry)."""
         return self.store.newest_event()
 
-    def maintain(self, shards: Sequence[int] | None = None, ceiling: float | None = None) -> Counter[tuple[str, str]]:
+    def maintain(self, shards: Sequence[int] | None = None, ceiling: float | None = None,
+                 member: str | None = None) -> Counter[tuple[str, str]]:
         """Implicit negatives past maturity and expiry past the label horizon, at the event-time watermark. With
         `stored_now` set, the counts also hold EXPIRED_STORED_NOW: the expired predictions this pipeline stored.
         `ceiling`: the watermark is at most this (the live consumer's slowest partition with data left, see
         kafka/alignment.py: an outcome still unread there is not older than it, so nothing is expired or matured
-        that a sequential replay would still join; -inf: a partition not read yet, no maintenance now)."""
+        that a sequential replay would still join; -inf: a partition not read yet, no maintenance now), nor more
+        than the lowest fresh ceiling the live consumers recorded (storage/ceilings.py; `member`: the caller's own
+        row, left out: its `ceiling` is newer)."""
         wm = self.watermark()
         total: Counter[tuple[str, str]] = Counter()
-        if wm is not None and ceiling is not None:
-            wm = min(wm, ceiling)
+        others = ceilings.shared(self.store, self.clock(), exclude=member) if wm is not None else None
+        for cap in (ceiling, others):
+            if wm is not None and cap is not None:
+                wm = min(wm, cap)
         if wm is None or wm == -math.inf:
             return total
         labels = self.config.labels

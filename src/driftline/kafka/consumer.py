@@ -27,6 +27,7 @@ from ..ops import OpsMetrics
 from ..ingest.pipeline import Pipeline, RawRecord
 from ..ingest.stored_now import KeyLog
 from ..core.events import iso
+from ..storage import ceilings
 from ..storage.errors import StalePositions, StoreUnavailable
 from .alignment import Aligning, Alignment
 from .batches import Batch, at_or_after, fill, fresh_records, raw_records
@@ -106,6 +107,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
         self.expiring = False
         pipeline.stored_now = KeyLog()  # the predictions stored since the last maintenance pass (Upkeep.maintain)
         self.rebalance_seen_at = -math.inf
+        self.member, self.next_beat, self.beat_stored = ceilings.member_id(), 0.0, False  # upkeep.Upkeep._beat
+        self.beat_owned: set[TopicPartition] = set()
         self.next_housekeeping = 0.0
         self.next_maintain = monotonic() + maintain_every_s
         self.stored_batches = 0
@@ -375,6 +378,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
         if self.side_ids is not None:
             self.side_ids.close()
         self.overlap.take()  # records polled past the stored positions are re-read from them by the next owner
+        self._drop_beat()
         c = self.consumer
         if c is None:
             return

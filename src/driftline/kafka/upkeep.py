@@ -5,6 +5,7 @@ A mixin of LiveConsumer (moved out of consumer.py unchanged)."""
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +17,7 @@ from . import partition_ops
 from ..ingest.pipeline import EXPIRED_STORED_NOW, Pipeline
 from ..ingest.stored_now import KeyLog
 from ..numbers import counted
+from ..storage import ceilings
 from ..ops import OpsMetrics
 from ..storage.errors import StalePositions, StoreUnavailable, WriteLocked
 from .assignment import source_of
@@ -67,6 +69,13 @@ class Upkeep:
     run of them warns)."""
     rebalance_seen_at: float
     """When the member was last seen in a rebalance (monotonic; -inf never): heartbeats are stale until after it."""
+    member: str
+    """This process's key among the maintenance ceilings in the database (storage/ceilings.py)."""
+    next_beat: float
+    beat_owned: set[TopicPartition]
+    """The partitions owned at the last heartbeat (a new assignment is recorded at once, not after HEARTBEAT_S)."""
+    beat_stored: bool
+    """Whether this member's ceiling row may be in the database (deleted when it holds nothing back)."""
 
     # provided by LiveConsumer (or its other mixins)
     connect: Callable[[], bool]
@@ -111,6 +120,8 @@ class Upkeep:
         if self.dlt is not None and self.held is None:
             self.dlt.maybe_retry({(source_of(tp.topic), tp.partition): off for tp, off in self.expected.items()})
         self._align()  # a partition at its end holds no one back any more (alignment.py)
+        if (now >= self.next_beat or self.owned != self.beat_owned) and self.held is None:
+            self._beat(now)
         if now >= self.next_maintain and self.held is None and self.expected:
             self.next_maintain = now + self.maintain_every_s
             self.maintain()
@@ -166,11 +177,38 @@ class Upkeep:
         for tp in set(self.unresolved) & set(starts):  # /readyz shows the log as it is now, not as it was found
             self.unresolved[tp] = held[tp].describe(tp.topic, tp.partition, (starts[tp], ends[tp]))
 
+    def _beat(self, now: float) -> None:
+        """Every ceilings.HEARTBEAT_S and after each change of assignment: record this member's maintenance ceiling
+        with the wall clock (-inf while a partition is being positioned), so `serve`'s and the other members'
+        maintenance wait for its slowest partition too; with none holding records, delete it."""
+        self.next_beat, self.beat_owned = now + ceilings.HEARTBEAT_S, set(self.owned)
+        ceiling = -math.inf if self.pending else self._maintenance_ceiling() if self.expected else math.inf
+        try:
+            if ceiling != math.inf:
+                ceilings.record(self.pipeline.store, self.member, ceiling, self.pipeline.clock())
+                self.beat_stored = True
+            elif self.beat_stored:
+                ceilings.drop(self.pipeline.store, self.member)
+                self.beat_stored = False
+        except (StoreUnavailable, WriteLocked) as err:  # the next housekeeping pass tries again
+            self.next_beat = now + 1.0
+            log.debug("maintenance ceiling not recorded: %s", err)
+
+    def _drop_beat(self) -> None:
+        """A clean stop: this member's ceiling row is deleted (a crash leaves it, ignored after ceilings.FRESH_S)."""
+        if not self.beat_stored:
+            return
+        try:
+            ceilings.drop(self.pipeline.store, self.member)
+            self.beat_stored = False
+        except (StoreUnavailable, WriteLocked) as err:
+            log.info("maintenance ceiling row left behind (ignored after %gs): %s", ceilings.FRESH_S, err)
+
     def maintain(self) -> None:
         """Implicit negatives and expiry for the partitions (shards) this process owns."""
         shards = sorted({tp.partition for tp in self.expected})
         try:
-            counts = self.pipeline.maintain(shards, self._maintenance_ceiling())
+            counts = self.pipeline.maintain(shards, self._maintenance_ceiling(), member=self.member)
         except WriteLocked:  # another writer's transaction: no outage of its own (the batches report a long one)
             log.info("maintenance deferred: the database write lock is held by another writer; next pass in %gs",
                      self.maintain_every_s)

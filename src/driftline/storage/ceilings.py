@@ -1,0 +1,82 @@
+"""Maintenance ceilings shared by the live consumers (meta rows `ceiling:<member>`): each `run` process records the
+event time of its slowest partition with records left (kafka/alignment.py) with a heartbeat, and every maintenance
+(`run`'s, `serve`'s job, `replay`'s) caps its watermark at the lowest fresh one, so no process expires or matures a
+prediction whose outcome still waits unread in another process's partition. No fresh row: the stored watermark alone.
+
+One row per live member (a process; a restart is a new member): a clean stop deletes its row, and a row whose
+heartbeat is more than FRESH_S away from the reader's clock is ignored (a member that died, or hung) and deleted by
+the next member that records its own."""
+
+from __future__ import annotations
+
+import math
+import os
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from sqlalchemy import delete
+
+from . import schema as t
+
+if TYPE_CHECKING:
+    from .store import Store
+
+PREFIX = "ceiling:"
+HEARTBEAT_S = 10.0
+"""A member with partitions holding records records its ceiling this often (housekeeping, kafka/upkeep.py)."""
+FRESH_S = 120.0
+"""A ceiling whose heartbeat is older (or newer: clock skew between hosts) than this is ignored: a member that died
+holds maintenance back for at most this long."""
+
+
+def member_id() -> str:
+    """A new member's key: pid and a random suffix (the pid alone repeats across containers and restarts)."""
+    return f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
+def encode(ceiling: float, at: float) -> str:
+    """'<ceiling> <heartbeat>' (repr: -inf before the member's first read, a float otherwise)."""
+    return f"{ceiling!r} {at!r}"
+
+
+def decode(value: str) -> tuple[float, float] | None:
+    """(ceiling, heartbeat) of a stored row; None for one that cannot be read (ignored, and deleted as stale)."""
+    try:
+        ceiling, at = (float(x) for x in value.split())
+    except ValueError:
+        return None
+    return None if math.isnan(ceiling) or not math.isfinite(at) else (ceiling, at)
+
+
+def fresh(at: float, now: float) -> bool:
+    return abs(now - at) <= FRESH_S
+
+
+def lowest(rows: Mapping[str, str], now: float, exclude: str | None = None) -> float | None:
+    """The lowest fresh ceiling among meta rows key → value (keys with PREFIX), None when none is fresh."""
+    found = [c for key, value in rows.items() if key != PREFIX + (exclude or "")
+             for c, at in [decode(value) or (math.inf, -math.inf)] if fresh(at, now)]
+    return min(found, default=None)
+
+
+def shared(store: "Store", now: float, exclude: str | None = None) -> float | None:
+    """The lowest fresh ceiling recorded in the database (`exclude`: the caller's own member, which knows better)."""
+    return lowest(store.meta_prefixed(PREFIX), now, exclude)
+
+
+def record(store: "Store", member: str, ceiling: float, now: float) -> None:
+    """Record `member`'s ceiling with heartbeat `now` and delete the rows of members not heard from for FRESH_S."""
+    stale = [key for key, value in store.meta_prefixed(PREFIX).items()
+             if key != PREFIX + member and not fresh((decode(value) or (0.0, -math.inf))[1], now)]
+    with store.write() as conn:
+        if stale:
+            conn.execute(delete(t.meta).where(t.meta.c.key.in_(stale)))
+        conn.execute(delete(t.meta).where(t.meta.c.key == PREFIX + member))
+        conn.execute(t.meta.insert().values(key=PREFIX + member, value=encode(ceiling, now)))
+
+
+def drop(store: "Store", member: str) -> None:
+    """Delete `member`'s row (a clean stop, or no partition holding records left: nothing to hold back)."""
+    with store.write() as conn:
+        conn.execute(delete(t.meta).where(t.meta.c.key == PREFIX + member))

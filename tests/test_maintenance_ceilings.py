@@ -1,0 +1,107 @@
+"""Maintenance ceilings shared by the live consumers (storage/ceilings.py): every maintenance — `serve`'s job, another
+`run` member's — caps its watermark at the lowest fresh ceiling recorded; stale rows are ignored and cleaned up; the
+consumer's heartbeat (kafka/upkeep.py `_beat`). The real broker is in test_kafka_serve_maintenance.py."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from driftline.config import from_dict
+from driftline.ingest.pipeline import Pipeline, RawRecord
+from driftline.kafka.upkeep import Upkeep
+from driftline.storage import ceilings
+from driftline.storage.store import Store
+from helpers import pred
+
+DAY = 86400.0
+T0 = 1_767_225_600.0
+NOW = T0 + 100 * DAY
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    url = f"sqlite:///{tmp_path / 'c.db'}" if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    s = Store(url, clock=lambda: NOW)
+    s.migrate()
+    yield s
+    s.close()
+
+
+def test_lowest_takes_fresh_rows_only() -> None:
+    rows = {"ceiling:a": ceilings.encode(T0 + 5, NOW - 5), "ceiling:b": ceilings.encode(T0 + 1, NOW - 121),
+            "ceiling:c": ceilings.encode(-math.inf, NOW + 500), "ceiling:d": "garbage",
+            "ceiling:e": ceilings.encode(T0 + 3, NOW + 60)}
+    assert ceilings.lowest(rows, NOW) == T0 + 3  # b too old, c too far ahead (clock skew), d unreadable
+    assert ceilings.lowest(rows, NOW, exclude="e") == T0 + 5
+    assert ceilings.lowest({"ceiling:x": ceilings.encode(-math.inf, NOW)}, NOW) == -math.inf
+    assert ceilings.lowest({}, NOW) is None
+    assert ceilings.decode(ceilings.encode(-math.inf, NOW)) == (-math.inf, NOW)
+    assert ceilings.decode("nan 1.0") is None and ceilings.decode("1.0 inf") is None
+
+
+def test_serve_maintenance_waits_for_a_fresh_ceiling_of_a_live_consumer(store: Store) -> None:
+    """A prediction 1.4 d older than the newest event stored, horizon 1 d, implicit negatives after 12 h: while a
+    `run` member records its slowest partition at 0.4 d, `serve`'s maintenance (no ceiling of its own) neither
+    expires nor matures it; once that row is stale (the member died) or dropped, it does."""
+    config = from_dict({"labels": {"horizon": "1d", "policy": "implicit_negative_after",
+                                   "implicit_negative_after": "12h"}})
+    clock = {"now": NOW}
+    pipe = Pipeline(config, store, clock=lambda: clock["now"])
+    pipe.process_batch([RawRecord("kafka:p", 0, 0, pred("a", 0.9, T0), "prediction"),
+                        RawRecord("kafka:p", 1, 0, pred("b", 0.9, T0 + 1.4 * DAY), "prediction")])
+    ceilings.record(store, "m1", T0 + 0.4 * DAY, NOW)
+    ceilings.record(store, "m2", T0 + 2 * DAY, NOW)
+    assert not pipe.maintain()
+    assert not pipe.maintain(ceiling=math.inf, member="m2")  # another member's row counts, its own does not
+    ceilings.record(store, "m1", -math.inf, NOW)  # m1 not read yet: no maintenance at all
+    assert not pipe.maintain()
+    clock["now"] = NOW + ceilings.FRESH_S + 1  # m1 (and m2) not heard from: ignored
+    assert pipe.maintain()[("implicit_negatives", "")] == 1
+
+
+def test_a_member_drops_its_row_and_cleans_up_stale_ones(store: Store) -> None:
+    ceilings.record(store, "dead", T0, NOW - ceilings.FRESH_S - 1)
+    ceilings.record(store, "live", T0 + 1, NOW - 5)
+    store.set_meta("ceiling:junk", "not a ceiling")
+    ceilings.record(store, "me", T0 + 2, NOW)
+    assert set(store.meta_prefixed(ceilings.PREFIX)) == {"ceiling:live", "ceiling:me"}
+    ceilings.record(store, "me", T0 + 3, NOW + 1)  # one row per member
+    assert ceilings.shared(store, NOW) == T0 + 1
+    ceilings.drop(store, "live")
+    assert ceilings.shared(store, NOW + 1) == T0 + 3 and ceilings.shared(store, NOW + 1, exclude="me") is None
+
+
+class _Member(Upkeep):
+    """The state `Upkeep._beat` reads: partitions expected/pending, the alignment's ceiling."""
+
+    def __init__(self, store: Store, floor: float) -> None:
+        self.pipeline = Pipeline(from_dict({}), store, clock=lambda: NOW)
+        self.member, self.next_beat, self.beat_stored, self.beat_owned = "m", 0.0, False, set()
+        self.owned, self.expected, self.pending = set(), {}, set()
+        self.floor = floor
+
+    def _maintenance_ceiling(self) -> float:  # type: ignore[override]
+        return self.floor
+
+
+def test_the_consumer_records_its_ceiling_and_drops_it_when_it_holds_nothing_back(store: Store) -> None:
+    m = _Member(store, T0 + 7)
+    m._beat(0.0)  # nothing owned: no row
+    assert not store.meta_prefixed(ceilings.PREFIX) and m.next_beat == ceilings.HEARTBEAT_S
+    m.owned, m.pending = {"tp"}, {"tp"}  # assigned, being positioned: its events are unknown yet
+    m._beat(1.0)
+    assert ceilings.shared(store, NOW) == -math.inf
+    m.pending, m.expected = set(), {"tp": 0}
+    m._beat(11.0)
+    assert ceilings.shared(store, NOW) == T0 + 7
+    m.floor = math.inf  # every partition at its log end
+    m._beat(21.0)
+    assert ceilings.shared(store, NOW) is None and not m.beat_stored
+    m.floor = T0 + 9
+    m._beat(31.0)
+    m._drop_beat()  # a clean stop
+    assert not store.meta_prefixed(ceilings.PREFIX)
