@@ -12,6 +12,7 @@ import pytest
 
 from driftline.config import from_dict
 from driftline.ingest.pipeline import Pipeline, RawRecord
+from driftline.kafka.alignment import IDLE_S
 from driftline.kafka.upkeep import Upkeep
 from driftline.storage import ceilings
 from driftline.storage.store import Store
@@ -81,6 +82,7 @@ class _Member(Upkeep):
     def __init__(self, store: Store, floor: float) -> None:
         self.pipeline = Pipeline(from_dict({}), store, clock=lambda: NOW)
         self.member, self.next_beat, self.beat_stored, self.beat_owned = "m", 0.0, False, set()
+        self.pending_since = None
         self.owned, self.expected, self.pending = set(), {}, set()
         self.floor = floor
 
@@ -95,13 +97,23 @@ def test_the_consumer_records_its_ceiling_and_drops_it_when_it_holds_nothing_bac
     m.owned, m.pending = {"tp"}, {"tp"}  # assigned, being positioned: its events are unknown yet
     m._beat(1.0)
     assert ceilings.shared(store, NOW) == -math.inf
+    m._beat(1.0 + IDLE_S)
+    assert ceilings.shared(store, NOW) == -math.inf
+    m._beat(2.0 + IDLE_S)  # positioning for longer than IDLE_S (broker or database away): it holds nobody back
+    assert ceilings.shared(store, NOW) is None
+    m.pending = set()
+    m._beat(4.0 + IDLE_S)
+    assert m.pending_since is None
+    m.pending = {"tp"}
+    m._beat(5.0 + IDLE_S)  # pending again (a recheck): -inf again
+    assert ceilings.shared(store, NOW) == -math.inf
     m.pending, m.expected = set(), {"tp": 0}
-    m._beat(11.0)
+    m._beat(40.0)
     assert ceilings.shared(store, NOW) == T0 + 7
     m.floor = math.inf  # every partition at its log end
-    m._beat(21.0)
+    m._beat(50.0)
     assert ceilings.shared(store, NOW) is None and not m.beat_stored
     m.floor = T0 + 9
-    m._beat(31.0)
+    m._beat(60.0)
     m._drop_beat()  # a clean stop
     assert not store.meta_prefixed(ceilings.PREFIX)

@@ -109,6 +109,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
         self.rebalance_seen_at = -math.inf
         self.member, self.next_beat, self.beat_stored = ceilings.member_id(), 0.0, False  # upkeep.Upkeep._beat
         self.beat_owned: set[TopicPartition] = set()
+        self.pending_since: float | None = None
         self.next_housekeeping = 0.0
         self.next_maintain = monotonic() + maintain_every_s
         self.stored_batches = 0

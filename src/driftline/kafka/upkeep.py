@@ -20,6 +20,7 @@ from ..numbers import counted
 from ..storage import ceilings
 from ..ops import OpsMetrics
 from ..storage.errors import StalePositions, StoreUnavailable, WriteLocked
+from .alignment import IDLE_S
 from .assignment import source_of
 from .dlt import DeadLetterCopies
 from .handoff import Handoff
@@ -75,6 +76,8 @@ class Upkeep:
     beat_owned: set[TopicPartition]
     """The partitions owned at the last heartbeat (a new assignment is recorded at once, not after HEARTBEAT_S)."""
     beat_stored: bool
+    pending_since: float | None
+    """Since when (monotonic) partitions have waited to be positioned, as the last heartbeat saw (None: none)."""
     """Whether this member's ceiling row may be in the database (deleted when it holds nothing back)."""
 
     # provided by LiveConsumer (or its other mixins)
@@ -179,10 +182,13 @@ class Upkeep:
 
     def _beat(self, now: float) -> None:
         """Every ceilings.HEARTBEAT_S and after each change of assignment: record this member's maintenance ceiling
-        with the wall clock (-inf while a partition is being positioned), so `serve`'s and the other members'
+        with the wall clock (-inf while a partition is being positioned, for at most IDLE_S: a broker or database
+        outage then holds nobody back, as a stuck partition does not), so `serve`'s and the other members'
         maintenance wait for its slowest partition too; with none holding records, delete it."""
         self.next_beat, self.beat_owned = now + ceilings.HEARTBEAT_S, set(self.owned)
-        ceiling = -math.inf if self.pending else self._maintenance_ceiling() if self.expected else math.inf
+        self.pending_since = (self.pending_since if self.pending_since is not None else now) if self.pending else None
+        positioning = self.pending_since is not None and now - self.pending_since <= IDLE_S
+        ceiling = -math.inf if positioning else self._maintenance_ceiling() if self.expected else math.inf
         try:
             if ceiling != math.inf:
                 ceilings.record(self.pipeline.store, self.member, ceiling, self.pipeline.clock())
