@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from sqlalchemy import delete
+from sqlalchemy import delete, select
 
 from . import schema as t
 
@@ -67,9 +67,11 @@ def shared(store: "Store", now: float, exclude: str | None = None) -> float | No
 
 def record(store: "Store", member: str, ceiling: float, now: float) -> None:
     """Record `member`'s ceiling with heartbeat `now` and delete the rows of members not heard from for FRESH_S."""
-    stale = [key for key, value in store.meta_prefixed(PREFIX).items()
-             if key != PREFIX + member and not fresh((decode(value) or (0.0, -math.inf))[1], now)]
-    with store.write() as conn:
+    with store.write() as conn:  # read under the write lock: a row re-recorded meanwhile is not deleted
+        rows = conn.execute(select(t.meta.c.key, t.meta.c.value).where(t.meta.c.key.startswith(PREFIX,
+                                                                                               autoescape=True)))
+        stale = [key for key, value in rows
+                 if key != PREFIX + member and not fresh((decode(value or "") or (0.0, -math.inf))[1], now)]
         if stale:
             conn.execute(delete(t.meta).where(t.meta.c.key.in_(stale)))
         conn.execute(delete(t.meta).where(t.meta.c.key == PREFIX + member))
