@@ -196,8 +196,7 @@ class Upkeep:
             elif self.beat_stored:
                 ceilings.drop(self.pipeline.store, self.member)
                 self.beat_stored = False
-        except (StoreUnavailable, WriteLocked) as err:  # the next housekeeping pass tries again
-            self.next_beat = now + 1.0
+        except (StoreUnavailable, WriteLocked) as err:  # the next heartbeat tries again (the row may go stale)
             log.debug("maintenance ceiling not recorded: %s", err)
 
     def _drop_beat(self) -> None:
