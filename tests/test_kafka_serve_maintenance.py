@@ -21,8 +21,9 @@ from test_kafka_backlog_alignment import _config, _counter, _past_horizon, _prod
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 
-def test_serve_maintenance_during_a_backlog_expires_nothing_the_sorted_replay_joins(kafka_bootstrap: str,
-                                                                                    tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_serve_maintenance_during_a_backlog_expires_nothing_the_sorted_replay_joins(
+        kafka_bootstrap: str, tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> None:
     """The consumer in this process (its own maintenance every pass) and `serve`'s maintenance job (Jobs.maintain,
     hourly in `serve`) run over and over on its own connection while the backlog is read: the end state equals the
     sorted replay."""
@@ -44,7 +45,7 @@ def test_serve_maintenance_during_a_backlog_expires_nothing_the_sorted_replay_jo
     _replay(config_path, [sorted_file], expected_db)
 
     config = from_dict(yaml.safe_load(config_path.read_text()))
-    db = f"sqlite:///{tmp_path / 'live.db'}"
+    db = f"sqlite:///{tmp_path / 'live.db'}" if backend == "sqlite" else request.getfixturevalue("pg_url")
     store, serve_store = Store(db), Store(db)
     store.migrate()
     stop = threading.Event()
