@@ -26,7 +26,7 @@ class _Member(Upkeep):
 
     def __init__(self, pipeline: Pipeline) -> None:
         self.pipeline, self.expected, self.maintain_every_s = pipeline, {TopicPartition("predictions", 0): 0}, 30.0
-        self.expiring = False
+        self.expiring, self.member = False, "m"  # its key among the maintenance ceilings (storage/ceilings.py)
         pipeline.stored_now = KeyLog()
 
     def _maintenance_ceiling(self) -> float:
