@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 from driftline.config import from_dict
+from driftline.core.events import iso
 from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.kafka.alignment import IDLE_S
 from driftline.kafka.upkeep import Upkeep
+from driftline.service.scheduler import Jobs
 from driftline.storage import ceilings
 from driftline.storage.store import Store
 from helpers import pred
@@ -60,6 +62,11 @@ def test_serve_maintenance_waits_for_a_fresh_ceiling_of_a_live_consumer(store: S
     assert not pipe.maintain(ceiling=math.inf, member="m2")  # another member's row counts, its own does not
     ceilings.record(store, "m1", -math.inf, NOW)  # m1 not read yet: no maintenance at all
     assert not pipe.maintain()
+    jobs = Jobs(store, config, lambda: clock["now"])
+    assert jobs.maintain().detail == {"counts": {}, "held_back_to": "a partition not read yet"}  # serve's job: why
+    ceilings.record(store, "m1", T0 + 0.4 * DAY, NOW)
+    assert jobs.maintain().detail["held_back_to"] == iso(T0 + 0.4 * DAY)
+    jobs.close()
     clock["now"] = NOW + ceilings.FRESH_S + 1  # m1 (and m2) not heard from: ignored
     assert pipe.maintain()[("implicit_negatives", "")] == 1
 

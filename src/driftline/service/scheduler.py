@@ -16,6 +16,7 @@ once); maintenance hourly; compaction daily at 03:17 UTC.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +28,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from ..core.events import iso
+from ..storage import ceilings
 from ..storage.compaction import compact, compaction_cutoff
 from ..storage.samples import compact_samples
 from ..config import Config, ConfigError
@@ -118,11 +121,16 @@ class Jobs:
         return self._run("weekly_report", body)
 
     def maintain(self) -> JobOutcome:
-        """Implicit negatives past maturity and expiry past the label horizon (Pipeline.maintain)."""
+        """Implicit negatives past maturity and expiry past the label horizon (Pipeline.maintain); `held_back_to`
+        in the detail when a live consumer's ceiling holds the watermark below the newest event stored."""
         def body() -> JobOutcome:
             counts = Pipeline(self.config, self.store, clock=self.clock).maintain()
-            return JobOutcome("maintain", DONE, {"counts": {f"{n}{':' + lbl if lbl else ''}": v
-                                                            for (n, lbl), v in counts.items()}})
+            detail: dict[str, Any] = {"counts": {f"{n}{':' + lbl if lbl else ''}": v
+                                                 for (n, lbl), v in counts.items()}}
+            held, newest = ceilings.shared(self.store, float(self.clock())), self.store.newest_event()
+            if held is not None and newest is not None and held < newest:
+                detail["held_back_to"] = iso(held) if math.isfinite(held) else "a partition not read yet"
+            return JobOutcome("maintain", DONE, detail)
         return self._run("maintain", body)
 
     def compact(self) -> JobOutcome:
