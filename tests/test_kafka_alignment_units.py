@@ -185,3 +185,23 @@ def test_a_partition_with_records_left_beyond_the_batch_still_holds_the_others_b
     live.expected[OUT] = 950
     live.log_ends = {OUT: 960}  # a later lag refresh: records written after its last fetch are live
     assert live._holding(carried=True) == set()
+
+
+def test_a_partition_first_looked_at_after_its_first_fetch_counts_as_fetched() -> None:
+    """Positioned (its fetch unknown), first looked at once its first fetch had brought records, so the high-water
+    mark taken as 'then' was already the fresh one: once those records are stored, an end asked from the broker
+    that saw a record written since is a live arrival, not a backlog (integrated main: test_kafka_live_alignment
+    paused every prediction partition, as the check for a fetch since positioning waited for the high-water mark to
+    move once more, and the lag refresh asked at each assignment supplied a later end)."""
+    live = _Live({PRED: 100, OUT: 20}, {PRED: 90, OUT: 17})
+    live.align.forget([PRED, OUT])  # positioned: not known to be fetched since
+    live.align.unfetched = {tp: live.hw[tp] for tp in (PRED, OUT)}  # first looked at after the fetch
+    batch = {PRED: _recs(PRED, 90, [pred(f"n{i}", 0.5, NOW - 60 + i) for i in range(10)]),
+             OUT: _recs(OUT, 17, [outcome(f"h{i}", 1, NOW - 30 * DAY + i) for i in range(3)])}
+    found = _store(live, batch, NOW)
+    assert found.deferred == {}
+    live.expected.update({PRED: 100, OUT: 20})
+    live.align.stored(lambda key: PRED if key[0] == "kafka:predictions" else OUT, found)
+    live.log_ends = {PRED: 101, OUT: 21}  # a lag refresh: one record written to each since its fetch
+    assert live._holding(carried=True) == set()
+    assert live.align.moves(live._holding(carried=True), [PRED, OUT]) == (set(), set())

@@ -206,12 +206,15 @@ class Aligning:
             if tp in self.align.waiting and not (batch and tp in batch):
                 out.add(tp)
                 continue
-            end = self._known_end(tp)
             read = self.expected[tp]
             for recs in (batch.get(tp) if batch else None,
                          carry.get(tp) if tp not in self.align.backlog else None):
                 if recs:
                     read = max(read, recs[-1].offset + 1)
+            polled = bool((batch and batch.get(tp)) or carry.get(tp))
+            if polled:  # fetched since it was positioned or resumed: its fetch's high-water mark is the fresh end
+                self.align.unfetched.pop(tp, None)
+            end = self._known_end(tp)
             if end is None or read < end:
                 out.add(tp)
         return out
