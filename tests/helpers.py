@@ -155,3 +155,16 @@ def migrated_then(url: str, statement: str, **params: object) -> str:
         conn.execute(text(statement), params)
     engine.dispose()
     return url
+
+
+def simulated_db(tmp_path: Any, end: str, days: int = 6, per_day: int = 300) -> list[str]:
+    """`--db` arguments of a SQLite database (tmp_path/d.db) that `driftline replay` filled with `simulate`'s events
+    (tmp_path/events.jsonl) of `days` days ending at `end`."""
+    from driftline.cli import main
+
+    events = tmp_path / "events.jsonl"
+    db = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    assert main([*db, "simulate", "--days", str(days), "--per-day", str(per_day), "--end", end, "--out",
+                 str(events)]) == 0
+    assert main([*db, "replay", str(events)]) == 0
+    return db

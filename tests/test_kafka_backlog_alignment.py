@@ -13,6 +13,7 @@ import subprocess
 import sys
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -147,15 +148,7 @@ def test_maintenance_during_the_backlog_expires_nothing_the_sorted_replay_joins(
     from driftline.kafka.settings import resolve
     from driftline.storage.store import Store
 
-    events = backlog(n=6000, seed=8)
-    topics = {"predictions": unique_name("predictions"), "outcomes": unique_name("outcomes")}
-    create_topics(kafka_bootstrap, topics.values(), 3)
-    _produce(kafka_bootstrap, topics, events)
-    config_path = _config(tmp_path, topics, unique_name("g"), {"batch_max_records": 150})
-    sorted_file = tmp_path / "sorted.jsonl"
-    sorted_file.write_bytes(b"".join(p + b"\n" for *_, p, _ in sorted(events, key=lambda e: e[4])))
-    expected_db = f"sqlite:///{tmp_path / 'replay.db'}"
-    _replay(config_path, [sorted_file], expected_db)
+    events, topics, config_path, expected_db = produced_backlog(kafka_bootstrap, tmp_path)
 
     config = from_dict(yaml.safe_load(config_path.read_text()))
     db = f"sqlite:///{tmp_path / 'live.db'}"
@@ -179,3 +172,19 @@ def test_maintenance_during_the_backlog_expires_nothing_the_sorted_replay_joins(
         store.close()
     assert _past_horizon(db) == 0
     assert_same_state(documents(db), documents(expected_db))
+
+
+def produced_backlog(kafka_bootstrap: str, tmp_path: Path) -> tuple[list[Any], dict[str, str], Path, str]:
+    """(events, topics, config path, URL of their sorted replay): a 6,000-event backlog produced to 3 partitions per
+    topic, read in batches of 150, and the database one replay of the same events sorted by ts fills (the end state
+    a live consumer must reach)."""
+    events = backlog(n=6000, seed=8)
+    topics = {"predictions": unique_name("predictions"), "outcomes": unique_name("outcomes")}
+    create_topics(kafka_bootstrap, topics.values(), 3)
+    _produce(kafka_bootstrap, topics, events)
+    config_path = _config(tmp_path, topics, unique_name("g"), {"batch_max_records": 150})
+    sorted_file = tmp_path / "sorted.jsonl"
+    sorted_file.write_bytes(b"".join(p + b"\n" for *_, p, _ in sorted(events, key=lambda e: e[4])))
+    expected_db = f"sqlite:///{tmp_path / 'replay.db'}"
+    _replay(config_path, [sorted_file], expected_db)
+    return events, topics, config_path, expected_db

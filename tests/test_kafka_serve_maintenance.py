@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kafka_fixtures import create_topics, unique_name
 from kafka_service_support import StoreProbe, assert_same_state, documents, wait_until
-from test_kafka_backlog_alignment import _config, _counter, _past_horizon, _produce, _replay, backlog
+from test_kafka_backlog_alignment import _counter, _past_horizon, produced_backlog
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -35,15 +34,7 @@ def test_serve_maintenance_during_a_backlog_expires_nothing_the_sorted_replay_jo
     from driftline.service.scheduler import Jobs
     from driftline.storage.store import Store
 
-    events = backlog(n=6000, seed=8)
-    topics = {"predictions": unique_name("predictions"), "outcomes": unique_name("outcomes")}
-    create_topics(kafka_bootstrap, topics.values(), 3)
-    _produce(kafka_bootstrap, topics, events)
-    config_path = _config(tmp_path, topics, unique_name("g"), {"batch_max_records": 150})
-    sorted_file = tmp_path / "sorted.jsonl"
-    sorted_file.write_bytes(b"".join(p + b"\n" for *_, p, _ in sorted(events, key=lambda e: e[4])))
-    expected_db = f"sqlite:///{tmp_path / 'replay.db'}"
-    _replay(config_path, [sorted_file], expected_db)
+    events, topics, config_path, expected_db = produced_backlog(kafka_bootstrap, tmp_path)
 
     config = from_dict(yaml.safe_load(config_path.read_text()))
     db = f"sqlite:///{tmp_path / 'live.db'}" if backend == "sqlite" else request.getfixturevalue("pg_url")

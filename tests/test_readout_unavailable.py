@@ -19,6 +19,8 @@ from driftline.readouts.absent import READOUTS, REASONS
 from driftline.storage.store import Store
 from driftline.triggers.drift_hook import default_provider
 
+from helpers import simulated_db
+
 END = "2026-11-30T00:00:00Z"
 REF = ("--from", "2026-11-24T00:00:00Z", "--to", "2026-11-27T00:00:00Z")
 LAB = {"model": "fraud", "window": "7d"}
@@ -26,10 +28,7 @@ LAB = {"model": "fraud", "window": "7d"}
 
 @pytest.fixture
 def db(tmp_path) -> list[str]:
-    events = tmp_path / "events.jsonl"
-    db = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
-    assert main([*db, "simulate", "--days", "6", "--per-day", "300", "--end", END, "--out", str(events)]) == 0
-    assert main([*db, "replay", str(events)]) == 0
+    db = simulated_db(tmp_path, END)
     return db
 
 

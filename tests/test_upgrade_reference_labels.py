@@ -13,15 +13,14 @@ from sqlalchemy import create_engine, text
 
 from driftline.cli import main
 
+from helpers import simulated_db
+
 END = "2026-11-30T00:00:00Z"
 
 
 @pytest.fixture
 def db(tmp_path) -> list[str]:
-    events = tmp_path / "events.jsonl"
-    db = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
-    assert main([*db, "simulate", "--days", "6", "--per-day", "300", "--end", END, "--out", str(events)]) == 0
-    assert main([*db, "replay", str(events)]) == 0
+    db = simulated_db(tmp_path, END)
     assert main([*db, "reference", "set", "--from", "2026-11-24T00:00:00Z", "--to", "2026-11-27T00:00:00Z"]) == 0
     return db
 
