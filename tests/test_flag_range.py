@@ -119,6 +119,22 @@ def test_buckets_of_an_older_version_fall_back_to_the_inference_and_say_so(tmp_p
     assert "(inferred from score histograms: buckets of an older version)" in " ".join(capsys.readouterr().out.split())
 
 
+def test_a_window_over_an_upgrade_reads_recorded_buckets_as_recorded(tmp_path: Path, capsys) -> None:
+    """An older version's hour (no range, flagged at 0.7) beside a newer hour whose recorded thresholds varied
+    (0.6 and 0.8 alternately): the inference is for the older bucket only, so the window lists 0.6, 0.7 and 0.8,
+    not a cut the newer hour's counts happen to fit (it read 0.741 when every bucket was inferred)."""
+    rng = np.random.default_rng(5)
+    old = [pred(f"o{i}", float(np.round(rng.uniform(0, 1), 3)), T0 + i * 5, threshold=0.7) for i in range(300)]
+    url = replayed_db(tmp_path, old, capsys)
+    _strip_ranges(url)
+    new = tmp_path / "new.jsonl"
+    new.write_bytes(b"\n".join(pred(f"n{i}", float(np.round(rng.uniform(0, 1), 3)), T0 + 3600 + i * 5,
+                                    threshold=0.6 if i % 2 else 0.8) for i in range(300)) + b"\n")
+    assert main(["--db", url, "replay", str(new), "--json"]) == 0
+    flags = _json(capsys, "--db", url, "metrics", "--json", *AT)["threshold_in_force"]
+    assert flags["basis"] == "inferred" and flags["thresholds"] == [0.6, 0.7, 0.8]
+
+
 def _bucket(thresholds: list[float | None], configured: float = 0.5) -> BucketStats:
     """A bucket's delta from predictions at these thresholds (None: the config's), through the engine."""
     from driftline.core.engine import Engine, JoinView

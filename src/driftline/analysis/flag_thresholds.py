@@ -152,3 +152,11 @@ def recorded_thresholds(ranges: Iterable[tuple[FlagRange | None, int]], configur
         seen.update(rng[:2])
         sources |= rng[2]
     return FlagThresholds(configured, tuple(sorted(seen)) if seen else (configured,), sources)
+
+
+def with_recorded(inferred: FlagThresholds, recorded: FlagThresholds | None) -> FlagThresholds:
+    """The thresholds of a window holding older buckets (inferred) and recorded ones: each bucket read its own way,
+    so a recorded bucket's range is never re-read from its histograms; the basis stays 'inferred'."""
+    if inferred.thresholds is None or recorded is None or not recorded.sources or recorded.thresholds is None:
+        return inferred
+    return FlagThresholds(inferred.configured, tuple(sorted(set(inferred.thresholds) | set(recorded.thresholds))))

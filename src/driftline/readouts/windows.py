@@ -14,7 +14,7 @@ from ..storage.bucket_row import BucketRow
 from ..storage.store import Store
 from ..core.stats import BucketStats, merge
 from ..core.window_sum import flag_counts, flag_record, sum_encoded
-from ..analysis.flag_thresholds import FlagThresholds, flag_thresholds, recorded_thresholds
+from ..analysis.flag_thresholds import FlagThresholds, flag_thresholds, recorded_thresholds, with_recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,9 +118,12 @@ def flags_in_force(rows: list[BucketRow], configured: float) -> FlagThresholds:
     """The threshold(s) the rows' predictions were flagged at, read bucket by bucket from the encoded rows (a
     decoded one when it was decoded): the ranges recorded at ingest, or, when a row was written by an older
     version, inferred from counts and histograms; nothing is kept decoded, so a long window costs no memory."""
-    recorded = recorded_thresholds(((r.stats.flag_range, r.stats.predictions) if r.data is None
-                                    else flag_record(r.data) for r in rows), configured)
+    records = [(r.stats.flag_range, r.stats.predictions) if r.data is None else flag_record(r.data) for r in rows]
+    recorded = recorded_thresholds(records, configured)
     if recorded is not None:
         return recorded
-    return flag_thresholds(((r.stats.conf, r.stats.hist) if r.data is None else flag_counts(r.data) for r in rows),
-                           configured)
+    older = [n > 0 and (rng is None or rng[2] == 0) for rng, n in records]
+    inferred = flag_thresholds(((r.stats.conf, r.stats.hist) if r.data is None else flag_counts(r.data)
+                                for r, old in zip(rows, older) if old), configured)
+    known = recorded_thresholds((rec for rec, old in zip(records, older) if not old), configured)
+    return with_recorded(inferred, known)
