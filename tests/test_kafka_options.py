@@ -81,3 +81,15 @@ def test_acks_all_is_a_kafka_python_setting() -> None:
     assert "self.config['acks'] == 'all'" in __import__("inspect").getsource(KafkaProducer.__init__)
     assert kafka_options.option_problem({"acks": "all"}, str) is None
     assert kafka_options.option_problem({"acks": "most"}, str) is not None
+
+
+@pytest.mark.parametrize("value", [5, 2, 1.5, 1.0, True, "al", "ALL", None])
+def test_acks_is_one_of_the_values_kafka_python_takes(value: object) -> None:
+    """Verification tryout: `acks: 5` (or 1.5) loaded, and kafka-python does not check it: the broker refuses it
+    (InvalidRequiredAcks) at the first record sent to the dead-letter topic; `acks: al` said "not a number",
+    never naming 'all'."""
+    problem = kafka_options.option_problem({"acks": value}, lambda n: f"kafka.options.{n}")
+    assert problem == (f"kafka.options.acks: {value!r} is not one of 0, 1, -1 or 'all', as kafka-python's acks is "
+                       "(default -1)")
+    for ok in (0, 1, -1, "all"):
+        assert kafka_options.option_problem({"acks": ok}, str) is None

@@ -87,8 +87,9 @@ SECRET_KEY = re.compile(r"password|secret|token|credential|jaas|private", re.IGN
 MASK = "***"
 
 
-ALSO_TEXT = {"acks": ("all",)}
-"""Words kafka-python accepts beside the kind of the default (KafkaProducer: acks 0, 1, -1 or 'all')."""
+ONE_OF: dict[str, tuple[Any, ...]] = {"acks": (0, 1, -1, "all")}
+"""Options whose values are a fixed set (KafkaProducer: acks 0, 1, -1 or 'all'; it does not check, and the broker
+refuses any other with InvalidRequiredAcks at the first record sent to the dead-letter topic)."""
 
 
 def _kind(default: Any) -> str:
@@ -130,8 +131,14 @@ def option_problem(options: Mapping[str, Any], source: Callable[[str], str]) -> 
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             return f"{source(name)}: {value!r} is not a positive whole number of milliseconds"
     for name, value in options.items():
+        allowed = ONE_OF.get(name)
+        if allowed is not None:
+            if type(value) not in (int, str) or value not in allowed:
+                return (f"{source(name)}: {value!r} is not one of {', '.join(map(repr, allowed[:-1]))} or "
+                        f"{allowed[-1]!r}, as kafka-python's {name} is (default {DEFAULTS.get(name)!r})")
+            continue
         default = DEFAULTS.get(name)
-        if default is not None and not _fits(value, default) and value not in ALSO_TEXT.get(name, ()):
+        if default is not None and not _fits(value, default):
             shown = MASK if SECRET_KEY.search(name) else repr(value)  # never repeat a secret
             hint = (" (YAML reads an unquoted yes, no, on, off, true or false as a boolean: "
                     f"{'write the number' if isinstance(default, (int, float)) else 'quote the text'})"
