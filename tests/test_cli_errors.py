@@ -312,18 +312,21 @@ def test_a_report_folder_that_is_a_file_is_one_line_naming_the_option(tmp_path: 
                    "config schedule.report_dir: ", "is a file, not a folder")
 
 
-@pytest.mark.parametrize("encoding, bom", [("utf-16", "FF FE"), ("utf-16-be", None), ("utf-32", "FF FE")])
-def test_a_utf16_file_is_refused_whole_with_how_to_convert_it(tmp_path: Path, encoding: str, bom: str | None) -> None:
+@pytest.mark.parametrize("encoding, bom, name", [("utf-16", "FF FE", "UTF-16"), ("utf-16-be", None, "UTF-16"),
+                                                 ("utf-32", "FF FE 00 00", "UTF-32")])
+def test_a_utf16_file_is_refused_whole_with_how_to_convert_it(tmp_path: Path, encoding: str, bom: str | None,
+                                                              name: str) -> None:
     """Tryout: a UTF-16 export (Windows tools write one) was replayed line by line, each an invalid_json dead letter
     whose detail read 'invalid character at byte offset 0 near \\xff\\xfe{\\x00"\\x00t…'. Now one line, nothing stored."""
     text = (pred("a", 0.9, T0) + b"\n" + outcome("a", 1, T0 + 60) + b"\n").decode()
     data = text.encode(encoding) if bom else b"\xfe\xff" + text.encode(encoding)
     (tmp_path / "u16 x.jsonl").write_bytes(data)
     db = f"--db=sqlite:///{tmp_path / 'd.db'}"
-    line = one_line_error(cli(db, "replay", str(tmp_path / "u16 x.jsonl"), cwd=tmp_path), "is UTF-16 or UTF-32 text",
+    line = one_line_error(cli(db, "replay", str(tmp_path / "u16 x.jsonl"), cwd=tmp_path), f"is {name} text",
                           f"byte-order mark {bom or 'FE FF'}", "nothing was stored")
-    assert f"iconv -f UTF-16 -t UTF-8 '{tmp_path / 'u16 x.jsonl'}'" in line  # pastes as shown
-    one_line_error(cli(db, "replay", "-", cwd=tmp_path, stdin=data), "standard input is UTF-16")
+    # pastes as shown; UTF-32 once got `iconv -f UTF-16`, whose output has a NUL after every character
+    assert f"iconv -f {name} -t UTF-8 '{tmp_path / 'u16 x.jsonl'}'" in line
+    one_line_error(cli(db, "replay", "-", cwd=tmp_path, stdin=data), f"standard input is {name}")
     assert b'"totals": {}' in cli(db, "dead-letters", "--json", cwd=tmp_path).stdout
 
 

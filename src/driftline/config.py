@@ -19,6 +19,7 @@ from .config_fields import (dict_entry, enum_choices, field_path, misspelled_sli
 from .config_scalars import boolean_number, line_of, unquoted
 from .config_service import Exporter, Kafka, Notify, Schedule  # noqa: F401 - importers of driftline.config use them
 from .config_yaml import colon_hint, decimal_comma, events_hint, load_yaml, yaml_where
+from .wide_text import wide_encoding
 from .durations import duration_hint, parse_duration, window_too_long
 from .domain import Costs, Domain
 from .terminal import shell_word
@@ -357,15 +358,16 @@ def load_named(path: str | os.PathLike[str] | None) -> tuple[Config, frozenset[s
         return Config(), frozenset()
     p = Path(path)
     try:
-        text = p.read_bytes().decode("utf-8")
+        raw = p.read_bytes()
+        wide = wide_encoding(raw[:8])
+        if wide is not None:  # a Windows editor's "Unicode": was "byte 0xff on line 1", or "character #x0000"
+            raise ConfigError(f"config {p}: {wide[0]} text ({wide[1]}); the config is UTF-8: save it as UTF-8, or "
+                              f"convert it: `iconv -f {wide[0]} -t UTF-8 {shell_word(str(p))} > "
+                              f"{shell_word(str(p.with_name(p.stem + '-utf8' + p.suffix)))}`")
+        text = raw.decode("utf-8")
     except OSError as err:
         raise ConfigError(f"config {p}: cannot read it: {err.strerror}") from None
     except UnicodeDecodeError as err:
-        if err.object.startswith((b"\xff\xfe", b"\xfe\xff")):  # a Windows editor's "Unicode": was "byte 0xff on line 1"
-            raise ConfigError(f"config {p}: UTF-16 or UTF-32 text (it starts with the byte-order mark "
-                              f"{err.object[:2].hex(' ').upper()}); the config is UTF-8: save it as UTF-8, or convert "
-                              f"it: `iconv -f UTF-16 -t UTF-8 {shell_word(str(p))} > "
-                              f"{shell_word(str(p.with_name(p.stem + '-utf8' + p.suffix)))}`") from None
         line = err.object[:err.start].count(b"\n") + 1
         raise ConfigError(f"config {p}: not UTF-8 text (byte 0x{err.object[err.start]:02x} on line {line})") from None
     try:

@@ -28,6 +28,7 @@ from typing import IO, Any
 from ..config import ConfigError
 from ..config_service import BATCH_BYTES as DEFAULT_BATCH_BYTES
 from ..core.events import DeadLetter, decode, json_lines
+from ..wide_text import wide_encoding
 from ..core.lines import json_line_blocks
 from ..core.limits import Limits
 from ..storage.errors import StoreUnavailable
@@ -145,18 +146,18 @@ def open_events(path: str) -> Iterator[tuple[IO[bytes], Callable[[], int]]]:
     try:
         peek = getattr(raw, "peek", None)
         if path == "-":
-            head = peek(6)[:6] if peek else b""
+            head = peek(8)[:8] if peek else b""
         else:
-            head = raw.read(6)
+            head = raw.read(8)
             raw.seek(0)
         position: Callable[[], int] = (lambda: 0) if path == "-" else raw.tell
-        if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # every line was an invalid_json dead letter whose detail
+        wide = wide_encoding(head)
+        if wide is not None:  # every line was an invalid_json dead letter whose detail
             # read "invalid character at byte offset 0 near \xff\xfe{\x00"\x00t…"
             name = "standard input" if path == "-" else path
-            raise ConfigError(f"{name} is UTF-16 or UTF-32 text (it starts with the byte-order mark "
-                              f"{head[:2].hex(' ').upper()}); events are UTF-8 JSON lines: convert it, e.g. "
-                              f"`iconv -f UTF-16 -t UTF-8 {'FILE' if path == '-' else shell_word(path)} > events.jsonl`, and "
-                              "replay that (nothing was stored)")
+            raise ConfigError(f"{name} is {wide[0]} text ({wide[1]}); events are UTF-8 JSON lines: convert it, e.g. "
+                              f"`iconv -f {wide[0]} -t UTF-8 {'FILE' if path == '-' else shell_word(path)} > "
+                              "events.jsonl`, and replay that (nothing was stored)")
         for magic, opener in _COMPRESSED:
             if head.startswith(magic):
                 with opener(raw, "rb") as fh:
