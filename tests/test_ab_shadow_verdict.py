@@ -137,3 +137,23 @@ def test_unpaired_rows_sentence_names_the_paired_cost(tmp_path) -> None:
             "the ids scored by both).") in text
     assert "alert-rate and cost comparisons" not in text
     assert comp["independent_intervals"]["metrics"] == ["fpr", "precision", "alert_rate"]
+
+
+def test_the_cli_footnote_names_the_paired_bootstrap_for_shadow_costs(tmp_path, capsys) -> None:
+    """Verification tryout: in shadow mode the cost row read `cost / 1,000 (paired_bootstrap)` while the footnote
+    under it said "costs: mid-p per arm, MOVER for differences"."""
+    from driftline.cli import main
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("costs: {currency: EUR, monthly_volume: 1000, missed_positive: 400, review_per_flag: 5}\n"
+                   "ab: {design: shadow, control: A, arms: {A: 0.5, S: 0.5}}\n")
+    events = tmp_path / "e.jsonl"
+    events.write_bytes(b"\n".join(_stream(40, 20, 60, 10, 5, 30)) + b"\n")
+    db = f"sqlite:///{tmp_path / 'd.db'}"
+    assert main(["--config", str(cfg), "--db", db, "replay", str(events), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["--config", str(cfg), "--db", db, "ab", "--window", "1d", "--at", "2023-11-15"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "cost / 1,000 (paired_bootstrap)" in out
+    assert "(costs: mid-p per arm, a paired bootstrap over the ids scored by both for differences)" in out
+    assert "MOVER" not in out

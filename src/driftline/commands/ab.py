@@ -75,9 +75,21 @@ def render_ab(doc: dict[str, Any], console: Console) -> None:
     console.print(f"\n[bold]Verdict:[/bold] {shown(doc['verdict'])}")
     footnote_if(console, indicative_used([[a[k] for k, _ in METRICS] + [a["label_coverage"]]
                                           for a in doc["arms"].values()]))
-    console.print("[dim]Intervals 95 %: Wilson per arm, Newcombe for differences (costs: mid-p per arm, MOVER "
-                  "for differences); anytime = always-valid asymptotic confidence sequence, safe under repeated looks when the "
-                  "window covers the experiment from its start.[/dim]")
+    console.print(f"[dim]Intervals 95 %: Wilson per arm, Newcombe for differences ({cost_methods(doc)}); anytime = "
+                  "always-valid asymptotic confidence sequence, safe under repeated looks when the window covers the "
+                  "experiment from its start.[/dim]")
+
+
+def cost_methods(doc: dict[str, Any]) -> str:
+    """The footnote's words for the cost intervals: MOVER for a split test's differences, the paired bootstrap over
+    the ids scored by both in shadow mode (the footnote said MOVER there too, under a table whose cost row read
+    paired_bootstrap)."""
+    methods = {(c.get("cost_per_1000") or {}).get("method") for c in doc.get("comparisons", [])} - {None}
+    if methods == {"paired_bootstrap"}:
+        return "costs: mid-p per arm, a paired bootstrap over the ids scored by both for differences"
+    if "paired_bootstrap" in methods:
+        return "costs: mid-p per arm, MOVER or a paired bootstrap for differences, as each row names"
+    return "costs: mid-p per arm, MOVER for differences"
 
 
 def _arms_table(doc: dict[str, Any], console: Console) -> None:
