@@ -3,7 +3,7 @@
 Per arm: recall, FPR, precision, alert rate and label coverage as Wilson `Rate`s. Between arms
 (treatment − control): the Newcombe hybrid score interval for the difference (statsmodels
 `confint_proportions_2indep(method="newcomb")`), a pooled score-test p-value, the relative lift with
-the log-adjusted ratio interval (statsmodels' default for `compare="ratio"`), Holm correction across
+the MOVER-R ratio interval from the same Wilson intervals (`relative_lift`), Holm correction across
 the headline metrics and the sample-ratio-mismatch check (label balance: label_balance.py).
 """
 
@@ -173,18 +173,26 @@ def two_proportion_p_value(k_t: int, n_t: int, k_c: int, n_c: int) -> float:
 
 
 def relative_lift(k_t: int, n_t: int, k_c: int, n_c: int, alpha: float = 0.05) -> Lift:
-    """p_t/p_c − 1 with the log-adjusted (+0.5) risk-ratio interval minus 1; None if p_c = 0.
+    """p_t/p_c − 1 with the MOVER-R interval (Donner & Zou 2012) of the ratio from the two Wilson intervals, minus 1;
+    None if p_c = 0. Built from the same Wilson intervals as the Newcombe difference, so the two agree at the edges:
+    the log-adjusted risk ratio gave 1 of 1 against 100 of 200 +100 % [+73.8 %, +129.0 %] (its variance term of an
+    arm with k = n is 0) beside a difference interval holding 0. With k_t = 0 the lower end is −100 %, the estimate.
 
-    With k_t = 0 the lift is −100 % and the ratio cannot be lower, so the lower end is −1: the +0.5
-    adjustment alone put it above the point (−100.0 % [−99.9 %, −85.3 %]); the upper end is unchanged.
-    """
+    Each limit is the ratio R at which MOVER's interval of p_t − R·p_c has that end at 0: a quadratic whose root is
+    taken in the rationalised form c / (b + √(b² − a·c)), stable also where its leading coefficient a is ≤ 0 (a control
+    arm whose Wilson upper end exceeds twice its rate)."""
     if n_t == 0 or n_c == 0 or k_c == 0:
         return Lift(None, None, None)
-    a1, m1, a2, m2 = k_t + 0.5, n_t + 0.5, k_c + 0.5, n_c + 0.5
-    log_ratio = math.log((a1 / m1) / (a2 / m2))
-    half = z_for(alpha) * math.sqrt(1 / a1 - 1 / m1 + 1 / a2 - 1 / m2)
-    low = -1.0 if k_t == 0 else math.exp(log_ratio - half) - 1.0
-    return Lift((k_t / n_t) / (k_c / n_c) - 1.0, low, math.exp(log_ratio + half) - 1.0)
+    z = z_for(alpha)
+    p1, p2 = k_t / n_t, k_c / n_c
+    l1, u1 = wilson_interval(k_t, n_t, z)
+    l2, u2 = wilson_interval(k_c, n_c, z)
+    b = p1 * p2
+    c_low = l1 * (2 * p1 - l1)
+    low = 0.0 if k_t == 0 else c_low / (b + math.sqrt(max(b * b - u2 * (2 * p2 - u2) * c_low, 0.0)))
+    a_up = l2 * (2 * p2 - l2)
+    high = (b + math.sqrt(max(b * b - a_up * u1 * (2 * p1 - u1), 0.0))) / a_up
+    return Lift(p1 / p2 - 1.0, low - 1.0, high - 1.0)
 
 
 def compare_proportions(k_t: int, n_t: int, k_c: int, n_c: int, metric: str = "",
