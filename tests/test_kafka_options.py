@@ -89,7 +89,9 @@ def test_acks_is_one_of_the_values_kafka_python_takes(value: object) -> None:
     (InvalidRequiredAcks) at the first record sent to the dead-letter topic; `acks: al` said "not a number",
     never naming 'all'."""
     problem = kafka_options.option_problem({"acks": value}, lambda n: f"kafka.options.{n}")
+    yaml_bool = (" (YAML reads an unquoted yes, no, on, off, true or false as a boolean: write the number)"
+                 if isinstance(value, bool) else "")  # `acks: yes` (test_config_scalars.py)
     assert problem == (f"kafka.options.acks: {value!r} is not one of 0, 1, -1 or 'all', as kafka-python's acks is "
-                       "(default -1)")
+                       f"(default -1){yaml_bool}")
     for ok in (0, 1, -1, "all"):
         assert kafka_options.option_problem({"acks": ok}, str) is None

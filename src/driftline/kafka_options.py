@@ -135,17 +135,24 @@ def option_problem(options: Mapping[str, Any], source: Callable[[str], str]) -> 
         if allowed is not None:
             if type(value) not in (int, str) or value not in allowed:
                 return (f"{source(name)}: {value!r} is not one of {', '.join(map(repr, allowed[:-1]))} or "
-                        f"{allowed[-1]!r}, as kafka-python's {name} is (default {DEFAULTS.get(name)!r})")
+                        f"{allowed[-1]!r}, as kafka-python's {name} is (default {DEFAULTS.get(name)!r})"
+                        f"{_yaml_bool_hint(value, True)}")
             continue
         default = DEFAULTS.get(name)
         if default is not None and not _fits(value, default):
             shown = MASK if SECRET_KEY.search(name) else repr(value)  # never repeat a secret
-            hint = (" (YAML reads an unquoted yes, no, on, off, true or false as a boolean: "
-                    f"{'write the number' if isinstance(default, (int, float)) else 'quote the text'})"
-                    if isinstance(value, bool) else "")  # `acks: yes`, `security_protocol: no`
             return (f"{source(name)}: {shown} is not {_kind(default)}, as kafka-python's {name} is "
-                    f"(default {default!r}){hint}")
+                    f"(default {default!r}){_yaml_bool_hint(value, isinstance(default, (int, float)))}")
     return None
+
+
+def _yaml_bool_hint(value: Any, number: bool) -> str:
+    """What YAML made of an unquoted yes/no/on/off given for a setting that takes a number (`number`) or text
+    (`acks: yes`, `security_protocol: no`); empty for any other value."""
+    if not isinstance(value, bool):
+        return ""
+    return (" (YAML reads an unquoted yes, no, on, off, true or false as a boolean: "
+            f"{'write the number' if number else 'quote the text'})")
 
 
 def stall_problem(text: str, seconds: float, options: Mapping[str, Any]) -> str | None:
