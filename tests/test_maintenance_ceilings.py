@@ -124,3 +124,31 @@ def test_the_consumer_records_its_ceiling_and_drops_it_when_it_holds_nothing_bac
     m._beat(60.0)
     m._drop_beat()  # a clean stop
     assert not store.meta_prefixed(ceilings.PREFIX)
+
+
+def test_a_heartbeat_never_waits_for_a_write_lock_another_writer_holds(store: Store) -> None:
+    """The heartbeat runs in the consumer's main loop: behind another writer's transaction it must give up at once
+    (and retry a second later), or the lag refresh and health stall with it (the reset-loss service test read a lag
+    stuck for 30 s lock waits). The store here waits an hour for the lock: a heartbeat that used it is still
+    waiting when the other writer lets go a minute later (a hang guard, not a speed check)."""
+    import threading
+
+    from test_kafka_db_lock import _write_lock_held
+
+    patient = Store(store.url, clock=lambda: NOW, lock_timeout_s=3600.0)
+    try:
+        m = _Member(patient, T0 + 7)
+        m.pending, m.expected = set(), {"tp": 0}
+        with _write_lock_held(patient.url):
+            beat = threading.Thread(target=m._beat, args=(40.0,), daemon=True)
+            beat.start()
+            beat.join(60.0)
+            assert not beat.is_alive(), "the heartbeat waited for the write lock"
+            assert not m.beat_stored and m.next_beat == 41.0  # not written; tried again at the next housekeeping
+        m._beat(41.0)
+        assert m.beat_stored and ceilings.shared(patient, NOW) == T0 + 7 and m.next_beat == 41.0 + ceilings.HEARTBEAT_S
+        if patient.dialect == "sqlite":  # the short wait does not stay on the pooled connection
+            with patient.write() as conn:
+                assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 3_600_000
+    finally:
+        patient.close()

@@ -189,15 +189,18 @@ class Upkeep:
         self.pending_since = (self.pending_since if self.pending_since is not None else now) if self.pending else None
         positioning = self.pending_since is not None and now - self.pending_since <= IDLE_S
         ceiling = -math.inf if positioning else self._maintenance_ceiling() if self.expected else math.inf
-        try:
+        try:  # a short wait for the lock: the lag refresh and health above must not stall behind another writer
             if ceiling != math.inf:
-                ceilings.record(self.pipeline.store, self.member, ceiling, self.pipeline.clock())
+                ceilings.record(self.pipeline.store, self.member, ceiling, self.pipeline.clock(), ceilings.BEAT_WAIT_S)
                 self.beat_stored = True
             elif self.beat_stored:
-                ceilings.drop(self.pipeline.store, self.member)
+                ceilings.drop(self.pipeline.store, self.member, ceilings.BEAT_WAIT_S)
                 self.beat_stored = False
-        except (StoreUnavailable, WriteLocked) as err:  # the next heartbeat tries again (the row may go stale)
+        except WriteLocked as err:  # another writer's transaction: tried again at the next housekeeping
+            self.next_beat = now + 1.0
             log.debug("maintenance ceiling not recorded: %s", err)
+        except StoreUnavailable as err:  # an outage (each try may wait out a connect timeout): the next heartbeat
+            log.debug("maintenance ceiling not recorded: %s", err)  # tries again (the row may go stale)
 
     def _drop_beat(self) -> None:
         """A clean stop: this member's ceiling row is deleted (a crash leaves it, ignored after ceilings.FRESH_S)."""

@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 PREFIX = "ceiling:"
 HEARTBEAT_S = 10.0
 """A member with partitions holding records records its ceiling this often (housekeeping, kafka/upkeep.py)."""
+BEAT_WAIT_S = 0.1
+"""How long a heartbeat waits for the database write lock: it runs in the consumer's main loop, whose lag refresh
+and health must not stall behind another writer's transaction; a heartbeat not written is tried again a second
+later (kafka/upkeep.py)."""
 FRESH_S = 120.0
 """A ceiling whose heartbeat is older (or newer: clock skew between hosts) than this is ignored: a member that died
 holds maintenance back for at most this long."""
@@ -65,9 +69,10 @@ def shared(store: "Store", now: float, exclude: str | None = None) -> float | No
     return lowest(store.meta_prefixed(PREFIX), now, exclude)
 
 
-def record(store: "Store", member: str, ceiling: float, now: float) -> None:
-    """Record `member`'s ceiling with heartbeat `now` and delete the rows of members not heard from for FRESH_S."""
-    with store.write() as conn:  # read under the write lock: a row re-recorded meanwhile is not deleted
+def record(store: "Store", member: str, ceiling: float, now: float, wait_s: float | None = None) -> None:
+    """Record `member`'s ceiling with heartbeat `now` and delete the rows of members not heard from for FRESH_S
+    (`wait_s`: for the write lock, default the store's lock timeout)."""
+    with store.write(wait_s) as conn:  # read under the write lock: a row re-recorded meanwhile is not deleted
         rows = conn.execute(select(t.meta.c.key, t.meta.c.value).where(t.meta.c.key.startswith(PREFIX,
                                                                                                autoescape=True)))
         stale = [key for key, value in rows
@@ -78,7 +83,7 @@ def record(store: "Store", member: str, ceiling: float, now: float) -> None:
         conn.execute(t.meta.insert().values(key=PREFIX + member, value=encode(ceiling, now)))
 
 
-def drop(store: "Store", member: str) -> None:
+def drop(store: "Store", member: str, wait_s: float | None = None) -> None:
     """Delete `member`'s row (a clean stop, or no partition holding records left: nothing to hold back)."""
-    with store.write() as conn:
+    with store.write(wait_s) as conn:
         conn.execute(delete(t.meta).where(t.meta.c.key == PREFIX + member))

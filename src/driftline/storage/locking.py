@@ -20,6 +20,9 @@ from . import calls
 
 WRITE = "driftline_write"
 """Execution option marking a connection's transaction as a write transaction."""
+WAIT = "driftline_wait_s"
+"""Execution option: seconds this write transaction waits for the write lock (default: the store's lock timeout);
+a short wait for bookkeeping that must never stall the consumer's main loop (a maintenance-ceiling heartbeat)."""
 WRITE_LOCK_KEY = 0x6472_6966_746C + 16
 """PostgreSQL advisory lock key serialising write transactions (and migrations) of every driftline process."""
 DEFAULT_LOCK_TIMEOUT_S = 30.0
@@ -42,8 +45,16 @@ def install_sqlite(engine: Engine, lock_timeout_s: float) -> None:
         cur.close()
 
     def begin(conn: Connection) -> None:
-        calls.next_step(conn, "the write lock" if conn.get_execution_options().get(WRITE) else "BEGIN", lock_timeout_s)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(WRITE) else "BEGIN")
+        options = conn.get_execution_options()
+        if not options.get(WRITE):
+            calls.next_step(conn, "BEGIN", lock_timeout_s)
+            conn.exec_driver_sql("BEGIN")
+            return
+        wait = options.get(WAIT, lock_timeout_s)
+        # set on every write transaction: the pooled connection keeps the pragma, so a short wait would stay
+        conn.exec_driver_sql(f"PRAGMA busy_timeout={int(wait * 1000)}")
+        calls.next_step(conn, "the write lock", wait)
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     event.listen(engine, "connect", connect)
     event.listen(engine, "begin", begin)
@@ -52,7 +63,7 @@ def install_sqlite(engine: Engine, lock_timeout_s: float) -> None:
 def lock_postgres(conn: Connection, lock_timeout_s: float) -> None:
     """Take the write lock in the connection's transaction (released at commit or rollback); a lock not
     obtained within the timeout raises the driver's OperationalError (lock_not_available)."""
-    conn.execute(text(f"SET LOCAL lock_timeout = '{int(lock_timeout_s * 1000)}ms'"))
+    conn.execute(text(f"SET LOCAL lock_timeout = '{max(1, int(lock_timeout_s * 1000))}ms'"))  # 0 would be no limit
     calls.next_step(conn, "the write lock", lock_timeout_s)
     conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": WRITE_LOCK_KEY})
 

@@ -101,12 +101,13 @@ class Store(StoreQueries):
             return revisions.stored_revisions(conn) == revisions.script_heads()
 
     @contextmanager
-    def write(self) -> Iterator[Connection]:
+    def write(self, wait_s: float | None = None) -> Iterator[Connection]:
         """A write transaction: every read-modify-write of the state (ingestion batches, maintenance, compaction,
         trigger states, references) runs in one, holding the database write lock from its first statement
         (SQLite BEGIN IMMEDIATE, a PostgreSQL advisory lock), so concurrent writers never lose an update. A lock
-        not obtained within `lock_timeout_s`, or a connection problem, raises StoreUnavailable (nothing written)."""
-        with self._transaction(write=True) as conn:
+        not obtained within `wait_s` (default `lock_timeout_s`) raises WriteLocked, a connection problem
+        StoreUnavailable (nothing written)."""
+        with self._transaction(write=True, wait_s=self.lock_timeout_s if wait_s is None else wait_s) as conn:
             yield conn
 
     @contextmanager
@@ -119,7 +120,7 @@ class Store(StoreQueries):
     """Any transaction that may write: prefer write() or read(), which say what they do."""
 
     @contextmanager
-    def _transaction(self, write: bool) -> Iterator[Connection]:
+    def _transaction(self, write: bool, wait_s: float = 0.0) -> Iterator[Connection]:
         from sqlalchemy.exc import DatabaseError, OperationalError, InterfaceError
 
         ok = False
@@ -128,16 +129,16 @@ class Store(StoreQueries):
             with self.engine.connect() as conn:
                 self.calls.idle()
                 if write:
-                    conn = conn.execution_options(**{locking.WRITE: True})
+                    conn = conn.execution_options(**{locking.WRITE: True, locking.WAIT: wait_s})
                 with conn.begin():
                     if write and self.dialect == "postgresql":
-                        locking.lock_postgres(conn, self.lock_timeout_s)
+                        locking.lock_postgres(conn, wait_s)
                     yield conn
             ok = self._reached = True
         except (OperationalError, InterfaceError) as err:
             if write and locking.gave_up_waiting(err):
                 raise WriteLocked(
-                    f"another driftline writer held the database write lock for more than {self.lock_timeout_s:g}s"
+                    f"another driftline writer held the database write lock for more than {wait_s:g}s"
                     " (nothing written; run again when it is done)") from err
             if not self._reached:  # a wrong name from the start: no retry mends it; one dropped under a running
                 pg_missing.refuse_missing(self.url, err)  # process (a restore) is waited for like any outage
