@@ -161,6 +161,7 @@ def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
+    from ..readouts.maturity import backtest_late_labels
     from ..triggers import runner
     from ..triggers.drift_hook import default_provider
     from ..triggers.notify import Notifier, deliver
@@ -194,8 +195,9 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
         # One shot: no next pass refreshes the alerts, so a firing one must not expire by itself (refresh_s None),
         # and no process serves /triggers for a generatorURL (only notify.generator_url, when set).
         deliver(Notifier(ctx.config.notify, model, clock=ctx.clock, refresh_s=None), store, run)
+    late = [] if at is None or ahead else backtest_late_labels(store, ctx.config, model, run.rules, now)
     if args.json:
-        print(json.dumps(run.to_json()))
+        print(json.dumps({**run.to_json(), "late_labels": late}))
         return 0
     cols = [Col("trigger", "left"), Col("line", "left", drop=2), Col("state", "left"), Col("judged", drop=3),
             Col("value [95 %]"), Col("n"), Col("change", "left", drop=1)]
@@ -215,6 +217,9 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
         ctx.console.print(NO_TRIGGERS)
         return 0
     print_table(ctx.console, cols, rows, title=f"triggers of {shown(run.model)} at {iso(run.at)}")
+    for hint in late:
+        say(ctx.console, shown(f"{', '.join(hint['triggers'])} ({hint['window']['label']} window): {hint['note']}"),
+            "[yellow]note:[/yellow] ")
     return 0
 
 

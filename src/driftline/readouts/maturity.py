@@ -9,16 +9,20 @@ the readouts say why and `--matured` picks the newest matured window instead.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..analysis.classification import delay_quantiles, delay_upper
+from ..analysis.label_arrival import late_labels
 from ..analysis.rates import INDICATIVE_BELOW_N
 from ..config import Config
 from ..core.events import iso
 from ..numbers import duration
+from ..storage.bucket_row import BucketRow
+from ..storage.compaction import COMPACTED_SHARD, DAY_S
 from ..storage.store import Store
 from ..storage.summaries import delay_histogram
 from .windows import Window
@@ -115,3 +119,48 @@ def maturity_hint(store: Store, config: Config, model: str | None, window: Windo
                      f"; the newest window with matured labels ends {iso(m.matured_end)}: `driftline {command} "
                      f"--at {iso(m.matured_end)}` or `--matured`")
     return {"note": note, "labelled": labelled, "predictions": predictions, **m.to_json()}
+
+
+def late_labels_hint(rows: Sequence[BucketRow], bucket_s: int, at: float) -> dict[str, Any] | None:
+    """For a window ending at an explicit `--at`: how many of its labels arrived at or after it (the readout uses
+    the labels known now, which a live reading at `at` had not seen), with the note saying so; None when none can
+    have (churn tryout: `alerts evaluate --at` fired a recall alert at 2026-06-15 on labels that came 30–60 d
+    later, and the README said a backtest equals what a live evaluation saw)."""
+    late = late_labels(((r.bucket_start, DAY_S if r.shard == COMPACTED_SHARD else bucket_s, r.stats.delay)
+                        for r in rows), at)
+    if late.maybe_after == 0:
+        return None
+    some = (f"at least {late.surely_after:,} of this window's {late.labels:,} labels arrived after it"
+            + (f" (up to {late.maybe_after:,})" if late.maybe_after > late.surely_after else "")
+            if late.surely_after else
+            f"up to {late.maybe_after:,} of this window's {late.labels:,} labels may have arrived after it")
+    note = (f"labels as known now, not at --at {iso(at)}: {some}, by the label-delay histogram; a live reading "
+            f"at that time had not seen them, so its labelled metrics rested on fewer labels (or none)")
+    return {"note": note, **late.to_json()}
+
+
+LABEL_FREE = frozenset({"alert_rate", "dead_letter_rate", "silence_seconds", "psi", "js", "drifted",
+                        "multivariate_drift", "multivariate_drifted"})
+"""Trigger metrics read without labels (a backtest of them sees no label from its future)."""
+
+
+def backtest_late_labels(store: Store, config: Config, model: str | None, rules: Sequence[Any], at: float
+                         ) -> list[dict[str, Any]]:
+    """For each window length of the label-reading triggers (`canonical` metric not in LABEL_FREE), the labels of
+    the window ending at `at` that arrived at or after `at` (late_labels_hint), with the window and the triggers;
+    only windows some of whose labels can have arrived later."""
+    from ..metric_names import canonical
+    from .headline import headline_rows
+    from .windows import window_ending, window_rows
+    by_window: dict[float, list[str]] = {}
+    for r in rules:
+        if canonical(r.metric) not in LABEL_FREE:
+            by_window.setdefault(r.window_s, []).append(r.name)
+    out = []
+    for window_s, names in sorted(by_window.items()):
+        window = window_ending(at, window_s, config.bucket_s)
+        rows = headline_rows(config.ab, window_rows(store, model, window, features=False))
+        hint = late_labels_hint(rows, config.bucket_s, at)
+        if hint is not None:
+            out.append({"window": window.to_json(), "triggers": names, **hint})
+    return out
