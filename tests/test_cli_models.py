@@ -277,8 +277,11 @@ def test_the_ab_header_reads_for_any_variant_names(db, tmp_path, capsys) -> None
 
 # --- leftovers: misspelled trigger names, a negative window ---------------------------------------------
 def test_a_trigger_on_an_unseen_variant_or_feature_is_named(db, tmp_path, capsys) -> None:
+    # recall over 60d: the churn fixture's labels come ~28 d after prediction, and a recall trigger over the newest
+    # 7d is named for that too (tests/test_trigger_label_delay.py); this test is about unseen names alone
     cfg = _config(tmp_path, "features: {plan: categorical}\ntriggers:\n"
-                            "  - {name: typo_variant, metric: recall, op: '<', value: 0.5, variant: treatmnet}\n"
+                            "  - {name: typo_variant, metric: recall, op: '<', value: 0.5, variant: treatmnet,"
+                            " window: 60d}\n"
                             "  - {name: typo_feature, metric: psi, op: '>', value: 0.2, feature: plna}\n"
                             "  - {name: fine, metric: psi, op: '>', value: 0.2, feature: plan, variant: holdout}\n")
     code, _, err = _run(capsys, *cfg, *db, "alerts", "validate")
@@ -288,7 +291,8 @@ def test_a_trigger_on_an_unseen_variant_or_feature_is_named(db, tmp_path, capsys
     assert "'typo_feature'" in lines[1] and "'plna'" in lines[1] and "'fine'" not in err
     code, _, err = _run(capsys, *cfg, *db, "alerts", "evaluate", "--dry-run", "--at", "2026-10-20", "--json")
     assert code == 0 and "'treatmnet'" in err and "'plna'" in err
-    ok = _config(tmp_path, "triggers:\n  - {name: fine, metric: recall, op: '<', value: 0.5, variant: holdout}\n")
+    ok = _config(tmp_path, "triggers:\n  - {name: fine, metric: recall, op: '<', value: 0.5, variant: holdout,"
+                           " window: 60d}\n")
     code, out, err = _run(capsys, *ok, *db, "alerts", "validate")
     assert code == 0 and err == "" and "every variant and feature named is known" in out
 

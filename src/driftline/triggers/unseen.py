@@ -1,9 +1,11 @@
 """Triggers that name a feature or variant the data never had: such a trigger loads, then stays
 insufficient_data forever (a typo like `variant: treatmnet`). Found at `alerts validate`, `alerts evaluate` and
-service start, by comparing with the stored variants, `ab.arms`, `features:` and the active reference."""
+service start, by comparing with the stored variants, `ab.arms`, `features:` and the active reference; likewise
+a label-reading trigger whose window is shorter than the model's label delay (it never holds labels)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from sqlalchemy import select
@@ -52,4 +54,36 @@ def unseen_names(store: Store, config: Config, model: str, rules: Sequence[Rule]
             where = "the active reference" if ref is not None else "`features:` (no reference is set)"
             out.append(f"trigger {r.name!r}: feature {r.feature!r} is not tracked by {where} of model {model!r} "
                        f"(known: {_names(features)}); it will stay insufficient_data")
+    return out + late_label_windows(store, config, model, rules)
+
+
+def late_label_windows(store: Store, config: Config, model: str, rules: Sequence[Rule]) -> list[str]:
+    """One line per label-reading trigger whose window is no longer than the model's median label delay: judged
+    over the newest window it holds few labels or none, so it stays insufficient_data or judges the early labels
+    only (churn tryout: labels 30–60 d after prediction, `recall < 0.60 over 7d` read insufficient_data for ever,
+    with nothing saying why). Nothing while fewer than 30 label delays are stored."""
+    from ..analysis.classification import delay_quantiles, delay_upper
+    from ..analysis.rates import INDICATIVE_BELOW_N
+    from ..durations import format_duration
+    from ..numbers import duration
+    from ..readouts.maturity import LABEL_FREE
+    from ..storage.summaries import delay_histogram
+    reading = [r for r in rules if canonical(r.metric) not in LABEL_FREE]
+    if not reading:
+        return []
+    hist, _ = delay_histogram(store, model)
+    if int(hist.sum()) < INDICATIVE_BELOW_N:
+        return []
+    q = delay_quantiles(hist)
+    p50, p95, upper = q["p50"], q["p95"], delay_upper(hist)
+    out = []
+    for r in reading:
+        if p50 is None or p95 is None or upper is None or p50 < r.window_s:
+            continue
+        days = math.ceil((upper + r.window_s) / 86400.0)
+        out.append(f"trigger {r.name!r}: {r.metric} over the newest {format_duration(r.window_s)} needs labels, but "
+                   f"labels of model {model!r} arrive {duration(p50)} after the prediction (median; 95th percentile "
+                   f"{duration(p95)}), so its window holds few or none: it stays insufficient_data or judges the "
+                   f"early labels only. A window longer than the label delay (`window: {days}d`) holds the "
+                   f"labelled predictions; `driftline metrics --matured` reads a window whose labels have arrived")
     return out
