@@ -40,7 +40,7 @@ from ..core.stats import NEG, POS, FeatureHist, absent_as_missing
 from . import drift_stats as ds
 from .fine_grid import GRID_FEATURE, FineSample, fine_sample, grid_mids, score_sample
 from .profiles import (
-    CATEGORICAL, NUMERIC, CategoricalProfile, NumericProfile, Profile, rebin, rebin_sample, unseen_count,
+    CATEGORICAL, NUMERIC, CategoricalProfile, NumericProfile, Profile, rebin, rebin_sample, unseen_count, unseen_values,
 )
 from .rates import Rate, rate
 
@@ -128,6 +128,8 @@ class FeatureDrift:
     missing_reference: float | None = None
     missing_current: float | None = None
     unseen_share: float | None = None
+    unseen_values: tuple[tuple[str, int], ...] = ()
+    """Categorical: the most frequent current categories the reference never saw, with their counts."""
     noise_floor: NoiseFloor = NoiseFloor()
     drifted: bool = False
     severity: str = "none"
@@ -148,7 +150,9 @@ class FeatureDrift:
             "missing_share": {"reference": self.missing_reference, "current": self.missing_current,
                               "p_value": None if self.missing_test is None else self.missing_test.p_value,
                               "p_adjusted": None if self.missing_test is None else self.missing_test.p_adjusted},
-            "unseen_share": self.unseen_share, "noise_floor": self.noise_floor.to_json(),
+            "unseen_share": self.unseen_share,
+            "unseen_values": [{"value": v, "count": n} for v, n in self.unseen_values],
+            "noise_floor": self.noise_floor.to_json(),
             "drifted": self.drifted, "severity": self.severity,
             "n_reference": self.n_reference, "n_current": self.n_current,
             "bins": [{"bin": b, "reference": r / nr if nr else None, "current": c / nc if nc else None}
@@ -288,14 +292,14 @@ def categorical_drift(p: CategoricalProfile, fh: FeatureHist | None,
     """Drift of a categorical feature on its top-K/other/missing bins; p-value not yet adjusted."""
     ref_b, cur_b = p.counts, rebin(p, fh)
     n_r, n_c = int(ref_b.sum()), int(cur_b.sum())
-    unseen = None
+    unseen, new_values = None, ()
     if fh is not None:
         k_new, n_present = unseen_count(p, fh)
-        unseen = _share(k_new, n_present)
+        unseen, new_values = _share(k_new, n_present), unseen_values(p, fh)
     base = FeatureDrift(p.feature, CATEGORICAL, n_r, n_c, bins=p.labels,
                         ref_counts=tuple(ref_b.tolist()), cur_counts=tuple(cur_b.tolist()),
                         missing_reference=_share(int(ref_b[-1]), n_r), missing_current=_share(int(cur_b[-1]), n_c),
-                        unseen_share=unseen)
+                        unseen_share=unseen, unseen_values=new_values)
     if n_r == 0 or n_c == 0:
         return base
     p_null = _succession(ref_b, (-2, -1))

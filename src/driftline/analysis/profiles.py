@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core.feature_hists import OTHER as CATEGORY_OVERFLOW
 from ..core.grids import feature_bin_lower
 from ..core.stats import NEG, POS, BucketStats, FeatureHist, absent_as_missing
 from .drift_stats import bridge_l1_quantile
@@ -195,6 +196,19 @@ def unseen_count(p: CategoricalProfile, fh: FeatureHist) -> tuple[int, int]:
     cats = categories_of(fh)
     new = cats.keys() - p.seen
     return sum(cats[c] for c in new), sum(cats.values())
+
+
+UNSEEN_SHOWN = 5
+"""New categories named per feature (the most frequent first)."""
+
+
+def unseen_values(p: CategoricalProfile, fh: FeatureHist, k: int = UNSEEN_SHOWN) -> tuple[tuple[str, int], ...]:
+    """The `k` most frequent current categories the reference never saw, with their counts (ties by name), so a
+    new category is named, not only counted in `(other)` (churn tryout: a new plan `unlimited-5g` took 20 % of the
+    window and the readout said only `(other)` 0.199). The per-bucket overflow category is no value and is left out."""
+    cats = categories_of(fh)
+    new = sorted(((c, cats[c]) for c in cats.keys() - p.seen if c != CATEGORY_OVERFLOW), key=lambda kv: (-kv[1], kv[0]))
+    return tuple(new[:k])
 
 
 def numeric_profile(name: str, s: FineSample, n_bins: int, grid: str = GRID_FEATURE,

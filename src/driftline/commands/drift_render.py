@@ -102,6 +102,18 @@ def _print_seasonality(console: Console, s: dict[str, Any]) -> None:
                       f"predictions) compared with the whole reference: {fb['rule']}")
 
 
+def _print_new_values(console: Console, features: list[dict[str, Any]]) -> None:
+    """One line per categorical feature with values the reference never saw: their share and the most frequent
+    of them by name (they are otherwise only part of the `(other)` bin)."""
+    for f in features:
+        new = f.get("unseen_values") or []
+        if not new or not f.get("unseen_share"):
+            continue
+        names = ", ".join(f"{v['value']} ({count(v['count'])})" for v in new)
+        say(console, shown(f"{f['feature']}: {prop(f['unseen_share'])} of the window's values were never seen in the "
+                           f"reference: {names}"), "[yellow]new values:[/yellow] ")
+
+
 def render_drift(doc: dict[str, Any], console: Console) -> None:
     """Ranked drift table: feature, kind, PSI, JS, adjusted p, noise floors, severity, drifted; then prevalence."""
     w, r = doc["window"], doc["reference"]
@@ -117,6 +129,7 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
         sections.append(len(rows))
         rows.append(_drift_row({**doc["score"], "feature": "(score)"}))
     print_table(console, DRIFT_COLS, rows, sections=sections)
+    _print_new_values(console, doc["features"])
     _print_seasonality(console, doc.get("seasonality") or {})
     p = doc["prevalence"]
     cur = p["current"]
