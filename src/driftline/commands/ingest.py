@@ -14,7 +14,7 @@ from typing import Any
 from rich.cells import cell_len
 from rich.text import Text
 
-from ..config import ConfigError
+from ..config import AB, ConfigError
 from ..context import Context, positive
 from ..core.engine import CONFLICTING, IMPLICIT_RELABELLED
 from ..core.events import ALL_REASONS, RAW_LIMIT, iso
@@ -89,12 +89,21 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
     warnings = [w for w in (past_horizon_warning(total, newest_before, ctx.config.labels.horizon),
                             expired_warning(maintenance, pipeline.watermark(), ctx.config.labels.horizon,
                                             pipeline.stored_now.full),
-                            conflict_warning(total)) if w] + untracked_warnings(total.counters,
+                            conflict_warning(total)) if w] + shared_id_warnings(ctx.config.ab, total.counters) \
+        + untracked_warnings(total.counters,
                                                                                ctx.config.max_features)
     for w in warnings:
         say(ctx.err, shown(w), "[yellow]warning:[/yellow] ")  # (the conflict warning quotes an event's id)
     return {**summary(total, maintenance), "held_back_line": total.held_back, "warnings": warnings,
             "error": total.unreadable}
+
+
+def shared_id_warnings(ab: AB, counters: Counter[tuple[str, str]]) -> list[str]:
+    """Per model of this replay with ids scored by two of its variants, in a split design: the whole-model numbers
+    count them once per variant (readouts.headline.shared_id_note; counts of this replay)."""
+    from ..readouts.headline import shared_id_models, shared_id_note
+    notes = (shared_id_note(ab, counters, m) for m in shared_id_models(counters))
+    return [n.replace(", all time)", ", this replay)") for n in notes if n]
 
 
 def past_horizon_warning(total: BatchResult, newest_before: float | None, horizon: str) -> str | None:

@@ -27,6 +27,17 @@ IMPLICIT_RELABELLED = "implicit_relabelled"
 (`positive`: the maturity assumption was wrong for it; `negative`: confirmed)."""
 
 CONFLICTING = ("conflicting_duplicates", "prediction")
+SHARED_IDS = "shared_id_predictions"
+"""Counter of predictions whose id another variant of the same model scored too, labelled 'model\tA\tB' (the two
+variants sorted): a shadow arm's mark. In a split design the whole-model numbers sum every variant, so such ids
+count once per variant (churn tryout: a shadow arm beside a control/challenger split doubled every whole-model
+count, 2,020 'positives' for 1,010 customers, and nothing said so)."""
+
+
+def shared_id_label(model: str, a: str, b: str) -> str:
+    """The SHARED_IDS counter label of a model and two variants (order-free)."""
+    lo, hi = sorted((a, b))
+    return f"{model}\t{lo}\t{hi}"
 """Counter of duplicate predictions (already counted in `duplicates`) whose score, ts or model_version differs from
 the copy stored first, or whose threshold flags it otherwise, which stays: unlike exact copies, their effect
 depends on which copy arrived first."""
@@ -172,6 +183,9 @@ class Engine:
                             or r.flagged != (score >= threshold):  # a threshold that flags the copy otherwise
                         self._conflict(pid)
                     return
+            for r in recs:  # the id scored by another variant of this model too: a shadow pair
+                if r.model == ev.model:
+                    self.result.counters[(SHARED_IDS, shared_id_label(ev.model, r.variant, variant))] += 1
         rec = PredRecord(pid, ev.model, ev.model_version or DEFAULT_VERSION, variant, ts, score,
                          score >= threshold, shard,
                          slice_values=self._slice_values(ev.features) if self.s.slice_features else None)

@@ -79,3 +79,30 @@ def scope_text(control: str, shadows: Sequence[str]) -> str:
     s, verb = ("s", "are") if len(shadows) > 1 else ("", "is")
     return (f"production arm {control} only (ab.design: shadow; shadow arm{s} {names} {verb} not summed in: "
             f"--variant {shadows[0]} reads {'one' if s else 'it'})")
+
+
+def shared_id_note(ab: AB, counters: Mapping[tuple[str, str], int], model: str | None) -> str | None:
+    """In a split design, the note that some ids were scored by two variants of `model` (all time, from the
+    engine's SHARED_IDS counter): the whole-model numbers then count such an id once per variant, as a shadow arm
+    beside a split does (churn tryout: 2,020 'positives' for 1,010 customers); None in shadow mode or without."""
+    from ..core.engine import SHARED_IDS
+    if ab.design == "shadow" or model is None:
+        return None
+    prefix = f"{model}\t"
+    pairs = sorted(((label.split("\t")[1:], n) for (name, label), n in counters.items()
+                    if name == SHARED_IDS and label.startswith(prefix) and label.count("\t") == 2),
+                   key=lambda kv: (-kv[1], kv[0]))
+    if not pairs:
+        return None
+    shown = "; ".join(f"'{a}' and '{b}': {n:,}" for (a, b), n in pairs[:3]) + ("; …" if len(pairs) > 3 else "")
+    return (f"some prediction ids were scored by two variants of model '{model}' ({shown} ids, all time): a shadow "
+            "arm? With `ab.design: split` the whole-model numbers (and triggers without `variant:`) sum every "
+            "variant, so each such id counts once per variant. With one production arm set `ab.design: shadow` "
+            "(production as `ab.control`); beside a split, read each arm with `--variant` and give triggers a "
+            "`variant:`")
+
+
+def shared_id_models(counters: Mapping[tuple[str, str], int]) -> list[str]:
+    """Models with a SHARED_IDS count in `counters` (e.g. one replay's), sorted."""
+    from ..core.engine import SHARED_IDS
+    return sorted({label.split("\t")[0] for (name, label), n in counters.items() if name == SHARED_IDS and n})

@@ -12,7 +12,8 @@ from ..core.labels import VARIANT, VERSION, overflow_counter
 from ..core.events import iso
 from ..core.stats import UNL
 from ..storage.store import Store
-from .headline import headline_rows, headline_total, headline_variant, missing_control_note, scope_json
+from .headline import (headline_rows, headline_total, headline_variant, missing_control_note, scope_json,
+                       shared_id_note)
 from .maturity import maturity_hint
 from .ranking import window_metrics
 from .windows import (Window, cut_days, cut_days_note, default_at, flags_in_force, merged, window_ending,
@@ -84,6 +85,9 @@ def metrics_document(store: Store, config: Config, q: MetricsQuery) -> dict[str,
                                                              total.predictions - int(total.conf[UNL].sum()),
                                                              "metrics")
     counters = store.counters()
+    shared = None if q.variant is not None or empty else shared_id_note(config.ab, counters, q.model)
+    if shared:
+        doc["note"] = "; ".join(n for n in (doc.get("note"), shared) if n)
     doc["label_overflow"] = {kind: counters.get((overflow_counter(kind), q.model), 0) for kind in (VARIANT, VERSION)}
     return doc
 

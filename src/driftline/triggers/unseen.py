@@ -14,7 +14,8 @@ from ..config import Config
 from ..readouts.references import load_reference
 from ..storage import schema
 from ..storage.store import Store
-from .metrics import DRIFT, canonical
+from ..readouts.headline import shared_id_note
+from .metrics import DRIFT, PIPELINE, canonical
 from .model import Rule
 
 SHOWN = 10
@@ -54,6 +55,11 @@ def unseen_names(store: Store, config: Config, model: str, rules: Sequence[Rule]
             where = "the active reference" if ref is not None else "`features:` (no reference is set)"
             out.append(f"trigger {r.name!r}: feature {r.feature!r} is not tracked by {where} of model {model!r} "
                        f"(known: {_names(features)}); it will stay insufficient_data")
+    whole = [r.name for r in rules if r.variant is None and canonical(r.metric) not in PIPELINE]
+    shared = shared_id_note(config.ab, store.counters(), model) if whole else None
+    if shared:
+        out.append(f"trigger{'s' if len(whole) > 1 else ''} {', '.join(repr(n) for n in whole)} (whole model): "
+                   f"{shared}")
     return out + late_label_windows(store, config, model, rules)
 
 

@@ -1,0 +1,91 @@
+"""Ids scored by two variants of a model under `ab.design: split` are counted and said (a shadow arm beside a split).
+
+Churn tryout: control and gbm-v7 split the customers while gbm-v8-shadow scored every one of them. With the split
+configured, `metrics` read recall over 2,020 'positives' for 1,010 churners (each id once per variant, the shadow
+scores mixed into production's), the triggers judged that, and nothing said so.
+"""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from driftline import cli
+from driftline.core.engine import SHARED_IDS, Engine, EngineSettings, JoinView, shared_id_label
+
+from helpers import decoded, outcome, pred
+
+START = 1_780_272_000.0  # 2026-06-01T00:00:00Z
+
+
+def test_shared_id_label_is_order_free() -> None:
+    assert shared_id_label("churn", "shadow", "control") == shared_id_label("churn", "control", "shadow") \
+        == "churn\tcontrol\tshadow"
+
+
+def _events(shadow: bool) -> bytes:
+    lines = []
+    for i in range(400):
+        ts = START + i * 600
+        arm = "control" if i % 2 else "gbm-v7"
+        lines.append(pred(f"c{i}", 0.2 + 0.5 * (i % 3 == 0), ts, variant=arm, model="churn"))
+        if shadow:
+            lines.append(pred(f"c{i}", 0.1 + 0.5 * (i % 4 == 0), ts, variant="gbm-v8-shadow", model="churn"))
+        lines.append(outcome(f"c{i}", i % 2, ts + 60))
+    return b"\n".join(lines) + b"\n"
+
+
+def _base(tmp_path, shadow: bool, ab: dict) -> list[str]:
+    path = tmp_path / "e.jsonl"
+    path.write_bytes(_events(shadow))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"model": "churn", "threshold": 0.3, "ab": ab, "triggers": [
+        {"name": "recall_low", "metric": "recall", "op": "<", "value": 0.6, "window": "7d"}]}))
+    return ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
+
+
+SPLIT = {"design": "split", "control": "control", "arms": {"control": 0.5, "gbm-v7": 0.5}}
+
+
+def test_a_shadow_arm_beside_a_split_is_counted_and_said(tmp_path, capsys) -> None:
+    base = _base(tmp_path, True, SPLIT)
+    assert cli.main([*base, "replay", str(tmp_path / "e.jsonl"), "--json"]) == 0
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    said = [w for w in warnings if "scored by two variants of model 'churn'" in w]
+    assert len(said) == 1 and "'control' and 'gbm-v8-shadow': 200" in said[0] \
+        and "'gbm-v7' and 'gbm-v8-shadow': 200" in said[0] and "this replay" in said[0]
+    assert cli.main([*base, "metrics", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "scored by two variants of model 'churn'" in doc["note"] and "all time" in doc["note"]
+    assert cli.main([*base, "metrics", "--variant", "control", "--json"]) == 0  # one variant: nothing doubled
+    assert "two variants" not in (json.loads(capsys.readouterr().out).get("note") or "")
+    assert cli.main([*base, "alerts", "validate"]) == 1
+    assert "trigger 'recall_low' (whole model): some prediction ids were scored by two variants" in \
+        " ".join(capsys.readouterr().err.split())
+
+
+def test_a_plain_split_or_a_shadow_design_says_nothing(tmp_path, capsys) -> None:
+    base = _base(tmp_path, False, SPLIT)
+    assert cli.main([*base, "replay", str(tmp_path / "e.jsonl"), "--json"]) == 0
+    assert not any("two variants" in w for w in json.loads(capsys.readouterr().out)["warnings"])
+    assert cli.main([*base, "metrics", "--json"]) == 0
+    assert "two variants" not in (json.loads(capsys.readouterr().out).get("note") or "")
+    (tmp_path / "s").mkdir()
+    shadow = _base(tmp_path / "s", True, {"design": "shadow", "control": "control",
+                                          "arms": {"control": 0.4, "gbm-v7": 0.3, "gbm-v8-shadow": 0.3}})
+    assert cli.main([*shadow, "replay", str(tmp_path / "s" / "e.jsonl"), "--json"]) == 0
+    assert not any("two variants" in w for w in json.loads(capsys.readouterr().out)["warnings"])
+
+
+def test_the_count_does_not_depend_on_arrival_order() -> None:
+    def counts(order: list[bytes]) -> dict:
+        e = Engine(EngineSettings(threshold=0.3), JoinView())
+        for d in decoded(order):
+            e.apply(d)
+        return {k: v for k, v in e.finish().counters.items() if k[0] == SHARED_IDS}
+
+    a = pred("x", 0.5, START, variant="control", model="churn")
+    b = pred("x", 0.4, START, variant="shadow", model="churn")
+    other_model = pred("x", 0.4, START, variant="shadow", model="fraud")
+    assert counts([a, b, other_model]) == counts([b, other_model, a]) == {(SHARED_IDS, "churn\tcontrol\tshadow"): 1}
