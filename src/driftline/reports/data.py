@@ -34,7 +34,7 @@ from .render import when
 from .business import business_section, judge_cost_optimal, threshold_table
 from .scores import fine_from_sample, score_distribution
 from .summary import glossary, summary_sentence, summary_status, week_phrase
-from .weeks import IsoWeek, reported_part
+from .weeks import IsoWeek, has_data, reported_part, week_of
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +161,17 @@ def watermark(store: Store) -> float | None:
     return now if now < newest <= now + MAX_FUTURE_S else newest
 
 
+def newest_matured_week(store: Store, model: str, week: IsoWeek, period: float | None, wm: float | None
+                        ) -> IsoWeek | None:
+    """The newest ISO week before `week` whose every day has matured (its end one maturity period before the
+    watermark) and which holds predictions, or None (churn tryout: with labels 30–60 d late every scheduled weekly
+    report read "no labelled outcomes for this week" and named no week that could be judged)."""
+    if period is None or wm is None:
+        return None
+    matured = week_of(wm - period).previous()
+    return matured if matured.start < week.start and has_data(store, model, matured) else None
+
+
 def label_maturity(store: Store, config: Config, model: str, week: IsoWeek, metrics: dict[str, Any],
                    days: list[dict[str, Any]], now: float) -> dict[str, Any]:
     """Label coverage of the week (and per day), label delay, and whether each day's labels have matured:
@@ -185,7 +196,12 @@ def label_maturity(store: Store, config: Config, model: str, week: IsoWeek, metr
     provisional = pending or now < week.end
     week_p95 = metrics["label_delay_seconds"]["p95"]
     note = provisional_note(by_day, period, now >= week.end, when(iso(week.end)))
+    matured = newest_matured_week(store, model, week, period, wm) if pending else None
+    if matured is not None:
+        note += (f"; the newest week whose labels have matured is {matured.label}: `driftline report --week "
+                 f"{matured.label}`")
     return {"coverage": metrics["label_coverage"], "delay_seconds": metrics["label_delay_seconds"],
+            "matured_week": None if matured is None else matured.label,
             "maturity_seconds": period, "maturity_method": method,
             "maturity_method_text": method_text(method),
             "maturity_basis": basis_text(config, method, period, week_p95, pending), "watermark": None if wm is None else iso(wm),

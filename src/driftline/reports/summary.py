@@ -115,6 +115,9 @@ def summary_sentence(doc: dict[str, Any]) -> str:
         text = "No targets or triggers are configured, so nothing is judged"
     elif len(unjudged) == len(judged):
         text = "No headline metric can be judged yet: there are no labelled outcomes for this week"
+        matured = (doc.get("label_maturity") or {}).get("matured_week")
+        if matured:
+            text += f" (the newest week whose labels have matured is {matured})"
     else:
         text = "All headline metrics within their targets"
         if unjudged:
