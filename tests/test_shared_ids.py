@@ -89,3 +89,26 @@ def test_the_count_does_not_depend_on_arrival_order() -> None:
     b = pred("x", 0.4, START, variant="shadow", model="churn")
     other_model = pred("x", 0.4, START, variant="shadow", model="fraud")
     assert counts([a, b, other_model]) == counts([b, other_model, a]) == {(SHARED_IDS, "churn\tcontrol\tshadow"): 1}
+
+
+def test_names_of_the_longest_allowed_length_still_fit_the_counter_label(tmp_path, capsys, pg_url) -> None:
+    """Model and variant names may each have MAX_NAME_LEN (200) characters and counter labels are VARCHAR(200):
+    the pair's label 'model\\tA\\tB' of 602 characters made PostgreSQL refuse the whole batch (value too long),
+    so every replay (and the live consumer) of such a stream failed. Each name is cut to a third of the label."""
+    from driftline.core.limits import MAX_NAME_LEN
+
+    model, a, b = "m" * MAX_NAME_LEN, "a" * MAX_NAME_LEN, "b" * MAX_NAME_LEN
+    lines = [pred(f"c{i}", 0.7, START + i, variant=arm, model=model) for i in range(5) for arm in (a, b)]
+    path = tmp_path / "e.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"model": model, "threshold": 0.3, "ab": {
+        "design": "split", "control": a, "arms": {a: 0.5, b: 0.5}}}))
+    base = ["--config", str(cfg), "--db", pg_url]
+    assert cli.main([*base, "replay", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    said = [w for w in doc["warnings"] if "scored by two variants of model" in w]
+    assert len(said) == 1 and ": 5 ids" in said[0]
+    assert cli.main([*base, "metrics", "--json"]) == 0
+    assert "scored by two variants of model" in json.loads(capsys.readouterr().out)["note"]
+    assert len(shared_id_label(model, a, b)) <= MAX_NAME_LEN

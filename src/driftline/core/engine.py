@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .events import Decoded, Outcome, Prediction
+from .limits import MAX_NAME_LEN
 from .moves import MAX_CATEGORY_LEN, Moves
 from .stats import NEG, POS, UNL, BucketStats
 
@@ -27,20 +28,24 @@ IMPLICIT_RELABELLED = "implicit_relabelled"
 (`positive`: the maturity assumption was wrong for it; `negative`: confirmed)."""
 
 CONFLICTING = ("conflicting_duplicates", "prediction")
+"""Counter of duplicate predictions (already counted in `duplicates`) whose score, ts or model_version differs from
+the copy stored first, or whose threshold flags it otherwise, which stays: unlike exact copies, their effect
+depends on which copy arrived first."""
 SHARED_IDS = "shared_id_predictions"
 """Counter of predictions whose id another variant of the same model scored too, labelled 'model\tA\tB' (the two
 variants sorted): a shadow arm's mark. In a split design the whole-model numbers sum every variant, so such ids
 count once per variant (churn tryout: a shadow arm beside a control/challenger split doubled every whole-model
 count, 2,020 'positives' for 1,010 customers, and nothing said so)."""
+SHARED_NAME_LEN = (MAX_NAME_LEN - 2) // 3
 
 
 def shared_id_label(model: str, a: str, b: str) -> str:
-    """The SHARED_IDS counter label of a model and two variants (order-free)."""
+    """The SHARED_IDS counter label of a model and two variants (order-free), each name cut to a third of
+    MAX_NAME_LEN: labels are VARCHAR(MAX_NAME_LEN) and PostgreSQL refuses a longer one (the batch's predictions were
+    dead-lettered store_rejected)."""
     lo, hi = sorted((a, b))
-    return f"{model}\t{lo}\t{hi}"
-"""Counter of duplicate predictions (already counted in `duplicates`) whose score, ts or model_version differs from
-the copy stored first, or whose threshold flags it otherwise, which stays: unlike exact copies, their effect
-depends on which copy arrived first."""
+    return "\t".join(name[:SHARED_NAME_LEN] for name in (model, lo, hi))
+
 
 BucketKey = tuple[str, str, str, int, int]
 """(model, model_version, variant, bucket start in epoch seconds, shard)."""
