@@ -53,7 +53,7 @@ class Alertmanager:
             return [a for a in json.loads(r.read()) if a["labels"].get("alertname") == alertname]
 
 
-def start_alertmanager(binary: str, config: Path, storage: Path, log_path: Path, timeout_s: float = 30.0
+def start_alertmanager(binary: str, config: Path, storage: Path, log_path: Path, timeout_s: float = 90.0
                        ) -> tuple[subprocess.Popen[bytes], str]:
     """A real Alertmanager on a free loopback port with `config`, waited for until /-/ready (a hang guard)."""
     port = free_port()

@@ -203,8 +203,7 @@ def test_without_receivers_notices_are_logged_only(caplog):
 def alertmanager(tmp_path):
     binary = require_binary("prometheus-alertmanager")
     (tmp_path / "am.yml").write_text('route:\n  receiver: "null"\nreceivers:\n  - name: "null"\n')
-    proc, url = start_alertmanager(binary, tmp_path / "am.yml", tmp_path / "data", tmp_path / "alertmanager.log",
-                                   timeout_s=20)
+    proc, url = start_alertmanager(binary, tmp_path / "am.yml", tmp_path / "data", tmp_path / "alertmanager.log")
     yield url
     proc.terminate()
     proc.wait(timeout=10)
