@@ -122,8 +122,16 @@ def threshold_row(neg_hist: np.ndarray, pos_hist: np.ndarray, threshold: float, 
     i = score_edge_index(threshold)
     tp, fn = int(pos_hist[i:].sum()), int(pos_hist[:i].sum())
     fp, tn = int(neg_hist[i:].sum()), int(neg_hist[:i].sum())
+    return counts_row((tp, fp, fn, tn), threshold, cfg, prevalence, float(SCORE_EDGES[min(i, len(SCORE_EDGES) - 1)]))
+
+
+def counts_row(counts: tuple[int, int, int, int], threshold: float, cfg: CostConfig | None, prevalence: float,
+               grid_edge: float | None) -> dict[str, Any]:
+    """A trade-off row from labelled (tp, fp, fn, tn) at `threshold`; `grid_edge` None when they are the exact
+    counts the flags were made at (the deployed threshold's, from the week's confusion counts)."""
+    tp, fp, fn, tn = counts
     recall, fpr, precision = rate(tp, tp + fn), rate(fp, fp + tn), rate(tp, tp + fp)
-    row: dict[str, Any] = {"threshold": threshold, "grid_edge": float(SCORE_EDGES[min(i, len(SCORE_EDGES) - 1)]),
+    row: dict[str, Any] = {"threshold": threshold, "grid_edge": grid_edge,
                            "counts": {"tp": tp, "fp": fp, "fn": fn, "tn": tn},
                            "recall": recall.to_json(), "fpr": fpr.to_json(), "precision_sample": precision.to_json()}
     if cfg is None or recall.value is None or fpr.value is None:
@@ -138,13 +146,15 @@ def threshold_row(neg_hist: np.ndarray, pos_hist: np.ndarray, threshold: float, 
 
 
 def threshold_table(neg_hist: np.ndarray, pos_hist: np.ndarray, cfg: CostConfig | None, prevalence: float | None,
-                    deployed: float, thresholds: tuple[float, ...] = THRESHOLDS, configured: float | None = None
-                    ) -> dict[str, Any]:
+                    deployed: float, thresholds: tuple[float, ...] = THRESHOLDS, configured: float | None = None,
+                    deployed_counts: tuple[int, int, int, int] | None = None) -> dict[str, Any]:
     """Trade-off at thresholds 0.1 … 0.9 from the labelled score histograms, the cost-optimal threshold
     C_FP/(C_FP+C_FN) (with its own row) and the cheapest tabulated threshold, marked in-sample. Without a
     `costs:` section the rows hold recall, FPR and precision only (no monthly figures, no cheapest). `deployed` is
     the threshold the week's flags were made at (events may carry their own); `configured`, the config's, is marked
-    too (row "configured") when it differs."""
+    too (row "configured") when it differs. A deployed threshold that is not tabulated gets a row of its own, in
+    order, from `deployed_counts` (the week's labelled tp, fp, fn, tn, exact) when given (churn tryout: at 0.35 the
+    table showed 0.1 … 0.9 and no row for the threshold in use)."""
     optimal = None if cfg is None else cost_optimal_threshold(cfg)
     doc: dict[str, Any] = {"thresholds": list(thresholds), "deployed": deployed,
                            "configured": deployed if configured is None else configured,
@@ -161,7 +171,15 @@ def threshold_table(neg_hist: np.ndarray, pos_hist: np.ndarray, cfg: CostConfig 
     if prevalence is None or int(pos_hist.sum()) == 0 or int(neg_hist.sum()) == 0:
         return {**doc, "available": False, "rows": [],
                 "reason": "needs labelled positives and negatives in the week"}
-    rows = [threshold_row(neg_hist, pos_hist, t, cfg, prevalence) for t in thresholds]
+    def at(t: float) -> dict[str, Any]:
+        exact = deployed_counts is not None and abs(t - deployed) < 1e-9
+        return counts_row(deployed_counts, t, cfg, prevalence, None) if exact else \
+            threshold_row(neg_hist, pos_hist, t, cfg, prevalence)
+
+    listed = list(thresholds)
+    if 0.0 < deployed < 1.0 and not any(abs(t - deployed) < 1e-9 for t in listed):
+        listed = sorted([*listed, deployed])
+    rows = [at(t) for t in listed]
     priced = [r for r in rows if r["monthly"] is not None]
     cheapest = min(priced, key=lambda r: (r["monthly"]["total"], -r["threshold"])) if priced else None
     for r in rows:
@@ -174,7 +192,7 @@ def threshold_table(neg_hist: np.ndarray, pos_hist: np.ndarray, cfg: CostConfig 
                                                            "in_sample": True},
                 "cost_optimal_row": None if optimal is None else threshold_row(neg_hist, pos_hist, optimal, cfg,
                                                                                 prevalence),
-                "deployed_row": threshold_row(neg_hist, pos_hist, deployed, cfg, prevalence)})
+                "deployed_row": at(deployed)})
     return doc
 
 

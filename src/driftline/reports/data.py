@@ -273,6 +273,14 @@ def _deployed(metrics: dict[str, Any]) -> float:
     return metrics["threshold"] if metrics["threshold"] is not None else metrics["config_threshold"]
 
 
+def _deployed_counts(metrics: dict[str, Any]) -> tuple[int, int, int, int] | None:
+    """The week's labelled (tp, fp, fn, tn) at the threshold its flags were made at; None when it was mixed."""
+    if metrics["threshold"] is None:
+        return None
+    c = metrics["counts"]
+    return c["tp"], c["fp"], c["fn"], c["tn"]
+
+
 def flag_rule(flags: dict[str, Any]) -> str:
     """Who is flagged, for the report's first lines: 'scoring 0.7 or more (the events' own threshold; …)'."""
     cfg = f"{flags['configured']:g}"
@@ -347,7 +355,8 @@ def report_document(store: Store, config: Config, model: str, week: IsoWeek, now
                    "fired": sum(1 for r in alerts if r["to_state"] == "firing")},
         "business": business_section(metrics, config.costs, dict(config.targets)),
         "thresholds": threshold_table(np.asarray(total.hist[NEG]), np.asarray(total.hist[POS]), config.costs,
-                                      prevalence, _deployed(metrics), configured=config.threshold),
+                                      prevalence, _deployed(metrics), configured=config.threshold,
+                                      deployed_counts=_deployed_counts(metrics)),
     }
     mark_in_force(doc["thresholds"].get("rows", []), metrics["threshold_in_force"])
     if doc["thresholds"].get("cost_optimal"):
