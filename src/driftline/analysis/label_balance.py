@@ -68,6 +68,18 @@ def histogram_median(counts: np.ndarray, edges: np.ndarray) -> float | None:
     return float(edges[i] + frac * (edges[i + 1] - edges[i]))
 
 
+def shown_median(counts: np.ndarray, edges: np.ndarray) -> float | None:
+    """The median as every label-delay readout shows it: on the label-delay grid, the geometric middle of the bin
+    holding it (classification.delay_quantiles), so the health check's median equals the arm table's p50 (churn
+    tryout: one `ab` screen read 'label delay p50 43.9 d' for an arm and 'median delay 45.3 d' for the same arm
+    under health checks); on another grid, histogram_median."""
+    from ..core.grids import DELAY_EDGES
+    from .classification import delay_quantiles
+    if len(edges) == len(DELAY_EDGES) and np.array_equal(edges, DELAY_EDGES) and len(counts) == len(DELAY_EDGES):
+        return delay_quantiles(np.asarray(counts))["p50"]
+    return histogram_median(counts, edges)
+
+
 def binned_mannwhitney_p(h1: np.ndarray, h2: np.ndarray) -> float | None:
     """Two-sided Mann–Whitney U p-value from two histograms on the same bins (ties = shared bins).
 
@@ -137,7 +149,7 @@ def label_balance(treatment: ArmCounts, control: ArmCounts, names: tuple[str, st
     med: dict[str, float | None] = {tn_: None, cn_: None}
     delay_p = None
     if delay_t is not None and delay_c is not None and delay_edges is not None:
-        med = {tn_: histogram_median(delay_t, delay_edges), cn_: histogram_median(delay_c, delay_edges)}
+        med = {tn_: shown_median(delay_t, delay_edges), cn_: shown_median(delay_c, delay_edges)}
         delay_p = binned_mannwhitney_p(delay_t, delay_c)
         mt, mc = med[tn_], med[cn_]
         if (delay_p is not None and delay_p < alpha and mt and mc
