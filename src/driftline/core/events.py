@@ -199,6 +199,18 @@ def _classify(err: Exception, kind: str) -> str:
 _GOT_FLOAT = re.compile(r"got `float` - at `\$\.(\w+)`$")
 
 
+def percent_hint(raw: bytes) -> str:
+    """' (a percentage? scores are probabilities in [0, 1]: send 0.732)' for a score above 1 and at most 100, else ''
+    (churn tryout: a churn model sending 73.2 for 73.2 % read only "Expected `float` <= 1.0 - at `$.score`")."""
+    try:
+        score = msgspec.json.decode(raw).get("score")
+    except (msgspec.DecodeError, AttributeError):
+        return ""
+    if type(score) not in (int, float) or not 1 < score <= 100:
+        return ""
+    return f" (a percentage? scores are probabilities in [0, 1]: send {score / 100:.10g})"
+
+
 def number_detail(msg: str, raw: bytes) -> str:
     """msgspec's refusal with its "got `float`" said truthfully: msgspec reads an integer beyond 64 bits as a
     float (tryout: prediction_id 12345678901234567890123 was reported as "got `float`"), so an integer literal at a
@@ -228,6 +240,8 @@ def _decode(raw: bytes, source: str, partition: int, offset: int, kind: str | No
     def dead(reason: str, detail: str) -> DeadLetter:
         if "got `float`" in detail:
             detail = number_detail(detail, raw)
+        if reason == "score_out_of_range":
+            detail += percent_hint(raw)
         return DeadLetter(reason, detail[:500], source, partition, offset, bytes(raw[:RAW_LIMIT]))
 
     if len(raw) > limits.max_event_bytes:
