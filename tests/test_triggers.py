@@ -549,3 +549,18 @@ def test_render_targets_the_model_asked_for_and_says_which_when_the_config_names
     assert cli.main(["--config", str(cfg), "alerts", "render"]) == 0
     out, err = capsys.readouterr()
     assert "sets no `model:`" in err and "--model" in err
+
+
+def test_a_dry_run_says_a_transition_would_notify_not_that_it_did(db, capsys, tmp_path, monkeypatch):
+    """Churn tryout: `alerts evaluate --dry-run` listed '(notify: firing)' though a dry run notifies nobody."""
+    import shutil
+
+    path = tmp_path / "copy.db"
+    shutil.copy(db[0], path)  # the module's database keeps its states
+    monkeypatch.setenv("COLUMNS", "250")  # the change column is the first a narrow table drops
+    base = ["--config", str(EXAMPLE), "--db", f"sqlite:///{path}"]
+    assert cli.main(base + ["alerts", "evaluate", "--at", repr(END), "--no-notify"]) == 0  # recall: pending
+    capsys.readouterr()
+    assert cli.main(base + ["alerts", "evaluate", "--at", repr(END + 900), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "would notify: firing; not sent" in out and "(notify: firing)" not in out

@@ -191,7 +191,8 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
         say(ctx.err, f"the stored trigger states were evaluated at {iso(run.states_later)}, "
                      f"after {iso(now)}: this look back starts from no prior state, is not stored and notifies "
                      "nobody (the live states are unchanged)", "[yellow]note:[/yellow] ")
-    if not (args.dry_run or args.no_notify or ahead) and run.states_later is None:
+    notifying = not (args.dry_run or args.no_notify or ahead) and run.states_later is None
+    if notifying:
         # One shot: no next pass refreshes the alerts, so a firing one must not expire by itself (refresh_s None),
         # and no process serves /triggers for a generatorURL (only notify.generator_url, when set).
         deliver(Notifier(ctx.config.notify, model, clock=ctx.clock, refresh_s=None), store, run)
@@ -208,7 +209,7 @@ def cmd_evaluate(ctx: Context, args: argparse.Namespace) -> int:
         if e.transition is not None:
             change = f"{e.transition.from_state or '—'} → {e.transition.to_state}"
         if e.notice is not None:
-            change += f" (notify: {e.notice.kind})"
+            change += f" (notify: {e.notice.kind})" if notifying else f" (would notify: {e.notice.kind}; not sent)"
         rows.append([shown(r.name), f"{_line(r)} ({r.mode}, min n {r.min_n})",
                      f"[{_STYLE.get(s.state, '')}]{s.state}[/]", value_of(r.metric, s.judged),
                      _with_interval(r.metric, s.value, s.low, s.high), "" if s.n is None else numbers.count(s.n),
