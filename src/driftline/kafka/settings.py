@@ -22,6 +22,7 @@ from ..durations import parse_duration
 from ..kafka_options import (ADMIN, CONSUMER, MASK, PRODUCER, REBALANCE_MS, SECRET_KEY, SESSION_MS,
                              option_problem, stall_problem)
 from ..storage.locking import DEFAULT_LOCK_TIMEOUT_S
+from . import tls_handshake
 
 BOOTSTRAP_ENV = "DRIFTLINE_KAFKA_BOOTSTRAP"
 OPTION_ENV_PREFIX = "DRIFTLINE_KAFKA_OPT_"
@@ -104,6 +105,9 @@ class KafkaSettings:
         return "prediction" if topic == self.predictions_topic else "outcome"
 
     def _kwargs(self, kind: str, defaults: Mapping[str, Any], client_suffix: str) -> dict[str, Any]:
+        """Settings of one kind of client; every client driftline builds takes them from here, so kafka-python's
+        TLS handshake gets its deadline first (tls_handshake.py: a peer that never answers hung the client)."""
+        tls_handshake.install()
         accepted = _accepted(kind)
         out: dict[str, Any] = {k: v for k, v in defaults.items() if k in accepted}
         out.update({k: v for k, v in self.options.items() if k in accepted})
