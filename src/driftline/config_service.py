@@ -10,7 +10,7 @@ import msgspec
 from .config_checks import (DEFAULT_RUNBOOK_BASE_URL, SCRAPE_TIMEOUT_S, Base, Duration, _absolute_url,
                             _duration_between, _positive_durations)
 from .durations import parse_duration
-from .kafka_options import option_problem, stall_problem
+from .kafka_options import bootstrap_problem, option_problem, stall_problem
 
 
 class Exporter(Base):
@@ -74,6 +74,9 @@ class Kafka(Base):
     def __post_init__(self) -> None:
         _positive_durations("", unassigned_grace=self.unassigned_grace, stall_restart=self.stall_restart,
                             database_stall=self.database_stall, align_within=self.align_within)
+        problem = bootstrap_problem(self.bootstrap) if self.bootstrap else None
+        if problem:  # kafka-python retried a port 99999 for ever, or failed with an unexpected ValueError
+            raise ValueError(f"bootstrap: {problem}")
         for name in ("predictions_topic", "outcomes_topic", "dead_letter_topic", "group_id", "client_id"):
             value = getattr(self, name)
             if value is not None and not value.strip():  # group "" was joined as is (tryout)

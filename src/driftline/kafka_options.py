@@ -166,3 +166,44 @@ def stall_problem(text: str, seconds: float, options: Mapping[str, Any]) -> str 
     return (f"{text} must exceed the rebalance timeout plus the session timeout ({total_s:.0f}s: max_poll_interval_ms"
             f" {rebalance_ms} + session_timeout_ms {session_ms}), or healthy rebalances restart "
             "the client")
+
+
+def bootstrap_problem(servers: str) -> str | None:
+    """Why a bootstrap list cannot name a broker (None: it can), read as kafka-python reads it (cluster.collect_hosts:
+    comma-separated HOST[:PORT] entries, an optional SCHEME:// dropped, IPv6 literals in brackets when a port
+    follows, 9092 when none does). kafka-python took `host:99999` or `a:9092 b:9092` (one host with a space) as a
+    broker it could not reach and `run` retried it for ever; `host:abc` and `[::1` failed with an unexpected
+    ValueError naming no setting."""
+    for raw in servers.split(","):
+        entry = re.sub(r"^.*://", "", raw.strip())
+        if not entry:
+            continue  # a stray comma: kafka-python tries an empty host among the others, which still connect
+        if re.search(r"\s", entry):
+            return f"{raw.strip()!r} holds a space: separate servers with commas (host1:9092,host2:9092)"
+        if entry.startswith("["):
+            host, close, rest = entry[1:].partition("]")
+            if not close or "]" in rest or not host or (rest and not rest.startswith(":")):
+                return f"{raw.strip()!r} is not [IPV6]:PORT (an IPv6 address in brackets, then an optional :PORT)"
+            port = rest[1:] if rest else None
+        elif entry.count(":") > 1:
+            if _ipv6(entry):
+                continue
+            return f"{raw.strip()!r} is not HOST:PORT (write an IPv6 address with a port as [::1]:9092)"
+        elif ":" in entry:
+            host, _, port = entry.rpartition(":")
+            if not host:
+                return f"{raw.strip()!r} has no host before the port (HOST:PORT, e.g. kafka:9092)"
+        else:
+            continue
+        if port is not None and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+            return f"{raw.strip()!r}: the port {port!r} is not a number from 1 to 65535 (HOST:PORT, e.g. kafka:9092)"
+    return None
+
+
+def _ipv6(text: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(text).version == 6
+    except ValueError:
+        return False

@@ -20,7 +20,7 @@ from ..config import ConfigError, Kafka
 from ..config_service import BATCH_BYTES
 from ..durations import parse_duration
 from ..kafka_options import (ADMIN, CONSUMER, MASK, PRODUCER, REBALANCE_MS, SECRET_KEY, SESSION_MS,
-                             option_problem, stall_problem)
+                             bootstrap_problem, option_problem, stall_problem)
 from ..storage.locking import DEFAULT_LOCK_TIMEOUT_S
 from . import tls_handshake
 
@@ -176,6 +176,10 @@ def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | No
     if not bootstrap or not bootstrap.strip():
         raise ConfigError(f"no Kafka bootstrap servers: pass --kafka HOST:PORT, set {BOOTSTRAP_ENV}, "
                           "or set kafka.bootstrap in the config")
+    problem = bootstrap_problem(bootstrap)  # the config's own was checked at load; these add --kafka and the env
+    if problem:
+        where = "--kafka" if flag else f"env {BOOTSTRAP_ENV}" if env.get(BOOTSTRAP_ENV) else "kafka.bootstrap"
+        raise ConfigError(f"{where}: {problem}")
     from_env = env_options(env)
     options = {**section.options, **from_env}
     problem = option_problem(options, lambda name: _option_source(name, from_env))  # the config's own options
