@@ -21,6 +21,8 @@ EXPORT_LOCK_KEY = LOCK_KEY + 2
 Separate from evaluation, so a `--no-evaluate` replica can export and an evaluating one need not."""
 ROLES = {LOCK_KEY: "evaluate", LOCK_KEY + 1: "jobs", EXPORT_LOCK_KEY: "export"}
 """What each lock elects: the name of its SQLite sidecar file, `<db>.leader-<role>` (other keys: the key)."""
+UNLOCK_WAIT_S = 5.0
+"""How long a clean stop waits for the database to answer the unlock of a held PostgreSQL lock."""
 
 
 def sidecar_path(database: str, key: int) -> str:
@@ -71,25 +73,50 @@ class LeaderLock:
         finally:
             self.store.calls.end(ok)
 
-    def release(self) -> None:
+    def release(self, wait_s: float = UNLOCK_WAIT_S) -> None:
         """Give the lock up: unlocked explicitly (closing the connection alone frees it only once the server's
         backend has noticed and exited, so another replica asking right after could still be refused), then the
-        connection is discarded, not returned to the pool (which would keep it)."""
+        connection is discarded, not returned to the pool (which would keep it). The unlock waits at most `wait_s`
+        for a database that stopped answering (a stopped proxy, `kill -STOP`: TCP still acknowledges, so no
+        timeout ends the statement; `serve` hung in its clean stop for good): it is then left to finish in a
+        thread of its own, and the lock goes with the session when the process exits."""
         with self._mutex:
             if self._file is not None:
                 self._file.release()
-            if self._conn is not None and self._held:
+            conn, held = self._conn, self._held
+            self._conn, self._held = None, False
+            if conn is None:
+                return
+            if not held:
+                _discard(conn)
+                return
+            done = threading.Event()
+
+            def unlock() -> None:
                 try:
-                    self._conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": self.key})
+                    conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": self.key})
                 except Exception as err:  # noqa: BLE001 - connection lost: the lock went with it
                     log.debug("leader lock unlock failed: %s", err)
-            self._discard()
+                finally:
+                    _discard(conn)
+                    done.set()
+
+            role = ROLES.get(self.key, str(self.key))
+            threading.Thread(target=unlock, name=f"leader-unlock-{role}", daemon=True).start()
+            if not done.wait(wait_s):
+                log.warning("%s lock not released: the database has not answered the unlock for %gs (the lock ends "
+                            "with this process's session)", role, wait_s)
 
     def _discard(self) -> None:
         if self._conn is not None:
-            try:
-                self._conn.invalidate()
-                self._conn.close()
-            except Exception:  # noqa: BLE001 - closing a broken connection
-                pass
+            _discard(self._conn)
         self._conn, self._held = None, False
+
+
+def _discard(conn: Connection) -> None:
+    """Close a lock connection for good (invalidated: never back into the pool, which would keep its lock)."""
+    try:
+        conn.invalidate()
+        conn.close()
+    except Exception:  # noqa: BLE001 - closing a broken connection
+        pass
