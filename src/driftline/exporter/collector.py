@@ -31,7 +31,7 @@ from ..readouts.absent import ESTIMATED, MULTIVARIATE, estimated_absence
 from ..readouts.drift import MultivariateReading, active_reference_seasons, estimated_block, multivariate_outcome
 from ..readouts.headline import headline_rows
 from ..readouts.seasonal import fallback_predictions
-from ..storage.errors import StoreUnavailable
+from ..storage.errors import SchemaMissing, StoreUnavailable
 from ..storage.store import Store
 from ..triggers import history
 from ..triggers.drift_hook import DriftProvider
@@ -123,6 +123,8 @@ class SnapshotCollector:
             self._models(f)
             self._triggers(f)
             self._pipeline(f)
+        except SchemaMissing:
+            raise  # no outage to wait out: the scrape answers 503 naming it (http.py)
         except StoreUnavailable as err:
             log.warning("metrics snapshot skipped: database unavailable: %s", err)
             return always

@@ -51,6 +51,8 @@ class DatabaseProbe:
             return True, "database ok"
         except Exception as err:  # noqa: BLE001 - any driver error means not ready
             first = str(err).splitlines()[0]
+            if first.startswith("database schema missing"):  # the store said so (storage/store.py)
+                return False, first
             if "alembic_version" in first:  # SRE tryout: a database dropped and recreated empty read "schema ready"
                 return False, f"database schema missing (recreated empty? restart driftline to migrate it): {first}"
             return False, f"database unreachable: {first}"

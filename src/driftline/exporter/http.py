@@ -20,6 +20,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy.exc import DBAPIError
 
 from ..storage.calls import DEFAULT_STALL_S, StallWatch
+from ..storage.errors import SchemaMissing
 from ..storage.store import Store
 from .dbstate import BoundedCall, DatabaseProbe, DatabaseUp, ScrapeTimeout, database_state
 from .collector import SnapshotCollector
@@ -180,7 +181,7 @@ class ExporterServer:
                         log.log(logging.INFO if known else logging.WARNING, "scrape failed: %s", err)
                         self._send(503, f"scrape failed: {err}\n".encode(), "text/plain; charset=utf-8")
                         return
-                    except DBAPIError as err:  # the database refused the reads (SRE tryout: a 500 and a
+                    except (DBAPIError, SchemaMissing) as err:  # the reads refused (SRE tryout: a 500 and a
                         first = str(err).splitlines()[0]  # traceback per scrape on a database recreated empty)
                         log.warning("scrape failed: database error: %s", first)
                         self._send(503, f"scrape failed: database error: {first}\n".encode(),

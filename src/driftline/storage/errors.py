@@ -13,6 +13,11 @@ class WriteLocked(StoreUnavailable):
     still work (they never wait for it), writes do not until it is released."""
 
 
+class SchemaMissing(StoreUnavailable):
+    """The database answers but its driftline tables are gone (dropped and recreated empty under a running process):
+    an outage to `run`, which holds its batch, until a restart migrates it; a scrape answers 503 naming it."""
+
+
 class NotADatabase(RuntimeError):
     """The SQLite URL names a directory or a file that is not a SQLite database, or the PostgreSQL URL a database or
     role the server does not have: a wrong path or name, which no wait or retry mends (it was 'database

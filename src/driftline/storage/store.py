@@ -20,7 +20,7 @@ from sqlalchemy.exc import DBAPIError
 from . import bulk, calls, labels, locking, pg_missing, pgconnect, revisions, sqlite_binding
 from . import schema as t
 from .bucket_row import BucketRow
-from .errors import NotADatabase, StalePositions, StoreUnavailable, WriteLocked
+from .errors import NotADatabase, SchemaMissing, StalePositions, StoreUnavailable, WriteLocked
 from .join_rows import JoinRows
 from .store_queries import LAST_STORED, NEWEST_EVENT, StoreQueries
 from .urls import normalise_url, sqlite_file
@@ -148,6 +148,11 @@ class Store(StoreQueries):
                 raise StoreUnavailable(read_only_sqlite(sqlite_file(self.url) or self.url)) from err
             raise StoreUnavailable(str(err).splitlines()[0]) from err
         except DatabaseError as err:
+            if self._reached and type(getattr(err, "orig", None)).__name__ == "UndefinedTable":
+                # the database was dropped and recreated empty under a running process (SRE tryout: `run` crashed
+                # with "unexpected ProgrammingError"): an outage until a restart migrates it, as /readyz says
+                raise SchemaMissing(f"database schema missing (recreated empty? restart driftline to migrate it): "
+                                    f"{str(err).splitlines()[0]}") from err
             if self.dialect == "sqlite" and "file is not a database" in str(err):
                 raise NotADatabase(f"{sqlite_file(self.url) or self.url} is not a SQLite database (a wrong --db path?)"
                                    ) from None
