@@ -68,6 +68,13 @@ def lock_postgres(conn: Connection, lock_timeout_s: float) -> None:
     conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": WRITE_LOCK_KEY})
 
 
+def bound_read(conn: Connection, lock_timeout_s: float) -> None:
+    """A PostgreSQL read transaction waits at most the lock timeout for a table lock (reads take no driftline lock,
+    but an ACCESS EXCLUSIVE lock of another session, e.g. VACUUM FULL, blocks them; the driver's OperationalError
+    lock_not_available then)."""
+    conn.execute(text(f"SET LOCAL lock_timeout = '{max(1, int(lock_timeout_s * 1000))}ms'"))
+
+
 def gave_up_waiting(err: BaseException) -> bool:
     """True when a driver error says a lock was not obtained in time (SQLite busy/locked, PostgreSQL 55P03)."""
     orig = getattr(err, "orig", err)

@@ -133,6 +133,8 @@ class Store(StoreQueries):
                 with conn.begin():
                     if write and self.dialect == "postgresql":
                         locking.lock_postgres(conn, wait_s)
+                    elif self.dialect == "postgresql":  # a table lock taken outside driftline (VACUUM FULL, ALTER
+                        locking.bound_read(conn, self.lock_timeout_s)  # TABLE) held the consumer's loop for good
                     yield conn
             ok = self._reached = True
         except (OperationalError, InterfaceError) as err:
@@ -140,6 +142,10 @@ class Store(StoreQueries):
                 raise WriteLocked(
                     f"another driftline writer held the database write lock for more than {wait_s:g}s"
                     " (nothing written; run again when it is done)") from err
+            if not write and locking.gave_up_waiting(err):
+                raise StoreUnavailable(
+                    f"a read waited more than {self.lock_timeout_s:g}s for a table lock another database session "
+                    "holds (a VACUUM FULL, ALTER TABLE or LOCK TABLE?)") from err
             if not self._reached:  # a wrong name from the start: no retry mends it; one dropped under a running
                 pg_missing.refuse_missing(self.url, err)  # process (a restore) is waited for like any outage
                 if self.dialect == "sqlite" and "readonly database" in str(err):
