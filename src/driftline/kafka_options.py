@@ -173,7 +173,10 @@ def bootstrap_problem(servers: str) -> str | None:
     comma-separated HOST[:PORT] entries, an optional SCHEME:// dropped, IPv6 literals in brackets when a port
     follows, 9092 when none does). kafka-python took `host:99999` or `a:9092 b:9092` (one host with a space) as a
     broker it could not reach and `run` retried it for ever; `host:abc` and `[::1` failed with an unexpected
-    ValueError naming no setting."""
+    ValueError naming no setting; a list of commas only (`,`) named no host and failed with an unexpected IndexError."""
+    entries = [re.sub(r"^.*://", "", raw.strip()) for raw in servers.split(",")]
+    if not any(entries):
+        return f"{servers.strip()!r} names no server (HOST:PORT, e.g. kafka:9092)"
     for raw in servers.split(","):
         entry = re.sub(r"^.*://", "", raw.strip())
         if not entry:
