@@ -25,10 +25,12 @@ BAD = {
     ":9092": "has no host before the port",
     "kafka-1:9092,kafka-2:": "'kafka-2:': the port '' is not a number",
     ",": "',' names no server",
+    "fe80::1%eth0": "write a scoped IPv6 address in brackets ([fe80::1%eth0]:9092)",
     " , PLAINTEXT:// ": "names no server",
 }
 GOOD = ["kafka:9092", "kafka", "a:9092,b:9093", "a:9092,", "SASL_SSL://kafka:9093", "[::1]:9092", "[::1]", "::1",
-        " kafka:9092 ", "a:9092,,b:9092"]
+        " kafka:9092 ", "a:9092,,b:9092",
+        "[fe80::1%eth0]:9092"]
 
 
 @pytest.mark.parametrize("servers", GOOD)

@@ -189,6 +189,8 @@ def bootstrap_problem(servers: str) -> str | None:
                 return f"{raw.strip()!r} is not [IPV6]:PORT (an IPv6 address in brackets, then an optional :PORT)"
             port = rest[1:] if rest else None
         elif entry.count(":") > 1:
+            if _ipv6(entry) and "%" in entry:  # kafka-python reads a bare scope id as the port: int('1%eth0') fails
+                return f"{raw.strip()!r}: write a scoped IPv6 address in brackets ([{entry}]:9092)"
             if _ipv6(entry):
                 continue
             return f"{raw.strip()!r} is not HOST:PORT (write an IPv6 address with a port as [::1]:9092)"
