@@ -112,3 +112,25 @@ def test_names_of_the_longest_allowed_length_still_fit_the_counter_label(tmp_pat
     assert cli.main([*base, "metrics", "--json"]) == 0
     assert "scored by two variants of model" in json.loads(capsys.readouterr().out)["note"]
     assert len(shared_id_label(model, a, b)) <= MAX_NAME_LEN
+
+
+def test_long_model_names_with_the_same_start_keep_their_own_counts(tmp_path, capsys) -> None:
+    """Two models whose names agree on their first 70 characters (verify tryout): the label's bare cut to 66
+    characters merged their counts, so `metrics` of one showed both models' shared ids and the replay named a model
+    'mmm…' that does not exist. A long name is now cut and hashed (engine.shared_name)."""
+    stem = "m" * 70
+    one, two, a, b, s = stem + "x" * 130, stem + "y" * 130, "a" * 200, "b" * 200, "s" * 200
+    lines = [pred(f"c{i}", 0.7, START + i, variant=arm, model=model)
+             for model, n in ((one, 4), (two, 9)) for i in range(n) for arm in (a, s)]
+    path = tmp_path / "e.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"model": one, "ab": {"design": "split", "control": a, "arms": {a: 0.5, b: 0.5}}}))
+    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'x.db'}"]
+    assert cli.main([*base, "replay", str(path), "--json"]) == 0
+    said = [w for w in json.loads(capsys.readouterr().out)["warnings"] if "scored by two variants of model" in w]
+    assert len(said) == 2 and sorted(w.count(": 4 ids") + 2 * w.count(": 9 ids") for w in said) == [1, 2]
+    for model, n in ((one, 4), (two, 9)):
+        assert cli.main([*base, "metrics", "--model", model, "--json"]) == 0
+        note = json.loads(capsys.readouterr().out)["note"]
+        assert f"model '{model}'" in note and f": {n} ids, all time" in note

@@ -12,6 +12,7 @@ Label delay is measured to the outcome currently in force, so it too is independ
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -40,11 +41,21 @@ SHARED_NAME_LEN = (MAX_NAME_LEN - 2) // 3
 
 
 def shared_id_label(model: str, a: str, b: str) -> str:
-    """The SHARED_IDS counter label of a model and two variants (order-free), each name cut to a third of
-    MAX_NAME_LEN: labels are VARCHAR(MAX_NAME_LEN) and PostgreSQL refuses a longer one (the batch's predictions were
-    dead-lettered store_rejected)."""
+    """The SHARED_IDS counter label of a model and two variants (order-free), each name fit in a third
+    of MAX_NAME_LEN (shared_name): labels are VARCHAR(MAX_NAME_LEN) and PostgreSQL refuses a longer one (the batch's
+    predictions were dead-lettered store_rejected)."""
     lo, hi = sorted((a, b))
-    return "\t".join(name[:SHARED_NAME_LEN] for name in (model, lo, hi))
+    return "\t".join(shared_name(name) for name in (model, lo, hi))
+
+
+def shared_name(name: str) -> str:
+    """A name as a SHARED_IDS label holds it: whole up to SHARED_NAME_LEN characters, else its start, '~' and a hash
+    of the whole name, so long names with the same start keep their own counts (a bare cut merged two models' counts
+    and named neither)."""
+    if len(name) <= SHARED_NAME_LEN:
+        return name
+    digest = hashlib.blake2b(name.encode(), digest_size=4).hexdigest()
+    return f"{name[:SHARED_NAME_LEN - len(digest) - 1]}~{digest}"
 
 
 BucketKey = tuple[str, str, str, int, int]

@@ -85,10 +85,10 @@ def shared_id_note(ab: AB, counters: Mapping[tuple[str, str], int], model: str |
     """In a split design, the note that some ids were scored by two variants of `model` (all time, from the
     engine's SHARED_IDS counter): the whole-model numbers then count such an id once per variant, as a shadow arm
     beside a split does (churn tryout: 2,020 'positives' for 1,010 customers); None in shadow mode or without."""
-    from ..core.engine import SHARED_IDS, SHARED_NAME_LEN
+    from ..core.engine import SHARED_IDS, shared_name
     if ab.design == "shadow" or model is None:
         return None
-    prefix = f"{model[:SHARED_NAME_LEN]}\t"  # names are cut in the label (engine.shared_id_label)
+    prefix = f"{shared_name(model)}\t"  # long names are cut and hashed in the label (engine.shared_id_label)
     pairs = sorted(((label.split("\t")[1:], n) for (name, label), n in counters.items()
                     if name == SHARED_IDS and label.startswith(prefix) and label.count("\t") == 2),
                    key=lambda kv: (-kv[1], kv[0]))
