@@ -152,3 +152,18 @@ def test_a_heartbeat_never_waits_for_a_write_lock_another_writer_holds(store: St
                 assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 3_600_000
     finally:
         patient.close()
+
+
+def test_a_short_lock_wait_does_not_stay_on_the_pooled_sqlite_connection(tmp_path: Path) -> None:
+    """Verification tryout: the heartbeat's 0.1 s busy_timeout was reset by the next write transaction only, so a
+    read on that pooled connection (BUSY during WAL recovery after a kill -9) waited 0.1 s instead of the lock
+    timeout."""
+    store = Store(f"sqlite:///{tmp_path / 'b.db'}", lock_timeout_s=30.0)
+    store.migrate()
+    with store.write(ceilings.BEAT_WAIT_S) as conn:
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 100
+    with store.read() as conn:
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+    with store.write() as conn:
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+    store.close()

@@ -54,7 +54,7 @@ def shared_name(name: str) -> str:
     and named neither)."""
     if len(name) <= SHARED_NAME_LEN:
         return name
-    digest = hashlib.blake2b(name.encode(), digest_size=4).hexdigest()
+    digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
     return f"{name[:SHARED_NAME_LEN - len(digest) - 1]}~{digest}"
 
 

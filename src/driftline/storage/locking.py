@@ -25,6 +25,8 @@ WAIT = "driftline_wait_s"
 a short wait for bookkeeping that must never stall the consumer's main loop (a maintenance-ceiling heartbeat)."""
 WRITE_LOCK_KEY = 0x6472_6966_746C + 16
 """PostgreSQL advisory lock key serialising write transactions (and migrations) of every driftline process."""
+BUSY_MS = "driftline_busy_ms"
+"""Key of a SQLite connection's busy_timeout as last set (the pool connection's info dict)."""
 DEFAULT_LOCK_TIMEOUT_S = 30.0
 WAL_SIZE_LIMIT = 64 * 1024 * 1024
 """Bytes a SQLite -wal file is cut back to once a checkpoint has emptied it (PRAGMA journal_size_limit): a reader
@@ -43,18 +45,17 @@ def install_sqlite(engine: Engine, lock_timeout_s: float) -> None:
         cur.execute(f"PRAGMA journal_size_limit={int(WAL_SIZE_LIMIT)}")
         cur.execute(f"PRAGMA busy_timeout={int(lock_timeout_s * 1000)}")
         cur.close()
+        _record.info[BUSY_MS] = int(lock_timeout_s * 1000)
 
     def begin(conn: Connection) -> None:
         options = conn.get_execution_options()
-        if not options.get(WRITE):
-            calls.next_step(conn, "BEGIN", lock_timeout_s)
-            conn.exec_driver_sql("BEGIN")
-            return
-        wait = options.get(WAIT, lock_timeout_s)
-        # set on every write transaction: the pooled connection keeps the pragma, so a short wait would stay
-        conn.exec_driver_sql(f"PRAGMA busy_timeout={int(wait * 1000)}")
-        calls.next_step(conn, "the write lock", wait)
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        write = bool(options.get(WRITE))
+        wait = options.get(WAIT, lock_timeout_s) if write else lock_timeout_s
+        if conn.info.get(BUSY_MS) != int(wait * 1000):  # the pooled connection keeps the pragma: a heartbeat's
+            conn.exec_driver_sql(f"PRAGMA busy_timeout={int(wait * 1000)}")  # 0.1 s must not stay for the next
+            conn.info[BUSY_MS] = int(wait * 1000)  # transaction, a read included (BUSY during WAL recovery)
+        calls.next_step(conn, "the write lock" if write else "BEGIN", wait)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     event.listen(engine, "connect", connect)
     event.listen(engine, "begin", begin)
