@@ -42,7 +42,7 @@ def test_replay_warnings_about_one_prediction_are_singular() -> None:
     predictions of this replay conflict with the copy stored first"."""
     from collections import Counter
 
-    from driftline.commands.ingest import conflict_warning, expired_warning
+    from driftline.commands.replay_warnings import conflict_warning, expired_warning
     from driftline.core.engine import CONFLICTING
     from driftline.ingest.pipeline import EXPIRED_STORED_NOW, BatchResult
 

@@ -115,7 +115,7 @@ def test_the_replays_key_log_is_bounded_and_its_warning_says_when_it_counted_par
     the memory bound); past it the warning says its count is a lower bound."""
     from collections import Counter
 
-    from driftline.commands.ingest import expired_warning
+    from driftline.commands.replay_warnings import expired_warning
     from driftline.ingest.pipeline import EXPIRED_STORED_NOW
     from driftline.ingest.stored_now import KeyLog
 
