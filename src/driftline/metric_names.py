@@ -23,6 +23,10 @@ whose per-report false-alarm rate is drift.alpha."""
 COUNTS = ("drifted", "multivariate_drifted")
 """Metrics whose value is a whole count (features called drifted; a 1/0 call), shown as one: '2', 'drifted > 0'
 (tryout: `alerts` printed 'drifted > 0.00' and a value of '2.0000')."""
+READS_NEGATIVES = frozenset({"fpr", "precision", "specificity", "accuracy", "prevalence", "npv", "label_coverage",
+                             "roc_auc", "average_precision", "brier", "log_loss", "ece", "f1"})
+"""Metrics whose value depends on the labelled negatives (recall, the alert rate, label delays, pipeline and drift
+metrics do not): under the implicit-negative policy they wait `labels.implicit_negative_after` for most of them."""
 ALIASES = {"brier_score": "brier", "js_distance": "js", "label_delay_median": "label_delay_p50",
            "event_silence": "silence_seconds", "silence": "silence_seconds"}
 KNOWN = tuple(sorted({*RATES, "label_coverage", *SCORES, *DELAYS, *PIPELINE, *DRIFT, *MULTIVARIATE}))

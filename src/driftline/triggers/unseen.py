@@ -1,7 +1,8 @@
 """Triggers that name a feature or variant the data never had: such a trigger loads, then stays
 insufficient_data forever (a typo like `variant: treatmnet`). Found at `alerts validate`, `alerts evaluate` and
 service start, by comparing with the stored variants, `ab.arms`, `features:` and the active reference; likewise
-a label-reading trigger whose window is shorter than the model's label delay (it never holds labels)."""
+a label-reading trigger whose window is shorter than the model's label delay (it never holds labels), or, under the
+implicit-negative policy, a negative-reading one no longer than `labels.implicit_negative_after`."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..storage import schema
 from ..storage.store import Store
 from ..readouts.headline import shared_id_note
 from .metrics import DRIFT, PIPELINE, canonical
+from ..metric_names import READS_NEGATIVES
 from .model import Rule
 
 SHOWN = 10
@@ -37,10 +39,10 @@ def _names(values: set[str]) -> str:
 
 def unseen_names(store: Store, config: Config, model: str, rules: Sequence[Rule]) -> list[str]:
     """One line per trigger naming a variant or feature never seen for `model` (nothing while the model has no
-    stored predictions: then every name is unseen and no typo can be told)."""
+    stored predictions: then every name is unseen and no typo can be told), or whose window holds no labels yet."""
     variants = stored_variants(store, model)
-    if not variants:
-        return []
+    if not variants:  # the label policy is known without data: its warnings stand
+        return late_label_windows(store, config, model, rules)
     variants |= set(config.ab.arms)
     features = set(config.features) | set(config.slices)
     ref = load_reference(store, model)
@@ -67,7 +69,8 @@ def late_label_windows(store: Store, config: Config, model: str, rules: Sequence
     """One line per label-reading trigger whose window is no longer than the model's median label delay: judged
     over the newest window it holds few labels or none, so it stays insufficient_data or judges the early labels
     only (churn tryout: labels 30–60 d after prediction, `recall < 0.60 over 7d` read insufficient_data for ever,
-    with nothing saying why). Nothing while fewer than 30 label delays are stored."""
+    with nothing saying why). Nothing while fewer than 30 label delays are stored. Under the implicit-negative
+    policy a negative-reading trigger no longer than `implicit_negative_after` gets immature_negatives instead."""
     from ..analysis.classification import delay_quantiles, delay_upper
     from ..analysis.rates import INDICATIVE_BELOW_N
     from ..durations import format_duration
@@ -78,12 +81,15 @@ def late_label_windows(store: Store, config: Config, model: str, rules: Sequence
     if not reading:
         return []
     hist, _ = delay_histogram(store, model)
-    if int(hist.sum()) < INDICATIVE_BELOW_N:
-        return []
-    q = delay_quantiles(hist)
-    p50, p95, upper = q["p50"], q["p95"], delay_upper(hist)
+    known = int(hist.sum()) >= INDICATIVE_BELOW_N
+    q = delay_quantiles(hist) if known else {"p50": None, "p95": None}
+    p50, p95, upper = q["p50"], q["p95"], delay_upper(hist) if known else None
+    implicit = config.labels.implicit_after_s
     out = []
     for r in reading:
+        if implicit is not None and canonical(r.metric) in READS_NEGATIVES and r.window_s <= implicit:
+            out.append(immature_negatives(r, model, implicit, upper))
+            continue
         if p50 is None or p95 is None or upper is None or p50 < r.window_s:
             continue
         days = math.ceil((upper + r.window_s) / 86400.0)
@@ -93,3 +99,24 @@ def late_label_windows(store: Store, config: Config, model: str, rules: Sequence
                    f"early labels only. A window longer than the label delay (`window: {days}d`) holds the "
                    f"labelled predictions; `driftline metrics --matured` reads a window whose labels have arrived")
     return out
+
+
+def immature_negatives(rule: Rule, model: str, implicit_s: float, delay_upper_s: float | None) -> str:
+    """The warning for a negative-reading trigger whose window is no longer than `labels.implicit_negative_after`:
+    no prediction in its newest window has become an implicit negative yet, so it reads the explicit negatives
+    alone (churn tryout: `fpr > 0.2 over 50d` with negatives implicit after 60d read insufficient_data for ever,
+    and `precision < 0.5 over 50d` read 1.000 [0.988, 1.000] with every false alarm still unlabelled). The window
+    it suggests holds `rule.window_s` of predictions past both the maturity and the 95th-percentile label delay."""
+    from ..durations import format_duration
+    wait = max(implicit_s, delay_upper_s or 0.0)
+    days = math.ceil((wait + rule.window_s) / 86400.0)
+    window = format_duration(rule.window_s)
+    bias = (": precision reads high, its false alarms not being negatives yet" if canonical(rule.metric) == "precision"
+            else "")
+    return (f"trigger {rule.name!r}: {rule.metric} over the newest {window} reads labelled negatives, but under "
+            f"`labels.policy: implicit_negative_after` a prediction of model {model!r} without an outcome counts "
+            f"as negative only {format_duration(implicit_s)} after it (`labels.implicit_negative_after`), so no "
+            f"prediction in that window is one yet: it reads the negatives reported explicitly alone, and stays "
+            f"insufficient_data or judges them only{bias}. A window longer than the maturity (`window: {days}d`) "
+            f"holds {window} of matured predictions; `driftline metrics --matured` reads a window whose labels have "
+            f"arrived")
