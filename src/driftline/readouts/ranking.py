@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from ..analysis.classification import Metrics, classification
 from ..analysis.ranking import Ranking, exact_ranking, histogram_ranking, ranking_hists
 from ..core.stats import NEG, POS, BucketStats
@@ -29,17 +31,28 @@ def window_ranking(store: Store, model: str | None, window: Window, rows: Sequen
     labelled = int(stats.conf[POS].sum() + stats.conf[NEG].sum())
     if hist.bound <= TOLERANCE or labelled > EXACT_MAX_LABELLED or not rows:
         return hist
+    pairs = held_pairs(store, model, window, rows, stats, variant, model_version)
+    return hist if pairs is None else exact_ranking(*pairs)
+
+
+def held_pairs(store: Store, model: str | None, window: Window, rows: Sequence[BucketRow], stats: BucketStats,
+               variant: str | None = None, model_version: str | None = None, limit: int = EXACT_MAX_LABELLED
+               ) -> tuple[np.ndarray, np.ndarray] | None:
+    """(scores, labels) of every labelled prediction of the window from the join state, when all of them are still
+    held (same labelled and positive counts as `stats`) and at most `limit`; else None."""
+    labelled = int(stats.conf[POS].sum() + stats.conf[NEG].sum())
+    if labelled > limit or not rows:
+        return None
     shards = sorted({r.shard for r in rows})
     if COMPACTED_SHARD in shards:  # a compacted day does not say its shards; its join rows are usually expired
         shards = sorted(set(shards) - {COMPACTED_SHARD} | set(bucket_shards(store, model)))
-    pairs = labelled_scores(store, model, window.start, window.end, shards, variant, model_version,
-                            EXACT_MAX_LABELLED)
+    pairs = labelled_scores(store, model, window.start, window.end, shards, variant, model_version, limit)
     if pairs is None:
-        return hist
+        return None
     scores, labels = pairs
     if len(labels) != labelled or int(labels.sum()) != int(stats.conf[POS].sum()):
-        return hist  # some rows expired (or a batch landed between the two reads): keep the bounded result
-    return exact_ranking(scores, labels)
+        return None  # some rows expired (or a batch landed between the two reads): not every prediction is held
+    return scores, labels
 
 
 def window_metrics(store: Store, model: str | None, window: Window, rows: Sequence[BucketRow], stats: BucketStats,

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.cheapest import cheapest_exact, cheapest_on_grid
 from ..analysis.costs import BusinessKPIs, Costs, business_kpis
 from ..analysis.rates import rate
 from ..domain import COSTS_NOT_CONFIGURED, Costs as CostConfig
@@ -116,9 +117,17 @@ def cost_optimal_threshold(cfg: CostConfig) -> float | None:
 
 
 def threshold_row(neg_hist: np.ndarray, pos_hist: np.ndarray, threshold: float, cfg: CostConfig | None,
-                  prevalence: float) -> dict[str, Any]:
-    """One row of the trade-off table: the week's labelled counts at `threshold` (fine bins at or above its
-    grid edge are flagged) and their monthly KPIs at the configured volume and the week's prevalence."""
+                  prevalence: float, pairs: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
+    """One row of the trade-off table: the week's labelled counts at `threshold` and their monthly KPIs at the
+    configured volume and the week's prevalence. From `pairs` (every labelled prediction's score and label, when
+    all are held) the counts are exact (grid_edge None); from the histograms they are those of the fine bins at
+    or above the threshold's grid edge, which the row names (`grid_edge`)."""
+    if pairs is not None:
+        scores, labels = np.asarray(pairs[0], dtype=np.float64), np.asarray(pairs[1]).astype(bool)
+        flag = scores >= threshold
+        tp, fp = int((flag & labels).sum()), int((flag & ~labels).sum())
+        return counts_row((tp, fp, int(labels.sum()) - tp, int((~labels).sum()) - fp), threshold, cfg, prevalence,
+                          None)
     i = score_edge_index(threshold)
     tp, fn = int(pos_hist[i:].sum()), int(pos_hist[:i].sum())
     fp, tn = int(neg_hist[i:].sum()), int(neg_hist[:i].sum())
@@ -147,14 +156,18 @@ def counts_row(counts: tuple[int, int, int, int], threshold: float, cfg: CostCon
 
 def threshold_table(neg_hist: np.ndarray, pos_hist: np.ndarray, cfg: CostConfig | None, prevalence: float | None,
                     deployed: float, thresholds: tuple[float, ...] = THRESHOLDS, configured: float | None = None,
-                    deployed_counts: tuple[int, int, int, int] | None = None) -> dict[str, Any]:
+                    deployed_counts: tuple[int, int, int, int] | None = None,
+                    pairs: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     """Trade-off at thresholds 0.1 … 0.9 from the labelled score histograms, the cost-optimal threshold
     C_FP/(C_FP+C_FN) (with its own row) and the cheapest tabulated threshold, marked in-sample. Without a
     `costs:` section the rows hold recall, FPR and precision only (no monthly figures, no cheapest). `deployed` is
     the threshold the week's flags were made at (events may carry their own); `configured`, the config's, is marked
     too (row "configured") when it differs. A deployed threshold that is not tabulated gets a row of its own, in
     order, from `deployed_counts` (the week's labelled tp, fp, fn, tn, exact) when given (churn tryout: at 0.35 the
-    table showed 0.1 … 0.9 and no row for the threshold in use)."""
+    table showed 0.1 … 0.9 and no row for the threshold in use). `pairs`: the week's held (score, label) pairs when
+    every labelled prediction is held: the cost-optimal row is then counted exactly at its threshold and
+    `cost_minimum`, the cheapest threshold of all, searched over every score; else both come from the fine grid,
+    which they name (churn tryout: the row for 0.0385 was counted at the grid edge 0.0388, and nothing said so)."""
     optimal = None if cfg is None else cost_optimal_threshold(cfg)
     doc: dict[str, Any] = {"thresholds": list(thresholds), "deployed": deployed,
                            "configured": deployed if configured is None else configured,
@@ -191,9 +204,22 @@ def threshold_table(neg_hist: np.ndarray, pos_hist: np.ndarray, cfg: CostConfig 
                                                            "total": cheapest["monthly"]["total"],
                                                            "in_sample": True},
                 "cost_optimal_row": None if optimal is None else threshold_row(neg_hist, pos_hist, optimal, cfg,
-                                                                                prevalence),
+                                                                                prevalence, pairs),
+                "cost_minimum": None if cfg is None else cost_minimum(neg_hist, pos_hist, cfg, prevalence, pairs),
                 "deployed_row": at(deployed)})
     return doc
+
+
+def cost_minimum(neg_hist: np.ndarray, pos_hist: np.ndarray, cfg: CostConfig, prevalence: float,
+                 pairs: tuple[np.ndarray, np.ndarray] | None) -> dict[str, Any] | None:
+    """The cheapest threshold of all on the week's labels (analysis.cheapest: exact over `pairs`, else the best
+    score-grid edge with the grid's step there), with its trade-off row; in-sample, as the tabulated cheapest."""
+    found = (cheapest_exact(*pairs, float(cfg.monthly_volume), prevalence, analysis_costs(cfg)) if pairs is not None
+             else cheapest_on_grid(neg_hist, pos_hist, float(cfg.monthly_volume), prevalence, analysis_costs(cfg)))
+    if found is None:
+        return None
+    row = counts_row(found.counts, found.threshold, cfg, prevalence, None if found.exact else found.threshold)
+    return {**row, **found.to_json()}
 
 
 def judge_cost_optimal(thresholds: dict[str, Any], calibration: dict[str, Any]) -> dict[str, Any] | None:

@@ -241,6 +241,17 @@ def mark_in_force(rows: list[dict[str, Any]], flags: dict[str, Any]) -> None:
             r["mark"] = ", ".join(words)
 
 
+def _held_pairs(store: Store, config: Config, model: str, week: IsoWeek, rows: Any, total: Any
+                ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The week's (score, label) pairs of the headline's predictions (shadow mode: the production arm's) when every
+    labelled one is still held, so the threshold table prices thresholds exactly; None without `costs:`."""
+    from ..readouts.ranking import held_pairs
+    if config.costs is None:
+        return None
+    variant = config.ab.control if config.ab.design == "shadow" else None
+    return held_pairs(store, model, week.window, rows, total, variant)
+
+
 # --- the whole document -------------------------------------------------------------------------------------------
 def report_document(store: Store, config: Config, model: str, week: IsoWeek, now: float,
                     week_reason: str = "given") -> dict[str, Any]:
@@ -281,7 +292,8 @@ def report_document(store: Store, config: Config, model: str, week: IsoWeek, now
         "business": business_section(metrics, config.costs, dict(config.targets)),
         "thresholds": threshold_table(np.asarray(total.hist[NEG]), np.asarray(total.hist[POS]), config.costs,
                                       prevalence, _deployed(metrics), configured=config.threshold,
-                                      deployed_counts=_deployed_counts(metrics)),
+                                      deployed_counts=_deployed_counts(metrics),
+                                      pairs=_held_pairs(store, config, model, week, rows, total)),
     }
     mark_in_force(doc["thresholds"].get("rows", []), metrics["threshold_in_force"])
     if doc["thresholds"].get("cost_optimal"):

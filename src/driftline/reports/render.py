@@ -22,7 +22,7 @@ from .. import numbers
 from ..analysis.calibrated import reason_text
 from ..domain import capitalised
 from ..terminal import visible
-from .summary import METRIC_NAMES, by_importance, cost_optimal_sentence, kpi_sentence
+from .summary import METRIC_NAMES, by_importance, cost_minimum_sentence, cost_optimal_sentence, kpi_sentence
 from .wrapping import ident, idents
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -158,6 +158,11 @@ def cost_optimal(doc: dict[str, Any]) -> Formatted:
                                            lambda v: money(v, cur)))
 
 
+def cost_minimum(doc: dict[str, Any]) -> Formatted:
+    """The cheapest-threshold line (summary.cost_minimum_sentence) in the report's currency; no event text."""
+    return Formatted(cost_minimum_sentence(doc["thresholds"], lambda v: money(v, doc.get("currency"))))
+
+
 _SCROLL_OPEN, _SCROLL_CLOSE = '<div class="scroll"><table', "</table></div>"
 
 
@@ -200,7 +205,7 @@ def _env(markdown: bool) -> Environment:
                        week_words=week_words,
                        metric_name=metric_name, capitalised=capitalised, by_importance=by_importance,
                        reason_text=reason_text, line=numbers.line)
-    env.globals.update(versus_baseline=versus_baseline, cost_optimal=cost_optimal)
+    env.globals.update(versus_baseline=versus_baseline, cost_optimal=cost_optimal, cost_minimum=cost_minimum)
     return env
 
 

@@ -195,8 +195,12 @@ def cost_optimal_sentence(t: dict[str, Any], deployed: float, review_hours: str,
     row = t.get("cost_optimal_row") or {}
     at = ""
     if row.get("monthly"):
-        at = (f" (at it: recall {numbers.rate(row['recall'])}, {numbers.count(row['monthly']['review_hours'])} "
-              f"{review_hours}, total {money(row['monthly']['total'])} a month)")
+        where = ("" if row.get("grid_edge") is None else
+                 f", counted at the score-grid edge {row['grid_edge']:g}, the nearest at or above it: the week's "
+                 f"scores are no longer all held, and the histogram has no finer threshold")
+        at = (f" (at it{where}: recall {numbers.rate(row['recall'])}, "
+              f"{numbers.count(row['monthly']['review_hours'])} {review_hours}, total {money(row['monthly']['total'])}"
+              f" a month)")
     j = co.get("judgement") or {}
     why = []
     if j.get("miscalibrated"):
@@ -208,3 +212,18 @@ def cost_optimal_sentence(t: dict[str, Any], deployed: float, review_hours: str,
     if why:
         return f"{head}{at}: not usable ({'; '.join(why)}). Do not move the threshold to it."
     return f"{head}{at}."
+
+
+def cost_minimum_sentence(t: dict[str, Any], money: Callable[[float], str]) -> str:
+    """The cheapest threshold of all on the week's labels (business.cost_minimum), saying how it was searched:
+    exactly over every held score, or over the score-grid edges with their step there; '' without one."""
+    c = t.get("cost_minimum")
+    if not c or not c.get("monthly"):
+        return ""
+    how = ("exact: every threshold searched, the counts changing only at the week's scores, all held"
+           if c["exact"] else
+           f"the best score-grid edge, a grid of step {c['grid_step']:.2g} there: the week's scores are no longer all "
+           f"held, so no threshold between the edges can be priced")
+    return (f"Cheapest threshold on this week's labels: {c['threshold']:g} ({how}), total "
+            f"{money(c['monthly']['total'])} a month at recall {numbers.rate(c['recall'])}; in-sample, so confirm it "
+            f"on later data.")
