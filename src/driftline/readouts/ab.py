@@ -29,30 +29,26 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from scipy.optimize import brentq
+from .ab_shadow import ALPHA, independent_intervals, paired_readout, shadow_pairs
 from .ab_verdict import verdict
-from ..analysis.abstats import (HEADLINE_METRICS, ArmCounts, arm_metrics, compare_arms, compare_proportions,
-                               holm, srm_check)
+from ..analysis.abstats import HEADLINE_METRICS, ArmCounts, arm_metrics, compare_arms, holm, srm_check
 from ..analysis.label_balance import label_balance
 from ..analysis.classification import delay_quantiles
 from ..analysis.costs import Costs, cost_difference, cost_per_1000
 from ..analysis.flag_thresholds import flag_note
-from ..analysis.paired import PairedTable, paired_bootstrap, paired_tests
 from ..analysis.power import POWER, recall_power
-from ..analysis.rates import rate
 from ..analysis.sequential import SequentialPlan, cs_difference, cs_from_standard_error, mixture_margin
 from ..config import AB, Config
 from ..config import Costs as CostConfig
 from ..core.grids import DELAY_EDGES
 from .maturity import maturity_hint
 from .metrics import resolve_window
-from ..core.stats import NEG, POS, UNL, BucketStats, merge
+from ..core.stats import UNL, BucketStats, merge
 from ..storage.bucket_row import BucketRow
 from ..storage.store import Store
 from .windows import Window, flags_in_force, merged, window_ending, window_rows
 
-ALPHA = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,34 +100,6 @@ def plan_arms(ab: AB, found: Iterable[str]) -> ArmPlan:
         f"no arms configured and default control {ab.control_arm!r} has no predictions in the window; "
         f"using {control!r}",)
     return ArmPlan({a: 1.0 / len(variants) for a in variants}, control, notes)
-
-
-# --- shadow pairs from the join table ------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class ShadowPairs:
-    """Paired table of ids scored by both variants (control's ts in the window) and the unpaired rows."""
-
-    table: PairedTable
-    rows_control: int
-    rows_treatment: int
-
-    def to_json(self) -> dict[str, object]:
-        n = self.table.n
-        return {"pairs": n, "rows": {"control": self.rows_control, "treatment": self.rows_treatment},
-                "unpaired": {"control": self.rows_control - n, "treatment": max(0, self.rows_treatment - n)},
-                "table": self.table.to_json()}
-
-
-def shadow_pairs(store: Store, model: str | None, window: Window, control: str, treatment: str) -> ShadowPairs:
-    """Join control and treatment predictions by (prediction_id, model) in the join table and count
-    cells [label state, flagged by control, flagged by treatment] in the database (GROUP BY)."""
-    with store.read() as conn:
-        cells, per_variant = store.join.shadow_cells(conn, model, window.start, window.end, control, treatment)
-    counts = np.zeros((3, 2, 2), dtype=np.int64)
-    for label, fc, ft, n in cells:
-        state = POS if label == 1 else NEG if label == 0 else UNL
-        counts[state, int(fc), int(ft)] += n
-    return ShadowPairs(PairedTable(counts), per_variant.get(control, 0), per_variant.get(treatment, 0))
 
 
 # --- sequential: how many more observations until the always-valid interval excludes 0 -------------
@@ -265,48 +233,6 @@ def holm_across_treatments(comparisons: list[dict[str, Any]]) -> None:
         cell["p_holm"] = p
     for comp in comparisons:
         comp["holm_treatments"] = [c["treatment"] for c in comparisons]
-
-
-def independent_intervals(comp: dict[str, Any]) -> dict[str, Any]:
-    """Shadow mode: which comparison intervals treat the arms as independent samples although both arms score the
-    same ids, and that this is conservative. Measured (benchmarks/shadow_pairing_coverage.py): with decisions
-    agreeing on most ids, the independent 95 % intervals held the truth in every simulated window and were
-    1.6–2.8 × as wide as paired ones (paired bootstrap / paired Wald: 0.91–0.96)."""
-    metrics = ["fpr", "precision", "alert_rate"]
-    cost = comp.get("cost_per_1000")
-    if cost is not None and cost.get("method") != "paired_bootstrap":
-        metrics.append("cost_per_1000")
-    names = {"fpr": "FPR", "precision": "precision", "alert_rate": "alert-rate", "cost_per_1000": "cost"}
-    listed = ", ".join(names[m] for m in metrics[:-1]) + " and " + names[metrics[-1]]
-    text = (f"In shadow mode both arms score the same ids, but the {listed} intervals treat the arms as "
-            "independent samples: conservative, as the arms' decisions agree on most ids (simulated shadow windows: "
-            "these 95 % intervals held the truth every time and were 1.6–2.8 times as wide as paired ones), so they "
-            "can miss a real difference; the paired figures are the shadow-pairs table's exact McNemar tests and "
-            "paired bootstrap intervals.")
-    return {"metrics": metrics, "conservative": True, "text": text}
-
-
-def paired_readout(pairs: ShadowPairs, costs: Costs, seed: int, n_boot: int) -> dict[str, Any]:
-    """Shadow mode: exact sign tests (McNemar) on discordant pairs, Holm over the two, paired bootstrap
-    of recall/precision/cost differences (seeded), and whether labels follow the control's flags."""
-    tab = pairs.table
-    tests = paired_tests(tab)
-    boot = paired_bootstrap(tab, costs, n_boot=n_boot, seed=seed, alpha=ALPHA)
-    p_holm = holm([tests.recall.p_value, tests.fpr.p_value])
-    doc: dict[str, Any] = {**pairs.to_json(), **tests.to_json(), "bootstrap": boot.to_json()}
-    doc["recall"] = {**doc["recall"], "p_holm": p_holm[0]}
-    doc["fpr"] = {**doc["fpr"], "p_holm": p_holm[1]}
-    cnt = tab.counts
-    labelled = [NEG, POS]
-    lab_f, all_f = int(cnt[labelled, 1, :].sum()), int(cnt[:, 1, :].sum())
-    lab_u, all_u = int(cnt[labelled, 0, :].sum()), int(cnt[:, 0, :].sum())
-    follows = compare_proportions(lab_f, all_f, lab_u, all_u, metric="coverage_flagged_vs_unflagged_by_control")
-    cf, cu = rate(lab_f, all_f), rate(lab_u, all_u)
-    biased = (follows.p_value is not None and follows.p_value < 0.01 and cf.value is not None
-              and cu.value is not None and cf.value > 1.1 * cu.value)
-    doc["labels_follow_control"] = {"coverage_flagged": cf.to_json(), "coverage_unflagged": cu.to_json(),
-                                    "p_value": follows.p_value, "warning": biased}
-    return doc
 
 
 DESIGN_WORDS = {"split": "split test (one arm per prediction)", "shadow": "shadow test (every arm scores each prediction)"}
