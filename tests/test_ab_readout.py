@@ -19,6 +19,7 @@ from driftline.readouts.ab import ABQuery, ab_document, costs_from_config, plan_
 from driftline.analysis.abstats import ArmCounts, compare_proportions, holm
 from driftline.analysis.label_balance import label_balance
 from driftline.analysis.costs import cost_difference, cost_per_1000
+from driftline.analysis.label_pipeline import label_pipeline
 from driftline.analysis.power import recall_power
 from driftline.analysis.sequential import SequentialPlan, cs_difference, cs_from_standard_error
 from driftline import numbers
@@ -171,11 +172,22 @@ def test_comparisons_equal_the_pure_functions(split_db) -> None:
     assert doc["arms"]["A"]["cost_per_1000"] == cost_per_1000(c, costs).to_json()
     days = doc["window"]["days_observed"]
     assert days == 7.0
+    # the days count the labels still to come for the stored predictions (analysis.label_pipeline): each arm's
+    # hourly buckets with their age at the window's end, its delay histogram and its predictions a day
+    win = resolve_window(store, config, "fraud", WEEK, None)
+    pipes = []
+    for v, arm_counts in (("A", c), ("B", t)):
+        rows = window_rows(store, "fraud", win, v)
+        ages = np.array([win.end - (r.bucket_start + 1800.0) for r in rows])
+        pipes.append(label_pipeline(arm_counts.positives, merged(rows).delay, DELAY_EDGES, ages,
+                                    np.array([r.stats.predictions for r in rows]), arm_counts.predictions / days))
     pw = recall_power(c.tp, c.positives, t.positives, 0.05, min(t.positives, c.positives) / days,
-                      arm_rates=(c.positives / days, t.positives / days))
+                      arm_rates=(c.positives / days, t.positives / days), curves=(pipes[0].expected, pipes[1].expected))
     assert {k: doc["power"][k] for k in pw.to_json()} == pw.to_json()
     assert pw.more_per_arm is not None and pw.more_per_arm > 0 and pw.days is not None
-    win = resolve_window(store, config, "fraud", WEEK, None)
+    at_rate = recall_power(c.tp, c.positives, t.positives, 0.05, min(t.positives, c.positives) / days,
+                           arm_rates=(c.positives / days, t.positives / days))
+    assert at_rate.days is not None and pw.days < at_rate.days  # labels so far ÷ days misses those on their way
     delay = {v: merged(window_rows(store, "fraud", win, v)).delay for v in ("A", "B")}
     lb = label_balance(t, c, ("B", "A"), delay["B"], delay["A"], DELAY_EDGES)
     assert doc["label_balance"] == {"treatment": "B", **lb.to_json()} and not lb.warnings

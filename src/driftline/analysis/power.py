@@ -8,6 +8,7 @@ approximation of statsmodels' NormalIndPower with proportion_effectsize), both r
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from scipy.optimize import brentq
@@ -104,15 +105,32 @@ def days_to_power(h: float, n_control: float, n_treatment: float, rate_control: 
     return float(brentq(short, 0.0, hi, xtol=1e-9))
 
 
+def days_to_power_curves(h: float, control: Callable[[float], float], treatment: Callable[[float], float],
+                         alpha: float = ALPHA, power: float = POWER, limit: float = 36525.0) -> float | None:
+    """Days until |h| is detected with the power when the arms' labelled positives after d days are control(d)
+    and treatment(d) (non-decreasing; analysis.label_pipeline: label delay and the predictions already waiting);
+    0 when already, None when not within `limit` days."""
+    def short(d: float) -> float:
+        return power_h(h, control(d), treatment(d), alpha) - power
+    if short(0.0) >= 0:
+        return 0.0
+    if h == 0 or short(limit) < 0:
+        return None
+    return float(brentq(short, 0.0, limit, xtol=1e-6))
+
+
 def recall_power(k_control: int, n_control: int, n_treatment: int, target_diff: float | None = None,
                  positives_per_arm_per_day: float | None = None, alpha: float = ALPHA,
-                 power: float = POWER, arm_rates: tuple[float, float] | None = None) -> RecallPower:
+                 power: float = POWER, arm_rates: tuple[float, float] | None = None,
+                 curves: tuple[Callable[[float], float], Callable[[float], float]] | None = None) -> RecallPower:
     """MDE at the current labelled positives per arm (control recall as baseline), and for a target
     difference the labelled positives per arm needed (equal arms), how many more, and days at a rate.
 
     With `arm_rates` (control, treatment labelled positives per day) the days are those at which the arms, each
     growing at its own rate, reach the power (`days_to_power`), and `more_control`/`more_treatment` what each
-    arm gains by then: right for unequal splits too.
+    arm gains by then: right for unequal splits too. With `curves` (each arm's expected labelled positives after
+    d days, days_to_power_curves) instead: the label delay and the predictions already waiting for their labels
+    count, which a constant rate of labels so far misses (churn tryout: 221 days where about 80 suffice).
     """
     p_c = k_control / n_control if n_control else None
     mde = None if p_c is None else mde_difference(p_c, n_control, n_treatment, alpha, power)
@@ -125,7 +143,14 @@ def recall_power(k_control: int, n_control: int, n_treatment: int, target_diff: 
             if positives_per_arm_per_day and positives_per_arm_per_day > 0:
                 days = math.ceil(more / positives_per_arm_per_day)
     more_c = more_t = None
-    if arm_rates is not None and needed is not None and p_c is not None and target_diff is not None:
+    if curves is not None and needed is not None and p_c is not None and target_diff is not None:
+        h = 2.0 * math.asin(math.sqrt(p_c + target_diff)) - 2.0 * math.asin(math.sqrt(p_c))
+        d = days_to_power_curves(h, curves[0], curves[1], alpha, power)
+        days = None if d is None else math.ceil(d)
+        if d is not None:
+            more_c = max(0, math.ceil(curves[0](d) - n_control))
+            more_t = max(0, math.ceil(curves[1](d) - n_treatment))
+    elif arm_rates is not None and needed is not None and p_c is not None and target_diff is not None:
         h = 2.0 * math.asin(math.sqrt(p_c + target_diff)) - 2.0 * math.asin(math.sqrt(p_c))
         d = days_to_power(h, n_control, n_treatment, arm_rates[0], arm_rates[1], alpha, power)
         days = None if d is None else math.ceil(d)

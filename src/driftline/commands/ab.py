@@ -212,9 +212,25 @@ def _power(doc: dict[str, Any], console: Console) -> None:
                          f"detectable gain {prop(pw.get('mde'))} · target {prop(pw.get('target_diff'))} needs "
                          f"{count(mt)} more in {tr} and {count(mc)} in {ct} at the current split ({days})",
                 f"  {tr} vs {ct}: ")
+            _delay_basis(console, comp)
             continue
         say(console, f"labelled positives {count(pw['n_treatment'])} vs "
-                     f"{count(pw['n_control'])} ({rate_s} per arm per day) · minimum detectable gain "
+                     f"{count(pw['n_control'])} ({rate_s} per arm per day so far) · minimum detectable gain "
                      f"{prop(pw.get('mde'))} · target {prop(pw.get('target_diff'))} needs "
                      f"{needed} per arm: "
                      f"{more} more ({days})", f"  {tr} vs {ct}: ")
+        _delay_basis(console, comp)
+
+
+def _delay_basis(console: Console, comp: dict[str, Any]) -> None:
+    """What the days assume (JSON `power.label_delay`): the labelled positives a day of traffic brings once
+    labelled, and those the stored predictions waiting for labels will bring with no more traffic."""
+    basis = comp["power"].get("label_delay")
+    if not basis or comp["power"].get("days") is None:
+        return
+    arms = (comp["treatment"], comp["control"])
+    per_day = " and ".join(f"{fixed(basis['positives_per_day'][a], 1, sep=True)} in {shown(a)}" for a in arms)
+    pending = " and ".join(f"~{count(round(basis['pending_positives'][a]))} in {shown(a)}" for a in arms)
+    say(console, f"counting the labelled positives still to come from predictions already stored ({pending}, with "
+                 f"no more traffic) and {per_day} a day of new traffic once labelled; assumes {basis['assumes']}",
+        "    days: ")

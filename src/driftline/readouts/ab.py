@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from scipy.optimize import brentq
 from .ab_shadow import ALPHA, independent_intervals, paired_readout, shadow_pairs
 from .ab_verdict import verdict
@@ -37,6 +38,7 @@ from ..analysis.label_balance import label_balance
 from ..analysis.classification import delay_quantiles
 from ..analysis.costs import Costs, cost_difference, cost_per_1000
 from ..analysis.flag_thresholds import flag_note
+from ..analysis.label_pipeline import LabelPipeline, days_until, label_pipeline
 from ..analysis.power import POWER, recall_power
 from ..analysis.sequential import SequentialPlan, cs_difference, cs_from_standard_error, mixture_margin
 from ..config import AB, Config
@@ -46,6 +48,7 @@ from .maturity import maturity_hint
 from .metrics import resolve_window
 from ..core.stats import UNL, BucketStats, merge
 from ..storage.bucket_row import BucketRow
+from ..storage.compaction import COMPACTED_SHARD, DAY_S
 from ..storage.store import Store
 from .windows import Window, flags_in_force, merged, window_ending, window_rows
 
@@ -188,10 +191,12 @@ def _cost_sequential(diff: float | None, se: float | None, t: ArmCounts, c: ArmC
 
 
 def comparison_readout(treatment: str, control: str, t: ArmCounts, c: ArmCounts, st: BucketStats,
-                       sc: BucketStats, config: Config, days: float) -> dict[str, Any]:
+                       sc: BucketStats, config: Config, days: float,
+                       pipes: tuple[LabelPipeline | None, LabelPipeline | None] = (None, None)) -> dict[str, Any]:
     """Treatment − control: four headline metrics (Newcombe, score p, Holm, lift, always-valid interval),
     cost difference (MOVER on the arms' mid-p score intervals: analysis/cost_interval), label balance and
-    recall power."""
+    recall power (its days from the arms' label pipelines `pipes`, control's and treatment's, when both are
+    known: label delay and the predictions waiting for labels count)."""
     comp = compare_arms(t, c, ALPHA, names=(treatment, control))
     metrics: dict[str, Any] = {}
     for m in HEADLINE_METRICS:
@@ -211,12 +216,44 @@ def comparison_readout(treatment: str, control: str, t: ArmCounts, c: ArmCounts,
                        delay_edges=DELAY_EDGES)
     per_day = min(t.positives, c.positives) / days if days > 0 else None
     rates = (c.positives / days, t.positives / days) if days > 0 else None
-    pw = recall_power(c.tp, c.positives, t.positives, config.ab.target_recall_diff, per_day, arm_rates=rates)
+    pc, pt = pipes
+    curves = None if pc is None or pt is None else (pc.expected, pt.expected)
+    pw = recall_power(c.tp, c.positives, t.positives, config.ab.target_recall_diff, per_day, arm_rates=rates,
+                      curves=curves)
+    if pc is not None and pt is not None:
+        more = metrics["recall"]["seq_more_needed"]
+        ahead = None if not more else days_until(c.positives + t.positives + more, (pc, pt))
+        metrics["recall"]["seq_more_days"] = None if ahead is None else math.ceil(ahead)
     return {"treatment": treatment, "control": control, "metrics": metrics,
             "cost_per_1000": None if config.costs is None else {**cd.to_json(), "method": "mid_p_mover", **cost_seq},
             "label_balance": lb.to_json(),
             "power": {**pw.to_json(), "positives_per_arm_per_day": per_day,
-                      "positives_per_day": (t.positives + c.positives) / days if days > 0 else None}}
+                      "positives_per_day": (t.positives + c.positives) / days if days > 0 else None,
+                      "label_delay": None if pc is None or pt is None else delay_basis(pc, pt, control, treatment)}}
+
+
+def delay_basis(pc: LabelPipeline, pt: LabelPipeline, control: str, treatment: str) -> dict[str, Any]:
+    """What the days of the power estimate assume (JSON `power.label_delay`): each arm's labelled positives a day
+    of traffic brings once labelled, and those its stored predictions will still bring without more traffic."""
+    return {"positives_per_day": {control: pc.positives_per_day, treatment: pt.positives_per_day},
+            "pending_positives": {control: pc.pending(), treatment: pt.pending()},
+            "assumes": ("traffic continues at the window's rate and labels keep arriving after the delays stored "
+                        "for each arm (its label-delay histogram, corrected for predictions too young to show the "
+                        "longer delays)")}
+
+
+def arm_pipeline(rows: list[BucketRow], labelled_positives: int, stats: BucketStats, window: Window, bucket_s: int,
+                 days: float) -> LabelPipeline | None:
+    """The arm's label pipeline (analysis.label_pipeline) from its stored buckets in the window: each bucket's age
+    at the window's end (its middle; a compacted day is a day wide) and predictions, its delay histogram and its
+    predictions a day; None without rows or without a stored label delay."""
+    if not rows or days <= 0:
+        return None
+    width = np.array([DAY_S if r.shard == COMPACTED_SHARD else bucket_s for r in rows], dtype=np.float64)
+    starts = np.array([r.bucket_start for r in rows], dtype=np.float64)
+    ages = np.maximum(window.end - (starts + width / 2.0), 0.0)
+    counts = np.array([r.stats.predictions for r in rows], dtype=np.float64)
+    return label_pipeline(labelled_positives, stats.delay, DELAY_EDGES, ages, counts, stats.predictions / days)
 
 
 def holm_across_treatments(comparisons: list[dict[str, Any]]) -> None:
@@ -295,7 +332,10 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
     doc["srm"] = {**srm.to_json(), "design": config.ab.design}
     ctl = plan.control
     for tr in plan.treatments:
-        comp = comparison_readout(tr, ctl, counts[tr], counts[ctl], stats[tr], stats[ctl], config, days)
+        pipes = tuple(arm_pipeline(by_variant.get(a, []), counts[a].positives, stats[a], window, config.bucket_s, days)
+                      for a in (ctl, tr))
+        comp = comparison_readout(tr, ctl, counts[tr], counts[ctl], stats[tr], stats[ctl], config, days,
+                                  pipes)  # type: ignore[arg-type]
         if shadow:
             pairs = shadow_pairs(store, q.model, window, ctl, tr)
             comp["paired"] = paired_readout(pairs, costs, q.seed, q.n_boot)

@@ -141,7 +141,7 @@ def _seq_clause(doc: dict[str, Any], comp: dict[str, Any], label: str = "the alw
     per_day = comp["power"].get("positives_per_day")
     tail = ""
     if more:
-        n_days = math.ceil(more / per_day) if per_day else None
+        n_days = rec["seq_more_days"] if "seq_more_days" in rec else math.ceil(more / per_day) if per_day else None
         days = "" if n_days is None else f" (~{n_days} day{'s' if n_days != 1 else ''})"
         tail = f": ~{numbers.counted(more, 'more labelled positive')}{days} if the difference holds"
     return f"; {label} {iv} still includes 0, so keep collecting before acting on repeated looks{tail}."
@@ -158,7 +158,9 @@ def _power(comp: dict[str, Any]) -> str:
     if more is None or target is None:
         return s + "."
     if more > 0:
-        days = f" (~{numbers.counted(pw['days'], 'day')} at the current rate)" if pw.get("days") is not None else ""
+        basis = ("counting the labels still to come for the predictions already stored" if pw.get("label_delay")
+                 else "at the current rate")
+        days = f" (~{numbers.counted(pw['days'], 'day')} {basis})" if pw.get("days") is not None else ""
         mc, mt = pw.get("more_control"), pw.get("more_treatment")
         if mc is not None and mt is not None and _unequal(mc, mt):  # an unequal split: each arm its own count
             return s + (f"; detecting {_n(target)} needs ~{numbers.counted(mt, 'more labelled positive')} in "

@@ -1,0 +1,116 @@
+"""How an arm's labelled positives grow from now on when labels come weeks after the prediction: the predictions
+already stored keep gaining labels without more traffic, and new traffic gains them only after the label delay.
+
+Model (stated in the readout): traffic continues at the window's rate; a prediction's label arrives after a delay
+drawn from the arm's stored label-delay histogram (uniform within each bin; the open last bin at its lower edge),
+each bin weighted by the inverse share of the window's predictions old enough to show it (observable_weighted);
+each prediction whose label has arrived is a positive with the arm's yield ρ, estimated as labelled positives now ÷
+the expected number of predictions labelled by now, Σ_b P_b·F(age_b). Then the labelled positives `days` from now are
+
+    E(d) = n_now + ρ·Σ_b P_b·(F(age_b + d) − F(age_b)) + ρ·λ·∫_0^d F(s) ds,
+
+so a stream in steady state gains ρ·λ a day from the start (the stored predictions ripen as fast as new ones
+would), where the labelled-positives-so-far ÷ days rate reads low by the share of the window still unlabelled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+DAY_S = 86400.0
+
+
+@dataclass(frozen=True, slots=True)
+class LabelPipeline:
+    """One arm's labelled positives now and the model above; `expected(days)` is E(d)."""
+
+    labelled: int
+    yield_: float
+    per_day: float
+    ages_s: np.ndarray
+    counts: np.ndarray
+    cdf_x: np.ndarray
+    cdf_y: np.ndarray
+    cdf_int: np.ndarray
+
+    def cdf(self, x: np.ndarray | float) -> np.ndarray:
+        """F: the share of labels arrived `x` seconds after the prediction."""
+        return np.interp(x, self.cdf_x, self.cdf_y, left=0.0, right=1.0)
+
+    def cdf_integral(self, x: float) -> float:
+        """∫_0^x F(s) ds in seconds (exact for the piecewise-linear F)."""
+        if x <= 0:
+            return 0.0
+        k = int(np.searchsorted(self.cdf_x, x, side="right")) - 1
+        if k >= len(self.cdf_x) - 1:
+            return float(self.cdf_int[-1] + (x - self.cdf_x[-1]))
+        return float(self.cdf_int[k] + (x - self.cdf_x[k]) * (self.cdf_y[k] + float(self.cdf(x))) / 2.0)
+
+    def from_stored(self, days: float) -> float:
+        """Labelled positives the stored predictions add within `days` (no new traffic needed)."""
+        ds = days * DAY_S
+        return float(self.yield_ * np.sum(self.counts * (self.cdf(self.ages_s + ds) - self.cdf(self.ages_s))))
+
+    def pending(self) -> float:
+        """Labelled positives the stored predictions will still add, however long one waits."""
+        return float(self.yield_ * np.sum(self.counts * (1.0 - self.cdf(self.ages_s))))
+
+    def expected(self, days: float) -> float:
+        """E(days): labelled positives `days` from now (the module formula)."""
+        if days <= 0:
+            return float(self.labelled)
+        new = self.yield_ * self.per_day * self.cdf_integral(days * DAY_S) / DAY_S
+        return self.labelled + self.from_stored(days) + new
+
+    @property
+    def positives_per_day(self) -> float:
+        """ρ·λ: labelled positives a day of traffic brings once its labels have arrived."""
+        return self.yield_ * self.per_day
+
+
+def label_pipeline(labelled: int, delay_hist: np.ndarray, delay_edges: np.ndarray, ages_s: np.ndarray,
+                   counts: np.ndarray, per_day: float) -> LabelPipeline | None:
+    """The arm's pipeline from its labelled positives now, its label-delay histogram (bins on `delay_edges`, the
+    last one open), the age at the window's end and size of each stored bucket and its predictions a day; None
+    when no label delay is stored or no stored prediction can have been labelled by now (ρ cannot be told)."""
+    edges = np.asarray(delay_edges, dtype=np.float64)
+    ages, n = np.asarray(ages_s, dtype=np.float64), np.asarray(counts, dtype=np.float64)
+    hist = observable_weighted(np.asarray(delay_hist, dtype=np.float64), edges, ages, n)
+    total = hist.sum()
+    if total <= 0 or per_day <= 0:
+        return None
+    x = np.concatenate((edges, [edges[-1] + 1.0]))  # the open last bin's mass at its lower edge (1 s wide)
+    y = np.concatenate(([0.0], np.cumsum(hist) / total))
+    cum = np.concatenate(([0.0], np.cumsum(np.diff(x) * (y[:-1] + y[1:]) / 2.0)))
+    arrived = float(np.sum(n * np.interp(ages, x, y, left=0.0, right=1.0)))
+    if arrived <= 0:
+        return None
+    return LabelPipeline(int(labelled), labelled / arrived, float(per_day), ages, n, x, y, cum)
+
+
+def observable_weighted(hist: np.ndarray, edges: np.ndarray, ages: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The delay histogram of the labels received so far, each bin divided by the share of predictions old enough
+    to show a delay that long (its middle; the open last bin its lower edge): young predictions' long delays are
+    not seen yet, so the raw histogram reads delays short (churn, delays 30–60 d over a 70-day window: 21.7
+    labelled positives a day where 25 arrive). Bins no prediction is old enough for stay as they are (empty)."""
+    mids = np.concatenate(((edges[:-1] + edges[1:]) / 2.0, edges[-1:]))
+    old = np.array([counts[ages > m].sum() for m in mids]) / max(float(counts.sum()), 1e-300)
+    return np.where(old > 0, hist / np.where(old > 0, old, 1.0), hist)
+
+
+def days_until(target: float, curves: tuple[LabelPipeline, ...], limit: float = 36525.0) -> float | None:
+    """Days until the curves' expected labelled positives together reach `target` (0 when they already do;
+    None when not within `limit` days)."""
+    def total(d: float) -> float:
+        return sum(c.expected(d) for c in curves)
+    if total(0.0) >= target:
+        return 0.0
+    if total(limit) < target:
+        return None
+    lo, hi = 0.0, limit
+    for _ in range(80):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if total(mid) < target else (lo, mid)
+    return hi

@@ -1,0 +1,83 @@
+"""The A/B readout's days to power count the label delay and the predictions already waiting for their labels.
+
+Churn tryout: outcomes 30–60 days after the prediction; over a 70-day window the readout divided the labelled
+positives so far by the 70 days (8.7 a day per arm where 25 a day arrive once labelled) and ignored the ~1,100
+positives per arm already stored and waiting for labels: it read ~221 days where about 80 suffice. Here a hand
+computation: every label arrives exactly D ≈ 40 days after its prediction, so the labelled positives grow by
+24 a day per arm from now on (the stored predictions ripen as fast as new ones would): 19 days, where the
+labelled positives so far ÷ 60 days (7.85 a day) read 56.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import yaml
+from statsmodels.stats.power import NormalIndPower
+from statsmodels.stats.proportion import proportion_effectsize
+
+from driftline import cli
+from driftline.core.grids import DELAY_EDGES
+
+from helpers import outcome, pred
+
+DAY = 86400.0
+START = 1_780_272_000.0  # 2026-06-01
+T_DAYS = 60
+END = START + T_DAYS * DAY
+_i = int(np.searchsorted(DELAY_EDGES, 40 * DAY, side="right")) - 1
+DELAY = float(DELAY_EDGES[_i] + DELAY_EDGES[_i + 1]) / 2.0  # the middle of the delay bin holding 40 days
+
+
+def _stream() -> tuple[list[bytes], dict[str, int]]:
+    """Per hour and arm, 4 predictions at the hour's middle: one positive (caught unless the hour is a multiple
+    of 5: recall 0.8), three negatives; every outcome DELAY later, stored when it comes before END."""
+    lines, now = [], {"positives": 0, "caught": 0, "pending_positives": 0}
+    for h in range(T_DAYS * 24):
+        ts = START + h * 3600 + 1800
+        for arm in ("control", "treatment"):
+            for j in range(4):
+                pid, y = f"{arm}-{h}-{j}", int(j == 0)
+                score = (0.1 if h % 5 == 0 else 0.9) if y else 0.1
+                lines.append(pred(pid, score, ts, variant=arm, model="churn"))
+                if ts + DELAY < END:
+                    lines.append(outcome(pid, y, ts + DELAY))
+                    if arm == "control" and y:
+                        now["positives"] += 1
+                        now["caught"] += score >= 0.3
+                elif arm == "control" and y:
+                    now["pending_positives"] += 1
+    lines.sort(key=lambda raw: json.loads(raw)["ts"])
+    return lines, now
+
+
+def test_days_to_power_count_the_labels_on_their_way(tmp_path, capsys) -> None:
+    lines, now = _stream()
+    (tmp_path / "e.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"model": "churn", "threshold": 0.3, "labels": {"horizon": "90d"},
+                                   "ab": {"design": "split", "control": "control",
+                                          "arms": {"control": 0.5, "treatment": 0.5}, "target_recall_diff": 0.05}}))
+    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    assert cli.main([*base, "replay", str(tmp_path / "e.jsonl"), "--json"]) == 0
+    capsys.readouterr()
+    at = ["ab", "--window", f"{T_DAYS}d", "--at", "2026-07-31T00:00:00Z"]
+    assert cli.main([*base, *at, "--json"]) == 0
+    pw = json.loads(capsys.readouterr().out)["power"]
+    # by hand: n_now labelled positives per arm, recall p_c, n* per arm from statsmodels, 24 positives a day
+    n_now, p_c = now["positives"], now["caught"] / now["positives"]
+    assert (pw["n_control"], pw["n_treatment"], pw["p_control"]) == (n_now, n_now, p_c)
+    n_star = NormalIndPower().solve_power(proportion_effectsize(p_c + 0.05, p_c), alpha=0.05, power=0.8, ratio=1.0)
+    per_day = 4 * 24 * 0.25
+    hand = math.ceil((n_star - n_now) / per_day)  # 18.3 -> 19 days; labels so far ÷ 60 days would read 56
+    assert pw["days"] == hand == 19
+    assert math.ceil((n_star - n_now) / (n_now / T_DAYS)) == 56
+    basis = pw["label_delay"]
+    assert abs(basis["positives_per_day"]["control"] - per_day) < 0.01 * per_day
+    assert abs(basis["pending_positives"]["control"] - now["pending_positives"]) < 0.01 * now["pending_positives"]
+    assert cli.main([*base, *at]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"(~{pw['days']} days)" in out and "counting the labelled positives still to come" in out
+    assert f"(~{pw['days']} days counting the labels still to come for the predictions already stored)" in out
