@@ -97,19 +97,27 @@ so a typo (A 0.5, B 0.6) turned a balanced 50/50 split into a false sample-ratio
 this much, a share moves by ≤ 5e-5, which the SRM test (p < 0.001) would notice only after ~10⁹ predictions."""
 
 
+def shares_sum_to_one(arms: dict[str, float]) -> bool:
+    """The arms' shares sum to 1 (within ARM_SHARE_TOLERANCE and float slack): a split's rule; under a shadow
+    design the form once required, read as every arm scoring every prediction."""
+    return abs(sum(arms.values()) - 1.0) <= ARM_SHARE_TOLERANCE + 1e-12  # 0.3333 × 3 is 0.99990000000000001
+
+
 def _ab_arms(control: str | msgspec.UnsetType, arms: dict[str, float], design: str = "split") -> None:
     """Raise ValueError naming `control` or `arms` when the control is no arm, a control is set without arms, the
     expected shares do not sum to 1 (caught at load: `driftline ab` found the first only when run, silently
     replaced the second's control by the first variant found, and silently rescaled the third), or a shadow design
     does not name its production arm (verification tryout: `ab: {design: shadow}` alone took 'A' as production,
     so with production sending no variant every whole-model number, alert and /metrics series was empty while
-    `driftline ab` took the shadow arm as control)."""
+    `driftline ab` took the shadow arm as control). Under a shadow design the shares are the fractions of the
+    predictions each arm scores (1: all), each at most 1, the control's 1, and need not sum to 1 (churn tryout:
+    `arms: {A: 1, S: 1}` was refused as summing to 2); shares summing to 1 still load there, as before."""
     from .config_fields import closest_name
 
     if design == "shadow" and control is msgspec.UNSET:
         raise ValueError("control: missing: with `ab.design: shadow` the whole-model numbers, alerts and series count "
-                         "the production arm only, so name it, with the arms (e.g. control: A, arms: {A: 0.5, S: "
-                         "0.5}; `default` is the variant of events sent without one)")
+                         "the production arm only, so name it, with the arms (e.g. control: A, arms: {A: 1, S: 1}, "
+                         "each scoring every prediction; `default` is the variant of events sent without one)")
     if not arms:
         if control is not msgspec.UNSET:
             raise ValueError(f"arms: missing, but `ab.control` is {control!r}: the control must be one of the arms; "
@@ -122,11 +130,37 @@ def _ab_arms(control: str | msgspec.UnsetType, arms: dict[str, float], design: s
         near = next((a for a in arms if a.lower() == control.lower()), None) or closest_name(control, arms)
         hint = f" (did you mean {near!r}?)" if near else ""
         raise ValueError(f"control: {control!r} is not one of ab.arms {sorted(arms)}{hint}")
+    shares = ", ".join(f"{a}: {w:g}" for a, w in arms.items())
+    if design == "shadow":  # every arm scores the same predictions: a share is the fraction an arm scores
+        if shares_sum_to_one(arms):  # the form once required (A: 0.5, S: 0.5): read as before, all score all
+            return
+        over = [a for a, w in arms.items() if w > 1.0 + 1e-12]
+        if over:
+            fix = (" (percentages? write them as fractions: " + ", ".join(f"{a}: {w / 100:g}" for a, w in arms.items())
+                   + ")") if all(w <= 100 for w in arms.values()) else ""
+            raise ValueError(f"arms: {', '.join(repr(a) for a in over)} {'has' if len(over) == 1 else 'have'} a share "
+                             f"over 1 ({shares}): under `ab.design: shadow` every arm scores the same predictions, "
+                             f"so an arm's share is the fraction of them it scores (1 = every one; the shares need "
+                             f"not sum to 1){fix}")
+        if arms[control] < 1.0 - ARM_SHARE_TOLERANCE and len(set(arms.values())) > 1:
+            raise ValueError(f"arms: the control {control!r} scores {arms[control]:g} of the predictions ({shares}): "
+                             f"under `ab.design: shadow` the control is production and scores every one (share 1), "
+                             f"and each shadow arm the fraction it scores; arms that split the traffic between them "
+                             f"are a split (`ab.design: split`, shares summing to 1): see *A shadow arm beside a "
+                             f"split* in the README")
+        return
     total = sum(arms.values())
-    if abs(total - 1.0) > ARM_SHARE_TOLERANCE + 1e-12:  # float slack: 0.3333 × 3 is 0.99990000000000001
-        shares = ", ".join(f"{a}: {w:g}" for a, w in arms.items())
+    if not shares_sum_to_one(arms):
         fix = (" (percentages? write them as fractions: " + ", ".join(f"{a}: {w / 100:g}" for a, w in arms.items())
                + ")") if abs(total - 100.0) <= 100 * ARM_SHARE_TOLERANCE else ""
-        raise ValueError(f"arms: the expected shares sum to {total:g} ({shares}); they must sum to 1 (within "
-                         f"{ARM_SHARE_TOLERANCE:g}: thirds as 0.3333){fix}; rescaling them would make the "
-                         "sample-ratio-mismatch check test a split nobody planned")
+        whole = [a for a, w in arms.items() if abs(w - 1.0) <= ARM_SHARE_TOLERANCE and a != control]
+        if whole and not fix:  # a shadow arm beside the split (churn tryout: A 0.5, B 0.5, S 1.0)
+            s = whole[0]
+            fix = (f" ({s!r} at 1 scores every prediction: a shadow arm takes no share of a split. List only the "
+                   f"arms that split the traffic here, and read {s!r} against {control!r} with `ab.design: shadow`, "
+                   f"`control: {control}`, `arms: {{{control}: 1, {s}: 1}}` in a config of its own: see *A shadow arm "
+                   f"beside a split* in the README)")
+        raise ValueError(f"arms: the expected shares sum to {total:g} ({shares}); they must sum to 1 under "
+                         f"`ab.design: split`, where each prediction goes to one arm (within {ARM_SHARE_TOLERANCE:g}: "
+                         f"thirds as 0.3333){fix}; rescaling them would make the sample-ratio-mismatch check test a "
+                         "split nobody planned")

@@ -114,7 +114,8 @@ def _arms_table(doc: dict[str, Any], console: Console) -> None:
     cols = [Col("", "left")] + [Col(shown(a)) for a in arms]
     print_groups(console, cols, [[name, *cells] for name, cells in measures],
                  title=f"arms (control arm '{shown(doc['control'])}'; versions {shown(versions)}; "
-                       "share: the expected share of traffic)")
+                       + ("share: the expected fraction of the predictions the arm scores)" if doc.get("design") == "shadow"
+                          else "share: the expected share of traffic)"))
     if not costs:
         console.print("cost: costs not configured (see `costs:` in the config)")
 

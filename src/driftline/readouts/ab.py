@@ -42,6 +42,7 @@ from ..analysis.label_pipeline import LabelPipeline, days_until, label_pipeline
 from ..analysis.power import POWER, recall_power
 from ..analysis.sequential import SequentialPlan, cs_difference, cs_from_standard_error, mixture_margin
 from ..config import AB, Config
+from ..config_checks import shares_sum_to_one
 from ..config import Costs as CostConfig
 from ..core.grids import DELAY_EDGES
 from .maturity import maturity_hint
@@ -91,10 +92,12 @@ def plan_arms(ab: AB, found: Iterable[str]) -> ArmPlan:
     """Configured arms and control; without configured arms (then no control is configured either: refused at
     load), the variants found with equal shares and 'A' as control when present, else the alphabetically first."""
     variants = sorted(set(found))
-    if ab.arms:  # the control is an arm and the shares sum to 1: checked at config load (config_checks._ab_arms)
+    if ab.arms:  # the control is an arm and the shares sum to 1 (shadow: or are fractions scored): config_checks
         total = float(sum(ab.arms.values()))
         notes = tuple(f"variant {v!r} has predictions in the window but is not a configured arm: ignored"
                       for v in variants if v not in ab.arms)
+        if ab.design == "shadow" and not shares_sum_to_one(dict(ab.arms)):  # the fractions each arm scores
+            return ArmPlan(dict(ab.arms), ab.control_arm, notes)
         return ArmPlan({a: w / total for a, w in ab.arms.items()}, ab.control_arm, notes)
     if not variants:
         return ArmPlan({}, ab.control_arm)
@@ -327,7 +330,9 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
         doc["arms"][a]["model_versions"] = sorted({r.model_version for r in by_variant.get(a, [])})
         doc["arms"][a]["threshold_in_force"] = flags_in_force(by_variant.get(a, []), config.threshold).to_json()
     shadow = config.ab.design == "shadow"
-    srm_split = {a: 1.0 for a in plan.shares} if shadow else dict(plan.shares)
+    srm_split = dict(plan.shares)  # shadow: the fractions of the predictions each arm scores
+    if shadow and shares_sum_to_one(dict(config.ab.arms)):  # the form once required there: every arm scores all
+        srm_split = {a: 1.0 for a in plan.shares}
     srm = srm_check({a: c.predictions for a, c in counts.items()}, srm_split)
     doc["srm"] = {**srm.to_json(), "design": config.ab.design}
     ctl = plan.control

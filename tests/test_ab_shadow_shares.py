@@ -1,0 +1,76 @@
+"""A shadow arm takes no share of the traffic: under `ab.design: shadow` a share is the fraction of the predictions
+an arm scores (1: every one), so `arms: {A: 1, S: 1}` loads; a shadow arm listed at 1 beside a split is refused with
+a message naming the field, the rule and the config that reads it.
+
+Churn tryout: the README's A/B config plus a shadow arm (`arms: {A: 0.5, B: 0.5, S: 1.0}`, or `design: shadow`
+with `arms: {A: 1, S: 1}`) was refused as "the expected shares sum to 2 ...; they must sum to 1", though the shadow
+arm scores every prediction beside production.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from scipy.stats import chisquare
+
+from driftline import cli
+from driftline.config import ConfigError, from_dict
+
+from helpers import outcome, pred
+
+
+def _refused(ab: dict) -> str:
+    with pytest.raises(ConfigError) as err:
+        from_dict({"ab": ab})
+    return " ".join(str(err.value).split())
+
+
+def test_a_shadow_design_takes_each_arm_at_the_fraction_it_scores() -> None:
+    assert dict(from_dict({"ab": {"design": "shadow", "control": "A", "arms": {"A": 1, "S": 1}}}).ab.arms) == \
+        {"A": 1, "S": 1}
+    assert from_dict({"ab": {"design": "shadow", "control": "A", "arms": {"A": 1, "S": 0.2}}}).ab.arms["S"] == 0.2
+    assert from_dict({"ab": {"design": "shadow", "control": "A", "arms": {"A": 0.5, "S": 0.5}}})  # as before
+    msg = _refused({"design": "shadow", "control": "A", "arms": {"A": 100, "S": 100}})
+    assert ("invalid field `ab.arms`: 'A', 'S' have a share over 1 (A: 100, S: 100): under `ab.design: shadow` every "
+            "arm scores the same predictions, so an arm's share is the fraction of them it scores (1 = every one; "
+            "the shares need not sum to 1) (percentages? write them as fractions: A: 1, S: 1)") in msg
+    msg = _refused({"design": "shadow", "control": "A", "arms": {"A": 0.5, "B": 0.5, "S": 1}})
+    assert "the control 'A' scores 0.5 of the predictions" in msg and "(share 1)" in msg
+
+
+def test_a_shadow_arm_beside_a_split_is_named_with_the_rule_and_the_fix() -> None:
+    msg = _refused({"design": "split", "control": "A", "arms": {"A": 0.5, "B": 0.5, "S": 1.0}})
+    assert ("invalid field `ab.arms`: the expected shares sum to 2 (A: 0.5, B: 0.5, S: 1); they must sum to 1 under "
+            "`ab.design: split`, where each prediction goes to one arm") in msg
+    assert ("('S' at 1 scores every prediction: a shadow arm takes no share of a split. List only the arms that "
+            "split the traffic here, and read 'S' against 'A' with `ab.design: shadow`, `control: A`, "
+            "`arms: {A: 1, S: 1}` in a config of its own") in msg
+    assert "at 1 scores every prediction" not in _refused({"design": "split", "control": "A",
+                                                            "arms": {"A": 0.5, "B": 0.6}})
+
+
+def test_the_sample_ratio_check_expects_the_fractions_scored(tmp_path, capsys) -> None:
+    t0 = 1_780_272_000.0
+    lines = []
+    for i in range(500):  # production scores all 500 ids, the shadow arm every 5th
+        lines += [pred(f"p{i}", 0.2 + 0.6 * (i % 2), t0 + 600 * i, variant="A", model="churn"),
+                  outcome(f"p{i}", i % 2, t0 + 600 * i + 60)]
+        if i % 5 == 0:
+            lines.append(pred(f"p{i}", 0.3 + 0.5 * (i % 2), t0 + 600 * i, variant="S", model="churn"))
+    lines.sort(key=lambda raw: json.loads(raw)["ts"])
+    (tmp_path / "e.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"model": "churn", "ab": {"design": "shadow", "control": "A",
+                                                            "arms": {"A": 1, "S": 0.2}}}))
+    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    assert cli.main([*base, "replay", str(tmp_path / "e.jsonl"), "--json"]) == 0
+    capsys.readouterr()
+    assert cli.main([*base, "ab", "--window", "4d", "--at", "2026-06-05T00:00:00Z", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    srm = doc["srm"]
+    assert {a: doc["arms"][a]["expected_share"] for a in ("A", "S")} == {"A": 1, "S": 0.2}
+    ref = chisquare([500, 100], f_exp=[600 / 1.2, 600 * 0.2 / 1.2])  # expected 1 : 0.2
+    assert srm["chi2"] == pytest.approx(ref.statistic, abs=1e-9) and srm["p_value"] == pytest.approx(ref.pvalue)
+    assert srm["mismatch"] is False and srm["expected_share"] == pytest.approx({"A": 1 / 1.2, "S": 0.2 / 1.2})
