@@ -153,3 +153,47 @@ def test_events_out_of_time_order_in_the_replay_itself_are_told_so(tmp_path, cap
     (warning, *_) = json.loads(capsys.readouterr().out)["warnings"]
     assert "dead-lettered past_horizon" in warning and "out of time order by more than the horizon" in warning
     assert "sort them by ts into one file" in warning and "database of its own" not in warning
+
+
+def test_a_sorted_history_in_a_fresh_database_is_told_its_expiry_is_what_live_did(tmp_path, capsys) -> None:
+    """New-user tryout: a complete, time-sorted 150-day churn history (outcomes for the churners only, 40 days on)
+    replayed into a fresh database warned that its expired predictions should be replayed "into a database of its
+    own (--db)", which it was. A live run expires them the same way: the count stays, the advice now says so."""
+    day, t0 = 86400.0, 1_780_272_000.0  # 2026-06-01
+    events = []
+    for i in range(150):
+        ts = t0 + i * day
+        events.append({"type": "prediction", "prediction_id": f"c{i}", "model": "churn", "ts": ts, "score": 0.5})
+        if i % 4 == 0:
+            events.append({"type": "outcome", "prediction_id": f"c{i}", "label": 1, "ts": ts + 40 * day})
+    events.sort(key=lambda e: e["ts"])
+    newest = max(e["ts"] for e in events)
+    # by hand: the predictions without an outcome made more than 90 days before the newest event
+    expired = sum(1 for i in range(150) if i % 4 and t0 + i * day < newest - 90 * day)
+    for batch in ("20000", "7"):  # in one batch or many: the same count, the same words
+        db = f"sqlite:///{tmp_path / f'fresh{batch}.db'}"
+        path = _lines(tmp_path, "history.jsonl", *events)
+        assert main(["--db", db, "replay", path, "--json", "--batch-size", batch]) == 0
+        out, err = capsys.readouterr()
+        doc = json.loads(out)
+        assert doc["expired_predictions"] == expired == 73  # days 0..97 (newest: day 188), less 25 churners
+        (warning,) = doc["warnings"]
+        assert warning.startswith(f"{expired} predictions stored by this replay were expired during it")
+        assert ("This replay's events came in time order, so a live run would have done the same: these predictions "
+                "got no outcome within the label horizon (`labels.horizon`, 90d; lengthen it if outcomes can come "
+                "later). Nothing to redo.") in warning
+        assert "database of its own" not in warning and "Nothing to redo" in " ".join(err.split())
+
+
+def test_an_old_event_behind_a_newer_one_of_the_same_replay_keeps_the_backfill_advice(tmp_path, capsys) -> None:
+    """The (NEW, OLD) replay of one batch: OLD came more than the horizon behind NEW, so its expiry is not what a
+    live run did and the backfill advice stays; sorted (OLD, NEW) gets the live wording."""
+    db = f"sqlite:///{tmp_path / 'unsorted.db'}"
+    assert main(["--db", db, "replay", _lines(tmp_path, "u.jsonl", NEW, OLD), "--json"]) == 0
+    (warning,) = json.loads(capsys.readouterr().out)["warnings"]
+    assert "To backfill history, replay it into a database of its own (--db)" in warning
+    assert "came in time order" not in warning
+    db = f"sqlite:///{tmp_path / 'sorted.db'}"
+    assert main(["--db", db, "replay", _lines(tmp_path, "s.jsonl", OLD, NEW), "--json"]) == 0
+    (warning,) = json.loads(capsys.readouterr().out)["warnings"]
+    assert "This replay's events came in time order" in warning and "database of its own" not in warning

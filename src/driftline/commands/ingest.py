@@ -89,7 +89,7 @@ def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool 
             "[yellow]note:[/yellow] ")
     warnings = [w for w in (past_horizon_warning(total, newest_before, ctx.config.labels.horizon),
                             expired_warning(maintenance, pipeline.watermark(), ctx.config.labels.horizon,
-                                            pipeline.stored_now.full),
+                                            pipeline.stored_now.full, in_order=not total.behind),
                             conflict_warning(total)) if w] + shared_id_warnings(ctx.config.ab, total.counters) \
         + untracked_warnings(total.counters,
                                                                                ctx.config.max_features)

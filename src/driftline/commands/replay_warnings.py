@@ -45,14 +45,17 @@ def past_horizon_warning(total: BatchResult, newest_before: float | None, horizo
 
 
 def expired_warning(maintenance: Counter[tuple[str, str]], newest: float | None, horizon: str,
-                    partial: bool = False) -> str | None:
+                    partial: bool = False, in_order: bool = False) -> str | None:
     """What this replay stored only for its maintenance to expire it (new-user tryout: an old event in the first
     batch on an empty database was accepted, then expired at once, and nothing said so): None unless predictions it
     stored were expired unlabelled. Events are refused past_horizon only behind the watermark stored before their
     batch, so that any split of the events ends in the same state; one older than the horizon behind a newer event
     of the same replay is accepted, then expired here. Older predictions expiring as time moves on are not warned
     about (they are counted in `expired_predictions`). `partial`: the replay stored more predictions than its key
-    log holds (stored_now.MAX_KEYS), so the count is among the first ones only."""
+    log holds (stored_now.MAX_KEYS), so the count is among the first ones only. `in_order`: no event of the replay
+    came more than the horizon behind an earlier one (BatchResult.behind == 0), so the expiry is what a live run
+    would have done (new-user tryout: a sorted 150-day churn history replayed into a fresh database was told to
+    "replay it into a database of its own (--db)", which it was)."""
     n = maintenance.get(EXPIRED_STORED_NOW, 0)
     if not n:
         return None
@@ -62,12 +65,15 @@ def expired_warning(maintenance: Counter[tuple[str, str]], newest: float | None,
         counted(n, "prediction")
     they, are, have, count_, them = ("it", "is", "has", "counts", "it") if one else \
         ("they", "are", "have", "count", "them")
-    return (f"{among} stored by this replay {were(1 if one else 2)} expired during it: {they} {are} more than the "
+    head = (f"{among} stored by this replay {were(1 if one else 2)} expired during it: {they} {are} more than the "
             f"label horizon ({horizon}) older than the newest event{newest_at} and {have} no outcome, so {they} "
-            f"{count_} as expired, never labelled, and an outcome arriving for {them} later cannot join. (Old events "
-            "are refused as past_horizon only when a newer event was stored before their batch.) To backfill "
-            "history, replay it "
-            "into a database of its own (--db), apart from newer events.")
+            f"{count_} as expired, never labelled, and an outcome arriving for {them} later cannot join.")
+    if in_order:
+        return (f"{head} This replay's events came in time order, so a live run would have done the same: "
+                f"{'this prediction' if one else 'these predictions'} got no outcome within the label horizon "
+                f"(`labels.horizon`, {horizon}; lengthen it if outcomes can come later). Nothing to redo.")
+    return (f"{head} (Old events are refused as past_horizon only when a newer event was stored before their "
+            "batch.) To backfill history, replay it into a database of its own (--db), apart from newer events.")
 
 
 def conflict_warning(total: BatchResult) -> str | None:

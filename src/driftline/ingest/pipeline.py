@@ -24,7 +24,7 @@ from ..core.events import RAW_LIMIT, Decoded, DeadLetter, iso
 from ..core.limits import MAX_FUTURE_S, Limits
 from ..storage import ceilings
 from ..storage.store import Store
-from .batch_result import BatchResult
+from .batch_result import BatchResult, behind_count
 from .isolation import TICK, Tick, apply_isolating
 from .keys import key_detail, key_problem, keys_match
 from .labels import LabelPolicy
@@ -139,6 +139,8 @@ class Pipeline:
         self.key_policy = config.kafka.on_key_mismatch
         self.stored_now: KeyLog | None = None
         """When set (replay), the keys of the predictions this pipeline stores as new are logged there."""
+        self.read_newest: float | None = None
+        """The newest event time this pipeline stored (BatchResult.behind counts events far behind it)."""
 
     def process_batch(self, records: Sequence[RawRecord], shard_of: Callable[[RawRecord], int] | None = None,
                       expected_positions: dict[tuple[str, int], int] | None = None,
@@ -184,6 +186,7 @@ class Pipeline:
             elif position_meta:
                 meta = {**(meta or {}), **position_meta}
             ok, ok_raw = self._within_horizon(conn, ok, ok_raw, dead)
+            behind, newest = behind_count([d.ts for d, _ in ok], self.read_newest, self.config.labels.horizon_s)
             for d in dead:
                 if d.reason == "internal_error":
                     log.error("dead letter internal_error: %s[%d]@%d: %s", d.source, d.partition, d.offset, d.detail)
@@ -197,6 +200,7 @@ class Pipeline:
             if tick is not None:
                 tick("storing", len(records), len(records))
             self.store.commit_batch(conn, result, dead, positions, meta=meta, expected_positions=expected_positions)
+        self.read_newest = newest  # committed: the next batch's events are judged behind these
         if self.stored_now is not None:  # committed: its new join rows are this run's
             known = result.stored.preds if result.stored is not None else frozenset()
             self.stored_now.add(k for k in result.upserts if k not in known)
@@ -206,6 +210,7 @@ class Pipeline:
         out.duplicates = sum(v for (name, _), v in result.counters.items() if name == "duplicates")
         out.folded = sum(gate.folded.values())
         out.past_horizon = sum(d.reason == "past_horizon" for d in dead)
+        out.behind = behind
         return out
 
     def _within_horizon(self, conn: Connection, ok: list[tuple[Decoded, int]], ok_raw: list[RawRecord],
