@@ -22,11 +22,12 @@ from itertools import groupby
 from operator import attrgetter
 from typing import Any
 
-from ..core.events import DeadLetter, decode, iso
+from ..core.events import DeadLetter, iso
 from ..durations import format_duration
 from ..ingest.pipeline import Defer
 from . import partition_ops
 from .assignment import source_of
+from .unread import ReadingUnread
 
 log = logging.getLogger("driftline.kafka.consumer")
 
@@ -173,9 +174,9 @@ class Alignment:
         return pause, resume
 
 
-class Aligning:
+class Aligning(ReadingUnread):
     """The live consumer's side of the alignment (a mixin of LiveConsumer): which partitions hold data, the cut of a
-    batch, giving records back, pausing and resuming."""
+    batch, giving records back, pausing and resuming (partitions not read yet: unread.py)."""
 
     consumer: Any
     align: Alignment
@@ -249,22 +250,6 @@ class Aligning:
         found = Cut()
         bound = self.align.bound
         return (lambda records, decoded: cut(records, decoded, others, bound, now, found, left)), found
-
-    def _wait_for_unread(self, batch: dict[Any, list[Any]], now: float) -> bool:
-        """A partition with records left not read since its assignment (its estimate -inf) would hold every event of
-        the batch back: then the whole batch is given back without a transaction (each partition sought to its stored
-        position and paused, its first event time kept as its estimate) until that partition is read. True if so."""
-        if not any(self.align.estimate(tp) == -math.inf for tp in self._holding() - set(batch)):
-            return False
-        for tp, recs in batch.items():
-            first = next((d.ts for d in (decode(r.value or b"", "", 0, r.offset) for r in recs)
-                          if type(d) is not DeadLetter), -math.inf)
-            self.align.waiting[tp] = min(first, now)
-            self.overlap.carry.pop(tp, None)
-            partition_ops.seek(self.consumer, tp, self.expected[tp])  # read again from the stored position
-            partition_ops.pause(self.consumer, [tp])
-        log.debug("event-time alignment: %d partitions wait for one not read yet", len(batch))
-        return True
 
     def _give_back(self, batch: dict[Any, list[Any]], found: Cut) -> None:
         """After the batch is stored: the records it gave back are read again from the first of them (sought there,

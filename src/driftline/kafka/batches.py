@@ -31,10 +31,13 @@ def fill(poll: Callable[..., Batch], polled: Batch, limit: int, linger_s: float,
     stored in few large transactions (each costs a read-modify-write of every bucket it touches). Records carried
     from the previous store have often waited longer than that already: they are stored at once instead of
     lingering again. Stops at once on a rebalance, on stop, or when a poll brings nothing. The batch ends at the
-    record that brings it to `max_bytes` (`cut`); what a poll brought past it is the second part."""
+    record that brings it to `max_bytes` (`cut`); what a poll brought past it is the second part. Records carried
+    beyond `limit` (a batch shared out with the partitions not read yet, unread.py) are cut at `limit` as well."""
     count = sum(len(r) for r in polled.values())
     if not count:
         return polled, {}
+    if count > limit:  # records carried beyond a batch shared out (unread.py), more than a poll brings
+        return cut(polled, max_bytes, limit)
     size = payload_bytes(polled)
     batch: Batch = {tp: list(recs) for tp, recs in polled.items()}
     deadline = (monotonic() if since is None else since) + linger_s
@@ -66,25 +69,29 @@ def payload_bytes(batch: Batch) -> int:
     return sum(sum(sizes(recs)) for recs in batch.values())
 
 
-def cut(batch: Batch, max_bytes: int) -> tuple[Batch, Batch]:
-    """(records up to and including the one that brings the payload bytes to `max_bytes`, the rest): partitions in
-    their order, each one's records in theirs; at least one record, so a single event past the bound still
-    progresses. The rule `replay` cuts its batches by."""
+def cut(batch: Batch, max_bytes: int, limit: int | None = None) -> tuple[Batch, Batch]:
+    """(records up to and including the one that brings the payload bytes to `max_bytes`, and at most `limit`
+    records, the rest): partitions in their order, each one's records in theirs; at least one record, so a single
+    event past the bound still progresses. The rule `replay` cuts its batches by (`limit`: `fill` of a carry larger
+    than a batch)."""
     kept: Batch = {}
     rest: Batch = {}
-    size = 0
+    size = count = 0
     for tp, recs in batch.items():
-        if size >= max_bytes:
+        if size >= max_bytes or (limit is not None and count >= limit):
             rest[tp] = recs
             continue
         ends = list(accumulate(sizes(recs), initial=size))[1:]  # bytes up to and including each record
-        crossing = bisect_left(ends, max_bytes)  # the first record that brings the batch to the bound
-        if crossing >= len(recs) - 1:
+        take = bisect_left(ends, max_bytes) + 1  # up to the first record that brings the batch to the bound
+        if limit is not None:
+            take = min(take, limit - count)
+        if take >= len(recs):
             kept[tp] = recs
             size = ends[-1] if ends else size
+            count += len(recs)
             continue
-        kept[tp], rest[tp] = recs[:crossing + 1], recs[crossing + 1:]
-        size = max_bytes
+        kept[tp], rest[tp] = recs[:take], recs[take:]
+        size, count = ends[take - 1], count + take  # at the bound of one or the other: the rest waits
     return kept, rest
 
 

@@ -249,6 +249,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
 
     def _store(self, batch: Batch) -> None:
         """One fenced transaction for the batch; then dead-letter copies and the advisory Kafka commit."""
+        if self.held is None:  # partitions not read yet are read first, or all is given back: {} (unread.py)
+            batch = self._read_unread(batch, self.pipeline.clock())
         self._check_log_ids(batch)  # a replaced log's partitions are rechecked: their records dropped below
         batch = {tp: at_or_after(recs, self.expected[tp]) for tp, recs in batch.items()
                  if tp in self.expected}  # never re-store a record below the position (held or retried batches)
@@ -257,8 +259,6 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
             if self.held is not None:
                 self._release_held()
             return
-        if self.held is None and self._wait_for_unread(batch, self.pipeline.clock()):
-            return  # a partition not read yet may hold older events (alignment.py)
         raws: list[RawRecord] = []
         for tp, recs in batch.items():
             raws.extend(raw_records(recs, source_of(tp.topic), tp.partition, self.settings.kind_of(tp.topic)))
