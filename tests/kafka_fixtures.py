@@ -125,11 +125,13 @@ def start_tansu(
     advertised_port: int | None = None,
     log_dir: Path | None = None,
     attempts: int = 3,
+    advertised_host: str = "127.0.0.1",
 ) -> TansuBroker:
-    """Start tansu on a free loopback port (advertising ``advertised_port`` if given) and wait for it.
+    """Start tansu on a free loopback port (advertising ``advertised_host``:``advertised_port`` if given) and wait.
 
-    With ``advertised_port`` set, readiness is only checked on the real listener: metadata will
-    send clients to the advertised port, which the caller must make reachable (a forwarder).
+    With ``advertised_port`` or another ``advertised_host`` set, readiness is only checked on the real listener:
+    metadata will send clients to the advertised address, which the caller must make reachable (a forwarder), or
+    not (a name that does not resolve).
     """
     binary = tansu_binary()
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="driftline-tansu-"))
@@ -142,7 +144,7 @@ def start_tansu(
             binary,
             "broker",
             "--listener-url", f"tcp://127.0.0.1:{port}",
-            "--advertised-listener-url", f"tcp://127.0.0.1:{adv}",
+            "--advertised-listener-url", f"tcp://{advertised_host}:{adv}",
             "--storage-engine", "memory://tansu/",
         ]
         with open(log_path, "wb") as log:
@@ -151,7 +153,7 @@ def start_tansu(
             )
         broker = TansuBroker(proc, port, adv, log_path)
         try:
-            if advertised_port is None:
+            if advertised_port is None and advertised_host == "127.0.0.1":
                 wait_for_kafka(broker.bootstrap, process=proc)
             else:
                 _wait_for_listen(port, proc)

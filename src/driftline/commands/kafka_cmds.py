@@ -73,6 +73,17 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
+def _kafka_failed(ctx: Context, settings: KafkaSettings, err: BaseException) -> int:
+    """Print why Kafka could not be used (a name that does not resolve: which one, from where, what to fix); exit 1.
+    A broker advertising a name this host cannot resolve ended in 'unexpected KafkaConnectionError: DNS Resolution
+    failure', naming no host and no setting."""
+    from ..kafka.dns_names import failure
+
+    state, reason = failure(err, settings.bootstrap)
+    ctx.err.print(f"[red]error:[/red] Kafka at {settings.bootstrap} {state}: {shown(reason)}", soft_wrap=True)
+    return 1
+
+
 def _admin(ctx: Context, settings: KafkaSettings):  # type: ignore[no-untyped-def]
     from kafka.errors import KafkaError
 
@@ -81,11 +92,13 @@ def _admin(ctx: Context, settings: KafkaSettings):  # type: ignore[no-untyped-de
     try:
         return open_admin(settings)
     except (KafkaError, OSError) as err:
-        ctx.err.print(f"[red]error:[/red] Kafka at {settings.bootstrap} unreachable: {shown(err)}", soft_wrap=True)
+        _kafka_failed(ctx, settings, err)
         return None
 
 
 def cmd_topics_create(ctx: Context, args: argparse.Namespace) -> int:
+    from kafka.errors import KafkaError
+
     from ..kafka.topics import create
 
     settings = _settings(ctx, args)
@@ -97,6 +110,8 @@ def cmd_topics_create(ctx: Context, args: argparse.Namespace) -> int:
     except TopicsError as err:
         ctx.err.print(f"[red]error:[/red] {shown(err)}", soft_wrap=True)
         return 2
+    except (KafkaError, OSError) as err:  # the bootstrap server answered; a broker it names did not
+        return _kafka_failed(ctx, settings, err)
     finally:
         admin.close()
     made = f"created {', '.join(created)}" if created else "nothing to create"
@@ -106,6 +121,8 @@ def cmd_topics_create(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_topics_check(ctx: Context, args: argparse.Namespace) -> int:
+    from kafka.errors import KafkaError
+
     from ..kafka.topics import check
 
     settings = _settings(ctx, args)
@@ -117,6 +134,8 @@ def cmd_topics_check(ctx: Context, args: argparse.Namespace) -> int:
     except TopicsError as err:
         ctx.err.print(f"[red]error:[/red] {shown(err)}", soft_wrap=True)
         return 2
+    except (KafkaError, OSError) as err:  # the bootstrap server answered; a broker it names did not
+        return _kafka_failed(ctx, settings, err)
     finally:
         admin.close()
     ctx.console.print(f"topics {settings.predictions_topic} and {settings.outcomes_topic}: co-partitioned, "
@@ -145,13 +164,14 @@ def simulate_to_kafka(ctx: Context, args: argparse.Namespace, spec: object, end:
     except TopicsError as err:
         ctx.err.print(f"[red]error:[/red] {shown(err)}", soft_wrap=True)
         return 2
+    except (KafkaError, OSError) as err:  # the bootstrap server answered; a broker it names did not
+        return _kafka_failed(ctx, settings, err)
     finally:
         admin.close()
     try:
         producer = open_producer(settings, "-simulator")
     except (KafkaError, OSError) as err:
-        ctx.err.print(f"[red]error:[/red] Kafka at {settings.bootstrap} unreachable: {shown(err)}", soft_wrap=True)
-        return 1
+        return _kafka_failed(ctx, settings, err)
     stop = threading.Event()
     install_stop_handlers(stop)
     pace = f" at {args.rate:g} events/s" if args.rate else ""

@@ -10,8 +10,8 @@ from typing import Any
 from kafka.errors import KafkaConfigurationError, KafkaError
 
 from ..config import ConfigError
-from . import topics
-from .health import Backoff, ConsumerStatus, describe_error
+from . import dns_names, topics
+from .health import Backoff, ConsumerStatus
 from .dlt import DeadLetterSink
 from .signals import KafkaSignals
 from .settings import KafkaSettings
@@ -42,8 +42,8 @@ def open_consumer(settings: KafkaSettings, stop: threading.Event, backoff: Backo
             raise ConfigError(f"kafka settings rejected by kafka-python: {err}") from None
         except (KafkaError, OSError) as err:
             delay = backoff.next()
-            status.error = describe_error(err)
-            log.warning("Kafka at %s unreachable (attempt %d): %s; retrying in %.0fs", settings.bootstrap, attempt,
+            state, status.error = dns_names.failure(err, settings.bootstrap)
+            log.warning("Kafka at %s %s (attempt %d): %s; retrying in %.0fs", settings.bootstrap, state, attempt,
                         status.error, delay)
             stop.wait(delay)
             continue

@@ -22,7 +22,7 @@ from ..durations import parse_duration
 from ..kafka_options import (ADMIN, CONSUMER, MASK, PRODUCER, REBALANCE_MS, SECRET_KEY, SESSION_MS,
                              bootstrap_problem, option_problem, stall_problem)
 from ..storage.locking import DEFAULT_LOCK_TIMEOUT_S
-from . import tls_handshake
+from . import dns_names, tls_handshake
 
 BOOTSTRAP_ENV = "DRIFTLINE_KAFKA_BOOTSTRAP"
 OPTION_ENV_PREFIX = "DRIFTLINE_KAFKA_OPT_"
@@ -106,8 +106,10 @@ class KafkaSettings:
 
     def _kwargs(self, kind: str, defaults: Mapping[str, Any], client_suffix: str) -> dict[str, Any]:
         """Settings of one kind of client; every client driftline builds takes them from here, so kafka-python's
-        TLS handshake gets its deadline first (tls_handshake.py: a peer that never answers hung the client)."""
+        TLS handshake gets its deadline first (tls_handshake.py: a peer that never answers hung the client) and its
+        DNS lookups are recorded (dns_names.py: a failure named no host)."""
         tls_handshake.install()
+        dns_names.install()
         accepted = _accepted(kind)
         out: dict[str, Any] = {k: v for k, v in defaults.items() if k in accepted}
         out.update({k: v for k, v in self.options.items() if k in accepted})

@@ -1,0 +1,141 @@
+"""Broker addresses this host could not resolve, named with where they came from and what to fix.
+
+kafka-python reports a name it cannot resolve as `KafkaConnectionError: DNS Resolution failure`, naming neither the
+host nor where it came from (its lookup only logs a warning, and driftline quiets kafka-python's loggers). The usual
+cause is a broker whose advertised listener is a name its clients cannot resolve: the bootstrap address answers, then
+the metadata sends every request to `advertised.listeners`, and `topics create` ended in "unexpected
+KafkaConnectionError: DNS Resolution failure" while `run` logged "Kafka at 127.0.0.1:9092 unreachable" about a
+bootstrap server that had answered. `install` wraps kafka-python's lookup so each failed (host, port) is remembered
+until the name resolves again; `explain` says which address it is, whether it came from kafka.bootstrap or from the
+broker's metadata, and what to change."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+RECENT_S = 120.0
+"""A failed lookup is part of an explanation for this long (kafka-python retries a broker every second or so)."""
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    """A broker address whose name did not resolve: `reason` is the resolver's answer."""
+
+    host: str
+    port: int
+    reason: str
+    at: float
+
+    def message(self, bootstrap: str) -> str:
+        """What went wrong and what to fix, telling a bootstrap server from an address the broker advertises."""
+        address = f"{self.host}:{self.port}"
+        if in_bootstrap(self.host, self.port, bootstrap):
+            return (f"kafka.bootstrap server {address} cannot be resolved by this host ({self.reason}): correct the "
+                    "name in --kafka, DRIFTLINE_KAFKA_BOOTSTRAP or kafka.bootstrap, or this host's DNS")
+        return (f"the broker's metadata sends clients to {address} (its advertised listener), a name this host cannot "
+                f"resolve ({self.reason}); the bootstrap server {bootstrap} answered, so kafka.bootstrap is not the "
+                f"problem: set the broker's advertised.listeners to an address its clients can resolve, or make "
+                f"{self.host} resolvable here (DNS, /etc/hosts)")
+
+
+_FAILED: dict[tuple[str, int], Unresolved] = {}
+_LOCK = threading.Lock()
+
+
+def record_failure(host: str, port: int, reason: str, now: float | None = None) -> None:
+    """Remember that `host` did not resolve (kafka-python's network thread calls this through the wrapped lookup)."""
+    with _LOCK:
+        _FAILED[(host, int(port))] = Unresolved(host, int(port), reason, time.monotonic() if now is None else now)
+
+
+def record_success(host: str, port: int) -> None:
+    """Forget a failure of `host`: its name resolves again."""
+    with _LOCK:
+        _FAILED.pop((host, int(port)), None)
+
+
+def failures(now: float | None = None, recent_s: float = RECENT_S) -> list[Unresolved]:
+    """Addresses that failed to resolve within `recent_s` and have not resolved since, newest first."""
+    now = time.monotonic() if now is None else now
+    with _LOCK:
+        found = [u for u in _FAILED.values() if now - u.at <= recent_s]
+    return sorted(found, key=lambda u: u.at, reverse=True)
+
+
+def in_bootstrap(host: str, port: int, bootstrap: str) -> bool:
+    """Whether host:port is one of the bootstrap servers, read as kafka-python reads the list."""
+    from kafka.cluster import collect_hosts
+
+    try:
+        servers = collect_hosts(bootstrap)
+    except ValueError:
+        return False
+    return any(h.lower() == host.lower() and int(p) == int(port) for h, p, _ in servers)
+
+
+def explain(bootstrap: str, now: float | None = None) -> Unresolved | None:
+    """The unresolvable broker address to name in an error (an advertised one before a bootstrap one), or None."""
+    found = failures(now)
+    if not found:
+        return None
+    found.sort(key=lambda u: in_bootstrap(u.host, u.port, bootstrap))  # stable: newest advertised one first
+    return found[0]
+
+
+def failure(err: BaseException, bootstrap: str, now: float | None = None) -> tuple[str, str]:
+    """(state, reason) of a Kafka client error for 'Kafka at BOOTSTRAP <state>: <reason>': 'unreachable' with
+    kafka-python's text, the unresolvable name and what to fix added when a lookup failed; 'is unusable' when the
+    bootstrap server answered and the address it advertises does not resolve."""
+    from .health import describe_error
+
+    text = describe_error(err)
+    found = explain(bootstrap, now)
+    if found is None:
+        return "unreachable", text
+    state = "unreachable" if in_bootstrap(found.host, found.port, bootstrap) else "is unusable"
+    return state, f"{found.message(bootstrap)} (kafka-python: {text})"
+
+
+def _reason(err: BaseException) -> str:
+    """The resolver's own words ('Name or service not known') from kafka-python's wrapped lookup error."""
+    cause = err.__cause__ or err.__context__
+    if isinstance(cause, socket.gaierror) and cause.strerror:
+        return cause.strerror
+    return str(err)
+
+
+def install() -> bool:
+    """Wrap kafka-python's DNS lookup so failures are recorded (idempotent); False when its layout differs."""
+    try:
+        from kafka.errors import KafkaConnectionError
+        from kafka.net.inet import KafkaNetSocket
+    except ImportError:  # another kafka-python layout: nothing to wrap
+        return False
+    current: Callable[..., Any] = KafkaNetSocket.dns_lookup
+    if getattr(current, "driftline_records", False):
+        return True
+
+    def dns_lookup(self: Any, host: str, port: int, raise_error: bool = False) -> Any:
+        """kafka-python's lookup, the failed name recorded (its own warning kept at DEBUG)."""
+        try:
+            found = current(self, host, port, True)
+        except KafkaConnectionError as err:
+            record_failure(host, port, _reason(err))
+            log.debug("%s", err)
+            if raise_error:
+                raise
+            return []
+        record_success(host, port)
+        return found
+
+    dns_lookup.driftline_records = True  # type: ignore[attr-defined]
+    KafkaNetSocket.dns_lookup = dns_lookup  # type: ignore[method-assign]
+    return True

@@ -1,0 +1,102 @@
+"""A broker that advertises a name this host cannot resolve is named, with where it came from and what to fix (SRE
+tryout).
+
+Reproduction: tansu listening on 127.0.0.1:PORT with `--advertised-listener-url tcp://no-such-host.invalid:PORT`.
+The bootstrap server answers, its metadata sends every request to the advertised name, and `driftline topics
+create` (also `topics check`, `simulate --kafka`) ended in `error: unexpected KafkaConnectionError:
+KafkaConnectionError: DNS Resolution failure (run with --log-level debug for the traceback)`, naming no host and no
+setting; `run` logged `Kafka at 127.0.0.1:PORT unreachable (attempt 1): KafkaConnectionError: DNS Resolution failure`
+about a bootstrap server that had answered. Fixed in driftline/kafka/dns_names.py.
+
+The advertised name here holds a `!`, which glibc's resolver refuses before asking any DNS server: the tests send
+no DNS query off the machine."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kafka_fixtures import ServiceUnavailable, TansuBroker, skip_or_fail, start_tansu
+from kafka_service_support import start_service, wait_until, write_config
+
+from driftline.cli import main
+from driftline.kafka import dns_names
+
+BAD_HOST = "no-such-host!.invalid"
+
+
+@pytest.fixture(scope="module")
+def misadvertised(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TansuBroker]:
+    """A tansu broker on 127.0.0.1 whose metadata advertises BAD_HOST (``.direct_bootstrap`` reaches it)."""
+    try:
+        broker = start_tansu(advertised_host=BAD_HOST, log_dir=tmp_path_factory.mktemp("tansu-unresolved"))
+    except ServiceUnavailable as exc:
+        skip_or_fail(f"tansu Kafka broker unavailable: {exc}")
+        raise
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.mark.parametrize("command", [["topics", "create"], ["topics", "check"], ["simulate", "--days", "1"]])
+def test_a_command_names_the_advertised_host_that_does_not_resolve(
+        misadvertised: TansuBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
+    """Exit 1 with one line naming the unresolvable advertised address, that it came from the broker's metadata and
+    not from kafka.bootstrap, and what to fix; before the fix: 'unexpected KafkaConnectionError: DNS Resolution
+    failure'."""
+    bootstrap = misadvertised.direct_bootstrap
+    code = main(["--db", f"sqlite:///{tmp_path / 'd.db'}", *command, "--kafka", bootstrap])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 1, err
+    assert "unexpected" not in err
+    assert f"error: Kafka at {bootstrap} is unusable: the broker's metadata sends clients to " \
+           f"{BAD_HOST}:{misadvertised.listen_port} (its advertised listener)" in err
+    assert "kafka.bootstrap is not the problem" in err and "advertised.listeners" in err and "DNS" in err
+
+
+def test_run_reports_the_unresolvable_advertised_host_and_keeps_retrying(misadvertised: TansuBroker,
+                                                                        tmp_path: Path) -> None:
+    """`run` treats it as an unreachable broker (retries, /readyz 503, no traceback, a clean stop on SIGTERM), and
+    its log line and /readyz name the advertised address instead of calling the answering bootstrap unreachable."""
+    config = write_config(tmp_path, {"predictions": "predictions", "outcomes": "outcomes"}, "unresolved")
+    svc = start_service(tmp_path, config, f"sqlite:///{tmp_path / 'live.db'}", misadvertised.direct_bootstrap)
+    address = f"{BAD_HOST}:{misadvertised.listen_port}"
+    try:
+        wait_until(lambda: "is unusable (attempt 2)" in svc.log(), 60, "two attempts logged", procs=(svc,))
+        # the first database probe (every 2 s) may still say the schema is missing: a fresh file is migrated first
+        status, body = wait_until(lambda: (lambda r: r if r[1].startswith("kafka") else None)(svc.get("/readyz")),
+                                  10, "/readyz on Kafka", procs=(svc,))
+        assert status == 503 and body.startswith(f"kafka connecting: the broker's metadata sends clients to {address}")
+        assert "kafka.bootstrap is not the problem" in body
+        assert svc.proc.poll() is None
+    finally:
+        code = svc.terminate()
+    log = svc.log()
+    assert code == 0, log
+    assert "Traceback" not in log and f"Kafka at {misadvertised.direct_bootstrap} unreachable" not in log
+    assert "(its advertised listener), a name this host cannot resolve" in log
+
+
+def test_a_bootstrap_server_that_does_not_resolve_is_named_as_kafka_bootstrap(monkeypatch: pytest.MonkeyPatch
+                                                                             ) -> None:
+    """A failed lookup of a bootstrap server is blamed on kafka.bootstrap (not on advertised listeners), and an
+    address that resolves again is forgotten."""
+    from kafka.errors import KafkaTimeoutError
+
+    monkeypatch.setattr(dns_names, "_FAILED", {})  # the process-wide record, without the other tests' lookups
+
+    dns_names.record_failure("kafka-typo", 9092, "Name or service not known", now=100.0)
+    try:
+        err = KafkaTimeoutError("Unable to bootstrap from ['kafka-typo:9092']")
+        state, reason = dns_names.failure(err, "kafka-typo:9092", now=101.0)
+        assert state == "unreachable"
+        assert reason.startswith("kafka.bootstrap server kafka-typo:9092 cannot be resolved by this host (Name or "
+                                 "service not known): correct the name in --kafka")
+        assert dns_names.failure(err, "kafka-typo:9092", now=100.0 + dns_names.RECENT_S + 1)[1] == \
+            "KafkaTimeoutError: Unable to bootstrap from ['kafka-typo:9092']"
+    finally:
+        dns_names.record_success("kafka-typo", 9092)
+    assert dns_names.failure(err, "kafka-typo:9092", now=101.0) == ("unreachable", str(err))
