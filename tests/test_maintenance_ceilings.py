@@ -17,6 +17,7 @@ from driftline.kafka.alignment import IDLE_S
 from driftline.kafka.upkeep import Upkeep
 from driftline.service.scheduler import Jobs
 from driftline.storage import ceilings
+from driftline.storage.errors import StoreUnavailable
 from driftline.storage.store import Store
 from helpers import pred
 
@@ -167,3 +168,73 @@ def test_a_short_lock_wait_does_not_stay_on_the_pooled_sqlite_connection(tmp_pat
     with store.write() as conn:
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
     store.close()
+
+
+class _Frozen:
+    """A store whose write transactions never get an answer until released (a database frozen under a stop)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.release, self.waits = threading.Event(), []
+
+    def write(self, wait_s: float | None = None) -> Any:
+        self.waits.append(wait_s)
+        self.release.wait()
+        raise StoreUnavailable("connection timeout expired")
+
+
+def test_a_clean_stop_abandons_a_ceiling_deletion_the_database_does_not_answer(caplog: pytest.LogCaptureFixture,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """SRE tryout: SIGTERM to `run` while PostgreSQL was frozen for it: the stop spent 20 s deleting this member's
+    ceiling row (two tries, one per close(), each waiting out a 10 s connect timeout), 62 s in all against the 30 s
+    promised. The deletion gets a short lock wait, is tried once and abandoned when the database does not answer:
+    the row is ignored after FRESH_S anyway. (The join is a hang guard, not a speed check.)"""
+    import logging
+    import threading
+    from types import SimpleNamespace
+
+    frozen = _Frozen()
+    monkeypatch.setattr(ceilings, "STOP_WAIT_S", 0.05)
+    m = _Member.__new__(_Member)
+    m.pipeline, m.member, m.beat_stored = SimpleNamespace(store=frozen), "m", True
+    caplog.set_level(logging.INFO, logger="driftline.kafka.consumer")
+    try:
+        for _ in range(2):  # close() runs twice: run(), then run_service
+            stop = threading.Thread(target=m._drop_beat, daemon=True)
+            stop.start()
+            stop.join(60.0)
+            assert not stop.is_alive(), "the stop waited for a database that does not answer"
+        assert frozen.waits == [0.025] and not m.beat_stored  # one try, with the short lock wait
+        assert "maintenance ceiling row left behind (ignored after 120s): the database did not answer within " \
+               "0.05s" in caplog.text
+    finally:
+        frozen.release.set()
+
+
+def test_a_clean_stop_gives_up_the_ceiling_row_behind_another_writers_lock(store: Store,
+                                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """Behind another writer's lock (PostgreSQL: the advisory lock under SET LOCAL lock_timeout) the deletion waits
+    half of STOP_WAIT_S, not the store's lock timeout (an hour here: the join is a hang guard); the row stays, ignored
+    after FRESH_S, and the next member deletes it."""
+    import logging
+    import threading
+
+    from test_kafka_db_lock import _write_lock_held
+
+    patient = Store(store.url, clock=lambda: NOW, lock_timeout_s=3600.0)
+    caplog.set_level(logging.INFO, logger="driftline.kafka.consumer")
+    try:
+        m = _Member(patient, T0 + 7)
+        m.expected = {"tp": 0}
+        m._beat(40.0)
+        assert m.beat_stored
+        with _write_lock_held(patient.url):
+            stop = threading.Thread(target=m._drop_beat, daemon=True)
+            stop.start()
+            stop.join(60.0)
+            assert not stop.is_alive(), "the stop waited for the write lock"
+        assert ceilings.shared(patient, NOW) == T0 + 7 and not m.beat_stored
+        assert f"held the database write lock for more than {ceilings.STOP_WAIT_S / 2:g}s" in caplog.text
+    finally:
+        patient.close()

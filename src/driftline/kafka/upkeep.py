@@ -203,14 +203,16 @@ class Upkeep:
             log.debug("maintenance ceiling not recorded: %s", err)  # tries again (the row may go stale)
 
     def _drop_beat(self) -> None:
-        """A clean stop: this member's ceiling row is deleted (a crash leaves it, ignored after ceilings.FRESH_S)."""
+        """A clean stop: this member's ceiling row is deleted, tried once and waited for at most
+        ceilings.STOP_WAIT_S (a crash, or a database that does not answer, leaves it: ignored after
+        ceilings.FRESH_S). Once: close() runs twice (run(), then run_service), and each try against a database
+        that did not answer waited out a connect timeout (10 s) or a lock slice."""
         if not self.beat_stored:
             return
-        try:
-            ceilings.drop(self.pipeline.store, self.member)
-            self.beat_stored = False
-        except (StoreUnavailable, WriteLocked) as err:
-            log.info("maintenance ceiling row left behind (ignored after %gs): %s", ceilings.FRESH_S, err)
+        self.beat_stored = False
+        why = ceilings.drop_within(self.pipeline.store, self.member, ceilings.STOP_WAIT_S)
+        if why is not None:
+            log.info("maintenance ceiling row left behind (ignored after %gs): %s", ceilings.FRESH_S, why)
 
     def maintain(self) -> None:
         """Implicit negatives and expiry for the partitions (shards) this process owns."""

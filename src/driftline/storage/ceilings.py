@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, select
 
 from . import schema as t
+from .errors import StoreUnavailable, WriteLocked
 
 if TYPE_CHECKING:
     from .store import Store
@@ -29,6 +31,10 @@ BEAT_WAIT_S = 0.1
 """How long a heartbeat waits for the database write lock: it runs in the consumer's main loop, whose lag refresh
 and health must not stall behind another writer's transaction; a heartbeat not written is tried again a second
 later (kafka/upkeep.py)."""
+STOP_WAIT_S = 2.0
+"""How long a clean stop waits in all for its row's deletion (lock, connection, statement): the row is ignored after
+FRESH_S anyway and deleted by the next live member, so a stop never waits out a database that does not answer
+(an SRE tryout's stop spent 20 s in two connect timeouts here, against a 30 s budget)."""
 FRESH_S = 120.0
 """A ceiling whose heartbeat is older (or newer: clock skew between hosts) than this is ignored: a member that died
 holds maintenance back for at most this long."""
@@ -87,3 +93,25 @@ def drop(store: "Store", member: str, wait_s: float | None = None) -> None:
     """Delete `member`'s row (a clean stop, or no partition holding records left: nothing to hold back)."""
     with store.write(wait_s) as conn:
         conn.execute(delete(t.meta).where(t.meta.c.key == PREFIX + member))
+
+
+def drop_within(store: "Store", member: str, limit_s: float = STOP_WAIT_S) -> str | None:
+    """Delete `member`'s row at a clean stop, waiting at most `limit_s` in all (half of it for the write lock, so
+    a lock not obtained is reported as such): None once deleted, else why not (the deletion is abandoned to a
+    daemon thread, which ends with the process)."""
+    outcome: list[BaseException | None] = []
+
+    def work() -> None:
+        try:
+            drop(store, member, limit_s / 2)
+            outcome.append(None)
+        except Exception as err:  # noqa: BLE001 - best effort at a stop: reported, never a thread's traceback
+            outcome.append(err)
+
+    worker = threading.Thread(target=work, name="driftline-ceiling-drop", daemon=True)
+    worker.start()
+    worker.join(limit_s)
+    if not outcome:
+        return f"the database did not answer within {limit_s:g}s"
+    err = outcome[0]
+    return None if err is None else str(err) if isinstance(err, (StoreUnavailable, WriteLocked)) else repr(err)
