@@ -265,3 +265,21 @@ def test_housekeeping_runs_after_every_lock_wait(db_url: str, tmp_path: Path, mo
             lc.step()  # no clock step between: only the lock waits move it
         assert lc.held is not None
     assert len(runs) == 6
+
+
+def test_housekeeping_does_nothing_once_stopping() -> None:
+    """SRE tryout: SIGTERM to `run` behind a stopped PostgreSQL proxy: after the held batch failed, housekeeping's
+    lag refresh read the stored positions and waited out a connect timeout (10 s) before the consumer closed. Once
+    stopping, housekeeping (lag, positions passed, heartbeat, maintenance, dead-letter copies) is skipped: nothing
+    of it is needed by the next start."""
+    import threading
+
+    from driftline.kafka.upkeep import Upkeep
+
+    def clock() -> float:
+        raise AssertionError("housekeeping ran while stopping")
+
+    upkeep = Upkeep()
+    upkeep.stop, upkeep.monotonic = threading.Event(), clock
+    upkeep.stop.set()
+    upkeep._housekeeping()

@@ -91,7 +91,10 @@ class Upkeep:
     # --- housekeeping ---------------------------------------------------------------------------
     def _housekeeping(self) -> None:
         """Once a second: broker status, positions left behind by the log; every 5 s: lag of every partition;
-        every maintain_every_s: maturity/expiry of our shards; dead-letter copies still missing."""
+        every maintain_every_s: maturity/expiry of our shards; dead-letter copies still missing. None of it once
+        stopping: each of its database calls could wait out a connect timeout (10 s) before the consumer closes."""
+        if self.stop.is_set():
+            return
         now = self.monotonic()
         self.next_housekeeping = now + 1.0
         if rebalancing(self.consumer):
