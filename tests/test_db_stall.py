@@ -162,3 +162,53 @@ def test_cli_store_warns_about_a_stalled_statement_and_says_when_it_answers(pg_b
     finally:
         pg.forwarder.resume()
         ctx.close()
+
+
+@pytest.mark.parametrize("stalled", ["statement", "ping"])
+def test_a_stop_breaks_off_a_database_call_a_stopped_proxy_never_answers(pg_behind_forwarder, caplog,
+                                                                         stalled: str) -> None:
+    """SRE tryout: SIGTERM to `run` behind a PostgreSQL proxy stopped with kill -STOP: a batch's statement stalled
+    meanwhile held the stop for good (killed after 120 s; statements are only reported, never broken off), a
+    checkout ping for kafka.database_stall (45 s in all). Once stopping, `run`'s thread breaks off any call
+    unanswered for STOP_WAIT_S: the caller gets an error (the outage path: the batch is held, read again at the next
+    start). The joins are hang guards (a ping is broken off after database_stall, 30 s, without the fix)."""
+    from driftline.storage.calls import break_calls_when_stopped
+
+    pg = pg_behind_forwarder
+    store = Store(pg.url)
+    store.migrate()
+    caplog.set_level(logging.INFO, logger="driftline")
+    stop, stopped, started, failed = threading.Event(), threading.Event(), threading.Event(), []
+
+    def write() -> None:
+        try:
+            if stalled == "ping":
+                pg.forwarder.pause()  # the pooled connection's checkout ping waits on a peer that never answers
+            with store.write() as conn:
+                conn.execute(text("SELECT 1"))
+                started.set()
+                pg.forwarder.pause()  # mid-transaction: the next statement waits on a peer that never answers
+                conn.execute(text("SELECT 2"))
+        except Exception as err:  # noqa: BLE001 - asserted below
+            failed.append(err)
+
+    with store.read() as conn:  # a pooled connection for the ping to check
+        conn.execute(text("SELECT 1"))
+    writer = threading.Thread(target=write, daemon=True)
+    breaker = threading.Thread(target=break_calls_when_stopped, args=(store.calls, stop, stopped),
+                               kwargs={"limit_s": 0.5, "every_s": 0.1}, daemon=True)
+    try:
+        writer.start()
+        breaker.start()
+        wait_until(lambda: store.calls.stalled(0.5) is not None, 30, f"the {stalled} to stall")
+        stop.set()
+        writer.join(60.0)
+        assert not writer.is_alive(), f"the stop did not break off the stalled {stalled}"
+        assert failed and isinstance(failed[0], StoreUnavailable), failed
+        assert any(r.getMessage().startswith("stopping: closing a database connection that has not answered for "
+                                             "more than 0.5s") for r in caplog.records)
+        assert stalled == "ping" or started.is_set()
+    finally:
+        stopped.set()
+        pg.forwarder.resume()
+        store.close()

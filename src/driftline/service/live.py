@@ -20,6 +20,7 @@ from ..config import Config
 from ..ops import OpsMetrics
 from ..ingest.pipeline import Pipeline
 from .process import Service
+from ..storage import calls
 from ..storage.errors import StoreUnavailable
 from ..storage.store import Store
 from ..kafka.consumer import LiveConsumer
@@ -95,6 +96,9 @@ def run_service(config: Config, db_url: str, settings: KafkaSettings, stop: thre
         if announce is not None:
             announce(f"driftline run: {settings.describe()}; exporter {service.url}/metrics")
 
+    stopped = threading.Event()  # a stop does not wait for a database call a dead peer never answers
+    threading.Thread(target=calls.break_calls_when_stopped, args=(store.calls, stop, stopped),
+                     name="driftline-stop-pings", daemon=True).start()
     try:
         consumer.status.phase = "waiting for the database"
 
@@ -110,4 +114,5 @@ def run_service(config: Config, db_url: str, settings: KafkaSettings, stop: thre
     finally:
         consumer.close()
         service.stop()
+        stopped.set()
         store.close()

@@ -38,6 +38,8 @@ class Call:
     started: float = 0.0
     conn: Any = None
     """The DBAPI connection being pinged at checkout (psycopg): the one call that can safely be broken off."""
+    waiting_on: Any = None
+    """The DBAPI connection its statement or commit waits on: broken off only once the process is stopping."""
     warned: int = 0
     """The level its stall was logged at (0: not yet): a warning for the first stalled call, INFO while another
     stalled call is still waiting (a long stall logs one warning, not one per retried read)."""
@@ -65,12 +67,12 @@ class DbCalls:
         with self._lock:
             self._calls.setdefault(threading.get_ident(), []).append(Call(kind, "a connection", now, started=now))
 
-    def step(self, step: str, grace: float = 0.0) -> None:
-        """The thread's call now waits for `step` (a statement, the write lock, the commit)."""
+    def step(self, step: str, grace: float = 0.0, dbapi_conn: Any = None) -> None:
+        """The thread's call now waits for `step` (a statement, the write lock, the commit) on `dbapi_conn`."""
         with self._lock:
             call = self._current()
             if call is not None:
-                call.step, call.since, call.grace = step, self.monotonic(), grace
+                call.step, call.since, call.grace, call.waiting_on = step, self.monotonic(), grace, dbapi_conn
 
     def idle(self) -> None:
         """The database answered; the thread computes (no database wait until its next step)."""
@@ -133,6 +135,23 @@ class DbCalls:
                         stall_s)
             shut_down(conn)
 
+    def break_stalled_at_stop(self, limit_s: float) -> None:
+        """The process is stopping: shut down the connection of every ping, statement or commit unanswered for
+        longer than `limit_s` (beyond its grace). Its transaction is abandoned as a kill would abandon it: a batch
+        is stored only with its positions (one transaction), so it is read again by the next start; a commit cut
+        off either happened or not, and the stored positions say which."""
+        now = self.monotonic()
+        with self._lock:
+            stuck = [c for c in self._all()  # psycopg's: a SQLite call waits on a file, not on a peer
+                     if hasattr(c.conn or c.waiting_on, "pgconn") and c.overdue(now) > limit_s]
+            conns = [(c.conn or c.waiting_on, self.describe(c)) for c in stuck]
+            for call in stuck:
+                call.conn = call.waiting_on = None
+        for conn, what in conns:
+            log.warning("stopping: closing a database connection that has not answered for more than %gs (%s)",
+                        limit_s, what)
+            shut_down(conn)
+
     def stalled(self, stall_s: float) -> Call | None:
         """The call whose current step has waited longest beyond its grace, when that exceeds `stall_s`."""
         now = self.monotonic()
@@ -166,7 +185,8 @@ def install(engine: Engine, calls: DbCalls) -> None:
     """Record every statement and commit of `engine`'s connections as a step of the calling thread's call."""
 
     def before(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
-        calls.step(conn.info.pop("driftline_step", "a statement"), conn.info.pop("driftline_grace", 0.0))
+        calls.step(conn.info.pop("driftline_step", "a statement"), conn.info.pop("driftline_grace", 0.0),
+                   getattr(cursor, "connection", None))
 
     def after(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
         calls.idle()
@@ -184,8 +204,16 @@ def install(engine: Engine, calls: DbCalls) -> None:
         engine.dialect.do_ping = do_ping  # type: ignore[method-assign]
     event.listen(engine, "before_cursor_execute", before)
     event.listen(engine, "after_cursor_execute", after)
-    event.listen(engine, "commit", lambda conn: calls.step("the commit"))
+    event.listen(engine, "commit", lambda conn: calls.step("the commit", 0.0, _dbapi(conn)))
     event.listen(engine, "rollback", lambda conn: calls.step("the rollback"))
+
+
+def _dbapi(conn: Connection) -> Any:
+    """The DBAPI connection under a SQLAlchemy Connection (None when it has none)."""
+    try:
+        return conn.connection.dbapi_connection
+    except Exception:  # noqa: BLE001 - invalidated or closed: nothing to break off
+        return None
 
 
 def shut_down(dbapi_conn: Any) -> None:
@@ -204,6 +232,23 @@ def shut_down(dbapi_conn: Any) -> None:
         log.debug("cannot shut down a stalled connection: %s", err)
     finally:
         sock.close()
+
+
+STOP_WAIT_S = 2.0
+"""Once the process is stopping, a database call unanswered this long is broken off: a stop must not wait
+kafka.database_stall for a ping, nor for ever for a statement, that a dead peer never answers (SRE tryout: SIGTERM
+to `run` behind a proxy stopped with kill -STOP took 45 s with a batch's checkout ping stalled, and never ended
+with its statement stalled, until kill -9)."""
+
+
+def break_calls_when_stopped(calls: DbCalls, stop: threading.Event, done: threading.Event,
+                             limit_s: float = STOP_WAIT_S, every_s: float = 0.5) -> None:
+    """Until `done`: once `stop` is set, break off every database call unanswered for longer than `limit_s` (a
+    thread of `run`); its caller then takes the outage path (a new connection is bounded by connect_timeout)."""
+    while not done.is_set():
+        if stop.is_set():
+            calls.break_stalled_at_stop(limit_s)
+        done.wait(every_s)
 
 
 class StallWatch:
