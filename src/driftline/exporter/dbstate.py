@@ -4,7 +4,8 @@
 stopped answering without a reset blocked both for minutes (SRE tryout). Now a background probe publishes whether
 the database answered; /readyz reads that and the calls in flight (storage.calls), naming a call stalled for longer
 than `stall_s`; a scrape runs in a worker thread and gives up after `scrape_timeout_s` (one at a time: a scrape
-still stuck makes the next fail at once instead of piling threads up).
+still stuck past its bound makes the next fail at once instead of piling threads up, while one merely running is
+waited for, within the waiting scrape's own bound).
 """
 
 from __future__ import annotations
@@ -116,15 +117,36 @@ class ScrapeTimeout(Exception):
 
 
 class BoundedCall:
-    """Runs one function at a time in a worker thread and waits at most `timeout_s` for it."""
+    """Runs one function at a time in a worker thread and waits at most `timeout_s` for it.
 
-    def __init__(self, timeout_s: float) -> None:
-        self.timeout_s = timeout_s
+    A call arriving while another runs waits for it within its own bound (on-call tryout: a `curl /metrics` during
+    Prometheus's scrape, or the second Prometheus of an HA pair, got 503 "an earlier scrape has been running for
+    more than 8s" after 2 ms, so Prometheus recorded up=0 and restarted the `for` of pending alerts); only a call
+    already running longer than the bound (stuck: its own caller gave up) makes the next fail at once."""
+
+    def __init__(self, timeout_s: float, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.timeout_s, self.monotonic = timeout_s, monotonic
         self._busy = threading.Lock()
+        self._started: float | None = None
+        """When the running call started (None: none runs)."""
+
+    def _acquire(self, arrived: float) -> None:
+        """Take the one-at-a-time slot: at once, after waiting for a running call, or ScrapeTimeout."""
+        if self._busy.acquire(blocking=False):
+            return
+        started = self._started
+        if started is not None and arrived - started >= self.timeout_s:
+            raise ScrapeTimeout(f"an earlier scrape has been running for {arrived - started:.0f}s "
+                                f"(more than {self.timeout_s:g}s)")
+        if not self._busy.acquire(timeout=max(0.0, self.timeout_s - (self.monotonic() - arrived))):
+            raise ScrapeTimeout(f"scrape did not finish within {self.timeout_s:g}s (waiting for an earlier scrape "
+                                "still running)")
 
     def __call__(self, fn: Callable[[], T]) -> T:
-        if not self._busy.acquire(blocking=False):
-            raise ScrapeTimeout(f"an earlier scrape has been running for more than {self.timeout_s:g}s")
+        arrived = self.monotonic()
+        self._acquire(arrived)
+        self._started = self.monotonic()
+        remaining = max(0.0, self.timeout_s - (self._started - arrived))
         box: dict[str, object] = {}
 
         def work() -> None:
@@ -133,11 +155,12 @@ class BoundedCall:
             except BaseException as err:  # noqa: BLE001 - handed to the caller
                 box["error"] = err
             finally:
+                self._started = None
                 self._busy.release()
 
         worker = threading.Thread(target=work, name="driftline-scrape", daemon=True)
         worker.start()
-        worker.join(self.timeout_s)
+        worker.join(remaining)
         if worker.is_alive():
             raise ScrapeTimeout(f"scrape did not finish within {self.timeout_s:g}s")
         if "error" in box:
