@@ -160,9 +160,27 @@ def template_vars(extra: list[dict[str, Any]] | None = None, variant: str = "all
     ]}
 
 
+MODEL_ALERTS = 'model="$model"'
+"""The default `alerts_of`: the selected model's alerts (its triggers, and meta-alerts about its setup)."""
+
+
+def alert_marks(alerts_of: str) -> str:
+    """The 'Firing alerts' annotation query: Prometheus's firing alerts, and on a model's dashboards also its
+    triggers firing in driftline's evaluator, once per trigger. With notify.alertmanager_url set driftline's
+    notifier pages and the rendered rules leave the triggers out, so ALERTS held none (on-call tryout: the trigger
+    paged while the Overview marked nothing)."""
+    alerts = f'ALERTS{{alertstate="firing", {JOB}, {alerts_of}}}'
+    if alerts_of != MODEL_ALERTS:
+        return alerts
+    keep = f"{CONFIG.cluster_label}, {CONFIG.job_label}, model, trigger"
+    evaluator = (f'label_replace(max by ({keep}, severity) (driftline_trigger_firing{{{MOD}}} == 1), '
+                 '"alertname", "$1", "trigger", "(.+)")')
+    return f"{alerts}\nor on ({keep})\n{evaluator}"
+
+
 def dashboard(uid: str, title: str, description: str, panels: list[Panel],
               extra_vars: list[dict[str, Any]] | None = None, time_from: str = "now-24h",
-              variant: str = "all", alerts_of: str = 'model="$model"', alert_tags: str = "severity,trigger",
+              variant: str = "all", alerts_of: str = MODEL_ALERTS, alert_tags: str = "severity,trigger",
               ) -> dict[str, Any]:
     """A whole dashboard with stable uid, the shared variables and links to the other driftline dashboards.
 
@@ -180,7 +198,7 @@ def dashboard(uid: str, title: str, description: str, panels: list[Panel],
              "hide": True, "iconColor": "rgba(0, 211, 255, 1)", "name": "Annotations & Alerts",
              "type": "dashboard"},
             {"datasource": DS, "enable": True, "iconColor": "red", "name": "Firing alerts",
-             "expr": f'ALERTS{{alertstate="firing", {JOB}, {alerts_of}}}', "step": "60s",
+             "expr": alert_marks(alerts_of), "step": "60s",
              "titleFormat": "{{alertname}}", "tagKeys": alert_tags, "useValueForTime": False},
         ]},
         "templating": template_vars(extra_vars, variant),
