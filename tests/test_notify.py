@@ -234,6 +234,37 @@ def test_end_to_end_with_a_real_alertmanager(alertmanager):
     assert _sample(ops, "driftline_notifications_sent_total", ALERTMANAGER) == 2
 
 
+def test_two_deployments_with_their_own_labels_keep_their_own_pages_in_a_real_alertmanager(alertmanager):
+    """On-call tryout: two deployments (eu, us) of model fraud notifying one Alertmanager sent the same label set,
+    so Alertmanager held one RecallBelowTarget, and eu's recall recovering resolved it while us was at 0.375 (no
+    page left). notify.labels tells them apart."""
+    now = time.time()
+    eu = Notifier(Notify(alertmanager_url=alertmanager, labels={"cluster": "eu", "job": "driftline"}), "fraud",
+                  clock=lambda: now)
+    us = Notifier(Notify(alertmanager_url=alertmanager, labels={"cluster": "us", "job": "driftline"}), "fraud",
+                  clock=lambda: now)
+    fire_eu, fire_us = evaluate(RULE, None, _obs(40, 80), now - 60), evaluate(RULE, None, _obs(30, 80), now - 60)
+    assert eu.notify([fire_eu.notice], [(RULE, fire_eu.state)])[0].ok
+    assert us.notify([fire_us.notice], [(RULE, fire_us.state)])[0].ok
+    resolve_eu = evaluate(RULE, fire_eu.state, _obs(70, 80), now - 1)
+    assert eu.notify([resolve_eu.notice], [])[0].ok
+    with urllib.request.urlopen(alertmanager + "/api/v2/alerts") as r:
+        active = json.loads(r.read())
+    assert [a["labels"] for a in active] == [{"alertname": "RecallBelowTarget", "severity": "critical",
+                                              "model": "fraud", "trigger": "recall_below_target",
+                                              "cluster": "us", "job": "driftline"}]
+    assert active[0]["annotations"]["summary"] == "recall of fraud is 0.375 over 7d (line < 0.70)"
+
+
+@pytest.mark.parametrize("labels, problem", [
+    ({"model": "other"}, "set by driftline itself"), ({"alertname": "X"}, "set by driftline itself"),
+    ({"__name__": "x"}, "not a Prometheus label name"), ({"bad-name": "x"}, "not a Prometheus label name"),
+    ({"env": " "}, "empty value")])
+def test_notify_labels_refuse_driftlines_own_names_invalid_names_and_empty_values(labels, problem):
+    with pytest.raises(ValueError, match=problem):
+        Notify(alertmanager_url="http://am:9093", labels=labels)
+
+
 # --- a receiver URL that cannot work, and a history that says whether a page went out (SRE tryout) -------------
 @pytest.mark.parametrize("field", ["alertmanager_url", "webhook_url"])
 @pytest.mark.parametrize("url", ["alertmanager.monitoring.svc", "127.0.0.1:9093", "not a url", "ftp://am:9093",

@@ -121,6 +121,10 @@ class Schedule(Base):
                 raise ValueError(f"weekly_report_cron: {err}") from None
 
 
+NOTIFIER_LABELS = ("alertname", "model", "trigger", "severity")
+"""Labels of every notifier alert, set by driftline (notify.labels may add others, never these)."""
+
+
 class Notify(Base):
     """Where trigger notifications go: Alertmanager v2 API and/or a JSON webhook (neither: log and store only)."""
 
@@ -131,9 +135,20 @@ class Notify(Base):
     backoff: Duration = "1s"
     generator_url: str | None = None
     runbook_base_url: str = DEFAULT_RUNBOOK_BASE_URL
+    labels: dict[str, str] = msgspec.field(default_factory=dict)
+    """Static labels added to every alert the notifier sends (e.g. cluster, job): two deployments of one model
+    notifying one Alertmanager are otherwise the same alert, and one's resolve ends the other's page."""
 
     def __post_init__(self) -> None:
         _positive_durations("", timeout=self.timeout, backoff=self.backoff)
+        for name, value in self.labels.items():
+            if not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", name) or name.startswith("__"):
+                raise ValueError(f"labels: {name!r} is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not "
+                                 "starting with __)")
+            if name in NOTIFIER_LABELS:
+                raise ValueError(f"labels: {name!r} is set by driftline itself ({', '.join(NOTIFIER_LABELS)})")
+            if not value.strip():
+                raise ValueError(f"labels: {name!r} has an empty value (Alertmanager drops empty labels)")
         _absolute_url("runbook_base_url", self.runbook_base_url, anchor=False)
         _absolute_url("generator_url", self.generator_url)
         for name in ("alertmanager_url", "webhook_url"):  # a receiver without a scheme failed every send, silently

@@ -4,7 +4,7 @@ Alertmanager gets every firing trigger on each evaluation (its endsAt a few eval
 Prometheus does, so a driftline that stops evaluating lets them expire) and a resolved alert (endsAt = the
 resolve time) when one clears. A one-shot evaluation (`alerts evaluate`, refresh_s None) has no next pass to
 refresh its alerts, so a firing alert's endsAt is a year ahead: it resolves only when an evaluation says so.
-The labels are {alertname, model, trigger, severity}; with notify.alertmanager_url set driftline is the only
+The labels are {alertname, model, trigger, severity} and the static `notify.labels` (e.g. cluster, job); with notify.alertmanager_url set driftline is the only
 sender of trigger alerts (`alerts render` renders no rule for them), so Alertmanager pages once per condition. The webhook gets one POST per evaluation that produced notices (firing,
 repeat after the cooldown, resolved). Failed attempts are retried with exponential backoff (sleep injected),
 counted in driftline_notifications_failed_total{receiver} and logged. With no receiver configured, notices are
@@ -139,7 +139,9 @@ class Notifier:
                        "runbook_url": runbook_url(rule, self.settings.runbook_base_url)}
         hold = ONE_SHOT_HOLD_S if self.refresh_s is None else self.refresh_s
         end = ends_at if ends_at is not None else max(self.clock(), state.updated_at) + hold
-        out = {"labels": {"alertname": name, "severity": rule.severity, "model": self.model, "trigger": rule.name},
+        labels = {**self.settings.labels,
+                  "alertname": name, "severity": rule.severity, "model": self.model, "trigger": rule.name}
+        out = {"labels": labels,
                "annotations": annotations, "startsAt": iso(starts_at), "endsAt": iso(end)}
         if self.generator_url:
             out["generatorURL"] = self.generator_url
