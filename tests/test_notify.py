@@ -136,6 +136,16 @@ def test_webhook_body_carries_the_evidence(receiver):
     assert (item["value"], item["low"], item["high"], item["n"]) == (r.value, r.low, r.high, 80)
     assert (item["metric"], item["op"], item["threshold"], item["window"]) == ("recall", "<", 0.7, "7d")
     assert item["alertname"] == "RecallBelowTarget" and item["starts_at"] == "2026-12-01T00:00:00Z"
+    assert body["labels"] == {}
+
+
+def test_webhook_body_carries_the_static_notify_labels(receiver):
+    """On-call tryout: notify.labels told two deployments of one model apart in Alertmanager, but the webhook body
+    had no trace of them, so a webhook receiver could not say which deployment paged."""
+    n = Notifier(Notify(webhook_url=receiver.url + "/hook", labels={"cluster": "eu", "job": "driftline"}), "fraud")
+    fire, _ = _firing_then_resolved()
+    (d,) = n.notify([fire.notice])
+    assert d.ok and receiver.requests[0][2]["labels"] == {"cluster": "eu", "job": "driftline"}
 
 
 def test_retries_after_500s_with_exponential_backoff_and_counts_each_failure():

@@ -167,8 +167,10 @@ class Notifier:
         return out
 
     def webhook_body(self, notices: Sequence[Notice]) -> dict[str, Any]:
-        """Generic JSON webhook document: one entry per notice with the full evidence."""
-        return {"version": "1", "source": "driftline", "model": self.model, "notifications": [
+        """Generic JSON webhook document: one entry per notice with the full evidence, and the static
+        `notify.labels` that tell one deployment's notices from another's (as on its Alertmanager alerts)."""
+        return {"version": "1", "source": "driftline", "model": self.model, "labels": dict(self.settings.labels),
+                "notifications": [
             {"trigger": n.rule.name, "alertname": alert_name(n.rule.name), "kind": n.kind, "status": n.status,
              "severity": n.rule.severity, "metric": canonical(n.rule.metric), "feature": n.rule.feature,
              "variant": n.rule.variant, "op": n.rule.op, "threshold": n.rule.value, "mode": n.rule.mode,
