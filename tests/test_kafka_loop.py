@@ -411,3 +411,37 @@ def test_batches_left_in_reference_cycles_are_freed_per_stored_bytes(tmp_path: P
         store.close()
     assert total(store) == 30
     assert alive <= 8  # the last batches since the last collection (1 MiB ≈ 4 events), not all 30
+
+
+def test_a_database_outage_skips_maintenance_with_one_warning_not_one_per_pass(tmp_path, caplog, monkeypatch) -> None:
+    """On-call tryout: while the database was unreachable, every maintenance pass (30 s) logged a WARNING with the
+    driver's whole message for the whole outage. Now the outage's first skipped pass warns once (first line of the
+    error), repeats are held back for 5 minutes and its end is said once."""
+    import logging
+    store = Store(f"sqlite:///{tmp_path / 'm.db'}")
+    store.migrate()
+    clock = Clock()
+    lc, _ = member(store, {TP(t, 0): [] for t in TOPICS.values()}, clock)
+    calls = []
+
+    def down(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        raise StoreUnavailable("connection refused\nIs the server running on that host?")
+
+    real = lc.pipeline.maintain
+    monkeypatch.setattr(lc.pipeline, "maintain", down)
+    with caplog.at_level(logging.INFO, logger="driftline.kafka.consumer"):
+        for _ in range(8):  # 8 passes 30 s apart: 4 minutes of outage
+            lc.maintain()
+            clock.t += 30.0
+        monkeypatch.setattr(lc.pipeline, "maintain", real)
+        lc.maintain()
+        lc.maintain()
+    lines = [r.getMessage() for r in caplog.records if r.name == "driftline.kafka.consumer"]
+    warned = [m for m in lines if "maintenance" in m and "succeeded" not in m and ("fail" in m or "skipped" in m)]
+    assert len(calls) == 8
+    assert warned == ["maintenance (implicit negatives, expiry) failed: connection refused (logged again every 300s "
+                      "while it keeps failing)"]
+    assert [m for m in lines if "succeeded again" in m] == [
+        "maintenance (implicit negatives, expiry) succeeded again after 8 failed attempts in 240s"]
+    store.close()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from driftline.service.streak import FailureStreak
+from driftline.streak import FailureStreak
 
 LOGGER = "driftline.service.leader"
 

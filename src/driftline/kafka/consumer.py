@@ -37,7 +37,7 @@ from .decode import speed_up
 from .assignment import Ownership, fmt, source_of
 from .db_health import LOCK_PATIENCE_S, DatabaseHealth
 from .refusals import Refusals
-from .upkeep import Upkeep
+from .upkeep import Upkeep, maintenance_streak
 from .dlt import DeadLetterCopies
 from .faults import Faults
 from .group_db import GroupWatch, wait_for_database_id
@@ -104,7 +104,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
         self.db_failed = ""
         self.lock_patience_s = LOCK_PATIENCE_S
         self.broker_down_since: float | None = None
-        self.expiring = False
+        self.expiring, self.maintain_failing = False, maintenance_streak(monotonic)
         pipeline.stored_now = KeyLog()  # the predictions stored since the last maintenance pass (Upkeep.maintain)
         self.rebalance_seen_at = -math.inf
         self.member, self.next_beat, self.beat_stored = ceilings.member_id(), 0.0, False  # upkeep.Upkeep._beat

@@ -20,6 +20,7 @@ from ..numbers import counted
 from ..storage import ceilings
 from ..ops import OpsMetrics
 from ..storage.errors import StalePositions, StoreUnavailable, WriteLocked
+from ..streak import FailureStreak
 from .alignment import IDLE_S
 from .assignment import source_of
 from .dlt import DeadLetterCopies
@@ -34,6 +35,12 @@ from .signals import KafkaSignals
 from .topics import TopicsError
 
 log = logging.getLogger("driftline.kafka.consumer")
+
+
+def maintenance_streak(monotonic: Callable[[], float]) -> FailureStreak:
+    """The record of maintenance passes skipped for a database outage (on-call tryout: one WARNING with the driver's
+    whole message every pass, 30 s, for the whole outage)."""
+    return FailureStreak("maintenance (implicit negatives, expiry)", log, monotonic=monotonic)
 
 
 class Upkeep:
@@ -66,6 +73,8 @@ class Upkeep:
     maintain_every_s: float
     broker_down_since: float | None
     expiring: bool
+    maintain_failing: FailureStreak
+    """Maintenance passes skipped in a row for a database outage (logged at its start, every 5 min, at its end)."""
     """Whether the last maintenance pass expired predictions stored since the pass before (the first such pass of a
     run of them warns)."""
     rebalance_seen_at: float
@@ -227,9 +236,9 @@ class Upkeep:
                      self.maintain_every_s)
             return
         except StoreUnavailable as err:
-            log.warning("maintenance skipped: database unavailable: %s; next pass in %gs", err,
-                        self.maintain_every_s)
+            self.maintain_failing.failed(err)  # a warning at the start of an outage, not every pass of it
             return
+        self.maintain_failing.succeeded()
         fresh = counts.pop(EXPIRED_STORED_NOW, 0)
         self.pipeline.stored_now = KeyLog()
         done = {f"{k[0]}": v for k, v in counts.items() if v}

@@ -10,7 +10,7 @@ from sqlalchemy import Connection, text
 
 from ..storage.store import Store
 from .file_lock import FileLock, sqlite_database_path
-from .streak import FailureStreak
+from ..streak import FailureStreak
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from ..triggers.unseen import unseen_names
 from ..readouts.windows import default_at, iso
 from .apsched import Scheduler
 from .leader import EXPORT_LOCK_KEY, LOCK_KEY, LeaderLock  # noqa: F401 - LOCK_KEY re-exported for callers
-from .streak import FailureStreak
+from ..streak import FailureStreak
 
 log = logging.getLogger(__name__)
 
