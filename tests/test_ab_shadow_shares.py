@@ -74,3 +74,32 @@ def test_the_sample_ratio_check_expects_the_fractions_scored(tmp_path, capsys) -
     ref = chisquare([500, 100], f_exp=[600 / 1.2, 600 * 0.2 / 1.2])  # expected 1 : 0.2
     assert srm["chi2"] == pytest.approx(ref.statistic, abs=1e-9) and srm["p_value"] == pytest.approx(ref.pvalue)
     assert srm["mismatch"] is False and srm["expected_share"] == pytest.approx({"A": 1 / 1.2, "S": 0.2 / 1.2})
+
+
+def test_a_shadow_arm_scoring_a_tiny_fraction_is_not_read_as_the_old_sum_to_one_form(tmp_path, capsys) -> None:
+    """`{A: 1, S: 0.00005}` sums to 1 within the split's tolerance, but its control scores every prediction: it is
+    the fractions form (S scores 0.005 %), not the old sum-to-1 form (every arm scoring all). It was read as the
+    old form: the SRM expected A and S in equal numbers, a false mismatch for a shadow arm sampling 1 in 20,000."""
+    t0 = 1_780_272_000.0
+    lines = []
+    for i in range(400):  # production scores all 400 ids, the shadow arm one of them
+        lines += [pred(f"p{i}", 0.2 + 0.6 * (i % 2), t0 + 600 * i, variant="A", model="churn"),
+                  outcome(f"p{i}", i % 2, t0 + 600 * i + 60)]
+    lines.append(pred("p7", 0.7, t0 + 600 * 7, variant="S", model="churn"))
+    lines.sort(key=lambda raw: json.loads(raw)["ts"])
+    (tmp_path / "e.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"model": "churn", "ab": {"design": "shadow", "control": "A",
+                                                            "arms": {"A": 1, "S": 0.00005}}}))
+    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    assert cli.main([*base, "replay", str(tmp_path / "e.jsonl"), "--json"]) == 0
+    capsys.readouterr()
+    assert cli.main([*base, "ab", "--window", "4d", "--at", "2026-06-04T00:00:00Z", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {a: doc["arms"][a]["expected_share"] for a in ("A", "S")} == {"A": 1, "S": 0.00005}
+    assert doc["srm"]["expected_share"] == pytest.approx({"A": 1 / 1.00005, "S": 0.00005 / 1.00005})
+    # the old form, whose control scores less than all, still reads as every arm scoring every prediction
+    cfg.write_text(yaml.safe_dump({"model": "churn", "ab": {"design": "shadow", "control": "A",
+                                                            "arms": {"A": 0.5, "S": 0.5}}}))
+    assert cli.main([*base, "ab", "--window", "4d", "--at", "2026-06-04T00:00:00Z", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["srm"]["expected_share"] == pytest.approx({"A": 0.5, "S": 0.5})

@@ -103,6 +103,14 @@ def shares_sum_to_one(arms: dict[str, float]) -> bool:
     return abs(sum(arms.values()) - 1.0) <= ARM_SHARE_TOLERANCE + 1e-12  # 0.3333 × 3 is 0.99990000000000001
 
 
+def old_shadow_shares(arms: dict[str, float], control: str) -> bool:
+    """A shadow design's shares in the form once required (summing to 1, the control below 1: A 0.5, S 0.5), read
+    as every arm scoring every prediction. A control at 1 is the fractions form, even when the shares sum to 1
+    within the tolerance (verification tryout: `{A: 1, S: 0.00005}` read as the old form, the SRM expecting the
+    shadow arm sampling 1 in 20,000 predictions to score as many as production)."""
+    return shares_sum_to_one(arms) and arms.get(control, 0.0) < 1.0 - ARM_SHARE_TOLERANCE
+
+
 def _ab_arms(control: str | msgspec.UnsetType, arms: dict[str, float], design: str = "split") -> None:
     """Raise ValueError naming `control` or `arms` when the control is no arm, a control is set without arms, the
     expected shares do not sum to 1 (caught at load: `driftline ab` found the first only when run, silently
@@ -132,7 +140,7 @@ def _ab_arms(control: str | msgspec.UnsetType, arms: dict[str, float], design: s
         raise ValueError(f"control: {control!r} is not one of ab.arms {sorted(arms)}{hint}")
     shares = ", ".join(f"{a}: {w:g}" for a, w in arms.items())
     if design == "shadow":  # every arm scores the same predictions: a share is the fraction an arm scores
-        if shares_sum_to_one(arms):  # the form once required (A: 0.5, S: 0.5): read as before, all score all
+        if old_shadow_shares(arms, control):  # the form once required (A: 0.5, S: 0.5): read as before
             return
         over = [a for a, w in arms.items() if w > 1.0 + 1e-12]
         if over:

@@ -42,7 +42,7 @@ from ..analysis.label_pipeline import LabelPipeline, days_until, label_pipeline
 from ..analysis.power import POWER, recall_power
 from ..analysis.sequential import SequentialPlan, cs_difference, cs_from_standard_error, mixture_margin
 from ..config import AB, Config
-from ..config_checks import shares_sum_to_one
+from ..config_checks import old_shadow_shares
 from ..config import Costs as CostConfig
 from ..core.grids import DELAY_EDGES
 from .maturity import maturity_hint
@@ -96,7 +96,7 @@ def plan_arms(ab: AB, found: Iterable[str]) -> ArmPlan:
         total = float(sum(ab.arms.values()))
         notes = tuple(f"variant {v!r} has predictions in the window but is not a configured arm: ignored"
                       for v in variants if v not in ab.arms)
-        if ab.design == "shadow" and not shares_sum_to_one(dict(ab.arms)):  # the fractions each arm scores
+        if ab.design == "shadow" and not old_shadow_shares(dict(ab.arms), ab.control_arm):  # fractions scored
             return ArmPlan(dict(ab.arms), ab.control_arm, notes)
         return ArmPlan({a: w / total for a, w in ab.arms.items()}, ab.control_arm, notes)
     if not variants:
@@ -331,7 +331,7 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
         doc["arms"][a]["threshold_in_force"] = flags_in_force(by_variant.get(a, []), config.threshold).to_json()
     shadow = config.ab.design == "shadow"
     srm_split = dict(plan.shares)  # shadow: the fractions of the predictions each arm scores
-    if shadow and shares_sum_to_one(dict(config.ab.arms)):  # the form once required there: every arm scores all
+    if shadow and old_shadow_shares(dict(config.ab.arms), plan.control):  # the old form: every arm scores all
         srm_split = {a: 1.0 for a in plan.shares}
     srm = srm_check({a: c.predictions for a, c in counts.items()}, srm_split)
     doc["srm"] = {**srm.to_json(), "design": config.ab.design}
