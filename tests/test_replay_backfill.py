@@ -150,9 +150,10 @@ def test_events_out_of_time_order_in_the_replay_itself_are_told_so(tmp_path, cap
     unsorted.write_text(paths["p"].read_text() + paths["o"].read_text())
     db = f"sqlite:///{tmp_path / 'unsorted.db'}"
     assert main(["--config", str(config), "--db", db, "replay", str(unsorted), "--json", "--batch-size", "500"]) == 0
-    (warning, *_) = json.loads(capsys.readouterr().out)["warnings"]
+    (warning, *others) = json.loads(capsys.readouterr().out)["warnings"]
     assert "dead-lettered past_horizon" in warning and "out of time order by more than the horizon" in warning
     assert "sort them by ts into one file" in warning and "database of its own" not in warning
+    assert not any("database of its own" in w for w in others)  # the expiry warning too (verification tryout)
 
 
 def test_a_sorted_history_in_a_fresh_database_is_told_its_expiry_is_what_live_did(tmp_path, capsys) -> None:
@@ -185,14 +186,18 @@ def test_a_sorted_history_in_a_fresh_database_is_told_its_expiry_is_what_live_di
         assert "database of its own" not in warning and "Nothing to redo" in " ".join(err.split())
 
 
-def test_an_old_event_behind_a_newer_one_of_the_same_replay_keeps_the_backfill_advice(tmp_path, capsys) -> None:
+def test_an_old_event_behind_a_newer_one_of_the_same_replay_is_told_to_sort_the_file(tmp_path, capsys) -> None:
     """The (NEW, OLD) replay of one batch: OLD came more than the horizon behind NEW, so its expiry is not what a
-    live run did and the backfill advice stays; sorted (OLD, NEW) gets the live wording."""
+    live run did, and the advice is to sort the file (the backfill advice it once had named a database of its own,
+    which it was); sorted (OLD, NEW) gets the live wording."""
     db = f"sqlite:///{tmp_path / 'unsorted.db'}"
     assert main(["--db", db, "replay", _lines(tmp_path, "u.jsonl", NEW, OLD), "--json"]) == 0
     (warning,) = json.loads(capsys.readouterr().out)["warnings"]
-    assert "To backfill history, replay it into a database of its own (--db)" in warning
-    assert "came in time order" not in warning
+    # verification tryout: it said "To backfill history, replay it into a database of its own (--db), apart from
+    # newer events" to a replay into a fresh database; the cause is the file's order, as past_horizon_warning says
+    assert "This replay's own events came out of time order by more than the horizon" in warning
+    assert "sort them by ts into one file and replay that into a fresh database" in warning
+    assert "came in time order" not in warning and "database of its own" not in warning
     db = f"sqlite:///{tmp_path / 'sorted.db'}"
     assert main(["--db", db, "replay", _lines(tmp_path, "s.jsonl", OLD, NEW), "--json"]) == 0
     (warning,) = json.loads(capsys.readouterr().out)["warnings"]

@@ -55,7 +55,9 @@ def expired_warning(maintenance: Counter[tuple[str, str]], newest: float | None,
     log holds (stored_now.MAX_KEYS), so the count is among the first ones only. `in_order`: no event of the replay
     came more than the horizon behind an earlier one (BatchResult.behind == 0), so the expiry is what a live run
     would have done (new-user tryout: a sorted 150-day churn history replayed into a fresh database was told to
-    "replay it into a database of its own (--db)", which it was)."""
+    "replay it into a database of its own (--db)", which it was); otherwise the replay's own order is the cause, and
+    the advice is past_horizon_warning's: sort (verification tryout: an unsorted file replayed into a fresh database
+    was told to replay it into a database of its own)."""
     n = maintenance.get(EXPIRED_STORED_NOW, 0)
     if not n:
         return None
@@ -72,8 +74,10 @@ def expired_warning(maintenance: Counter[tuple[str, str]], newest: float | None,
         return (f"{head} This replay's events came in time order, so a live run would have done the same: "
                 f"{'this prediction' if one else 'these predictions'} got no outcome within the label horizon "
                 f"(`labels.horizon`, {horizon}; lengthen it if outcomes can come later). Nothing to redo.")
-    return (f"{head} (Old events are refused as past_horizon only when a newer event was stored before their "
-            "batch.) To backfill history, replay it into a database of its own (--db), apart from newer events.")
+    return (f"{head} This replay's own events came out of time order by more than the horizon (a file not sorted "
+            "by ts, or predictions and outcomes replayed from separate files one after the other; old events are "
+            "refused as past_horizon only when a newer event was stored before their batch): sort them by ts into "
+            "one file and replay that into a fresh database.")
 
 
 def conflict_warning(total: BatchResult) -> str | None:
