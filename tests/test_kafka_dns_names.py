@@ -13,6 +13,7 @@ no DNS query off the machine."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -100,3 +101,35 @@ def test_a_bootstrap_server_that_does_not_resolve_is_named_as_kafka_bootstrap(mo
     finally:
         dns_names.record_success("kafka-typo", 9092)
     assert dns_names.failure(err, "kafka-typo:9092", now=101.0) == ("unreachable", str(err))
+
+
+def test_a_connected_run_names_the_advertised_host_once_the_broker_advertises_one_it_cannot_resolve(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Verification tryout: `run` consuming from tansu on 127.0.0.1:PORT; the broker restarted advertising
+    no-such-host!.invalid:PORT. For the 90 s until kafka.stall_restart rebuilt the client, /readyz said "kafka
+    unreachable for 0s (group coordinator unknown: the broker is down, or it answers but cannot name the group's
+    coordinator)" and the log "Kafka unreachable (group coordinator lost: ...)", naming neither the host nor the
+    setting, though the connect path (after the rebuild) did. Now the status and the log name it as well."""
+    import logging
+    from types import SimpleNamespace
+
+    from driftline.kafka.health import ConsumerStatus
+    from driftline.kafka.upkeep import Upkeep
+
+    lost = SimpleNamespace(_coordinator=SimpleNamespace(coordinator_id=None, state="<stable>"),
+                           config={"session_timeout_ms": 6000},
+                           metrics=lambda: {"consumer-coordinator-metrics": {"last-heartbeat-seconds-ago": 1.0}})
+    me = SimpleNamespace(consumer=lost, rebalance_seen_at=-math.inf, broker_down_since=None,
+                         status=ConsumerStatus(phase="consuming", broker_ok=True),
+                         settings=SimpleNamespace(bootstrap="127.0.0.1:19093"))
+    dns_names.record_failure(BAD_HOST, 19093, "Name or service not known")
+    try:
+        with caplog.at_level(logging.WARNING, logger="driftline.kafka.consumer"):
+            Upkeep._broker_status(me, 100.0)  # type: ignore[arg-type]
+        problem = me.status.kafka_problem(101.0) or ""
+    finally:
+        dns_names.record_success(BAD_HOST, 19093)
+    for text in (problem, caplog.text):
+        assert f"the broker's metadata sends clients to {BAD_HOST}:19093 (its advertised listener)" in text
+        assert "set the broker's advertised.listeners" in text
+    assert problem.startswith("kafka unreachable for 1s: ")

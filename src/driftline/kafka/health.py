@@ -46,6 +46,8 @@ class ConsumerStatus:
     lag: int | None = None
     """Messages behind on the partitions this member owns (lag.owned_lag); None while it owns none."""
     error: str = ""
+    unresolved: str = ""
+    """While the coordinator is lost: the broker address this host could not resolve and what to fix (dns_names)."""
 
     def kafka_problem(self, now: float) -> str | None:
         """Why the client does not reach Kafka now (None when it does: built, and its group coordinator known with
@@ -53,8 +55,9 @@ class ConsumerStatus:
         if self.phase != "consuming":
             return f"kafka {self.phase}" + (f": {self.error}" if self.error else "")
         if not self.broker_ok:
-            return (f"kafka unreachable for {now - self.since:.0f}s (group coordinator unknown: the broker is down, "
-                    "or it answers but cannot name the group's coordinator)")
+            return f"kafka unreachable for {now - self.since:.0f}s" + (
+                f": {self.unresolved}" if self.unresolved else " (group coordinator unknown: the broker is down, or "
+                "it answers but cannot name the group's coordinator)")
         return None
 
     def assignment(self) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from kafka import TopicPartition
 from kafka.errors import KafkaError
 
-from . import partition_ops
+from . import dns_names, partition_ops
 from ..ingest.pipeline import EXPIRED_STORED_NOW, Pipeline
 from ..ingest.stored_now import KeyLog
 from ..numbers import counted
@@ -254,15 +254,21 @@ class Upkeep:
         self.expiring = bool(fresh)
 
     def _broker_status(self, now: float) -> None:
-        """Whether the group coordinator is reachable; the change (lost or back) is logged once."""
+        """Whether the group coordinator is reachable; the change (lost or back) is logged once, naming a broker
+        address this host cannot resolve when one is why (verification tryout: a broker restarted advertising such
+        a name read as "group coordinator lost" until kafka.stall_restart rebuilt the client)."""
         ok = broker_connected(self.consumer, now - self.rebalance_seen_at)
+        found = None if ok else dns_names.explain(self.settings.bootstrap)
+        unresolved = found.message(self.settings.bootstrap) if found is not None else ""
         if ok and self.broker_down_since is not None:
             log.warning("Kafka reachable again after %.0fs", now - self.broker_down_since)
             self.broker_down_since = None
-        elif not ok and self.broker_down_since is None:
-            self.broker_down_since = now
-            log.warning("Kafka unreachable (group coordinator lost: the broker is down, or it answers but cannot name "
-                        "the group's coordinator); consuming resumes by itself when it is back")
+        elif not ok and (self.broker_down_since is None or unresolved and not self.status.unresolved):
+            self.broker_down_since = now if self.broker_down_since is None else self.broker_down_since
+            log.warning("Kafka unreachable (%s); consuming resumes by itself when it is back", unresolved or
+                        "group coordinator lost: the broker is down, or it answers but cannot name the group's "
+                        "coordinator")
+        self.status.unresolved = unresolved
         if ok != self.status.broker_ok:
             self.status.since = now
         self.status.broker_ok = ok
