@@ -212,3 +212,45 @@ def test_a_stop_breaks_off_a_database_call_a_stopped_proxy_never_answers(pg_behi
         stopped.set()
         pg.forwarder.resume()
         store.close()
+
+
+def test_a_stop_breaks_off_a_rollback_a_stopped_proxy_never_answers(pg_behind_forwarder, caplog) -> None:
+    """Verification tryout: once stopping, a statement or commit unanswered for STOP_WAIT_S is broken off, but a
+    rollback was not: its step recorded no connection to break. A transaction whose body raises (StalePositions
+    from the positions' compare-and-set, any error of the code in it) while the database has frozen sends a
+    ROLLBACK that is never answered, and the stop waited for it for good. The join is a hang guard."""
+    from driftline.storage.calls import break_calls_when_stopped
+
+    pg = pg_behind_forwarder
+    store = Store(pg.url)
+    store.migrate()
+    caplog.set_level(logging.INFO, logger="driftline")
+    stop, stopped, failed = threading.Event(), threading.Event(), []
+
+    def write() -> None:
+        try:
+            with store.write() as conn:
+                conn.execute(text("SELECT 1"))
+                pg.forwarder.pause()  # the database freezes; the body fails: its rollback waits for ever
+                raise ValueError("the transaction's own error")
+        except Exception as err:  # noqa: BLE001 - asserted below
+            failed.append(err)
+
+    writer = threading.Thread(target=write, daemon=True)
+    breaker = threading.Thread(target=break_calls_when_stopped, args=(store.calls, stop, stopped),
+                               kwargs={"limit_s": 0.5, "every_s": 0.1}, daemon=True)
+    try:
+        writer.start()
+        breaker.start()
+        wait_until(lambda: store.calls.stalled(0.5) is not None, 30, "the rollback to stall")
+        stop.set()
+        writer.join(30.0)
+        assert not writer.is_alive(), "the stop did not break off the stalled rollback"
+        assert failed, "the transaction should have failed"
+        assert any(r.getMessage().startswith("stopping: closing a database connection that has not answered for "
+                                             "more than 0.5s (a write has been waiting") and "the rollback" in
+                   r.getMessage() for r in caplog.records)
+    finally:
+        stopped.set()
+        pg.forwarder.resume()
+        store.close()

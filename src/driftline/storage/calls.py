@@ -39,7 +39,8 @@ class Call:
     conn: Any = None
     """The DBAPI connection being pinged at checkout (psycopg): the one call that can safely be broken off."""
     waiting_on: Any = None
-    """The DBAPI connection its statement or commit waits on: broken off only once the process is stopping."""
+    """The DBAPI connection its statement, commit or rollback waits on: broken off only once the process is stopping
+    (a rollback too: a transaction whose body raised while the database froze waited for its ROLLBACK for good)."""
     warned: int = 0
     """The level its stall was logged at (0: not yet): a warning for the first stalled call, INFO while another
     stalled call is still waiting (a long stall logs one warning, not one per retried read)."""
@@ -205,7 +206,7 @@ def install(engine: Engine, calls: DbCalls) -> None:
     event.listen(engine, "before_cursor_execute", before)
     event.listen(engine, "after_cursor_execute", after)
     event.listen(engine, "commit", lambda conn: calls.step("the commit", 0.0, _dbapi(conn)))
-    event.listen(engine, "rollback", lambda conn: calls.step("the rollback"))
+    event.listen(engine, "rollback", lambda conn: calls.step("the rollback", 0.0, _dbapi(conn)))  # breakable at stop
 
 
 def _dbapi(conn: Connection) -> Any:
