@@ -39,7 +39,8 @@ def share(batch: Batch, limit: int, max_bytes: int) -> tuple[Batch, Batch]:
     """(the first records of every partition, the rest): the most records per partition (the same cap for each, at
     least one) that keep the batch within `limit` records and `max_bytes` payload bytes, so a batch with partitions
     added stays as small as any other while holding each partition's first event. Each partition's records stay
-    in order, the rest starts where the kept ones end."""
+    in order, the rest starts where the kept ones end. With `limit` below the number of partitions (or a record
+    larger than `max_bytes` allows) the one-record floor wins: every partition must be read before any is stored."""
     ends = {tp: list(accumulate(sizes(recs))) for tp, recs in batch.items() if recs}
     longest = max(map(len, ends.values()), default=0)
 
