@@ -28,7 +28,7 @@ def test_process_metrics_are_served_without_created_series(tmp_path) -> None:
         counter.inc()
     kafka.offset_resets.labels(topic="t", problem="beyond_end", policy="earliest").inc()
     consumed_counter(ops).labels(topic="t").inc(3)
-    ops.batch_duration.observe(0.2)
+    ops.observe_batch(0.2, 300)
     ops.notifications_sent.labels(receiver="am").inc()
     try:
         registry = build_registry(SnapshotCollector(store, load(EXAMPLE), clock=lambda: T0), ops)
@@ -38,5 +38,6 @@ def test_process_metrics_are_served_without_created_series(tmp_path) -> None:
             assert 'driftline_consumer_records_total{topic="t"} 3.0' in text
             assert "driftline_batch_duration_seconds_count 1.0" in text
             assert 'driftline_batch_duration_seconds_bucket{le="+Inf"} 1.0' in text
+            assert "driftline_batch_records_sum 300.0" in text and 'driftline_batch_records_bucket{le="500.0"} 1.0' in text
     finally:
         store.close()

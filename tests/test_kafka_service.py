@@ -113,6 +113,10 @@ def test_end_to_end_matches_replay_with_dead_letter_topic(kafka_bootstrap: str, 
         consumed = dict(re.findall(r'driftline_consumer_records_total\{topic="([^"]+)"\} (\S+)', metrics))
         assert {t: float(v) for t, v in consumed.items()} == {
             topics[k]: float(events.count(k)) for k in ("predictions", "outcomes")}
+        # records per stored batch: one observation per batch, summing to every record, none above the bound (400)
+        assert f"driftline_batch_records_count {total.group(1)}" in metrics
+        assert f"driftline_batch_records_sum {float(len(events.records))}" in metrics
+        assert f'driftline_batch_records_bucket{{le="500.0"}} {total.group(1)}' in metrics
         assert 'driftline_dead_letters_total{reason="invalid_json"} 1.0' in metrics
         assert svc.terminate(timeout=30) == 0  # SIGTERM stops it (a hang fails here)
     finally:

@@ -280,16 +280,16 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
                         "offending ones as dead letters", str(err).splitlines()[0])
             self._isolate(batch)
             return
-        self.ops.observe_batch(seconds)
         self.faults.hit("after_store_commit")
         self.collector.stored(sum(map(len, map(_PAYLOAD, raws))))
-        self.stored_batches += 1
+        self.stored_batches, stored = self.stored_batches + 1, 0
         was_held = self.held is not None
         for tp, recs in batch.items():
             given_back = found.deferred.get((source_of(tp.topic), tp.partition))  # (alignment.py)
             self.expected[tp] = recs[-1].offset + 1 if given_back is None else given_back[0]
-            self.consumed.labels(topic=tp.topic).inc(
-                len(recs) if given_back is None else sum(r.offset < given_back[0] for r in recs))
+            stored += (n := len(recs) if given_back is None else sum(r.offset < given_back[0] for r in recs))
+            self.consumed.labels(topic=tp.topic).inc(n)
+        self.ops.observe_batch(seconds, stored)
         self._give_back(batch, found)
         self._db_written()
         if was_held:
