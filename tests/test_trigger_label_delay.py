@@ -61,3 +61,24 @@ def test_no_warning_for_labels_that_come_within_the_window(tmp_path, capsys) -> 
     capsys.readouterr()
     assert cli.main([*base, "alerts", "validate"]) == 0
     assert "needs labels" not in capsys.readouterr().err
+
+
+def test_validate_and_evaluate_print_json_wherever_json_is_given(tmp_path, capsys) -> None:
+    """Verify tryout: `alerts --json validate` printed the text report and `alerts validate --json` was refused;
+    `alerts --json evaluate` printed the table (the subcommand's own --json default overrode the parent's)."""
+    base = _base(tmp_path, 35 * DAY, [RECALL_7D, ALERTS_7D])
+    capsys.readouterr()
+    docs = []
+    for args in (["alerts", "--json", "validate"], ["alerts", "validate", "--json"]):
+        assert cli.main([*base, *args]) == 1
+        docs.append(json.loads(capsys.readouterr().out))
+    assert docs[0] == docs[1]
+    (problem,) = docs[0]["problems"]
+    assert (docs[0]["model"], docs[0]["triggers"], docs[0]["ok"]) == ("churn", 2, False)
+    assert "trigger 'recall_low': recall over the newest 7d needs labels" in problem
+    for args in (["alerts", "--json", "evaluate"], ["alerts", "evaluate", "--json"]):
+        assert cli.main([*base, *args, "--dry-run", "--no-notify"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["model"] == "churn" and [t["name"] for t in doc["triggers"]] == ["recall_low", "alerts_high"]
+    assert cli.main([*base, "alerts", "validate"]) == 1
+    assert capsys.readouterr().out == ""  # the text form keeps its warning on stderr

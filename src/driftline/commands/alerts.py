@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = p.add_subparsers(dest="alerts_command", metavar="SUBCOMMAND")
     e = s.add_parser("evaluate", help="evaluate every trigger once, store the result and notify")
     e.add_argument("--at", help="evaluation time (RFC 3339 or epoch seconds; default now): windows end here")
-    e.add_argument("--json", action="store_true", help="print JSON")
+    e.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")  # keeps `alerts --json`
     e.add_argument("--no-notify", action="store_true", help="store states and history but send nothing")
     e.add_argument("--dry-run", action="store_true", help="neither store nor notify")
     e.add_argument("--model", default=argparse.SUPPRESS, help=MODEL_HELP)  # SUPPRESS: keeps `alerts --model X`
@@ -49,6 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     v = s.add_parser("validate", help="check the triggers against stored data: a variant or feature never seen "
                      "would stay insufficient_data forever (exit 1 when one does)")
     v.add_argument("--model", default=argparse.SUPPRESS, help=MODEL_HELP)
+    v.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                   help="print {model, triggers, ok, problems} as JSON")
     v.set_defaults(func=cmd_validate)
     r = s.add_parser("render", help="Prometheus alerting rules generated from the config's triggers")
     r.add_argument("--out", default="-", help="output file (default: stdout), e.g. alerts/triggers.rules.yml")
@@ -231,6 +233,9 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
     model = pick_model(ctx, args.model)
     rules = runner.compile_rules(ctx.config.triggers)
     problems = unseen_names(ctx.store(), ctx.config, model, rules)
+    if args.json:  # verify tryout: `alerts --json validate` printed the text, `validate --json` was refused
+        print(json.dumps({"model": model, "triggers": len(rules), "ok": not problems, "problems": problems}))
+        return 1 if problems else 0
     for line in problems:
         say(ctx.err, shown(line), "[yellow]warning:[/yellow] ")
     if not problems:
