@@ -333,10 +333,8 @@ def to_yaml(rendered: Rendered, source: str | None = None) -> str:
            "# expr = judged series (point: the estimate; confident: the interval bound nearest the line) <op> line",
            "#        and the minimum-n guard (below it driftline reports insufficient_data and no alert fires).",
            "groups:", "  - name: driftline-triggers", "    rules:"]
-    if rendered.skipped:
-        out[1:1] = [f"# skipped {s}" for s in rendered.skipped]
-    if rendered.sender:
-        out[1:1] = [f"# {rendered.sender}."]
+    notes = [f"# {rendered.sender}."] if rendered.sender else []
+    out[4:4] = notes + [f"# skipped {s}" for s in rendered.skipped]  # after the header's sentences, not inside one
     if not rendered.alerts:
         out[-1] = "    rules: []"
     for i, a in enumerate(rendered.alerts):
