@@ -363,9 +363,13 @@ def pipeline() -> dict[str, Any]:
                    [target(f"job_receiver:driftline_notifications_sent:rate5m{{{JOB}}}", "sent {{receiver}}", "A"),
                     target(f"job_receiver:driftline_notifications_failed:rate5m{{{JOB}}}", "failed {{receiver}}",
                            "B")],
-                   (0, 36, 24, 8), min_=0, no_value="no receiver: config notify: has no alertmanager_url or "
+                   (0, 36, 12, 8), min_=0, no_value="no receiver: config notify: has no alertmanager_url or "
                    "webhook_url (alerts are only logged and stored)",
                    overrides=[override("byFrameRefID", "B", {"color": {"mode": "fixed", "fixedColor": "red"}})]),
+        timeseries("Records per batch", "Mean Kafka records per stored batch over 5 m: near kafka.batch_max_records "
+                   "while a backlog is caught up, small when events are stored as they arrive.", "short",
+                   [target(f"job:driftline_batch_records:mean_rate5m{{{JOB}}}", "mean")], (12, 36, 12, 8),
+                   min_=0, no_value=NOT_RUNNING + " (no batch in 5 minutes)"),
     ]
     return dashboard("driftline-pipeline", "driftline / Pipeline",
                      "Ingestion health of driftline: throughput, lag, rejects, latency and notifications.",

@@ -56,6 +56,8 @@ ALLOWED_EMPTY: dict[str, str] = {
         "consumer lag is exported only by `driftline run` (Kafka consumer), not by `serve`",
     f"job:driftline_batch_duration_seconds:quantile_rate5m{{{JOB}}}":
         "batch durations are observed only by `driftline run`; under `serve` no batch, so no quantile (not NaN)",
+    f"job:driftline_batch_records:mean_rate5m{{{JOB}}}":
+        "records per batch are observed only by `driftline run`; under `serve` no batch, so no mean (not NaN)",
     f"job_receiver:driftline_notifications_sent:rate5m{{{JOB}}}":
         "no notifier configured (notify has neither alertmanager_url nor webhook_url): no receiver series",
     f"job_receiver:driftline_notifications_failed:rate5m{{{JOB}}}":
