@@ -12,7 +12,7 @@ from kafka import TopicPartition
 from driftline.config import from_dict
 from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.ingest.stored_now import KeyLog
-from driftline.kafka.upkeep import Upkeep
+from driftline.kafka.upkeep import Upkeep, maintenance_streak
 from driftline.storage.store import Store
 
 from helpers import pred
@@ -27,6 +27,7 @@ class _Member(Upkeep):
     def __init__(self, pipeline: Pipeline) -> None:
         self.pipeline, self.expected, self.maintain_every_s = pipeline, {TopicPartition("predictions", 0): 0}, 30.0
         self.expiring, self.member = False, "m"  # its key among the maintenance ceilings (storage/ceilings.py)
+        self.maintain_failing = maintenance_streak(lambda: 0.0)
         pipeline.stored_now = KeyLog()
 
     def _maintenance_ceiling(self) -> float:
