@@ -12,7 +12,7 @@ import threading
 import time
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from http_probe import http_get
 from driftline.exporter.http import ExporterServer, build_registry
@@ -249,6 +249,53 @@ def test_a_stop_breaks_off_a_rollback_a_stopped_proxy_never_answers(pg_behind_fo
         assert failed, "the transaction should have failed"
         assert any(r.getMessage().startswith("stopping: closing a database connection that has not answered for "
                                              "more than 0.5s (a write has been waiting") and "the rollback" in
+                   r.getMessage() for r in caplog.records)
+    finally:
+        stopped.set()
+        pg.forwarder.resume()
+        store.close()
+
+
+def test_a_stop_breaks_off_a_copy_a_stopped_proxy_never_answers(pg_behind_forwarder, caplog) -> None:
+    """Verification tryout: SIGTERM to `run` while its PostgreSQL backends were stopped (kill -STOP) hung for 60+ s
+    in 1 of 11 tries, until they got SIGCONT. A batch's new rows are written by COPY on the driver connection, which
+    fires no cursor event: the call recorded no step and no connection, so it was neither reported as stalled nor
+    broken off at the stop. The join is a hang guard (without the fix the COPY is never seen as stalled)."""
+    from driftline.storage.calls import break_calls_when_stopped
+    from driftline.storage.pgcopy import copy_rows
+
+    pg = pg_behind_forwarder
+    store = Store(pg.url)
+    store.migrate()
+    caplog.set_level(logging.INFO, logger="driftline")
+    stop, stopped, failed = threading.Event(), threading.Event(), []
+
+    def freeze_after_savepoint(conn, cursor, statement, *args) -> None:  # type: ignore[no-untyped-def]
+        if statement.startswith("SAVEPOINT"):  # copy_rows' own savepoint answered: the COPY comes next
+            pg.forwarder.pause()  # the database freezes while the batch's rows are copied
+
+    def write() -> None:
+        try:
+            with store.write() as conn:
+                conn.execute(text("CREATE TEMP TABLE copied (a text, b int8) ON COMMIT DROP"))
+                event.listen(store.engine, "after_cursor_execute", freeze_after_savepoint)
+                copy_rows(conn, "copied", "a, b", ("text", "int8"), [(f"row {i}", i) for i in range(20000)])
+        except Exception as err:  # noqa: BLE001 - asserted below
+            failed.append(err)
+
+    writer = threading.Thread(target=write, daemon=True)
+    breaker = threading.Thread(target=break_calls_when_stopped, args=(store.calls, stop, stopped),
+                               kwargs={"limit_s": 0.5, "every_s": 0.1}, daemon=True)
+    try:
+        writer.start()
+        breaker.start()
+        wait_until(lambda: store.calls.stalled(0.5) is not None, 30, "the COPY to be seen stalled")
+        stop.set()
+        writer.join(30.0)
+        assert not writer.is_alive(), "the stop did not break off the stalled COPY"
+        assert failed and isinstance(failed[0], StoreUnavailable), failed
+        assert any(r.getMessage().startswith("stopping: closing a database connection that has not answered for "
+                                             "more than 0.5s (a write has been waiting") and "a COPY" in
                    r.getMessage() for r in caplog.records)
     finally:
         stopped.set()

@@ -15,7 +15,8 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,6 +183,26 @@ def next_step(conn: Connection, step: str, grace: float) -> None:
     conn.info["driftline_step"], conn.info["driftline_grace"] = step, grace
 
 
+CALLS_KEY = "driftline_calls"
+"""Where a pooled connection's info holds its engine's DbCalls (for driver calls made outside SQLAlchemy's execute)."""
+
+
+@contextmanager
+def driver_step(conn: Connection, step: str) -> Iterator[None]:
+    """A driver call made on the DBAPI connection directly (COPY), which fires no cursor event: recorded like a
+    statement, so it is reported when it stalls and broken off once stopping (verification tryout: SIGTERM to `run`
+    hung until the backends got SIGCONT, a batch's COPY waiting on a stopped backend unseen by both)."""
+    registry = conn.info.get(CALLS_KEY)
+    if registry is None:
+        yield
+        return
+    registry.step(step, 0.0, _dbapi(conn))
+    try:
+        yield
+    finally:
+        registry.idle()
+
+
 def install(engine: Engine, calls: DbCalls) -> None:
     """Record every statement and commit of `engine`'s connections as a step of the calling thread's call."""
 
@@ -203,6 +224,7 @@ def install(engine: Engine, calls: DbCalls) -> None:
                 calls.pinging(None)
 
         engine.dialect.do_ping = do_ping  # type: ignore[method-assign]
+    event.listen(engine, "connect", lambda dbapi_conn, record: record.info.__setitem__(CALLS_KEY, calls))
     event.listen(engine, "before_cursor_execute", before)
     event.listen(engine, "after_cursor_execute", after)
     event.listen(engine, "commit", lambda conn: calls.step("the commit", 0.0, _dbapi(conn)))

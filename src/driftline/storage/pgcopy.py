@@ -16,6 +16,8 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
+from .calls import driver_step
+
 log = logging.getLogger(__name__)
 
 
@@ -29,7 +31,7 @@ def copy_rows(conn: Connection, table: str, columns: str, kinds: Sequence[str], 
     dbapi = conn.connection.driver_connection
     try:
         with conn.begin_nested():
-            with dbapi.cursor() as cur:  # type: ignore[union-attr]
+            with driver_step(conn, "a COPY"), dbapi.cursor() as cur:  # type: ignore[union-attr]
                 with cur.copy(statement) as copy:
                     copy.set_types(list(kinds))
                     write = copy.write_row
