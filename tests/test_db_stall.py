@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from sqlalchemy import event, text
@@ -164,6 +166,31 @@ def test_cli_store_warns_about_a_stalled_statement_and_says_when_it_answers(pg_b
         ctx.close()
 
 
+def _broken_off_at_stop(store: Store, pg: Any, write: Callable[[list[BaseException]], None], what: str,
+                        caplog: Any) -> tuple[list[BaseException], list[str]]:
+    """Run `write` (it appends its error) in a thread while the stop breaker runs (0.5 s limit); once the call is
+    seen stalled, stop: the writer must end (the join is a hang guard). (its errors, the 'stopping: closing' lines)."""
+    from driftline.storage.calls import break_calls_when_stopped
+
+    stop, stopped, failed = threading.Event(), threading.Event(), []
+    writer = threading.Thread(target=write, args=(failed,), daemon=True)
+    breaker = threading.Thread(target=break_calls_when_stopped, args=(store.calls, stop, stopped),
+                               kwargs={"limit_s": 0.5, "every_s": 0.1}, daemon=True)
+    try:
+        writer.start()
+        breaker.start()
+        wait_until(lambda: store.calls.stalled(0.5) is not None, 30, f"the {what} to be seen stalled")
+        stop.set()
+        writer.join(60.0)
+        assert not writer.is_alive(), f"the stop did not break off the stalled {what}"
+        return failed, [r.getMessage() for r in caplog.records if r.getMessage().startswith(
+            "stopping: closing a database connection that has not answered for more than 0.5s")]
+    finally:
+        stopped.set()
+        pg.forwarder.resume()
+        store.close()
+
+
 @pytest.mark.parametrize("stalled", ["statement", "ping"])
 def test_a_stop_breaks_off_a_database_call_a_stopped_proxy_never_answers(pg_behind_forwarder, caplog,
                                                                          stalled: str) -> None:
@@ -172,15 +199,13 @@ def test_a_stop_breaks_off_a_database_call_a_stopped_proxy_never_answers(pg_behi
     checkout ping for kafka.database_stall (45 s in all). Once stopping, `run`'s thread breaks off any call
     unanswered for STOP_WAIT_S: the caller gets an error (the outage path: the batch is held, read again at the next
     start). The joins are hang guards (a ping is broken off after database_stall, 30 s, without the fix)."""
-    from driftline.storage.calls import break_calls_when_stopped
-
     pg = pg_behind_forwarder
     store = Store(pg.url)
     store.migrate()
     caplog.set_level(logging.INFO, logger="driftline")
-    stop, stopped, started, failed = threading.Event(), threading.Event(), threading.Event(), []
+    started = threading.Event()
 
-    def write() -> None:
+    def write(failed: list[BaseException]) -> None:
         try:
             if stalled == "ping":
                 pg.forwarder.pause()  # the pooled connection's checkout ping waits on a peer that never answers
@@ -194,24 +219,10 @@ def test_a_stop_breaks_off_a_database_call_a_stopped_proxy_never_answers(pg_behi
 
     with store.read() as conn:  # a pooled connection for the ping to check
         conn.execute(text("SELECT 1"))
-    writer = threading.Thread(target=write, daemon=True)
-    breaker = threading.Thread(target=break_calls_when_stopped, args=(store.calls, stop, stopped),
-                               kwargs={"limit_s": 0.5, "every_s": 0.1}, daemon=True)
-    try:
-        writer.start()
-        breaker.start()
-        wait_until(lambda: store.calls.stalled(0.5) is not None, 30, f"the {stalled} to stall")
-        stop.set()
-        writer.join(60.0)
-        assert not writer.is_alive(), f"the stop did not break off the stalled {stalled}"
-        assert failed and isinstance(failed[0], StoreUnavailable), failed
-        assert any(r.getMessage().startswith("stopping: closing a database connection that has not answered for "
-                                             "more than 0.5s") for r in caplog.records)
-        assert stalled == "ping" or started.is_set()
-    finally:
-        stopped.set()
-        pg.forwarder.resume()
-        store.close()
+    failed, lines = _broken_off_at_stop(store, pg, write, stalled, caplog)
+    assert failed and isinstance(failed[0], StoreUnavailable), failed
+    assert lines
+    assert stalled == "ping" or started.is_set()
 
 
 def test_a_stop_breaks_off_a_rollback_a_stopped_proxy_never_answers(pg_behind_forwarder, caplog) -> None:
@@ -219,15 +230,12 @@ def test_a_stop_breaks_off_a_rollback_a_stopped_proxy_never_answers(pg_behind_fo
     rollback was not: its step recorded no connection to break. A transaction whose body raises (StalePositions
     from the positions' compare-and-set, any error of the code in it) while the database has frozen sends a
     ROLLBACK that is never answered, and the stop waited for it for good. The join is a hang guard."""
-    from driftline.storage.calls import break_calls_when_stopped
-
     pg = pg_behind_forwarder
     store = Store(pg.url)
     store.migrate()
     caplog.set_level(logging.INFO, logger="driftline")
-    stop, stopped, failed = threading.Event(), threading.Event(), []
 
-    def write() -> None:
+    def write(failed: list[BaseException]) -> None:
         try:
             with store.write() as conn:
                 conn.execute(text("SELECT 1"))
@@ -236,24 +244,9 @@ def test_a_stop_breaks_off_a_rollback_a_stopped_proxy_never_answers(pg_behind_fo
         except Exception as err:  # noqa: BLE001 - asserted below
             failed.append(err)
 
-    writer = threading.Thread(target=write, daemon=True)
-    breaker = threading.Thread(target=break_calls_when_stopped, args=(store.calls, stop, stopped),
-                               kwargs={"limit_s": 0.5, "every_s": 0.1}, daemon=True)
-    try:
-        writer.start()
-        breaker.start()
-        wait_until(lambda: store.calls.stalled(0.5) is not None, 30, "the rollback to stall")
-        stop.set()
-        writer.join(30.0)
-        assert not writer.is_alive(), "the stop did not break off the stalled rollback"
-        assert failed, "the transaction should have failed"
-        assert any(r.getMessage().startswith("stopping: closing a database connection that has not answered for "
-                                             "more than 0.5s (a write has been waiting") and "the rollback" in
-                   r.getMessage() for r in caplog.records)
-    finally:
-        stopped.set()
-        pg.forwarder.resume()
-        store.close()
+    failed, lines = _broken_off_at_stop(store, pg, write, "rollback", caplog)
+    assert failed, "the transaction should have failed"
+    assert any("(a write has been waiting" in m and "the rollback" in m for m in lines), lines
 
 
 def test_a_stop_breaks_off_a_copy_a_stopped_proxy_never_answers(pg_behind_forwarder, caplog) -> None:
@@ -261,20 +254,18 @@ def test_a_stop_breaks_off_a_copy_a_stopped_proxy_never_answers(pg_behind_forwar
     in 1 of 11 tries, until they got SIGCONT. A batch's new rows are written by COPY on the driver connection, which
     fires no cursor event: the call recorded no step and no connection, so it was neither reported as stalled nor
     broken off at the stop. The join is a hang guard (without the fix the COPY is never seen as stalled)."""
-    from driftline.storage.calls import break_calls_when_stopped
     from driftline.storage.pgcopy import copy_rows
 
     pg = pg_behind_forwarder
     store = Store(pg.url)
     store.migrate()
     caplog.set_level(logging.INFO, logger="driftline")
-    stop, stopped, failed = threading.Event(), threading.Event(), []
 
     def freeze_after_savepoint(conn, cursor, statement, *args) -> None:  # type: ignore[no-untyped-def]
         if statement.startswith("SAVEPOINT"):  # copy_rows' own savepoint answered: the COPY comes next
             pg.forwarder.pause()  # the database freezes while the batch's rows are copied
 
-    def write() -> None:
+    def write(failed: list[BaseException]) -> None:
         try:
             with store.write() as conn:
                 conn.execute(text("CREATE TEMP TABLE copied (a text, b int8) ON COMMIT DROP"))
@@ -283,21 +274,6 @@ def test_a_stop_breaks_off_a_copy_a_stopped_proxy_never_answers(pg_behind_forwar
         except Exception as err:  # noqa: BLE001 - asserted below
             failed.append(err)
 
-    writer = threading.Thread(target=write, daemon=True)
-    breaker = threading.Thread(target=break_calls_when_stopped, args=(store.calls, stop, stopped),
-                               kwargs={"limit_s": 0.5, "every_s": 0.1}, daemon=True)
-    try:
-        writer.start()
-        breaker.start()
-        wait_until(lambda: store.calls.stalled(0.5) is not None, 30, "the COPY to be seen stalled")
-        stop.set()
-        writer.join(30.0)
-        assert not writer.is_alive(), "the stop did not break off the stalled COPY"
-        assert failed and isinstance(failed[0], StoreUnavailable), failed
-        assert any(r.getMessage().startswith("stopping: closing a database connection that has not answered for "
-                                             "more than 0.5s (a write has been waiting") and "a COPY" in
-                   r.getMessage() for r in caplog.records)
-    finally:
-        stopped.set()
-        pg.forwarder.resume()
-        store.close()
+    failed, lines = _broken_off_at_stop(store, pg, write, "COPY", caplog)
+    assert failed and isinstance(failed[0], StoreUnavailable), failed
+    assert any("(a write has been waiting" in m and "a COPY" in m for m in lines), lines
