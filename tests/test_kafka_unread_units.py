@@ -38,10 +38,9 @@ class Withholding(FakeConsumer):
         return out
 
 
-@pytest.mark.parametrize("hold", [0, 3, UNREAD_POLLS + 5])
-def test_partitions_not_read_yet_are_read_alone_and_everything_is_stored_once(tmp_path: Path, hold: int) -> None:
-    """hold 0 and 3: every record delivered once (the old code gave the first batch back and read it again);
-    beyond the polls allowed: given back and read again, the end state still that of the replay."""
+def _assigned(tmp_path: Path) -> tuple[Any, Store, Any, Any, Clock, Withholding]:
+    """A day of events in partitioned logs and a member assigned and positioned on them (nothing polled yet):
+    (events, store, logs, member, clock, the withholding stand-in)."""
     events = make_events(tmp_path, days=1.0, per_day=1500)
     store = Store(f"sqlite:///{tmp_path / 'live.db'}")
     store.migrate()
@@ -51,7 +50,15 @@ def test_partitions_not_read_yet_are_read_alone_and_everything_is_stored_once(tm
     fake = Withholding(logs, store)
     fake.listener = lc.attach(fake)
     fake.rebalance(set(logs))
-    lc.step()  # assigned and positioned: nothing polled yet
+    lc.step()
+    return events, store, logs, lc, clock, fake
+
+
+@pytest.mark.parametrize("hold", [0, 3, UNREAD_POLLS + 5])
+def test_partitions_not_read_yet_are_read_alone_and_everything_is_stored_once(tmp_path: Path, hold: int) -> None:
+    """hold 0 and 3: every record delivered once (the old code gave the first batch back and read it again);
+    beyond the polls allowed: given back and read again, the end state still that of the replay."""
+    events, store, logs, lc, clock, fake = _assigned(tmp_path)  # assigned and positioned: nothing polled yet
     assert lc.expected and not lc.pending and fake.delivered == 0
     fake.hold = hold
     for _ in range(200):
@@ -104,16 +111,7 @@ def test_a_partition_that_never_delivers_costs_one_give_back(tmp_path: Path) -> 
     """A partition with records left whose fetch returns nothing (an open transaction under read_committed) until
     it is `stuck` (alignment.IDLE_S): the batch is given back once, not at every step, and every record is still
     stored once it delivers."""
-    events = make_events(tmp_path, days=1.0, per_day=1500)
-    store = Store(f"sqlite:///{tmp_path / 'live.db'}")
-    store.migrate()
-    logs = partitioned(events.records)
-    clock = Clock()
-    lc, _ = member(store, logs, clock)
-    fake = Withholding(logs, store)
-    fake.listener = lc.attach(fake)
-    fake.rebalance(set(logs))
-    lc.step()
+    events, store, logs, lc, clock, fake = _assigned(tmp_path)
     given_back: list[int] = []
     give_back = lc._give_back_unread
 
