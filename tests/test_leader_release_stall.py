@@ -40,3 +40,53 @@ def test_release_returns_while_the_database_does_not_answer_and_the_lock_is_free
         lock.release()
         store.close()
         other_store.close()
+
+
+def test_locks_released_together_share_one_wait() -> None:
+    """SRE tryout: a stop against a database that stopped answering waited 5 s for the jobs lock's unlock, then 5 s
+    more for the evaluation lock's (12 s in all). release_all starts every unlock first and waits for all of them
+    within one `wait_s` (an injected clock: the waits asked for are checked, no time passes)."""
+    from driftline.service.leader import release_all
+
+    now = [100.0]
+    asked: list[tuple[str, float]] = []
+
+    class Unanswered:
+        def __init__(self, role: str) -> None:
+            self.role = role
+
+        def wait(self, timeout: float | None = None) -> bool:
+            asked.append((self.role, float(timeout or 0.0)))
+            now[0] += timeout or 0.0  # the unlock is not answered within the wait
+            return False
+
+    class Lock:
+        def __init__(self, role: str, held: bool = True) -> None:
+            self.role, self.held, self.begun = role, held, False
+
+        def begin_release(self) -> Unanswered | None:
+            self.begun = True
+            return Unanswered(self.role) if self.held else None
+
+    locks = [Lock("jobs"), Lock("evaluate"), Lock("export", held=False)]
+    release_all(locks, 5.0, monotonic=lambda: now[0])
+    assert all(lock.begun for lock in locks)  # every unlock started before any wait
+    assert asked == [("jobs", 5.0), ("evaluate", 0.0)] and now[0] == 105.0
+
+
+def test_a_service_stop_releases_its_locks_in_one_shared_wait(monkeypatch, tmp_path) -> None:
+    """Service.stop gives up the jobs, evaluation and export locks with one release_all call."""
+    from driftline.config import Config
+    from driftline.service import process
+
+    calls: list[list[str]] = []
+    monkeypatch.setattr(process, "release_all", lambda locks, *a, **k: calls.append([lock.role for lock in locks]))
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    store.migrate()
+    service = process.Service(Config(), store, port=0, jobs=True)
+    try:
+        service.start()
+    finally:
+        service.stop()
+        store.close()
+    assert calls == [["jobs", "evaluate", "export"]]

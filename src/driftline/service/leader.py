@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from sqlalchemy import Connection, text
 
@@ -80,16 +83,21 @@ class LeaderLock:
         for a database that stopped answering (a stopped proxy, `kill -STOP`: TCP still acknowledges, so no
         timeout ends the statement; `serve` hung in its clean stop for good): it is then left to finish in a
         thread of its own, and the lock goes with the session when the process exits."""
+        release_all([self], wait_s)
+
+    def begin_release(self) -> threading.Event | None:
+        """Start giving the lock up (see `release`): the event set once the unlock has answered, None when there
+        was nothing to unlock."""
         with self._mutex:
             if self._file is not None:
                 self._file.release()
             conn, held = self._conn, self._held
             self._conn, self._held = None, False
             if conn is None:
-                return
+                return None
             if not held:
                 _discard(conn)
-                return
+                return None
             done = threading.Event()
 
             def unlock() -> None:
@@ -101,11 +109,13 @@ class LeaderLock:
                     _discard(conn)
                     done.set()
 
-            role = ROLES.get(self.key, str(self.key))
-            threading.Thread(target=unlock, name=f"leader-unlock-{role}", daemon=True).start()
-            if not done.wait(wait_s):
-                log.warning("%s lock not released: the database has not answered the unlock for %gs (the lock ends "
-                            "with this process's session)", role, wait_s)
+            threading.Thread(target=unlock, name=f"leader-unlock-{self.role}", daemon=True).start()
+            return done
+
+    @property
+    def role(self) -> str:
+        """What the lock elects (evaluate, jobs, export), for log lines."""
+        return ROLES.get(self.key, str(self.key))
 
     def _discard(self) -> None:
         if self._conn is not None:
@@ -120,3 +130,26 @@ def _discard(conn: Connection) -> None:
         conn.close()
     except Exception:  # noqa: BLE001 - closing a broken connection
         pass
+
+
+class _Done(Protocol):
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
+class _Releasable(Protocol):
+    @property
+    def role(self) -> str: ...
+
+    def begin_release(self) -> _Done | None: ...
+
+
+def release_all(locks: Iterable[_Releasable], wait_s: float = UNLOCK_WAIT_S,
+                monotonic: Callable[[], float] = time.monotonic) -> None:
+    """Give several locks up at once within one shared wait of `wait_s` (SRE tryout: a stop against a database that
+    stopped answering waited out 5 s for the jobs lock, then 5 s more for the evaluation lock)."""
+    started = [(lock, lock.begin_release()) for lock in locks]
+    deadline = monotonic() + wait_s
+    for lock, done in started:
+        if done is not None and not done.wait(max(0.0, deadline - monotonic())):
+            log.warning("%s lock not released: the database has not answered the unlock for %gs (the lock ends "
+                        "with this process's session)", lock.role, wait_s)

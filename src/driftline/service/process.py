@@ -33,7 +33,7 @@ from ..triggers.drift_hook import DriftProvider, default_provider
 from ..triggers.unseen import unseen_names
 from ..readouts.windows import default_at, iso
 from .apsched import Scheduler
-from .leader import EXPORT_LOCK_KEY, LOCK_KEY, LeaderLock  # noqa: F401 - LOCK_KEY re-exported for callers
+from .leader import EXPORT_LOCK_KEY, LOCK_KEY, LeaderLock, release_all  # noqa: F401 - LOCK_KEY re-exported
 from ..streak import FailureStreak
 
 log = logging.getLogger(__name__)
@@ -132,11 +132,10 @@ class Service:
         if self.scheduler.running:
             self.scheduler.shutdown(wait=True)
         if self.jobs is not None:
-            self.jobs.shutdown()  # releases the jobs' advisory lock
+            self.jobs.shutdown(release=False)  # its advisory lock is released with the others below
         if self.server is not None:
             self.server.stop()
-        self.leader.release()
-        self.exporter_lock.release()
+        release_all([*([] if self.jobs is None else [self.jobs.lock]), self.leader, self.exporter_lock])
 
     def evaluate_once(self) -> runner.EvaluationRun | None:
         """One evaluation pass (leader only): store states and transitions, then notify; None when skipped."""

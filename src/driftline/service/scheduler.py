@@ -202,11 +202,18 @@ class JobScheduler:
             self._queue_catch_up(datetime.now(timezone.utc) + timedelta(seconds=self.catch_up_retry_s))
         return out
 
-    def shutdown(self, wait: bool = True) -> None:
-        """Stop the owned scheduler (waiting for a running job) and release the leader lock."""
+    def shutdown(self, wait: bool = True, release: bool = True) -> None:
+        """Stop the owned scheduler (waiting for a running job) and release the leader lock (`release` False: the
+        caller releases `lock` with its own, in one shared wait)."""
         if self.owns and self.scheduler.running:
             self.scheduler.shutdown(wait=wait)
-        self.jobs.close()
+        if release:
+            self.jobs.close()
+
+    @property
+    def lock(self) -> LeaderLock:
+        """The jobs' leader lock."""
+        return self.jobs.leader
 
 
 def build_scheduler(ctx_or_store: Any, config: Config, clock: Callable[[], float] = time.time, *,
