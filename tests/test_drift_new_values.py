@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import yaml
 
 from driftline import cli
@@ -66,3 +67,47 @@ def test_drift_names_a_new_category(tmp_path, capsys) -> None:
     html = (out / "report-churn-2026-W24.html").read_text()
     assert "**New values** of plan (never seen in the reference; " in md and "unlimited-5g (" in md
     assert '<p class="new-values"><b>New values</b> of plan' in html
+
+
+def test_high_cardinality_unseen_share_is_said_to_be_an_upper_bound(tmp_path, capsys) -> None:
+    """A 5,000-value id feature, every window value also in the reference, read "0.598 of the window's values were
+    never seen in the reference" (raw: 0.009): the reference remembers only its 2,000 most frequent categories."""
+    lines, ref_vals, cur_vals = [], set(), []
+    for i in range(2 * 7 * 24 * 20):  # two weeks, a prediction every 3 minutes; 3,000 ids cycled
+        ts, v = START + i * 180, f"v{i % 3000:04d}"
+        (ref_vals.add(v) if ts < START + 7 * DAY else cur_vals.append(v))
+        lines.append(pred(f"c{i}", 0.1, ts, model="churn", features={"user": v}))
+    path = tmp_path / "e.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"model": "churn", "features": {"user": "categorical"}}))
+    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    assert cli.main([*base, "replay", str(path), "--json"]) == 0
+    assert cli.main([*base, "reference", "set", "--from", "2026-06-01", "--to", "2026-06-08"]) == 0
+    capsys.readouterr()
+    assert cli.main([*base, "drift", "--json"]) == 0
+    user = json.loads(capsys.readouterr().out)["features"][0]
+    raw_unseen = sum(v not in ref_vals for v in cur_vals) / len(cur_vals)
+    assert raw_unseen == 0 and len(ref_vals) == 3000
+    # v2000…v2999 are outside the 2,000 remembered (ties by name): 1,000 of the window's 3,360 values
+    assert user["unseen_share"] == pytest.approx(1000 / 3360) and user["unseen_share"] >= raw_unseen
+    assert user["unseen_exact"] is False and user["unseen_bound"] == {"remembered": 2000, "reference_distinct": 3000}
+    assert cli.main([*base, "drift"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "new values: user: at most 0.298 of the window's values were never seen in the reference: that share is " \
+           "not among its 2,000 most frequent values (of 3,000 distinct; rarer ones are not remembered, so some of " \
+           "these were seen): v2000 (1)," in text
+    assert "0.298 of the window's values were never seen" not in text.replace("at most 0.298", "")
+    out = tmp_path / "reports"
+    assert cli.main([*base, "report", "--week", "2026-W24", "--out", str(out)]) == 0
+    md = (out / "report-churn-2026-W24.md").read_text()
+    assert "**New values** of user (at most 0.298 of the week's values never seen in the reference: that share is " \
+           "not among its 2,000 most frequent values (of 3,000 distinct;" in md
+
+
+def test_exact_unseen_share_when_the_reference_remembers_every_category() -> None:
+    """Below `max_seen` distinct categories the share is exact: `unseen_exact` true, no bound."""
+    from driftline.analysis.drift import categorical_drift
+    prof = build_profile({"plan": _cats({"basic": 50, "standard": 30})}).feature("plan")
+    f = categorical_drift(prof, _cats({"basic": 10, "promo": 10})).to_json()
+    assert f["unseen_share"] == 0.5 and f["unseen_exact"] is True and f["unseen_bound"] is None

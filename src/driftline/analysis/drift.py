@@ -130,6 +130,9 @@ class FeatureDrift:
     unseen_share: float | None = None
     unseen_values: tuple[tuple[str, int], ...] = ()
     """Categorical: the most frequent current categories the reference never saw, with their counts."""
+    unseen_bound: tuple[int, int | None] | None = None
+    """(categories remembered, distinct) when the reference remembered only its most frequent ones: unseen_* are then
+    the values outside those, an upper bound of the never-seen share. None: every reference category is remembered."""
     noise_floor: NoiseFloor = NoiseFloor()
     drifted: bool = False
     severity: str = "none"
@@ -152,6 +155,8 @@ class FeatureDrift:
                               "p_adjusted": None if self.missing_test is None else self.missing_test.p_adjusted},
             "unseen_share": self.unseen_share,
             "unseen_values": [{"value": v, "count": n} for v, n in self.unseen_values],
+            "unseen_exact": self.unseen_bound is None, "unseen_bound": None if self.unseen_bound is None else
+            {"remembered": self.unseen_bound[0], "reference_distinct": self.unseen_bound[1]},
             "noise_floor": self.noise_floor.to_json(),
             "drifted": self.drifted, "severity": self.severity,
             "n_reference": self.n_reference, "n_current": self.n_current,
@@ -299,7 +304,8 @@ def categorical_drift(p: CategoricalProfile, fh: FeatureHist | None,
     base = FeatureDrift(p.feature, CATEGORICAL, n_r, n_c, bins=p.labels,
                         ref_counts=tuple(ref_b.tolist()), cur_counts=tuple(cur_b.tolist()),
                         missing_reference=_share(int(ref_b[-1]), n_r), missing_current=_share(int(cur_b[-1]), n_c),
-                        unseen_share=unseen, unseen_values=new_values)
+                        unseen_share=unseen, unseen_values=new_values,
+                        unseen_bound=(len(p.seen), p.distinct) if p.seen_truncated else None)
     if n_r == 0 or n_c == 0:
         return base
     p_null = _succession(ref_b, (-2, -1))

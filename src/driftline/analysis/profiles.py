@@ -119,6 +119,8 @@ class CategoricalProfile:
     """Reference counts on the frozen layout [top_1 … top_K, other, missing]."""
     seen: frozenset[str]
     seen_truncated: bool = False
+    distinct: int | None = None
+    """Distinct reference categories (`seen` keeps the `max_seen` most frequent); None in profiles stored before."""
 
     kind = CATEGORICAL
 
@@ -140,13 +142,14 @@ class CategoricalProfile:
 
     def to_json(self) -> dict[str, object]:
         return {"feature": self.feature, "kind": CATEGORICAL, "categories": list(self.categories),
-                "counts": self.counts.tolist(), "seen": sorted(self.seen), "seen_truncated": self.seen_truncated}
+                "counts": self.counts.tolist(), "seen": sorted(self.seen), "seen_truncated": self.seen_truncated,
+                "distinct": self.distinct}
 
     @classmethod
     def from_json(cls, d: Mapping[str, object]) -> CategoricalProfile:
         return cls(str(d["feature"]), tuple(d["categories"]),  # type: ignore[arg-type]
                    np.asarray(d["counts"], dtype=np.int64), frozenset(d["seen"]),  # type: ignore[arg-type]
-                   bool(d.get("seen_truncated", False)))
+                   bool(d.get("seen_truncated", False)), d.get("distinct"))  # type: ignore[arg-type]
 
 
 FeatureProfile = NumericProfile | CategoricalProfile
@@ -226,7 +229,7 @@ def categorical_profile(name: str, fh: FeatureHist, top_k: int, max_seen: int) -
     top = tuple(c for c, _ in ranked[:top_k])
     counts = np.array([cats[c] for c in top] + [sum(v for _, v in ranked[top_k:]), fh.missing], dtype=np.int64)
     seen = frozenset(c for c, _ in ranked[:max_seen])
-    return CategoricalProfile(name, top, counts, seen, len(ranked) > max_seen)
+    return CategoricalProfile(name, top, counts, seen, len(ranked) > max_seen, len(ranked))
 
 
 def infer_kind(fh: FeatureHist) -> str | None:

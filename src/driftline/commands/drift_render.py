@@ -110,8 +110,19 @@ def _print_new_values(console: Console, features: list[dict[str, Any]]) -> None:
         if not new or not f.get("unseen_share"):
             continue
         names = ", ".join(f"{v['value']} ({count(v['count'])})" for v in new)
-        say(console, shown(f"{f['feature']}: {prop(f['unseen_share'])} of the window's values were never seen in the "
-                           f"reference: {names}"), "[yellow]new values:[/yellow] ")
+        say(console, shown(f"{f['feature']}: {unseen_phrase(f)}: {names}"), "[yellow]new values:[/yellow] ")
+
+
+def unseen_phrase(f: dict[str, Any]) -> str:
+    """What a feature's unseen share means: exactly never seen, or (the reference remembered only its most frequent
+    categories) at most that share, since the rarer reference values are not remembered."""
+    b = f.get("unseen_bound")
+    if not b:
+        return f"{prop(f['unseen_share'])} of the window's values were never seen in the reference"
+    of = f"of {count(b['reference_distinct'])} distinct" if b.get("reference_distinct") else "it had more"
+    return (f"at most {prop(f['unseen_share'])} of the window's values were never seen in the reference: that share "
+            f"is not among its {count(b['remembered'])} most frequent values ({of}; rarer ones are not remembered, "
+            f"so some of these were seen)")
 
 
 def render_drift(doc: dict[str, Any], console: Console) -> None:
