@@ -111,3 +111,37 @@ def test_exact_unseen_share_when_the_reference_remembers_every_category() -> Non
     prof = build_profile({"plan": _cats({"basic": 50, "standard": 30})}).feature("plan")
     f = categorical_drift(prof, _cats({"basic": 10, "promo": 10})).to_json()
     assert f["unseen_share"] == 0.5 and f["unseen_exact"] is True and f["unseen_bound"] is None
+
+
+def test_a_feature_that_appeared_after_the_reference_is_named_with_its_counts(tmp_path, capsys) -> None:
+    """A field present in every prediction of the window but absent from the reference read only "not in the
+    reference (not compared): late_feat" (no count), and the weekly report's drift section did not name it."""
+    lines, window_n, carried = [], 0, 0
+    for i in range(14 * 24 * 4):  # two weeks, a prediction every 15 minutes; `late` from the middle of week two
+        ts = START + i * 900
+        feats: dict[str, object] = {"plan": "basic"}
+        if ts >= START + 10 * DAY:
+            feats["late"] = float(i % 7)
+        if ts >= START + 7 * DAY:
+            window_n, carried = window_n + 1, carried + ("late" in feats)
+        lines.append(pred(f"c{i}", 0.1, ts, model="churn", features=feats))
+    path = tmp_path / "e.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    base = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    assert cli.main([*base, "replay", str(path), "--json"]) == 0
+    assert cli.main([*base, "reference", "set", "--model", "churn", "--from", "2026-06-01", "--to", "2026-06-08"]) == 0
+    capsys.readouterr()
+    assert cli.main([*base, "drift", "--model", "churn", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["untracked"] == ["late"] and doc["window"]["n"] == window_n == 672 and carried == 384
+    assert doc["untracked_values"] == [{"feature": "late", "values": 384, "share": pytest.approx(384 / 672)}]
+    assert cli.main([*base, "drift", "--model", "churn"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "not in the reference (not compared): late (384 values, 0.571 of the window's predictions)" in text
+    out = tmp_path / "reports"
+    assert cli.main([*base, "report", "--model", "churn", "--week", "2026-W24", "--out", str(out)]) == 0
+    md = (out / "report-churn-2026-W24.md").read_text()
+    html = (out / "report-churn-2026-W24.html").read_text()
+    line = "feature of this week the reference does not have: late (384 values, 0.571 of the week's predictions)"
+    assert f"**Not compared**: 1 {line}. Set a new reference to monitor it." in md
+    assert '<p class="banner warn" id="untracked"><b>Not compared:</b> 1 ' + line in html

@@ -125,6 +125,14 @@ def unseen_phrase(f: dict[str, Any]) -> str:
             f"so some of these were seen)")
 
 
+def untracked_item(v: dict[str, Any]) -> str:
+    """'late_feat (11,354 values, 1.000 of the window's predictions)', or the bare name without counts."""
+    if v.get("values") is None:
+        return v["feature"]
+    share = f", {prop(v['share'])} of the window's predictions" if v.get("share") is not None else ""
+    return f"{v['feature']} ({count(v['values'])} values{share})"
+
+
 def render_drift(doc: dict[str, Any], console: Console) -> None:
     """Ranked drift table: feature, kind, PSI, JS, adjusted p, noise floors, severity, drifted; then prevalence."""
     w, r = doc["window"], doc["reference"]
@@ -159,7 +167,9 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
                   f"and a KS/χ² p < {th['alpha']} after Benjamini–Hochberg; alert when PSI ≥ {th['psi_alert']}. "
                   f"PSI floors empty bins at {th['psi_eps']}.[/dim]")
     if doc["untracked"]:
-        console.print(f"[dim]not in the reference (not compared): {shown(capped(doc['untracked']))}[/dim]")
+        vals = doc.get("untracked_values") or [{"feature": n} for n in doc["untracked"]]
+        say(console, shown(capped([untracked_item(v) for v in vals])), "[yellow]not in the reference (not "
+            "compared):[/yellow] ")
     und = doc.get("undeclared")
     if und:
         console.print(f"[yellow]{undeclared_line(und)}[/yellow]")
