@@ -76,11 +76,20 @@ DRIFT_COLS = [Col("feature", "left"), Col("kind", "left", drop=4), Col("PSI"), C
               Col("p adj (BH)"), Col("floor PSI / JS", drop=2), Col("severity", drop=3), Col("drifted"), Col("n", drop=5)]
 
 
+def deciding_test(f: dict[str, Any]) -> tuple[str, float] | None:
+    """The feature's test with the smallest BH-adjusted p — KS/χ² or the missing-share test — and that p: the one
+    that can make the call, so a feature drifted by its missing share does not read "KS 0.57 · drifted yes"."""
+    tests = [("KS" if f["kind"] == "numeric" else "χ²", (f.get("ks") or f.get("chi2") or {}).get("p_adjusted")),
+             ("missing", (f.get("missing_share") or {}).get("p_adjusted"))]
+    known = [(name, p) for name, p in tests if p is not None]
+    return min(known, key=lambda t: t[1]) if known else None
+
+
 def _drift_row(f: dict[str, Any]) -> list[str]:
-    test = f.get("ks") if f["kind"] == "numeric" else f.get("chi2")
+    test = deciding_test(f)
     nf = f["noise_floor"]
     return [shown(f["feature"]), f["kind"], stat(f["psi"]), stat(f["js"]),
-            MISSING if test is None else f"{'KS' if f['kind'] == 'numeric' else 'χ²'} {pvalue(test['p_adjusted'])}",
+            MISSING if test is None else f"{test[0]} {pvalue(test[1])}",
             f"{stat(nf.get('psi'))} / {stat(nf.get('js'))}", _SEVERITY.get(f["severity"], f["severity"]),
             "[bold red]yes[/bold red]" if f["drifted"] else "no", count(f["n_current"])]
 
@@ -100,6 +109,16 @@ def _print_seasonality(console: Console, s: dict[str, Any]) -> None:
     if fb["seasons"]:
         console.print(f"[yellow]fallback:[/yellow] {', '.join(fb['seasons'][:6])} ({fb['window_n']:,} window "
                       f"predictions) compared with the whole reference: {fb['rule']}")
+
+
+def _print_missing(console: Console, features: list[dict[str, Any]], alpha: float) -> None:
+    """One line per feature whose missing share changed significantly (BH-adjusted p < alpha): both shares."""
+    for f in features:
+        m = f.get("missing_share") or {}
+        if m.get("p_adjusted") is not None and m["p_adjusted"] < alpha:
+            say(console, shown(f"{f['feature']}: {prop(m['reference'])} of the reference's predictions → "
+                               f"{prop(m['current'])} of the window's (p adj {pvalue(m['p_adjusted'])})"),
+                "[yellow]missing values:[/yellow] ")
 
 
 def _print_new_values(console: Console, features: list[dict[str, Any]]) -> None:
@@ -148,6 +167,7 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
         sections.append(len(rows))
         rows.append(_drift_row({**doc["score"], "feature": "(score)"}))
     print_table(console, DRIFT_COLS, rows, sections=sections)
+    _print_missing(console, doc["features"], doc["thresholds"]["alpha"])
     _print_new_values(console, doc["features"])
     _print_seasonality(console, doc.get("seasonality") or {})
     p = doc["prevalence"]
@@ -164,7 +184,7 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
     _render_multivariate(doc.get("multivariate"), console)
     th = doc["thresholds"]
     console.print(f"[dim]drifted = (PSI ≥ {th['psi_warning']} or JS ≥ {th['js']}, each above its no-drift noise floor) "
-                  f"and a KS/χ² p < {th['alpha']} after Benjamini–Hochberg; alert when PSI ≥ {th['psi_alert']}. "
+                  f"and a KS, χ² or missing-share p < {th['alpha']} after Benjamini–Hochberg; alert when PSI ≥ {th['psi_alert']}. "
                   f"PSI floors empty bins at {th['psi_eps']}.[/dim]")
     if doc["untracked"]:
         vals = doc.get("untracked_values") or [{"feature": n} for n in doc["untracked"]]
