@@ -121,6 +121,17 @@ def _print_missing(console: Console, features: list[dict[str, Any]], alpha: floa
                 "[yellow]missing values:[/yellow] ")
 
 
+def _print_vanished(console: Console, features: list[dict[str, Any]]) -> None:
+    """One line per categorical feature whose window lacks reference categories it should have held."""
+    for f in features:
+        gone = f.get("vanished_values") or []
+        if gone:
+            names = ", ".join(f"{v['value']} ({prop(v['reference_share'])} of the reference, ~{count(round(v['expected']))}"
+                              " expected)" for v in gone[:5])
+            say(console, shown(f"{f['feature']}: none in the window's {count(f['n_current'])} values: {names}"),
+                "[yellow]vanished values:[/yellow] ")
+
+
 def _print_new_values(console: Console, features: list[dict[str, Any]]) -> None:
     """One line per categorical feature with values the reference never saw: their share and the most frequent
     of them by name (they are otherwise only part of the `(other)` bin)."""
@@ -169,6 +180,7 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
     print_table(console, DRIFT_COLS, rows, sections=sections)
     _print_missing(console, doc["features"], doc["thresholds"]["alpha"])
     _print_new_values(console, doc["features"])
+    _print_vanished(console, doc["features"])
     _print_seasonality(console, doc.get("seasonality") or {})
     p = doc["prevalence"]
     cur = p["current"]

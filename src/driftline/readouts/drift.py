@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
-from collections.abc import Mapping
 from typing import Any
 
 from ..analysis.calibration import calibration_report
@@ -24,6 +23,7 @@ from ..analysis.seasons import SeasonalSlices
 from ..analysis.slices import slices_of, worst_slices
 from ..config import Config
 from ..durations import format_duration
+from .drift_notes import untracked_values, with_vanished
 from .estimated import calibrated_block
 from .headline import headline_variant, scope_json
 from .multivariate import multivariate_block, multivariate_result, unsampled_part
@@ -32,7 +32,7 @@ from .maturity import maturity_hint, maturity_wait
 from .metrics import resolve_window
 from .seasonal import seasonal_block, window_mixture
 from .slice_hints import carried_by_none, slice_hints
-from ..core.stats import BucketStats, FeatureHist
+from ..core.stats import BucketStats
 from ..targets import agreed_target
 from ..storage.store import Store
 from .windows import Window, merged, shift_keeping_days, window_ending, window_rows
@@ -154,24 +154,13 @@ def drift_document(store: Store, config: Config, model: str, window: Window, var
     return {"model": model, "variant": variant, "scope": scope_json(config.ab, variant),
             "reference": {**ref.summary(), "prevalence": profile.prevalence},
             "seasonality": seasonal_block(seasonal, mixture, config.drift.season_min_n),
-            "window": _window_json(window, cur), "features": body["features"], "score": body["score"],
+            "window": _window_json(window, cur), "features": with_vanished(body["features"], config.drift.alpha), "score": body["score"],
             "prevalence": body["prevalence"], "drifted": list(result.drifted),
             "thresholds": body["thresholds"], "untracked": body["untracked"],
             "untracked_values": untracked_values(result.untracked, cur.features, cur.predictions),
             "dropped": [{"feature": f, "reason": r} for f, r in profile.dropped],
             "multivariate": multivariate_block(store, config, model, window, read, ref, profile),
             "undeclared": undeclared_block(store), "over_limit": over_limit_block(store, config.max_features)}
-
-
-def untracked_values(names: tuple[str, ...], features: Mapping[str, FeatureHist], n: int) -> list[dict[str, Any]]:
-    """Each window feature the reference does not have, with its values and their share of the window's predictions:
-    a field that appeared after the reference is not compared, and how much of the traffic carries it is said."""
-    out = []
-    for name in names:
-        fh = features[name]
-        k = fh.total - fh.missing
-        out.append({"feature": name, "values": k, "share": k / n if n else None})
-    return sorted(out, key=lambda d: (-d["values"], d["feature"]))
 
 
 def undeclared_block(store: Store) -> dict[str, Any] | None:
