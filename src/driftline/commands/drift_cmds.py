@@ -225,8 +225,23 @@ def cmd_reference_show(ctx: Context, args: argparse.Namespace) -> int:
                 title="tracked features (frozen bins)")
     for f in feats:  # the bins as running text: a long list wraps between labels, never inside a table cell
         say(ctx.console, shown(', '.join(f.labels)), f"  [bold]{shown(f.feature)}[/bold]: ")
+        if (note := _high_cardinality_note(f)) is not None:
+            say(ctx.console, note, "    [yellow]high cardinality:[/yellow] ")
     _print_dropped(ctx.console, doc["dropped"])
     return 0
+
+
+def _high_cardinality_note(f: Any) -> str | None:
+    """For a categorical feature with more distinct reference values than its kept categories: how many, and the
+    share its (other) bin holds, so a drift readout comparing mostly `(other)` is read as such."""
+    distinct = getattr(f, "distinct", None)
+    if f.kind != "categorical" or not distinct or distinct <= len(f.categories) or not f.n:
+        return None
+    other = int(f.counts[-2]) / f.n
+    kept = prop(1 - other - int(f.counts[-1]) / f.n)
+    mostly = ": its drift tests mostly compare (other)" if other >= 0.5 else ""
+    return (f"{count(distinct)} distinct values; the {len(f.categories)} kept (drift.top_k) hold {kept} of the "
+            f"predictions and (other) {prop(other)}{mostly}")
 
 
 def cmd_reference_activate(ctx: Context, args: argparse.Namespace) -> int:
