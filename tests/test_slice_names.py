@@ -11,7 +11,7 @@ import pytest
 from driftline.cli import main
 from driftline.config import ConfigError, from_dict
 
-from helpers import pred
+from helpers import outcome, pred
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 
@@ -52,3 +52,23 @@ def test_the_slices_command_names_the_feature_the_events_carry(tmp_path: Path, c
 def test_a_real_feature_added_to_slices_later_gets_no_hint(tmp_path: Path, capsys) -> None:
     doc = _slices_doc(tmp_path, capsys, "slices: []\n", "slices: [country]\n")["country"]
     assert doc["did_you_mean"] is None and "recorded at ingestion" in doc["note"]
+
+
+def test_a_slice_feature_no_prediction_carries_is_never_a_worst_slice(tmp_path: Path, capsys) -> None:
+    """Drift tryout: with `slices: [country, contry]`, `slices` said "no feature 'contry' is known" and still ranked
+    "contry=missing" (the whole window: recall 0.000, n=693) first among the worst slices."""
+    lines = []
+    for i in range(40):  # every one a missed positive: recall 0 in every slice
+        lines.append(pred(f"p{i}", 0.1, T0 + i, features={"country": "DE" if i % 2 else "FR"}))
+        lines.append(outcome(f"p{i}", 1, T0 + 3600 + i))
+    events = tmp_path / "e.jsonl"
+    events.write_bytes(b"\n".join(lines) + b"\n")
+    (tmp_path / "c.yaml").write_text("slices: [country, contry]\ntargets: {recall: 0.3}\n")
+    base = ["--db", f"sqlite:///{tmp_path / 's.db'}", "--config", str(tmp_path / "c.yaml")]
+    assert main([*base, "replay", str(events)]) == 0
+    capsys.readouterr()
+    assert main([*base, "slices", "--json", "--at", "2026-01-02"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    contry = next(f for f in doc["features"] if f["feature"] == "contry")
+    assert contry["did_you_mean"] == "country" and [v["value"] for v in contry["values"]] == ["missing"]
+    assert sorted((w["feature"], w["value"]) for w in doc["worst"]) == [("country", "DE"), ("country", "FR")]

@@ -353,14 +353,15 @@ def slices_document(store: Store, config: Config, model: str, window: Window) ->
     stats = _stats(store, model, window, headline_variant(config.ab, None), False)
     t_recall, t_fpr = slice_targets(config)
     per = slices_of(stats.slices, config.slices, t_recall, t_fpr)
-    near = slice_hints(store, config, model, window, stats, carried_by_none(per)) if stats.predictions else {}
+    unsliced = carried_by_none(per)  # its one slice, 'missing', is the whole window: never a worst slice
+    near = slice_hints(store, config, model, window, stats, unsliced) if stats.predictions else {}
     doc: dict[str, Any] = {
         "model": model, "scope": scope_json(config.ab, None), "window": _window_json(window, stats),
         "targets": {"recall": t_recall, "fpr": t_fpr},
         "features": [{"feature": f, "values": [s.to_json() for s in vals],
                       **_unrecorded(f, sum(v.predictions for v in vals), stats.predictions, near.get(f))}
                      for f, vals in per.items()],
-        "worst": [s.to_json() for s in worst_slices(s for vals in per.values() for s in vals)],
+        "worst": [s.to_json() for s in worst_slices(s for f, vals in per.items() if f not in unsliced for s in vals)],
     }
     doc["label_maturity"] = _maturity(store, config, model, window, doc["window"], "slices")
     if not config.slices:
