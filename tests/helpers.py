@@ -168,3 +168,16 @@ def simulated_db(tmp_path: Any, end: str, days: int = 6, per_day: int = 300) -> 
                  str(events)]) == 0
     assert main([*db, "replay", str(events)]) == 0
     return db
+
+
+def churn_with_reference(tmp_path: Any, lines: list[bytes]) -> list[str]:
+    """Replay these predictions of model churn into a fresh SQLite database and set its drift reference over
+    2026-06-01..06-08 (the drift tests' first week); the CLI's `--db` arguments for the commands that follow."""
+    from driftline import cli
+
+    path = tmp_path / "e.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    base = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    assert cli.main([*base, "replay", str(path), "--json"]) == 0
+    assert cli.main([*base, "reference", "set", "--model", "churn", "--from", "2026-06-01", "--to", "2026-06-08"]) == 0
+    return base

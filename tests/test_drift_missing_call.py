@@ -14,7 +14,7 @@ from scipy.stats import chi2_contingency
 
 from driftline import cli
 
-from helpers import pred
+from helpers import churn_with_reference, pred
 
 DAY = 86400.0
 START = 1_780_272_000.0  # 2026-06-01T00:00:00Z
@@ -39,11 +39,7 @@ def test_a_missing_share_change_is_named_as_the_reason(tmp_path, capsys) -> None
         counts["cur" if late else "ref"][int(missing)] += 1
         x = None if missing else float(rng.normal())
         lines.append(pred(f"c{i}", 0.1, ts, model="churn", features={"x": x, "y": float(rng.normal())}))
-    path = tmp_path / "e.jsonl"
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    base = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
-    assert cli.main([*base, "replay", str(path), "--json"]) == 0
-    assert cli.main([*base, "reference", "set", "--model", "churn", "--from", "2026-06-01", "--to", "2026-06-08"]) == 0
+    base = churn_with_reference(tmp_path, lines)
     capsys.readouterr()
     assert cli.main([*base, "drift", "--model", "churn", "--json"]) == 0
     x = next(f for f in json.loads(capsys.readouterr().out)["features"] if f["feature"] == "x")

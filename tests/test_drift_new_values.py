@@ -17,7 +17,7 @@ from driftline.analysis.profiles import ProfileSettings, build_profile, unseen_v
 from driftline.core.feature_hists import OTHER as CATEGORY_OVERFLOW
 from driftline.core.stats import FeatureHist
 
-from helpers import pred
+from helpers import churn_with_reference, pred
 
 DAY = 86400.0
 START = 1_780_272_000.0  # 2026-06-01T00:00:00Z
@@ -125,11 +125,7 @@ def test_a_feature_that_appeared_after_the_reference_is_named_with_its_counts(tm
         if ts >= START + 7 * DAY:
             window_n, carried = window_n + 1, carried + ("late" in feats)
         lines.append(pred(f"c{i}", 0.1, ts, model="churn", features=feats))
-    path = tmp_path / "e.jsonl"
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    base = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
-    assert cli.main([*base, "replay", str(path), "--json"]) == 0
-    assert cli.main([*base, "reference", "set", "--model", "churn", "--from", "2026-06-01", "--to", "2026-06-08"]) == 0
+    base = churn_with_reference(tmp_path, lines)
     capsys.readouterr()
     assert cli.main([*base, "drift", "--model", "churn", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -155,11 +151,7 @@ def test_reference_show_says_how_much_a_high_cardinality_feature_keeps(tmp_path,
         v = f"v{(i % 42) if i % 42 < 30 else (i % 42) - 30:02d}"
         ref_vals.append(v)
         lines.append(pred(f"c{i}", 0.1, START + i * 900, model="churn", features={"user": v}))
-    path = tmp_path / "e.jsonl"
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    base = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
-    assert cli.main([*base, "replay", str(path), "--json"]) == 0
-    assert cli.main([*base, "reference", "set", "--model", "churn", "--from", "2026-06-01", "--to", "2026-06-08"]) == 0
+    base = churn_with_reference(tmp_path, lines)
     capsys.readouterr()
     assert cli.main([*base, "reference", "show", "--model", "churn"]) == 0
     text = " ".join(capsys.readouterr().out.split())

@@ -15,7 +15,7 @@ from scipy.stats import binomtest
 
 from driftline import cli
 
-from helpers import pred
+from helpers import churn_with_reference, pred
 
 DAY = 86400.0
 START = 1_780_272_000.0  # 2026-06-01T00:00:00Z
@@ -51,11 +51,7 @@ def test_drift_names_a_vanished_category(tmp_path, capsys) -> None:
         ref_d += plan == "legacy"
         cur_n += late
         lines.append(pred(f"c{i}", 0.1, ts, model="churn", features={"plan": plan}))
-    path = tmp_path / "e.jsonl"
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    base = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
-    assert cli.main([*base, "replay", str(path), "--json"]) == 0
-    assert cli.main([*base, "reference", "set", "--model", "churn", "--from", "2026-06-01", "--to", "2026-06-08"]) == 0
+    base = churn_with_reference(tmp_path, lines)
     capsys.readouterr()
     assert cli.main([*base, "drift", "--model", "churn", "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)["features"][0]
