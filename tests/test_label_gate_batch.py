@@ -9,7 +9,7 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from driftline.config import Limits
+from driftline.config_limits import Limits
 from driftline.core.engine import DEFAULT_VARIANT, DEFAULT_VERSION
 from driftline.core.events import RAW_LIMIT, Decoded, DeadLetter, Prediction
 from driftline.core.labels import Admitted, LabelGate, Refused

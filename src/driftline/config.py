@@ -1,5 +1,6 @@
 """Configuration: YAML validated at start into typed Structs; every error names its field (the service's sections,
-exporter, kafka, schedule and notify, are in config_service; the field checks and Base in config_checks)."""
+exporter, kafka, schedule and notify, are in config_service; the limits section in config_limits; the field checks
+and Base in config_checks)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from .config_checks import (DEFAULT_RUNBOOK_BASE_URL, Base, Duration, NonNeg, Pr
                             _positive_durations)
 from .config_fields import (dict_entry, enum_choices, field_path, misspelled_slice, non_finite, percent_hint,
                             plain_kinds, unknown_field, value_at, whole_floats, whole_number_hint)
+from .config_limits import Limits
 from .config_scalars import boolean_number, line_of, unquoted
 from .config_service import Exporter, Kafka, Notify, Schedule  # noqa: F401 - importers of driftline.config use them
 from .config_yaml import colon_hint, decimal_comma, events_hint, load_yaml, yaml_where
@@ -158,46 +160,6 @@ class DriftConfig(Base):
     def __post_init__(self) -> None:
         if self.psi_alert < self.psi_warning:
             raise ValueError("drift.psi_alert must not be below drift.psi_warning")
-
-
-class Limits(Base):
-    """Bounds on what events bring. Per event (a line or a Kafka message): size, nesting, features — an event past
-    one is a dead letter with its own reason. Label values (models, variants, versions), so /metrics stays small and
-    fast: a new model beyond `max_models` is dead-lettered (model_limit); a new variant or version beyond its
-    model's limit is folded into `__other__`. An allow-list admits exactly its values instead of the first ones seen.
-    """
-
-    max_event_bytes: Annotated[int, msgspec.Meta(ge=1024, le=64 << 20)] = 1 << 20
-    max_depth: Annotated[int, msgspec.Meta(ge=2, le=500)] = 64
-    max_features: Annotated[int, msgspec.Meta(ge=1)] = 1000
-    max_feature_value_len: Annotated[int, msgspec.Meta(ge=1)] = 1000
-    max_models: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 10
-    max_variants_per_model: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 5
-    max_versions_per_model: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 10
-    models: list[Annotated[str, msgspec.Meta(min_length=1, max_length=200)]] | None = None
-    variants: dict[str, list[Annotated[str, msgspec.Meta(min_length=1, max_length=200)]]] = {}
-    versions: dict[str, list[Annotated[str, msgspec.Meta(min_length=1, max_length=200)]]] = {}
-
-    def __post_init__(self) -> None:
-        _event_names("models", self.models or [])
-        _no_reserved("models", self.models or [])
-        for name in ("variants", "versions"):
-            lists: dict[str, list[str]] = getattr(self, name)
-            _event_names(name, list(lists), "model key ")
-            for model, values in lists.items():
-                _event_names(f"{name}.{model}", values)
-                _no_reserved(f"{name}.{model}", values)
-
-    @property
-    def bound_models(self) -> int:
-        """Models that can be admitted (the allow-list's size when there is one)."""
-        return self.max_models if self.models is None else len(set(self.models))
-
-    def bound_values(self, kind: str) -> int:
-        """Variants ('variants') or versions ('versions') one model can have admitted, not counting `__other__`."""
-        limit = self.max_variants_per_model if kind == "variants" else self.max_versions_per_model
-        lists: dict[str, list[str]] = getattr(self, kind)
-        return max([limit, *(len(set(v)) for v in lists.values())])
 
 
 class Config(Base):

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import msgspec
 from sqlalchemy import Connection
 
-from ..config import Limits
+from ..config_limits import Limits
 from ..core.engine import DEFAULT_VARIANT, DEFAULT_VERSION
 from ..core.events import RAW_LIMIT, Decoded, DeadLetter, Prediction
 from ..core.labels import MODEL, OVERFLOW, VARIANT, Admitted, LabelGate, LabelLimits, Refused, overflow_counter
