@@ -18,6 +18,7 @@ import msgspec
 from .json_errors import json_error_detail
 from .limits import DEFAULT_LIMITS, MAX_NAME_LEN, Limits, duplicate_key, feature_problem, string_tokens, too_deep
 from .lines import UTF8_BOM, json_lines  # noqa: F401 - read here by replay and the readouts
+from .refusals import classify, number_detail, percent_hint
 from ..name_rule import first_bad_name
 
 RAW_LIMIT = 4096
@@ -172,58 +173,6 @@ def _dated(raw: bytes, kind: str) -> Prediction | Outcome | None:
     return msgspec.convert(doc, Prediction if kind == "prediction" else Outcome)
 
 
-def _classify(err: Exception, kind: str) -> str:
-    msg = str(err)
-    if isinstance(err, msgspec.DecodeError) and not isinstance(err, msgspec.ValidationError):
-        return "invalid_json"
-    if "missing required field" in msg:
-        return "missing_field"
-    if "of length <=" in msg:
-        return "too_long"
-    out_of_range = "<=" in msg or ">=" in msg or "out of range" in msg
-    if "$.score" in msg:
-        return "score_out_of_range" if out_of_range else "wrong_type"
-    if "$.threshold" in msg:
-        return "threshold_out_of_range" if out_of_range else "wrong_type"
-    if "$.features" in msg and "out of range" in msg:
-        return "feature_out_of_range"
-    if "$.label" in msg:
-        return "label_invalid"
-    if "$.ts" in msg:
-        return "ts_invalid"
-    if "Expected `object`" in msg and "$." not in msg:
-        return "not_an_object"
-    return "wrong_type"  # any other refusal of the decoder: a value of the wrong type or shape for its field
-
-
-_GOT_FLOAT = re.compile(r"got `float` - at `\$\.(\w+)`$")
-
-
-def percent_hint(raw: bytes) -> str:
-    """' (a percentage? scores are probabilities in [0, 1]: send 0.732)' for a score above 1 and at most 100, else ''
-    (churn tryout: a churn model sending 73.2 for 73.2 % read only "Expected `float` <= 1.0 - at `$.score`")."""
-    try:
-        score = msgspec.json.decode(raw).get("score")
-    except (msgspec.DecodeError, AttributeError):
-        return ""
-    if type(score) not in (int, float) or not 1 < score <= 100:
-        return ""
-    return f" (a percentage? scores are probabilities in [0, 1]: send {score / 100:.10g})"
-
-
-def number_detail(msg: str, raw: bytes) -> str:
-    """msgspec's refusal with its "got `float`" said truthfully: msgspec reads an integer beyond 64 bits as a
-    float (tryout: prediction_id 12345678901234567890123 was reported as "got `float`"), so an integer literal at a
-    top-level field is `int`, and a value whose literal cannot be found is "a number"."""
-    m = _GOT_FLOAT.search(msg)
-    if m is None:
-        return msg.replace("got `float`", "got a number")
-    lit = re.search(rb'"' + m.group(1).encode() + rb'"\s*:\s*(-?[0-9][0-9.eE+-]*)', raw)
-    if lit is None:
-        return msg.replace("got `float`", "got a number")
-    return msg.replace("got `float`", "got `int`") if lit.group(1).lstrip(b"-").isdigit() else msg
-
-
 def decode(raw: bytes, source: str, partition: int, offset: int, kind: str | None = None,
            limits: Limits = DEFAULT_LIMITS) -> Decoded | DeadLetter:
     """Decode one JSON event; `kind` is the topic's type when the topic says which it is. Never raises: an
@@ -335,11 +284,11 @@ def _decode_bounded(raw: bytes, kind: str | None, limits: Limits, dead: Callable
         event: Prediction | Outcome = (_pred_dec if kind == "prediction" else _out_dec).decode(raw)
     except (msgspec.ValidationError, msgspec.DecodeError) as err:
         try:
-            dated = _dated(raw, kind) if _classify(err, kind) == "ts_invalid" else None
+            dated = _dated(raw, kind) if classify(err, kind) == "ts_invalid" else None
         except (msgspec.ValidationError, msgspec.DecodeError) as again:  # a date, and another field is wrong
-            return dead(_classify(again, kind), str(again))
+            return dead(classify(again, kind), str(again))
         if dated is None:
-            return dead(_classify(err, kind), json_error_detail(raw, str(err)) if type(err) is msgspec.DecodeError
+            return dead(classify(err, kind), json_error_detail(raw, str(err)) if type(err) is msgspec.DecodeError
                         else str(err))
         event = dated
     if not event.prediction_id:
