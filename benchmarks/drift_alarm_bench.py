@@ -27,7 +27,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from drift_sim import KINDS, feature  # noqa: E402
 
-from driftline.analysis.drift import DriftThresholds, drift_report  # noqa: E402
+from driftline.analysis.drift import drift_report  # noqa: E402
+from driftline.analysis.drift_results import DriftThresholds  # noqa: E402
 from driftline.analysis.profiles import build_profile  # noqa: E402
 from driftline.core.stats import FeatureHist  # noqa: E402
 from driftline.triggers.model import NOTICE_FIRING, Observation, Rule, replay  # noqa: E402

@@ -16,7 +16,8 @@ from statsmodels.stats.proportion import confint_proportions_2indep, proportions
 from driftline.core.grids import N_FEATURE_BINS, N_SCORE_BINS, feature_bin, feature_bin_lower, feature_bin_mid, score_bin
 from driftline.core.stats import NEG, POS, FeatureHist
 from driftline.analysis import drift_stats as ds
-from driftline.analysis.drift import DriftThresholds, categorical_drift, drift_report, numeric_drift, prevalence_drift
+from driftline.analysis.drift import categorical_drift, drift_report, numeric_drift, prevalence_drift
+from driftline.analysis.drift_results import DriftThresholds
 from driftline.analysis.fine_grid import FineSample
 from driftline.analysis.profiles import build_profile, numeric_profile
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from driftline.analysis.drift import DriftThresholds, drift_report
+from driftline.analysis.drift import drift_report
+from driftline.analysis.drift_results import DriftThresholds
 from driftline.analysis.profiles import ProfileSettings, build_profile
 
 from drift_sim import window

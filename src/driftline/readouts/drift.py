@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.calibration import calibration_report
-from ..analysis.drift import DriftThresholds, drift_report
+from ..analysis.drift import drift_report
+from ..analysis.drift_results import DriftThresholds
 from ..analysis.estimates import (base_rate_effect, compare_estimate, early_warning, realised_metrics,
                                   threshold_in_force)
 from ..analysis.profiles import Profile
