@@ -12,7 +12,8 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -221,11 +222,11 @@ def partition_counts(admin: object, names: Iterable[str]) -> dict[str, int]:
     return {t["name"]: len(t["partitions"]) for t in described if t["error_code"] == 0}
 
 
-@pytest.fixture(scope="session")
-def tansu_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TansuBroker]:
-    """Session-wide tansu broker on a free loopback port (skip, or fail under CI, when unavailable)."""
+@contextmanager
+def running_broker(start: Callable[[], TansuBroker]) -> Iterator[TansuBroker]:
+    """The broker `start()` gives, stopped on exit; when none can be started the test is skipped (failed under CI)."""
     try:
-        broker = start_tansu(log_dir=tmp_path_factory.mktemp("tansu"))
+        broker = start()
     except ServiceUnavailable as exc:
         skip_or_fail(f"tansu Kafka broker unavailable: {exc}")
         raise  # unreachable: skip_or_fail raises
@@ -233,6 +234,13 @@ def tansu_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TansuBrok
         yield broker
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def tansu_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TansuBroker]:
+    """Session-wide tansu broker on a free loopback port (skip, or fail under CI, when unavailable)."""
+    with running_broker(lambda: start_tansu(log_dir=tmp_path_factory.mktemp("tansu"))) as broker:
+        yield broker
 
 
 @pytest.fixture(scope="session")
@@ -244,12 +252,5 @@ def kafka_bootstrap(tansu_broker: TansuBroker) -> str:
 @pytest.fixture
 def kafka_behind_forwarder(tmp_path: Path) -> Iterator[TansuBroker]:
     """A private tansu advertising a forwarder: ``.bootstrap`` for clients, ``.forwarder.stop()/start()`` to cut."""
-    try:
-        broker = start_tansu_behind_forwarder(log_dir=tmp_path)
-    except ServiceUnavailable as exc:
-        skip_or_fail(f"tansu Kafka broker unavailable: {exc}")
-        raise
-    try:
+    with running_broker(lambda: start_tansu_behind_forwarder(log_dir=tmp_path)) as broker:
         yield broker
-    finally:
-        broker.stop()

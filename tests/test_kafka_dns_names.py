@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_fixtures import ServiceUnavailable, TansuBroker, skip_or_fail, start_tansu
+from kafka_fixtures import TansuBroker, running_broker, start_tansu
 from kafka_service_support import start_service, wait_until, write_config
 
 from driftline.cli import main
@@ -31,15 +31,9 @@ BAD_HOST = "no-such-host!.invalid"
 @pytest.fixture(scope="module")
 def misadvertised(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TansuBroker]:
     """A tansu broker on 127.0.0.1 whose metadata advertises BAD_HOST (``.direct_bootstrap`` reaches it)."""
-    try:
-        broker = start_tansu(advertised_host=BAD_HOST, log_dir=tmp_path_factory.mktemp("tansu-unresolved"))
-    except ServiceUnavailable as exc:
-        skip_or_fail(f"tansu Kafka broker unavailable: {exc}")
-        raise
-    try:
+    log_dir = tmp_path_factory.mktemp("tansu-unresolved")
+    with running_broker(lambda: start_tansu(advertised_host=BAD_HOST, log_dir=log_dir)) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 @pytest.mark.parametrize("command", [["topics", "create"], ["topics", "check"], ["simulate", "--days", "1"]])
