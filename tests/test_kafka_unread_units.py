@@ -54,6 +54,15 @@ def _assigned(tmp_path: Path) -> tuple[Any, Store, Any, Any, Clock, Withholding]
     return events, store, logs, lc, clock, fake
 
 
+def _step_until_stored(lc: Any, clock: Clock, store: Store, records: int) -> None:
+    """Step the member, 1.1 s apart on its clock, until `records` are stored (at most 200 steps)."""
+    for _ in range(200):
+        lc.step()
+        clock.t += 1.1
+        if total(store) == records:
+            break
+
+
 @pytest.mark.parametrize("hold", [0, 3, UNREAD_POLLS + 5])
 def test_partitions_not_read_yet_are_read_alone_and_everything_is_stored_once(tmp_path: Path, hold: int) -> None:
     """hold 0 and 3: every record delivered once (the old code gave the first batch back and read it again);
@@ -61,11 +70,7 @@ def test_partitions_not_read_yet_are_read_alone_and_everything_is_stored_once(tm
     events, store, logs, lc, clock, fake = _assigned(tmp_path)  # assigned and positioned: nothing polled yet
     assert lc.expected and not lc.pending and fake.delivered == 0
     fake.hold = hold
-    for _ in range(200):
-        lc.step()
-        clock.t += 1.1
-        if total(store) == len(events.records):
-            break
+    _step_until_stored(lc, clock, store, len(events.records))
     assert total(store) == len(events.records)
     if hold <= 3:
         assert fake.delivered == len(events.records)
@@ -79,15 +84,8 @@ def test_a_batch_with_the_unread_partitions_added_stays_within_the_batch_bounds(
     """Every stored batch holds at most kafka.batch_max_records records (live batches stay small: the earlier
     merge stored 7,889 live records in 17 batches of batch_max_records 400), nothing is polled twice, and the end
     state is the replay's."""
-    events = make_events(tmp_path, days=1.0, per_day=1500)
-    store = Store(f"sqlite:///{tmp_path / 'live.db'}")
-    store.migrate()
-    logs = partitioned(events.records)
-    clock = Clock()
-    lc, _ = member(store, logs, clock, batch=300)
-    fake = Withholding(logs, store)
-    fake.listener = lc.attach(fake)
-    fake.rebalance(set(logs))
+    events, store, _, lc, clock, fake = _assigned(tmp_path)  # batch_max_records 300
+    assert fake.delivered == 0  # every batch is counted below
     sizes: list[int] = []
     process = lc.pipeline.process_batch
 
@@ -96,11 +94,7 @@ def test_a_batch_with_the_unread_partitions_added_stays_within_the_batch_bounds(
         return process(raws, *args, **kwargs)
 
     lc.pipeline.process_batch = counted  # type: ignore[method-assign]
-    for _ in range(200):
-        lc.step()
-        clock.t += 1.1
-        if total(store) == len(events.records):
-            break
+    _step_until_stored(lc, clock, store, len(events.records))
     assert total(store) == len(events.records) and fake.delivered == len(events.records)
     assert sizes and max(sizes) <= 300 and len(sizes) >= len(events.records) / 300
     assert_same_state(documents(store.url), replayed(tmp_path, events))
@@ -126,11 +120,7 @@ def test_a_partition_that_never_delivers_costs_one_give_back(tmp_path: Path) -> 
         clock.t += 1.1
     assert len(given_back) == 1
     fake.hold = 0
-    for _ in range(200):
-        lc.step()
-        clock.t += 1.1
-        if total(store) == len(events.records):
-            break
+    _step_until_stored(lc, clock, store, len(events.records))
     assert total(store) == len(events.records)
     assert_same_state(documents(store.url), replayed(tmp_path, events))
     store.close()
