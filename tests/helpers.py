@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import yaml
 
 from driftline.core.engine import Engine, EngineSettings, JoinView
 from driftline.core.events import Decoded, decode
@@ -170,14 +171,18 @@ def simulated_db(tmp_path: Any, end: str, days: int = 6, per_day: int = 300) -> 
     return db
 
 
-def churn_with_reference(tmp_path: Any, lines: list[bytes]) -> list[str]:
-    """Replay these predictions of model churn into a fresh SQLite database and set its drift reference over
-    2026-06-01..06-08 (the drift tests' first week); the CLI's `--db` arguments for the commands that follow."""
+def churn_with_reference(tmp_path: Any, lines: list[bytes], config: dict[str, Any] | None = None) -> list[str]:
+    """Replay these predictions of model churn into a fresh SQLite database (under `config` when given, written to
+    c.yaml) and set its drift reference over 2026-06-01..06-08 (the drift tests' first week); the CLI's `--config`
+    and `--db` arguments for the commands that follow."""
     from driftline import cli
 
     path = tmp_path / "e.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
     base = ["--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    if config is not None:
+        (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+        base = ["--config", str(tmp_path / "c.yaml"), *base]
     assert cli.main([*base, "replay", str(path), "--json"]) == 0
     assert cli.main([*base, "reference", "set", "--model", "churn", "--from", "2026-06-01", "--to", "2026-06-08"]) == 0
     return base

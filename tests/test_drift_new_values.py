@@ -10,7 +10,6 @@ import json
 
 import numpy as np
 import pytest
-import yaml
 
 from driftline import cli
 from driftline.analysis.profiles import ProfileSettings, build_profile, unseen_values
@@ -45,13 +44,8 @@ def test_drift_names_a_new_category(tmp_path, capsys) -> None:
         plans = ["basic", "standard"] + (["unlimited-5g"] if ts >= START + 7 * DAY else [])
         plan = str(rng.choice(plans))
         lines.append(pred(f"c{i}", float(rng.random()), ts, model="churn", features={"plan": plan}))
-    path = tmp_path / "e.jsonl"
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text(yaml.safe_dump({"model": "churn", "threshold": 0.3, "features": {"plan": "categorical"}}))
-    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
-    assert cli.main([*base, "replay", str(path), "--json"]) == 0
-    assert cli.main([*base, "reference", "set", "--from", "2026-06-01", "--to", "2026-06-08"]) == 0
+    base = churn_with_reference(tmp_path, lines, {"model": "churn", "threshold": 0.3,
+                                                  "features": {"plan": "categorical"}})
     capsys.readouterr()
     assert cli.main([*base, "drift", "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)["features"][0]
@@ -77,13 +71,7 @@ def test_high_cardinality_unseen_share_is_said_to_be_an_upper_bound(tmp_path, ca
         ts, v = START + i * 180, f"v{i % 3000:04d}"
         (ref_vals.add(v) if ts < START + 7 * DAY else cur_vals.append(v))
         lines.append(pred(f"c{i}", 0.1, ts, model="churn", features={"user": v}))
-    path = tmp_path / "e.jsonl"
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text(yaml.safe_dump({"model": "churn", "features": {"user": "categorical"}}))
-    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
-    assert cli.main([*base, "replay", str(path), "--json"]) == 0
-    assert cli.main([*base, "reference", "set", "--from", "2026-06-01", "--to", "2026-06-08"]) == 0
+    base = churn_with_reference(tmp_path, lines, {"model": "churn", "features": {"user": "categorical"}})
     capsys.readouterr()
     assert cli.main([*base, "drift", "--json"]) == 0
     user = json.loads(capsys.readouterr().out)["features"][0]
