@@ -12,31 +12,16 @@ from __future__ import annotations
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
 from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
 
 from driftline.exporter.dbstate import BoundedCall, ScrapeTimeout
 from driftline.exporter.http import ExporterServer
 from driftline.storage.store import Store
 
-
-class _Gate(Collector):
-    """A collector that holds the first scrape until released."""
-
-    def __init__(self) -> None:
-        self.entered, self.release = threading.Event(), threading.Event()
-
-    def collect(self) -> Iterable[Any]:
-        self.entered.set()
-        self.release.wait(30)
-        g = GaugeMetricFamily("gate", "a gauge")
-        g.add_metric([], 1.0)
-        yield g
+from scrape_gate import Gate
 
 
 class _SpyLock:
@@ -63,7 +48,7 @@ def _get(url: str, out: dict[str, Any], key: str) -> None:
 
 
 def test_a_scrape_arriving_during_another_waits_for_it_and_answers_200(tmp_path) -> None:
-    gate = _Gate()
+    gate = Gate(30)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(gate)
     server = ExporterServer(registry, Store(f"sqlite:///{tmp_path / 'd.db'}"), port=0, scrape_timeout_s=30.0)

@@ -9,29 +9,13 @@ import struct
 import threading
 import time
 import urllib.request
-from collections.abc import Iterable
-from typing import Any
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
 
 from driftline.exporter.http import ExporterServer
 from driftline.storage.store import Store
 
-
-class _Gate(Collector):
-    """A collector that holds the scrape until released, so the client can hang up first."""
-
-    def __init__(self) -> None:
-        self.entered, self.release = threading.Event(), threading.Event()
-
-    def collect(self) -> Iterable[Any]:
-        self.entered.set()
-        self.release.wait(10)
-        g = GaugeMetricFamily("gate", "a gauge")
-        g.add_metric([], 1.0)
-        yield g
+from scrape_gate import Gate
 
 
 def _handlers_running() -> bool:
@@ -39,7 +23,7 @@ def _handlers_running() -> bool:
 
 
 def test_client_hanging_up_mid_scrape_leaves_no_traceback(tmp_path, capsys, caplog) -> None:
-    gate = _Gate()
+    gate = Gate(10)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(gate)
     store = Store(f"sqlite:///{tmp_path / 'd.db'}")
@@ -91,7 +75,7 @@ def test_the_scrape_bound_is_exporter_scrape_timeout(tmp_path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'd.db'}")
     store.migrate()
     svc = Service(config, store, port=0, evaluate=False)
-    gate = _Gate()
+    gate = Gate(10)
     svc.registry.register(gate)
     svc.start_exporter()
     try:
