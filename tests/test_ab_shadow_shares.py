@@ -10,6 +10,7 @@ arm scores every prediction beside production.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -51,6 +52,30 @@ def test_a_shadow_arm_beside_a_split_is_named_with_the_rule_and_the_fix() -> Non
                                                             "arms": {"A": 0.5, "B": 0.6}})
 
 
+def _shadow_config(arms: dict[str, float]) -> dict:
+    """Model churn under `ab.design: shadow`, control A, these arms."""
+    return {"model": "churn", "ab": {"design": "shadow", "control": "A", "arms": arms}}
+
+
+def _replayed(tmp_path: Path, capsys: pytest.CaptureFixture[str], lines: list[bytes],
+              arms: dict[str, float]) -> tuple[Path, list[str]]:
+    """These events, in time order, replayed under a shadow design with control A and `arms`: the config file
+    and the CLI's `--config`/`--db` arguments."""
+    (tmp_path / "e.jsonl").write_bytes(b"\n".join(sorted(lines, key=lambda raw: json.loads(raw)["ts"])) + b"\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(_shadow_config(arms)))
+    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    assert cli.main([*base, "replay", str(tmp_path / "e.jsonl"), "--json"]) == 0
+    capsys.readouterr()
+    return cfg, base
+
+
+def _ab(base: list[str], capsys: pytest.CaptureFixture[str], at: str) -> dict:
+    """`ab --json` over the 4 days before `at`."""
+    assert cli.main([*base, "ab", "--window", "4d", "--at", at, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
 def test_the_sample_ratio_check_expects_the_fractions_scored(tmp_path, capsys) -> None:
     t0 = 1_780_272_000.0
     lines = []
@@ -59,16 +84,8 @@ def test_the_sample_ratio_check_expects_the_fractions_scored(tmp_path, capsys) -
                   outcome(f"p{i}", i % 2, t0 + 600 * i + 60)]
         if i % 5 == 0:
             lines.append(pred(f"p{i}", 0.3 + 0.5 * (i % 2), t0 + 600 * i, variant="S", model="churn"))
-    lines.sort(key=lambda raw: json.loads(raw)["ts"])
-    (tmp_path / "e.jsonl").write_bytes(b"\n".join(lines) + b"\n")
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text(yaml.safe_dump({"model": "churn", "ab": {"design": "shadow", "control": "A",
-                                                            "arms": {"A": 1, "S": 0.2}}}))
-    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
-    assert cli.main([*base, "replay", str(tmp_path / "e.jsonl"), "--json"]) == 0
-    capsys.readouterr()
-    assert cli.main([*base, "ab", "--window", "4d", "--at", "2026-06-05T00:00:00Z", "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+    _, base = _replayed(tmp_path, capsys, lines, {"A": 1, "S": 0.2})
+    doc = _ab(base, capsys, "2026-06-05T00:00:00Z")
     srm = doc["srm"]
     assert {a: doc["arms"][a]["expected_share"] for a in ("A", "S")} == {"A": 1, "S": 0.2}
     ref = chisquare([500, 100], f_exp=[600 / 1.2, 600 * 0.2 / 1.2])  # expected 1 : 0.2
@@ -86,20 +103,10 @@ def test_a_shadow_arm_scoring_a_tiny_fraction_is_not_read_as_the_old_sum_to_one_
         lines += [pred(f"p{i}", 0.2 + 0.6 * (i % 2), t0 + 600 * i, variant="A", model="churn"),
                   outcome(f"p{i}", i % 2, t0 + 600 * i + 60)]
     lines.append(pred("p7", 0.7, t0 + 600 * 7, variant="S", model="churn"))
-    lines.sort(key=lambda raw: json.loads(raw)["ts"])
-    (tmp_path / "e.jsonl").write_bytes(b"\n".join(lines) + b"\n")
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text(yaml.safe_dump({"model": "churn", "ab": {"design": "shadow", "control": "A",
-                                                            "arms": {"A": 1, "S": 0.00005}}}))
-    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
-    assert cli.main([*base, "replay", str(tmp_path / "e.jsonl"), "--json"]) == 0
-    capsys.readouterr()
-    assert cli.main([*base, "ab", "--window", "4d", "--at", "2026-06-04T00:00:00Z", "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+    cfg, base = _replayed(tmp_path, capsys, lines, {"A": 1, "S": 0.00005})
+    doc = _ab(base, capsys, "2026-06-04T00:00:00Z")
     assert {a: doc["arms"][a]["expected_share"] for a in ("A", "S")} == {"A": 1, "S": 0.00005}
     assert doc["srm"]["expected_share"] == pytest.approx({"A": 1 / 1.00005, "S": 0.00005 / 1.00005})
     # the old form, whose control scores less than all, still reads as every arm scoring every prediction
-    cfg.write_text(yaml.safe_dump({"model": "churn", "ab": {"design": "shadow", "control": "A",
-                                                            "arms": {"A": 0.5, "S": 0.5}}}))
-    assert cli.main([*base, "ab", "--window", "4d", "--at", "2026-06-04T00:00:00Z", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["srm"]["expected_share"] == pytest.approx({"A": 0.5, "S": 0.5})
+    cfg.write_text(yaml.safe_dump(_shadow_config({"A": 0.5, "S": 0.5})))
+    assert _ab(base, capsys, "2026-06-04T00:00:00Z")["srm"]["expected_share"] == pytest.approx({"A": 0.5, "S": 0.5})
