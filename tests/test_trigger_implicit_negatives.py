@@ -71,16 +71,17 @@ def test_validate_and_evaluate_name_an_fpr_window_shorter_than_the_implicit_matu
             "implicit_negative_after` a prediction of model 'churn' without an outcome counts as negative only 30d "
             "after it") in err
     assert "A window longer than the maturity (`window: 37d`) holds 7d of matured predictions" in err
-    assert "trigger 'precision_7d'" in err and "precision reads high" in err
+    assert "trigger 'precision_7d'" in err and "a window's matured part" in err and "stays insufficient_data" in err
     assert "recall_7d" not in err and "fpr_37d" not in err  # recall reads positives; 37d > 30d holds negatives
     assert cli.main([*base, "alerts", "evaluate", "--dry-run", "--no-notify", "--at", "2026-07-31T00:00:00Z",
                      "--json"]) == 0
     out = capsys.readouterr()
     assert "trigger 'fpr_7d': fpr over the newest 7d reads labelled negatives" in " ".join(out.err.split())
     states = {t["name"]: t["state"] for t in json.loads(out.out)["triggers"]}
-    # what the warning is about: the newest 7 days hold no negative at all, so precision reads 1
+    # what the warning is about: the newest 7 days hold no negative at all; precision read 1 over its early
+    # positives alone, and now reads the window's matured part, empty (tests/test_matured_part.py)
     assert states["fpr_7d"]["state"] == "insufficient_data" and states["fpr_7d"]["n"] == 0
-    assert states["precision_7d"]["value"] == 1.0
+    assert states["precision_7d"]["state"] == "insufficient_data" and states["precision_7d"]["n"] == 0
     # the suggested 37d window holds the negatives of its oldest 7 days, by hand: the newest event is the last
     # prediction (END - 1h), so predictions before END - 1h - 30d are implicit negatives
     old = [i for i in range(HOURS) if END - 37 * DAY <= START + i * 3600 < END - 3600 - 30 * DAY and i % 4]

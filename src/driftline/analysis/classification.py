@@ -67,6 +67,9 @@ class Metrics:
     log_loss: float | None
     reliability: ReliabilityTable
     label_delay_s: dict[str, float | None]
+    matured: Any = None
+    """analysis.matured.MaturedPart when the negative-reading metrics come from the window's matured part only
+    (implicit-negative policy, a window reaching into the maturity period); None when they are the whole window's."""
 
     @property
     def roc_auc(self) -> float | None:
@@ -91,6 +94,7 @@ class Metrics:
             },
             "reliability": self.reliability.to_json(),
             "label_delay_seconds": self.label_delay_s,
+            "matured_part": None if self.matured is None else self.matured.to_json(),
         }
 
 

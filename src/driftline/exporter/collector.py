@@ -30,6 +30,7 @@ from ..core.labels import MODEL, OVERFLOW, VARIANT, VERSION, overflow_counter
 from ..readouts.absent import ESTIMATED, MULTIVARIATE, estimated_absence
 from ..readouts.drift import MultivariateReading, active_reference_seasons, estimated_block, multivariate_outcome
 from ..readouts.headline import headline_rows
+from ..readouts.matured_part import maturing
 from ..readouts.seasonal import fallback_predictions
 from ..storage.errors import SchemaMissing, StoreUnavailable
 from ..storage.store import Store
@@ -132,6 +133,7 @@ class SnapshotCollector:
 
     def _models(self, f: _Families) -> None:
         windows = windows_of(self.config, self.rules)
+        mat = maturing(self.store, self.config)
         for model in self.store.models():
             at = self.window_end(model)
             if at is None:
@@ -141,7 +143,7 @@ class SnapshotCollector:
                 w = window_ending(at, length, self.config.bucket_s)
                 label = format_duration(length)
                 rows = window_rows(self.store, model, w, features=False)
-                add_window(f, model, label, groups_of(rows, self.store, model, w, self.config.ab))
+                add_window(f, model, label, groups_of(rows, self.store, model, w, self.config.ab, mat))
                 if self.drift is not None:
                     self._drift(f, model, label, w)
                     self._multivariate(f, model, label, w)

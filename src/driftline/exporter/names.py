@@ -19,6 +19,10 @@ COUNT_HELP = {
     "positives": "Labelled predictions whose outcome is positive (TP + FN): the n of recall.",
     "true_positives": "Flagged predictions with a positive outcome (TP).",
     "false_positives": "Flagged predictions with a negative outcome (FP).",
+    "matured_predictions": ("Predictions of the window at least labels.implicit_negative_after old: the n behind "
+                            "every exported metric that reads negatives (exported only while the window reaches "
+                            "past them)."),
+    "awaiting_implicit": "Younger predictions of the window still without an outcome: awaiting their implicit label.",
 }
 SCORE_HELP = {
     "roc_auc": ("driftline_roc_auc", "ROC AUC of the score on labelled predictions (0.5 = chance)."),

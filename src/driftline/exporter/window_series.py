@@ -13,6 +13,7 @@ from ..core.stats import BucketStats
 from ..readouts.absent import READOUTS, REASONS
 from ..readouts.drift import MultivariateReading
 from ..readouts.headline import headline_rows, headline_variant
+from ..readouts.matured_part import Maturing
 from ..readouts.ranking import window_metrics
 from ..readouts.windows import Window
 from ..storage.bucket_row import BucketRow
@@ -34,10 +35,11 @@ class Group:
 
 
 def groups_of(rows: list[BucketRow], store: Store | None = None, model: str | None = None,
-              window: Window | None = None, ab: AB | None = None) -> list[Group]:
+              window: Window | None = None, ab: AB | None = None, mat: Maturing | None = None) -> list[Group]:
     """The whole-model group then one group per (variant, model_version), each with its metrics (ROC AUC and
     average precision as `driftline metrics --json`, exact when needed, given the store, model and window). The
-    whole model sums the rows readouts.headline keeps: in shadow mode (`ab`) the production arm only."""
+    whole model sums the rows readouts.headline keeps: in shadow mode (`ab`) the production arm only. With `mat`
+    (implicit-negative policy) the negative-reading metrics come from the window's matured part, as in `metrics`."""
     if not rows:
         return []
     ab = AB() if ab is None else ab
@@ -46,7 +48,7 @@ def groups_of(rows: list[BucketRow], store: Store | None = None, model: str | No
     def metrics(st: BucketStats, sel: list[BucketRow], variant: str | None, mv: str | None) -> Metrics:
         if store is None or window is None:
             return classification(st)
-        return window_metrics(store, model, window, sel, st, variant, mv)
+        return window_metrics(store, model, window, sel, st, variant, mv, mat)
 
     return [Group(AGGREGATE, AGGREGATE, metrics(total, headline_rows(ab, rows), headline_variant(ab, None), None))] + [
         Group(v, mv, metrics(st, [r for r in rows if (r.variant, r.model_version) == (v, mv)], v, mv))
@@ -105,6 +107,10 @@ def add_window(f: _Families, model: str, window: str, groups: list[Group]) -> No
         for name, value in (("predictions", c.predictions), ("labelled", c.labelled), ("positives", c.positives),
                             ("true_positives", c.tp), ("false_positives", c.fp)):
             f.gauge(f"driftline_window_{name}", COUNT_HELP[name], WINDOWED).add_metric(lv, float(value))
+        if m.matured is not None:  # implicit-negative policy, a window reaching into the maturity period
+            for name, value in (("matured_predictions", m.matured.counts.predictions),
+                                ("awaiting_implicit", m.matured.awaiting_implicit)):
+                f.gauge(f"driftline_window_{name}", COUNT_HELP[name], WINDOWED).add_metric(lv, float(value))
         scores = {"roc_auc": m.roc_auc, "average_precision": m.average_precision, "brier": m.brier,
                   "log_loss": m.log_loss, "ece": m.reliability.ece}
         for key, value in scores.items():

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.classification import Metrics, classification
-from ..analysis.ranking import UNRANKED
+from ..analysis.classification import Metrics
 from ..config import Config
 from ..core.labels import VARIANT, VERSION, overflow_counter
 from ..core.events import iso
@@ -15,7 +14,8 @@ from ..storage.store import Store
 from .headline import (headline_rows, headline_total, headline_variant, missing_control_note, scope_json,
                        shared_id_note)
 from .maturity import maturity_hint
-from .ranking import window_metrics
+from .matured_part import maturing
+from .ranking import split_metrics, window_metrics
 from .windows import (Window, cut_days, cut_days_note, default_at, flags_in_force, merged, window_ending,
                       window_rows)
 
@@ -57,8 +57,9 @@ def metrics_document(store: Store, config: Config, q: MetricsQuery) -> dict[str,
         groups.setdefault((r.variant, r.model_version), []).append(r)
     group_stats = {key: merged(rs) for key, rs in sorted(groups.items())}
     total = headline_total(config.ab, group_stats, q.variant)  # shadow mode: the production arm only
+    mat = None if empty else maturing(store, config)
     m: Metrics = window_metrics(store, q.model, window, headline_rows(config.ab, rows, q.variant), total,
-                                headline_variant(config.ab, q.variant), q.model_version)
+                                headline_variant(config.ab, q.variant), q.model_version, mat)
     doc["scope"] = scope_json(config.ab, q.variant, (v for v, _ in group_stats))
     missing = missing_control_note(doc["scope"], (v for v, _ in group_stats))
     doc["window"] = window.to_json()
@@ -79,8 +80,10 @@ def metrics_document(store: Store, config: Config, q: MetricsQuery) -> dict[str,
     doc.update(m.to_json())
     flags = flags_in_force(headline_rows(config.ab, rows, q.variant), config.threshold)
     doc.update(threshold=flags.value, threshold_in_force=flags.to_json(), config_threshold=config.threshold)
-    doc["by_variant"] = [{"variant": v, "model_version": mv, **_brief(classification(st, UNRANKED))}
+    doc["by_variant"] = [{"variant": v, "model_version": mv, **_brief(split_metrics(groups[(v, mv)], st, mat))}
                          for (v, mv), st in group_stats.items()]
+    if m.matured is not None:
+        doc["note"] = "; ".join(n for n in (doc.get("note"), m.matured.note()) if n)
     doc["label_maturity"] = None if empty else maturity_hint(store, config, q.model, window, total.predictions,
                                                              total.predictions - int(total.conf[UNL].sum()),
                                                              "metrics")

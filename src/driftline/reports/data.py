@@ -317,6 +317,13 @@ def limitations(doc: dict[str, Any]) -> list[str]:
                    "labelled predictions only. If outcomes arrive faster for one class (e.g. "
                    f"{doc['domain']['positives']} reported before {doc['domain']['negatives']} are confirmed), "
                    "the labelled mix is not the traffic's mix.")
+    mp = doc["headline"]["metrics"].get("matured_part")
+    if mp:  # implicit-negative policy, a week reaching into the maturity period (analysis.matured)
+        out.append(f"Negatives not all known yet: FPR, precision and every metric that reads negatives cover only "
+                   f"the predictions before {mp['before']} ({numbers.count(mp['predictions'])} of "
+                   f"{numbers.count(mp['predictions'] + mp['young_predictions'])}), the ones old enough for their "
+                   f"implicit label; {numbers.count(mp['awaiting_implicit'])} younger ones still await it. Recall "
+                   f"and the alert rate cover the whole week.")
     if doc["provisional"]:
         out.append(f"Final numbers: this week's metrics can still move ({lm['note']}). Re-run `driftline report "
                    f"--week {doc['week']}` once its days have matured.")

@@ -17,6 +17,7 @@ from ..storage.bucket_row import BucketRow
 from ..storage.store import Store
 from ..readouts.drift import multivariate_reading
 from ..readouts.headline import headline_total, headline_variant
+from ..readouts.matured_part import maturing
 from ..readouts.ranking import window_metrics
 from ..readouts.windows import Window, iso, merged, window_ending, window_rows
 from . import history
@@ -106,7 +107,8 @@ class Reader:
         if key not in self._metrics:
             window = self.window(window_s)
             rows = window_rows(self.store, self.model, window, variant, features=False)
-            self._metrics[key] = window_metrics(self.store, self.model, window, rows, group_stats(rows)[0], variant)
+            self._metrics[key] = window_metrics(self.store, self.model, window, rows, group_stats(rows)[0], variant,
+                                                maturing=maturing(self.store, self.config))
         return self._metrics[key]
 
     def counters(self) -> dict[tuple[str, str], int]:

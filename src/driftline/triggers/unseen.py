@@ -105,18 +105,20 @@ def immature_negatives(rule: Rule, model: str, implicit_s: float, delay_upper_s:
     """The warning for a negative-reading trigger whose window is no longer than `labels.implicit_negative_after`:
     no prediction in its newest window has become an implicit negative yet, so it reads the explicit negatives
     alone (churn tryout: `fpr > 0.2 over 50d` with negatives implicit after 60d read insufficient_data for ever,
-    and `precision < 0.5 over 50d` read 1.000 [0.988, 1.000] with every false alarm still unlabelled). The window
+    and `precision < 0.5 over 50d` read 1.000 [0.988, 1.000] with every false alarm still unlabelled; since
+    readouts.matured_part such a metric reads the empty matured part: insufficient_data). The window
     it suggests holds `rule.window_s` of predictions past both the maturity and the 95th-percentile label delay."""
     from ..durations import format_duration
     wait = max(implicit_s, delay_upper_s or 0.0)
     days = math.ceil((wait + rule.window_s) / 86400.0)
     window = format_duration(rule.window_s)
-    bias = (": precision reads high, its false alarms not being negatives yet" if canonical(rule.metric) == "precision"
-            else "")
+    reads = ("it reads the outcomes reported explicitly alone" if canonical(rule.metric) == "label_coverage" else
+             "such metrics are read over a window's matured part (predictions at least that old: the early outcomes "
+             "of younger ones come without their negatives, and precision read high), empty here, so it stays "
+             "insufficient_data")
     return (f"trigger {rule.name!r}: {rule.metric} over the newest {window} reads labelled negatives, but under "
             f"`labels.policy: implicit_negative_after` a prediction of model {model!r} without an outcome counts "
             f"as negative only {format_duration(implicit_s)} after it (`labels.implicit_negative_after`), so no "
-            f"prediction in that window is one yet: it reads the negatives reported explicitly alone, and stays "
-            f"insufficient_data or judges them only{bias}. A window longer than the maturity (`window: {days}d`) "
+            f"prediction in that window is one yet: {reads}. A window longer than the maturity (`window: {days}d`) "
             f"holds {window} of matured predictions; `driftline metrics --matured` reads a window whose labels have "
             f"arrived")

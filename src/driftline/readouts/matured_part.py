@@ -1,0 +1,42 @@
+"""The matured part of a window under the implicit-negative policy: its buckets whose every prediction is at least
+`labels.implicit_negative_after` old at the newest stored event (so has an outcome or its implicit negative label),
+read by window_metrics for the metrics that need labelled negatives (analysis.matured says why)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..config import Config
+from ..storage.bucket_row import BucketRow
+from ..storage.compaction import COMPACTED_SHARD, DAY_S
+from ..storage.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Maturing:
+    """Predictions before `before` (a bucket boundary) have their implicit label; buckets are `bucket_s` wide."""
+
+    before: float
+    bucket_s: int
+    implicit_after_s: float
+
+    def rows(self, rows: Sequence[BucketRow]) -> list[BucketRow]:
+        """The rows whose bucket ends at or before `before` (a compacted day row: its day)."""
+        return [r for r in rows
+                if r.bucket_start + (DAY_S if r.shard == COMPACTED_SHARD else self.bucket_s) <= self.before]
+
+
+def maturing(store: Store, config: Config) -> Maturing | None:
+    """The maturity boundary of the model's windows: the newest stored event less `implicit_negative_after`,
+    aligned down to a bucket (the rule of `--matured` and of the maintenance pass that writes implicit negatives);
+    None under the explicit policy or with nothing stored."""
+    after = config.labels.implicit_after_s
+    if after is None:
+        return None
+    newest = store.newest_event()
+    if newest is None:
+        return None
+    b = config.bucket_s
+    return Maturing(float(math.floor((newest - after) / b) * b), b, after)
