@@ -31,9 +31,10 @@ _i = int(np.searchsorted(DELAY_EDGES, 40 * DAY, side="right")) - 1
 DELAY = float(DELAY_EDGES[_i] + DELAY_EDGES[_i + 1]) / 2.0  # the middle of the delay bin holding 40 days
 
 
-def _stream() -> tuple[list[bytes], dict[str, int]]:
+def _stream(negatives_after: float = DELAY) -> tuple[list[bytes], dict[str, int]]:
     """Per hour and arm, 4 predictions at the hour's middle: one positive (caught unless the hour is a multiple
-    of 5: recall 0.8), three negatives; every outcome DELAY later, stored when it comes before END."""
+    of 5: recall 0.8), three negatives; a positive's outcome DELAY later, a negative's `negatives_after` later,
+    stored when it comes before END."""
     lines, now = [], {"positives": 0, "caught": 0, "pending_positives": 0}
     for h in range(T_DAYS * 24):
         ts = START + h * 3600 + 1800
@@ -42,12 +43,13 @@ def _stream() -> tuple[list[bytes], dict[str, int]]:
                 pid, y = f"{arm}-{h}-{j}", int(j == 0)
                 score = (0.1 if h % 5 == 0 else 0.9) if y else 0.1
                 lines.append(pred(pid, score, ts, variant=arm, model="churn"))
-                if ts + DELAY < END:
-                    lines.append(outcome(pid, y, ts + DELAY))
+                after = DELAY if y else negatives_after
+                if ts + after < END:
+                    lines.append(outcome(pid, y, ts + after))
                     if arm == "control" and y:
                         now["positives"] += 1
                         now["caught"] += score >= 0.3
-                elif arm == "control" and y:
+                elif arm == "control" and y and ts + DELAY >= END:
                     now["pending_positives"] += 1
     lines.sort(key=lambda raw: json.loads(raw)["ts"])
     return lines, now
@@ -81,3 +83,30 @@ def test_days_to_power_count_the_labels_on_their_way(tmp_path, capsys) -> None:
     out = " ".join(capsys.readouterr().out.split())
     assert f"(~{pw['days']} days)" in out and "counting the labelled positives still to come" in out
     assert f"(~{pw['days']} days counting the labels still to come for the predictions already stored)" in out
+
+
+def test_days_to_power_follow_the_positives_own_label_delay(tmp_path, capsys) -> None:
+    """Churn: a renewal (negative) is confirmed 10 days after the prediction, a churn (positive) comes ~40 days
+    after it. The buckets' one delay histogram mixes both; read as the positives' delay it made the labelled
+    positives look mostly arrived already and read 40 days where 19
+    suffice. The positives' own delays, from the join state, give the hand count again."""
+    lines, now = _stream(negatives_after=10 * DAY)
+    (tmp_path / "e.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"model": "churn", "threshold": 0.3, "labels": {"horizon": "90d"},
+                                   "ab": {"design": "split", "control": "control",
+                                          "arms": {"control": 0.5, "treatment": 0.5}, "target_recall_diff": 0.05}}))
+    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    assert cli.main([*base, "replay", str(tmp_path / "e.jsonl"), "--json"]) == 0
+    capsys.readouterr()
+    assert cli.main([*base, "ab", "--window", f"{T_DAYS}d", "--at", "2026-07-31T00:00:00Z", "--json"]) == 0
+    pw = json.loads(capsys.readouterr().out)["power"]
+    n_now, p_c = now["positives"], now["caught"] / now["positives"]
+    assert (pw["n_control"], pw["p_control"]) == (n_now, p_c)
+    n_star = NormalIndPower().solve_power(proportion_effectsize(p_c + 0.05, p_c), alpha=0.05, power=0.8, ratio=1.0)
+    per_day = 4 * 24 * 0.25  # every stored positive ripens DELAY after it, as new traffic would: 24 a day per arm
+    assert pw["days"] == math.ceil((n_star - n_now) / per_day) == 19
+    basis = pw["label_delay"]
+    assert basis["delay_source"] == {"control": "positives", "treatment": "positives"}
+    assert abs(basis["positives_per_day"]["control"] - per_day) < 0.01 * per_day
+    assert abs(basis["pending_positives"]["control"] - now["pending_positives"]) < 0.01 * now["pending_positives"]

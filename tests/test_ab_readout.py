@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -41,6 +42,11 @@ T0 = 1_699_920_000.0  # a midnight UTC
 WEEK = 7 * 86400.0
 HEADLINE = ("recall", "fpr", "precision", "alert_rate")
 _enc = msgspec.json.Encoder()
+
+
+def parse_ts(text: str) -> float:
+    """Epoch seconds of the simulator's RFC 3339 times."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def _ingest(url: str, config: Any, raws: list[bytes]) -> Store:
@@ -173,13 +179,23 @@ def test_comparisons_equal_the_pure_functions(split_db) -> None:
     days = doc["window"]["days_observed"]
     assert days == 7.0
     # the days count the labels still to come for the stored predictions (analysis.label_pipeline): each arm's
-    # hourly buckets with their age at the window's end, its delay histogram and its predictions a day
+    # hourly buckets with their age at the window's end, its positives' delay histogram (from the simulated events:
+    # frauds are reported sooner than genuine transactions are confirmed) and its predictions a day
     win = resolve_window(store, config, "fraud", WEEK, None)
+    events = list(stream(SimSpec(start=T0, days=10, per_day=3000, drift_day=None, seed=3)))
+    when = {e["prediction_id"]: (e["variant"], parse_ts(e["ts"])) for e in events if e["type"] == "prediction"}
     pipes = []
     for v, arm_counts in (("A", c), ("B", t)):
         rows = window_rows(store, "fraud", win, v)
         ages = np.array([win.end - (r.bucket_start + 1800.0) for r in rows])
-        pipes.append(label_pipeline(arm_counts.positives, merged(rows).delay, DELAY_EDGES, ages,
+        delays = np.array([parse_ts(e["ts"]) - when[e["prediction_id"]][1] for e in events
+                           if e["type"] == "outcome" and e["label"] == 1 and when[e["prediction_id"]][0] == v
+                           and win.start <= when[e["prediction_id"]][1] < win.end])
+        assert len(delays) == arm_counts.positives
+        hist = np.bincount(np.clip(np.searchsorted(DELAY_EDGES, delays, side="right") - 1, 0, len(DELAY_EDGES) - 1),
+                           minlength=len(DELAY_EDGES))
+        assert not np.array_equal(hist, merged(rows).delay)  # the buckets' histogram holds the negatives' too
+        pipes.append(label_pipeline(arm_counts.positives, hist, DELAY_EDGES, ages,
                                     np.array([r.stats.predictions for r in rows]), arm_counts.predictions / days))
     pw = recall_power(c.tp, c.positives, t.positives, 0.05, min(t.positives, c.positives) / days,
                       arm_rates=(c.positives / days, t.positives / days), curves=(pipes[0].expected, pipes[1].expected))

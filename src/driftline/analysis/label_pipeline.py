@@ -34,6 +34,9 @@ class LabelPipeline:
     cdf_x: np.ndarray
     cdf_y: np.ndarray
     cdf_int: np.ndarray
+    delay_source: str = "all_labels"
+    """Whose label delays F is made of: "positives" (the positives' own) or "all_labels" (every class's, when the
+    positives' own are not known: a class labelled sooner then makes the positives look sooner)."""
 
     def cdf(self, x: np.ndarray | float) -> np.ndarray:
         """F: the share of labels arrived `x` seconds after the prediction."""
@@ -71,10 +74,13 @@ class LabelPipeline:
 
 
 def label_pipeline(labelled: int, delay_hist: np.ndarray, delay_edges: np.ndarray, ages_s: np.ndarray,
-                   counts: np.ndarray, per_day: float) -> LabelPipeline | None:
-    """The arm's pipeline from its labelled positives now, its label-delay histogram (bins on `delay_edges`, the
-    last one open), the age at the window's end and size of each stored bucket and its predictions a day; None
-    when no label delay is stored or no stored prediction can have been labelled by now (ρ cannot be told)."""
+                   counts: np.ndarray, per_day: float, delay_source: str = "all_labels") -> LabelPipeline | None:
+    """The arm's pipeline from its labelled positives now, a label-delay histogram (bins on `delay_edges`, the
+    last one open: the positives' own delays where known, `delay_source`), the age at the window's end and size of
+    each stored bucket and its predictions a day; None when no label delay is stored or no stored prediction can
+    have been labelled by now (ρ cannot be told). F is the delay of a positive's label: mixed with the negatives'
+    (churn: positives 30–60 d, negatives confirmed at 30 d) it counted positives as arriving with the negatives and
+    read 40 days to power where 19 suffice (tests/test_ab_power_label_delay.py)."""
     edges = np.asarray(delay_edges, dtype=np.float64)
     ages, n = np.asarray(ages_s, dtype=np.float64), np.asarray(counts, dtype=np.float64)
     hist = observable_weighted(np.asarray(delay_hist, dtype=np.float64), edges, ages, n)
@@ -87,7 +93,7 @@ def label_pipeline(labelled: int, delay_hist: np.ndarray, delay_edges: np.ndarra
     arrived = float(np.sum(n * np.interp(ages, x, y, left=0.0, right=1.0)))
     if arrived <= 0:
         return None
-    return LabelPipeline(int(labelled), labelled / arrived, float(per_day), ages, n, x, y, cum)
+    return LabelPipeline(int(labelled), labelled / arrived, float(per_day), ages, n, x, y, cum, delay_source)
 
 
 def observable_weighted(hist: np.ndarray, edges: np.ndarray, ages: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -50,6 +50,7 @@ from .metrics import resolve_window
 from ..core.stats import UNL, BucketStats, merge
 from ..storage.bucket_row import BucketRow
 from ..storage.compaction import COMPACTED_SHARD, DAY_S
+from ..storage.scores import positive_delay_hist
 from ..storage.store import Store
 from .windows import Window, flags_in_force, merged, window_ending, window_rows
 
@@ -240,15 +241,18 @@ def delay_basis(pc: LabelPipeline, pt: LabelPipeline, control: str, treatment: s
     of traffic brings once labelled, and those its stored predictions will still bring without more traffic."""
     return {"positives_per_day": {control: pc.positives_per_day, treatment: pt.positives_per_day},
             "pending_positives": {control: pc.pending(), treatment: pt.pending()},
+            "delay_source": {control: pc.delay_source, treatment: pt.delay_source},
             "assumes": ("traffic continues at the window's rate and labels keep arriving after the delays stored "
-                        "for each arm (its label-delay histogram, corrected for predictions too young to show the "
-                        "longer delays)")}
+                        "for each arm (its positives' label delays; `all_labels`: every class's, the positives' "
+                        "own being no longer held; corrected for predictions too young to show the longer "
+                        "delays)")}
 
 
 def arm_pipeline(rows: list[BucketRow], labelled_positives: int, stats: BucketStats, window: Window, bucket_s: int,
-                 days: float) -> LabelPipeline | None:
+                 days: float, positive_delays: np.ndarray | None = None) -> LabelPipeline | None:
     """The arm's label pipeline (analysis.label_pipeline) from its stored buckets in the window: each bucket's age
-    at the window's end (its middle; a compacted day is a day wide) and predictions, its delay histogram and its
+    at the window's end (its middle; a compacted day is a day wide) and predictions, the label-delay histogram of
+    its positives (`positive_delays`, from the join state) or, when not known, of all its labels, and its
     predictions a day; None without rows or without a stored label delay."""
     if not rows or days <= 0:
         return None
@@ -256,6 +260,9 @@ def arm_pipeline(rows: list[BucketRow], labelled_positives: int, stats: BucketSt
     starts = np.array([r.bucket_start for r in rows], dtype=np.float64)
     ages = np.maximum(window.end - (starts + width / 2.0), 0.0)
     counts = np.array([r.stats.predictions for r in rows], dtype=np.float64)
+    if positive_delays is not None:
+        return label_pipeline(labelled_positives, positive_delays, DELAY_EDGES, ages, counts,
+                              stats.predictions / days, "positives")
     return label_pipeline(labelled_positives, stats.delay, DELAY_EDGES, ages, counts, stats.predictions / days)
 
 
@@ -337,7 +344,9 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
     doc["srm"] = {**srm.to_json(), "design": config.ab.design}
     ctl = plan.control
     for tr in plan.treatments:
-        pipes = tuple(arm_pipeline(by_variant.get(a, []), counts[a].positives, stats[a], window, config.bucket_s, days)
+        pipes = tuple(arm_pipeline(by_variant.get(a, []), counts[a].positives, stats[a], window, config.bucket_s, days,
+                                   positive_delay_hist(store, q.model, window.start, window.end, a,
+                                                       counts[a].positives))
                       for a in (ctl, tr))
         comp = comparison_readout(tr, ctl, counts[tr], counts[ctl], stats[tr], stats[ctl], config, days,
                                   pipes)  # type: ignore[arg-type]

@@ -100,6 +100,20 @@ class JoinRows:
         return pairs[:, 0].copy(), pairs[:, 1].astype(np.int64)
 
     @staticmethod
+    def positive_delays(conn: Connection, model: str | None, start: float, end: float, shards: Sequence[int],
+                        variant: str | None, limit: int) -> np.ndarray | None:
+        """Label delays (label_ts − ts, seconds) of the held positives made in [start, end) on `shards`; None when
+        there are more than `limit` of them."""
+        p = t.predictions.c
+        q = t.for_series(select(p.label_ts - p.ts).where(and_(p.shard.in_(list(shards)), p.ts >= start, p.ts < end,
+                                                              p.label == 1, p.label_ts.is_not(None))), p, model,
+                         variant)
+        rows = conn.execute(q.limit(limit + 1)).cursor.fetchall()
+        if len(rows) > limit:
+            return None
+        return np.array([r[0] for r in rows], dtype=np.float64)
+
+    @staticmethod
     def shadow_cells(conn: Connection, model: str | None, start: float, end: float, control: str,
                      treatment: str) -> ShadowCells:
         """Control and treatment predictions made in [start, end) joined by (prediction_id, model) and counted by
