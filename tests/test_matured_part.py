@@ -41,7 +41,7 @@ def _replay(tmp_path, triggers: list[dict] | None = None) -> list[str]:
     lines = []
     for h, j, score, y, stored in _stream():
         ts = START + h * HOUR + 1800
-        lines.append(pred(f"c{h}-{j}", score, ts, model="churn"))
+        lines.append(pred(f"c{h}-{j}", score, ts, model="churn", features={"plan": "basic" if j % 2 else "pro"}))
         if stored:
             lines.append(outcome(f"c{h}-{j}", 1, ts + (30 + h % 31) * DAY))
     lines.sort(key=lambda raw: json.loads(raw)["ts"])
@@ -49,7 +49,7 @@ def _replay(tmp_path, triggers: list[dict] | None = None) -> list[str]:
     cfg = tmp_path / "c.yaml"
     labels = {"policy": "implicit_negative_after", "implicit_negative_after": "60d", "horizon": "90d"}
     cfg.write_text(yaml.safe_dump({"model": "churn", "threshold": 0.3, "window": "70d", "triggers": triggers or [],
-                                   "labels": labels}))
+                                   "labels": labels, "slices": ["plan"]}))
     base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
     assert cli.main([*base, "replay", str(tmp_path / "e.jsonl"), "--json"]) == 0
     return base
@@ -164,3 +164,24 @@ def test_the_weekly_report_names_the_matured_part(tmp_path, capsys) -> None:
     said = [x for x in doc["report"]["limitations"] if x.startswith("Negatives not all known yet")]
     assert len(said) == 1 and f"({len(week) - len(young)} of {len(week)})" in said[0], said
     assert f"; {awaiting} younger ones still await it" in said[0]
+
+
+def test_ab_slices_and_calibration_say_how_much_of_the_window_awaits_its_label(tmp_path, capsys) -> None:
+    """They still read every labelled prediction of the window (not yet the matured part): they say so, with the
+    hand counts."""
+    base = _replay(tmp_path)
+    young = [r for r in _stream() if r[0] >= 959]  # the window (hours 720..2399) from the boundary on
+    awaiting = sum(1 for r in young if not r[4])
+    said = (f"its {len(young):,} predictions from 2026-07-10T23:00:00Z on (of 6,720; {awaiting:,} still awaiting "
+            f"their implicit label")
+    capsys.readouterr()
+    assert cli.main([*base, "ab", "--window", "70d", "--json"]) == 0
+    assert any(said in n for n in json.loads(capsys.readouterr().out)["notes"])
+    assert cli.main([*base, "slices", "--window", "70d", "--json"]) == 0
+    assert said in json.loads(capsys.readouterr().out)["note"]
+    assert cli.main([*base, "calibration", "--window", "70d", "--json"]) == 0
+    assert said in json.loads(capsys.readouterr().out)["note"]
+    assert cli.main([*base, "calibration", "--window", "70d"]) == 0
+    assert said in " ".join(capsys.readouterr().out.split())
+    assert cli.main([*base, "calibration", "--window", "30d", "--at", "2026-07-10T23:00:00Z", "--json"]) == 0
+    assert "note" not in json.loads(capsys.readouterr().out)  # wholly matured: nothing to say

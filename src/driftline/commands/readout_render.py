@@ -31,6 +31,8 @@ def render_calibration(doc: dict[str, Any], console: Console) -> None:
     if nothing_stored(doc, console):
         return
     console.print(_head(doc, "calibration"))
+    if doc.get("note"):
+        say(console, shown(doc["note"]), "[yellow]note:[/yellow] ")
     cal = doc["calibration"]
     if doc["window"]["labelled"]:
         _maturity_note(doc, console)

@@ -45,6 +45,7 @@ from ..config import AB, Config
 from ..config_checks import old_shadow_shares
 from ..config import Costs as CostConfig
 from ..core.grids import DELAY_EDGES
+from .matured_part import maturing, partly_matured_note
 from .maturity import maturity_hint
 from .metrics import resolve_window
 from ..core.stats import UNL, BucketStats, merge
@@ -315,6 +316,9 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
         doc["notes"].append("no predictions stored yet: feed events with `driftline replay` or `driftline run`")
     days = _span_days(rows, window)
     doc["window"]["days_observed"] = days
+    young = partly_matured_note(rows, maturing(store, config), "FPR, precision, costs and the label balance")
+    if young:
+        doc["notes"].append(young)
     currency = None if config.costs is None else config.costs.currency
     flags = flags_in_force(rows, config.threshold)  # what the arms' flags were made at
     doc.update({"alpha": ALPHA, "threshold": flags.value, "threshold_in_force": flags.to_json(),

@@ -29,6 +29,7 @@ from .estimated import calibrated_block
 from .headline import headline_variant, scope_json
 from .multivariate import multivariate_block, multivariate_result, unsampled_part
 from .references import NoReference, Reference, active_reference_key, load_reference
+from .matured_part import maturing, partly_matured_note
 from .maturity import maturity_hint, maturity_wait
 from .metrics import resolve_window
 from .seasonal import seasonal_block, window_mixture
@@ -283,6 +284,10 @@ def calibration_document(store: Store, config: Config, model: str, window: Windo
         "early_warning": early_warning(stats, cut, "unlabelled").to_json(),
     }
     doc["label_maturity"] = _maturity(store, config, model, window, doc["window"], "calibration")
+    young = partly_matured_note(window_rows(store, model, window, variant, features=False), maturing(store, config),
+                                "reliability, ECE, the Brier score and the prevalence")
+    if young:
+        doc["note"] = young
     method = "given"
     period = matured_after_s
     if period is None:
@@ -365,6 +370,10 @@ def slices_document(store: Store, config: Config, model: str, window: Window) ->
         "worst": [s.to_json() for s in worst_slices(s for f, vals in per.items() if f not in unsliced for s in vals)],
     }
     doc["label_maturity"] = _maturity(store, config, model, window, doc["window"], "slices")
+    young = partly_matured_note(window_rows(store, model, window, headline_variant(config.ab, None), features=False),
+                                maturing(store, config), "the slices' FPR and precision")
     if not config.slices:
         doc["note"] = "no slice features configured: add e.g. `slices: [country, channel]` to the config"
+    elif young:
+        doc["note"] = young
     return doc

@@ -9,9 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..config import Config
+from ..core.events import iso
+from ..core.stats import UNL
 from ..storage.bucket_row import BucketRow
 from ..storage.compaction import COMPACTED_SHARD, DAY_S
 from ..storage.store import Store
+from .windows import merged
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,3 +43,24 @@ def maturing(store: Store, config: Config) -> Maturing | None:
         return None
     b = config.bucket_s
     return Maturing(float(math.floor((newest - after) / b) * b), b, after)
+
+
+def partly_matured_note(rows: Sequence[BucketRow], mat: Maturing | None, what: str) -> str | None:
+    """For a readout that still reads every labelled prediction of its window (`ab`, `slices`, `calibration`):
+    how many of the window's predictions are too young for their implicit label and what that does to `what`;
+    None under the explicit policy or for a window wholly matured."""
+    if mat is None or not rows:
+        return None
+    old = {id(r) for r in mat.rows(rows)}
+    young = [r for r in rows if id(r) not in old]
+    if not young:
+        return None
+    st = merged(young)
+    total = int(merged(list(rows)).conf.sum())
+    awaiting = int(st.conf[UNL].sum())
+    return (f"only part of this window has matured labels: its {int(st.conf.sum()):,} predictions from "
+            f"{iso(mat.before)} on (of {total:,}; {awaiting:,} still awaiting their implicit label, "
+            f"labels.implicit_negative_after) count with their early outcomes but without their negatives: the "
+            f"labelled mix leans toward the positives, so {what} here read biased (precision and prevalence "
+            f"high); `driftline metrics` reads such rates over the matured part alone, and "
+            f"`--at {iso(mat.before)}` reads a window whose labels have all arrived")
