@@ -110,3 +110,24 @@ def test_days_to_power_follow_the_positives_own_label_delay(tmp_path, capsys) ->
     assert basis["delay_source"] == {"control": "positives", "treatment": "positives"}
     assert abs(basis["positives_per_day"]["control"] - per_day) < 0.01 * per_day
     assert abs(basis["pending_positives"]["control"] - now["pending_positives"]) < 0.01 * now["pending_positives"]
+
+
+def test_with_implicit_negatives_only_the_buckets_histogram_is_the_positives() -> None:
+    """Implicit negatives have no outcome and add no delay: with no explicit negative the buckets' histogram is
+    the positives' own, and the join state is not read (None for a store would fail if it were)."""
+    from driftline.core.stats import NEG, POS, BucketStats
+    from driftline.readouts.ab import positives_delays
+    from driftline.readouts.windows import Window
+
+    st = BucketStats()
+    st.conf[POS, 1], st.conf[NEG, 0], st.implicit = 5, 15, 15
+    st.delay[40] = 5
+    got = positives_delays(None, "churn", Window(START, END), "control", st, 5)  # type: ignore[arg-type]
+    assert got is st.delay
+    st.conf[NEG, 0] += 1  # one explicit negative: its delay is in the histogram too, so the join state is read
+    try:
+        positives_delays(None, "churn", Window(START, END), "control", st, 5)  # type: ignore[arg-type]
+    except AttributeError:
+        pass
+    else:
+        raise AssertionError("the join state was not read")

@@ -48,7 +48,7 @@ from ..core.grids import DELAY_EDGES
 from .matured_part import maturing, partly_matured_note
 from .maturity import maturity_hint
 from .metrics import resolve_window
-from ..core.stats import UNL, BucketStats, merge
+from ..core.stats import NEG, UNL, BucketStats, merge
 from ..storage.bucket_row import BucketRow
 from ..storage.compaction import COMPACTED_SHARD, DAY_S
 from ..storage.scores import positive_delay_hist
@@ -267,6 +267,16 @@ def arm_pipeline(rows: list[BucketRow], labelled_positives: int, stats: BucketSt
     return label_pipeline(labelled_positives, stats.delay, DELAY_EDGES, ages, counts, stats.predictions / days)
 
 
+def positives_delays(store: Store, model: str | None, window: Window, arm: str, stats: BucketStats,
+                     positives: int) -> np.ndarray | None:
+    """The arm's positives' label-delay histogram: the buckets' own when every labelled negative is an implicit one
+    (no outcome, no delay: the histogram holds the positives alone), else read from the join state (a scan of the
+    window's held predictions: ~0.6 s an arm for 700,000 on SQLite), None when not all are held."""
+    if int(stats.conf[NEG].sum()) == stats.implicit:
+        return stats.delay
+    return positive_delay_hist(store, model, window.start, window.end, arm, positives)
+
+
 def holm_across_treatments(comparisons: list[dict[str, Any]]) -> None:
     """With several treatments, one Holm family over every treatment's headline metrics (and one over every
     treatment's paired recall/FPR McNemar tests), in place: Holm within each comparison alone let 3 A/A
@@ -349,8 +359,7 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
     ctl = plan.control
     for tr in plan.treatments:
         pipes = tuple(arm_pipeline(by_variant.get(a, []), counts[a].positives, stats[a], window, config.bucket_s, days,
-                                   positive_delay_hist(store, q.model, window.start, window.end, a,
-                                                       counts[a].positives))
+                                   positives_delays(store, q.model, window, a, stats[a], counts[a].positives))
                       for a in (ctl, tr))
         comp = comparison_readout(tr, ctl, counts[tr], counts[ctl], stats[tr], stats[ctl], config, days,
                                   pipes)  # type: ignore[arg-type]
