@@ -166,22 +166,46 @@ def test_the_weekly_report_names_the_matured_part(tmp_path, capsys) -> None:
     assert f"; {awaiting} younger ones still await it" in said[0]
 
 
-def test_ab_slices_and_calibration_say_how_much_of_the_window_awaits_its_label(tmp_path, capsys) -> None:
-    """They still read every labelled prediction of the window (not yet the matured part): they say so, with the
-    hand counts."""
+def test_ab_slices_and_calibration_over_a_partly_matured_window(tmp_path, capsys) -> None:
+    """`calibration` reads reliability and the base rate, `slices` FPR and precision over the matured part, as
+    `metrics` does; `ab` still reads every labelled prediction and says how much of the window awaits its label."""
     base = _replay(tmp_path)
-    young = [r for r in _stream() if r[0] >= 959]  # the window (hours 720..2399) from the boundary on
+    rows = [r for r in _stream() if r[0] >= 30 * 24]
+    old = [r for r in rows if r[0] < 959]
+    young = [r for r in rows if r[0] >= 959]  # the window (hours 720..2399) from the boundary on
     awaiting = sum(1 for r in young if not r[4])
-    said = (f"its {len(young):,} predictions from 2026-07-10T23:00:00Z on (of 6,720; {awaiting:,} still awaiting "
-            f"their implicit label")
     capsys.readouterr()
     assert cli.main([*base, "ab", "--window", "70d", "--json"]) == 0
+    said = (f"its {len(young):,} predictions from 2026-07-10T23:00:00Z on (of 6,720; {awaiting:,} still awaiting "
+            f"their implicit label")
     assert any(said in n for n in json.loads(capsys.readouterr().out)["notes"])
-    assert cli.main([*base, "slices", "--window", "70d", "--json"]) == 0
-    assert said in json.loads(capsys.readouterr().out)["note"]
+    part = (f"are read over its {len(old):,} predictions before 2026-07-10T23:00:00Z (of 6,720), the ones at least "
+            f"labels.implicit_negative_after old; the {len(young):,} younger ones ({awaiting:,} still awaiting their "
+            f"implicit label)")
     assert cli.main([*base, "calibration", "--window", "70d", "--json"]) == 0
-    assert said in json.loads(capsys.readouterr().out)["note"]
+    doc = json.loads(capsys.readouterr().out)
+    assert part in doc["note"]
+    tp = sum(1 for _, _, s, y, _ in old if y and s >= 0.3)
+    fp = sum(1 for _, _, s, y, _ in old if not y and s >= 0.3)
+    _close(doc["base_rate"]["prevalence"]["current"], sum(r[3] for r in old), len(old))  # 0.25; read 0.456
+    _close(doc["base_rate"]["observed_precision"], tp, tp + fp)
+    assert sum(b["n"] for b in doc["calibration"]["reliability"]["width"]["bins"]) == len(old)
     assert cli.main([*base, "calibration", "--window", "70d"]) == 0
-    assert said in " ".join(capsys.readouterr().out.split())
+    assert part in " ".join(capsys.readouterr().out.split())
+    assert cli.main([*base, "slices", "--window", "70d", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert part in doc["note"]
+    for v in doc["features"][0]["values"]:  # plan: pro holds j = 0, 2; basic j = 1, 3
+        js = (0, 2) if v["value"] == "pro" else (1, 3)
+        o = [r for r in old if r[1] in js]
+        k = sum(1 for _, _, s, y, _ in o if y and s >= 0.3)
+        f = sum(1 for _, _, s, y, _ in o if not y and s >= 0.3)
+        neg = sum(1 for r in o if not r[3])
+        _close(v["fpr"], f, neg)
+        if k + f:
+            _close(v["precision"], k, k + f)
+        whole = [r for r in rows if r[1] in js and r[3] and (r[0] < 959 or r[4])]  # recall: every labelled positive
+        if whole:
+            _close(v["recall"], sum(1 for _, _, s, *_ in whole if s >= 0.3), len(whole))
     assert cli.main([*base, "calibration", "--window", "30d", "--at", "2026-07-10T23:00:00Z", "--json"]) == 0
     assert "note" not in json.loads(capsys.readouterr().out)  # wholly matured: nothing to say

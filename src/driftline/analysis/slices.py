@@ -59,28 +59,38 @@ class SliceMetrics:
 
 
 def slice_metrics(feature: str, value: str, conf: np.ndarray, target_recall: float | None = 0.7,
-                  target_fpr: float | None = None) -> SliceMetrics:
-    """Rates of one slice from its 3×2 conf array (rows NEG/POS/UNL, columns unflagged/flagged)."""
+                  target_fpr: float | None = None, matured: np.ndarray | None = None) -> SliceMetrics:
+    """Rates of one slice from its 3×2 conf array (rows NEG/POS/UNL, columns unflagged/flagged). `matured`: the
+    slice's conf over the window's matured part (implicit-negative policy, readouts.matured_part), which FPR and
+    precision are read over (its early positives come without their negatives); recall and alert rate, the
+    counts: the whole window's."""
     c = np.asarray(conf, dtype=np.int64)
     tp, fn, fp, tn = int(c[POS, 1]), int(c[POS, 0]), int(c[NEG, 1]), int(c[NEG, 0])
     unl = int(c[UNL].sum())
-    recall, fpr = rate(tp, tp + fn), rate(fp, fp + tn)
+    m = c if matured is None else np.asarray(matured, dtype=np.int64)
+    m_tp, m_fp, m_tn = int(m[POS, 1]), int(m[NEG, 1]), int(m[NEG, 0])
+    recall, fpr = rate(tp, tp + fn), rate(m_fp, m_fp + m_tn)
     gaps: list[tuple[float, str]] = []
     if target_recall is not None and recall.high is not None:
         gaps.append((target_recall - recall.high, "recall"))
     if target_fpr is not None and fpr.low is not None:
         gaps.append((fpr.low - target_fpr, "fpr"))
     gap, metric = max(gaps) if gaps else (None, None)
-    return SliceMetrics(feature, value, tp, fp, fn, tn, unl, recall, fpr, rate(tp, tp + fp),
+    return SliceMetrics(feature, value, tp, fp, fn, tn, unl, recall, fpr, rate(m_tp, m_tp + m_fp),
                         rate(int(c[:, 1].sum()), int(c.sum())), gap, metric)
 
 
 def slices_of(per_feature: Mapping[str, Mapping[str, np.ndarray]], features: Iterable[str],
-              target_recall: float | None = 0.7, target_fpr: float | None = None) -> dict[str, list[SliceMetrics]]:
-    """Slice metrics for each requested feature, values worst first (`severity_key`, as the worst list)."""
+              target_recall: float | None = 0.7, target_fpr: float | None = None,
+              matured: Mapping[str, Mapping[str, np.ndarray]] | None = None) -> dict[str, list[SliceMetrics]]:
+    """Slice metrics for each requested feature, values worst first (`severity_key`, as the worst list);
+    `matured`: per feature and value, the conf of the window's matured part (slice_metrics), when it differs."""
     out: dict[str, list[SliceMetrics]] = {}
+    empty = np.zeros((3, 2), dtype=np.int64)
     for name in features:
-        vals = [slice_metrics(name, v, c, target_recall, target_fpr) for v, c in per_feature.get(name, {}).items()]
+        old = None if matured is None else matured.get(name, {})
+        vals = [slice_metrics(name, v, c, target_recall, target_fpr, None if old is None else old.get(v, empty))
+                for v, c in per_feature.get(name, {}).items()]
         out[name] = sorted(vals, key=severity_key)
     return out
 

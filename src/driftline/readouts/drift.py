@@ -29,7 +29,7 @@ from .estimated import calibrated_block
 from .headline import headline_variant, scope_json
 from .multivariate import multivariate_block, multivariate_result, unsampled_part
 from .references import NoReference, Reference, active_reference_key, load_reference
-from .matured_part import maturing, partly_matured_note
+from .matured_part import matured_split, maturing
 from .maturity import maturity_hint, maturity_wait
 from .metrics import resolve_window
 from .seasonal import seasonal_block, window_mixture
@@ -269,23 +269,25 @@ def calibration_document(store: Store, config: Config, model: str, window: Windo
     """
     scope = scope_json(config.ab, variant)
     variant = headline_variant(config.ab, variant)  # shadow mode: the production arm only
-    stats = _stats(store, model, window, variant, False)
+    rows = window_rows(store, model, window, variant, features=False)
+    stats = merged(rows)
+    old_rows, young = matured_split(rows, maturing(store, config), "reliability, ECE, the Brier decomposition, "
+                                    "temperature and the base rate (prevalence)")
+    labelled = stats if old_rows is None else merged(old_rows)  # implicit negatives: the matured part
     active = active_reference(store, model)
     ref, profile = active if active is not None else (None, None)
-    bre = base_rate_effect(stats, ref.confusion_stats() if ref else None,
+    bre = base_rate_effect(labelled, ref.confusion_stats() if ref else None,
                            profile.prevalence if profile is not None else None)
     cut = threshold_in_force(stats, config.threshold)  # events may carry their own threshold
     doc: dict[str, Any] = {
         "model": model, "variant": None if scope else variant, "scope": scope, "threshold": cut,
         "threshold_in_force": cut, "config_threshold": config.threshold, "window": _window_json(window, stats),
         "reference": None if ref is None else {**ref.summary(), "prevalence": profile.prevalence if profile else None},
-        "calibration": calibration_report(stats).to_json(),
+        "calibration": calibration_report(labelled).to_json(),
         "base_rate": bre.to_json(),
         "early_warning": early_warning(stats, cut, "unlabelled").to_json(),
     }
     doc["label_maturity"] = _maturity(store, config, model, window, doc["window"], "calibration")
-    young = partly_matured_note(window_rows(store, model, window, variant, features=False), maturing(store, config),
-                                "reliability, ECE, the Brier score and the prevalence")
     if young:
         doc["note"] = young
     method = "given"
@@ -356,9 +358,13 @@ def slices_document(store: Store, config: Config, model: str, window: Window) ->
     """`driftline slices --json`: per configured slice feature and value, recall, FPR, precision and alert
     rate with Wilson intervals and counts (indicative below 30 labelled), and the worst slices ranked by
     how far their interval misses the targets."""
-    stats = _stats(store, model, window, headline_variant(config.ab, None), False)
+    rows = window_rows(store, model, window, headline_variant(config.ab, None), features=False)
+    stats = merged(rows)
+    old_rows, young = matured_split(rows, maturing(store, config), "the slices' FPR and precision (and the "
+                                    "ranking by FPR)")
     t_recall, t_fpr = slice_targets(config)
-    per = slices_of(stats.slices, config.slices, t_recall, t_fpr)
+    per = slices_of(stats.slices, config.slices, t_recall, t_fpr,
+                    None if old_rows is None else merged(old_rows).slices)
     unsliced = carried_by_none(per)  # its one slice, 'missing', is the whole window: never a worst slice
     near = slice_hints(store, config, model, window, stats, unsliced) if stats.predictions else {}
     doc: dict[str, Any] = {
@@ -370,8 +376,6 @@ def slices_document(store: Store, config: Config, model: str, window: Window) ->
         "worst": [s.to_json() for s in worst_slices(s for f, vals in per.items() if f not in unsliced for s in vals)],
     }
     doc["label_maturity"] = _maturity(store, config, model, window, doc["window"], "slices")
-    young = partly_matured_note(window_rows(store, model, window, headline_variant(config.ab, None), features=False),
-                                maturing(store, config), "the slices' FPR and precision")
     if not config.slices:
         doc["note"] = "no slice features configured: add e.g. `slices: [country, channel]` to the config"
     elif young:

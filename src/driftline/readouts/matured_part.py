@@ -64,3 +64,24 @@ def partly_matured_note(rows: Sequence[BucketRow], mat: Maturing | None, what: s
             f"labelled mix leans toward the positives, so {what} here read biased (precision and prevalence "
             f"high); `driftline metrics` reads such rates over the matured part alone, and "
             f"`--at {iso(mat.before)}` reads a window whose labels have all arrived")
+
+
+def matured_split(rows: Sequence[BucketRow], mat: Maturing | None, what: str
+                  ) -> tuple[list[BucketRow] | None, str | None]:
+    """For a readout that reads `what` over the matured part of its window: the matured rows and the note saying
+    so (how many predictions that leaves out, how many of them still await their implicit label); (None, None)
+    under the explicit policy or for a window wholly matured (read `what` over every row)."""
+    if mat is None or not rows:
+        return None, None
+    old = mat.rows(rows)
+    if len(old) == len(rows):
+        return None, None
+    ids = {id(r) for r in old}
+    young = merged([r for r in rows if id(r) not in ids])
+    n_old = int(merged(old).conf.sum()) if old else 0
+    n_young = int(young.conf.sum())
+    return old, (f"only part of this window has matured labels: {what} are read over its {n_old:,} predictions "
+                 f"before {iso(mat.before)} (of {n_old + n_young:,}), the ones at least "
+                 f"labels.implicit_negative_after old; the {n_young:,} younger ones "
+                 f"({int(young.conf[UNL].sum()):,} still awaiting their implicit label) are left out of them, as "
+                 f"their early outcomes come without their negatives")
