@@ -1,6 +1,7 @@
 """The matured part of a window under the implicit-negative policy: its buckets whose every prediction is at least
 `labels.implicit_negative_after` old at the newest stored event (so has an outcome or its implicit negative label),
-read by window_metrics for the metrics that need labelled negatives (analysis.matured says why)."""
+read for the numbers that need labelled negatives (analysis.matured says why) by window_metrics (metrics, triggers,
+exporter, report), calibration and slices; `ab` only says how much of its window is younger."""
 
 from __future__ import annotations
 
@@ -46,9 +47,9 @@ def maturing(store: Store, config: Config) -> Maturing | None:
 
 
 def partly_matured_note(rows: Sequence[BucketRow], mat: Maturing | None, what: str) -> str | None:
-    """For a readout that still reads every labelled prediction of its window (`ab`, `slices`, `calibration`):
-    how many of the window's predictions are too young for their implicit label and what that does to `what`;
-    None under the explicit policy or for a window wholly matured."""
+    """For a readout that still reads every labelled prediction of its window (`ab`; `slices` and `calibration`
+    read the matured part: matured_split): how many of the window's predictions are too young for their implicit
+    label and what that does to `what`; None under the explicit policy or for a window wholly matured."""
     if mat is None or not rows:
         return None
     old = {id(r) for r in mat.rows(rows)}
