@@ -16,7 +16,8 @@ from scipy.stats import chisquare
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import confint_proportions_2indep
 
-from driftline.readouts.ab import ABQuery, ab_document, costs_from_config, plan_arms, sequential_more_needed
+from driftline.readouts.ab import ABQuery, ab_document, costs_from_config, plan_arms
+from driftline.readouts.ab_sequential import sequential_more_needed
 from driftline.analysis.abstats import ArmCounts, compare_proportions, holm
 from driftline.analysis.label_balance import label_balance
 from driftline.analysis.costs import cost_difference, cost_per_1000

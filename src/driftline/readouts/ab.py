@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 from .ab_shadow import ALPHA, independent_intervals, paired_readout, shadow_pairs
+from .ab_sequential import cost_sequential, seq_plan, sequential_more_needed
 from .ab_verdict import verdict
 from ..analysis.abstats import HEADLINE_METRICS, ArmCounts, arm_metrics, compare_arms, holm, srm_check
 from ..analysis.label_balance import label_balance
@@ -40,7 +40,7 @@ from ..analysis.costs import Costs, cost_difference, cost_per_1000
 from ..analysis.flag_thresholds import flag_note
 from ..analysis.label_pipeline import LabelPipeline, days_until, label_pipeline
 from ..analysis.power import POWER, recall_power
-from ..analysis.sequential import SequentialPlan, cs_difference, cs_from_standard_error, mixture_margin
+from ..analysis.sequential import SequentialPlan, cs_difference
 from ..config import AB, Config
 from ..config_checks import old_shadow_shares
 from ..config import Costs as CostConfig
@@ -110,35 +110,6 @@ def plan_arms(ab: AB, found: Iterable[str]) -> ArmPlan:
     return ArmPlan({a: 1.0 / len(variants) for a in variants}, control, notes)
 
 
-# --- sequential: how many more observations until the always-valid interval excludes 0 -------------
-def sequential_more_needed(k_t: int, n_t: int, k_c: int, n_c: int, plan: SequentialPlan,
-                           limit: float = 1e9) -> int | None:
-    """Further observations (both arms together, same split) after which the always-valid interval would
-    exclude 0 if the observed difference and per-observation variance stayed as they are; 0 if it already
-    does; None when the difference is 0 or undefined, or the answer exceeds `limit`."""
-    s = cs_difference(k_t, n_t, k_c, n_c, plan)
-    if s.diff is None or s.diff == 0 or min(n_t, n_c) == 0:
-        return None
-    if s.excludes_zero:
-        return 0
-    t = n_t + n_c
-    pt, pc = (k_t + 1.0) / (n_t + 2.0), (k_c + 1.0) / (n_c + 2.0)
-    sigma = math.sqrt(t * (pt * (1 - pt) / n_t + pc * (1 - pc) / n_c))
-    gap = abs(s.diff)
-
-    def excess(x: float) -> float:
-        return sigma * mixture_margin(x, plan.rho2, plan.alpha) - gap
-
-    hi = float(t)
-    while excess(hi) >= 0:
-        hi *= 2.0
-        if hi > limit:
-            return None
-    lo = hi / 2.0 if hi > t else float(t)
-    root = brentq(excess, lo, hi) if excess(lo) > 0 else lo
-    return max(1, math.ceil(root - t))
-
-
 # --- assembly --------------------------------------------------------------------------------------------
 def _span_days(rows: list[BucketRow], window: Window) -> float:
     """Days of the window that hold data: from the first stored bucket (or window start) to the end."""
@@ -176,25 +147,6 @@ def arm_readout(stats: BucketStats, costs: Costs, cost_cfg: CostConfig | None, s
     return doc
 
 
-def _seq_plan(ab: AB, metric: str, t: ArmCounts, c: ArmCounts) -> SequentialPlan:
-    """The plan in the metric's units: planned positives × pooled (n_metric / positives)."""
-    pos = t.positives + c.positives
-    n = t.metric_counts(metric)[1] + c.metric_counts(metric)[1]
-    if metric == "recall" or pos == 0 or n == 0:
-        return SequentialPlan(float(ab.planned_positives), ALPHA)
-    return SequentialPlan(ab.planned_positives * n / pos, ALPHA)
-
-
-def _cost_sequential(diff: float | None, se: float | None, t: ArmCounts, c: ArmCounts,
-                     ab: AB) -> dict[str, Any]:
-    """Always-valid interval of the cost difference from its delta-method standard error (one observation = one
-    prediction; the plan is planned positives × pooled predictions / positives)."""
-    n, pos = t.predictions + c.predictions, t.positives + c.positives
-    plan = SequentialPlan(ab.planned_positives * (n / pos if pos else 1.0), ALPHA)
-    s = cs_from_standard_error(diff, se, n, plan)
-    return {"seq_low": s.low, "seq_high": s.high, "seq_excludes_zero": s.excludes_zero}
-
-
 def comparison_readout(treatment: str, control: str, t: ArmCounts, c: ArmCounts, st: BucketStats,
                        sc: BucketStats, config: Config, days: float,
                        pipes: tuple[LabelPipeline | None, LabelPipeline | None] = (None, None)) -> dict[str, Any]:
@@ -206,7 +158,7 @@ def comparison_readout(treatment: str, control: str, t: ArmCounts, c: ArmCounts,
     metrics: dict[str, Any] = {}
     for m in HEADLINE_METRICS:
         pc = comp.metrics[m]
-        plan = _seq_plan(config.ab, m, t, c)
+        plan = seq_plan(config.ab, m, t, c)
         seq = cs_difference(pc.k_t, pc.n_t, pc.k_c, pc.n_c, plan)
         entry = pc.to_json()
         entry.update({"seq_low": seq.low, "seq_high": seq.high, "seq_t": seq.t,
@@ -216,7 +168,7 @@ def comparison_readout(treatment: str, control: str, t: ArmCounts, c: ArmCounts,
         metrics[m] = entry
     costs = costs_from_config(config.costs)
     cd = cost_difference(t, c, costs, ALPHA)
-    cost_seq = _cost_sequential(cd.diff, cd.se, t, c, config.ab)
+    cost_seq = cost_sequential(cd.diff, cd.se, t, c, config.ab)
     lb = label_balance(t, c, names=(treatment, control), delay_t=st.delay, delay_c=sc.delay,
                        delay_edges=DELAY_EDGES)
     per_day = min(t.positives, c.positives) / days if days > 0 else None
