@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import yaml
-from statsmodels.stats.proportion import proportion_confint
+from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
 from driftline import cli
 
@@ -37,11 +37,17 @@ def _stream() -> list[tuple[int, int, float, int, bool]]:
     return out
 
 
-def _replay(tmp_path, triggers: list[dict] | None = None) -> list[str]:
+def _arm(h: int) -> str:
+    """The variant of hour h's predictions in the two-arm stream: B on odd days."""
+    return "B" if (h // 24) % 2 else "A"
+
+
+def _replay(tmp_path, triggers: list[dict] | None = None, arms: bool = False, extra: dict | None = None) -> list[str]:
     lines = []
     for h, j, score, y, stored in _stream():
         ts = START + h * HOUR + 1800
-        lines.append(pred(f"c{h}-{j}", score, ts, model="churn", features={"plan": "basic" if j % 2 else "pro"}))
+        lines.append(pred(f"c{h}-{j}", score, ts, variant=_arm(h) if arms else "A", model="churn",
+                          features={"plan": "basic" if j % 2 else "pro"}))
         if stored:
             lines.append(outcome(f"c{h}-{j}", 1, ts + (30 + h % 31) * DAY))
     lines.sort(key=lambda raw: json.loads(raw)["ts"])
@@ -49,7 +55,7 @@ def _replay(tmp_path, triggers: list[dict] | None = None) -> list[str]:
     cfg = tmp_path / "c.yaml"
     labels = {"policy": "implicit_negative_after", "implicit_negative_after": "60d", "horizon": "90d"}
     cfg.write_text(yaml.safe_dump({"model": "churn", "threshold": 0.3, "window": "70d", "triggers": triggers or [],
-                                   "labels": labels, "slices": ["plan"]}))
+                                   "labels": labels, "slices": ["plan"], **(extra or {})}))
     base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
     assert cli.main([*base, "replay", str(tmp_path / "e.jsonl"), "--json"]) == 0
     return base
@@ -168,7 +174,7 @@ def test_the_weekly_report_names_the_matured_part(tmp_path, capsys) -> None:
 
 def test_ab_slices_and_calibration_over_a_partly_matured_window(tmp_path, capsys) -> None:
     """`calibration` reads reliability and the base rate, `slices` FPR and precision over the matured part, as
-    `metrics` does; `ab` still reads every labelled prediction and says how much of the window awaits its label."""
+    `metrics` does (and `ab`: test_ab_reads_fpr_precision_costs_and_plans_over_the_matured_part)."""
     base = _replay(tmp_path)
     rows = [r for r in _stream() if r[0] >= 30 * 24]
     old = [r for r in rows if r[0] < 959]
@@ -176,12 +182,10 @@ def test_ab_slices_and_calibration_over_a_partly_matured_window(tmp_path, capsys
     awaiting = sum(1 for r in young if not r[4])
     capsys.readouterr()
     assert cli.main([*base, "ab", "--window", "70d", "--json"]) == 0
-    said = (f"its {len(young):,} predictions from 2026-07-10T23:00:00Z on (of 6,720; {awaiting:,} still awaiting "
-            f"their implicit label")
-    assert any(said in n for n in json.loads(capsys.readouterr().out)["notes"])
     part = (f"are read over its {len(old):,} predictions before 2026-07-10T23:00:00Z (of 6,720), the ones at least "
             f"labels.implicit_negative_after old; the {len(young):,} younger ones ({awaiting:,} still awaiting their "
             f"implicit label)")
+    assert any(part in n for n in json.loads(capsys.readouterr().out)["notes"])
     assert cli.main([*base, "calibration", "--window", "70d", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert part in doc["note"]
@@ -209,3 +213,56 @@ def test_ab_slices_and_calibration_over_a_partly_matured_window(tmp_path, capsys
             _close(v["recall"], sum(1 for _, _, s, *_ in whole if s >= 0.3), len(whole))
     assert cli.main([*base, "calibration", "--window", "30d", "--at", "2026-07-10T23:00:00Z", "--json"]) == 0
     assert "note" not in json.loads(capsys.readouterr().out)  # wholly matured: nothing to say
+
+
+def test_ab_reads_fpr_precision_costs_and_plans_over_the_matured_part(tmp_path, capsys) -> None:
+    """Two arms (B on odd days) over the same stream: each arm's FPR and precision, their Newcombe difference,
+    the always-valid plans and the costs come from the matured part (hours 720..958), as `metrics --variant` reads
+    them; recall and the alert rate from the whole window. Before, precision read A 247/307 = 0.805 (the early
+    positives of 5,764 young predictions without their negatives) where `metrics` read 96/156 = 0.615."""
+    costs = {"currency": "EUR", "monthly_volume": 100000, "missed_positive": 100.0, "review_per_flag": 2.0}
+    base = _replay(tmp_path, arms=True, extra={"costs": costs, "ab": {"planned_positives": 500}})
+    capsys.readouterr()
+    assert cli.main([*base, "ab", "--window", "70d", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rows = [r for r in _stream() if r[0] >= 30 * 24]
+    arm = {a: [r for r in rows if _arm(r[0]) == a] for a in ("A", "B")}
+    old = {a: [r for r in rs if r[0] < 959] for a, rs in arm.items()}
+    hand = {}
+    for a in ("A", "B"):
+        o = old[a]
+        tp = sum(1 for _, _, s, y, _ in o if y and s >= 0.3)
+        fp = sum(1 for _, _, s, y, _ in o if not y and s >= 0.3)
+        fn = sum(1 for _, _, s, y, _ in o if y and s < 0.3)
+        tn = sum(1 for _, _, s, y, _ in o if not y and s < 0.3)
+        hand[a] = (tp, fp, fn, tn)
+        got = doc["arms"][a]
+        assert got["matured"]["counts"] == {"tp": tp, "fp": fp, "fn": fn, "tn": tn, "unl_flagged": 0,
+                                            "unl_unflagged": 0}
+        assert got["matured"]["predictions"] == len(o)
+        _close(got["precision"], tp, tp + fp)
+        _close(got["fpr"], fp, fp + tn)
+        lab_pos = [r for r in arm[a] if r[3] and (r[0] < 959 or r[4])]  # recall: every labelled positive
+        _close(got["recall"], sum(1 for _, _, s, *_ in lab_pos if s >= 0.3), len(lab_pos))
+        flagged = sum(1 for r in arm[a] if r[2] >= 0.3)
+        _close(got["alert_rate"], flagged, len(arm[a]))
+        # cost per prediction: review 2 per flag at the whole window's alert rate, 100 per miss at the matured
+        # part's miss share among the unflagged (analysis.costs: m + r·a + c_fn·(1−a)·q)
+        alert = flagged / len(arm[a])
+        assert abs(got["cost_per_1000"]["value"] - 1000 * (2 * alert + 100 * (1 - alert) * fn / (fn + tn))) < 1e-9
+        assert cli.main([*base, "metrics", "--window", "70d", "--variant", a, "--json"]) == 0
+        m = json.loads(capsys.readouterr().out)["metrics"]
+        assert m["precision"]["value"] == got["precision"]["value"] and m["fpr"]["n"] == got["fpr"]["n"]
+    assert (hand["A"][0], hand["A"][0] + hand["A"][1]) == (96, 156)
+    comp = doc["comparisons"][0]["metrics"]
+    (tpb, fpb, fnb, tnb), (tpa, fpa, fna, tna) = hand["B"], hand["A"]
+    for name, kt, nt, kc, nc in (("precision", tpb, tpb + fpb, tpa, tpa + fpa),
+                                 ("fpr", fpb, fpb + tnb, fpa, fpa + tna)):
+        low, high = confint_proportions_2indep(kt, nt, kc, nc, method="newcomb", compare="diff")
+        c = comp[name]
+        assert abs(c["diff"] - (kt / nt - kc / nc)) < 1e-12
+        assert abs(c["low"] - low) < 1e-9 and abs(c["high"] - high) < 1e-9
+        # the plan in the metric's units: planned positives × pooled n_metric / positives, of the matured part
+        assert abs(c["seq_planned_per_arm"] - 500 * (nt + nc) / (tpb + fnb + tpa + fna)) < 1e-9, (name, c)
+    assert any("each arm's FPR and precision" in n and "are read over its 956 predictions before "
+               "2026-07-10T23:00:00Z (of 6,720)" in n for n in doc["notes"])

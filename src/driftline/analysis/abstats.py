@@ -39,6 +39,9 @@ class ArmCounts:
     tn: int
     unl_flagged: int = 0
     unl_unflagged: int = 0
+    matured: ArmCounts | None = None
+    """Under the implicit-negative policy, over a window reaching into the maturity period: the counts of its matured
+    part, which FPR and precision (and costs, plans) read (analysis.matured says why); None: these counts."""
 
     @classmethod
     def from_conf(cls, conf: np.ndarray) -> ArmCounts:
@@ -67,12 +70,29 @@ class ArmCounts:
     def negatives(self) -> int:
         return self.fp + self.tn
 
+    @property
+    def negative_reading(self) -> ArmCounts:
+        """The counts the numbers that read labelled negatives come from: the matured part's when set."""
+        return self if self.matured is None else self.matured
+
+    @property
+    def for_costs(self) -> ArmCounts:
+        """The counts of the stratified cost estimate (analysis.costs): with a matured part, its labelled cells
+        (miss share, precision) and the rest of the window's predictions as unlabelled (the alert rate stays the
+        whole window's, as in `metrics`); else these."""
+        m = self.matured
+        if m is None:
+            return self
+        return ArmCounts(m.tp, m.fp, m.fn, m.tn, self.flagged - m.tp - m.fp,
+                         self.predictions - self.flagged - m.fn - m.tn)
+
     def metric_counts(self, metric: str) -> tuple[int, int]:
-        """(k, n) behind a headline metric or label coverage."""
+        """(k, n) behind a headline metric or label coverage (FPR and precision: of `negative_reading`)."""
+        m = self.negative_reading
         table = {
             "recall": (self.tp, self.positives),
-            "fpr": (self.fp, self.negatives),
-            "precision": (self.tp, self.tp + self.fp),
+            "fpr": (m.fp, m.negatives),
+            "precision": (m.tp, m.tp + m.fp),
             "alert_rate": (self.flagged, self.predictions),
             "label_coverage": (self.labelled, self.predictions),
         }

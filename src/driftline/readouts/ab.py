@@ -8,7 +8,8 @@ JSON contract (stable; extra fields may be added):
 {"design": "split"|"shadow", "control": "A", "window": {...},
  "arms": {"A": {"predictions", "labelled", "positives", "recall", "fpr", "precision", "alert_rate",
                 "label_coverage": each {"value", "low", "high", "n"}, "cost_per_1000": {"value", "low", "high"},
-                "label_delay_seconds": {"p50", "p95"}}, ...},
+                "label_delay_seconds": {"p50", "p95"},
+                "matured": null | {"predictions", "labelled", "positives", "negatives", "counts"}}, ...},
  "comparisons": [{"treatment": "B", "metrics": {"recall", "fpr", "precision", "alert_rate": each
                   {"diff", "low", "high", "p_value", "p_holm", "rel_lift": {"value", "low", "high"},
                    "seq_low", "seq_high", "counts": {...}}},
@@ -20,10 +21,16 @@ Always-valid intervals are tuned by `ab.planned_positives` (labelled positives p
 metrics the plan is converted to their units with the window's pooled ratio n_metric / positives (for
 FPR this is SequentialPlan.for_negatives at the pooled prevalence). They are valid over repeated looks
 when the window starts at the start of the experiment.
+
+Under `labels.policy: implicit_negative_after`, over a window reaching into the maturity period, FPR and precision
+(per arm, their differences and plans) and the costs' miss share and precision come from the window's matured part
+(matured_part: the boundary of `metrics`), each arm's counts of it in `matured`; recall, alert rate, label coverage,
+label balance and power stay the whole window's (analysis.matured says why).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -45,7 +52,7 @@ from ..config import AB, Config
 from ..config_checks import old_shadow_shares
 from ..config import Costs as CostConfig
 from ..core.grids import DELAY_EDGES
-from .matured_part import maturing, partly_matured_note
+from .matured_part import matured_split, maturing
 from .maturity import maturity_hint
 from .metrics import resolve_window
 from ..core.stats import NEG, UNL, BucketStats, merge
@@ -119,16 +126,21 @@ def _span_days(rows: list[BucketRow], window: Window) -> float:
     return max(window.end - first, 1.0) / 86400.0
 
 
-def arm_readout(stats: BucketStats, costs: Costs, cost_cfg: CostConfig | None, share: float) -> dict[str, Any]:
+def arm_readout(stats: BucketStats, costs: Costs, cost_cfg: CostConfig | None, share: float,
+                c: ArmCounts | None = None) -> dict[str, Any]:
     """One arm: counts, Wilson rates, label coverage and delay, cost per 1,000 and per month (None for both
-    without a `costs:` section)."""
-    c = ArmCounts.from_conf(stats.conf)
+    without a `costs:` section); `c` the arm's counts (with their matured part: FPR, precision, the cost's miss
+    share and precision read it), by default the stats' own."""
+    c = ArmCounts.from_conf(stats.conf) if c is None else c
     doc: dict[str, Any] = arm_metrics(c, ALPHA).to_json()
+    doc["matured"] = None if c.matured is None else {
+        "predictions": c.matured.predictions, "labelled": c.matured.labelled, "positives": c.matured.positives,
+        "negatives": c.matured.negatives, "counts": c.matured.to_json()}
     if cost_cfg is None:
         doc.update({"expected_share": share, "counts": c.to_json(), "cost_per_1000": None,
                     "label_delay_seconds": delay_quantiles(stats.delay), "monthly": None})
         return doc
-    cost = cost_per_1000(c, costs, ALPHA)
+    cost = cost_per_1000(c.for_costs, costs, ALPHA)
     scale = cost_cfg.monthly_volume / 1000.0
     alert = doc["alert_rate"]
     hours = cost_cfg.monthly_volume * cost_cfg.review_minutes / 60.0
@@ -167,7 +179,7 @@ def comparison_readout(treatment: str, control: str, t: ArmCounts, c: ArmCounts,
                       "seq_more_needed": sequential_more_needed(pc.k_t, pc.n_t, pc.k_c, pc.n_c, plan)})
         metrics[m] = entry
     costs = costs_from_config(config.costs)
-    cd = cost_difference(t, c, costs, ALPHA)
+    cd = cost_difference(t.for_costs, c.for_costs, costs, ALPHA)
     cost_seq = cost_sequential(cd.diff, cd.se, t, c, config.ab)
     lb = label_balance(t, c, names=(treatment, control), delay_t=st.delay, delay_c=sc.delay,
                        delay_edges=DELAY_EDGES)
@@ -254,6 +266,12 @@ def design_text(design: str, control: str | None) -> str:
     return words if control is None else f"{words}, control arm {control!r}"
 
 
+MATURED_WORDS = ("each arm's FPR and precision, their differences, intervals and always-valid plans, and the costs "
+                 "(recall, alert rate, label coverage, label balance and power: the whole window's labelled "
+                 "predictions; shadow mode's paired tests: every joined pair)")
+"""What `ab` reads over the matured part of a window (matured_split's note)."""
+
+
 def _empty_doc(config: Config, q: ABQuery, window: Window, plan: ArmPlan) -> dict[str, Any]:
     return {"design": config.ab.design, "control": plan.control, "model": q.model, "window": window.to_json(),
             "design_text": design_text(config.ab.design, plan.control),
@@ -278,7 +296,8 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
         doc["notes"].append("no predictions stored yet: feed events with `driftline replay` or `driftline run`")
     days = _span_days(rows, window)
     doc["window"]["days_observed"] = days
-    young = partly_matured_note(rows, maturing(store, config), "FPR, precision, costs and the label balance")
+    mat = maturing(store, config)
+    old_rows, young = matured_split(rows, mat, MATURED_WORDS)
     if young:
         doc["notes"].append(young)
     currency = None if config.costs is None else config.costs.currency
@@ -297,9 +316,12 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
         return doc
     stats = {a: merged(by_variant.get(a, [])) for a in plan.shares}
     counts = {a: ArmCounts.from_conf(s.conf) for a, s in stats.items()}
+    if old_rows is not None and mat is not None:  # the same boundary as `metrics`: matured_part.Maturing.rows
+        counts = {a: dataclasses.replace(c, matured=ArmCounts.from_conf(merged(mat.rows(by_variant.get(a, []))).conf))
+                  for a, c in counts.items()}
     costs = costs_from_config(config.costs)
     for a in sorted(plan.shares):
-        doc["arms"][a] = arm_readout(stats[a], costs, config.costs, plan.shares[a])
+        doc["arms"][a] = arm_readout(stats[a], costs, config.costs, plan.shares[a], counts[a])
         doc["arms"][a]["model_versions"] = sorted({r.model_version for r in by_variant.get(a, [])})
         doc["arms"][a]["threshold_in_force"] = flags_in_force(by_variant.get(a, []), config.threshold).to_json()
     shadow = config.ab.design == "shadow"

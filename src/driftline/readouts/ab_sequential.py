@@ -43,7 +43,10 @@ def sequential_more_needed(k_t: int, n_t: int, k_c: int, n_c: int, plan: Sequent
 
 
 def seq_plan(ab: AB, metric: str, t: ArmCounts, c: ArmCounts) -> SequentialPlan:
-    """The plan in the metric's units: planned positives × pooled (n_metric / positives)."""
+    """The plan in the metric's units: planned positives × pooled (n_metric / positives); for FPR and precision
+    the ratio of the counts they read (the matured part's, under the implicit-negative policy)."""
+    if metric in ("fpr", "precision"):
+        t, c = t.negative_reading, c.negative_reading
     pos = t.positives + c.positives
     n = t.metric_counts(metric)[1] + c.metric_counts(metric)[1]
     if metric == "recall" or pos == 0 or n == 0:
@@ -54,8 +57,11 @@ def seq_plan(ab: AB, metric: str, t: ArmCounts, c: ArmCounts) -> SequentialPlan:
 def cost_sequential(diff: float | None, se: float | None, t: ArmCounts, c: ArmCounts,
                     ab: AB) -> dict[str, Any]:
     """Always-valid interval of the cost difference from its delta-method standard error (one observation = one
-    prediction; the plan is planned positives × pooled predictions / positives)."""
-    n, pos = t.predictions + c.predictions, t.positives + c.positives
-    plan = SequentialPlan(ab.planned_positives * (n / pos if pos else 1.0), ALPHA)
+    prediction; the plan is planned positives × pooled predictions / positives, that ratio of the counts the miss
+    share reads: the matured part's, under the implicit-negative policy)."""
+    n = t.predictions + c.predictions
+    mt, mc = t.negative_reading, c.negative_reading
+    ratio = (mt.predictions + mc.predictions) / (mt.positives + mc.positives) if mt.positives + mc.positives else 1.0
+    plan = SequentialPlan(ab.planned_positives * ratio, ALPHA)
     s = cs_from_standard_error(diff, se, n, plan)
     return {"seq_low": s.low, "seq_high": s.high, "seq_excludes_zero": s.excludes_zero}

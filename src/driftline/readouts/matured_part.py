@@ -1,7 +1,7 @@
 """The matured part of a window under the implicit-negative policy: its buckets whose every prediction is at least
 `labels.implicit_negative_after` old at the newest stored event (so has an outcome or its implicit negative label),
 read for the numbers that need labelled negatives (analysis.matured says why) by window_metrics (metrics, triggers,
-exporter, report), calibration and slices; `ab` only says how much of its window is younger."""
+exporter, report), calibration, slices and ab (its arms' FPR, precision, costs and always-valid plans)."""
 
 from __future__ import annotations
 
@@ -44,27 +44,6 @@ def maturing(store: Store, config: Config) -> Maturing | None:
         return None
     b = config.bucket_s
     return Maturing(float(math.floor((newest - after) / b) * b), b, after)
-
-
-def partly_matured_note(rows: Sequence[BucketRow], mat: Maturing | None, what: str) -> str | None:
-    """For a readout that still reads every labelled prediction of its window (`ab`; `slices` and `calibration`
-    read the matured part: matured_split): how many of the window's predictions are too young for their implicit
-    label and what that does to `what`; None under the explicit policy or for a window wholly matured."""
-    if mat is None or not rows:
-        return None
-    old = {id(r) for r in mat.rows(rows)}
-    young = [r for r in rows if id(r) not in old]
-    if not young:
-        return None
-    st = merged(young)
-    total = int(merged(list(rows)).conf.sum())
-    awaiting = int(st.conf[UNL].sum())
-    return (f"only part of this window has matured labels: its {int(st.conf.sum()):,} predictions from "
-            f"{iso(mat.before)} on (of {total:,}; {awaiting:,} still awaiting their implicit label, "
-            f"labels.implicit_negative_after) count with their early outcomes but without their negatives: the "
-            f"labelled mix leans toward the positives, so {what} here read biased (precision and prevalence "
-            f"high); `driftline metrics` reads such rates over the matured part alone, and "
-            f"`--at {iso(mat.before)}` reads a window whose labels have all arrived")
 
 
 def matured_split(rows: Sequence[BucketRow], mat: Maturing | None, what: str
