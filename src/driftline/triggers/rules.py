@@ -17,11 +17,9 @@ same condition); without it, these rules are the sender.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .. import numbers
 from ..config import Config
 from ..durations import format_duration
 from ..terminal import visible_exact
@@ -29,6 +27,7 @@ from ..core.labels import AGGREGATE
 from .metrics import canonical, info
 from .mixin import DEFAULT
 from .model import Rule
+from .rule_text import TITLES, fmt_line, literal, ratio_fmt_for, value_tpl, with_user
 from .runner import compile_rules
 
 EXPORTED_RATES = ("recall", "fpr", "precision", "alert_rate", "label_coverage", "prevalence", "specificity",
@@ -38,21 +37,6 @@ _INTERVAL_SCORES = {"roc_auc": "DeLong", "average_precision": "logit"}
 confident mode."""
 _SCORE_SERIES = {"roc_auc": "driftline_roc_auc", "average_precision": "driftline_average_precision",
                  "brier": "driftline_brier_score", "log_loss": "driftline_log_loss", "ece": "driftline_ece"}
-_TITLES = {"recall": ("Recall", "Recall"), "fpr": ("FPR", "False positive rate"),
-           "precision": ("Precision", "Precision"), "alert_rate": ("Alert rate", "Alert rate"),
-           "label_coverage": ("Label coverage", "Label coverage"), "prevalence": ("Prevalence", "Prevalence"),
-           "specificity": ("Specificity", "Specificity"), "accuracy": ("Accuracy", "Accuracy"),
-           "roc_auc": ("ROC AUC", "ROC AUC"), "average_precision": ("Average precision", "Average precision"),
-           "brier": ("Brier score", "Brier score"), "log_loss": ("Log loss", "Log loss"),
-           "ece": ("ECE", "Expected calibration error"),
-           "label_delay_p50": ("Median label delay", "Median label delay"),
-           "label_delay_p95": ("95th percentile label delay", "95th percentile label delay"),
-           "dead_letter_rate": ("Dead-letter rate", "Share of messages dead-lettered"),
-           "silence_seconds": ("Event silence", "Time since events were last stored"),
-           "psi": ("PSI", "Population stability index"), "js": ("JS distance", "Jensen-Shannon distance"),
-           "drifted": ("Drifted features", "Number of features the drift report calls drifted"),
-           "multivariate_drift": ("Multivariate drift", "PCA reconstruction-error ratio to the reference"),
-           "multivariate_drifted": ("Multivariate drift call", "Multivariate drift call (1 = drifted)")}
 _WINDOWED_ON = ("model", "model_version", "variant", "window")
 NOTIFIER_SENDS = ("notify.alertmanager_url is set: driftline's notifier sends the trigger alerts to Alertmanager, "
                   "so no Prometheus alerting rule is rendered for them (one sender, one page per condition)")
@@ -168,41 +152,6 @@ def _expr(rule: Rule, name: str, series: str, guard: str, on: tuple[str, ...]) -
     return "max without (instance) (\n" + "\n".join("  " + ln if ln else ln for ln in body.split("\n")) + "\n)\n"
 
 
-RATIO_FMT = 'printf "%.3f"'
-"""Template filter of a ratio: a proportion with 3 places ('0.456'), as the CLI and `driftline metrics` print it
-(user tryout: pages said '45.64%' and 'line 70%' where the CLI said '0.456' and 'line < 0.70')."""
-STAT_FMT = 'printf "%.4f"'
-"""Template filter of a statistic (PSI, JS, Brier, log loss): 4 places, as the CLI prints them."""
-COUNT_FMT = 'printf "%.0f"'
-"""Template filter of a count (features called drifted, a 1/0 call): a whole number, as the CLI prints it."""
-
-
-def _fmt_line(rule: Rule, unit: str) -> str:
-    """The agreed line as the CLI writes it ('0.70', '0.085'); a duration as Prometheus' humanizeDuration would."""
-    if unit == "seconds":
-        return format_duration(rule.value) if rule.value > 0 else "0s"
-    if unit == "count":
-        return numbers.whole(rule.value)
-    return numbers.line(rule.value)
-
-
-def _ratio_fmt(line: str) -> str:
-    """RATIO_FMT, with more decimals when the agreed line has more (tryout: a line of 0.0005 read
-    "is 0.000 (line <= 0.0005)")."""
-    decimals = len(line.partition(".")[2]) if line[:1].isdigit() else 0
-    return RATIO_FMT if decimals <= 3 else f'printf "%.{min(decimals, 9)}f"'
-
-
-def _value_tpl(unit: str, ratio_fmt: str = RATIO_FMT) -> str:
-    if unit == "ratio":
-        return f"{{{{ $value | {ratio_fmt} }}}}"
-    if unit == "seconds":
-        return "{{ $value | humanizeDuration }}"
-    if unit == "count":
-        return f"{{{{ $value | {COUNT_FMT} }}}}"
-    return f"{{{{ $value | {STAT_FMT} }}}}"
-
-
 def runbook_url(rule: Rule, base: str) -> str:
     """The absolute runbook link of a trigger's alert: its own `runbook_url`, else base#<alertname lowercased>."""
     return rule.runbook_url or f"{base}#{alert_name(rule.name).lower()}"
@@ -221,11 +170,11 @@ _WINDOW_ARGS = "$labels.model $labels.model_version $labels.variant $labels.wind
 def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]:
     m = canonical(rule.metric)
     unit = info(m).unit
-    short, long = _TITLES.get(m, (m, m))
+    short, long = TITLES.get(m, (m, m))
     direction = "under" if rule.below else "over"
-    line = _fmt_line(rule, unit)
-    ratio_fmt = _ratio_fmt(line)
-    value = _value_tpl(unit, ratio_fmt)
+    line = fmt_line(rule, unit)
+    ratio_fmt = ratio_fmt_for(line)
+    value = value_tpl(unit, ratio_fmt)
     confident = rule.mode == "confident" and (m in EXPORTED_RATES or m in _INTERVAL_SCORES)
     named = short if short[:2].isupper() else short[:1].lower() + short[1:]  # 'FPR' stays, 'Recall' → 'recall'
     what_short = (f"{'Upper' if rule.below else 'Lower'} 95% bound of {named} of {{{{ $labels.model }}}}"
@@ -235,7 +184,7 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
         summary = f"{short} of driftline job {{{{ $labels.job }}}} is {value} (line {rule.op} {line})"
         desc = (f"{long} of driftline job {{{{ $labels.job }}}} is {value}, {direction} the agreed line of {line} "
                 f"(trigger {literal(rule.name)}, model {literal(model)}).")
-        return {"summary": summary, "description": _with_user(rule, desc), "runbook_url": runbook}
+        return {"summary": summary, "description": with_user(rule, desc), "runbook_url": runbook}
     if m in ("psi", "js", "drifted", "multivariate_drift", "multivariate_drifted"):
         subject = ("the score" if m in ("psi", "js") else "all features") if rule.feature is None \
             else "feature {{ $labels.feature }}"
@@ -243,7 +192,7 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
                    f"(line {rule.op} {line})")
         desc = (f"{long} of {subject} of model {{{{ $labels.model }}}} over the last {{{{ $labels.window }}}} "
                 f"against the reference is {value}, {direction} the agreed line of {line}.")
-        return {"summary": summary, "description": _with_user(rule, desc), "runbook_url": runbook}
+        return {"summary": summary, "description": with_user(rule, desc), "runbook_url": runbook}
     summary = f"{what_short} is {value} over {{{{ $labels.window }}}} (line {rule.op} {line})"
     ident = ("{{ $labels.model }} (version {{ $labels.model_version }}, variant {{ $labels.variant }})")
     subject = (f"the {'upper' if rule.below else 'lower'} bound of the 95% interval of {long.lower()} of model "
@@ -282,19 +231,8 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
     if rule.hysteresis > 0:
         back = rule.value + rule.hysteresis if rule.below else rule.value - rule.hysteresis
         desc += (f" Hysteresis: it stays firing until back {'above' if rule.below else 'below'} "
-                 f"{_fmt_line(Rule(rule.name, m, rule.op, back), unit)}.")
-    return {"summary": summary, "description": _with_user(rule, desc), "runbook_url": runbook}
-
-
-def _with_user(rule: Rule, generated: str) -> str:
-    return f"{literal(rule.description.strip())} {generated}" if rule.description else generated
-
-
-def literal(text: str) -> str:
-    """`text` as literal text inside a Prometheus annotation, which is a Go template: each `{{` and `}}` is written
-    as an action printing it (tryout: a trigger description "Check {{ broken …" gave a rules file promtool
-    refused — 'function "broken" not defined' — and `{{ $value }}` in one was expanded)."""
-    return re.sub(r"\{\{|\}\}", lambda m: '{{ "' + m.group() + '" }}', text)
+                 f"{fmt_line(Rule(rule.name, m, rule.op, back), unit)}.")
+    return {"summary": summary, "description": with_user(rule, desc), "runbook_url": runbook}
 
 
 def render_rules(config: Config, rules: Sequence[Rule] | None = None) -> Rendered:
