@@ -73,7 +73,10 @@ def positives_stat() -> Panel:
     p = stat("Labelled positives in window", f"max by (model) (driftline_window_positives{{{ALL}}})",
              "Labelled positive outcomes of the whole model in the window: the n behind recall. Green from the "
              "largest minimum n (config min_n) of the triggers counting positives (recall, average precision, ROC "
-             "AUC); below it they report insufficient data and cannot fire.", "short", (18, 0, 6, 4),
+             "AUC); below it they report insufficient data and cannot fire. Under labels.policy: "
+             "implicit_negative_after, while the window reaches into the maturity period, ROC AUC and average "
+             "precision count the matured part's positives instead (Window counts: matured positives), fewer than "
+             "shown here.", "short", (18, 0, 6, 4),
              thresholds=[(None, "orange")])
     metrics = "|".join(POSITIVES_N)
     p["targets"].append(target(f'max by (model) (driftline_trigger_min_n{{{MOD}, metric=~"{metrics}"}}) '
@@ -123,12 +126,21 @@ def overview() -> dict[str, Any]:
                     target(f'driftline_label_delay_seconds{{{M}, quantile="0.95"}}', "p95 {{variant}}", "B")],
                    (0, 44, 12, 8), min_=0),
         timeseries("Window counts", "Predictions, labelled predictions, labelled positives, true and false "
-                   "positives in the window: the evidence behind every rate on this dashboard.", "short",
+                   "positives in the window: the evidence behind every rate on this dashboard. Under labels.policy: "
+                   "implicit_negative_after, while the window reaches into the maturity period, the matured part's "
+                   "counts too: the n of FPR, precision, specificity, accuracy, prevalence and the scores (and of "
+                   "their triggers' min_n).", "short",
                    [target(f"driftline_window_predictions{{{M}}}", "predictions {{variant}}", "A"),
                     target(f"driftline_window_labelled{{{M}}}", "labelled {{variant}}", "B"),
                     target(f"driftline_window_positives{{{M}}}", "positives {{variant}}", "C"),
                     target(f"driftline_window_true_positives{{{M}}}", "true positives {{variant}}", "D"),
-                    target(f"driftline_window_false_positives{{{M}}}", "false positives {{variant}}", "E")],
+                    target(f"driftline_window_false_positives{{{M}}}", "false positives {{variant}}", "E"),
+                    target(f"driftline_window_matured_labelled{{{M}}}", "matured labelled {{variant}}", "F"),
+                    target(f"driftline_window_matured_positives{{{M}}}", "matured positives {{variant}}", "G"),
+                    target(f"driftline_window_matured_true_positives{{{M}}}", "matured true positives {{variant}}",
+                           "H"),
+                    target(f"driftline_window_matured_false_positives{{{M}}}",
+                           "matured false positives {{variant}}", "I")],
                    (12, 44, 12, 8), min_=0),
         timeseries("Prevalence, specificity and accuracy", "Share of labelled predictions that are positive "
                    "(prevalence), TN ÷ (TN + FP) (specificity) and (TP + TN) ÷ labelled (accuracy). Accuracy is "

@@ -9,6 +9,7 @@ is, and `precision < 0.7 over 70d` stayed ok. Here every number is a hand count 
 from __future__ import annotations
 
 import json
+import subprocess
 
 import yaml
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
@@ -266,3 +267,63 @@ def test_ab_reads_fpr_precision_costs_and_plans_over_the_matured_part(tmp_path, 
         assert abs(c["seq_planned_per_arm"] - 500 * (nt + nc) / (tpb + fnb + tpa + fna)) < 1e-9, (name, c)
     assert any("each arm's FPR and precision" in n and "are read over its 956 predictions before "
                "2026-07-10T23:00:00Z (of 6,720)" in n for n in doc["notes"])
+
+
+def test_rendered_rules_guard_min_n_with_the_matured_counts_as_alerts_evaluate_does(tmp_path, capsys) -> None:
+    """`alerts render` guarded precision, prevalence and ROC AUC with the whole window's counts (602 flagged
+    labelled, 1,317 labelled, min(600, 717)) where the exported values and `alerts evaluate` read the matured part
+    (311, 956, min(239, 717)): at min_n one above the matured n evaluate said insufficient_data and the rule fired.
+    The real promtool evaluates the rendered rules over the exporter's series: an alert fires exactly where
+    evaluate says firing, at min_n = the matured n, and stays silent one above."""
+    from driftline.config import load
+    from driftline.exporter.collector import SnapshotCollector
+    from driftline.storage.store import Store
+    from driftline.triggers.rules import render_rules, to_yaml
+    from services import require_binary
+
+    rows = [r for r in _stream() if r[0] >= 30 * 24]
+    old = [r for r in rows if r[0] < 959]
+    flagged_labelled = sum(1 for r in old if r[2] >= 0.3)  # every matured prediction is labelled (or implicit)
+    positives = sum(r[3] for r in old)
+    assert (flagged_labelled, len(old), positives, len(old) - positives) == (311, 956, 239, 717)
+    lines = {"precision": ("<", 0.7, flagged_labelled), "prevalence": (">", 0.2, len(old)),
+             "roc_auc": (">", 0.5, min(positives, len(old) - positives))}
+    triggers = [{"name": f"{m}_{tag}", "metric": m, "op": op, "value": v, "window": "70d", "min_n": n + extra}
+                for m, (op, v, n) in lines.items() for tag, extra in (("at", 0), ("above", 1))]
+    base = _replay(tmp_path, triggers)
+    capsys.readouterr()
+    assert cli.main([*base, "alerts", "evaluate", "--at", "2026-09-09T00:00:00Z", "--json"]) == 0
+    out = capsys.readouterr().out
+    states = {t["name"]: t["state"]["state"] for t in json.loads(out[out.index("{"):])["triggers"]}
+    assert states == {t["name"]: "firing" if t["name"].endswith("_at") else "insufficient_data" for t in triggers}
+    config = load(base[1])
+    store = Store(base[3])
+    try:
+        fams = list(SnapshotCollector(store, config, clock=lambda: END, cache_s=0.0, time_basis="event").collect())
+    finally:
+        store.close()
+    series = [{"series": s.name + "{" + ", ".join(f'{k}="{v}"' for k, v in {**s.labels, "job": "driftline"}.items())
+               + "}", "values": f"{s.value!r}x10"}
+              for f in fams for s in f.samples if s.labels.get("window") == "70d"]
+    assert any(s["series"].startswith("driftline_window_matured_true_positives{") for s in series)
+    (tmp_path / "r.yml").write_text(to_yaml(render_rules(config)))
+    firing = ["PrecisionAt", "PrevalenceAt", "RocAucAt"]
+    desc = ("Precision of model churn (version all, variant all) over the last 70d is 0.614, under the agreed line "
+            "of 0.70 (95% interval 0.559 to 0.667, n = 311 flagged labelled predictions).")
+    labels = {"severity": "warning", "trigger": "precision_at", "model": "churn", "model_version": "all",
+              "variant": "all", "window": "70d", "job": "driftline"}
+    (tmp_path / "t.yml").write_text(yaml.safe_dump({
+        "rule_files": ["r.yml"], "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": series,
+                   "promql_expr_test": [{"expr": 'count by (alertname) (ALERTS{alertstate="firing"})',
+                                         "eval_time": "5m",
+                                         "exp_samples": [{"labels": f'{{alertname="{a}"}}', "value": 1}
+                                                         for a in firing]}],
+                   "alert_rule_test": [{"eval_time": "5m", "alertname": "PrecisionAt", "exp_alerts": [
+                       {"exp_labels": labels, "exp_annotations": {
+                           "summary": "Precision of churn is 0.614 over 70d (line < 0.70)", "description": desc,
+                           "runbook_url": "https://github.com/driftline/driftline/blob/main/docs/RUNBOOKS.md"
+                                          "#precisionat"}}]}]}]}))
+    res = subprocess.run([require_binary("promtool"), "test", "rules", str(tmp_path / "t.yml")],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr

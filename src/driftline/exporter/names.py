@@ -23,6 +23,13 @@ COUNT_HELP = {
                             "every exported metric that reads negatives (exported only while the window reaches "
                             "past them)."),
     "awaiting_implicit": "Younger predictions of the window still without an outcome: awaiting their implicit label.",
+    "matured_labelled": "Labelled predictions of the window's matured part (likewise): the n of accuracy, prevalence "
+                        "and the calibration scores.",
+    "matured_positives": "Labelled positives of the window's matured part (likewise): with matured_labelled, the n "
+                         "of FPR and specificity (negatives) and of ROC AUC and average precision.",
+    "matured_true_positives": "Flagged positives (TP) of the window's matured part (likewise).",
+    "matured_false_positives": "Flagged negatives (FP) of the window's matured part (likewise): with "
+                               "matured_true_positives, the n of precision.",
 }
 SCORE_HELP = {
     "roc_auc": ("driftline_roc_auc", "ROC AUC of the score on labelled predictions (0.5 = chance)."),

@@ -108,8 +108,11 @@ def add_window(f: _Families, model: str, window: str, groups: list[Group]) -> No
                             ("true_positives", c.tp), ("false_positives", c.fp)):
             f.gauge(f"driftline_window_{name}", COUNT_HELP[name], WINDOWED).add_metric(lv, float(value))
         if m.matured is not None:  # implicit-negative policy, a window reaching into the maturity period
-            for name, value in (("matured_predictions", m.matured.counts.predictions),
-                                ("awaiting_implicit", m.matured.awaiting_implicit)):
+            mc = m.matured.counts  # the n of the negative-reading metrics: the rendered rules' min_n guards
+            for name, value in (("matured_predictions", mc.predictions),
+                                ("awaiting_implicit", m.matured.awaiting_implicit),
+                                ("matured_labelled", mc.labelled), ("matured_positives", mc.positives),
+                                ("matured_true_positives", mc.tp), ("matured_false_positives", mc.fp)):
                 f.gauge(f"driftline_window_{name}", COUNT_HELP[name], WINDOWED).add_metric(lv, float(value))
         scores = {"roc_auc": m.roc_auc, "average_precision": m.average_precision, "brier": m.brier,
                   "log_loss": m.log_loss, "ece": m.reliability.ece}

@@ -54,7 +54,7 @@ def info(metric: str) -> MetricInfo:
 def from_metrics(metric: str, m: Metrics) -> Observation:
     """Reading of a windowed classifier metric; the n is the denominator that makes it meaningful."""
     name = canonical(metric)
-    c = m.counts
+    c = m.counts if m.matured is None else m.matured.counts  # the scores read the matured part: analysis.matured
     if name in RATES or name == "label_coverage":
         r = m.label_coverage if name == "label_coverage" else m.rates[name]
         return Observation(r.value, r.low, r.high, r.n)
@@ -74,9 +74,9 @@ def from_metrics(metric: str, m: Metrics) -> Observation:
         return Observation(m.log_loss, n=c.labelled)
     if name == "ece":
         return Observation(m.reliability.ece, n=c.labelled)
-    if name in DELAYS:
+    if name in DELAYS:  # the whole window's labels
         return Observation(m.label_delay_s.get(name.removeprefix("label_delay_")),
-                           n=c.labelled - c.implicit_negatives)
+                           n=m.counts.labelled - m.counts.implicit_negatives)
     raise ValueError(f"{metric!r} is not a windowed classifier metric")
 
 

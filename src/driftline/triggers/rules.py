@@ -79,25 +79,52 @@ def _sel(labels: dict[str, str]) -> str:
     return "{" + ", ".join(f"{k}={json.dumps(visible_exact(v))}" for k, v in labels.items()) + "}"
 
 
+_WHOLE_N = {"positives": "driftline_window_positives{S}",
+            "negatives": "driftline_window_labelled{S} - driftline_window_positives{S}",
+            "flagged_labelled": "driftline_window_true_positives{S} + driftline_window_false_positives{S}",
+            "labelled": "driftline_window_labelled{S}", "predictions": "driftline_window_predictions{S}"}
+"""The whole window's counts behind the windowed metrics, as PromQL with the selector at each {S}."""
+N_OF = {"recall": ("positives", False, "labelled positives"), "fpr": ("negatives", True, "labelled negatives"),
+        "specificity": ("negatives", True, "labelled negatives"),
+        "precision": ("flagged_labelled", True, "flagged labelled predictions"),
+        "accuracy": ("labelled", True, "labelled predictions"), "prevalence": ("labelled", True, "labelled predictions"),
+        "alert_rate": ("predictions", False, "predictions"), "label_coverage": ("predictions", False, "predictions"),
+        "average_precision": ("positives", True, "labelled positives"), "brier": ("labelled", True, "labelled predictions"),
+        "log_loss": ("labelled", True, "labelled predictions"), "ece": ("labelled", True, "labelled predictions")}
+"""Per windowed metric: its n (the min_n guard's count, as `driftline alerts evaluate` judges it), whether it is read
+over the window's matured part (implicit-negative policy: analysis.matured.READ_MATURED), and its words."""
+
+
+def n_query(count: str, matured: bool) -> str:
+    """A count as PromQL with {S} for the selector: for a metric read over the matured part, the exporter's
+    driftline_window_matured_* counts while it exports them (a window reaching into the maturity period), else
+    (`or`: no such series) the whole window's, which are then the same."""
+    whole = _WHOLE_N[count]
+    if not matured or count == "predictions":
+        return whole
+    return f"({whole.replace('driftline_window_', 'driftline_window_matured_')}) or ({whole})"
+
+
+def _guard(count: str, matured: bool, s: str, n_min: str) -> str:
+    """`count` (N_OF) over the selector `s` at least `n_min`: a single series as it is, an expression in brackets."""
+    q = n_query(count, matured)
+    return f"{q.replace('{S}', s)} >= {n_min}" if " " not in q else f"(\n  {q.replace('{S}', s)}\n) >= {n_min}"
+
+
 def _series(rule: Rule, model: str) -> tuple[str, str, tuple[str, ...]] | None:
     """(judged series expression, n-guard expression or '', labels to match ALERTS on) for a rule."""
     m = canonical(rule.metric)
     variant = rule.variant or AGGREGATE
     win = {"model": model, "variant": variant, "window": rule.window}
     s = _sel(win)
-    pos, lab = f"driftline_window_positives{s}", f"driftline_window_labelled{s}"
-    neg = f"(\n    {lab}\n  - {pos}\n)"
+    lab = f"driftline_window_labelled{s}"
     n_min = num(rule.min_n)
     if m in EXPORTED_RATES:
         bound = "" if rule.mode == "point" else ("_upper" if rule.below else "_lower")
-        guards = {"recall": pos, "fpr": neg, "specificity": neg,
-                  "precision": f"(\n    driftline_window_true_positives{s}\n  + driftline_window_false_positives{s}\n)",
-                  "accuracy": lab, "prevalence": lab,
-                  "alert_rate": f"driftline_window_predictions{s}", "label_coverage": f"driftline_window_predictions{s}"}
-        return f"driftline_{m}{bound}_ratio{s}", f"{guards[m]} >= {n_min}", _WINDOWED_ON
-    if m in _SCORE_SERIES:
-        guard = {"roc_auc": f"{pos} >= {n_min}\nand\n{neg} >= {n_min}", "average_precision": f"{pos} >= {n_min}"
-                 }.get(m, f"{lab} >= {n_min}")
+        return f"driftline_{m}{bound}_ratio{s}", _guard(*N_OF[m][:2], s, n_min), _WINDOWED_ON
+    if m in _SCORE_SERIES:  # ROC AUC: n = the fewer of positives and negatives, of the matured part
+        guard = (f"{_guard('positives', True, s, n_min)}\nand\n{_guard('negatives', True, s, n_min)}"
+                 if m == "roc_auc" else _guard(*N_OF[m][:2], s, n_min))
         bound = "_upper" if rule.below else "_lower"
         return f"{_SCORE_SERIES[m]}{bound if m in _INTERVAL_SCORES and rule.mode == 'confident' else ''}{s}", guard, \
             _WINDOWED_ON
@@ -205,20 +232,11 @@ def _annotations(rule: Rule, name: str, model: str, base: str) -> dict[str, str]
               f"{{{{ . | first | value | {fmt} }}}}{{{{ else }}}}n/a{{{{ end }}}}")
         hi = (f'{{{{ with printf "driftline_{m}_upper_ratio{{{sel}}}" {args} | query }}}}'
               f"{{{{ . | first | value | {fmt} }}}}{{{{ else }}}}n/a{{{{ end }}}}")
-        negatives = ("driftline_window_labelled{S} - driftline_window_positives{S}", "labelled negatives")
-        n_series = {"recall": ("driftline_window_positives{S}", "labelled positives"),
-                    "fpr": negatives, "specificity": negatives,
-                    "precision": ("driftline_window_true_positives{S} + driftline_window_false_positives{S}",
-                                  "flagged labelled predictions"),
-                    "accuracy": ("driftline_window_labelled{S}", "labelled predictions"),
-                    "prevalence": ("driftline_window_labelled{S}", "labelled predictions"),
-                    "alert_rate": ("driftline_window_predictions{S}", "predictions"),
-                    "label_coverage": ("driftline_window_predictions{S}", "predictions")}.get(m)
-        n_txt = ""
-        if n_series:  # the n behind the rate (the min_n guard's count), as in `driftline alerts`
-            n_query, n_args = n_series[0].replace("{S}", f"{{{sel}}}"), " ".join([args] * n_series[0].count("{S}"))
-            n_txt = (f', n = {{{{ with printf "{n_query}" {n_args} | query }}}}'
-                     f"{{{{ . | first | value }}}}{{{{ else }}}}n/a{{{{ end }}}} {n_series[1]}")
+        count, matured, words = N_OF[m]
+        q = n_query(count, matured)  # the n behind the rate (the min_n guard's count), as in `driftline alerts`
+        n_q, n_args = q.replace("{S}", f"{{{sel}}}"), " ".join([args] * q.count("{S}"))
+        n_txt = (f', n = {{{{ with printf "{n_q}" {n_args} | query }}}}'
+                 f"{{{{ . | first | value }}}}{{{{ else }}}}n/a{{{{ end }}}} {words}")
         desc += f" (95% interval {lo} to {hi}{n_txt})."
     elif m in _INTERVAL_SCORES:
         args, sel = _SCOPE_ARGS + _WINDOW_ARGS, _SCOPE_SEL + _WINDOW_SEL
