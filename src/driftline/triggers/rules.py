@@ -87,10 +87,12 @@ _WHOLE_N = {"positives": "driftline_window_positives{S}",
 N_OF = {"recall": ("positives", False, "labelled positives"), "fpr": ("negatives", True, "labelled negatives"),
         "specificity": ("negatives", True, "labelled negatives"),
         "precision": ("flagged_labelled", True, "flagged labelled predictions"),
-        "accuracy": ("labelled", True, "labelled predictions"), "prevalence": ("labelled", True, "labelled predictions"),
+        "accuracy": ("labelled", True, "labelled predictions"),
+        "prevalence": ("labelled", True, "labelled predictions"),
         "alert_rate": ("predictions", False, "predictions"), "label_coverage": ("predictions", False, "predictions"),
-        "average_precision": ("positives", True, "labelled positives"), "brier": ("labelled", True, "labelled predictions"),
-        "log_loss": ("labelled", True, "labelled predictions"), "ece": ("labelled", True, "labelled predictions")}
+        "average_precision": ("positives", True, "labelled positives"),
+        "brier": ("labelled", True, "labelled predictions"), "log_loss": ("labelled", True, "labelled predictions"),
+        "ece": ("labelled", True, "labelled predictions")}
 """Per windowed metric: its n (the min_n guard's count, as `driftline alerts evaluate` judges it), whether it is read
 over the window's matured part (implicit-negative policy: analysis.matured.READ_MATURED), and its words."""
 
