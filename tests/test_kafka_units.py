@@ -418,3 +418,41 @@ def test_an_option_of_the_wrong_kind_is_refused_naming_where_it_came_from() -> N
     ok = resolve(Kafka(options={"request_timeout_ms": 40000, "check_crcs": False}), "a:1",
                  {"DRIFTLINE_KAFKA_OPT_SASL_PLAIN_PASSWORD": "12345"})
     assert ok.consumer_kwargs()["request_timeout_ms"] == 40000
+
+
+def test_a_dead_letter_topic_that_refuses_every_copy_logs_one_line_per_streak_not_one_per_letter(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """SRE tryout: a dead-letter topic the broker refuses (tansu with a schema on it: InvalidRecordError; likewise a
+    missing write ACL) logged one warning per dead letter, and again for each at every re-send from the database
+    (316 letters: 948 lines in 80 s). Now the first failing send is one line naming the count, the error class and
+    the first letter, later ones only every 300 s with the count, and one line when copies arrive again."""
+    from kafka.errors import InvalidRecordError
+
+    from driftline.core.events import DeadLetter
+    from driftline.kafka.dlt import DeadLetterSink
+    from driftline.kafka.signals import signals
+    from driftline.ops import OpsMetrics
+    from driftline.streak import FailureStreak
+
+    now = [0.0]
+    made: list[Any] = [_Producer(InvalidRecordError()) for _ in range(3)] + [_Producer(None)]
+    sig = signals(OpsMetrics())
+    streak = FailureStreak("dead-letter topic dlt: sending copies", logging.getLogger("driftline.kafka.dlt"),
+                           monotonic=lambda: now[0])
+    sink = DeadLetterSink(lambda: made.pop(0), "dlt", 1024, sig, streak=streak)
+    letters = [DeadLetter("invalid_json", "bad", "kafka:p", 0, i, b"{not json") for i in range(50)]
+    with caplog.at_level(logging.WARNING, logger="driftline.kafka.dlt"):
+        assert sink.send(letters, {}) == [False] * 50
+        now[0] += 30.0  # the re-send from the database
+        assert sink.send(letters, {}) == [False] * 50
+        lines = [r.getMessage() for r in caplog.records]
+        assert len(lines) == 1, lines
+        assert lines[0].startswith("dead-letter topic dlt: sending copies failed: 50 of 50 copies not sent "
+                                   "(InvalidRecordError ×50; the first, of kafka:p[0]@0 (invalid_json): ")
+        now[0] += 300.0
+        assert sink.send(letters[:2], {}) == [False, False]
+        assert len(caplog.records) == 2 and "3 attempts in 330s" in caplog.records[1].getMessage()
+        assert sink.send(letters[:2], {}) == [True, True]
+        assert len(caplog.records) == 3 and "succeeded again" in caplog.records[2].getMessage()
+    assert sig.dlt_failed.labels(error="InvalidRecordError")._value.get() == 102
+    sink.close()

@@ -20,6 +20,7 @@ from ..core.events import DeadLetter
 from ..storage import schema as t
 from ..storage.errors import StoreUnavailable
 from ..storage.store import Store
+from ..streak import FailureStreak, first_line
 from .signals import KafkaSignals
 
 log = logging.getLogger(__name__)
@@ -39,15 +40,23 @@ class DeadLetterSink:
     The producer is opened by `open_producer` when first needed, and opened afresh after a send in which no copy
     arrived: kafka-python's idempotent producer does not recover from a broker reset (OutOfOrderSequenceNumber,
     then InitProducerId errors on every later send, while a new producer sends at once), nor does one that could
-    not reach the broker at start."""
+    not reach the broker at start.
+
+    Failures are logged per send, not per letter, through a `FailureStreak`: a topic that refuses every copy (no
+    write ACL, a schema-validated topic, a broker's smaller message.max.bytes) logged one warning per dead letter,
+    and again for each at every re-send from the database (30 s)."""
 
     def __init__(self, open_producer: Callable[[], Any], topic: str, max_bytes: int, sig: KafkaSignals,
-                 flush_timeout_s: float = 10.0) -> None:
+                 flush_timeout_s: float = 10.0, streak: FailureStreak | None = None) -> None:
         self.open_producer, self.topic, self.max_bytes, self.sig = open_producer, topic, max_bytes, sig
         self.flush_timeout_s = flush_timeout_s
         self.producer: Any = None
         self.opened = 0
         """Producers opened so far (a second one means the first was given up)."""
+        self.streak = streak if streak is not None else FailureStreak(f"dead-letter topic {topic}: sending copies",
+                                                                      log)
+        self._failures: list[tuple[DeadLetter, BaseException]] = []
+        """Copies of the current send that were not sent, with why."""
 
     def connect(self) -> Any:
         """The producer, opened if needed; None (counted, logged) when it cannot be opened now."""
@@ -57,14 +66,14 @@ class DeadLetterSink:
                 self.opened += 1
             except Exception as err:  # noqa: BLE001 - NoBrokersAvailable, KafkaTimeoutError, …: retried later
                 self.sig.dlt_failed.labels(error=type(err).__name__).inc()
-                log.warning("dead-letter topic %s: producer cannot be opened (%s); copies stay in the database and "
-                            "are re-sent later", self.topic, err)
+                self.streak.failed(RuntimeError(f"the producer cannot be opened ({first_line(err)}); copies stay in "
+                                                "the database and are re-sent later"))
         return self.producer
 
     def _renew(self) -> None:
         """Give up the producer (nothing it held arrived): the next send opens a new one."""
         old, self.producer = self.producer, None
-        log.warning("dead-letter topic %s: no copy arrived; opening a new producer for the next send", self.topic)
+        log.info("dead-letter topic %s: no copy arrived; opening a new producer for the next send", self.topic)
         try:
             old.close(timeout=0)
         except Exception as err:  # noqa: BLE001 - a broken producer may fail to close
@@ -85,19 +94,34 @@ class DeadLetterSink:
         try:
             return self.producer.send(self.topic, value=value, headers=headers)
         except Exception as err:  # noqa: BLE001 - MessageSizeTooLargeError, KafkaTimeoutError, …: never fatal
-            self._failed(d, err)
-            if len(value) > len(d.raw) and d.raw:  # a smaller copy (the database's first 4 KiB) may still pass
-                try:
-                    return self.producer.send(self.topic, value=d.raw, headers=headers + [
-                        ("original_size", str(original or len(value)).encode())])
-                except Exception as err2:  # noqa: BLE001
-                    self._failed(d, err2)
+            if not (len(value) > len(d.raw) and d.raw):
+                self._failed(d, err)
+                return None
+            self.sig.dlt_failed.labels(error=type(err).__name__).inc()  # a smaller copy (first 4 KiB) may pass
+            try:
+                return self.producer.send(self.topic, value=d.raw, headers=headers + [
+                    ("original_size", str(original or len(value)).encode())])
+            except Exception as err2:  # noqa: BLE001
+                self._failed(d, err2)
             return None
 
     def _failed(self, d: DeadLetter, err: BaseException) -> None:
         self.sig.dlt_failed.labels(error=type(err).__name__).inc()
-        log.warning("dead-letter topic %s: copy of %s[%d]@%d (%s) not sent: %s; the database keeps it and it is "
-                    "re-sent later", self.topic, d.source, d.partition, d.offset, d.reason, err)
+        self._failures.append((d, err))
+
+    def _report(self, sent: int) -> None:
+        """One line for the copies of this send that were not sent (the streak decides whether it is logged)."""
+        failures, self._failures = self._failures, []
+        if not failures:
+            return
+        d, err = failures[0]
+        kinds: dict[str, int] = {}
+        for _, e in failures:
+            kinds[type(e).__name__] = kinds.get(type(e).__name__, 0) + 1
+        why = ", ".join(f"{k} ×{n}" for k, n in kinds.items())
+        self.streak.failed(RuntimeError(
+            f"{len(failures)} of {sent} copies not sent ({why}; the first, of {d.source}[{d.partition}]@{d.offset} "
+            f"({d.reason}): {first_line(err)}); the database keeps them and they are re-sent later"))
 
     def send(self, letters: Sequence[DeadLetter], payloads: dict[tuple[str, int, int], bytes]) -> list[bool]:
         """Send each letter (its full original payload when known, bounded), flush, and say which arrived."""
@@ -111,7 +135,7 @@ class DeadLetterSink:
             try:
                 self.producer.flush(timeout=self.flush_timeout_s)
             except Exception as err:  # noqa: BLE001 - KafkaTimeoutError: unconfirmed ones count as not sent
-                log.warning("dead-letter topic %s: flush not complete (%s)", self.topic, err)
+                log.debug("dead-letter topic %s: flush not complete (%s)", self.topic, err)
         out = []
         for d, f in zip(letters, futures):
             ok = f is not None and f.is_done and f.succeeded()
@@ -119,9 +143,13 @@ class DeadLetterSink:
                 self._failed(d, f.exception or RuntimeError("delivery failed"))
             elif f is not None and not f.is_done:
                 self.sig.dlt_failed.labels(error="Timeout").inc()
+                self._failures.append((d, TimeoutError(f"not confirmed within {self.flush_timeout_s:.0f}s")))
             if ok:
                 self.sig.dlt_sent.inc()
             out.append(ok)
+        self._report(len(letters))
+        if all(out):
+            self.streak.succeeded()
         if not any(out):
             self._renew()
         return out
