@@ -85,6 +85,16 @@ def test_a_null_key_is_missing_and_an_empty_key_is_a_mismatch() -> None:
     assert not keys_match([NULL_KEY], ["tx-1"]) and not keys_match([b""], ["tx-1"])
 
 
+def test_a_key_that_is_not_utf8_is_shown_by_its_bytes() -> None:
+    """SRE tryout: keys b'\\xff\\xfe' and b'\\xfe\\xfd' were both shown as '��' in the key_mismatch detail (decoded with
+    replacement characters), so the producer's bytes could not be found from `dead-letters`."""
+    shown = "key b'\\xff\\xfe' (not UTF-8) is not the prediction_id 'k-4'"
+    assert key_detail("key_mismatch", b"\xff\xfe", "k-4") == shown
+    assert key_detail("key_mismatch", b"\x1b[31m", "k") == "key '\\x1b[31m' is not the prediction_id 'k'"
+    cut = key_detail("key_mismatch", b"a" * 199 + "é".encode(), "k")  # valid UTF-8, cut inside its last character
+    assert cut == f"key {'a' * 199!r} is not the prediction_id 'k'"
+
+
 def test_fill_stops_at_the_record_that_brings_the_batch_to_max_bytes() -> None:
     """SRE tryout: 900 valid events of ~1 MB (under limits.max_event_bytes) made batches of up to 20,000 records,
     bounded by count only. Now a batch ends at the record that crosses kafka.batch_max_bytes; what a poll brought

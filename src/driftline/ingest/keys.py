@@ -42,4 +42,14 @@ def key_detail(problem: str, key: bytes, prediction_id: str) -> str:
     """Dead-letter detail naming the key found and the one expected."""
     if problem == "key_missing":
         return f"record has no key; expected the prediction_id {prediction_id[:200]!r}"
-    return f"key {key[:200].decode('utf-8', 'replace')!r} is not the prediction_id {prediction_id[:200]!r}"
+    return f"key {_shown(key)} is not the prediction_id {prediction_id[:200]!r}"
+
+
+def _shown(key: bytes) -> str:
+    """The key as text, or its bytes when it is not UTF-8 (decoded with replacement characters, b'\\xff\\xfe' and
+    b'\\xfe\\xfd' were both '��'); the first 200 bytes (a character cut there is left out)."""
+    try:
+        key.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"{key[:200]!r} (not UTF-8)"
+    return repr(key[:200].decode("utf-8", "ignore"))
