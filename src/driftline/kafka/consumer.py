@@ -213,7 +213,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
             polled = carried or c.poll(timeout_ms=self.poll_ms, max_records=self.settings.batch_max_records)
             if self.held is None and self.handoff is not None:
                 since = carried_at if carried and carried_at is not None else self.monotonic()
-                polled, rest = fill(self.consumer.poll, polled, self.settings.batch_max_records,
+                polled, rest = fill(self.overlap.lingering(c.poll), polled, self.settings.batch_max_records,
                                     self.settings.batch_linger_ms / 1000.0, self.stop, self.handoff.pending,
                                     self.monotonic, since, self.settings.batch_max_bytes)
                 self.overlap.keep(rest, since)  # cut at kafka.batch_max_bytes: the rest starts the next batch

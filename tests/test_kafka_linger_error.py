@@ -1,0 +1,61 @@
+"""A poll that fails while a batch lingers (kafka.batch_linger_ms) must not drop the records already polled.
+
+SRE tryout: a producer's lz4 batch (no lz4 library installed) behind three plain and three gzip records. kafka-python
+returned the six records, moved its fetch position past them, and raised UnsupportedCodecError at the next poll,
+which was fill()'s linger poll: the six records were dropped with the error, and the stored position was then moved
+over them as over offsets holding nothing (upkeep's _pass_records_not_stored): six events lost without a trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from kafka.errors import UnsupportedCodecError
+
+from driftline.storage.store import Store
+from kafka_service_support import assert_same_state, documents, make_events
+from test_kafka_loop import Clock, FakeConsumer, member, partitioned, replayed, total
+
+
+class CodecFailure(FakeConsumer):
+    """kafka-python meeting a batch it cannot decode: the records before it come back, the fetch position (read by
+    driftline from `_subscription`) passes them, and the next poll raises; once."""
+
+    def __init__(self, logs: Any, store: Store, batch: int) -> None:
+        super().__init__(logs, store)
+        self.batch, self.armed, self.raised = batch, False, 0
+
+    def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> Any:
+        if self.armed and max_records is not None and max_records < self.batch:  # fill's linger poll
+            self.armed, self.raised = False, self.raised + 1
+            raise UnsupportedCodecError("Libraries for lz4 compression codec not found")
+        out = super().poll(timeout_ms, max_records)
+        if out and not self.raised and max_records == self.batch and total(self.store):  # past the first reads
+            self.armed = True
+        return out
+
+    @property
+    def _subscription(self) -> Any:
+        return SimpleNamespace(assignment={tp: SimpleNamespace(position=SimpleNamespace(offset=p))
+                                           for tp, p in self.pos.items() if tp in self.assigned})
+
+
+def test_records_polled_before_a_linger_poll_fails_are_stored(tmp_path: Path) -> None:
+    events = make_events(tmp_path, days=1.0, per_day=1500)
+    store = Store(f"sqlite:///{tmp_path / 'live.db'}")
+    store.migrate()
+    logs = partitioned(events.records)
+    clock = Clock()
+    lc, _ = member(store, logs, clock)
+    fake = CodecFailure(logs, store, 300)
+    fake.listener = lc.attach(fake)
+    fake.rebalance(set(logs))
+    for _ in range(300):
+        lc.step()
+        clock.t += 1.1  # housekeeping (lag, positions over offsets holding nothing) runs once a second
+        if total(store) == len(events.records) and not lc.held:
+            break
+    assert fake.raised == 1
+    assert total(store) == len(events.records)
+    assert_same_state(documents(store.url), replayed(tmp_path, events))
