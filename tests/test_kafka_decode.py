@@ -249,3 +249,37 @@ def test_aborted_records_are_not_served_under_read_committed() -> None:
         assert [r.value for r in committed] == [b"kept", b"plain"]
         everything = cls(0, TP, MemoryRecords(raw), aborted_transactions=aborted).take(None)
         assert [r.value for r in everything] == [b"kept", b"plain", b"aborted"]
+
+
+@pytest.mark.timeout(30)  # the hang guard: before, fetched_records() never returned
+def test_a_batch_that_cannot_be_decoded_after_records_does_not_spin_fetched_records() -> None:
+    """SRE tryout: a producer's lz4 batch (no lz4 library installed) behind plain records. The records came back,
+    the error at the next poll, and then kafka-python's fetched_records() looped for good on the failed
+    PartitionRecords left in line: `run` spun at 70 % CPU inside poll(), deaf to SIGTERM, /readyz "kafka ok". Now
+    each later call raises again (the partition is fetched again from its position), nothing is skipped."""
+    import collections
+
+    from kafka.consumer.subscription_state import SubscriptionState
+
+    from driftline.kafka.decode import restore_resumed
+
+    plain_batch = build([([(b"v%d" % i, b"k", 0, []) for i in range(3)], 0, False)], 0)
+    bad = bytearray(build([([(b"w", b"k", 0, [])], 1, False)], 3))
+    bad[22] = (bad[22] & ~0x07) | 0x05  # attributes: compression codec 5, which no kafka-python decodes
+    tp = TopicPartition("t", 0)
+    sub = SubscriptionState()
+    sub.assign_from_user([tp])
+    sub.seek(tp, 0)
+    fetcher = Fetcher.__new__(Fetcher)
+    part = FastPartitionRecords(0, tp, MemoryRecords(plain_batch + bytes(bad)), check_crcs=False)
+    fetcher.__dict__.update(config={"max_poll_records": 500}, _subscriptions=sub, _sensors=None,
+                            _next_in_line_exception_metadata=None, _completed_fetches=collections.deque(),
+                            _paused_completed_fetches={}, _paused_partition_records={},
+                            _next_partition_records=part)
+    restore_resumed(fetcher)
+    records, _ = fetcher.fetched_records()
+    assert [r.offset for r in records[tp]] == [0, 1, 2] and sub.assignment[tp].position.offset == 3
+    with pytest.raises(Exception):
+        fetcher.fetched_records()  # the error, once the records before it were given out
+    assert fetcher.fetched_records() == ({}, False)  # returns: the partition is fetched again from offset 3
+    assert fetcher._next_partition_records is None and sub.assignment[tp].position.offset == 3

@@ -135,6 +135,8 @@ class FastPartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc, name
         """The decoded batch being served; `_sizes` its records' sizes, `_at` the next one to take."""
         self._sizes: list[int] = []
         self._at = 0
+        self.failed = False
+        """Its record walk raised (a batch it cannot decode): it holds nothing more (restore_resumed clears it)."""
         self._skipping = True
         """Records below fetch_offset are still dropped (kafka-python's dropwhile: only until the first kept one)."""
         if self._fast:  # the parent's iterator (a dropwhile over a generator not yet started) is replaced
@@ -170,6 +172,7 @@ class FastPartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc, name
                     self._skipping = False
                     records.append(record)
         except Exception as err:  # noqa: BLE001 - as kafka-python's take: raised now, or at the next call
+            self.failed = True
             if not records:
                 raise
             self._next_inline_exception = err
@@ -269,14 +272,20 @@ def restore_resumed(fetcher: Any) -> None:
     parsed, and a partition with parked records is never fetched. A partition paused with records in line (driftline
     pauses every newly assigned partition until it is positioned, and one whose position is checked again) and
     resumed while the others had nothing new was never read again (seen: one partition stuck at offset 0 after a
-    broker reset, the rest consumed). A drained PartitionRecords holds nothing: it is cleared before each drain."""
+    broker reset, the rest consumed). A drained PartitionRecords holds nothing: it is cleared before each drain.
+
+    So is one whose record walk raised once its error was given out: kafka-python keeps it in line, its take()
+    returns nothing and fetched_records() looped on it for good inside poll() (SRE tryout: a producer's lz4 batch,
+    no lz4 library: `run` at 70 % CPU, deaf to SIGTERM, /readyz "kafka ok"). Cleared, the partition is fetched
+    again from its position and the error is raised at each poll, as for a batch that fails at once."""
     original = getattr(fetcher, "fetched_records", None)
     if original is None:
         return
 
     def fetched_records(*args: Any, **kwargs: Any) -> Any:
         current = fetcher._next_partition_records
-        if current is not None and not current:
+        if current is not None and (not current or (getattr(current, "failed", False)
+                                                    and current._next_inline_exception is None)):
             fetcher._next_partition_records = None
         return original(*args, **kwargs)
 
