@@ -59,3 +59,36 @@ def test_records_polled_before_a_linger_poll_fails_are_stored(tmp_path: Path) ->
     assert fake.raised == 1
     assert total(store) == len(events.records)
     assert_same_state(documents(store.url), replayed(tmp_path, events))
+
+
+class AlwaysFailing(FakeConsumer):
+    """kafka-python in front of a batch it cannot decode: every poll raises."""
+
+    def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> Any:
+        super().poll(timeout_ms, max_records)  # rebalances are still delivered
+        raise UnsupportedCodecError("Libraries for lz4 compression codec not found")
+
+
+def test_a_poll_that_keeps_failing_is_logged_once_per_streak(tmp_path: Path, caplog: Any) -> None:
+    """SRE tryout: with a batch that cannot be decoded, every poll logged `poll failed: UnsupportedCodecError …`,
+    twice a second for as long as it lasted. Now the streak's first failure is one line, then one every 300 s."""
+    import logging
+
+    events = make_events(tmp_path, days=0.1, per_day=100)
+    store = Store(f"sqlite:///{tmp_path / 'live.db'}")
+    store.migrate()
+    logs = partitioned(events.records)
+    clock = Clock()
+    lc, _ = member(store, logs, clock)
+    fake = AlwaysFailing(logs, store)
+    fake.listener = lc.attach(fake)
+    fake.rebalance(set(logs))
+    lc.stop.set()  # the loop's 0.5 s wait after a failed poll returns at once
+    with caplog.at_level(logging.WARNING, logger="driftline.kafka.consumer"):
+        for _ in range(40):
+            lc.step()
+            clock.t += 0.5
+    lines = [r.getMessage() for r in caplog.records if "poll" in r.getMessage()]
+    assert lines == ["poll failed: UnsupportedCodecError: Libraries for lz4 compression codec not found (logged again "
+                     "every 300s while it keeps failing)"], lines
+    assert lc.status.polls.attempts == 40

@@ -211,6 +211,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
             if error is not None:
                 raise error
             polled = carried or c.poll(timeout_ms=self.poll_ms, max_records=self.settings.batch_max_records)
+            self.status.polls.succeeded()
             if self.held is None and self.handoff is not None:
                 since = carried_at if carried and carried_at is not None else self.monotonic()
                 polled, rest = fill(self.overlap.lingering(c.poll), polled, self.settings.batch_max_records,
@@ -221,7 +222,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
             log.debug("poll before positioning: %s", err)
             polled = {}
         except KafkaError as err:
-            log.warning("poll failed: %s", err)
+            self.status.polls.failed(err)
             polled = {}
             if isinstance(err, OffsetOutOfRangeError) and err.args and isinstance(err.args[0], dict):
                 self._recheck(set(err.args[0]), "a fetch was out of range")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 import weakref
@@ -11,6 +12,7 @@ from typing import Any
 from prometheus_client import Counter as PromCounter
 
 from ..ops import OpsMetrics
+from ..streak import FailureStreak
 
 
 class Backoff:
@@ -48,6 +50,10 @@ class ConsumerStatus:
     error: str = ""
     unresolved: str = ""
     """While the coordinator is lost: the broker address this host could not resolve and what to fix (dns_names)."""
+    polls: FailureStreak = field(default_factory=lambda: FailureStreak("poll", logging.getLogger(
+        "driftline.kafka.consumer")))
+    """Polls failing in a row, logged by streak: a batch that cannot be decoded raises at every poll, and each
+    logged `poll failed:` (twice a second for as long as it lasted)."""
 
     def kafka_problem(self, now: float) -> str | None:
         """Why the client does not reach Kafka now (None when it does: built, and its group coordinator known with
