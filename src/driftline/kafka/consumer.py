@@ -46,7 +46,8 @@ from .overlap import Overlap
 from .health import Backoff, ConsumerStatus, StallWatch, consumed_counter, rebalancing
 from .loss import EndsSeen
 from .log_ids import REFRESH_TIMEOUT_MS, SideIds, TopicIds, current_ids
-from .resets import records_exist as records_exist_in, unresolved_reason
+from .readiness import consumer_readiness
+from .resets import records_exist as records_exist_in
 from .settings import KafkaSettings
 from .signals import signals, zero_series
 
@@ -127,28 +128,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
 
     # --- readiness ------------------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
-        """(ready, reason) for /readyz: broker connected, not left without partitions by a group shared with another
-        database (group_db.py; the member that keeps them is ready, its reason says so), database writable (db_health.py), partitions owned (after a grace period) and no offset-reset problem left
-        unresolved."""
-        s = self.status
-        kafka = s.kafka_problem(self.monotonic())
-        if kafka is not None:
-            return False, kafka
-        group = self.group.problem()
-        if group is not None and self.group.excluded():
-            return False, group
-        if not s.db_ok:
-            return False, s.db_error or "database unavailable: consuming paused"
-        unresolved = dict(self.unresolved)
-        if unresolved:
-            return False, unresolved_reason(unresolved)
-        since = self.unowned_since
-        if since is not None and self.monotonic() - since > self.settings.unassigned_grace_s:
-            return False, (f"no partition assigned for {self.monotonic() - since:.0f}s (group rebalancing, or more "
-                           "processes than partitions)")
-        lag = "" if s.lag is None else f", lag {s.lag}"
-        warning = "" if group is None else f"; but {group}"  # ready: it keeps the partitions (group_db.py)
-        return True, f"kafka ok: {s.assignment()}{lag}{warning}"
+        """(ready, reason) for /readyz (readiness.py)."""
+        return consumer_readiness(self)
 
     # --- connection -----------------------------------------------------------------------------
     def connect(self) -> bool:
