@@ -7,6 +7,7 @@ over them as over offsets holding nothing (upkeep's _pass_records_not_stored): s
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -92,3 +93,31 @@ def test_a_poll_that_keeps_failing_is_logged_once_per_streak(tmp_path: Path, cap
     assert lines == ["poll failed: UnsupportedCodecError: Libraries for lz4 compression codec not found (logged again "
                      "every 300s while it keeps failing)"], lines
     assert lc.status.polls.attempts == 40
+
+
+def test_a_poll_that_keeps_failing_makes_the_process_not_ready(tmp_path: Path) -> None:
+    """SRE tryout: with a partition stopped at a batch that cannot be decoded, /readyz said `kafka ok: 2 partitions
+    assigned …, lag 9` for as long as it lasted. After 30 s of failing polls it is 503 naming the error."""
+    from driftline.streak import FailureStreak
+
+    events = make_events(tmp_path, days=0.1, per_day=100)
+    store = Store(f"sqlite:///{tmp_path / 'live.db'}")
+    store.migrate()
+    logs = partitioned(events.records)
+    clock = Clock()
+    lc, _ = member(store, logs, clock)
+    fake = AlwaysFailing(logs, store)
+    fake.listener = lc.attach(fake)
+    lc.status.polls = FailureStreak("poll", logging.getLogger("driftline.kafka.consumer"), monotonic=clock)
+    fake.rebalance(set(logs))
+    lc.stop.set()
+    for _ in range(20):
+        lc.step()
+        clock.t += 1.0
+    assert lc.ready()[0]  # 20 s: a passing fault is not a reason yet
+    for _ in range(15):
+        lc.step()
+        clock.t += 1.0
+    ok, why = lc.ready()
+    assert not ok and why == ("kafka poll failing for 35s (35 attempts): UnsupportedCodecError: Libraries for lz4 "
+                              "compression codec not found; the partition it stops at is not consumed"), why

@@ -34,12 +34,14 @@ class FailureStreak:
         """Failures since the last success (0: not failing)."""
         self._since = self._logged = 0.0
         self._lock = threading.Lock()
+        self.last = ""
+        """The latest failure's first line ("" while not failing)."""
 
     def failed(self, err: BaseException) -> None:
         """One more failure: logged when it starts a streak, or when the last line is `every_s` old."""
         now, why = self.monotonic(), first_line(err)
         with self._lock:
-            self.attempts += 1
+            self.attempts, self.last = self.attempts + 1, why
             if self.attempts == 1:
                 self._since = self._logged = now
                 self.log.warning("%s failed: %s (logged again every %.0fs while it keeps failing)", self.what, why,
@@ -55,4 +57,9 @@ class FailureStreak:
             if self.attempts:
                 self.log.warning("%s succeeded again after %d failed attempts in %.0fs", self.what, self.attempts,
                                  self.monotonic() - self._since)
-                self.attempts = 0
+                self.attempts, self.last = 0, ""
+
+    def failing_for(self) -> float:
+        """Seconds since the streak's first failure (0 while not failing): how long a check has kept failing."""
+        with self._lock:
+            return self.monotonic() - self._since if self.attempts else 0.0

@@ -6,15 +6,24 @@ from typing import Any
 
 from .resets import unresolved_reason
 
+POLL_FAILING_S = 30.0
+"""Polls failing in a row this long make the process not ready: a batch that cannot be decoded (or another error
+kafka-python raises at every poll) stops its partition while the broker and the group look fine."""
+
 
 def consumer_readiness(lc: Any) -> tuple[bool, str]:
-    """(ready, reason) of a LiveConsumer: broker connected, not left without partitions by a group shared with another
-    database (group_db.py; the member that keeps them is ready, its reason says so), database writable (db_health.py),
-    partitions owned (after a grace period) and no offset-reset problem left unresolved."""
+    """(ready, reason) of a LiveConsumer: broker connected, polls not failing for POLL_FAILING_S, not left without
+    partitions by a group shared with another database (group_db.py; the member that keeps them is ready, its reason
+    says so), database writable (db_health.py), partitions owned (after a grace period) and no offset-reset problem
+    left unresolved."""
     s = lc.status
     kafka = s.kafka_problem(lc.monotonic())
     if kafka is not None:
         return False, kafka
+    failing = s.polls.failing_for()
+    if failing >= POLL_FAILING_S:
+        return False, (f"kafka poll failing for {failing:.0f}s ({s.polls.attempts} attempts): {s.polls.last}; the "
+                       "partition it stops at is not consumed")
     group = lc.group.problem()
     if group is not None and lc.group.excluded():
         return False, group
