@@ -14,6 +14,7 @@ from . import dns_names, topics
 from .health import Backoff, ConsumerStatus
 from .dlt import DeadLetterSink
 from .signals import KafkaSignals
+from .topic_watch import honour_auto_create
 from .settings import KafkaSettings
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,8 @@ def open_consumer(settings: KafkaSettings, stop: threading.Event, backoff: Backo
                 partitions = topics.check(admin, settings)
             finally:
                 admin.close()
-            consumer = KafkaConsumer(**settings.consumer_kwargs(assignor))
+            kwargs = settings.consumer_kwargs(assignor)
+            consumer = honour_auto_create(KafkaConsumer(**kwargs), bool(kwargs.get("allow_auto_create_topics")))
         except KafkaConfigurationError as err:
             raise ConfigError(f"kafka settings rejected by kafka-python: {err}") from None
         except (KafkaError, OSError) as err:
@@ -69,7 +71,7 @@ def open_dead_letter_sink(settings: KafkaSettings, sig: KafkaSignals) -> DeadLet
 
     def open_producer() -> Any:
         from kafka import KafkaProducer
-        return KafkaProducer(**kwargs)
+        return honour_auto_create(KafkaProducer(**kwargs), bool(kwargs.get("allow_auto_create_topics")))
 
     sink = DeadLetterSink(open_producer, settings.dead_letter_topic, settings.dead_letter_max_bytes, sig)
     if sink.connect() is None:  # opened now, so a broker problem shows in the start-up log

@@ -32,6 +32,7 @@ from ..storage.errors import StalePositions, StoreUnavailable
 from .alignment import Aligning, Alignment
 from .batches import Batch, at_or_after, fill, fresh_records, raw_records
 from .connect import open_consumer, open_dead_letter_sink
+from .topic_watch import TopicWatch
 from .topics import open_admin
 from .decode import speed_up
 from .assignment import Ownership, fmt, source_of
@@ -116,6 +117,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
         self.stored_batches = 0
         self.consumed = consumed_counter(self.ops)
         self.stall = StallWatch(settings.stall_restart_s)
+        self.topic_watch = TopicWatch(settings.topics, settings.bootstrap, log, monotonic)
+        """Subscribed topics the broker lost (topic_watch.py)."""
         self.overlap = Overlap(monotonic)
         self.collector = ByteCollector(settings.batch_max_bytes)
         """Cyclic garbage can hold whole batches: collected per stored bytes (gc_tuning.ByteCollector)."""

@@ -54,6 +54,8 @@ class ConsumerStatus:
         "driftline.kafka.consumer")))
     """Polls failing in a row, logged by streak: a batch that cannot be decoded raises at every poll, and each
     logged `poll failed:` (twice a second for as long as it lasted)."""
+    missing_topics: str = ""
+    """While subscribed topics are missing from the broker: which, and what to do (topic_watch.py)."""
 
     def kafka_problem(self, now: float) -> str | None:
         """Why the client does not reach Kafka now (None when it does: built, and its group coordinator known with
@@ -64,7 +66,7 @@ class ConsumerStatus:
             return f"kafka unreachable for {now - self.since:.0f}s" + (
                 f": {self.unresolved}" if self.unresolved else " (group coordinator unknown: the broker is down, or "
                 "it answers but cannot name the group's coordinator)")
-        return None
+        return self.missing_topics or None
 
     def assignment(self) -> str:
         """'8 partitions assigned (predictions 4, outcomes 4)': the total alone read as if each of two processes

@@ -20,7 +20,10 @@ def open_producer(settings: KafkaSettings, suffix: str = "-producer") -> Any:
     """A KafkaProducer (raises kafka.errors.KafkaTimeoutError when the broker cannot be reached)."""
     from kafka import KafkaProducer
 
-    return KafkaProducer(**settings.producer_kwargs(suffix))
+    from .topic_watch import honour_auto_create
+
+    kwargs = settings.producer_kwargs(suffix)
+    return honour_auto_create(KafkaProducer(**kwargs), bool(kwargs.get("allow_auto_create_topics")))
 
 
 @dataclass

@@ -161,11 +161,13 @@ def records_exist(settings: KafkaSettings, wanted: dict[TopicPartition, int], ti
     (tansu's ListOffsets answers the base offset of the last batch), and a false reset would re-read records."""
     from kafka import KafkaConsumer
 
+    from .topic_watch import honour_auto_create
+
     kwargs = settings.consumer_kwargs()
     # existence, not visibility: a record of a transaction still open (beyond the last stable offset) exists
     kwargs.update(group_id=None, client_id=settings.client_id + "-probe", isolation_level="read_uncommitted")
     kwargs.pop("partition_assignment_strategy", None)
-    probe = KafkaConsumer(**kwargs)
+    probe = honour_auto_create(KafkaConsumer(**kwargs), bool(kwargs.get("allow_auto_create_topics")))
     found: set[TopicPartition] = set()
     left = dict(wanted)
     try:

@@ -32,6 +32,7 @@ from .overlap import Overlap
 from .resets import recorded_problems
 from .settings import KafkaSettings
 from .signals import KafkaSignals
+from .topic_watch import TopicWatch
 from .topics import TopicsError
 
 log = logging.getLogger("driftline.kafka.consumer")
@@ -57,6 +58,7 @@ class Upkeep:
     status: ConsumerStatus
     monotonic: Callable[[], float]
     stall: StallWatch
+    topic_watch: TopicWatch
     overlap: Overlap
     owned: set[TopicPartition]
     expected: dict[TopicPartition, int]
@@ -109,6 +111,16 @@ class Upkeep:
         if rebalancing(self.consumer):
             self.rebalance_seen_at = now
         self._broker_status(now)
+        if self.status.broker_ok:  # topics missing from the broker: /readyz and driftline_kafka_up (topic_watch.py)
+            back = self.topic_watch.observe(self.consumer)
+            if back:  # the member that joined while they were missing never gets their partitions: subscribe anew
+                log.warning("%s: subscribing to them again", back)
+                if self.handoff is not None and self.owned:  # a topic that stayed: its partitions are given up too
+                    self.handoff.on_partitions_lost(set(self.owned))
+                    self._apply_handoff()
+                self.consumer.unsubscribe()
+                self.consumer.subscribe(list(self.settings.topics), listener=self.handoff)
+        self.status.missing_topics = self.topic_watch.problem() or ""
         problem = membership_problem(self.consumer, now - self.rebalance_seen_at)
         self.sig.group_stable.set(0 if problem else 1)
         if self.stall.observe(problem, now):

@@ -1,0 +1,71 @@
+"""A broker restarted empty under a running `driftline run` (tryout: tansu, memory store, killed and restarted on the
+same address). kafka-python 3.0.12 dropped the consumer's allow_auto_create_topics, so the consumer's own metadata
+request re-created the topics with the broker's default partition count, and /readyz said "kafka ok" throughout
+(without auto-creation: "kafka ok" with nothing to consume). Now nothing re-creates them, /readyz answers 503
+naming the missing topics and `driftline topics create`, driftline_kafka_up is 0, the log says it once at ERROR,
+and once they are created again every event is stored once: the state of a replay of both streams. Fixed in
+driftline/kafka/topic_watch.py."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafka_fixtures import create_topics, partition_counts
+from kafka_service_support import StoreProbe, make_events, produce, start_service, wait_until, write_config
+from test_kafka_fault_service import _every_event_once, _restart_empty, _with
+from test_kafka_faults import renamed
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+
+
+def _not_ready(svc: Any) -> tuple[int, str] | None:
+    status, body = svc.get("/readyz")
+    return (status, body) if status == 503 and "do not exist" in body else None
+
+
+def test_topics_a_broker_reset_lost_are_named_by_readyz_and_consumed_once_recreated(kafka_behind_forwarder: Any,
+                                                                                    tmp_path: Path) -> None:
+    from kafka import KafkaAdminClient
+
+    broker = kafka_behind_forwarder
+    topics = {"predictions": "predictions", "outcomes": "outcomes"}
+    create_topics(broker.bootstrap, topics.values(), 2)
+    config = _with(write_config(tmp_path, topics, "driftline"), on_offset_reset="earliest")
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    old = make_events(tmp_path / "old", days=0.5, per_day=1500)
+    new = renamed(make_events(tmp_path / "new", days=0.5, per_day=1500, seed=5), "n-")
+    db = f"sqlite:///{tmp_path / 'live.db'}"
+    svc = start_service(tmp_path, config, db, broker.bootstrap)
+    probe = StoreProbe(db, topics)
+    brokers = []
+    try:
+        produce(broker.bootstrap, topics, old.records)
+        wait_until(lambda: probe.done(old), 90, "old events stored", procs=(svc,))
+        brokers.append(_restart_empty(broker, tmp_path))
+        _, body = wait_until(lambda: _not_ready(svc), 60, "/readyz 503 naming the missing topics", procs=(svc,))
+        assert "predictions, outcomes" in body and "driftline topics create" in body
+        wait_until(lambda: re.search(r"^driftline_kafka_up 0\.0$", svc.get("/metrics")[1], re.M), 10,
+                   "driftline_kafka_up 0", procs=(svc,))
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        try:  # the running service re-created nothing (a describe never creates a topic)
+            assert partition_counts(admin, topics.values()) == {}
+        finally:
+            admin.close()
+        create_topics(broker.bootstrap, topics.values(), 2)  # TopicAlreadyExistsError if a client had re-created them
+        produce(broker.bootstrap, topics, new)
+        wait_until(lambda: all(probe.total(k) == sum(1 for r in new if r[0] == k) for k in topics), 120,
+                   "every new event stored", procs=(svc,))
+        wait_until(lambda: svc.get("/readyz")[0] == 200, 30, "ready again", procs=(svc,))
+        assert svc.log().count("ERROR driftline.kafka.consumer: topic(s) predictions, outcomes do not exist") == 1
+        assert svc.terminate() == 0
+    finally:
+        svc.kill()
+        probe.close()
+        for b in brokers:
+            b.process.kill()
+    _every_event_once(db, topics, old, new, tmp_path)
