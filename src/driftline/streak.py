@@ -63,3 +63,15 @@ class FailureStreak:
         """Seconds since the streak's first failure (0 while not failing): how long a check has kept failing."""
         with self._lock:
             return self.monotonic() - self._since if self.attempts else 0.0
+
+    def resume(self, since: float) -> None:
+        """Go on with a streak whose start the caller logged already (at `since`, this clock): only reminders follow
+        (a Kafka outage logged by the consumer, continued by the connect retries of a rebuilt client)."""
+        with self._lock:
+            if not self.attempts:
+                self.attempts, self._since, self._logged = 1, since, self.monotonic()
+
+    def forget(self) -> None:
+        """End the streak without a line: the caller logs its end."""
+        with self._lock:
+            self.attempts, self.last = 0, ""

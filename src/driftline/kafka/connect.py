@@ -10,6 +10,7 @@ from typing import Any
 from kafka.errors import KafkaConfigurationError, KafkaError
 
 from ..config import ConfigError
+from ..streak import FailureStreak
 from . import dns_names, topics
 from .health import Backoff, ConsumerStatus
 from .dlt import DeadLetterSink
@@ -21,9 +22,11 @@ log = logging.getLogger(__name__)
 
 
 def open_consumer(settings: KafkaSettings, stop: threading.Event, backoff: Backoff, status: ConsumerStatus,
-                  assignor: Any = None) -> Any | None:
+                  assignor: Any = None, outage: FailureStreak | None = None) -> Any | None:
     """A KafkaConsumer once the broker answers and both topics are co-partitioned; None when `stop` is set first.
-    `assignor`: the Range assignor carrying this process's database id (group_db.py).
+    `assignor`: the Range assignor carrying this process's database id (group_db.py). `outage`: the streak of an
+    outage already logged (a client rebuilt during it): failed attempts only remind of it, at most every 5 min
+    (tryout: a broker restarted advertising a name this host cannot resolve logged a line every 15 s for good).
 
     Raises TopicsError for missing or not co-partitioned topics, ConfigError for settings kafka-python rejects.
     """
@@ -45,11 +48,17 @@ def open_consumer(settings: KafkaSettings, stop: threading.Event, backoff: Backo
         except (KafkaError, OSError) as err:
             delay = backoff.next()
             state, status.error = dns_names.failure(err, settings.bootstrap)
-            log.warning("Kafka at %s %s (attempt %d): %s; retrying in %.0fs", settings.bootstrap, state, attempt,
-                        status.error, delay)
+            if outage is None:
+                log.warning("Kafka at %s %s (attempt %d): %s; retrying in %.0fs", settings.bootstrap, state, attempt,
+                            status.error, delay)
+            else:
+                log.debug("Kafka at %s %s (attempt %d): %s", settings.bootstrap, state, attempt, status.error)
+                outage.failed(ConnectionError(f"Kafka at {settings.bootstrap} {state}: {status.error}"))
             stop.wait(delay)
             continue
         backoff.reset()
+        if outage is not None:
+            outage.forget()  # its end is logged once by the consumer ("Kafka reachable again after …")
         log.info("connected to Kafka (%s); %d partitions per topic; joining group %s", settings.describe(),
                  partitions, settings.group_id)
         return consumer

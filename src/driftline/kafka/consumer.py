@@ -29,6 +29,7 @@ from ..ingest.stored_now import KeyLog
 from ..core.events import iso
 from ..storage import ceilings
 from ..storage.errors import StalePositions, StoreUnavailable
+from ..streak import FailureStreak
 from .alignment import Aligning, Alignment
 from .batches import Batch, at_or_after, fill, fresh_records, raw_records
 from .connect import open_consumer, open_dead_letter_sink
@@ -106,6 +107,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
         self.db_failed = ""
         self.lock_patience_s = LOCK_PATIENCE_S
         self.broker_down_since: float | None = None
+        self.kafka_outage = FailureStreak("Kafka", log, monotonic=monotonic)
+        """A Kafka outage continued by the connect retries of a rebuilt client: reminders only (connect.py)."""
         self.expiring, self.maintain_failing = False, maintenance_streak(monotonic)
         pipeline.stored_now = KeyLog()  # the predictions stored since the last maintenance pass (Upkeep.maintain)
         self.rebalance_seen_at = -math.inf
@@ -149,8 +152,11 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
             self.database = got
             log.info("database id %s, in group %s since %s (sent to the consumer group: the partitions stay with the "
                      "database that joined it first)", got[0], self.settings.group_id, iso(got[1]))
+        outage = None if self.broker_down_since is None else self.kafka_outage  # a client rebuilt during one
+        if outage is not None:
+            outage.resume(self.broker_down_since)
         consumer = open_consumer(self.settings, self.stop, self.connect_backoff, self.status,
-                                 self.group.assignor_for(*self.database))
+                                 self.group.assignor_for(*self.database), outage)
         if consumer is None:
             return False
         self.attach(consumer)
