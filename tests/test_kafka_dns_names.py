@@ -75,26 +75,24 @@ def test_run_reports_the_unresolvable_advertised_host_and_keeps_retrying(misadve
     assert "(its advertised listener), a name this host cannot resolve" in log
 
 
-def test_a_bootstrap_server_that_does_not_resolve_is_named_as_kafka_bootstrap(monkeypatch: pytest.MonkeyPatch
-                                                                             ) -> None:
+def test_a_bootstrap_server_that_does_not_resolve_is_named_as_kafka_bootstrap() -> None:
     """A failed lookup of a bootstrap server is blamed on kafka.bootstrap (not on advertised listeners), and an
-    address that resolves again is forgotten."""
+    address that resolves again is forgotten; the record is the process's ResolutionLog, not a module global (a
+    fresh one here: no other test's lookups, nothing to clear afterwards)."""
     from kafka.errors import KafkaTimeoutError
 
-    monkeypatch.setattr(dns_names, "_FAILED", {})  # the process-wide record, without the other tests' lookups
-
-    dns_names.record_failure("kafka-typo", 9092, "Name or service not known", now=100.0)
-    try:
-        err = KafkaTimeoutError("Unable to bootstrap from ['kafka-typo:9092']")
-        state, reason = dns_names.failure(err, "kafka-typo:9092", now=101.0)
-        assert state == "unreachable"
-        assert reason.startswith("kafka.bootstrap server kafka-typo:9092 cannot be resolved by this host (Name or "
-                                 "service not known): correct the name in --kafka")
-        assert dns_names.failure(err, "kafka-typo:9092", now=100.0 + dns_names.RECENT_S + 1)[1] == \
-            "KafkaTimeoutError: Unable to bootstrap from ['kafka-typo:9092']"
-    finally:
-        dns_names.record_success("kafka-typo", 9092)
-    assert dns_names.failure(err, "kafka-typo:9092", now=101.0) == ("unreachable", str(err))
+    resolutions = dns_names.ResolutionLog()
+    resolutions.record_failure("kafka-typo", 9092, "Name or service not known", now=100.0)
+    err = KafkaTimeoutError("Unable to bootstrap from ['kafka-typo:9092']")
+    state, reason = resolutions.failure(err, "kafka-typo:9092", now=101.0)
+    assert state == "unreachable"
+    assert reason.startswith("kafka.bootstrap server kafka-typo:9092 cannot be resolved by this host (Name or "
+                             "service not known): correct the name in --kafka")
+    assert resolutions.failure(err, "kafka-typo:9092", now=100.0 + dns_names.RECENT_S + 1)[1] == \
+        "KafkaTimeoutError: Unable to bootstrap from ['kafka-typo:9092']"
+    assert dns_names.ResolutionLog().failure(err, "kafka-typo:9092", now=101.0) == ("unreachable", str(err))
+    resolutions.record_success("kafka-typo", 9092)
+    assert resolutions.failure(err, "kafka-typo:9092", now=101.0) == ("unreachable", str(err))
 
 
 def test_a_connected_run_names_the_advertised_host_once_the_broker_advertises_one_it_cannot_resolve(
@@ -113,16 +111,14 @@ def test_a_connected_run_names_the_advertised_host_once_the_broker_advertises_on
     lost = SimpleNamespace(_coordinator=SimpleNamespace(coordinator_id=None, state="<stable>"),
                            config={"session_timeout_ms": 6000},
                            metrics=lambda: {"consumer-coordinator-metrics": {"last-heartbeat-seconds-ago": 1.0}})
+    resolutions = dns_names.ResolutionLog()  # the process's record, injected with the settings
     me = SimpleNamespace(consumer=lost, rebalance_seen_at=-math.inf, broker_down_since=None,
                          status=ConsumerStatus(phase="consuming", broker_ok=True),
-                         settings=SimpleNamespace(bootstrap="127.0.0.1:19093"))
-    dns_names.record_failure(BAD_HOST, 19093, "Name or service not known")
-    try:
-        with caplog.at_level(logging.WARNING, logger="driftline.kafka.consumer"):
-            Upkeep._broker_status(me, 100.0)  # type: ignore[arg-type]
-        problem = me.status.kafka_problem(101.0) or ""
-    finally:
-        dns_names.record_success(BAD_HOST, 19093)
+                         settings=SimpleNamespace(bootstrap="127.0.0.1:19093", resolutions=resolutions))
+    resolutions.record_failure(BAD_HOST, 19093, "Name or service not known")
+    with caplog.at_level(logging.WARNING, logger="driftline.kafka.consumer"):
+        Upkeep._broker_status(me, 100.0)  # type: ignore[arg-type]
+    problem = me.status.kafka_problem(101.0) or ""
     for text in (problem, caplog.text):
         assert f"the broker's metadata sends clients to {BAD_HOST}:19093 (its advertised listener)" in text
         assert "set the broker's advertised.listeners" in text

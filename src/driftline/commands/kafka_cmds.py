@@ -6,6 +6,7 @@ import argparse
 import threading
 
 from ..context import Context, number_type, port_number, positive, whole
+from ..kafka.dns_names import ResolutionLog
 from ..kafka.settings import BOOTSTRAP_ENV, KafkaSettings, install_log_redaction, resolve
 from ..kafka.topics import TopicsError
 from .prose import say
@@ -50,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _settings(ctx: Context, args: argparse.Namespace) -> KafkaSettings:
-    settings = resolve(ctx.config.kafka, args.kafka)
+    settings = resolve(ctx.config.kafka, args.kafka, resolutions=ResolutionLog())  # this process's one (dns_names)
     install_log_redaction(settings)
     return settings
 
@@ -77,9 +78,7 @@ def _kafka_failed(ctx: Context, settings: KafkaSettings, err: BaseException) -> 
     """Print why Kafka could not be used (a name that does not resolve: which one, from where, what to fix); exit 1.
     A broker advertising a name this host cannot resolve ended in 'unexpected KafkaConnectionError: DNS Resolution
     failure', naming no host and no setting."""
-    from ..kafka.dns_names import failure
-
-    state, reason = failure(err, settings.bootstrap)
+    state, reason = settings.resolutions.failure(err, settings.bootstrap)
     ctx.err.print(f"[red]error:[/red] Kafka at {settings.bootstrap} {state}: {shown(reason)}", soft_wrap=True)
     return 1
 

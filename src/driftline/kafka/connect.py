@@ -11,7 +11,7 @@ from kafka.errors import KafkaConfigurationError, KafkaError
 
 from ..config import ConfigError
 from ..streak import FailureStreak
-from . import dns_names, topics
+from . import topics
 from .health import Backoff, ConsumerStatus
 from .dlt import DeadLetterSink
 from .signals import KafkaSignals
@@ -47,7 +47,7 @@ def open_consumer(settings: KafkaSettings, stop: threading.Event, backoff: Backo
             raise ConfigError(f"kafka settings rejected by kafka-python: {err}") from None
         except (KafkaError, OSError) as err:
             delay = backoff.next()
-            state, status.error = dns_names.failure(err, settings.bootstrap)
+            state, status.error = settings.resolutions.failure(err, settings.bootstrap)
             if outage is None:
                 log.warning("Kafka at %s %s (attempt %d): %s; retrying in %.0fs", settings.bootstrap, state, attempt,
                             status.error, delay)

@@ -6,7 +6,7 @@ cause is a broker whose advertised listener is a name its clients cannot resolve
 the metadata sends every request to `advertised.listeners`, and `topics create` ended in "unexpected
 KafkaConnectionError: DNS Resolution failure" while `run` logged "Kafka at 127.0.0.1:9092 unreachable" about a
 bootstrap server that had answered. `install` wraps kafka-python's lookup so each failed (host, port) is remembered
-until the name resolves again; `explain` says which address it is, whether it came from kafka.bootstrap or from the
+until the name resolves again, in the process's ResolutionLog; `explain` says which address it is, whether it came from kafka.bootstrap or from the
 broker's metadata, and what to change."""
 
 from __future__ import annotations
@@ -46,28 +46,54 @@ class Unresolved:
                 f"{self.host} resolvable here (DNS, /etc/hosts)")
 
 
-_FAILED: dict[tuple[str, int], Unresolved] = {}
-_LOCK = threading.Lock()
+class ResolutionLog:
+    """The broker addresses that failed to resolve and have not resolved since: one per process, created by its
+    edge (the CLI) and handed to the Kafka settings, whose clients' lookups record into it (`install`)."""
 
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.monotonic = monotonic
+        self._failed: dict[tuple[str, int], Unresolved] = {}
+        self._lock = threading.Lock()
 
-def record_failure(host: str, port: int, reason: str, now: float | None = None) -> None:
-    """Remember that `host` did not resolve (kafka-python's network thread calls this through the wrapped lookup)."""
-    with _LOCK:
-        _FAILED[(host, int(port))] = Unresolved(host, int(port), reason, time.monotonic() if now is None else now)
+    def record_failure(self, host: str, port: int, reason: str, now: float | None = None) -> None:
+        """Remember that `host` did not resolve (kafka-python's network thread calls this through the wrapped
+        lookup)."""
+        with self._lock:
+            self._failed[(host, int(port))] = Unresolved(host, int(port), reason,
+                                                          self.monotonic() if now is None else now)
 
+    def record_success(self, host: str, port: int) -> None:
+        """Forget a failure of `host`: its name resolves again."""
+        with self._lock:
+            self._failed.pop((host, int(port)), None)
 
-def record_success(host: str, port: int) -> None:
-    """Forget a failure of `host`: its name resolves again."""
-    with _LOCK:
-        _FAILED.pop((host, int(port)), None)
+    def failures(self, now: float | None = None, recent_s: float = RECENT_S) -> list[Unresolved]:
+        """Addresses that failed to resolve within `recent_s` and have not resolved since, newest first."""
+        now = self.monotonic() if now is None else now
+        with self._lock:
+            found = [u for u in self._failed.values() if now - u.at <= recent_s]
+        return sorted(found, key=lambda u: u.at, reverse=True)
 
+    def explain(self, bootstrap: str, now: float | None = None) -> Unresolved | None:
+        """The unresolvable broker address to name in an error (an advertised one before a bootstrap one), or None."""
+        found = self.failures(now)
+        if not found:
+            return None
+        found.sort(key=lambda u: in_bootstrap(u.host, u.port, bootstrap))  # stable: newest advertised one first
+        return found[0]
 
-def failures(now: float | None = None, recent_s: float = RECENT_S) -> list[Unresolved]:
-    """Addresses that failed to resolve within `recent_s` and have not resolved since, newest first."""
-    now = time.monotonic() if now is None else now
-    with _LOCK:
-        found = [u for u in _FAILED.values() if now - u.at <= recent_s]
-    return sorted(found, key=lambda u: u.at, reverse=True)
+    def failure(self, err: BaseException, bootstrap: str, now: float | None = None) -> tuple[str, str]:
+        """(state, reason) of a Kafka client error for 'Kafka at BOOTSTRAP <state>: <reason>': 'unreachable' with
+        kafka-python's text, the unresolvable name and what to fix added when a lookup failed; 'is unusable' when
+        the bootstrap server answered and the address it advertises does not resolve."""
+        from .health import describe_error
+
+        text = describe_error(err)
+        found = self.explain(bootstrap, now)
+        if found is None:
+            return "unreachable", text
+        state = "unreachable" if in_bootstrap(found.host, found.port, bootstrap) else "is unusable"
+        return state, f"{found.message(bootstrap)} (kafka-python: {text})"
 
 
 def in_bootstrap(host: str, port: int, bootstrap: str) -> bool:
@@ -81,29 +107,6 @@ def in_bootstrap(host: str, port: int, bootstrap: str) -> bool:
     return any(h.lower() == host.lower() and int(p) == int(port) for h, p, _ in servers)
 
 
-def explain(bootstrap: str, now: float | None = None) -> Unresolved | None:
-    """The unresolvable broker address to name in an error (an advertised one before a bootstrap one), or None."""
-    found = failures(now)
-    if not found:
-        return None
-    found.sort(key=lambda u: in_bootstrap(u.host, u.port, bootstrap))  # stable: newest advertised one first
-    return found[0]
-
-
-def failure(err: BaseException, bootstrap: str, now: float | None = None) -> tuple[str, str]:
-    """(state, reason) of a Kafka client error for 'Kafka at BOOTSTRAP <state>: <reason>': 'unreachable' with
-    kafka-python's text, the unresolvable name and what to fix added when a lookup failed; 'is unusable' when the
-    bootstrap server answered and the address it advertises does not resolve."""
-    from .health import describe_error
-
-    text = describe_error(err)
-    found = explain(bootstrap, now)
-    if found is None:
-        return "unreachable", text
-    state = "unreachable" if in_bootstrap(found.host, found.port, bootstrap) else "is unusable"
-    return state, f"{found.message(bootstrap)} (kafka-python: {text})"
-
-
 def _reason(err: BaseException) -> str:
     """The resolver's own words ('Name or service not known') from kafka-python's wrapped lookup error."""
     cause = err.__cause__ or err.__context__
@@ -112,30 +115,33 @@ def _reason(err: BaseException) -> str:
     return str(err)
 
 
-def install() -> bool:
-    """Wrap kafka-python's DNS lookup so failures are recorded (idempotent); False when its layout differs."""
+def install(resolutions: ResolutionLog) -> bool:
+    """Wrap kafka-python's DNS lookup so failures are recorded in `resolutions` (idempotent; another log given later
+    takes over: the lookup is kafka-python's, one per process); False when its layout differs."""
     try:
         from kafka.errors import KafkaConnectionError
         from kafka.net.inet import KafkaNetSocket
     except ImportError:  # another kafka-python layout: nothing to wrap
         return False
     current: Callable[..., Any] = KafkaNetSocket.dns_lookup
-    if getattr(current, "driftline_records", False):
+    if getattr(current, "driftline_records", None) is resolutions:
         return True
+    original: Callable[..., Any] = getattr(current, "driftline_original", current)
 
     def dns_lookup(self: Any, host: str, port: int, raise_error: bool = False) -> Any:
         """kafka-python's lookup, the failed name recorded (its own warning kept at DEBUG)."""
         try:
-            found = current(self, host, port, True)
+            found = original(self, host, port, True)
         except KafkaConnectionError as err:
-            record_failure(host, port, _reason(err))
+            resolutions.record_failure(host, port, _reason(err))
             log.debug("%s", err)
             if raise_error:
                 raise
             return []
-        record_success(host, port)
+        resolutions.record_success(host, port)
         return found
 
-    dns_lookup.driftline_records = True  # type: ignore[attr-defined]
+    dns_lookup.driftline_records = resolutions  # type: ignore[attr-defined]
+    dns_lookup.driftline_original = original  # type: ignore[attr-defined]
     KafkaNetSocket.dns_lookup = dns_lookup  # type: ignore[method-assign]
     return True

@@ -85,6 +85,8 @@ class KafkaSettings:
     database_stall_s: float = 30.0
     """A database call unanswered this long is reported (/readyz 503, a warning; see storage.calls)."""
     options: dict[str, Any] = field(default_factory=dict)
+    resolutions: dns_names.ResolutionLog = field(default_factory=dns_names.ResolutionLog, compare=False, repr=False)
+    """Broker names this process's clients could not resolve (dns_names.py): the CLI hands each process one."""
 
     @property
     def topics(self) -> tuple[str, str]:
@@ -109,7 +111,7 @@ class KafkaSettings:
         TLS handshake gets its deadline first (tls_handshake.py: a peer that never answers hung the client) and its
         DNS lookups are recorded (dns_names.py: a failure named no host)."""
         tls_handshake.install()
-        dns_names.install()
+        dns_names.install(self.resolutions)
         accepted = _accepted(kind)
         out: dict[str, Any] = {k: v for k, v in defaults.items() if k in accepted}
         out.update({k: v for k, v in self.options.items() if k in accepted})
@@ -171,8 +173,10 @@ def env_options(env: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
-def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | None = None) -> KafkaSettings:
-    """Settings from the --kafka flag, the environment and the config; ConfigError names what is wrong."""
+def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | None = None,
+            resolutions: dns_names.ResolutionLog | None = None) -> KafkaSettings:
+    """Settings from the --kafka flag, the environment and the config, recording unresolvable broker names in
+    `resolutions` (a fresh log when None); ConfigError names what is wrong."""
     env = os.environ if env is None else env
     bootstrap = flag or env.get(BOOTSTRAP_ENV) or section.bootstrap
     if not bootstrap or not bootstrap.strip():
@@ -199,7 +203,8 @@ def resolve(section: Kafka, flag: str | None = None, env: Mapping[str, str] | No
                          on_key_mismatch=section.on_key_mismatch,
                          dead_letter_max_bytes=section.dead_letter_max_bytes,
                          unassigned_grace_s=parse_duration(section.unassigned_grace), stall_restart_s=stall_s,
-                         database_stall_s=parse_duration(section.database_stall), options=options)
+                         database_stall_s=parse_duration(section.database_stall), options=options,
+                         resolutions=resolutions or dns_names.ResolutionLog())
 
 
 def _option_source(name: str, from_env: Mapping[str, Any]) -> str:

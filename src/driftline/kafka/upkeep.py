@@ -13,7 +13,7 @@ from typing import Any
 from kafka import TopicPartition
 from kafka.errors import KafkaError
 
-from . import dns_names, partition_ops
+from . import partition_ops
 from ..ingest.pipeline import EXPIRED_STORED_NOW, Pipeline
 from ..ingest.stored_now import KeyLog
 from ..numbers import counted
@@ -270,7 +270,7 @@ class Upkeep:
         address this host cannot resolve when one is why (verification tryout: a broker restarted advertising such
         a name read as "group coordinator lost" until kafka.stall_restart rebuilt the client)."""
         ok = broker_connected(self.consumer, now - self.rebalance_seen_at)
-        found = None if ok else dns_names.explain(self.settings.bootstrap)
+        found = None if ok else self.settings.resolutions.explain(self.settings.bootstrap)
         unresolved = found.message(self.settings.bootstrap) if found is not None else ""
         if ok and self.broker_down_since is not None:
             log.warning("Kafka reachable again after %.0fs", now - self.broker_down_since)
