@@ -122,6 +122,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
         self.stall = StallWatch(settings.stall_restart_s)
         self.topic_watch = TopicWatch(settings.topics, settings.bootstrap, log, monotonic)
         """Subscribed topics the broker lost (topic_watch.py)."""
+        self.resubscribe_due = False
         self.overlap = Overlap(monotonic)
         self.collector = ByteCollector(settings.batch_max_bytes)
         """Cyclic garbage can hold whole batches: collected per stored bytes (gc_tuning.ByteCollector)."""
@@ -170,6 +171,9 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
     def attach(self, consumer: Any) -> Handoff:
         """Use this (subscribed or about to be) consumer; returns the rebalance listener to subscribe with."""
         self.consumer = consumer
+        back, self.resubscribe_due = self.topic_watch.reset(), False  # a new client subscribes afresh anyway
+        if back:
+            log.warning("%s", back)
         speed_up(consumer)
         self.handoff = Handoff(consumer.pause, self._rebalance_event)
         self.status = ConsumerStatus(phase="consuming", broker_ok=True)

@@ -76,9 +76,18 @@ class TopicWatch:
         missing = self.missing
         return missing_reason(missing, self.bootstrap) if missing else None
 
+    def reset(self) -> str:
+        """End a gap (the topics exist again, or a new client was connected after checking them): the line to log
+        at its end, "" when none was going on."""
+        missing, since, self.missing, self.since = self.missing, self.since, (), None
+        if not missing:
+            return ""
+        return (f"topic(s) {', '.join(missing)} exist again after {self.monotonic() - (since or 0.0):.0f}s (their "
+                "stored positions are checked against the new logs: kafka.on_offset_reset)")
+
     def observe(self, consumer: Any) -> str:
         """Compare the consumer's metadata with the subscription; while a topic is missing, ask for metadata again.
-        Returns what to log when the gap ends (the caller connects a new client: a member that joined while the
+        Returns what to log when the gap ends (the caller then subscribes anew: a member that joined while the
         topics were missing stayed stable with no partition after they were recreated, kafka-python 3.0.12 on tansu,
         70 s and counting), else ""."""
         known = known_topics(consumer)
@@ -89,12 +98,7 @@ class TopicWatch:
         if missing and not self.missing:
             self.since = now
             self.log.error("%s", missing_reason(missing, self.bootstrap))
-        back = ""
-        if not missing and self.missing:
-            back = (f"topic(s) {', '.join(self.missing)} exist again after "
-                    f"{now - (self.since if self.since is not None else now):.0f}s (their stored positions are checked "
-                    "against the new logs: kafka.on_offset_reset)")
-            self.since = None
+        back = self.reset() if not missing else ""
         self.missing = missing
         if missing and now >= self.next_ask:
             self.next_ask = now + self.ask_every_s

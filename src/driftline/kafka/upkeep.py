@@ -59,6 +59,8 @@ class Upkeep:
     monotonic: Callable[[], float]
     stall: StallWatch
     topic_watch: TopicWatch
+    resubscribe_due: bool
+    """Topics came back after a gap: subscribe anew once not rebalancing (_resubscribe)."""
     overlap: Overlap
     owned: set[TopicPartition]
     expected: dict[TopicPartition, int]
@@ -113,14 +115,12 @@ class Upkeep:
         self._broker_status(now)
         if self.status.broker_ok:  # topics missing from the broker: /readyz and driftline_kafka_up (topic_watch.py)
             back = self.topic_watch.observe(self.consumer)
-            if back:  # the member that joined while they were missing never gets their partitions: subscribe anew
-                log.warning("%s: subscribing to them again", back)
-                if self.handoff is not None and self.owned:  # a topic that stayed: its partitions are given up too
-                    self.handoff.on_partitions_lost(set(self.owned))
-                    self._apply_handoff()
-                self.consumer.unsubscribe()
-                self.consumer.subscribe(list(self.settings.topics), listener=self.handoff)
+            if back:
+                log.warning("%s", back)
+                self.resubscribe_due = True
         self.status.missing_topics = self.topic_watch.problem() or ""
+        if self.resubscribe_due and not rebalancing(self.consumer):
+            self._resubscribe()
         problem = membership_problem(self.consumer, now - self.rebalance_seen_at)
         self.sig.group_stable.set(0 if problem else 1)
         if self.stall.observe(problem, now):
@@ -284,6 +284,17 @@ class Upkeep:
         if ok != self.status.broker_ok:
             self.status.since = now
         self.status.broker_ok = ok
+
+    def _resubscribe(self) -> None:
+        """Topics back after a gap: a member that joined while they were missing never gets their partitions
+        (kafka-python 3.0.12 on tansu), so it subscribes anew; not while it is rebalancing (a LeaveGroup while the
+        group forms wedges tansu's group), nor once it owns partitions again."""
+        self.resubscribe_due = False
+        if self.owned or self.topic_watch.missing:
+            return
+        log.info("subscribing to %s again", ", ".join(self.settings.topics))
+        self.consumer.unsubscribe()
+        self.consumer.subscribe(list(self.settings.topics), listener=self.handoff)
 
     def _rebuild(self, now: float) -> None:
         """Group membership broken for longer than kafka.stall_restart: forget every partition as on a lost
