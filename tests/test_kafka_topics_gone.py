@@ -69,3 +69,43 @@ def test_topics_a_broker_reset_lost_are_named_by_readyz_and_consumed_once_recrea
         for b in brokers:
             b.process.kill()
     _every_event_once(db, topics, old, new, tmp_path)
+
+
+def test_topics_missing_then_the_broker_down_past_stall_restart_are_consumed_once_recreated(
+        kafka_behind_forwarder: Any, tmp_path: Path) -> None:
+    """Live: the broker restarted empty (topics missing noticed), then down longer than kafka.stall_restart (the
+    client rebuilt), restarted empty again and the topics recreated. The rebuilt client was subscribed anew while
+    joining (the gap's end seen on it) and tansu's group stayed <rebalancing> for good: nothing consumed."""
+    broker = kafka_behind_forwarder
+    topics = {"predictions": "predictions", "outcomes": "outcomes"}
+    create_topics(broker.bootstrap, topics.values(), 2)
+    config = _with(write_config(tmp_path, topics, "driftline"), on_offset_reset="earliest")
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    old = make_events(tmp_path / "old", days=0.5, per_day=1000)
+    new = renamed(make_events(tmp_path / "new", days=0.5, per_day=1000, seed=5), "n-")
+    db = f"sqlite:///{tmp_path / 'live.db'}"
+    svc = start_service(tmp_path, config, db, broker.bootstrap)
+    probe = StoreProbe(db, topics)
+    brokers = []
+    try:
+        produce(broker.bootstrap, topics, old.records)
+        wait_until(lambda: probe.done(old), 90, "old events stored", procs=(svc,))
+        brokers.append(_restart_empty(broker, tmp_path))
+        wait_until(lambda: _not_ready(svc), 60, "/readyz 503 naming the missing topics", procs=(svc,))
+        brokers[-1].process.kill()  # down past kafka.stall_restart (30s here): the client is rebuilt
+        brokers[-1].process.wait(timeout=10)
+        wait_until(lambda: "Kafka client stuck for" in svc.log(), 90, "the client rebuilt", procs=(svc,))
+        broker.process = brokers[-1].process  # _restart_empty kills the broker it is given
+        brokers.append(_restart_empty(broker, tmp_path))
+        create_topics(broker.bootstrap, topics.values(), 2)
+        produce(broker.bootstrap, topics, new)
+        wait_until(lambda: all(probe.total(k) == sum(1 for r in new if r[0] == k) for k in topics), 180,
+                   "every new event stored", procs=(svc,))
+        assert svc.terminate() == 0
+    finally:
+        svc.kill()
+        probe.close()
+        for b in brokers:
+            b.process.kill()
+    _every_event_once(db, topics, old, new, tmp_path)
