@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import compress
+from operator import attrgetter
 
 import msgspec
 from sqlalchemy import Connection
@@ -37,6 +38,7 @@ EXPIRED_STORED_NOW = ("expired_stored_now", "")
 """Key of `maintain`'s count of expired predictions that the same pipeline stored (never a stored counter)."""
 FILE_PREFIX = "file:"
 """Sources of replayed files (their positions are fenced); stdin and Kafka are not file sources."""
+_OFFSET = attrgetter("offset")
 
 
 class RawRecord(msgspec.Struct, frozen=True, gc=False):
@@ -279,6 +281,8 @@ class Pipeline:
         keys = [k for k in positions if k[0].startswith(FILE_PREFIX)]
         stored = self.store.stored_positions(conn, keys)
         moved = {k: max(v, stored.get(k, 0)) for k, v in positions.items()}
+        if records and min(map(_OFFSET, records)) >= max(stored.values(), default=0):
+            return None, moved  # every record at or past every stored position (a replay going on): all fresh
         fresh = [r.offset >= stored.get((r.source, r.partition), 0) for r in records]
         return (None if all(fresh) else fresh), moved
 
