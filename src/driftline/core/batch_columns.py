@@ -10,7 +10,7 @@ sums are identical bit for bit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain, repeat
+from itertools import chain, count, repeat
 from typing import Any
 
 import numpy as np
@@ -29,10 +29,13 @@ def _bucket_indices(engine: Engine, models: Sequence[str], versions: Sequence[st
     """The engine's bucket index of each (model, version, variant, ts, shard), new buckets numbered in order."""
     starts = bucket_starts(ts, engine.s.bucket_s)
     index = engine._index
-    for key in dict.fromkeys(zip(models, versions, variants, starts, shards)):
+    seen: dict[tuple[Any, ...], int] = {}  # each key hashed once: its first position, the keys in order of first sight
+    firsts = list(map(seen.setdefault, zip(models, versions, variants, starts, shards), count()))
+    for key in seen:
         if key not in index:
             index[key] = len(index)
-    return list(map(index.__getitem__, zip(models, versions, variants, starts, shards)))  # no key kept: zip reuses
+    of_first = dict(zip(seen.values(), map(index.__getitem__, seen)))
+    return list(map(of_first.__getitem__, firsts))
 
 
 def bucket_starts(ts: Sequence[float], bs: int) -> list[int]:

@@ -8,7 +8,7 @@ has the same hash and a sample keeps one row per hash.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import compress
+from itertools import compress, count
 from operator import itemgetter
 
 import numpy as np
@@ -103,12 +103,14 @@ _FIRST = itemgetter(0)
 
 def _series(evs: list[Prediction]) -> tuple[list[tuple[str, str, str]], np.ndarray]:
     """(distinct (model, version, variant) keys with defaults filled in, each prediction's index into them)."""
-    raw = [(e.model, e.model_version, e.variant) for e in evs]
+    seen: dict[tuple[str, str | None, str | None], int] = {}  # each triple hashed once: its first position
+    firsts = np.fromiter(map(seen.setdefault, [(e.model, e.model_version, e.variant) for e in evs], count()),
+                         dtype=np.int64, count=len(evs))
     index: dict[tuple[str, str, str], int] = {}
-    code = {}
-    for m, v, a in dict.fromkeys(raw):
-        code[(m, v, a)] = index.setdefault((m, v or DEFAULT_VERSION, a or DEFAULT_VARIANT), len(index))
-    return list(index), np.fromiter(map(code.__getitem__, raw), dtype=np.int64, count=len(raw))
+    code = np.zeros(len(evs), dtype=np.int64)  # first position -> index (only first positions are read)
+    for (m, v, a), first in seen.items():
+        code[first] = index.setdefault((m, v or DEFAULT_VERSION, a or DEFAULT_VARIANT), len(index))
+    return list(index), code[firsts]
 
 
 def record_samples(conn: Connection, settings: EngineSettings, ok: Sequence[tuple[Decoded, int]],
