@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Sequence
-from itertools import chain, compress, repeat
+from itertools import chain, compress, count, repeat
 from operator import countOf
 from typing import Any
 
@@ -187,12 +187,12 @@ def _gapped(name: str, vals: Sequence[Any], types: set[Any], real: set[Any], bat
     if missing.any():
         per = np.bincount(batch.bidx[missing])
         nz = np.flatnonzero(per)
-        for b, count in zip(nz.tolist(), per[nz].tolist()):
+        for b, gaps_n in zip(nz.tolist(), per[nz].tolist()):
             fh = made.get(b)
             if fh is None:
-                made[b] = FeatureHist({}, {}, count)
+                made[b] = FeatureHist({}, {}, gaps_n)
             else:
-                fh.missing = count
+                fh.missing = gaps_n
     batch.attach(name, list(made), list(made.values()))
     return True
 
@@ -278,19 +278,20 @@ def _category_groups(bidx: np.ndarray, vals: Sequence[Any], labels: dict[Any, st
     there, as a Counter filled value by value has them: values coded by first occurrence in the batch, counted
     with numpy. `labels` renames values (booleans); distinct values must stay distinct labels. None when a
     string is longer than MAX_CATEGORY_LEN."""
-    index = dict.fromkeys(vals)
-    if labels is None and max(map(len, index)) > MAX_CATEGORY_LEN:
+    n = len(vals)
+    seen: dict[Any, int] = {}  # each value looked up once: its code is the position of its first occurrence
+    code = np.fromiter(map(seen.setdefault, vals, count()), dtype=np.int64, count=n)
+    if labels is None and max(map(len, seen)) > MAX_CATEGORY_LEN:
         return None
-    ncat = len(index)
-    code = dict(zip(index, range(ncat)))
-    keys = bidx * ncat + np.fromiter(map(code.__getitem__, vals), dtype=np.int64, count=len(vals))
+    keys = bidx * n + code
     uniq, first, cnt = np.unique(keys, return_index=True, return_counts=True)
-    b_of = uniq // ncat
+    b_of = uniq // n
     order = np.lexsort((first, b_of))
     uniq, b_of = uniq[order], b_of[order]
-    names = list(index) if labels is None else [labels[v] for v in index]
+    at = (uniq - b_of * n).tolist()  # the first occurrence of each value: the object dict.fromkeys would keep
+    names = list(map(vals.__getitem__, at)) if labels is None else [labels[vals[i]] for i in at]
     bl, cuts = _groups(b_of)
-    cats = _dicts(list(map(names.__getitem__, (uniq - b_of * ncat).tolist())), cnt[order].tolist(), cuts)
+    cats = _dicts(names, cnt[order].tolist(), cuts)
     for i in [i for i, c in enumerate(cats) if len(c) > MAX_CATEGORIES_PER_BUCKET]:
         cats[i] = bound_categories(Counter(cats[i]))
     return bl, cats
