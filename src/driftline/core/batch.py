@@ -13,10 +13,11 @@ identical bit for bit (tests/test_batch_engine.py checks it on dirty streams, an
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
-from itertools import compress
+from itertools import compress, count
 from typing import Any
+
+import numpy as np
 
 from .batch_columns import SEQ, apply_plain, apply_stored
 from .engine import Engine
@@ -65,35 +66,36 @@ def _groups(engine: Engine, pids: list[str], is_pred: list[bool]
     """(plain lone predictions, plain predictions with their outcome, those outcomes, outcomes of stored joins):
     event indices, each list ascending (the last of the plain ones aligned with the second)."""
     n = len(pids)
-    counts = Counter(pids)
-    last = dict(zip(pids, range(n)))
+    firsts: dict[str, int] = {}  # each id looked up once: the position of its first event
+    first = np.fromiter(map(firsts.setdefault, pids, count()), dtype=np.int64, count=n)
+    per = np.bincount(first, minlength=n)  # at each id's first position: how many events carry it
     stored_p, stored_o = engine.view.preds, engine.view.outcomes
-    lone: list[int] = []
+    at_once = np.flatnonzero(per == 1).tolist()  # the ids carried once, in order of position
+    once = list(map(pids.__getitem__, at_once))
+    if stored_p or stored_o:
+        at = list(compress(at_once, [p not in stored_p and p not in stored_o for p in once]))
+    else:
+        at = at_once
+    lone = list(compress(at, map(is_pred.__getitem__, at)))
     head: list[int] = []
     tail: list[int] = []
-    stored: list[int] = []
-    once = [p for p, k in counts.items() if k == 1]
-    if stored_p or stored_o:
-        once_free = [p for p in once if p not in stored_p and p not in stored_o]
-    else:
-        once_free = once
-    at = list(map(last.__getitem__, once_free))
-    lone = list(compress(at, map(is_pred.__getitem__, at)))
-    twice = [p for p, k in counts.items() if k == 2]
-    if twice:
-        first = dict(zip(reversed(pids), range(n - 1, -1, -1)))
-        for p in twice:
-            if p in stored_p or p in stored_o:
-                continue
-            i, j = first[p], last[p]
+    again = np.flatnonzero(first != np.arange(n))  # the events whose id came before
+    if len(again):
+        owner = first[again]
+        two = per[owner] == 2  # the second event of an id carried twice, in order of its first one
+        order = np.argsort(owner[two], kind="stable")
+        fi, la = owner[two][order].tolist(), again[two][order].tolist()
+        for i, j in zip(fi, la):
             if is_pred[i] and not is_pred[j]:
-                head.append(i)
-                tail.append(j)
+                p = pids[i]
+                if p not in stored_p and p not in stored_o:
+                    head.append(i)
+                    tail.append(j)
+    stored: list[int] = []
     if stored_p:
-        for p in once:
+        for p, j in zip(once, at_once):
             recs = stored_p.get(p)
             if recs is not None and len(recs) == 1 and p not in stored_o:
-                j = last[p]
                 rec = recs[0]
                 if not is_pred[j] and rec.label is None and not rec.implicit:
                     stored.append(j)
