@@ -45,6 +45,14 @@ class PairedTable:
     def to_json(self) -> dict[str, object]:
         return {"counts": self.counts.tolist(), "n": self.n}
 
+    def negative_reading(self, matured: PairedTable) -> PairedTable:
+        """The table FPR, precision and cost read when only the `matured` pairs (a subset of these) have their
+        negatives: their labelled cells, every other pair as unlabelled (its flags still count in the alert rate),
+        as ArmCounts.for_costs does per arm (analysis.matured says why)."""
+        out = matured.counts.astype(np.int64).copy()
+        out[UNL] = self.counts.sum(axis=0) - out[POS] - out[NEG]
+        return PairedTable(out)
+
 
 # --- exact sign test / McNemar ------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ JSON contract (stable; extra fields may be added):
  "comparisons": [{"treatment": "B", "metrics": {"recall", "fpr", "precision", "alert_rate": each
                   {"diff", "low", "high", "p_value", "p_holm", "rel_lift": {"value", "low", "high"},
                    "seq_low", "seq_high", "counts": {...}}},
-                  "cost_per_1000": {"diff", "low", "high"}, "paired": {...} (shadow only),
+                  "cost_per_1000": {"diff", "low", "high"}, "paired": {..., "matured"} (shadow only),
                   "independent_intervals": {"metrics", "conservative", "text"} (shadow only)}],
  "srm": {"chi2", "p_value", "mismatch"}, "label_balance": {...}, "power": {...}, "verdict": "..."}
 
@@ -24,8 +24,9 @@ when the window starts at the start of the experiment.
 
 Under `labels.policy: implicit_negative_after`, over a window reaching into the maturity period, FPR and precision
 (per arm, their differences and plans) and the costs' miss share and precision come from the window's matured part
-(matured_part: the boundary of `metrics`), each arm's counts of it in `matured`; recall, alert rate, label coverage,
-label balance and power stay the whole window's (analysis.matured says why).
+(matured_part: the boundary of `metrics`), each arm's counts of it in `matured`, and in shadow mode the paired FPR
+test and the paired precision and cost intervals the pairs made before it (`paired.matured`); recall (paired too),
+alert rate, label coverage, label balance and power stay the whole window's (analysis.matured says why).
 """
 
 from __future__ import annotations
@@ -267,8 +268,9 @@ def design_text(design: str, control: str | None) -> str:
 
 
 MATURED_WORDS = ("each arm's FPR and precision, their differences, intervals and always-valid plans, and the costs "
-                 "(recall, alert rate, label coverage, label balance and power: the whole window's labelled "
-                 "predictions; shadow mode's paired tests: every joined pair)")
+                 "(shadow mode: the paired FPR test and the paired precision and cost intervals, over the pairs "
+                 "made before the boundary; recall, alert rate, label coverage, label balance, power and the paired "
+                 "recall test and interval: the whole window's labelled predictions)")
 """What `ab` reads over the matured part of a window (matured_split's note)."""
 
 
@@ -338,7 +340,8 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
         comp = comparison_readout(tr, ctl, counts[tr], counts[ctl], stats[tr], stats[ctl], config, days,
                                   pipes)  # type: ignore[arg-type]
         if shadow:
-            pairs = shadow_pairs(store, q.model, window, ctl, tr)
+            pairs = shadow_pairs(store, q.model, window, ctl, tr,
+                                 mat.before if old_rows is not None and mat is not None else None)
             comp["paired"] = paired_readout(pairs, costs, q.seed, q.n_boot)
             boot_cost = comp["paired"]["bootstrap"]["cost_per_1000"]
             if config.costs is None:

@@ -1,7 +1,8 @@
 """The matured part of a window under the implicit-negative policy: its buckets whose every prediction is at least
 `labels.implicit_negative_after` old at the newest stored event (so has an outcome or its implicit negative label),
 read for the numbers that need labelled negatives (analysis.matured says why) by window_metrics (metrics, triggers,
-exporter, report), calibration, slices and ab (its arms' FPR, precision, costs and always-valid plans)."""
+exporter, report), calibration, slices and ab (its arms' FPR, precision, costs and always-valid plans, and shadow
+mode's paired FPR test and precision and cost intervals)."""
 
 from __future__ import annotations
 
