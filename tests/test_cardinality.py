@@ -41,9 +41,9 @@ driftline_readout_unavailable per readout (estimated, multivariate)."""
 MATURED_COUNTS = 6
 """The matured part's counts (driftline_window_matured_*, driftline_window_awaiting_implicit): exported under the
 implicit-negative policy only, while a window reaches into the maturity period."""
-PER_GROUP = 8 * 3 + 5 + MATURED_COUNTS + 5 + 6 + 2
+PER_GROUP = 8 * 3 + 5 + MATURED_COUNTS + 5 + 6 + 3
 """Windowed series of one (variant, model_version) group: 8 rates with 2 bounds, 5 counts, the matured part's 6,
-5 scores, ROC AUC's and AP's interval bounds and error bounds, 2 quantiles (README, Prometheus exporter, Label
+5 scores, ROC AUC's and AP's interval bounds and error bounds, 2 delay quantiles and their _count (README, Prometheus exporter, Label
 cardinality)."""
 
 
@@ -81,7 +81,7 @@ def _scrape(config, store) -> str:
 
 
 def documented_bound(config) -> int:
-    """README's formula: W·M·(48·(1 + (V+1)(R+1)) + 23 + 3F) + T·(4 + |states|) + 3M + 1 + pipeline + process."""
+    """README's formula: W·M·(49·(1 + (V+1)(R+1)) + 23 + 3F) + T·(4 + |states|) + 3M + 1 + pipeline + process."""
     lim = config.limits
     m, v, r = lim.max_models, lim.max_variants_per_model, lim.max_versions_per_model
     f = max(config.max_features, len(config.features))

@@ -21,9 +21,10 @@ from .names import (COUNT_HELP, ESTIMATED_RATES, LABEL_SERIES, MULTIVARIATE_SERI
                     SCORE_HELP)
 
 DEAD_LETTER_REASONS = frozenset(ALL_REASONS)
-PER_GROUP = 3 * len(RATE_HELP) + len(COUNT_HELP) + len(SCORE_HELP) + len(RANKING_EXTRA) + 2
+PER_GROUP = 3 * len(RATE_HELP) + len(COUNT_HELP) + len(SCORE_HELP) + len(RANKING_EXTRA) + 3
 """Windowed series of one (variant, model_version) group: rates with both bounds, counts, scores, the ranking
-metrics' interval and computation bounds, 2 quantiles (tests/test_cardinality.py counts them in a scrape)."""
+metrics' interval and computation bounds, 2 label-delay quantiles and their count (tests/test_cardinality.py
+counts them in a scrape)."""
 PER_MODEL_WINDOW = 2 + 3 * len(ESTIMATED_RATES) + 2 + len(MULTIVARIATE_SERIES) + len(READOUTS)
 """Series of one (model, window) besides its groups and features: score PSI, seasonal fallback count, the label-free
 estimates with their bounds, trusted, contradicted, the multivariate drift series, and one

@@ -140,6 +140,10 @@ def add_window(f: _Families, model: str, window: str, groups: list[Group]) -> No
                                 "Quantiles of outcome time minus prediction time for labelled predictions.")
                 fam.add_sample("driftline_label_delay_seconds",
                                dict(zip(WINDOWED, lv), quantile=q), float(value))
+        if m.label_delay_s.get("p50") is not None:  # the quantiles' n (implicit negatives have no delay): the
+            f.summary("driftline_label_delay_seconds", "").add_sample(  # label-delay triggers' min_n guard
+                "driftline_label_delay_seconds_count", dict(zip(WINDOWED, lv)),
+                float(c.labelled - c.implicit_negatives))
 
 
 def add_unavailable(f: _Families, model: str, window: str, readout: str, reason: str | None) -> None:

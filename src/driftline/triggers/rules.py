@@ -38,6 +38,8 @@ confident mode."""
 _SCORE_SERIES = {"roc_auc": "driftline_roc_auc", "average_precision": "driftline_average_precision",
                  "brier": "driftline_brier_score", "log_loss": "driftline_log_loss", "ece": "driftline_ece"}
 _WINDOWED_ON = ("model", "model_version", "variant", "window")
+DELAY_METRICS = ("label_delay_p50", "label_delay_p95")
+"""Judged on a driftline_label_delay_seconds quantile, guarded by its _count (no `quantile` label)."""
 NOTIFIER_SENDS = ("notify.alertmanager_url is set: driftline's notifier sends the trigger alerts to Alertmanager, "
                   "so no Prometheus alerting rule is rendered for them (one sender, one page per condition)")
 
@@ -119,7 +121,6 @@ def _series(rule: Rule, model: str) -> tuple[str, str, tuple[str, ...]] | None:
     variant = rule.variant or AGGREGATE
     win = {"model": model, "variant": variant, "window": rule.window}
     s = _sel(win)
-    lab = f"driftline_window_labelled{s}"
     n_min = num(rule.min_n)
     if m in EXPORTED_RATES:
         bound = "" if rule.mode == "point" else ("_upper" if rule.below else "_lower")
@@ -130,10 +131,11 @@ def _series(rule: Rule, model: str) -> tuple[str, str, tuple[str, ...]] | None:
         bound = "_upper" if rule.below else "_lower"
         return f"{_SCORE_SERIES[m]}{bound if m in _INTERVAL_SCORES and rule.mode == 'confident' else ''}{s}", guard, \
             _WINDOWED_ON
-    if m in ("label_delay_p50", "label_delay_p95"):
+    if m in DELAY_METRICS:
         q = "0.5" if m == "label_delay_p50" else "0.95"
+        # n: the delays behind the quantile (labelled less implicit negatives), as `alerts evaluate` counts it
         return (f"driftline_label_delay_seconds{_sel({**win, 'quantile': q})}",
-                f"{lab} >= {n_min}", _WINDOWED_ON)
+                f"driftline_label_delay_seconds_count{s} >= {n_min}", _WINDOWED_ON)
     if m == "drifted":
         sel = _sel({'model': model, 'window': rule.window})
         if rule.feature is None:
@@ -175,7 +177,8 @@ def _expr(rule: Rule, name: str, series: str, guard: str, on: tuple[str, ...]) -
         judged = (f"(\n  {series} {rule.op} {line}\nor\n  (\n    {series} {rule.op} {num(back)}\n"
                   f"    and on ({', '.join(on)})\n    ALERTS{_sel({'alertname': name, 'alertstate': 'firing'})}\n"
                   f"  )\n)")
-    body = f"{judged}\nand\n{guard}" if rule.min_n > 0 and guard else judged
+    both = "and ignoring (quantile)" if canonical(rule.metric) in DELAY_METRICS else "and"  # the guard has none
+    body = f"{judged}\n{both}\n{guard}" if rule.min_n > 0 and guard else judged
     # One alert per condition whatever the number of replicas: the series' identity without `instance` (only
     # the leader replica exports them, and a new leader continues the same alert).
     return "max without (instance) (\n" + "\n".join("  " + ln if ln else ln for ln in body.split("\n")) + "\n)\n"
