@@ -268,9 +268,10 @@ def design_text(design: str, control: str | None) -> str:
 
 
 MATURED_WORDS = ("each arm's FPR and precision, their differences, intervals and always-valid plans, and the costs "
-                 "(shadow mode: the paired FPR test and the paired precision and cost intervals, over the pairs "
-                 "made before the boundary; recall, alert rate, label coverage, label balance, power and the paired "
-                 "recall test and interval: the whole window's labelled predictions)")
+                 "(shadow mode: the paired FPR test, the paired precision and cost intervals and whether labels "
+                 "follow the control's flags, over the pairs made before the boundary; recall, alert rate, label "
+                 "coverage, label balance, power and the paired recall test and interval: the whole window's "
+                 "labelled predictions)")
 """What `ab` reads over the matured part of a window (matured_split's note)."""
 
 

@@ -3,8 +3,9 @@ prediction_id in the `predictions` join table, their exact McNemar tests and pai
 the other intervals treat the arms as independent samples.
 
 Under `labels.policy: implicit_negative_after`, over a window reaching into the maturity period, the paired FPR test
-and the paired precision and cost intervals read the pairs made before the matured part's boundary (matured_part),
-as each arm's FPR, precision and cost do; the paired recall test and interval read every joined pair."""
+and the paired precision and cost intervals (and the check whether labels follow the control's flags) read the pairs
+made before the matured part's boundary (matured_part), as each arm's FPR, precision and cost do; the paired recall
+test and interval read every joined pair."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ class ShadowPairs:
                 "table": self.table.to_json(), "matured": mat}
 
 
-MATURED_PAIRED = ("fpr", "bootstrap.precision", "bootstrap.cost_per_1000")
+MATURED_PAIRED = ("fpr", "bootstrap.precision", "bootstrap.cost_per_1000", "labels_follow_control")
 """The paired figures read over the matured pairs (JSON `paired.matured.reads`)."""
 
 
@@ -105,8 +106,9 @@ def independent_intervals(comp: dict[str, Any]) -> dict[str, Any]:
 
 def paired_readout(pairs: ShadowPairs, costs: Costs, seed: int, n_boot: int) -> dict[str, Any]:
     """Shadow mode: exact sign tests (McNemar) on discordant pairs, Holm over the two, paired bootstrap
-    of recall/precision/cost differences (seeded), and whether labels follow the control's flags; FPR's test and
-    the precision and cost intervals over the matured pairs when only they have their negatives."""
+    of recall/precision/cost differences (seeded), and whether labels follow the control's flags; FPR's test,
+    the precision and cost intervals and the label-coverage check over the matured pairs when only they have their
+    negatives."""
     tab, neg = pairs.table, pairs.negative_reading
     tests = dataclasses.replace(paired_tests(tab), fpr=paired_tests(neg).fpr)
     boot = paired_bootstrap(tab, costs, n_boot=n_boot, seed=seed, alpha=ALPHA)
@@ -117,7 +119,9 @@ def paired_readout(pairs: ShadowPairs, costs: Costs, seed: int, n_boot: int) -> 
     doc: dict[str, Any] = {**pairs.to_json(), **tests.to_json(), "bootstrap": boot.to_json()}
     doc["recall"] = {**doc["recall"], "p_holm": p_holm[0]}
     doc["fpr"] = {**doc["fpr"], "p_holm": p_holm[1]}
-    cnt = tab.counts
+    # coverage reads the labelled negatives too: over the matured pairs when only they have theirs (else the young
+    # pairs' early positives, mostly flagged, read as labels following the control's flags)
+    cnt = tab.counts if pairs.matured is None else pairs.matured.counts
     labelled = [NEG, POS]
     lab_f, all_f = int(cnt[labelled, 1, :].sum()), int(cnt[:, 1, :].sum())
     lab_u, all_u = int(cnt[labelled, 0, :].sum()), int(cnt[:, 0, :].sum())
@@ -126,5 +130,6 @@ def paired_readout(pairs: ShadowPairs, costs: Costs, seed: int, n_boot: int) -> 
     biased = (follows.p_value is not None and follows.p_value < 0.01 and cf.value is not None
               and cu.value is not None and cf.value > 1.1 * cu.value)
     doc["labels_follow_control"] = {"coverage_flagged": cf.to_json(), "coverage_unflagged": cu.to_json(),
-                                    "p_value": follows.p_value, "warning": biased}
+                                    "p_value": follows.p_value, "warning": biased,
+                                    "pairs": "all" if pairs.matured is None else "matured"}
     return doc
