@@ -32,8 +32,8 @@ from .overlap import Overlap
 from .resets import recorded_problems
 from .settings import KafkaSettings
 from .signals import KafkaSignals
+from .reconnect import connect_once_topics_exist
 from .topic_watch import TopicWatch
-from .topics import TopicsError
 
 log = logging.getLogger("driftline.kafka.consumer")
 
@@ -319,11 +319,5 @@ class Upkeep:
         if self.dlt is not None:
             self.dlt.close()
             self.dlt = None
-        while not self.stop.is_set():
-            try:
-                self.connect()
-                return
-            except TopicsError as err:  # e.g. a reset broker whose topics are not recreated yet
-                self.status.error = str(err)
-                log.error("%s; retrying in 10s", err)
-                self.stop.wait(10.0)
+        # e.g. a reset broker whose topics are not recreated yet: one ERROR line per gap (reconnect.py)
+        connect_once_topics_exist(self.connect, self.stop, self.status, log, self.monotonic)
