@@ -86,3 +86,30 @@ def test_no_note_when_every_label_had_arrived(tmp_path, capsys) -> None:
     assert json.loads(capsys.readouterr().out)["late_labels"] == []
     assert cli.main([*base, "alerts", "evaluate", "--json", "--no-notify", "--dry-run"]) == 0
     assert json.loads(capsys.readouterr().out)["late_labels"] == []
+
+
+def test_no_note_once_at_is_past_the_newest_outcome(tmp_path, capsys) -> None:
+    """Verify tryout: `alerts evaluate --at` just after the end of a replayed history said "up to … labels may have
+    arrived after it" (the delay bins of the newest buckets reach past it) though every outcome stored came before."""
+    lines = []
+    for i in range(7 * 24):  # hourly predictions over a week, each labelled 2 h later
+        ts = START + i * 3600 + 1800
+        lines += [pred(f"h{i}", 0.2 + 0.5 * (i % 3 == 0), ts, model="churn"), outcome(f"h{i}", i % 2, ts + 7200)]
+    lines.sort(key=lambda raw: json.loads(raw)["ts"])
+    (tmp_path / "e.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"model": "churn", "threshold": 0.3, "triggers": [
+        {"name": "recall_low", "metric": "recall", "op": "<", "value": 0.9, "window": "7d", "min_n": 30}]}))
+    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    assert cli.main([*base, "replay", str(tmp_path / "e.jsonl"), "--json"]) == 0
+    capsys.readouterr()
+    newest = START + (7 * 24 - 1) * 3600 + 1800 + 7200  # the last outcome: 2026-06-08T02:30:00Z
+    after = newest + 1800  # 03:00, the window [06-01T03:00, 06-08T03:00) holds the week's last predictions
+    assert late_labels([(START + (7 * 24 - 1) * 3600, 3600.0, _hist([7200.0]))], after).maybe_after == 1  # bins alone
+    assert cli.main([*base, "alerts", "evaluate", "--at", str(after), "--json", "--no-notify", "--dry-run"]) == 0
+    assert json.loads(capsys.readouterr().out)["late_labels"] == []
+    # before the newest outcome the note stays: the last labels did come after 2026-06-08T01:00:00Z
+    assert cli.main([*base, "alerts", "evaluate", "--at", str(newest - 5400), "--json", "--no-notify",
+                     "--dry-run"]) == 0
+    late = json.loads(capsys.readouterr().out)["late_labels"]
+    assert late and late[0]["surely_after"] >= 1

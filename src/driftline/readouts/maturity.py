@@ -148,7 +148,12 @@ def backtest_late_labels(store: Store, config: Config, model: str | None, rules:
                          ) -> list[dict[str, Any]]:
     """For each window length of the label-reading triggers (`canonical` metric not in LABEL_FREE), the labels of
     the window ending at `at` that arrived at or after `at` (late_labels_hint), with the window and the triggers;
-    only windows some of whose labels can have arrived later."""
+    only windows some of whose labels can have arrived later. None can once `at` is past the newest outcome stored:
+    a label arrives with its outcome (verify tryout: `--at` the end of a replayed history said "up to 83 of this
+    window's 957 labels may have arrived after it", the delay bins reaching past it, when every one had come)."""
+    newest_outcome = store.newest_event("outcome")
+    if newest_outcome is None or newest_outcome < at:
+        return []
     from ..metric_names import canonical
     from .headline import headline_rows
     from .windows import window_ending, window_rows
