@@ -127,6 +127,17 @@ def test_copartition_problems_name_the_topics_and_counts() -> None:
     assert msg is not None and "p do not exist" in msg
 
 
+def test_missing_topics_name_the_broker_in_the_command_to_run() -> None:
+    """Verify tryout: a client rebuilt after a broker reset said `driftline topics create --kafka HOST:PORT …` on
+    /readyz and in the log, where the running client's reason names the bootstrap it consumes from."""
+    from driftline.kafka.topics import check
+
+    settings = resolve(Kafka(predictions_topic="p", outcomes_topic="o"), "127.0.0.1:19392", {})
+    with pytest.raises(TopicsError) as err:
+        check(FakeAdmin({"o": 3}), settings)
+    assert "(`driftline topics create --kafka 127.0.0.1:19392 --partitions N`)" in str(err.value)
+
+
 class FakeAdmin:
     """describe_topics/create_topics of KafkaAdminClient over a dict."""
 

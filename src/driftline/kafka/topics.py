@@ -23,12 +23,13 @@ def describe(admin: Any, names: Sequence[str]) -> dict[str, int | None]:
     return {n: found.get(n) for n in names}
 
 
-def copartition_problem(counts: dict[str, int | None]) -> str | None:
-    """Why these topics cannot be consumed together (missing, or different partition counts), else None."""
+def copartition_problem(counts: dict[str, int | None], bootstrap: str = "HOST:PORT") -> str | None:
+    """Why these topics cannot be consumed together (missing, or different partition counts), else None; the
+    command it gives names `bootstrap` (the broker asked), as /readyz's reason for topics a reset lost does."""
     missing = [n for n, c in counts.items() if c is None]
     if missing:
         return (f"topic(s) {', '.join(missing)} do not exist: create them with the same partition count "
-                "(`driftline topics create --kafka HOST:PORT --partitions N`)")
+                f"(`driftline topics create --kafka {bootstrap} --partitions N`)")
     if len(set(counts.values())) > 1:
         shown = ", ".join(f"{n} has {c} partitions" for n, c in counts.items())
         return (f"topics are not co-partitioned ({shown}): a prediction and its outcome (same prediction_id key) "
@@ -40,7 +41,7 @@ def copartition_problem(counts: dict[str, int | None]) -> str | None:
 def check(admin: Any, settings: KafkaSettings) -> int:
     """The common partition count of both topics; TopicsError when missing or not co-partitioned."""
     counts = describe(admin, settings.topics)
-    problem = copartition_problem(counts)
+    problem = copartition_problem(counts, settings.bootstrap)
     if problem:
         raise TopicsError(problem)
     return int(next(iter(counts.values())))  # type: ignore[arg-type]
