@@ -66,6 +66,10 @@ ALLOWED_EMPTY: dict[str, str] = {
     'readout="estimated"})': "the reference set here has labels: the label-free estimates are exported, no reason",
     f'max by (readout, reason) (driftline_readout_unavailable{{{SEL}, model="fraud", window="7d", '
     'readout="multivariate"})': "the reference set here has a feature sample: multivariate drift is exported",
+    **{f'driftline_window_matured_{n}{{{SEL}, model="fraud", variant=~"all", window="7d"}}':
+       "the matured part's counts are exported under labels.policy implicit_negative_after only (while a window "
+       "reaches into the maturity period); the example config's labels are explicit"
+       for n in ("labelled", "positives", "true_positives", "false_positives")},
 }
 
 # Grafana's built-in interval variables, as Grafana would fill them for a short dashboard range.
