@@ -184,8 +184,8 @@ def test_ab_slices_and_calibration_over_a_partly_matured_window(tmp_path, capsys
     capsys.readouterr()
     assert cli.main([*base, "ab", "--window", "70d", "--json"]) == 0
     part = (f"are read over its {len(old):,} predictions before 2026-07-10T23:00:00Z (of 6,720), the ones at least "
-            f"labels.implicit_negative_after old; the {len(young):,} younger ones ({awaiting:,} still awaiting their "
-            f"implicit label)")
+            f"labels.implicit_negative_after (60 d) old; the {len(young):,} younger ones ({awaiting:,} still awaiting "
+            f"their implicit label)")
     assert any(part in n for n in json.loads(capsys.readouterr().out)["notes"])
     assert cli.main([*base, "calibration", "--window", "70d", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -195,8 +195,12 @@ def test_ab_slices_and_calibration_over_a_partly_matured_window(tmp_path, capsys
     _close(doc["base_rate"]["prevalence"]["current"], sum(r[3] for r in old), len(old))  # 0.25; read 0.456
     _close(doc["base_rate"]["observed_precision"], tp, tp + fp)
     assert sum(b["n"] for b in doc["calibration"]["reliability"]["width"]["bins"]) == len(old)
+    assert doc["base_rate"]["over"] == "matured part"
     assert cli.main([*base, "calibration", "--window", "70d"]) == 0
-    assert part in " ".join(capsys.readouterr().out.split())
+    text = " ".join(capsys.readouterr().out.split())
+    assert part in text
+    # its recall is the matured part's, not the whole window's that `metrics` shows: said so, not "(current)"
+    assert "(this window's matured part) imply precision" in text and "(current)" not in text
     assert cli.main([*base, "slices", "--window", "70d", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert part in doc["note"]

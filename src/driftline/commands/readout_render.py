@@ -51,11 +51,19 @@ def render_calibration(doc: dict[str, Any], console: Console) -> None:
         return
     console.print(f"\n[bold]base rate[/bold]: prevalence {fmt_rate(prev['current'])} vs reference "
                   f"{prop(prev['reference'])}; recall {prop(b['recall']['value'])} and FPR {prop(b['fpr']['value'])} "
-                  f"({b['source']}) imply precision {prop(ip['value'])} {numbers.interval(ip['low'], ip['high'])} "
+                  f"({_source(b)}) imply precision {prop(ip['value'])} {numbers.interval(ip['low'], ip['high'])} "
                   "at the "
                   f"current prevalence ({prop(b['implied_precision_at_reference'])} at the reference's); observed "
                   f"{fmt_rate(b['observed_precision'])}")
     _rest_of_calibration(doc, console, used)
+
+
+def _source(base_rate: dict[str, Any]) -> str:
+    """Where the base-rate effect's recall and FPR come from: the reference, the window, or (implicit negatives) the
+    window's matured part, which `metrics` does not use for recall (it reads the whole window's)."""
+    if base_rate["source"] == "current" and base_rate.get("over") == "matured part":
+        return "this window's matured part"
+    return base_rate["source"]
 
 
 def _maturity_note(doc: dict[str, Any], console: Console) -> None:

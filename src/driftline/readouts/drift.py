@@ -284,7 +284,7 @@ def calibration_document(store: Store, config: Config, model: str, window: Windo
         "threshold_in_force": cut, "config_threshold": config.threshold, "window": _window_json(window, stats),
         "reference": None if ref is None else {**ref.summary(), "prevalence": profile.prevalence if profile else None},
         "calibration": calibration_report(labelled).to_json(),
-        "base_rate": bre.to_json(),
+        "base_rate": {**bre.to_json(), "over": "window" if old_rows is None else "matured part"},
         "early_warning": early_warning(stats, cut, "unlabelled").to_json(),
     }
     doc["label_maturity"] = _maturity(store, config, model, window, doc["window"], "calibration")

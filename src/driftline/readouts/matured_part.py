@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ..config import Config
 from ..core.events import iso
 from ..core.stats import UNL
+from ..numbers import duration
 from ..storage.bucket_row import BucketRow
 from ..storage.compaction import COMPACTED_SHARD, DAY_S
 from ..storage.store import Store
@@ -63,6 +64,6 @@ def matured_split(rows: Sequence[BucketRow], mat: Maturing | None, what: str
     n_young = int(young.conf.sum())
     return old, (f"only part of this window has matured labels: {what} are read over its {n_old:,} predictions "
                  f"before {iso(mat.before)} (of {n_old + n_young:,}), the ones at least "
-                 f"labels.implicit_negative_after old; the {n_young:,} younger ones "
-                 f"({int(young.conf[UNL].sum()):,} still awaiting their implicit label) are left out of them, as "
+                 f"labels.implicit_negative_after ({duration(mat.implicit_after_s)}) old; the {n_young:,} younger "
+                 f"ones ({int(young.conf[UNL].sum()):,} still awaiting their implicit label) are left out of them, as "
                  f"their early outcomes come without their negatives")
