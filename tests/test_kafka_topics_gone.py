@@ -27,21 +27,27 @@ def _not_ready(svc: Any) -> tuple[int, str] | None:
     return (status, body) if status == 503 and "do not exist" in body else None
 
 
-def test_topics_a_broker_reset_lost_are_named_by_readyz_and_consumed_once_recreated(kafka_behind_forwarder: Any,
-                                                                                    tmp_path: Path) -> None:
-    from kafka import KafkaAdminClient
-
-    broker = kafka_behind_forwarder
+def _live(broker: Any, tmp_path: Path, per_day: int) -> tuple[dict[str, str], Any, list[Any], str, Any, StoreProbe]:
+    """Two-partition topics on the broker, a `run` consuming them into SQLite (offset resets: earliest), and the
+    events it is sent before (`old`) and after (`new`, other ids) the broker loses its topics."""
     topics = {"predictions": "predictions", "outcomes": "outcomes"}
     create_topics(broker.bootstrap, topics.values(), 2)
     config = _with(write_config(tmp_path, topics, "driftline"), on_offset_reset="earliest")
     (tmp_path / "old").mkdir()
     (tmp_path / "new").mkdir()
-    old = make_events(tmp_path / "old", days=0.5, per_day=1500)
-    new = renamed(make_events(tmp_path / "new", days=0.5, per_day=1500, seed=5), "n-")
+    old = make_events(tmp_path / "old", days=0.5, per_day=per_day)
+    new = renamed(make_events(tmp_path / "new", days=0.5, per_day=per_day, seed=5), "n-")
     db = f"sqlite:///{tmp_path / 'live.db'}"
     svc = start_service(tmp_path, config, db, broker.bootstrap)
-    probe = StoreProbe(db, topics)
+    return topics, old, new, db, svc, StoreProbe(db, topics)
+
+
+def test_topics_a_broker_reset_lost_are_named_by_readyz_and_consumed_once_recreated(kafka_behind_forwarder: Any,
+                                                                                    tmp_path: Path) -> None:
+    from kafka import KafkaAdminClient
+
+    broker = kafka_behind_forwarder
+    topics, old, new, db, svc, probe = _live(broker, tmp_path, 1500)
     brokers = []
     try:
         produce(broker.bootstrap, topics, old.records)
@@ -77,16 +83,7 @@ def test_topics_missing_then_the_broker_down_past_stall_restart_are_consumed_onc
     client rebuilt), restarted empty again and the topics recreated. The rebuilt client was subscribed anew while
     joining (the gap's end seen on it) and tansu's group stayed <rebalancing> for good: nothing consumed."""
     broker = kafka_behind_forwarder
-    topics = {"predictions": "predictions", "outcomes": "outcomes"}
-    create_topics(broker.bootstrap, topics.values(), 2)
-    config = _with(write_config(tmp_path, topics, "driftline"), on_offset_reset="earliest")
-    (tmp_path / "old").mkdir()
-    (tmp_path / "new").mkdir()
-    old = make_events(tmp_path / "old", days=0.5, per_day=1000)
-    new = renamed(make_events(tmp_path / "new", days=0.5, per_day=1000, seed=5), "n-")
-    db = f"sqlite:///{tmp_path / 'live.db'}"
-    svc = start_service(tmp_path, config, db, broker.bootstrap)
-    probe = StoreProbe(db, topics)
+    topics, old, new, db, svc, probe = _live(broker, tmp_path, 1000)
     brokers = []
     try:
         produce(broker.bootstrap, topics, old.records)
