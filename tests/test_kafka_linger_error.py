@@ -70,11 +70,8 @@ class AlwaysFailing(FakeConsumer):
         raise UnsupportedCodecError("Libraries for lz4 compression codec not found")
 
 
-def test_a_poll_that_keeps_failing_is_logged_once_per_streak(tmp_path: Path, caplog: Any) -> None:
-    """SRE tryout: with a batch that cannot be decoded, every poll logged `poll failed: UnsupportedCodecError …`,
-    twice a second for as long as it lasted. Now the streak's first failure is one line, then one every 300 s."""
-    import logging
-
+def _always_failing(tmp_path: Path) -> tuple[Any, AlwaysFailing, Clock, Any]:
+    """A member on a migrated SQLite store whose every poll raises, its fake consumer, its clock and the logs."""
     events = make_events(tmp_path, days=0.1, per_day=100)
     store = Store(f"sqlite:///{tmp_path / 'live.db'}")
     store.migrate()
@@ -83,6 +80,15 @@ def test_a_poll_that_keeps_failing_is_logged_once_per_streak(tmp_path: Path, cap
     lc, _ = member(store, logs, clock)
     fake = AlwaysFailing(logs, store)
     fake.listener = lc.attach(fake)
+    return lc, fake, clock, logs
+
+
+def test_a_poll_that_keeps_failing_is_logged_once_per_streak(tmp_path: Path, caplog: Any) -> None:
+    """SRE tryout: with a batch that cannot be decoded, every poll logged `poll failed: UnsupportedCodecError …`,
+    twice a second for as long as it lasted. Now the streak's first failure is one line, then one every 300 s."""
+    import logging
+
+    lc, fake, clock, logs = _always_failing(tmp_path)
     fake.rebalance(set(logs))
     lc.stop.set()  # the loop's 0.5 s wait after a failed poll returns at once
     with caplog.at_level(logging.WARNING, logger="driftline.kafka.consumer"):
@@ -100,14 +106,7 @@ def test_a_poll_that_keeps_failing_makes_the_process_not_ready(tmp_path: Path) -
     assigned …, lag 9` for as long as it lasted. After 30 s of failing polls it is 503 naming the error."""
     from driftline.streak import FailureStreak
 
-    events = make_events(tmp_path, days=0.1, per_day=100)
-    store = Store(f"sqlite:///{tmp_path / 'live.db'}")
-    store.migrate()
-    logs = partitioned(events.records)
-    clock = Clock()
-    lc, _ = member(store, logs, clock)
-    fake = AlwaysFailing(logs, store)
-    fake.listener = lc.attach(fake)
+    lc, fake, clock, logs = _always_failing(tmp_path)
     lc.status.polls = FailureStreak("poll", logging.getLogger("driftline.kafka.consumer"), monotonic=clock)
     fake.rebalance(set(logs))
     lc.stop.set()
