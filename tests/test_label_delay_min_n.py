@@ -16,13 +16,10 @@ import yaml
 
 from driftline import cli
 
-from test_matured_part import END, _replay, _stream
+from test_matured_part import _replay, _stream, exported_70d
 
 
 def test_label_delay_rules_guard_min_n_with_the_outcomes_as_alerts_evaluate_does(tmp_path, capsys) -> None:
-    from driftline.config import load
-    from driftline.exporter.collector import SnapshotCollector
-    from driftline.storage.store import Store
     from driftline.triggers.rules import render_rules, to_yaml
     from services import require_binary
 
@@ -42,15 +39,7 @@ def test_label_delay_rules_guard_min_n_with_the_outcomes_as_alerts_evaluate_does
     assert {k: s["state"] for k, s in evaluated.items()} == {
         t["name"]: "firing" if t["name"].endswith("_at") else "insufficient_data" for t in triggers}
     assert evaluated["delay_p95_at"]["n"] == outcomes
-    config = load(base[1])
-    store = Store(base[3])
-    try:
-        fams = list(SnapshotCollector(store, config, clock=lambda: END, cache_s=0.0, time_basis="event").collect())
-    finally:
-        store.close()
-    series = [{"series": s.name + "{" + ", ".join(f'{k}="{v}"' for k, v in {**s.labels, "job": "driftline"}.items())
-               + "}", "values": f"{s.value!r}x10"}
-              for f in fams for s in f.samples if s.labels.get("window") == "70d"]
+    config, series = exported_70d(base)
     (tmp_path / "r.yml").write_text(to_yaml(render_rules(config)))
     (tmp_path / "t.yml").write_text(yaml.safe_dump({
         "rule_files": ["r.yml"], "evaluation_interval": "1m",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from typing import Any
 
 import yaml
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
@@ -60,6 +61,23 @@ def _replay(tmp_path, triggers: list[dict] | None = None, arms: bool = False, ex
     base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
     assert cli.main([*base, "replay", str(tmp_path / "e.jsonl"), "--json"]) == 0
     return base
+
+
+def exported_70d(base: list[str]) -> tuple[Any, list[dict[str, str]]]:
+    """The config of a replayed CLI base and the exporter's 70d series at END, as promtool input series."""
+    from driftline.config import load
+    from driftline.exporter.collector import SnapshotCollector
+    from driftline.storage.store import Store
+
+    config = load(base[1])
+    store = Store(base[3])
+    try:
+        fams = list(SnapshotCollector(store, config, clock=lambda: END, cache_s=0.0, time_basis="event").collect())
+    finally:
+        store.close()
+    return config, [{"series": s.name + "{" + ", ".join(f'{k}="{v}"' for k, v in {**s.labels, "job": "driftline"}
+                                                         .items()) + "}", "values": f"{s.value!r}x10"}
+                    for f in fams for s in f.samples if s.labels.get("window") == "70d"]
 
 
 def _wilson(k: int, n: int) -> tuple[float, float, float]:
@@ -279,9 +297,6 @@ def test_rendered_rules_guard_min_n_with_the_matured_counts_as_alerts_evaluate_d
     (311, 956, min(239, 717)): at min_n one above the matured n evaluate said insufficient_data and the rule fired.
     The real promtool evaluates the rendered rules over the exporter's series: an alert fires exactly where
     evaluate says firing, at min_n = the matured n, and stays silent one above."""
-    from driftline.config import load
-    from driftline.exporter.collector import SnapshotCollector
-    from driftline.storage.store import Store
     from driftline.triggers.rules import render_rules, to_yaml
     from services import require_binary
 
@@ -300,15 +315,7 @@ def test_rendered_rules_guard_min_n_with_the_matured_counts_as_alerts_evaluate_d
     out = capsys.readouterr().out
     states = {t["name"]: t["state"]["state"] for t in json.loads(out[out.index("{"):])["triggers"]}
     assert states == {t["name"]: "firing" if t["name"].endswith("_at") else "insufficient_data" for t in triggers}
-    config = load(base[1])
-    store = Store(base[3])
-    try:
-        fams = list(SnapshotCollector(store, config, clock=lambda: END, cache_s=0.0, time_basis="event").collect())
-    finally:
-        store.close()
-    series = [{"series": s.name + "{" + ", ".join(f'{k}="{v}"' for k, v in {**s.labels, "job": "driftline"}.items())
-               + "}", "values": f"{s.value!r}x10"}
-              for f in fams for s in f.samples if s.labels.get("window") == "70d"]
+    config, series = exported_70d(base)
     assert any(s["series"].startswith("driftline_window_matured_true_positives{") for s in series)
     (tmp_path / "r.yml").write_text(to_yaml(render_rules(config)))
     firing = ["PrecisionAt", "PrevalenceAt", "RocAucAt"]
