@@ -97,6 +97,17 @@ def refused_statement(dialect: str, err: DBAPIError) -> bool:
     return False
 
 
+def migrated_note(before: frozenset[str] | None, after: frozenset[str] | None) -> str | None:
+    """The one line saying which revisions a migration applied to a database an older driftline had written, so the
+    operator sees that it happened (and that older builds cannot open it now); None for a new database or none."""
+    applied = sorted((after or frozenset()) - (before or frozenset()))
+    if not before or not applied:
+        return None
+    return (f"migrated the database schema: applied {', '.join(applied)} (recorded before: "
+            f"{', '.join(sorted(before))}); driftline builds older than these revisions now refuse this database "
+            "(README: Upgrading)")
+
+
 def migration_failed(stored: frozenset[str] | None, err: DBAPIError) -> MigrationFailed:
     """The one-line error for a refused migration statement, naming the revisions on both sides and what to do."""
     pending = ", ".join(sorted(script_heads() - (stored or frozenset())))

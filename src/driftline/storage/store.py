@@ -6,6 +6,7 @@ source positions reached, so a crash never leaves offsets ahead of state (exactl
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,6 +29,8 @@ from ..core.engine import EngineResult, JoinView, OutcomeRecord, PredKey, PredRe
 from ..core.events import DeadLetter
 from ..core.labels import Admitted
 from ..core.limits import NAMED_COUNTERS, OVER_LIMIT_COUNTER, UNDECLARED_COUNTER
+
+log = logging.getLogger("driftline.storage")
 
 DEFAULT_URL = "sqlite:///driftline.db"
 
@@ -86,7 +89,8 @@ class Store(StoreQueries):
         cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
         cfg.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
         with self.write() as conn:
-            revisions.refuse_newer_schema(revisions.stored_revisions(conn))  # a newer replica may have migrated since
+            locked = revisions.stored_revisions(conn)  # a newer replica may have migrated since
+            revisions.refuse_newer_schema(locked)
             cfg.attributes["connection"] = conn
             try:
                 command.upgrade(cfg, "heads")
@@ -94,6 +98,9 @@ class Store(StoreQueries):
                 if revisions.refused_statement(self.dialect, err):
                     raise revisions.migration_failed(stored, err) from err
                 raise
+            note = revisions.migrated_note(locked, revisions.stored_revisions(conn))
+        if note:
+            log.warning(note)
 
     def schema_is_current(self) -> bool:
         """Whether the database records exactly the migration scripts' heads (one read, no Alembic)."""
