@@ -380,3 +380,19 @@ def test_printed_brier_equation_balances(sim, capsys) -> None:
     assert abs(rhs - brier) <= 4 * 0.5e-4 + 1e-9  # four rounded terms on the right, one on the left
     br = cli_json(capsys, *sim["base"], "calibration", "--json")["calibration"]["brier"]
     assert f"{abs(br['within_bin_variance'] - br['within_bin_covariance']):.4f}" == m.group(6)
+
+
+def test_reference_show_takes_the_version_as_activate_does(tmp_path, capsys) -> None:
+    """README's `reference list|show|activate N`: `reference show 1` was refused ('unrecognized arguments: 1', new-user
+    tryout); the version may be given as `activate` takes it, or as --id, never two different ones."""
+    base, store, _, _ = _small_db(tmp_path)
+    first = cli_json(capsys, *base, "reference", "set", "--from", "2026-01-01", "--to", "2026-01-02", "--json")
+    second = cli_json(capsys, *base, "reference", "set", "--from", "2026-01-02", "--to", "2026-01-04", "--json")
+    assert cli_json(capsys, *base, "reference", "show", str(first["id"]), "--json")["id"] == first["id"]
+    assert cli_json(capsys, *base, "reference", "show", "--id", str(first["id"]), "--json")["id"] == first["id"]
+    assert cli_json(capsys, *base, "reference", "show", "--json")["id"] == second["id"]
+    assert main([*base, "reference", "show", str(first["id"]), "--id", str(second["id"])]) == 2
+    assert "differ" in capsys.readouterr().err
+    assert main([*base, "reference", "show", "999"]) == 2
+    assert "no reference 999" in capsys.readouterr().err
+    store.close()

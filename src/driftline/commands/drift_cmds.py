@@ -50,6 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ls.set_defaults(func=cmd_reference_list)
     sh = rs.add_parser("show", help="the active reference (or --id) with its frozen bins")
     sh.add_argument("--model", help="model name (default: the config's `model:`, else the only model stored)")
+    sh.add_argument("version", nargs="?", type=positive(int), metavar="N",
+                    help="reference version to show, as `activate N` takes it (default: the active one)")
     sh.add_argument("--id", type=positive(int), help="reference version to show (default: the active one; ids "
                                                      "from `reference list`)")
     sh.add_argument("--json", action="store_true", help="print the reference with its profile as JSON")
@@ -202,12 +204,15 @@ def cmd_reference_list(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_reference_show(ctx: Context, args: argparse.Namespace) -> int:
     from ..readouts.references import NoReference, ReferenceProblem, load_reference, reference_models
 
+    if args.version is not None and args.id is not None and args.version != args.id:
+        raise ReferenceProblem(f"reference show: version {args.version} and --id {args.id} differ; give one")
+    ref_id = args.id if args.version is None else args.version
     model = pick_model(ctx, args.model, reference_models(ctx.store()))
-    ref = load_reference(ctx.store(), model, args.id)
+    ref = load_reference(ctx.store(), model, ref_id)
     if ref is None:
-        if args.id is None:
+        if ref_id is None:
             raise NoReference(model, ctx.store().bucket_range(model))
-        raise ReferenceProblem(f"no reference {args.id} for model {model!r} (see `driftline reference list`)")
+        raise ReferenceProblem(f"no reference {ref_id} for model {model!r} (see `driftline reference list`)")
     doc = ref.to_json(with_profile=True)
     if args.json:
         _print_json(doc)
