@@ -70,6 +70,27 @@ def test_another_topic_problem_is_logged_when_it_changes(caplog: pytest.LogCaptu
     assert errors == [MISSING, "topics predictions (2 partitions) and outcomes (3) are not co-partitioned"]
 
 
+def test_a_gap_the_topic_watch_logged_goes_on_with_reminders_only(caplog: pytest.LogCaptureFixture) -> None:
+    """The running client's topic watch logged the gap (its ERROR at t=100) before the client was rebuilt at t=400:
+    the rebuilt client's retries add no second start line, a reminder 5 min on with the gap's whole length, and no
+    end line (the watch's `… exist again after Ns`, logged when the new client is attached, is it)."""
+    clock = [400.0]
+    calls = []
+
+    def connect() -> bool:
+        calls.append(clock[0])
+        if len(calls) <= 31:  # missing for another 5 min 10 s
+            raise TopicsError(MISSING)
+        return True
+
+    with caplog.at_level(logging.DEBUG, logger="driftline"):
+        connect_once_topics_exist(connect, _Stop(clock), ConsumerStatus(), logging.getLogger("driftline.kafka.consumer"),
+                                  lambda: clock[0], logged_since=100.0)
+    assert len(calls) == 32
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert lines == [("ERROR", f"{MISSING}; still, 31 attempts in 600s")]
+
+
 def test_a_client_rebuilt_while_the_topics_are_missing_logs_one_error(tmp_path, caplog: pytest.LogCaptureFixture) -> None:
     """The consumer's own rebuild (kafka.stall_restart) goes through it: 30 attempts over 5 min, one ERROR line."""
     from driftline.storage.store import Store

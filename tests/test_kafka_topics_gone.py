@@ -9,6 +9,7 @@ driftline/kafka/topic_watch.py."""
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +107,41 @@ def test_topics_missing_then_the_broker_down_past_stall_restart_are_consumed_onc
         for b in brokers:
             b.process.kill()
     _every_event_once(db, topics, old, new, tmp_path)
+
+
+def test_topics_still_missing_when_a_rebuilt_client_connects_are_logged_once_per_gap(
+        kafka_behind_forwarder: Any, tmp_path: Path) -> None:
+    """Live: the broker down longer than kafka.stall_restart (the client rebuilt), restarted empty, the topics created
+    only ~35 s later. The rebuilt client's connect retries logged `… do not exist …; retrying in 10s` at ERROR every
+    10 s for as long as the topics were missing; now one ERROR at the start (reminders at most every 5 min) and one
+    line at the end, and /readyz names the topics meanwhile."""
+    broker = kafka_behind_forwarder
+    topics = {"predictions": "predictions", "outcomes": "outcomes"}
+    create_topics(broker.bootstrap, topics.values(), 2)
+    config = write_config(tmp_path, topics, "driftline")
+    db = f"sqlite:///{tmp_path / 'live.db'}"
+    svc = start_service(tmp_path, config, db, broker.bootstrap)
+    brokers = []
+    try:
+        wait_until(lambda: svc.get("/readyz")[0] == 200, 60, "ready", procs=(svc,))
+        broker.process.kill()  # down past kafka.stall_restart (30s here): the client is rebuilt
+        broker.process.wait(timeout=10)
+        wait_until(lambda: "Kafka client stuck for" in svc.log(), 90, "the client rebuilt", procs=(svc,))
+        brokers.append(_restart_empty(broker, tmp_path))
+        wait_until(lambda: _not_ready(svc), 60, "/readyz 503 naming the missing topics", procs=(svc,))
+        gap = "do not exist"
+        wait_until(lambda: svc.log().count(gap) >= 1, 30, "the missing topics logged", procs=(svc,))
+        time.sleep(35)  # three connect retries 10 s apart while the topics stay missing
+        _, body = svc.get("/readyz")
+        assert "predictions, outcomes" in body and "driftline topics create" in body
+        create_topics(broker.bootstrap, topics.values(), 2)
+        wait_until(lambda: svc.get("/readyz")[0] == 200, 60, "ready again", procs=(svc,))
+        log = svc.log()
+        assert [line for line in log.splitlines() if gap in line and " ERROR " in line].__len__() == 1, log
+        assert "retrying in 10s" not in log
+        assert "Kafka topics usable again after" in log
+        assert svc.terminate() == 0
+    finally:
+        svc.kill()
+        for b in brokers:
+            b.process.kill()

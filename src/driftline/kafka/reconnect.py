@@ -3,7 +3,8 @@
 Tryout: `run` consuming; the broker killed, down past kafka.stall_restart (the client rebuilt), then restarted
 empty. The rebuilt client's connect found the topics missing and logged `ERROR … do not exist …; retrying in 10s`
 at every attempt, six lines a minute until they were created, where a reset seen by the running client logs one
-(topic_watch.py). Now the gap is one ERROR line, a reminder every 5 min with the count, and one line at its end.
+(topic_watch.py). Now the gap is one ERROR line, a reminder every 5 min with the count, and one line at its end;
+a gap the running client's topic watch logged before the rebuild goes on with reminders only.
 """
 
 from __future__ import annotations
@@ -30,20 +31,25 @@ class Stop(Protocol):
 
 def connect_once_topics_exist(connect: Callable[[], bool], stop: Stop, status: ConsumerStatus,
                               logger: logging.Logger, monotonic: Callable[[], float],
-                              retry_every_s: float = RETRY_EVERY_S, remind_every_s: float = REPEAT_EVERY_S) -> None:
+                              retry_every_s: float = RETRY_EVERY_S, remind_every_s: float = REPEAT_EVERY_S,
+                              logged_since: float | None = None) -> None:
     """Call `connect` until it works or `stop` is set, retrying every `retry_every_s` while it raises TopicsError;
-    the problem is logged at ERROR when it starts or changes, then at most every `remind_every_s`, and its end once."""
+    the problem is logged at ERROR when it starts or changes, then at most every `remind_every_s`, and its end once.
+    `logged_since`: the gap's start was logged already at that time (this clock) by the running client's topic
+    watch; it goes on with reminders only and its end is the caller's line (TopicWatch.reset)."""
     attempts, since, logged, last = 0, 0.0, 0.0, ""
+    if logged_since is not None:
+        since, logged = logged_since, monotonic()
     while not stop.is_set():
         try:
-            connect()
+            connected = connect()
         except TopicsError as err:
             now, why = monotonic(), str(err)
             status.error = why
             attempts += 1
-            if attempts == 1:
+            if attempts == 1 and logged_since is None:
                 since = now
-            if attempts == 1 or why != last:
+            if (attempts == 1 and logged_since is None) or (attempts > 1 and why != last):
                 logged = now
                 logger.error("%s; retrying every %.0fs (logged again every %.0fs while it lasts)", why, retry_every_s,
                              remind_every_s)
@@ -53,7 +59,7 @@ def connect_once_topics_exist(connect: Callable[[], bool], stop: Stop, status: C
             last = why
             stop.wait(retry_every_s)
             continue
-        if attempts:
+        if attempts and connected and logged_since is None:
             logger.warning("Kafka topics usable again after %d failed attempts in %.0fs: connected", attempts,
                            monotonic() - since)
         return

@@ -319,5 +319,7 @@ class Upkeep:
         if self.dlt is not None:
             self.dlt.close()
             self.dlt = None
-        # e.g. a reset broker whose topics are not recreated yet: one ERROR line per gap (reconnect.py)
-        connect_once_topics_exist(self.connect, self.stop, self.status, log, self.monotonic)
+        # e.g. a reset broker whose topics are not recreated yet: one ERROR line per gap (reconnect.py); a gap the
+        # topic watch logged already goes on with reminders only, its end the watch's line (attach: TopicWatch.reset)
+        connect_once_topics_exist(self.connect, self.stop, self.status, log, self.monotonic,
+                                  logged_since=self.topic_watch.since)
