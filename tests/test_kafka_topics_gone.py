@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from kafka_fixtures import create_topics, partition_counts
+from kafka_fixtures import create_topics, partition_counts, start_tansu
 from kafka_service_support import StoreProbe, make_events, produce, start_service, wait_until, write_config
 from test_kafka_fault_service import _every_event_once, _restart_empty, _with
+from test_kafka_dns_names import BAD_HOST
 from test_kafka_faults import renamed
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -140,6 +141,45 @@ def test_topics_still_missing_when_a_rebuilt_client_connects_are_logged_once_per
         assert [line for line in log.splitlines() if gap in line and " ERROR " in line].__len__() == 1, log
         assert "retrying in 10s" not in log
         assert "Kafka topics usable again after" in log
+        assert svc.terminate() == 0
+    finally:
+        svc.kill()
+        for b in brokers:
+            b.process.kill()
+
+
+def test_a_broker_restarted_empty_advertising_an_unresolvable_host_is_named_before_the_missing_topics(
+        kafka_behind_forwarder: Any, tmp_path: Path) -> None:
+    """Live: the broker restarted empty on the same address, advertising a name this host cannot resolve. The running
+    consumer's metadata (from the bootstrap server) lists no topic, and /readyz named the missing topics only, though
+    no topic can even be created through that broker until its advertised listener is fixed: now every answer names
+    the unresolvable address first, then the topics."""
+    broker = kafka_behind_forwarder
+    topics = {"predictions": "predictions", "outcomes": "outcomes"}
+    create_topics(broker.bootstrap, topics.values(), 2)
+    config = write_config(tmp_path, topics, "driftline")
+    svc = start_service(tmp_path, config, f"sqlite:///{tmp_path / 'live.db'}", broker.bootstrap)
+    brokers = []
+    try:
+        wait_until(lambda: svc.get("/readyz")[0] == 200, 60, "ready", procs=(svc,))
+        broker.process.kill()
+        broker.process.wait(timeout=10)
+        broker.forwarder.stop()
+        brokers.append(start_tansu(advertised_port=broker.forwarder.port, advertised_host=BAD_HOST,
+                                   log_dir=tmp_path))
+        broker.forwarder.target = ("127.0.0.1", brokers[-1].listen_port)
+        broker.forwarder.start()
+        address = f"{BAD_HOST}:{broker.forwarder.port}"
+        named = f"{address} (its advertised listener), a name this host cannot resolve"
+
+        def both(r: tuple[int, str]) -> tuple[int, str] | None:
+            return r if r[0] == 503 and named in r[1] and "predictions, outcomes do not exist" in r[1] else None
+
+        wait_until(lambda: both(svc.get("/readyz")), 60, "/readyz naming the bad host and the topics", procs=(svc,))
+        for _ in range(20):  # for 10 s, every answer names both, the host first
+            status, body = svc.get("/readyz")
+            assert both((status, body)) and body.index(address) < body.index("do not exist"), body
+            time.sleep(0.5)
         assert svc.terminate() == 0
     finally:
         svc.kill()

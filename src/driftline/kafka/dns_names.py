@@ -82,6 +82,13 @@ class ResolutionLog:
         found.sort(key=lambda u: in_bootstrap(u.host, u.port, bootstrap))  # stable: newest advertised one first
         return found[0]
 
+    def before(self, problem: str, bootstrap: str, now: float | None = None) -> str:
+        """`problem` (topics missing) after the unresolvable broker address when there is one (`first_fix`)."""
+        from .health import first_fix
+
+        found = self.explain(bootstrap, now)
+        return problem if found is None else first_fix(found.message(bootstrap), problem)
+
     def failure(self, err: BaseException, bootstrap: str, now: float | None = None) -> tuple[str, str]:
         """(state, reason) of a Kafka client error for 'Kafka at BOOTSTRAP <state>: <reason>': 'unreachable' with
         kafka-python's text, the unresolvable name and what to fix added when a lookup failed; 'is unusable' when

@@ -49,7 +49,7 @@ class ConsumerStatus:
     """Messages behind on the partitions this member owns (lag.owned_lag); None while it owns none."""
     error: str = ""
     unresolved: str = ""
-    """While the coordinator is lost: the broker address this host could not resolve and what to fix (dns_names)."""
+    """While the coordinator is lost or topics are missing: the broker address this host could not resolve and what to fix (dns_names)."""
     polls: FailureStreak = field(default_factory=lambda: FailureStreak("poll", logging.getLogger(
         "driftline.kafka.consumer")))
     """Polls failing in a row, logged by streak: a batch that cannot be decoded raises at every poll, and each
@@ -63,9 +63,12 @@ class ConsumerStatus:
         if self.phase != "consuming":
             return f"kafka {self.phase}" + (f": {self.error}" if self.error else "")
         if not self.broker_ok:
-            return f"kafka unreachable for {now - self.since:.0f}s" + (
+            unreachable = f"kafka unreachable for {now - self.since:.0f}s" + (
                 f": {self.unresolved}" if self.unresolved else " (group coordinator unknown: the broker is down, or "
                 "it answers but cannot name the group's coordinator)")
+            return first_fix(unreachable, self.missing_topics) if self.unresolved and self.missing_topics else unreachable
+        if self.missing_topics and self.unresolved:  # a broker restarted empty advertising a bad name: both, it first
+            return first_fix(self.unresolved, self.missing_topics)
         return self.missing_topics or None
 
     def assignment(self) -> str:
@@ -76,6 +79,13 @@ class ConsumerStatus:
             return f"{self.assigned} partitions assigned"
         split = ", ".join(f"{topic} {n}" for topic, n in per_topic)
         return f"{sum(n for _, n in per_topic)} partitions assigned ({split})"
+
+
+def first_fix(unresolved: str, problem: str) -> str:
+    """Both problems, the unresolvable broker address first: nothing, not even `topics create`, gets through that
+    broker until it is fixed (a broker restarted empty advertising such a name: /readyz named the missing topics
+    only)."""
+    return f"{unresolved}; fix that first (no topic can be created through it), then: {problem}"
 
 
 def member_state(consumer: Any) -> Any:

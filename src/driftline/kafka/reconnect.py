@@ -32,11 +32,13 @@ class Stop(Protocol):
 def connect_once_topics_exist(connect: Callable[[], bool], stop: Stop, status: ConsumerStatus,
                               logger: logging.Logger, monotonic: Callable[[], float],
                               retry_every_s: float = RETRY_EVERY_S, remind_every_s: float = REPEAT_EVERY_S,
-                              logged_since: float | None = None) -> None:
+                              logged_since: float | None = None,
+                              reason: Callable[[TopicsError], str] = str) -> None:
     """Call `connect` until it works or `stop` is set, retrying every `retry_every_s` while it raises TopicsError;
     the problem is logged at ERROR when it starts or changes, then at most every `remind_every_s`, and its end once.
     `logged_since`: the gap's start was logged already at that time (this clock) by the running client's topic
-    watch; it goes on with reminders only and its end is the caller's line (TopicWatch.reset)."""
+    watch; it goes on with reminders only and its end is the caller's line (TopicWatch.reset). `reason`: the
+    failure as /readyz names it (status.error)."""
     attempts, since, logged, last = 0, 0.0, 0.0, ""
     if logged_since is not None:
         since, logged = logged_since, monotonic()
@@ -45,7 +47,7 @@ def connect_once_topics_exist(connect: Callable[[], bool], stop: Stop, status: C
             connected = connect()
         except TopicsError as err:
             now, why = monotonic(), str(err)
-            status.error = why
+            status.error = reason(err)
             attempts += 1
             if attempts == 1 and logged_since is None:
                 since = now

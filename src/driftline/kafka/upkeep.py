@@ -34,6 +34,7 @@ from .settings import KafkaSettings
 from .signals import KafkaSignals
 from .reconnect import connect_once_topics_exist
 from .topic_watch import TopicWatch
+from .topics import TopicsError
 
 log = logging.getLogger("driftline.kafka.consumer")
 
@@ -270,7 +271,8 @@ class Upkeep:
         address this host cannot resolve when one is why (verification tryout: a broker restarted advertising such
         a name read as "group coordinator lost" until kafka.stall_restart rebuilt the client)."""
         ok = broker_connected(self.consumer, now - self.rebalance_seen_at)
-        found = None if ok else self.settings.resolutions.explain(self.settings.bootstrap)
+        named = not ok or bool(self.topic_watch.missing)  # a bad advertised host comes before missing topics too
+        found = self.settings.resolutions.explain(self.settings.bootstrap) if named else None
         unresolved = found.message(self.settings.bootstrap) if found is not None else ""
         if ok and self.broker_down_since is not None:
             log.warning("Kafka reachable again after %.0fs", now - self.broker_down_since)
@@ -322,4 +324,8 @@ class Upkeep:
         # e.g. a reset broker whose topics are not recreated yet: one ERROR line per gap (reconnect.py); a gap the
         # topic watch logged already goes on with reminders only, its end the watch's line (attach: TopicWatch.reset)
         connect_once_topics_exist(self.connect, self.stop, self.status, log, self.monotonic,
-                                  logged_since=self.topic_watch.since)
+                                  logged_since=self.topic_watch.since, reason=self._topics_problem)
+
+    def _topics_problem(self, err: TopicsError) -> str:
+        """/readyz's reason while a rebuilt client finds the topics missing: a bad advertised host first."""
+        return self.settings.resolutions.before(str(err), self.settings.bootstrap)
