@@ -29,6 +29,12 @@ def _not_ready(svc: Any) -> tuple[int, str] | None:
     return (status, body) if status == 503 and "do not exist" in body else None
 
 
+def _topics_missing(svc: Any) -> dict[str, float]:
+    """driftline_kafka_topic_missing by topic, from /metrics."""
+    found = re.findall(r'^driftline_kafka_topic_missing\{topic="([^"]+)"\} (\S+)$', svc.get("/metrics")[1], re.M)
+    return {topic: float(value) for topic, value in found}
+
+
 def _live(broker: Any, tmp_path: Path, per_day: int) -> tuple[dict[str, str], Any, list[Any], str, Any, StoreProbe]:
     """Two-partition topics on the broker, a `run` consuming them into SQLite (offset resets: earliest), and the
     events it is sent before (`old`) and after (`new`, other ids) the broker loses its topics."""
@@ -59,6 +65,8 @@ def test_topics_a_broker_reset_lost_are_named_by_readyz_and_consumed_once_recrea
         assert "predictions, outcomes" in body and "driftline topics create" in body
         wait_until(lambda: re.search(r"^driftline_kafka_up 0\.0$", svc.get("/metrics")[1], re.M), 10,
                    "driftline_kafka_up 0", procs=(svc,))
+        wait_until(lambda: _topics_missing(svc) == {"predictions": 1.0, "outcomes": 1.0}, 10,
+                   "driftline_kafka_topic_missing 1 for both topics (DriftlineKafkaTopicsMissing)", procs=(svc,))
         admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
         try:  # the running service re-created nothing (a describe never creates a topic)
             assert partition_counts(admin, topics.values()) == {}
@@ -69,6 +77,7 @@ def test_topics_a_broker_reset_lost_are_named_by_readyz_and_consumed_once_recrea
         wait_until(lambda: all(probe.total(k) == sum(1 for r in new if r[0] == k) for k in topics), 120,
                    "every new event stored", procs=(svc,))
         wait_until(lambda: svc.get("/readyz")[0] == 200, 30, "ready again", procs=(svc,))
+        assert _topics_missing(svc) == {"predictions": 0.0, "outcomes": 0.0}
         assert svc.log().count("ERROR driftline.kafka.consumer: topic(s) predictions, outcomes do not exist") == 1
         assert svc.terminate() == 0
     finally:
@@ -135,6 +144,7 @@ def test_topics_still_missing_when_a_rebuilt_client_connects_are_logged_once_per
         time.sleep(35)  # three connect retries 10 s apart while the topics stay missing
         _, body = svc.get("/readyz")
         assert "predictions, outcomes" in body and "driftline topics create" in body
+        assert _topics_missing(svc) == {"predictions": 1.0, "outcomes": 1.0}  # the rebuilt client's topics check
         create_topics(broker.bootstrap, topics.values(), 2)
         wait_until(lambda: svc.get("/readyz")[0] == 200, 60, "ready again", procs=(svc,))
         log = svc.log()

@@ -27,6 +27,7 @@ class KafkaSignals:
     partitions_owned: Gauge
     group_stable: Gauge
     kafka_up: Gauge
+    topic_missing: Gauge
     group_databases: Gauge
     key_mismatches: Counter
     dlt_sent: Counter
@@ -64,6 +65,10 @@ def signals(ops: OpsMetrics) -> KafkaSignals:
                            "after the topics were checked, group coordinator known with recent heartbeats: /readyz's "
                            "Kafka check), 0 while it connects, waits for the database first, or the coordinator is "
                            "lost; read at scrape time.", registry=reg),
+            topic_missing=Gauge("driftline_kafka_topic_missing", "1 while a subscribed topic (kafka.predictions_topic, "
+                                "kafka.outcomes_topic) does not exist on the broker that answers (restarted empty, or "
+                                "the topic deleted): driftline_kafka_up is 0 then too, but the broker is up; create "
+                                "the topics (`driftline topics create --partitions N`).", ["topic"], registry=reg),
             group_databases=Gauge("driftline_consumer_group_databases", "Databases the members of this process's "
                                   "consumer group write to, as its leader reported at the last assignment: 1 when "
                                   "all share one (or the leader is an older driftline); above 1 the kafka.group_id is "
@@ -88,9 +93,18 @@ def signals(ops: OpsMetrics) -> KafkaSignals:
     return _SIGNALS[reg]
 
 
+def mark_missing(sig: KafkaSignals, topics: Iterable[str], missing: Iterable[str]) -> None:
+    """driftline_kafka_topic_missing of each subscribed topic: 1 for those in `missing`, else 0."""
+    gone = set(missing)
+    for topic in topics:
+        sig.topic_missing.labels(topic=topic).set(1 if topic in gone else 0)
+
+
 def zero_series(sig: KafkaSignals, topics: Iterable[str], on_offset_reset: str, on_key_mismatch: str) -> None:
     """Create the labelled counters the meta-alerts watch at 0 for these topics and policies: a series born at 1
     has no increase in Prometheus, so the first offset reset after a start (when resets are found) would not alert."""
+    topics = list(topics)
+    mark_missing(sig, topics, ())
     for topic in topics:
         for problem in RESET_PROBLEMS:
             sig.offset_resets.labels(topic=topic, problem=problem, policy=on_offset_reset)

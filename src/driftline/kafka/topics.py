@@ -13,7 +13,11 @@ from .settings import KafkaSettings
 
 
 class TopicsError(RuntimeError):
-    """The topics are missing or not co-partitioned; the message says what to do."""
+    """The topics are missing or not co-partitioned; the message says what to do, `missing` names the missing ones."""
+
+    def __init__(self, message: str, missing: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.missing = tuple(missing)
 
 
 def describe(admin: Any, names: Sequence[str]) -> dict[str, int | None]:
@@ -43,7 +47,7 @@ def check(admin: Any, settings: KafkaSettings) -> int:
     counts = describe(admin, settings.topics)
     problem = copartition_problem(counts, settings.bootstrap)
     if problem:
-        raise TopicsError(problem)
+        raise TopicsError(problem, [n for n, c in counts.items() if c is None])
     return int(next(iter(counts.values())))  # type: ignore[arg-type]
 
 

@@ -31,7 +31,7 @@ from .loss import EndsSeen
 from .overlap import Overlap
 from .resets import recorded_problems
 from .settings import KafkaSettings
-from .signals import KafkaSignals
+from .signals import KafkaSignals, mark_missing
 from .reconnect import connect_once_topics_exist
 from .topic_watch import TopicWatch
 from .topics import TopicsError
@@ -120,6 +120,7 @@ class Upkeep:
                 log.warning("%s", back)
                 self.resubscribe_due = True
         self.status.missing_topics = self.topic_watch.problem() or ""
+        mark_missing(self.sig, self.settings.topics, self.topic_watch.missing)
         if self.resubscribe_due and not rebalancing(self.consumer):
             self._resubscribe()
         problem = membership_problem(self.consumer, now - self.rebalance_seen_at)
@@ -327,5 +328,7 @@ class Upkeep:
                                   logged_since=self.topic_watch.since, reason=self._topics_problem)
 
     def _topics_problem(self, err: TopicsError) -> str:
-        """/readyz's reason while a rebuilt client finds the topics missing: a bad advertised host first."""
+        """/readyz's reason while a rebuilt client finds the topics missing: a bad advertised host first; the
+        missing ones marked for DriftlineKafkaTopicsMissing."""
+        mark_missing(self.sig, self.settings.topics, err.missing)
         return self.settings.resolutions.before(str(err), self.settings.bootstrap)
