@@ -123,3 +123,35 @@ def test_a_connected_run_names_the_advertised_host_once_the_broker_advertises_on
         assert f"the broker's metadata sends clients to {BAD_HOST}:19093 (its advertised listener)" in text
         assert "set the broker's advertised.listeners" in text
     assert problem.startswith("kafka unreachable for 1s: ")
+
+
+def test_missing_topics_get_the_advertised_brokers_resolved_so_a_bad_name_is_named_first() -> None:
+    """Live race (tests/test_kafka_topics_gone.py): a consumer still joining when its broker restarted empty and
+    advertising BAD_HOST had no connection for kafka-python to retry, so the name was never looked up and /readyz
+    named the missing topics only, for good. While topics are missing the advertised brokers are resolved (at most
+    every 30 s), and the status names the bad address first."""
+    import logging
+    from types import SimpleNamespace
+
+    from driftline.kafka.health import ConsumerStatus
+    from driftline.kafka.topic_watch import TopicWatch
+
+    clock = [100.0]
+    advertised = [SimpleNamespace(host=BAD_HOST, port=19093)]
+    cluster = SimpleNamespace(_last_successful_refresh_ms=1, brokers=lambda: advertised, topics=lambda: set(),
+                              request_update=lambda: None)
+    consumer = SimpleNamespace(_cluster=cluster)
+    watch = TopicWatch(("predictions", "outcomes"), "127.0.0.1:19093", logging.getLogger("test"), lambda: clock[0])
+    resolutions = dns_names.ResolutionLog(lambda: clock[0])
+    watch.observe(consumer)
+    assert watch.brokers_to_resolve(consumer) == [(BAD_HOST, 19093)]
+    assert watch.brokers_to_resolve(consumer) == []  # not again within 30 s
+    resolutions.check(BAD_HOST, 19093)  # what Upkeep._housekeeping does with each
+    found = resolutions.explain("127.0.0.1:19093")
+    assert found is not None and found.host == BAD_HOST
+    status = ConsumerStatus(phase="consuming", broker_ok=True, missing_topics=watch.problem() or "",
+                            unresolved=found.message("127.0.0.1:19093"))
+    problem = status.kafka_problem(clock[0]) or ""
+    assert problem.index(f"{BAD_HOST}:19093 (its advertised listener)") < problem.index("predictions, outcomes do not")
+    clock[0] += 31
+    assert watch.brokers_to_resolve(consumer) == [(BAD_HOST, 19093)]

@@ -172,7 +172,7 @@ def test_a_broker_restarted_empty_advertising_an_unresolvable_host_is_named_befo
     brokers = []
     try:
         wait_until(lambda: svc.get("/readyz")[0] == 200, 60, "ready", procs=(svc,))
-        broker.process.kill()
+        broker.process.kill()  # (a consumer still joining had no connection to retry: the name was never looked up)
         broker.process.wait(timeout=10)
         broker.forwarder.stop()
         brokers.append(start_tansu(advertised_port=broker.forwarder.port, advertised_host=BAD_HOST,

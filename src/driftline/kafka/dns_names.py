@@ -67,6 +67,17 @@ class ResolutionLog:
         with self._lock:
             self._failed.pop((host, int(port)), None)
 
+    def check(self, host: str, port: int) -> None:
+        """Resolve `host` now and record the answer: a broker's advertised name that no client lookup has tried yet
+        (topics missing on a broker restarted with a bad advertised listener: the client's idle connection to it was
+        never retried, so /readyz named the topics only)."""
+        try:
+            socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+        except (socket.gaierror, UnicodeError) as err:
+            self.record_failure(host, port, getattr(err, "strerror", None) or str(err))
+            return
+        self.record_success(host, port)
+
     def failures(self, now: float | None = None, recent_s: float = RECENT_S) -> list[Unresolved]:
         """Addresses that failed to resolve within `recent_s` and have not resolved since, newest first."""
         now = self.monotonic() if now is None else now

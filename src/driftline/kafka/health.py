@@ -49,7 +49,8 @@ class ConsumerStatus:
     """Messages behind on the partitions this member owns (lag.owned_lag); None while it owns none."""
     error: str = ""
     unresolved: str = ""
-    """While the coordinator is lost or topics are missing: the broker address this host could not resolve and what to fix (dns_names)."""
+    """While the coordinator is lost or topics are missing: the broker address this host could not resolve and what
+    to fix (dns_names)."""
     polls: FailureStreak = field(default_factory=lambda: FailureStreak("poll", logging.getLogger(
         "driftline.kafka.consumer")))
     """Polls failing in a row, logged by streak: a batch that cannot be decoded raises at every poll, and each
@@ -66,7 +67,8 @@ class ConsumerStatus:
             unreachable = f"kafka unreachable for {now - self.since:.0f}s" + (
                 f": {self.unresolved}" if self.unresolved else " (group coordinator unknown: the broker is down, or "
                 "it answers but cannot name the group's coordinator)")
-            return first_fix(unreachable, self.missing_topics) if self.unresolved and self.missing_topics else unreachable
+            both = self.unresolved and self.missing_topics
+            return first_fix(unreachable, self.missing_topics) if both else unreachable
         if self.missing_topics and self.unresolved:  # a broker restarted empty advertising a bad name: both, it first
             return first_fix(self.unresolved, self.missing_topics)
         return self.missing_topics or None

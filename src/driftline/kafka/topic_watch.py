@@ -70,16 +70,30 @@ class TopicWatch:
         self.missing: tuple[str, ...] = ()
         self.since: float | None = None
         self.next_ask = 0.0
+        self.next_lookup = 0.0
 
     def problem(self) -> str | None:
         """Why nothing can be consumed (None while every subscribed topic exists)."""
         missing = self.missing
         return missing_reason(missing, self.bootstrap) if missing else None
 
+    def brokers_to_resolve(self, consumer: Any, every_s: float = 30.0) -> list[tuple[str, int]]:
+        """While topics are missing, at most every `every_s`: the broker addresses the metadata advertises, to be
+        resolved (a bad advertised name is the first thing to fix: /readyz names it before the topics)."""
+        now = self.monotonic()
+        if not self.missing or now < self.next_lookup:
+            return []
+        self.next_lookup = now + every_s
+        try:
+            return [(b.host, int(b.port)) for b in cluster_of(consumer).brokers()]
+        except Exception:  # noqa: BLE001 - no cluster metadata (a stand-in): nothing to resolve
+            return []
+
     def reset(self) -> str:
         """End a gap (the topics exist again, or a new client was connected after checking them): the line to log
         at its end, "" when none was going on."""
         missing, since, self.missing, self.since = self.missing, self.since, (), None
+        self.next_lookup = 0.0
         if not missing:
             return ""
         return (f"topic(s) {', '.join(missing)} exist again after {self.monotonic() - (since or 0.0):.0f}s (their "

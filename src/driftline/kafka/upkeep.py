@@ -116,6 +116,8 @@ class Upkeep:
         self._broker_status(now)
         if self.status.broker_ok:  # topics missing from the broker: /readyz and driftline_kafka_up (topic_watch.py)
             back = self.topic_watch.observe(self.consumer)
+            for host, port in self.topic_watch.brokers_to_resolve(self.consumer):
+                self.settings.resolutions.check(host, port)
             if back:
                 log.warning("%s", back)
                 self.resubscribe_due = True
