@@ -78,6 +78,10 @@ class ResolutionLog:
             return
         self.record_success(host, port)
 
+    def failed(self, host: str, port: int, now: float | None = None) -> bool:
+        """Whether `host:port` failed to resolve within RECENT_S and has not resolved since."""
+        return any(u.host == host and u.port == int(port) for u in self.failures(now))
+
     def failures(self, now: float | None = None, recent_s: float = RECENT_S) -> list[Unresolved]:
         """Addresses that failed to resolve within `recent_s` and have not resolved since, newest first."""
         now = self.monotonic() if now is None else now

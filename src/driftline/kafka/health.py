@@ -121,6 +121,17 @@ def broker_connected(consumer: Any, rebalanced_s_ago: float = math.inf) -> bool:
     return coordinator is not None and (math.isinf(hb) or min(hb, rebalanced_s_ago) < max(2 * session_s, 10.0))
 
 
+def coordinator_address(consumer: Any) -> tuple[str, int] | None:
+    """(host, port) the metadata gives for the group coordinator kafka-python knows, None when it knows none."""
+    try:
+        node = consumer._coordinator.coordinator_id  # noqa: SLF001 - no public accessor in 3.x
+        cluster = getattr(consumer, "_cluster", None) or consumer._client.cluster  # noqa: SLF001
+        meta = cluster.broker_metadata(node) if node is not None else None
+    except Exception:  # noqa: BLE001 - a stand-in or another kafka-python layout
+        return None
+    return None if meta is None else (str(meta.host), int(meta.port))
+
+
 def membership_problem(consumer: Any, rebalanced_s_ago: float = math.inf) -> str | None:
     """Why this member is not working in its group now ("group coordinator unknown", "group membership
     <rebalancing>"), None when it is: kafka-python's own state (a stable member owning nothing is fine)."""

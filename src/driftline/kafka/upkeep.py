@@ -25,7 +25,8 @@ from .alignment import IDLE_S
 from .assignment import source_of
 from .dlt import DeadLetterCopies
 from .handoff import Handoff
-from .health import ConsumerStatus, StallWatch, broker_connected, membership_problem, rebalancing
+from .health import (ConsumerStatus, StallWatch, broker_connected, coordinator_address, membership_problem,
+                     rebalancing)
 from .lag import end_offsets, fetch_position, lags_from, owned_lag
 from .loss import EndsSeen
 from .overlap import Overlap
@@ -114,7 +115,8 @@ class Upkeep:
         if rebalancing(self.consumer):
             self.rebalance_seen_at = now
         self._broker_status(now)
-        if self.status.broker_ok:  # topics missing from the broker: /readyz and driftline_kafka_up (topic_watch.py)
+        if self.status.broker_ok or self.status.unresolved:  # topics missing: /readyz, kafka_up (topic_watch.py);
+            # also while the coordinator's address does not resolve: the bootstrap server answers the metadata
             back = self.topic_watch.observe(self.consumer)
             for host, port in self.topic_watch.brokers_to_resolve(self.consumer):
                 self.settings.resolutions.check(host, port)
@@ -274,6 +276,10 @@ class Upkeep:
         address this host cannot resolve when one is why (verification tryout: a broker restarted advertising such
         a name read as "group coordinator lost" until kafka.stall_restart rebuilt the client)."""
         ok = broker_connected(self.consumer, now - self.rebalance_seen_at)
+        coordinator = coordinator_address(self.consumer) if ok else None
+        if coordinator is not None and self.settings.resolutions.failed(*coordinator):
+            ok = False  # named by FindCoordinator, but at an address that does not resolve (live: "reachable again"
+            # and "unreachable" every 2-5 s while tansu advertised one, the coordinator found and lost in turn)
         named = not ok or bool(self.topic_watch.missing)  # a bad advertised host comes before missing topics too
         found = self.settings.resolutions.explain(self.settings.bootstrap) if named else None
         unresolved = found.message(self.settings.bootstrap) if found is not None else ""
