@@ -1,5 +1,5 @@
 """Every `driftline …` command docs/RUNBOOKS.md tells the on-call engineer to type exists: it parses with the real
-CLI parser (placeholders such as `<reason>` filled in). The runbook of DriftlineExportersAllDown named
+CLI parser (placeholders such as `<reason>` filled in, `<N>` with a number). The runbook of DriftlineExportersAllDown named
 `driftline check-config`, which is no command (found typing the runbook's commands as written)."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def test_the_runbooks_name_commands():
 
 @pytest.mark.parametrize("command", _commands())
 def test_a_runbook_command_parses(command: str):
-    argv = shlex.split(re.sub(r"<[^>]*>", "x", command))[1:]
+    argv = shlex.split(re.sub(r"<[^>]*>", "x", command.replace("<N>", "1")))[1:]  # <N>: a count
     parser = build_parser()
     if len(argv) == 1:  # a command named in prose (`driftline replay`): it must exist
         (commands,) = [a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
