@@ -194,7 +194,8 @@ def test_calibration_document_equals_direct_calls_on_the_merged_window(sim, caps
     stats = merged(window_rows(store, "fraud", w, features=False))
     assert doc["calibration"] == calibration_report(stats).to_json()
     ref = load_reference(store, "fraud")
-    assert doc["base_rate"] == base_rate_effect(stats, ref.confusion_stats(), ref.profile().prevalence).to_json()
+    assert doc["base_rate"] == {**base_rate_effect(stats, ref.confusion_stats(), ref.profile().prevalence).to_json(),
+                                "over": "window"}  # explicit labels: the whole window (matured part: test_matured_part)
     assert doc["base_rate"]["source"] == "reference"
     ew = doc["early_warning"]
     assert ew == early_warning(stats, 0.5, "unlabelled").to_json() and ew["estimated"] and ew["recall"]["estimated"]
