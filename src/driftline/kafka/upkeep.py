@@ -24,6 +24,7 @@ from ..streak import FailureStreak
 from .alignment import IDLE_S
 from .assignment import source_of
 from .dlt import DeadLetterCopies
+from .dns_names import in_bootstrap
 from .handoff import Handoff
 from .health import (ConsumerStatus, StallWatch, broker_connected, coordinator_address, membership_problem,
                      rebalancing)
@@ -127,7 +128,7 @@ class Upkeep:
         mark_missing(self.sig, self.settings.topics, self.topic_watch.missing)
         if self.resubscribe_due and not rebalancing(self.consumer):
             self._resubscribe()
-        problem = membership_problem(self.consumer, now - self.rebalance_seen_at)
+        problem = membership_problem(self.consumer, now - self.rebalance_seen_at) or self._stale_metadata()
         self.sig.group_stable.set(0 if problem else 1)
         if self.stall.observe(problem, now):
             self._rebuild(now)
@@ -295,6 +296,18 @@ class Upkeep:
         if ok != self.status.broker_ok:
             self.status.since = now
         self.status.broker_ok = ok
+
+    def _stale_metadata(self) -> str | None:
+        """Topics missing while the metadata sends clients to an advertised name that does not resolve: kafka-python
+        keeps that metadata (it asks the unresolvable broker, never the bootstrap server again), so the fixed broker
+        and its recreated topics are seen only by a new client, built after kafka.stall_restart (verify tryout: /readyz
+        named the old name for 6 minutes after the fix, until `run` was restarted)."""
+        if not self.topic_watch.missing:
+            return None
+        bad = self.settings.resolutions.explain(self.settings.bootstrap)
+        if bad is None or in_bootstrap(bad.host, bad.port, self.settings.bootstrap):
+            return None
+        return f"topics missing and the metadata names {bad.host}:{bad.port}, which does not resolve"
 
     def _resubscribe(self) -> None:
         """Topics back after a gap: a member that joined while they were missing never gets their partitions
