@@ -30,11 +30,12 @@ from ..name_rule import bad_name, first_bad_name
 RUN = 512
 """Payloads parsed per msgspec call: a payload that fails the parse sends only its run to the per-event path."""
 _QUOTE, _BRACE, _BRACKET, _NEWLINE = 0x22, 0x7B, 0x5B, 0x0A
-_PID, _KIND, _MODEL, _TS, _TZINFO = (attrgetter("prediction_id"), attrgetter("kind"), attrgetter("model"),
-                                     attrgetter("ts"), attrgetter("tzinfo"))
+_KIND, _MODEL, _TS, _TZINFO = attrgetter("kind"), attrgetter("model"), attrgetter("ts"), attrgetter("tzinfo")
 _PAYLOAD = attrgetter("payload")
-_FEATURES, _VERSION, _VARIANT, _THRESHOLD = (attrgetter("features"), attrgetter("model_version"),
-                                             attrgetter("variant"), attrgetter("threshold"))
+_VERSION, _VARIANT = attrgetter("model_version"), attrgetter("variant")
+"""C-level readers for maps; a field of the parsed events read to be tested or counted is read by a comprehension
+instead (CPython 3.11 specialises its attribute reads of a Struct: `[ev.variant for ev in preds].count(None)`
+takes ~30 % fewer instructions than `countOf(map(attrgetter("variant"), preds), None)`)."""
 
 
 class Positioned(Protocol):
@@ -91,14 +92,14 @@ def _clean_run(run: Sequence[Positioned], parsed: list[object], joined: bytes,
     need a stretch between two quote characters at least as long as the bound (a long name or value, or 309
     digits), so a run without one skips `feature_problem`."""
     if (b"\\" in joined or limits.max_depth < 2 or len(joined) > limits.max_event_bytes
-            or not all(map(_PID, parsed))):
+            or not all([ev.prediction_id for ev in parsed])):
         return None
     n = len(parsed)
     preds = [ev for ev in parsed if type(ev) is _TaggedPrediction]
     sources = set(map(_KIND, run))
     if sources != {None} and sources != {"prediction" if len(preds) == n else "outcome" if not preds else ""}:
         return None
-    if not all(map(_MODEL, preds)):
+    if not all([ev.model for ev in preds]):
         return None
     names = set(map(_MODEL, preds)).union(map(_VERSION, preds), map(_VARIANT, preds))
     names.discard(None)
@@ -110,7 +111,7 @@ def _clean_run(run: Sequence[Positioned], parsed: list[object], joined: bytes,
     epochs = list(map(datetime.timestamp, stamps))
     if not (0.0 <= min(epochs) and max(epochs) <= MAX_EPOCH):
         return None
-    feats = list(map(_FEATURES, preds))
+    feats = [ev.features for ev in preds]
     if None in feats:
         feats = [f for f in feats if f is not None]
     text = np.frombuffer(joined, dtype=np.uint8)
@@ -122,9 +123,9 @@ def _clean_run(run: Sequence[Positioned], parsed: list[object], joined: bytes,
         if _may_have_gap(quote, bound) and any(feature_problem(f, limits, len(joined)) for f in feats if f):
             return None  # (`len(joined)` only lets feature_problem check everything: no payload is longer)
     tokens = (4 * n + 5 * len(preds) + 3 * (n - len(preds))  # "type", "ts" and their text values; the fields
-              + 2 * (len(preds) - countOf(map(_VERSION, preds), None))
-              + 2 * (len(preds) - countOf(map(_VARIANT, preds), None))
-              + len(preds) - countOf(map(_THRESHOLD, preds), None)
+              + 2 * (len(preds) - [ev.model_version for ev in preds].count(None))
+              + 2 * (len(preds) - [ev.variant for ev in preds].count(None))
+              + len(preds) - [ev.threshold for ev in preds].count(None)
               + len(feats) + sum(map(len, feats))
               + countOf(map(type, chain.from_iterable(map(dict.values, feats))), str))
     brackets = np.count_nonzero(text == _BRACE) + (np.count_nonzero(text == _BRACKET) if b"[" in joined else 0)
