@@ -116,7 +116,7 @@ def _sqlite_lookup(conn: Connection, idl: list[str], view: JoinView) -> None:
     id is bound once; the prediction rows come first, those of one id in (model, variant) order as before."""
     preds, outcomes = view.preds, view.outcomes
     for chunk in lookup_chunks(idl, null_padded=True):
-        rows = conn.exec_driver_sql(_lookup_sql(len(chunk)), chunk).fetchall()
+        rows = conn.exec_driver_sql(_lookup_sql(len(chunk)), chunk).cursor.fetchall()  # the driver's tuples
         cut = len(rows) - countOf(map(_OUTCOME_ROW, rows), 1)  # outcome rows: a 13th column only they fill
         for rec in [PredRecord(p, m, mv, v, ts, sc, bool(fl), sh, lb, lts, bool(imp),
                                None if sv is None else json.loads(sv))
