@@ -194,7 +194,7 @@ class Pipeline:
                     log.error("dead letter internal_error: %s[%d]@%d: %s", d.source, d.partition, d.offset, d.detail)
             ok, ok_raw, gate = self.labels.gate(self.store, conn, ok, ok_raw, dead)  # a refused label: dead letter
             result, failed = apply_isolating(
-                self.settings, ok, lambda: self.store.load_join(conn, [d.event.prediction_id for d, _ in ok]),
+                self.settings, ok, lambda: self.store.load_join(conn, {d.event.prediction_id for d, _ in ok}),
                 lambda i: (ok_raw[i].source, ok_raw[i].partition, ok_raw[i].offset, ok_raw[i].payload), tick)
             record_samples(conn, self.settings, ok, ok_raw, failed, self.config.drift.sample_k)
             dead += failed

@@ -11,7 +11,7 @@ sizes (statements compiled once).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
 from operator import attrgetter, countOf, itemgetter
 from typing import Any
@@ -83,8 +83,8 @@ def _pg_columns(conn: Connection, columns: Sequence[list[Any]], kinds: Sequence[
     return tuple(pgarrays.encode(col, kind, utf8) for col, kind in zip(columns, kinds))
 
 
-def load_join(conn: Connection, dialect: str, ids: Sequence[str]) -> JoinView:
-    """Predictions and outcomes stored for these prediction ids (locked on PostgreSQL)."""
+def load_join(conn: Connection, dialect: str, ids: Iterable[str]) -> JoinView:
+    """Predictions and outcomes stored for these prediction ids (any iterable, read once; locked on PostgreSQL)."""
     view = JoinView()
     idl = sorted(set(ids))  # a fixed order: concurrent writers lock rows in the same order
     if not idl:

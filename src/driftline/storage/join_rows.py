@@ -30,7 +30,7 @@ class JoinRows:
     # --- the ingestion batch ----------------------------------------------------------------------
     def load(self, conn: Connection, ids: Iterable[str]) -> JoinView:
         """Predictions and outcomes held for these prediction ids (locked on PostgreSQL)."""
-        return bulk.load_join(conn, self.dialect, list(ids))
+        return bulk.load_join(conn, self.dialect, ids)
 
     def write(self, conn: Connection, result: EngineResult) -> None:
         """A batch's join-state changes: new and relabelled predictions, outcomes, and the rows it dropped."""
