@@ -11,6 +11,7 @@ sizes (statements compiled once).
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
 from operator import attrgetter, countOf, itemgetter
@@ -130,6 +131,9 @@ def _sqlite_lookup(conn: Connection, idl: list[str], view: JoinView) -> None:
 
 
 _OUTCOME_ROW = itemgetter(12)
+_MATERIALIZED = "MATERIALIZED " if sqlite3.sqlite_version_info >= (3, 35) else ""
+"""The lookup's CTE hint where SQLite knows it (3.35): ~0.2 % fewer instructions per replayed event than SQLite's
+own choice for a CTE used twice (the same plan, also materialised once); older versions reject the keyword."""
 
 
 def _lookup_sql(n: int) -> str:
@@ -139,7 +143,7 @@ def _lookup_sql(n: int) -> str:
     SQLite's time per id. Outcome rows are padded to the prediction rows' width, with a 13th column set."""
     values = ", ".join(["(?)"] * n)
     cols = ", ".join(f"p.{c}" for c in _PRED_SELECT.split(", "))
-    return (f"WITH k(id) AS MATERIALIZED (VALUES {values}) "
+    return (f"WITH k(id) AS {_MATERIALIZED}(VALUES {values}) "
             f"SELECT {cols}, NULL FROM k CROSS JOIN predictions p ON p.prediction_id = k.id UNION ALL "
             "SELECT o.prediction_id, o.label, o.ts, o.shard, o.matched, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1 "
             "FROM k CROSS JOIN outcomes o ON o.prediction_id = k.id")
