@@ -14,7 +14,7 @@ identical bit for bit (tests/test_batch_engine.py checks it on dirty streams, an
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import compress, count
+from itertools import chain, count
 from typing import Any
 
 import numpy as np
@@ -64,41 +64,43 @@ def _is_pred(evs: list[Any]) -> list[bool]:
 def _groups(engine: Engine, pids: list[str], is_pred: list[bool]
             ) -> tuple[list[int], list[int], list[int], list[int]]:
     """(plain lone predictions, plain predictions with their outcome, those outcomes, outcomes of stored joins):
-    event indices, each list ascending (the last of the plain ones aligned with the second)."""
+    event indices, each list ascending (the last of the plain ones aligned with the second). Each id is looked up
+    once; the stored state is visited by its own (few) ids, and every other test is one numpy step per batch."""
     n = len(pids)
     firsts: dict[str, int] = {}  # each id looked up once: the position of its first event
     first = np.fromiter(map(firsts.setdefault, pids, count()), dtype=np.int64, count=n)
     per = np.bincount(first, minlength=n)  # at each id's first position: how many events carry it
-    stored_p, stored_o = engine.view.preds, engine.view.outcomes
-    at_once = np.flatnonzero(per == 1).tolist()  # the ids carried once, in order of position
-    once = list(map(pids.__getitem__, at_once))
+    pred = np.array(is_pred, dtype=bool)
+    view = engine.view
+    stored_p, stored_o = view.preds, view.outcomes
+    free = per == 1  # at each id's first position: carried once and nothing stored for it
     if stored_p or stored_o:
-        at = list(compress(at_once, [p not in stored_p and p not in stored_o for p in once]))
-    else:
-        at = at_once
-    lone = list(compress(at, map(is_pred.__getitem__, at)))
+        known = [j for j in map(firsts.get, chain(stored_p, stored_o)) if j is not None]
+        free[known] = False
+    lone = np.flatnonzero(free & pred).tolist()
     head: list[int] = []
     tail: list[int] = []
     again = np.flatnonzero(first != np.arange(n))  # the events whose id came before
     if len(again):
         owner = first[again]
-        two = per[owner] == 2  # the second event of an id carried twice, in order of its first one
-        order = np.argsort(owner[two], kind="stable")
-        fi, la = owner[two][order].tolist(), again[two][order].tolist()
-        for i, j in zip(fi, la):
-            if is_pred[i] and not is_pred[j]:
-                p = pids[i]
-                if p not in stored_p and p not in stored_o:
-                    head.append(i)
-                    tail.append(j)
+        # the second event of an id carried twice, an outcome after its prediction, nothing stored for the id
+        pair = (per[owner] == 2) & pred[owner] & ~pred[again]
+        if stored_p or stored_o:
+            pair &= ~np.isin(owner, known)
+        owner, again = owner[pair], again[pair]
+        order = np.argsort(owner, kind="stable")
+        head, tail = owner[order].tolist(), again[order].tolist()
     stored: list[int] = []
     if stored_p:
-        for p, j in zip(once, at_once):
-            recs = stored_p.get(p)
-            if recs is not None and len(recs) == 1 and p not in stored_o:
+        js = []
+        for p, recs in stored_p.items():  # one unlabelled, not implicit prediction stored, no outcome
+            j = firsts.get(p)
+            if j is not None and len(recs) == 1 and p not in stored_o:
                 rec = recs[0]
-                if not is_pred[j] and rec.label is None and not rec.implicit:
-                    stored.append(j)
+                if rec.label is None and not rec.implicit:
+                    js.append(j)
+        at = np.array(js, dtype=np.int64)
+        stored = np.sort(at[(per[at] == 1) & ~pred[at]]).tolist()
     return lone, head, tail, stored
 
 
