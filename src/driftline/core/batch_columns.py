@@ -25,8 +25,47 @@ SEQ = 4
 
 
 def _bucket_indices(engine: Engine, models: Sequence[str], versions: Sequence[str], variants: Sequence[str],
-                    ts: Sequence[float], shards: Sequence[int]) -> list[int]:
-    """The engine's bucket index of each (model, version, variant, ts, shard), new buckets numbered in order."""
+                    ts: Sequence[float], shards: Sequence[int]) -> np.ndarray:
+    """The engine's bucket index of each (model, version, variant, ts, shard), new buckets numbered in order of
+    first sight. Each event's (model, version, variant, shard) is looked up once in a dict; the bucket starts and
+    the grouping by (series, start) are numpy steps over the batch; the engine's index is consulted once per
+    distinct bucket. Times or widths numpy cannot floor exactly take a key per event (`_bucket_list`)."""
+    n = len(ts)
+    starts = _start_array(ts, engine.s.bucket_s)
+    if starts is None or n == 0:
+        return np.asarray(_bucket_list(engine, models, versions, variants, ts, shards), dtype=np.int64)
+    seen: dict[tuple[Any, ...], int] = {}  # each series hashed once per event: its first position
+    first = np.fromiter(map(seen.setdefault, zip(models, versions, variants, shards), count()), dtype=np.int64,
+                        count=n)
+    code = np.zeros(n, dtype=np.int64)  # first position -> series number (only first positions are read)
+    code[list(seen.values())] = np.arange(len(seen))
+    series = code[first]
+    order = np.lexsort((starts, series))  # stable: each group's first element is its first event
+    s_sorted, t_sorted = series[order], starts[order]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.not_equal(s_sorted[1:], s_sorted[:-1], out=new[1:])
+    new[1:] |= t_sorted[1:] != t_sorted[:-1]
+    group = np.empty(n, dtype=np.int64)
+    group[order] = np.cumsum(new) - 1
+    firsts = order[new]  # each group's first event
+    keys = list(seen)
+    index = engine._index
+    bucket_of = np.empty(len(firsts), dtype=np.int64)
+    start_of, series_of = starts[firsts].tolist(), series[firsts].tolist()
+    for g in np.argsort(firsts, kind="stable").tolist():  # groups in order of first sight, as the events had them
+        m, v, a, shard = keys[series_of[g]]
+        key = (m, v, a, start_of[g], shard)
+        b = index.get(key)
+        if b is None:
+            b = index[key] = len(index)
+        bucket_of[g] = b
+    return bucket_of[group]
+
+
+def _bucket_list(engine: Engine, models: Sequence[str], versions: Sequence[str], variants: Sequence[str],
+                 ts: Sequence[float], shards: Sequence[int]) -> list[int]:
+    """_bucket_indices by a key per event (any times and widths: bucket_starts' Python rule)."""
     starts = bucket_starts(ts, engine.s.bucket_s)
     index = engine._index
     seen: dict[tuple[Any, ...], int] = {}  # each key hashed once: its first position, the keys in order of first sight
@@ -41,11 +80,19 @@ def _bucket_indices(engine: Engine, models: Sequence[str], versions: Sequence[st
 def bucket_starts(ts: Sequence[float], bs: int) -> list[int]:
     """`int(t // bs) * bs` of each time: one numpy floor division (the same float division as Python's) when the
     bucket width is an int and every time a float within ±2**52, so each start is exact; Python otherwise."""
+    arr = _start_array(ts, bs)
+    if arr is not None:
+        return arr.tolist()  # type: ignore[no-any-return]
+    return [int(t // bs) * bs for t in ts]
+
+
+def _start_array(ts: Sequence[float], bs: int) -> np.ndarray | None:
+    """bucket_starts as an int64 array when numpy gives them exactly (see there), else None."""
     if ts and type(bs) is int and bs > 0 and set(map(type, ts)) == {float}:
         arr = np.asarray(ts, dtype=np.float64)
         if float(np.abs(arr).max()) < _EXACT:
-            return (np.floor_divide(arr, bs).astype(np.int64) * bs).tolist()
-    return [int(t // bs) * bs for t in ts]
+            return np.floor_divide(arr, bs).astype(np.int64) * bs
+    return None
 
 
 _EXACT = 2.0 ** 52
@@ -105,7 +152,7 @@ def _newest(max_ts: dict[str, float], kind: str, ts: list[float]) -> None:
             max_ts[kind] = newest
 
 
-def _plain_columns(preds: list[int], n_lone: int, tail: list[int], buckets: list[int], flagged: list[bool],
+def _plain_columns(preds: list[int], n_lone: int, tail: list[int], buckets: np.ndarray, flagged: list[bool],
                    scores: list[float], labels: list[int], delays: list[float], f_dicts: list[dict[str, object]],
                    slices: list[dict[str, str] | None]) -> MoveColumns:
     """The plain events' moves: each prediction enters the unlabelled state (seq i·SEQ); each paired outcome
@@ -113,7 +160,8 @@ def _plain_columns(preds: list[int], n_lone: int, tail: list[int], buckets: list
     n, m = len(preds), len(tail)
     seq_p = np.asarray(preds, dtype=np.int64) * SEQ
     seq_o = np.asarray(tail, dtype=np.int64) * SEQ
-    bk = np.asarray(buckets, dtype=np.int64)
+    bk = buckets
+    f_bucket = buckets.tolist()
     flag = np.asarray(flagged, dtype=np.int64)
     score = np.asarray(scores, dtype=np.float64)
     bk_o, flag_o, score_o = bk[n_lone:], flag[n_lone:], score[n_lone:]
@@ -121,12 +169,12 @@ def _plain_columns(preds: list[int], n_lone: int, tail: list[int], buckets: list
     slice_moves: list[tuple[int, str, str, int, int, int]] = []
     s_seq: list[int] = []
     if slices and slices[0] is not None:
-        for i, b, sv, f in zip(preds, buckets, slices, flagged):
+        for i, b, sv, f in zip(preds, f_bucket, slices, flagged):
             if sv:
                 for name, value in sv.items():
                     slice_moves.append((b, name, value, UNL, int(f), 1))
                     s_seq.append(i * SEQ)
-        _slice_relabels(slice_moves, s_seq, tail, buckets[n_lone:], slices[n_lone:], flagged[n_lone:], labels)
+        _slice_relabels(slice_moves, s_seq, tail, f_bucket[n_lone:], slices[n_lone:], flagged[n_lone:], labels)
     return MoveColumns(
         m_seq=np.concatenate([seq_p, seq_o, seq_o + 1]),
         bucket=np.concatenate([bk, bk_o, bk_o]),
@@ -140,7 +188,7 @@ def _plain_columns(preds: list[int], n_lone: int, tail: list[int], buckets: list
         d_delay=np.asarray(delays, dtype=np.float64),
         d_sign=ones[:m].copy(),
         f_seq=seq_p,
-        f_bucket=list(buckets),
+        f_bucket=f_bucket,
         f_dicts=f_dicts,
         s_seq=s_seq,
         slice_moves=slice_moves)
@@ -192,14 +240,14 @@ def apply_stored(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[An
         rec.label_ts = t
         upserts[(rec.prediction_id, rec.model, rec.variant)] = rec
     seq = np.asarray(at, dtype=np.int64) * SEQ
-    bk = np.asarray(buckets, dtype=np.int64)
+    bk = buckets
     flag = np.asarray(flagged, dtype=np.int64)
     score = np.asarray([r.score for r in recs], dtype=np.float64)
     ones = np.ones(m, dtype=np.float64)
     slice_moves: list[tuple[int, str, str, int, int, int]] = []
     s_seq: list[int] = []
     if any(slices):
-        _slice_relabels(slice_moves, s_seq, at, buckets, slices, flagged, labels)
+        _slice_relabels(slice_moves, s_seq, at, buckets.tolist(), slices, flagged, labels)
     engine._moves.columns.append(MoveColumns(
         m_seq=np.concatenate([seq, seq + 1]), bucket=np.concatenate([bk, bk]),
         state=np.concatenate([np.full(m, UNL, dtype=np.int64), np.asarray(labels, dtype=np.int64)]),
