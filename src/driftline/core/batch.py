@@ -70,7 +70,7 @@ def _groups(engine: Engine, pids: list[str], is_pred: list[bool]
     firsts: dict[str, int] = {}  # each id looked up once: the position of its first event
     first = np.fromiter(map(firsts.setdefault, pids, count()), dtype=np.int64, count=n)
     per = np.bincount(first, minlength=n)  # at each id's first position: how many events carry it
-    pred = np.array(is_pred, dtype=bool)
+    pred = np.frombuffer(bytes(is_pred), dtype=bool)  # bools are bytes 0 and 1: read in one C pass
     view = engine.view
     stored_p, stored_o = view.preds, view.outcomes
     free = per == 1  # at each id's first position: carried once and nothing stored for it
