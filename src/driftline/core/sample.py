@@ -67,7 +67,7 @@ def _floats(vals: Sequence[float | None], gaps: bool) -> list[Value | None]:
     """A float is kept when finite; NaN and infinities are left out (None). Nulls (`gaps`) stay None. Without
     nulls, finiteness is checked on one numpy array of the same doubles."""
     if not gaps:
-        if np.isfinite(np.array(vals, dtype=np.float64)).all():
+        if np.isfinite(np.fromiter(vals, dtype=np.float64, count=len(vals))).all():
             return list(vals)
     elif all(map(math.isfinite, filter(None, vals))):  # zeros, which filter skips with the nulls, are finite
         return list(vals)
@@ -97,7 +97,7 @@ def _ints(vals: Sequence[int | None], gaps: bool) -> list[Value | None]:
     float() does, so the doubles are the same."""
     if not gaps:
         try:
-            ints = np.array(vals, dtype=np.int64)
+            ints = np.fromiter(vals, dtype=np.int64, count=len(vals))  # no shape discovery pass
         except OverflowError:
             return list(map(float, vals))  # type: ignore[arg-type]
         return ints.astype(np.float64).tolist()  # type: ignore[no-any-return]

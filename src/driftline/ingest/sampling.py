@@ -78,7 +78,7 @@ def _candidates(settings: EngineSettings, events: Sequence[Decoded], k: int) -> 
     n = len(preds)
     hashes = id_hashes([e.prediction_id for e in evs]).astype(np.uint64)
     bs = settings.bucket_s
-    starts = np.floor_divide(np.array([d.ts for d in preds], dtype=np.float64), bs).astype(np.int64) * bs
+    starts = np.floor_divide(np.fromiter([d.ts for d in preds], dtype=np.float64, count=n), bs).astype(np.int64) * bs
     groups, codes = _series(evs)
     order = np.lexsort((hashes, starts, codes))
     runs = np.flatnonzero(np.r_[True, (np.diff(codes[order]) != 0) | (np.diff(starts[order]) != 0)])
