@@ -30,20 +30,20 @@ def apply_batch(engine: Engine, ok: Sequence[tuple[Decoded, int]]) -> None:
     evs = [d.event for d, _ in ok]
     pids = [e.prediction_id for e in evs]
     is_pred = _is_pred(evs)
-    lone, head, tail, stored = _groups(engine, pids, is_pred)
-    taken = set(lone)
-    taken.update(head, tail, stored)
+    lone, head, tail, stored = _group_arrays(engine, pids, is_pred)
     moves = engine._moves
-    if len(taken) < len(ok):
+    if len(lone) + len(head) + len(tail) + len(stored) < len(ok):  # the four groups are disjoint
+        rest = np.ones(len(ok), dtype=bool)
+        rest[np.concatenate((lone, head, tail, stored))] = False
         apply = engine.apply
-        for i in sorted(set(range(len(ok))).difference(taken)):
+        for i in np.flatnonzero(rest).tolist():
             moves.at = i * SEQ
             d, shard = ok[i]
             apply(d, shard)
     moves.at = 0
-    if lone or head:
+    if len(lone) or len(head):
         apply_plain(engine, ok, evs, lone, head, tail)
-    if stored:
+    if len(stored):
         apply_stored(engine, ok, evs, stored)
 
 
@@ -64,8 +64,15 @@ def _is_pred(evs: list[Any]) -> list[bool]:
 def _groups(engine: Engine, pids: list[str], is_pred: list[bool]
             ) -> tuple[list[int], list[int], list[int], list[int]]:
     """(plain lone predictions, plain predictions with their outcome, those outcomes, outcomes of stored joins):
-    event indices, each list ascending (the last of the plain ones aligned with the second). Each id is looked up
-    once; the stored state is visited by its own (few) ids, and every other test is one numpy step per batch."""
+    event indices, each list ascending (the last of the plain ones aligned with the second)."""
+    lone, head, tail, stored = _group_arrays(engine, pids, is_pred)
+    return lone.tolist(), head.tolist(), tail.tolist(), stored.tolist()
+
+
+def _group_arrays(engine: Engine, pids: list[str], is_pred: list[bool]
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """_groups as int64 arrays (the column stages number their moves from them). Each id is looked up once; the
+    stored state is visited by its own (few) ids, and every other test is one numpy step per batch."""
     n = len(pids)
     firsts: dict[str, int] = {}  # each id looked up once: the position of its first event
     first = np.fromiter(map(firsts.setdefault, pids, count()), dtype=np.int64, count=n)
@@ -77,9 +84,8 @@ def _groups(engine: Engine, pids: list[str], is_pred: list[bool]
     if stored_p or stored_o:
         known = [j for j in map(firsts.get, chain(stored_p, stored_o)) if j is not None]
         free[known] = False
-    lone = np.flatnonzero(free & pred).tolist()
-    head: list[int] = []
-    tail: list[int] = []
+    lone = np.flatnonzero(free & pred)
+    head = tail = stored = np.zeros(0, dtype=np.int64)
     again = np.flatnonzero(first != np.arange(n))  # the events whose id came before
     if len(again):
         owner = first[again]
@@ -89,8 +95,7 @@ def _groups(engine: Engine, pids: list[str], is_pred: list[bool]
             pair &= ~np.isin(owner, known)
         owner, again = owner[pair], again[pair]
         order = np.argsort(owner, kind="stable")
-        head, tail = owner[order].tolist(), again[order].tolist()
-    stored: list[int] = []
+        head, tail = owner[order], again[order]
     if stored_p:
         js = []
         for p, recs in stored_p.items():  # one unlabelled, not implicit prediction stored, no outcome
@@ -100,7 +105,7 @@ def _groups(engine: Engine, pids: list[str], is_pred: list[bool]
                 if rec.label is None and not rec.implicit:
                     js.append(j)
         at = np.array(js, dtype=np.int64)
-        stored = np.sort(at[(per[at] == 1) & ~pred[at]]).tolist()
+        stored = np.sort(at[(per[at] == 1) & ~pred[at]])
     return lone, head, tail, stored
 
 

@@ -101,6 +101,13 @@ def i64(vals: Sequence[Any]) -> np.ndarray:
     return np.fromiter(vals, dtype=np.int64, count=len(vals))
 
 
+def bool_ints(flags: list[bool]) -> np.ndarray:
+    """i64 of a list of bools (0 and 1), read as bytes in one C pass; i64 when any item is not a bool."""
+    if list(map(type, flags)).count(bool) == len(flags):
+        return np.frombuffer(bytes(flags), dtype=np.uint8).astype(np.int64)
+    return i64(flags)
+
+
 def f64(vals: Sequence[Any]) -> np.ndarray:
     """np.asarray(vals, dtype=np.float64) of a list of floats (or ints), as i64 fills its array."""
     return np.fromiter(vals, dtype=np.float64, count=len(vals))
@@ -110,13 +117,15 @@ _EXACT = 2.0 ** 52
 """Times below this in magnitude have exact int64 bucket starts."""
 
 
-def apply_plain(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[Any], lone: list[int],
-                head: list[int], tail: list[int]) -> None:
-    """New join rows of the plain predictions, the outcomes of the paired ones, and their moves as columns."""
+def apply_plain(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[Any], lone_at: np.ndarray,
+                head_at: np.ndarray, tail_at: np.ndarray) -> None:
+    """New join rows of the plain predictions, the outcomes of the paired ones, and their moves as columns (event
+    indices as batch._group_arrays gives them)."""
     s = engine.s
     result = engine.result
-    preds = lone + head
-    n_lone, n, m = len(lone), len(lone) + len(head), len(tail)
+    at = np.concatenate((lone_at, head_at))
+    preds, tail = at.tolist(), tail_at.tolist()
+    n_lone, n, m = len(lone_at), len(preds), len(tail)
     pev = [evs[i] for i in preds]
     pids = [e.prediction_id for e in pev]
     models = [e.model for e in pev]
@@ -146,7 +155,7 @@ def apply_plain(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[Any
     _newest(result.max_ts, "prediction", ts)
     _newest(result.max_ts, "outcome", ts_o)
     delays = [to - tp for to, tp in zip(ts_o, ts[n_lone:])]
-    cols = _plain_columns(preds, n_lone, tail, buckets, flagged, scores, labels, delays,
+    cols = _plain_columns(preds, at, n_lone, tail, tail_at, buckets, flagged, scores, labels, delays,
                           [f or NO_FEATURES for f in feats], slices)
     value = np.array(own, dtype=np.float64)  # None (the config's threshold) becomes NaN
     cols.t_own = value == value
@@ -163,17 +172,18 @@ def _newest(max_ts: dict[str, float], kind: str, ts: list[float]) -> None:
             max_ts[kind] = newest
 
 
-def _plain_columns(preds: list[int], n_lone: int, tail: list[int], buckets: np.ndarray, flagged: list[bool],
+def _plain_columns(preds: list[int], preds_at: np.ndarray, n_lone: int, tail: list[int], tail_at: np.ndarray,
+                   buckets: np.ndarray, flagged: list[bool],
                    scores: list[float], labels: list[int], delays: list[float], f_dicts: list[dict[str, object]],
                    slices: list[dict[str, str] | None]) -> MoveColumns:
     """The plain events' moves: each prediction enters the unlabelled state (seq i·SEQ); each paired outcome
     records its delay and moves its prediction from unlabelled (seq j·SEQ) to its label (seq j·SEQ + 1)."""
     n, m = len(preds), len(tail)
-    seq_p = i64(preds) * SEQ
-    seq_o = i64(tail) * SEQ
+    seq_p = preds_at * SEQ
+    seq_o = tail_at * SEQ
     bk = buckets
     f_bucket = buckets.tolist()
-    flag = i64(flagged)
+    flag = bool_ints(flagged)
     score = f64(scores)
     bk_o, flag_o, score_o = bk[n_lone:], flag[n_lone:], score[n_lone:]
     ones = np.ones(n, dtype=np.float64)
@@ -219,11 +229,12 @@ def _slice_relabels(slice_moves: list[tuple[int, str, str, int, int, int]], s_se
                 s_seq.append(j * SEQ + 1)
 
 
-def apply_stored(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[Any], at: list[int]) -> None:
+def apply_stored(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[Any], at_array: np.ndarray) -> None:
     """The lone outcomes of stored, unlabelled predictions (see core/batch.py): each outcome is recorded and matched,
     its prediction takes its label, records the delay and moves from unlabelled to the label, as columns."""
     result = engine.result
     view = engine.view
+    at = at_array.tolist()
     m = len(at)
     pids = [evs[j].prediction_id for j in at]
     labels = [int(evs[j].label) for j in at]
@@ -250,9 +261,9 @@ def apply_stored(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[An
         rec.label = label
         rec.label_ts = t
         upserts[(rec.prediction_id, rec.model, rec.variant)] = rec
-    seq = i64(at) * SEQ
+    seq = at_array * SEQ
     bk = buckets
-    flag = i64(flagged)
+    flag = bool_ints(flagged)
     score = f64([r.score for r in recs])
     ones = np.ones(m, dtype=np.float64)
     slice_moves: list[tuple[int, str, str, int, int, int]] = []
