@@ -157,9 +157,13 @@ def apply_plain(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[Any
     delays = [to - tp for to, tp in zip(ts_o, ts[n_lone:])]
     cols = _plain_columns(preds, at, n_lone, tail, tail_at, buckets, flagged, scores, labels, delays,
                           [f or NO_FEATURES for f in feats], slices)
-    value = np.array(own, dtype=np.float64)  # None (the config's threshold) becomes NaN
-    cols.t_own = value == value
-    value[~cols.t_own] = default
+    if own.count(None) == n:  # no event's own threshold (identity compares): the config's for all
+        value = np.full(n, default, dtype=np.float64)
+        cols.t_own = np.zeros(n, dtype=bool)
+    else:
+        value = np.array(own, dtype=np.float64)  # None (the config's threshold) becomes NaN
+        cols.t_own = value == value
+        value[~cols.t_own] = default
     cols.t_bucket, cols.t_value = cols.bucket[:n], value
     engine._moves.columns.append(cols)
 
