@@ -102,3 +102,82 @@ def test_the_batch_check_does_not_ask_on_the_consumers_connection(kafka_bootstra
         admin.close()
         lc.close()
         store.close()
+
+
+class _OffsetsAdmin(_Admin):
+    """A stand-in admin client that also answers log ends (list_partition_offsets), recording the isolation level."""
+
+    def __init__(self, ends: dict[Any, int]) -> None:
+        super().__init__({})
+        self.ends, self.levels = ends, []  # type: list[Any]
+
+    def list_partition_offsets(self, specs: dict[Any, Any], isolation_level: Any, timeout_ms: int) -> dict[Any, Any]:
+        if self.fail:
+            raise OSError("connection refused")
+        self.levels.append(isolation_level)
+        return {tp: SimpleNamespace(offset=self.ends[tp], timestamp=-1) for tp in specs}
+
+
+def test_lag_end_offsets_come_from_the_side_client_and_fall_back_to_the_consumer_while_it_fails() -> None:
+    """lag.end_offsets (the lag refresh every 5 s) asks the side client, with the consumer's isolation level; the
+    consumer's own end_offsets (queued behind its parked fetch) only while the side client fails."""
+    from kafka import TopicPartition
+
+    from driftline.kafka.lag import end_offsets
+
+    tps = [TopicPartition("p", 0), TopicPartition("p", 1)]
+    admin = _OffsetsAdmin({tps[0]: 10, tps[1]: 20})
+    now = [0.0]
+    side = SideIds(lambda: admin, lambda: now[0], retry_s=30.0, isolation_level="read_uncommitted")
+    asked: list[Any] = []
+    consumer = SimpleNamespace(partitions_for_topic=lambda t: {0, 1} if t == "p" else None,
+                               end_offsets=lambda wanted, timeout_ms: (asked.append(wanted), {tp: 1 for tp in wanted})[1])
+    assert end_offsets(consumer, ["p", "gone"], side=side) == {tps[0]: 10, tps[1]: 20}
+    assert asked == [] and admin.levels == ["read_uncommitted"]
+    admin.fail = True
+    assert end_offsets(consumer, ["p"], side=side) == {tps[0]: 1, tps[1]: 1}
+    assert asked == [tps]
+
+
+@pytest.mark.kafka
+def test_the_lag_refresh_does_not_ask_on_the_consumers_connection(kafka_bootstrap: str, tmp_path: Any) -> None:
+    """A real consumer whose fetch is parked (fetch_max_wait_ms 20 s, nothing to read): the lag refresh's log ends
+    come from the side client — the consumer's end_offsets is never called — and equal the broker's. Before, the
+    refresh waited behind the parked fetch on the main loop: 0.13–0.36 s between two batches of a backlog."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    topics = {"p": unique_name("predictions"), "o": unique_name("outcomes")}
+    create_topics(kafka_bootstrap, topics.values(), 2)
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap)
+    for i in range(5):
+        producer.send(topics["p"], key=b"k%d" % i, value=b"not json", partition=i % 2)
+    producer.flush()
+    producer.close()
+    store = Store(f"sqlite:///{tmp_path / 'lags.db'}")
+    store.migrate()
+    section = Kafka(predictions_topic=topics["p"], outcomes_topic=topics["o"], group_id=unique_name("g"),
+                    options={"session_timeout_ms": 6000, "heartbeat_interval_ms": 2000, "fetch_max_wait_ms": 20000})
+    lc = LiveConsumer(Pipeline(Config(kafka=section), store, clock=lambda: 1.9e9),
+                      resolve(section, kafka_bootstrap, {}), threading.Event())
+    try:
+        assert lc.connect()
+        for _ in range(40):  # joined, positioned, fetching
+            lc.step()
+            if lc.expected and not lc.pending:
+                break
+        assert lc.expected and not lc.pending, "partitions not positioned"
+        lc.step()
+        asked: list[Any] = []
+        ends = lc.consumer.end_offsets
+        lc.consumer.end_offsets = lambda *a, **k: (asked.append(a), ends(*a, **k))[1]
+        lc._refresh_all_lags()
+        assert asked == []
+        reader = KafkaConsumer(bootstrap_servers=kafka_bootstrap, group_id=None, isolation_level="read_committed")
+        try:
+            broker = reader.end_offsets([TopicPartition(t, p) for t in topics.values() for p in (0, 1)])
+        finally:
+            reader.close()
+        assert lc.log_ends == broker and sum(broker.values()) > 0
+    finally:
+        lc.close()
+        store.close()

@@ -162,7 +162,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
             return False
         self.attach(consumer)
         if self.side_ids is None:
-            self.side_ids = SideIds(lambda: open_admin(self.settings, REFRESH_TIMEOUT_MS), self.monotonic)
+            self.side_ids = SideIds(lambda: open_admin(self.settings, REFRESH_TIMEOUT_MS), self.monotonic,
+                                    isolation_level=str(self.settings.consumer_kwargs()["isolation_level"]))
         consumer.subscribe(list(self.settings.topics), listener=self.handoff)
         sink = open_dead_letter_sink(self.settings, self.sig)
         self.dlt = None if sink is None else DeadLetterCopies(sink, self.pipeline.store, self.monotonic)

@@ -38,11 +38,17 @@ def owned_lag(lags: Mapping[tuple[str, int], int], owned: Iterable[TopicPartitio
     return sum(known) if known else None
 
 
-def end_offsets(consumer: Any, topics: Iterable[str], timeout_ms: int = 2000) -> dict[TopicPartition, int]:
-    """End offsets of every partition of `topics` known to the consumer's metadata (raises KafkaError)."""
+def end_offsets(consumer: Any, topics: Iterable[str], timeout_ms: int = 2000, side: Any = None
+                ) -> dict[TopicPartition, int]:
+    """End offsets of every partition of `topics` known to the consumer's metadata (raises KafkaError); asked of
+    the `side` client (log_ids.SideIds) when given and answering, so not queued behind the consumer's parked fetch."""
     tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
     if not tps:
         return {}
+    if side is not None:
+        ends = side.end_offsets(tps, timeout_ms)
+        if ends is not None:
+            return ends
     return dict(consumer.end_offsets(tps, timeout_ms=timeout_ms))
 
 

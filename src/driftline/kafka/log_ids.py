@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kafka import TopicPartition
 from kafka.errors import KafkaError
 
 log = logging.getLogger("driftline.kafka.consumer")
@@ -32,34 +33,56 @@ REFRESH_TIMEOUT_MS = 5000
 
 
 class SideIds:
-    """Topic ids asked on a connection of their own (an admin client opened on first use), not the consumer's.
+    """Topic ids and log ends asked on a connection of their own (an admin client opened on first use), not the
+    consumer's.
 
     A broker answers one connection's requests in order, and it parks a fetch for up to fetch_max_wait_ms (500 ms
     by default) whenever the consumer has caught up: a metadata request sent on the consumer's connection waited
     behind that fetch before every batch was stored (up to 0.5 s of delay per batch at the head of the stream,
     benchmarks/run_process_bench.py). When the side client cannot answer, the caller falls back to the consumer's
-    own refresh, and the side client is tried again `retry_s` later."""
+    own refresh, and the side client is tried again `retry_s` later. The lag refresh's end offsets (every 5 s) are
+    asked here too: on the consumer's connection they waited behind the parked fetch in the same way, 0.13–0.36 s
+    of the main loop between two batches of a backlog (benchmarks/run_process_bench.py)."""
 
-    def __init__(self, open_admin: Callable[[], Any], monotonic: Callable[[], float], retry_s: float = 30.0) -> None:
+    def __init__(self, open_admin: Callable[[], Any], monotonic: Callable[[], float], retry_s: float = 30.0,
+                 isolation_level: str = "read_committed") -> None:
         self.open_admin, self.monotonic, self.retry_s = open_admin, monotonic, retry_s
+        self.isolation_level = isolation_level
+        """The consumer's (kafka.options may change it): a log end read_committed stops at the last stable offset."""
         self.admin: Any = None
         self.retry_at = -float("inf")
 
     def read(self, topics: Iterable[str]) -> TopicIds | None:
         """The topics' ids as the broker reports them now; None when the side client is unavailable."""
+        described = self._ask(lambda admin: admin.describe_topics(list(topics)), "topic ids")
+        if described is None:
+            return None
+        found = {d.get("name"): d.get("topic_id") for d in described}
+        return {t: _id_text(found.get(t)) for t in topics}
+
+    def end_offsets(self, tps: Iterable[TopicPartition], timeout_ms: int) -> dict[TopicPartition, int] | None:
+        """Each partition's log end as the broker reports it now (the consumer's isolation level); None when the
+        side client is unavailable."""
+        from kafka.admin import OffsetSpec
+
+        specs = {tp: OffsetSpec.LATEST for tp in tps}
+        got = self._ask(lambda admin: admin.list_partition_offsets(specs, self.isolation_level, timeout_ms),
+                        "log end offsets")
+        return None if got is None else {tp: int(got[tp].offset) for tp in specs}
+
+    def _ask(self, request: Callable[[Any], Any], what: str) -> Any:
+        """`request(admin)`'s answer; None (and the client closed, retried `retry_s` later) when it fails."""
         if self.admin is None and self.monotonic() < self.retry_at:
             return None
         try:
             if self.admin is None:
                 self.admin = self.open_admin()
-            described = self.admin.describe_topics(list(topics))
+            return request(self.admin)
         except Exception as err:  # noqa: BLE001 - any failure of the side client: the consumer's path decides
-            log.debug("topic ids from the side client failed (%s): asking on the consumer's connection", err)
+            log.debug("%s from the side client failed (%s): asking on the consumer's connection", what, err)
             self.close()
             self.retry_at = self.monotonic() + self.retry_s
             return None
-        found = {d.get("name"): d.get("topic_id") for d in described}
-        return {t: _id_text(found.get(t)) for t in topics}
 
     def close(self) -> None:
         """Close the side client (reopened at the next read)."""

@@ -29,6 +29,7 @@ from .handoff import Handoff
 from .health import (ConsumerStatus, StallWatch, broker_connected, coordinator_address, membership_problem,
                      rebalancing)
 from .lag import end_offsets, fetch_position, lags_from, owned_lag
+from .log_ids import SideIds
 from .loss import EndsSeen
 from .overlap import Overlap
 from .resets import recorded_problems
@@ -55,6 +56,8 @@ class Upkeep:
     stop: threading.Event
     ops: OpsMetrics
     consumer: Any
+    side_ids: SideIds | None
+    """A client of its own for the log ends (log_ids.py: the consumer's connection waits behind its parked fetch)."""
     handoff: Handoff | None
     dlt: DeadLetterCopies | None
     sig: KafkaSignals
@@ -198,7 +201,7 @@ class Upkeep:
         shows the log range now."""
         store = self.pipeline.store
         try:
-            ends = end_offsets(self.consumer, self.settings.topics)
+            ends = end_offsets(self.consumer, self.settings.topics, side=self.side_ids)
             stored = {t: store.positions(source_of(t)) for t in self.settings.topics}
             held = {tp: p for tp, p in recorded_problems(store, {source_of(t): t for t in self.settings.topics})
                     .items() if tp in ends}
