@@ -66,9 +66,12 @@ class SideIds:
         from kafka.admin import OffsetSpec
 
         specs = {tp: OffsetSpec.LATEST for tp in tps}
-        got = self._ask(lambda admin: admin.list_partition_offsets(specs, self.isolation_level, timeout_ms),
-                        "log end offsets")
-        return None if got is None else {tp: int(got[tp].offset) for tp in specs}
+
+        def ask(admin: Any) -> dict[TopicPartition, int]:
+            got = admin.list_partition_offsets(specs, self.isolation_level, timeout_ms)
+            return {tp: int(got[tp].offset) for tp in specs}  # a partition left out: the consumer is asked
+
+        return self._ask(ask, "log end offsets")
 
     def _ask(self, request: Callable[[Any], Any], what: str) -> Any:
         """`request(admin)`'s answer; None (and the client closed, retried `retry_s` later) when it fails."""
