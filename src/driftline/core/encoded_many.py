@@ -62,12 +62,12 @@ def encode_merged(olds: Sequence[bytes | None], deltas: Sequence[BucketStats]) -
 
 
 def _plain_delta(d: BucketStats) -> bool:
-    """Whether a delta has the dtypes and shapes Moves.deltas gives it, its non-zero score bins known."""
+    """Whether a delta has the dtypes and shapes Moves.deltas gives it, its non-zero score bins known (its dense
+    score rows checked without building them: they are lazy, and only the bins are read here)."""
     bins = d.bins
     return (bins is not None and d.conf.dtype == np.int64 and d.conf.shape == (3, 2) and d.sums.dtype == np.float64
             and d.sums.shape == (3, 3) and d.delay.dtype == np.int64 and d.delay.shape == (N_DELAY_BINS,)
-            and d.hist.dtype == np.int64 and d.psum.dtype == np.float64 and d.hist.size == _ROW
-            and d.psum.size == _ROW and bins[0].dtype == np.int32 and bins[1].dtype == np.int64
+            and d.plain_rows() and bins[0].dtype == np.int32 and bins[1].dtype == np.int64
             and bins[2].dtype == np.float64)
 
 

@@ -11,7 +11,7 @@ import mmap
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
@@ -100,19 +100,20 @@ class Moves:
         """One BucketStats per bucket index (feature-tracking refusals are added to `counters`).
 
         Each kind of array is one allocation for the whole batch, filled in one step, and every bucket's
-        BucketStats holds views of its row (np.zeros is calloc: rows never written cost no memory)."""
+        BucketStats holds views of its row (np.zeros is calloc: rows never written cost no memory). The dense
+        score rows (hist/psum, ~125 kB a bucket) are lazy: each bucket gets its non-zero score bins, and the rows
+        are built from them only if read; the store's chunk route never reads them (issue 18)."""
         nb = n_buckets
         cols = self._merged()
         conf = np.zeros((nb, 3, 2), dtype=np.int64)
-        hist = _fresh_zeros((nb, 3, N_SCORE_BINS), np.int64)
-        psum = _fresh_zeros((nb, 3, N_SCORE_BINS), np.float64)
         sums = np.zeros((nb, 3, 3), dtype=np.float64)
         delay = np.zeros((nb, N_DELAY_BINS), dtype=np.int64)
-        cells = _scores(cols, conf, hist, psum, sums) if len(cols.bucket) else np.zeros(0, dtype=np.int64)
+        cells, h, p = _scores(cols, conf, sums) if len(cols.bucket) else _NO_CELLS
         if len(cols.d_bucket):
             _delays(cols, delay, counters)
-        out = list(map(BucketStats, conf, hist, psum, sums, delay))  # row views, made in C
-        _set_score_bins(out, cells, hist, psum)
+        # row views, made in C; the dense score rows None: built from bins only when read (BucketStats.hist)
+        out = list(map(BucketStats, conf, repeat(None, nb), repeat(None, nb), sums, delay))
+        _set_score_bins(out, cells, h, p)
         if len(cols.bucket):
             for stats, rank in zip(out, batch_ranks(nb, cols.bucket, cols.state, cols.score, cols.sign)):
                 stats.rank = rank
@@ -201,10 +202,11 @@ class MoveColumns:
     t_own: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
-def _scores(c: MoveColumns, conf: np.ndarray, hist: np.ndarray, psum: np.ndarray, sums: np.ndarray) -> np.ndarray:
+def _scores(c: MoveColumns, conf: np.ndarray,
+            sums: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Confusion cells, fine score histograms and score sums of every bucket, each in one numpy step: the flat
-    index bucket·(3·bins) + state·bins + bin of a move is its cell in the (buckets, 3, bins) arrays. Returns the
-    cells written (sorted flat indexes; every other cell stays zero)."""
+    index bucket·(3·bins) + state·bins + bin of a move is its cell in (buckets, 3, bins) dense rows. Returns the
+    score cells moved (sorted flat indexes) with their counts and score sums (every other cell is zero)."""
     nb = len(conf)
     bk, st, sc, sg = c.bucket, c.state, c.score, c.sign
     conf[:] = _summed(bk * 6 + st * 2 + c.flag, sg, nb * 6).reshape(nb, 3, 2)
@@ -215,16 +217,17 @@ def _scores(c: MoveColumns, conf: np.ndarray, hist: np.ndarray, psum: np.ndarray
     flat[:, SUM_NLL_POS] = np.bincount(cell, weights=sg * -np.log(p), minlength=nb * 3)
     flat[:, SUM_NLL_NEG] = np.bincount(cell, weights=sg * -np.log1p(-p), minlength=nb * 3)
     keys, inv = np.unique(bk * (3 * N_SCORE_BINS) + st * N_SCORE_BINS + score_bin(sc), return_inverse=True)
-    hist.reshape(-1)[keys] = np.rint(np.bincount(inv, weights=sg)).astype(np.int64)
-    psum.reshape(-1)[keys] = np.bincount(inv, weights=sg * sc)
-    return keys
+    return keys, np.rint(np.bincount(inv, weights=sg)).astype(np.int64), np.bincount(inv, weights=sg * sc)
 
 
-def _set_score_bins(out: list[BucketStats], cells: np.ndarray, hist: np.ndarray, psum: np.ndarray) -> None:
-    """Give each bucket its non-zero score bins (BucketStats.bins) from the batch's written cells, found for all
-    buckets at once, so serialising and merging a bucket never scan its dense rows."""
-    flat_h, flat_p = hist.reshape(-1), psum.reshape(-1)
-    h, p = flat_h[cells], flat_p[cells]
+_NO_CELLS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+"""_scores' answer for a batch without moves (never written: slices of it are bins, read only)."""
+
+
+def _set_score_bins(out: list[BucketStats], cells: np.ndarray, h: np.ndarray, p: np.ndarray) -> None:
+    """Give each bucket its non-zero score bins (BucketStats.bins) from the batch's moved cells (sorted flat
+    indexes, their counts and sums), found for all buckets at once: serialising and merging a bucket never need
+    its dense rows, which are built from these only when read."""
     keep = (h != 0) | (p != 0)
     cells, h, p = cells[keep], h[keep], p[keep]
     row = 3 * N_SCORE_BINS

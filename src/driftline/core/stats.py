@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from itertools import chain
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -99,7 +100,11 @@ def _zeros_f(*shape: int) -> np.ndarray:
     return np.zeros(shape, dtype=np.float64)
 
 
-@dataclass(slots=True)
+_DEFAULT: Any = object()
+"""BucketStats' default for hist/psum (fresh zeros) and rank (empty), told apart from an explicit None."""
+
+
+@dataclass(slots=True, init=False)
 class BucketStats:
     """Sufficient statistics of the predictions made in one bucket of prediction time.
 
@@ -116,8 +121,9 @@ class BucketStats:
     """
 
     conf: np.ndarray = field(default_factory=lambda: _zeros_i(3, 2))
-    hist: np.ndarray = field(default_factory=lambda: _zeros_i(3, N_SCORE_BINS))
-    psum: np.ndarray = field(default_factory=lambda: _zeros_f(3, N_SCORE_BINS))
+    _hist: np.ndarray | None = field(default_factory=lambda: _zeros_i(3, N_SCORE_BINS))
+    """`hist`'s array; None (with `_psum`) for lazy rows: built from `bins` on first read (see `hist`)."""
+    _psum: np.ndarray | None = field(default_factory=lambda: _zeros_f(3, N_SCORE_BINS))
     sums: np.ndarray = field(default_factory=lambda: _zeros_f(3, 3))
     delay: np.ndarray = field(default_factory=lambda: _zeros_i(N_DELAY_BINS))
     features: dict[str, FeatureHist] = field(default_factory=dict)
@@ -128,9 +134,80 @@ class BucketStats:
     bins: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     """The non-zero score bins as (flat index int32, hist int64, psum float64), known by whoever built hist/psum
     (Moves.deltas) so serialising skips the dense scan; None when unknown. add/add_prediction reset it: whatever
-    else writes hist or psum in place must reset it too."""
+    else writes hist or psum in place must reset it too (after reading hist or psum once: lazy rows are built
+    from it)."""
     rank: Rank | None = field(default_factory=empty_rank)
     flag_range: FlagRange | None = EMPTY
+
+    def __init__(self, conf: np.ndarray | None = None, hist: np.ndarray | None = _DEFAULT,
+                 psum: np.ndarray | None = _DEFAULT, sums: np.ndarray | None = None, delay: np.ndarray | None = None,
+                 features: dict[str, FeatureHist] | None = None, expired: int = 0, implicit: int = 0,
+                 slices: dict[str, dict[str, np.ndarray]] | None = None,
+                 bins: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, rank: Rank | None = _DEFAULT,
+                 flag_range: FlagRange | None = EMPTY) -> None:
+        """The dataclass' fields, each defaulting to zeros or empty; hist and psum both None make lazy dense rows
+        (built from `bins` when read: Moves.deltas' deltas), one of them None the other's lazy row."""
+        self.conf = _zeros_i(3, 2) if conf is None else conf
+        self._hist = _zeros_i(3, N_SCORE_BINS) if hist is _DEFAULT else hist
+        self._psum = _zeros_f(3, N_SCORE_BINS) if psum is _DEFAULT else psum
+        self.sums = _zeros_f(3, 3) if sums is None else sums
+        self.delay = _zeros_i(N_DELAY_BINS) if delay is None else delay
+        self.features = {} if features is None else features
+        self.expired = expired
+        self.implicit = implicit
+        self.slices = {} if slices is None else slices
+        self.bins = bins
+        self.rank = empty_rank() if rank is _DEFAULT else rank
+        self.flag_range = flag_range
+
+    # --- dense score rows (lazy for Moves.deltas' deltas) -----------------------------------------
+    @property
+    def hist(self) -> np.ndarray:
+        """Counts per label state and fine score bin, (3, N_SCORE_BINS) int64 (built from `bins` when lazy)."""
+        if self._hist is None:
+            self._dense()
+        return self._hist  # type: ignore[return-value]
+
+    @hist.setter
+    def hist(self, value: np.ndarray) -> None:
+        if self._psum is None:
+            self._dense()  # psum's lazy row, while bins still says what it holds
+        self._hist = value
+
+    @property
+    def psum(self) -> np.ndarray:
+        """Σscore per label state and fine score bin, (3, N_SCORE_BINS) float64 (built from `bins` when lazy)."""
+        if self._psum is None:
+            self._dense()
+        return self._psum  # type: ignore[return-value]
+
+    @psum.setter
+    def psum(self, value: np.ndarray) -> None:
+        if self._hist is None:
+            self._dense()  # hist's lazy row, while bins still says what it holds
+        self._psum = value
+
+    def _dense(self) -> None:
+        """Build the lazy dense rows: zeros with `bins` scattered in, the very rows Moves.deltas used to write (its
+        bins are every cell where hist or psum is non-zero, and bincount never sums to -0.0). The ~560 deltas of a
+        replay batch whose rows nobody reads then never fault in their ~125 kB of pages each."""
+        bins = self.bins
+        if self._hist is None:
+            hist = _zeros_i(3, N_SCORE_BINS)
+            if bins is not None:
+                hist.ravel()[bins[0]] = bins[1]
+            self._hist = hist
+        if self._psum is None:
+            psum = _zeros_f(3, N_SCORE_BINS)
+            if bins is not None:
+                psum.ravel()[bins[0]] = bins[2]
+            self._psum = psum
+
+    def plain_rows(self) -> bool:
+        """Whether hist/psum are int64/float64 of 3·N_SCORE_BINS cells (lazy rows are, and are not built here)."""
+        hist, psum = self._hist, self._psum
+        return ((hist is None or (hist.dtype == np.int64 and hist.size == 3 * N_SCORE_BINS))
+                and (psum is None or (psum.dtype == np.float64 and psum.size == 3 * N_SCORE_BINS)))
 
     # --- derived counts -----------------------------------------------------------------------
     @property
@@ -164,6 +241,8 @@ class BucketStats:
     # --- merging ------------------------------------------------------------------------------
     def add(self, other: BucketStats) -> BucketStats:
         """Add `other` into self in place and return self."""
+        if self._hist is None or self._psum is None:
+            self._dense()  # before bins is reset: the lazy rows are built from it
         self.bins = None
         self.conf += other.conf
         self.hist += other.hist
@@ -213,6 +292,8 @@ class BucketStats:
     # --- per-prediction moves (used by the engine) ---------------------------------------------
     def add_prediction(self, state: int, flagged: bool, sbin: int, score: float, sign: int = 1) -> None:
         """Add (sign=+1) or remove (sign=-1) one prediction's score contribution in a label state."""
+        if self._hist is None or self._psum is None:
+            self._dense()  # before bins is reset: the lazy rows are built from it
         self.bins = None
         self.conf[state, int(flagged)] += sign
         self.hist[state, sbin] += sign
