@@ -13,7 +13,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 
 from driftline.core.moves import feature_hists
-from driftline.core.stats import _NATIVE, BucketStats, FeatureHist, _feature_doc
+from driftline.core.feature_counts import _NATIVE
+from driftline.core.stats import BucketStats, FeatureHist, _feature_doc
 
 from test_moves import feature_batches
 

@@ -13,7 +13,8 @@ import numpy as np
 from .flag_range import range_from_doc, range_into_doc, range_sum
 from .grids import N_DELAY_BINS, N_FEATURE_BINS
 from .rank_hist import labelled_in_conf, rank_from_doc, rank_into_doc, rank_sum
-from .stats import _NATIVE, BucketStats, _feature_doc, _packed, _zeros_i
+from .feature_counts import _NATIVE, _feature_doc, _packed
+from .stats import BucketStats, _zeros_i
 
 
 class _Counts(msgspec.Struct):

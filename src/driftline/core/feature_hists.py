@@ -255,8 +255,8 @@ def _numeric(name: str, bidx: np.ndarray, values: np.ndarray, out: list[BucketSt
 
 def _numeric_groups(bidx: np.ndarray, values: np.ndarray
                     ) -> tuple[list[int], list[dict[int, int]], list[tuple[bytes, bytes]]]:
-    """(buckets, each one's fine-bin counts in bin order, the same counts packed as stats._feature_doc packs them:
-    int32 bins and int64 counts) of numeric values."""
+    """(buckets, each one's fine-bin counts in bin order, the same counts packed as feature_counts._feature_doc
+    packs them: int32 bins and int64 counts) of numeric values."""
     keys = bidx * N_FEATURE_BINS + feature_bin(values)
     uniq, cnt = np.unique(keys, return_counts=True)
     b_of = uniq // N_FEATURE_BINS

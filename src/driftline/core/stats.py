@@ -7,10 +7,8 @@ exactly (counts exactly; float sums up to rounding).
 
 from __future__ import annotations
 
-import struct
-from array import array
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
@@ -18,6 +16,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from .feature_counts import FeatureHist, _feature_doc, _num_dict
 from .flag_range import EMPTY, FlagRange, range_from_doc, range_into_doc, range_sum
 from .grids import N_DELAY_BINS, N_RANK_BINS, N_SCORE_BINS, rank_bin
 from .rank_hist import Rank, empty_rank, labelled_in_conf, rank_from_doc, rank_into_doc, rank_sum
@@ -25,58 +24,11 @@ from .rank_hist import Rank, empty_rank, labelled_in_conf, rank_from_doc, rank_i
 NEG, POS, UNL = 0, 1, 2
 """Label states: row index into every per-label array."""
 LABEL_STATES = (NEG, POS, UNL)
-_NATIVE = array("i").itemsize == 4 and array("q").itemsize == 8
-"""array.array's 'i'/'q' are numpy's int32/int64 here (the fast packing routes need it)."""
 LOG_EPS = float(np.finfo(np.float64).eps)
 """Probabilities are clipped to [eps, 1 - eps] in log loss, as scikit-learn does."""
 
 SUM_P2, SUM_NLL_POS, SUM_NLL_NEG = 0, 1, 2
 """Columns of `sums`: Σp², Σ−ln(p) and Σ−ln(1−p) (the last two clipped by LOG_EPS)."""
-
-
-@dataclass(slots=True)
-class FeatureHist:
-    """Distribution of one feature in a bucket: fine numeric bins, category counts, missing count."""
-
-    num: dict[int, int] = field(default_factory=dict)
-    cat: dict[str, int] = field(default_factory=dict)
-    missing: int = 0
-    packed: tuple[np.ndarray, np.ndarray] | None = None
-    """Numeric counts still as packed (fine-bin index, count) arrays: only from `from_bytes(features="packed")`,
-    consumed by `merge`, which sums them without building dicts."""
-    num_bytes: tuple[bytes, bytes] | None = field(default=None, compare=False, repr=False)
-    """`num` as _feature_doc packs it (int32 bins, int64 counts, in num's order), known by whoever built num from
-    arrays (core/feature_hists) so encoding skips repacking; None when unknown. add and unpack reset it: whatever
-    else changes num must reset it too."""
-
-    def add(self, other: FeatureHist) -> None:
-        """Add another histogram into this one in place."""
-        self.num_bytes = None
-        self.unpack()
-        other.unpack()
-        for k, v in other.num.items():
-            self.num[k] = self.num.get(k, 0) + v
-        for c, v in other.cat.items():
-            self.cat[c] = self.cat.get(c, 0) + v
-        self.missing += other.missing
-
-    def unpack(self) -> None:
-        """Turn packed numeric arrays into the `num` dict (no-op when not packed)."""
-        if self.packed is not None:
-            self.num_bytes = None
-            idx, cnt = self.packed
-            for k, v in zip(idx.tolist(), cnt.tolist()):
-                self.num[k] = self.num.get(k, 0) + v
-            self.packed = None
-
-    @property
-    def total(self) -> int:
-        self.unpack()
-        return sum(self.num.values()) + sum(self.cat.values()) + self.missing
-
-    def copy(self) -> FeatureHist:
-        self.unpack()
-        return FeatureHist(dict(self.num), dict(self.cat), self.missing)
 
 
 def absent_as_missing(fh: FeatureHist | None, predictions: int) -> FeatureHist | None:
@@ -365,43 +317,6 @@ class BucketStats:
         b.rank = rank_from_doc(doc, labelled_in_conf(b.conf))
         b.flag_range = range_from_doc(doc, b.predictions)
         return b
-
-
-def _packed(code: str, values: Collection[int]) -> bytes:
-    """array(code, values).tobytes() in one struct.pack call (array's constructor appends a non-list iterable item
-    by item, several times slower): the same native bytes, and struct.error wherever array raises TypeError or
-    OverflowError (a value that is not an integer, or out of range)."""
-    return struct.pack(f"{len(values)}{code}", *values)
-
-
-def _feature_doc(fh: FeatureHist) -> list[object]:
-    """Compact encoding of a feature histogram: fine-bin indices and counts as packed arrays (struct makes numpy's
-    native bytes without its per-call cost; numpy itself for a key or count that is not a plain int). A feature
-    without numeric values (a categorical one) packs to two empty byte strings, given as such. Counts still packed
-    (from_bytes(features="packed")) are unpacked first, so none is left out; bins packed when num was built
-    (num_bytes) are taken as they are."""
-    fh.unpack()
-    if fh.num_bytes is not None:
-        return [list(fh.num_bytes), list(fh.cat.items()), fh.missing]
-    if not fh.num:
-        return [[b"", b""], list(fh.cat.items()), fh.missing]
-    try:
-        packed = [_packed("i", fh.num), _packed("q", fh.num.values())] if _NATIVE else None
-    except struct.error:
-        packed = None
-    if packed is None:
-        idx = np.fromiter(fh.num.keys(), dtype=np.int32, count=len(fh.num))
-        cnt = np.fromiter(fh.num.values(), dtype=np.int64, count=len(fh.num))
-        packed = [idx.tobytes(), cnt.tobytes()]
-    return [packed, list(fh.cat.items()), fh.missing]
-
-
-def _num_dict(num: object) -> dict[int, int]:
-    """Fine-bin counts from the packed arrays (or the older list of pairs)."""
-    if isinstance(num, list) and len(num) == 2 and isinstance(num[0], bytes):
-        return dict(zip(np.frombuffer(num[0], dtype=np.int32).tolist(),
-                        np.frombuffer(num[1], dtype=np.int64).tolist()))
-    return {int(i): int(c) for i, c in num}  # type: ignore[union-attr]
 
 
 def merge(buckets: Iterable[BucketStats]) -> BucketStats:
