@@ -105,6 +105,19 @@ def valgrind_instructions(argv: list[str]) -> int:
     return int(match.group(1).replace(",", ""))
 
 
+def callgrind_instructions(argv: list[str]) -> int:
+    """Instructions callgrind collects inside `operator.call` during one run of `argv` (PYTHONHASHSEED fixed): the
+    instruction benchmarks wrap only the call they measure in operator.call."""
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    out = subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=_operator_call",
+                          "--callgrind-out-file=/dev/null", *argv], env=env, capture_output=True, text=True,
+                         check=True).stderr
+    match = re.search(r"Collected\s*:\s*(\d+)", out)
+    if match is None:
+        raise RuntimeError(f"no instruction count in callgrind's output:\n{out[-2000:]}")
+    return int(match.group(1))
+
+
 def valgrind_child_args(days: float = 1, per_day: int = 8000) -> tuple[argparse.Namespace, list[str]]:
     """--days/--per-day of an instruction benchmark (exits when valgrind is missing) and the child's argv tail
     (the benchmark re-runs itself under valgrind as `__file__ --child MODE DAYS PER_DAY`)."""

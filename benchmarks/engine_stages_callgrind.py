@@ -19,14 +19,12 @@ import copy
 import operator
 import os
 import pickle
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from typing import Any
 
-from bench_common import simulated_stream
+from bench_common import callgrind_instructions, simulated_stream
 
 STAGES = ("apply", "finish", "samples")
 
@@ -85,14 +83,7 @@ def _child(stage: str, batches_file: str, n_batches: int) -> None:
 
 def stage_instructions(stage: str, batches_file: str, n_batches: int) -> int:
     """Instructions callgrind collected inside the stage's call (PYTHONHASHSEED fixed)."""
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    out = subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=_operator_call",
-                          "--callgrind-out-file=/dev/null", sys.executable, __file__, "--child", stage, batches_file,
-                          str(n_batches)], env=env, capture_output=True, text=True, check=True).stderr
-    match = re.search(r"Collected\s*:\s*(\d+)", out)
-    if match is None:
-        raise RuntimeError(f"no instruction count in callgrind's output:\n{out[-2000:]}")
-    return int(match.group(1))
+    return callgrind_instructions([sys.executable, __file__, "--child", stage, batches_file, str(n_batches)])
 
 
 def main() -> None:

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import operator
 import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
-from bench_common import count_lines, simulated_stream
+from bench_common import callgrind_instructions, count_lines, simulated_stream
 
 
 def _child(path: str) -> None:
@@ -44,14 +42,7 @@ def _child(path: str) -> None:
 
 def replay_instructions(path: str) -> int:
     """Instructions callgrind collected inside the replay call (PYTHONHASHSEED fixed)."""
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    out = subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=_operator_call",
-                          "--callgrind-out-file=/dev/null", sys.executable, __file__, "--child", path], env=env,
-                         capture_output=True, text=True, check=True).stderr
-    match = re.search(r"Collected\s*:\s*(\d+)", out)
-    if match is None:
-        raise RuntimeError(f"no instruction count in callgrind's output:\n{out[-2000:]}")
-    return int(match.group(1))
+    return callgrind_instructions([sys.executable, __file__, "--child", path])
 
 
 def main() -> None:
