@@ -24,16 +24,28 @@ from ..storage.store import Store
 T = TypeVar("T")
 
 
-class DatabaseProbe:
-    """A daemon thread running a trivial read every `every_s` and publishing (ok, reason)."""
+MIGRATING = ("database schema being migrated by this process (a first start against an empty database, or an "
+             "upgrade): not ready until the migration commits")
+"""/readyz's reason while the process itself migrates (on-call tryout: a first start answered "schema missing …
+restart driftline to migrate it" for ~2 s, telling the on-call to restart a process that was doing just that)."""
 
-    def __init__(self, store: Store, every_s: float = 2.0, monotonic: Callable[[], float] = time.monotonic) -> None:
+
+class DatabaseProbe:
+    """A daemon thread running a trivial read every `every_s` (at once after recheck()) and publishing (ok, reason).
+
+    `migrating` says whether the process is still migrating the schema (`run` and `serve` before their jobs start):
+    a missing schema found meanwhile is the migration not committed yet, not a database recreated empty."""
+
+    def __init__(self, store: Store, every_s: float = 2.0, monotonic: Callable[[], float] = time.monotonic,
+                 migrating: Callable[[], bool] | None = None) -> None:
         self.store, self.every_s, self.monotonic = store, every_s, monotonic
+        self.migrating = migrating
         self.result: tuple[bool, str] | None = None
         self.since: float | None = None
         """When the probe in flight started (None between probes): a trivial read unanswered for long is a stall."""
         self.checked = threading.Event()
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="driftline-db-probe", daemon=True)
 
     def start(self) -> None:
@@ -41,17 +53,28 @@ class DatabaseProbe:
 
     def stop(self) -> None:
         self._stop.set()  # a probe blocked in the driver is a daemon thread: not joined for long
+        self._wake.set()
+
+    def recheck(self) -> None:
+        """Probe again now rather than after `every_s` (the migration committed: /readyz need not wait 2 s)."""
+        self._wake.set()
 
     def probe(self) -> tuple[bool, str]:
-        """(True, 'database ok') when a trivial read succeeds, else (False, the error's first line)."""
+        """(True, 'database ok') when a trivial read succeeds, else (False, the error's first line); a schema
+        missing while this process migrates it is MIGRATING (asked before the read: a migration that commits
+        during it was still running when the read found nothing)."""
         from sqlalchemy import text
 
+        migrating = self.migrating is not None and self.migrating()
         try:
             with self.store.read() as conn:
                 conn.execute(text("SELECT 1 FROM alembic_version"))  # the schema too, not only the server
             return True, "database ok"
         except Exception as err:  # noqa: BLE001 - any driver error means not ready
             first = str(err).splitlines()[0]
+            missing = first.startswith("database schema missing") or "alembic_version" in first
+            if missing and migrating:
+                return False, MIGRATING
             if first.startswith("database schema missing"):  # the store said so (storage/store.py)
                 return False, first
             if "alembic_version" in first:  # SRE tryout: a database dropped and recreated empty read "schema ready"
@@ -60,11 +83,12 @@ class DatabaseProbe:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            self._wake.clear()
             self.since = self.monotonic()
             self.result = self.probe()
             self.since = None
             self.checked.set()
-            self._stop.wait(self.every_s)
+            self._wake.wait(self.every_s)
 
 
 PROBE_STALL_S = 10.0

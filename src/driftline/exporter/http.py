@@ -90,10 +90,12 @@ class ExporterServer:
     def __init__(self, registry: CollectorRegistry, store: Store, host: str = "127.0.0.1", port: int = 9108,
                  readiness: Readiness | None = None, triggers_json: Callable[[], Any] | None = None,
                  stall_s: float = DEFAULT_STALL_S, scrape_timeout_s: float = 8.0,
-                 write_failure: Callable[[], str | None] | None = None) -> None:
+                 write_failure: Callable[[], str | None] | None = None,
+                 migrating: Callable[[], bool] | None = None) -> None:
         self.registry, self.store, self.readiness, self.triggers_json = registry, store, readiness, triggers_json
         self.stall_s = stall_s
-        self.probe = DatabaseProbe(store)
+        self.probe = DatabaseProbe(store, migrating=migrating)
+        """`migrating`: the process is still migrating the schema (`run`, `serve` before their jobs start)."""
         self.exposed = CollectorRegistry(auto_describe=False)
         """What /metrics serves: the given registry plus driftline_database_up (exported by every replica)."""
         self.exposed.register(_RegistryCollector(registry))

@@ -107,6 +107,7 @@ def run_service(config: Config, db_url: str, settings: KafkaSettings, stop: thre
 
         if not migrate_with_retry(store, stop, on_wait=waiting, on_first=banner):
             return
+        consumer.status.phase = "starting"  # the database is fine now: /readyz says "kafka starting", not "waiting"
         service.start_jobs()  # only now: the scheduler's catch-up and the scrapes need the tables
         freeze_startup_heap()
         consumer.status.error = ""

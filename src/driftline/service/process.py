@@ -96,7 +96,8 @@ class Service:
         self.server = ExporterServer(self.registry, self.store, self.host, self.port, self.readiness,
                                      triggers_json=self.triggers_json, stall_s=self.stall_s,
                                      scrape_timeout_s=parse_duration(self.config.exporter.scrape_timeout),
-                                     write_failure=self.write_failure)
+                                     write_failure=self.write_failure,
+                                     migrating=lambda: not self.schema_ready.is_set())
         if self.notifier is None:
             self.notifier = Notifier(self.config.notify, self.config.model, ops=self.ops,
                                      generator_url=self.server.url + "/triggers")
@@ -106,6 +107,8 @@ class Service:
         """The schema is migrated: let scrapes read the store and schedule trigger evaluation and the jobs (with
         the weekly-report catch-up)."""
         self.schema_ready.set()
+        if self.server is not None:
+            self.server.probe.recheck()  # /readyz: "being migrated" ends now, not at the next probe
         self.snapshot.invalidate()
         if self.evaluate_enabled and self.rules:
             try:

@@ -1,0 +1,45 @@
+"""/readyz while the process itself migrates the schema (on-call tryout: a first `driftline run` against an empty
+PostgreSQL database answered 503 "database schema missing (recreated empty? restart driftline to migrate it)" for
+~2 s while it was migrating: at 3 a.m. that tells the on-call to restart a process that is fine). Now it says the
+schema is being migrated, turns ready once the migration commits, and a schema dropped afterwards still reads
+"schema missing … restart" (tests/test_schema_missing.py)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+
+from http_probe import http_get
+from driftline.config import Config
+from driftline.service.process import Service
+from driftline.storage.store import Store
+
+from kafka_service_support import wait_until
+
+pytestmark = pytest.mark.postgres
+
+
+def _readyz_503(url: str) -> str | None:
+    status, body = http_get(url + "/readyz", timeout=20)
+    return body if status == 503 else None
+
+
+def test_readyz_says_the_schema_is_being_migrated_not_restart(pg_url: str) -> None:
+    store = Store(pg_url)
+    service = Service(Config(model="m"), store, port=0, evaluate=False)
+    service.start_exporter()  # as `run` does: the exporter answers before the migration starts
+    try:
+        body = wait_until(lambda: _readyz_503(service.url), 30, "/readyz 503 on the empty database")
+        assert body.startswith("database schema being migrated by this process"), body
+        assert "restart" not in body, body
+        store.migrate()
+        service.start_jobs()  # what `run` calls once the migration committed
+        wait_until(lambda: http_get(service.url + "/readyz", timeout=20)[0] == 200, 30, "/readyz 200 once migrated")
+        with store.write() as conn:  # the real case: tables gone under a running, migrated process
+            conn.execute(text("DROP SCHEMA public CASCADE"))
+            conn.execute(text("CREATE SCHEMA public"))
+        body = wait_until(lambda: _readyz_503(service.url), 30, "/readyz 503 after the schema went")
+        assert body.startswith("database schema missing (recreated empty? restart driftline to migrate it)"), body
+    finally:
+        service.stop()
+        store.close()
