@@ -182,7 +182,12 @@ def test_the_lag_refresh_does_not_ask_on_the_consumers_connection(kafka_bootstra
             broker = reader.end_offsets([TopicPartition(t, p) for t in topics.values() for p in (0, 1)])
         finally:
             reader.close()
-        assert lc.log_ends == broker and sum(broker.values()) > 0
+        # the records produced, per partition: tansu lists a multi-record last batch's end short (ListOffsets
+        # said 1 and 1 here), the side client's fetch check counts every record (kafka/log_ends.py)
+        produced = {TopicPartition(topics["p"], 0): 3, TopicPartition(topics["p"], 1): 2,
+                    TopicPartition(topics["o"], 0): 0, TopicPartition(topics["o"], 1): 0}
+        assert lc.log_ends == produced and set(broker) == set(produced)
+        assert all(broker[tp] <= n for tp, n in produced.items())  # listed: never more than the records
     finally:
         lc.close()
         store.close()

@@ -14,6 +14,8 @@ from typing import Any
 from kafka import TopicPartition
 from kafka.errors import KafkaError
 
+from .log_ends import fetched_ends
+
 log = logging.getLogger("driftline.kafka.consumer")
 
 TopicIds = dict[str, str | None]
@@ -61,15 +63,16 @@ class SideIds:
         return {t: _id_text(found.get(t)) for t in topics}
 
     def end_offsets(self, tps: Iterable[TopicPartition], timeout_ms: int) -> dict[TopicPartition, int] | None:
-        """Each partition's log end as the broker reports it now (the consumer's isolation level); None when the
-        side client is unavailable."""
+        """Each partition's log end as the broker reports it now (the consumer's isolation level), listed and then
+        checked by a fetch at that offset (log_ends.py); None when the side client is unavailable."""
         from kafka.admin import OffsetSpec
 
         specs = {tp: OffsetSpec.LATEST for tp in tps}
 
         def ask(admin: Any) -> dict[TopicPartition, int]:
             got = admin.list_partition_offsets(specs, self.isolation_level, timeout_ms)
-            return {tp: int(got[tp].offset) for tp in specs}  # a partition left out: the consumer is asked
+            listed = {tp: int(got[tp].offset) for tp in specs}  # a partition left out: the consumer is asked
+            return fetched_ends(admin, listed, self.isolation_level)  # tansu lists ends short (log_ends.py)
 
         return self._ask(ask, "log end offsets")
 
