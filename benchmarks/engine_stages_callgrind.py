@@ -1,6 +1,6 @@
 """Instructions per event of replay's engine stages (issue 18), each counted alone by callgrind over the same
 batches: `apply` (core/batch.py apply_batch), `finish` (Engine.finish: Moves.deltas, feature histograms) and
-`samples` (ingest/sampling.py batch_columns).
+`samples` (ingest/sampling.py batch_columns, given the engine's feature columns as replay gives them).
 
 A replay of the simulated stream is run once (outside valgrind) to capture each batch's accepted events and the
 join view the engine was given; each stage is then replayed over those batches in a child under callgrind,
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import inspect
 import operator
 import os
 import pickle
@@ -78,7 +79,14 @@ def _child(stage: str, batches_file: str, n_batches: int) -> None:
         operator.call(lambda: [e.finish() for e in engines])
     else:
         events = [[d for d, _ in ok] for _, ok, _ in got]
-        operator.call(lambda: [batch_columns(s, ev, 256) for (s, _, _), ev in zip(got, events)])
+        columns: list[Any] = [None] * len(got)
+        if "features" in inspect.signature(batch_columns).parameters:  # the engine's feature columns, as replay
+            for e, (_, ok, _) in zip(engines, got):  # hands them on (commits before it transpose the dicts)
+                apply_batch(e, ok)
+            columns = [e.finish().feature_columns for e in engines]
+            operator.call(lambda: [batch_columns(s, ev, 256, c) for (s, _, _), ev, c in zip(got, events, columns)])
+        else:
+            operator.call(lambda: [batch_columns(s, ev, 256) for (s, _, _), ev in zip(got, events)])
 
 
 def stage_instructions(stage: str, batches_file: str, n_batches: int) -> int:

@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .events import Decoded, Outcome, Prediction
+from .feature_columns import FeatureColumns
 from .limits import MAX_NAME_LEN
 from .moves import MAX_CATEGORY_LEN, Moves
 from .stats import NEG, POS, UNL, BucketStats
@@ -149,6 +150,9 @@ class EngineResult:
     """The loaded view's stored keys (see JoinView.stored)."""
     conflict_example: str | None = None
     """The prediction_id of the batch's first conflicting duplicate (CONFLICTING), for replay's warning."""
+    feature_columns: FeatureColumns | None = field(default=None, compare=False, repr=False)
+    """The batch path's feature values as columns (Moves.feature_columns), for the sample recording; None when
+    the batch did not give them."""
 
 
 class Engine:
@@ -316,6 +320,7 @@ class Engine:
                 r.counters[("events", kind)] += n
         self._seen = {"prediction": 0, "outcome": 0}
         deltas = self._moves.deltas(len(self._index), self.s.declared_features, self.s.max_features, r.counters)
+        r.feature_columns = self._moves.feature_columns
         for key, b in self._index.items():
             if not deltas[b].is_empty():
                 r.deltas[key] = deltas[b]

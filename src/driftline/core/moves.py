@@ -19,6 +19,7 @@ import numpy as np
 from .feature_hists import (  # noqa: F401 (re-exported: imported from here by the engine and tests)
     MAX_CATEGORIES_PER_BUCKET, MAX_CATEGORY_LEN, OTHER, _exact_bucket, bound_categories, count_undeclared,
     feature_hists)
+from .feature_columns import FeatureColumns
 from .flag_range import batch_ranges
 from .grids import N_DELAY_BINS, N_SCORE_BINS, delay_bin, score_bin
 from .rank_hist import batch_ranks
@@ -34,7 +35,7 @@ class Moves:
 
     __slots__ = ("bucket", "state", "flag", "score", "sign", "d_bucket", "d_delay", "d_sign", "f_bucket",
                  "f_dicts", "slice_moves", "expired", "implicit", "at", "m_seq", "d_seq", "f_seq", "s_seq", "columns",
-                 "t_bucket", "t_value", "t_own")
+                 "t_bucket", "t_value", "t_own", "numbered", "feature_columns")
 
     def __init__(self) -> None:
         self.bucket: list[int] = []
@@ -61,6 +62,10 @@ class Moves:
         self.t_bucket: list[int] = []
         self.t_value: list[float] = []
         self.t_own: list[bool] = []
+        self.numbered = False
+        """Whether every event's moves carry its own sequence number (the batch path sets `at` per event)."""
+        self.feature_columns: FeatureColumns | None = None
+        """Set by `deltas()` on a numbered batch whose feature dicts all hold the same names: their columns."""
 
     def move(self, b: int, state: int, flagged: bool, score: float, sign: int,
              slice_values: dict[str, str] | None = None) -> None:
@@ -121,7 +126,9 @@ class Moves:
             for stats, rng in zip(out, batch_ranges(nb, cols.t_bucket, cols.t_value, cols.t_own)):
                 stats.flag_range = rng
         if cols.f_dicts:
-            feature_hists(cols.f_bucket, cols.f_dicts, declared, max_features, out, counters)
+            uniform = feature_hists(cols.f_bucket, cols.f_dicts, declared, max_features, out, counters)
+            if uniform is not None and self.numbered:
+                self.feature_columns = FeatureColumns(np.asarray(cols.f_seq, dtype=np.int64), *uniform)
         for b, n in self.expired.items():
             out[b].expired += n
         for b, n in self.implicit.items():

@@ -196,7 +196,8 @@ class Pipeline:
             result, failed = apply_isolating(
                 self.settings, ok, lambda: self.store.load_join(conn, {d.event.prediction_id for d, _ in ok}),
                 lambda i: (ok_raw[i].source, ok_raw[i].partition, ok_raw[i].offset, ok_raw[i].payload), tick)
-            record_samples(conn, self.settings, ok, ok_raw, failed, self.config.drift.sample_k)
+            record_samples(conn, self.settings, ok, ok_raw, failed, self.config.drift.sample_k,
+                           result.feature_columns)
             dead += failed
             self.labels.record(self.store, conn, gate, result.counters)
             if tick is not None:

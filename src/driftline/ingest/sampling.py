@@ -7,7 +7,7 @@ has the same hash and a sample keeps one row per hash.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import compress, count
 from operator import itemgetter
 
@@ -15,10 +15,12 @@ import numpy as np
 
 from sqlalchemy import Connection
 
+from ..core.batch_columns import SEQ
 from ..core.engine import DEFAULT_VARIANT, DEFAULT_VERSION, EngineSettings
 from ..core.events import DeadLetter, Decoded, Prediction
-from ..core.sample import (MAX_TAU, FeatureSample, id_hashes, sample_rows, sample_sorted, sampleable, sampled_columns,
-                           smallest_distinct)
+from ..core.feature_columns import FeatureColumns
+from ..core.sample import (MAX_TAU, FeatureSample, id_hashes, sample_rows, sample_sorted, sample_values, sampleable,
+                           sampled_columns, smallest_distinct)
 from ..core.sample_columns import SampleColumns, bucket_columns, distinct_within
 from ..storage.samples import SampleKey, merge_into
 from .labels import Positioned
@@ -31,7 +33,7 @@ Chosen = list[tuple[SampleKey, list[int], list[int], int]]
 def batch_samples(settings: EngineSettings, events: Sequence[Decoded], k: int) -> dict[SampleKey, FeatureSample]:
     """Per bucket, the sample of the given events' predictions (outcomes are skipped). Feature rows are built
     only for the candidates: the predictions holding one of a bucket's k smallest hashes."""
-    evs, chosen = _candidates(settings, events, k)
+    evs, chosen, _ = _candidates(settings, events, k)
     keep, most = settings.declared_features, settings.max_features
     rows = sample_rows([evs[i].features for _, _, idx, _ in chosen for i in idx], keep, most)
     out: dict[SampleKey, FeatureSample] = {}
@@ -42,14 +44,24 @@ def batch_samples(settings: EngineSettings, events: Sequence[Decoded], k: int) -
     return out
 
 
-def batch_columns(settings: EngineSettings, events: Sequence[Decoded], k: int
-                  ) -> dict[SampleKey, SampleColumns | FeatureSample]:
+def batch_columns(settings: EngineSettings, events: Sequence[Decoded], k: int,
+                  features: FeatureColumns | None = None) -> dict[SampleKey, SampleColumns | FeatureSample]:
     """batch_samples' samples, each kept as columns (cut from the batch's candidates' columns, a column per feature
-    name) when its candidates' hashes are distinct and at most k, else as rows (sample_sorted decides)."""
-    evs, chosen = _candidates(settings, events, k)
+    name) when its candidates' hashes are distinct and at most k, else as rows (sample_sorted decides).
+
+    `features`: the engine's feature columns of the same events (EngineResult.feature_columns, rows numbered by
+    event index · SEQ); the candidates' values are taken from there when every candidate has a row, instead of
+    transposing their dicts again (the same values go through the same sample_values rule)."""
+    evs, chosen, at = _candidates(settings, events, k)
     keep, most = settings.declared_features, settings.max_features
-    dicts = sampleable([evs[i].features for _, _, idx, _ in chosen for i in idx], keep, most)
-    names, cols = sampled_columns(dicts)
+    picked = [i for _, _, idx, _ in chosen for i in idx]
+    raw = None if features is None or not picked else features.rows_at(at[picked] * SEQ)
+    dicts: list[Mapping[str, object]] | None = None
+    if raw is None:
+        dicts = sampleable([evs[i].features for i in picked], keep, most)
+        names, cols = sampled_columns(dicts)
+    else:
+        names, cols = list(features.names), list(map(sample_values, raw))  # type: ignore[union-attr]
     out: dict[SampleKey, SampleColumns | FeatureSample] = {}
     done = 0
     for key, hl, idx, tau in chosen:
@@ -57,13 +69,15 @@ def batch_columns(settings: EngineSettings, events: Sequence[Decoded], k: int
         if distinct_within(hl, k, tau):
             out[key] = bucket_columns(tau, hl, names, cols, lo, done)
         else:  # a repeated id among the candidates: sample_of picks a row by its encoding
-            out[key] = sample_sorted(hl, sample_rows(dicts[lo:done], keep, most), k, tau)
+            mine = dicts[lo:done] if dicts is not None else sampleable([evs[i].features for i in idx], keep, most)
+            out[key] = sample_sorted(hl, sample_rows(mine, keep, most), k, tau)
     return out
 
 
-def _candidates(settings: EngineSettings, events: Sequence[Decoded], k: int) -> tuple[list[Prediction], Chosen]:
-    """(the events' predictions, each bucket's candidates): the predictions holding one of the bucket's k
-    smallest hashes.
+def _candidates(settings: EngineSettings, events: Sequence[Decoded], k: int
+                ) -> tuple[list[Prediction], Chosen, np.ndarray]:
+    """(the events' predictions, each bucket's candidates, each prediction's index among the events): the
+    candidates are the predictions holding one of the bucket's k smallest hashes.
 
     The predictions are grouped with numpy: one stable sort by (model/version/variant, bucket start, hash) puts
     each bucket's (hash, position) pairs in the order sorting them would; buckets come in order of first sight."""
@@ -73,7 +87,7 @@ def _candidates(settings: EngineSettings, events: Sequence[Decoded], k: int) -> 
     mask = list(map(kinds.__contains__, types))
     preds = list(compress(events, mask))
     if not preds:
-        return [], []
+        return [], [], np.zeros(0, dtype=np.int64)
     evs: list[Prediction] = list(compress(every, mask))
     n = len(preds)
     hashes = id_hashes([e.prediction_id for e in evs]).astype(np.uint64)
@@ -95,7 +109,7 @@ def _candidates(settings: EngineSettings, events: Sequence[Decoded], k: int) -> 
         cand = smallest_distinct(list(zip(hs[a:e], at[a:e])), k)
         tau = cand.items[-1][0] if cand.cut else MAX_TAU
         chosen.append((key, [h for h, _ in cand.items], [i for _, i in cand.items], tau))  # type: ignore[arg-type]
-    return evs, chosen
+    return evs, chosen, np.flatnonzero(np.frombuffer(bytes(mask), dtype=bool))
 
 
 _FIRST = itemgetter(0)
@@ -114,14 +128,18 @@ def _series(evs: list[Prediction]) -> tuple[list[tuple[str, str, str]], np.ndarr
 
 
 def record_samples(conn: Connection, settings: EngineSettings, ok: Sequence[tuple[Decoded, int]],
-                   positions: Sequence[Positioned], failed: Sequence[DeadLetter], k: int) -> None:
+                   positions: Sequence[Positioned], failed: Sequence[DeadLetter], k: int,
+                   features: FeatureColumns | None = None) -> None:
     """Merge the batch's samples into the stored bucket samples (in the batch's write transaction); `positions`
-    are the accepted events' records, `failed` the engine's internal_error letters (left out)."""
+    are the accepted events' records, `failed` the engine's internal_error letters (left out), `features` the
+    engine's feature columns of `ok` (EngineResult.feature_columns; used only when nothing failed, so that the
+    events keep their indices)."""
     out = {(f.source, f.partition, f.offset) for f in failed}
     if out:
         events = [d for (d, _), r in zip(ok, positions) if (r.source, r.partition, r.offset) not in out]
+        features = None
     else:
         events = list(map(_FIRST, ok))
-    deltas = batch_columns(settings, events, k)
+    deltas = batch_columns(settings, events, k, features)
     if deltas:
         merge_into(conn, deltas, k, settings.bucket_s)
