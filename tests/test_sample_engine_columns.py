@@ -87,7 +87,8 @@ def test_samples_from_the_engine_columns_are_the_samples_from_the_dicts(case: An
 def test_a_plain_batch_hands_its_columns_on_and_they_are_used() -> None:
     """A batch of predictions with the same names (one a duplicate, one with an early outcome) gives the engine's
     columns, one row per counted prediction numbered by its event; the rows of the events asked for come in the
-    order asked, and an event without a row (the duplicate, the outcome) gives None."""
+    order asked, with their buckets' series and starts, and an event without a row (the duplicate, the outcome)
+    gives None."""
     feats = [{"a": 1.0, "b": "x"}, {"b": "y", "a": 2}, {"a": None, "b": "z"}, {"a": 4.0, "b": "w"}]
     ok = [(Decoded(Outcome("p2", 1, 10.0), 10.0), 0)]
     ok += [(Decoded(Prediction(f"p{i}", "m", 10.0 + i, 0.5, features=f), 10.0 + i), 0) for i, f in enumerate(feats)]
@@ -98,6 +99,8 @@ def test_a_plain_batch_hands_its_columns_on_and_they_are_used() -> None:
     assert cols.names == ("a", "b") and cols.seq.tolist() == [SEQ * i for i in range(1, 5)]
     assert cols.rows_at(np.array([4, 1, 3]) * SEQ) == [[4.0, 1.0, None], ["w", "x", "z"]]
     assert cols.rows_at(np.array([5]) * SEQ) is None and cols.rows_at(np.array([0, 1]) * SEQ) is None
+    groups, codes = cols.series_buckets(np.array([4, 1]) * SEQ)  # type: ignore[misc]
+    assert groups == [("m", "unknown", "default", 0)] and codes.tolist() == [0, 0]
     events = [d for d, _ in ok]
     assert list(map(encoded, batch_columns(EngineSettings(), events, 3, cols).values())) == \
         list(map(encoded, batch_columns(EngineSettings(), events, 3).values()))
@@ -112,3 +115,75 @@ def test_the_per_event_engine_hands_on_no_columns() -> None:
     for i in range(3):
         engine.apply(Decoded(Prediction(f"p{i}", "m", 1.0, 0.5, features={"a": float(i)}), 1.0))
     assert engine.finish().feature_columns is None
+
+
+def _dirty_stream(seed: int) -> list[bytes]:
+    """JSON lines of a dirty stream: repeated ids (exact and conflicting copies), shadow variants, versions, early,
+    late and corrected outcomes, predictions without features or with a name fewer, odd values."""
+    import json
+    import random
+
+    rnd = random.Random(seed)
+    lines = []
+    for _ in range(rnd.randint(20, 120)):
+        pid = f"p{rnd.randint(0, 40)}"
+        ts = 1_700_000_000 + rnd.randint(0, 4) * 1800 + rnd.choice([0, 7, 1799])
+        if rnd.random() < 0.3:
+            lines.append({"prediction_id": pid, "label": rnd.randint(0, 1), "ts": ts})
+            continue
+        feats: dict[str, Any] | None = {"amount": rnd.choice([1.5, 2, -0.0, 1e300, None]),
+                                        "country": rnd.choice(["FR", "DE", "x" * 80, None]),
+                                        "new": rnd.choice([True, False])}
+        if rnd.random() < 0.05:
+            feats = None
+        elif rnd.random() < 0.05:
+            del feats["new"]  # type: ignore[arg-type]
+        ev = {"prediction_id": pid, "model": "m", "ts": ts, "score": rnd.choice([0.1, 0.7]), "features": feats}
+        if rnd.random() < 0.3:
+            ev["variant"] = "shadow"
+        if rnd.random() < 0.2:
+            ev["model_version"] = "v2"
+        lines.append(ev)
+    return [json.dumps(ev).encode() for ev in lines]
+
+
+def test_replayed_batches_store_the_samples_the_dict_route_stores(tmp_path: Any, monkeypatch: Any) -> None:
+    """Dirty streams replayed in batches (stored joins, duplicates across batches) store the same feature sample
+    bytes (and buckets) whether the pipeline hands the engine's columns to the sample recording or not."""
+    import sqlite3
+
+    import driftline.ingest.pipeline as pipeline
+    from driftline.config import Config
+    from driftline.ingest.pipeline import Pipeline, RawRecord
+    from driftline.storage.store import Store
+
+    inner = pipeline.record_samples
+    used: list[bool] = []
+
+    def tracked(*args: Any) -> None:
+        used.append(args[-1] is not None)
+        inner(*args)
+
+    def without_columns(*args: Any) -> None:
+        inner(*args[:-1], None)
+
+    def stored(route: Any, lines: list[bytes], name: str) -> list[Any]:
+        monkeypatch.setattr(pipeline, "record_samples", route)
+        store = Store(f"sqlite:///{tmp_path}/{name}.db")
+        store.migrate()
+        p = Pipeline(Config(), store, clock=lambda: 1_800_000_000.0)
+        records = [RawRecord("stdin", 0, i, line) for i, line in enumerate(lines)]
+        for lo in range(0, len(records), 25):
+            p.process_batch(records[lo:lo + 25])
+        store.close()
+        con = sqlite3.connect(f"{tmp_path}/{name}.db")
+        try:
+            return [con.execute(f"SELECT * FROM {t} ORDER BY 1, 2, 3, 4").fetchall()
+                    for t in ("feature_samples", "buckets")]
+        finally:
+            con.close()
+
+    for seed in range(12):
+        lines = _dirty_stream(seed)
+        assert stored(tracked, lines, f"new{seed}") == stored(without_columns, lines, f"old{seed}")
+    assert any(used) and not all(used)  # both routes were taken

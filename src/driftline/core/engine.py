@@ -320,7 +320,9 @@ class Engine:
                 r.counters[("events", kind)] += n
         self._seen = {"prediction": 0, "outcome": 0}
         deltas = self._moves.deltas(len(self._index), self.s.declared_features, self.s.max_features, r.counters)
-        r.feature_columns = self._moves.feature_columns
+        got = self._moves.feature_columns
+        if got is not None:
+            r.feature_columns = FeatureColumns(*got, list(self._index), self.s.bucket_s)
         for key, b in self._index.items():
             if not deltas[b].is_empty():
                 r.deltas[key] = deltas[b]

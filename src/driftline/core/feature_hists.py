@@ -63,14 +63,15 @@ def count_over_limit(counters: Counter[tuple[str, str]], over: Counter[str]) -> 
 
 def feature_hists(buckets: list[int], dicts: list[dict[str, Any]], declared: Sequence[str], max_features: int,
                   out: list[BucketStats], counters: Counter[tuple[str, str]]
-                  ) -> tuple[tuple[str, ...], list[list[Any]]] | None:
+                  ) -> tuple[np.ndarray, tuple[str, ...], list[list[Any]]] | None:
     """Each bucket's feature histograms from its predictions' feature dicts.
 
     Per bucket (and batch), the first `max_features` feature names seen are tracked; undeclared names (when
     features are declared) and names over that bound are refused, each occurrence counted. The common case (no
     refusal) is computed per feature name over the whole batch; otherwise the exact per-event rule applies.
-    Returns the dicts' (names, a column of values per name) when every dict holds the same names, none refused
-    (the sample recording takes them from there, core/feature_columns.py); None otherwise.
+    Returns (the buckets as an int64 array, the names, a column of values per name) when every dict holds the
+    same names, none refused (the sample recording takes them from there, core/feature_columns.py); None
+    otherwise.
     """
     decl = frozenset(declared)
     uniform = _uniform_columns(dicts)
@@ -82,7 +83,7 @@ def feature_hists(buckets: list[int], dicts: list[dict[str, Any]], declared: Seq
             batch = _Batch(buckets, out, bool(decl))
             for name in (*declared, *(n for n in names if n not in decl)):
                 _one_feature(name, by_name.get(name, gap), batch)
-            return uniform
+            return batch.bidx, names, cols
     per_bucket: dict[int, list[dict[str, Any]]] = {}
     for b, d in zip(buckets, dicts):
         lst = per_bucket.get(b)

@@ -19,7 +19,6 @@ import numpy as np
 from .feature_hists import (  # noqa: F401 (re-exported: imported from here by the engine and tests)
     MAX_CATEGORIES_PER_BUCKET, MAX_CATEGORY_LEN, OTHER, _exact_bucket, bound_categories, count_undeclared,
     feature_hists)
-from .feature_columns import FeatureColumns
 from .flag_range import batch_ranges
 from .grids import N_DELAY_BINS, N_SCORE_BINS, delay_bin, score_bin
 from .rank_hist import batch_ranks
@@ -64,8 +63,9 @@ class Moves:
         self.t_own: list[bool] = []
         self.numbered = False
         """Whether every event's moves carry its own sequence number (the batch path sets `at` per event)."""
-        self.feature_columns: FeatureColumns | None = None
-        """Set by `deltas()` on a numbered batch whose feature dicts all hold the same names: their columns."""
+        self.feature_columns: tuple[np.ndarray, np.ndarray, tuple[str, ...], list[list[Any]]] | None = None
+        """Set by `deltas()` on a numbered batch whose feature dicts all hold the same names: (the rows' sequence
+        numbers, their buckets, the names, a column of values per name), for core.feature_columns."""
 
     def move(self, b: int, state: int, flagged: bool, score: float, sign: int,
              slice_values: dict[str, str] | None = None) -> None:
@@ -128,7 +128,7 @@ class Moves:
         if cols.f_dicts:
             uniform = feature_hists(cols.f_bucket, cols.f_dicts, declared, max_features, out, counters)
             if uniform is not None and self.numbered:
-                self.feature_columns = FeatureColumns(np.asarray(cols.f_seq, dtype=np.int64), *uniform)
+                self.feature_columns = (np.asarray(cols.f_seq, dtype=np.int64), *uniform)
         for b, n in self.expired.items():
             out[b].expired += n
         for b, n in self.implicit.items():

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import compress, count
 from operator import itemgetter
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +53,7 @@ def batch_columns(settings: EngineSettings, events: Sequence[Decoded], k: int,
     `features`: the engine's feature columns of the same events (EngineResult.feature_columns, rows numbered by
     event index · SEQ); the candidates' values are taken from there when every candidate has a row, instead of
     transposing their dicts again (the same values go through the same sample_values rule)."""
-    evs, chosen, at = _candidates(settings, events, k)
+    evs, chosen, at = _candidates(settings, events, k, features)
     keep, most = settings.declared_features, settings.max_features
     picked = [i for _, _, idx, _ in chosen for i in idx]
     raw = None if features is None or not picked else features.rows_at(at[picked] * SEQ)
@@ -74,13 +75,15 @@ def batch_columns(settings: EngineSettings, events: Sequence[Decoded], k: int,
     return out
 
 
-def _candidates(settings: EngineSettings, events: Sequence[Decoded], k: int
+def _candidates(settings: EngineSettings, events: Sequence[Decoded], k: int, features: FeatureColumns | None = None
                 ) -> tuple[list[Prediction], Chosen, np.ndarray]:
     """(the events' predictions, each bucket's candidates, each prediction's index among the events): the
     candidates are the predictions holding one of the bucket's k smallest hashes.
 
     The predictions are grouped with numpy: one stable sort by (model/version/variant, bucket start, hash) puts
-    each bucket's (hash, position) pairs in the order sorting them would; buckets come in order of first sight."""
+    each bucket's (hash, position) pairs in the order sorting them would; buckets come in order of first sight.
+    `features` (the engine's rows of the same events, see batch_columns): each prediction's model/version/variant
+    and bucket start are its engine bucket's, when every prediction has a row there and the widths agree."""
     every = [d.event for d in events]  # (comprehensions: CPython 3.11 specialises their attribute reads, ~2x map)
     types = list(map(type, every))
     kinds = frozenset(t for t in set(types) if issubclass(t, Prediction))  # isinstance once per type: slow on Structs
@@ -90,26 +93,37 @@ def _candidates(settings: EngineSettings, events: Sequence[Decoded], k: int
         return [], [], np.zeros(0, dtype=np.int64)
     evs: list[Prediction] = list(compress(every, mask))
     n = len(preds)
+    pred_at = np.flatnonzero(np.frombuffer(bytes(mask), dtype=bool))
     hashes = id_hashes([e.prediction_id for e in evs]).astype(np.uint64)
     bs = settings.bucket_s
-    starts = np.floor_divide(np.fromiter([d.ts for d in preds], dtype=np.float64, count=n), bs).astype(np.int64) * bs
-    groups, codes = _series(evs)
-    order = np.lexsort((hashes, starts, codes))
-    runs = np.flatnonzero(np.r_[True, (np.diff(codes[order]) != 0) | (np.diff(starts[order]) != 0)])
+    groups: list[tuple[Any, ...]]
+    grouped = None if features is None or features.bucket_s != bs else features.series_buckets(pred_at * SEQ)
+    if grouped is not None:  # one code per (series, bucket start): the starts sort as zeros
+        groups, codes = grouped
+        starts = np.zeros(n, dtype=np.int64)
+        order = np.lexsort((hashes, codes))
+        runs = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
+    else:
+        starts = np.floor_divide(np.fromiter([d.ts for d in preds], dtype=np.float64, count=n), bs).astype(
+            np.int64) * bs
+        series, codes = _series(evs)
+        groups = list(series)
+        order = np.lexsort((hashes, starts, codes))
+        runs = np.flatnonzero(np.r_[True, (np.diff(codes[order]) != 0) | (np.diff(starts[order]) != 0)])
     ends = np.r_[runs[1:], n].tolist()
     firsts = np.minimum.reduceat(order, runs)
     hs, at, st, gs = hashes[order].tolist(), order.tolist(), starts[order].tolist(), codes[order].tolist()
     chosen: Chosen = []
     for r in np.argsort(firsts, kind="stable").tolist():
         a, e = int(runs[r]), ends[r]
-        key = (*groups[gs[a]], st[a])
+        key = groups[gs[a]] if grouped is not None else (*groups[gs[a]], st[a])
         if e - a <= k:  # at most k predictions: every one is a candidate
             chosen.append((key, hs[a:e], at[a:e], MAX_TAU))  # type: ignore[arg-type]
             continue
         cand = smallest_distinct(list(zip(hs[a:e], at[a:e])), k)
         tau = cand.items[-1][0] if cand.cut else MAX_TAU
         chosen.append((key, [h for h, _ in cand.items], [i for _, i in cand.items], tau))  # type: ignore[arg-type]
-    return evs, chosen, np.flatnonzero(np.frombuffer(bytes(mask), dtype=bool))
+    return evs, chosen, pred_at
 
 
 _FIRST = itemgetter(0)
