@@ -32,7 +32,7 @@ def apply_batch(engine: Engine, ok: Sequence[tuple[Decoded, int]]) -> None:
     is_pred = _is_pred(evs)
     lone, head, tail, stored = _group_arrays(engine, pids, is_pred)
     moves = engine._moves
-    moves.numbered = True
+    moves.batch = (evs, pids, is_pred)
     if len(lone) + len(head) + len(tail) + len(stored) < len(ok):  # the four groups are disjoint
         rest = np.ones(len(ok), dtype=bool)
         rest[np.concatenate((lone, head, tail, stored))] = False

@@ -322,7 +322,9 @@ class Engine:
         deltas = self._moves.deltas(len(self._index), self.s.declared_features, self.s.max_features, r.counters)
         got = self._moves.feature_columns
         if got is not None:
-            r.feature_columns = FeatureColumns(*got, list(self._index), self.s.bucket_s)
+            seq, buckets, names, cols, events, pids, is_pred = got
+            r.feature_columns = FeatureColumns(seq, buckets, names, cols, list(self._index), self.s.bucket_s, events,
+                                               pids, is_pred)
         for key, b in self._index.items():
             if not deltas[b].is_empty():
                 r.deltas[key] = deltas[b]

@@ -21,7 +21,8 @@ class FeatureColumns:
     """The feature values of a batch's counted predictions: `cols[i][r]` is row r's value of `names[i]` (every
     row holds every name), `seq[r]` the sequence number of the event row r came from (event index · SEQ),
     `buckets[r]` its engine bucket index, whose key (model, version, variant, start, shard) is `keys[b]`, with
-    buckets `bucket_s` seconds wide."""
+    buckets `bucket_s` seconds wide; `events`, `pids` and `is_pred`: every event of the batch (Prediction or
+    Outcome), its prediction id and whether it is a prediction, as the batch path listed them."""
 
     seq: np.ndarray
     buckets: np.ndarray
@@ -29,6 +30,9 @@ class FeatureColumns:
     cols: list[list[Any]]
     keys: list[tuple[Any, ...]]
     bucket_s: int
+    events: list[Any]
+    pids: list[str]
+    is_pred: list[bool]
 
     def positions(self, seqs: np.ndarray) -> np.ndarray | None:
         """The rows of the events numbered `seqs`, in that order; None when some event has no row here (a

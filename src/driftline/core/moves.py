@@ -34,7 +34,7 @@ class Moves:
 
     __slots__ = ("bucket", "state", "flag", "score", "sign", "d_bucket", "d_delay", "d_sign", "f_bucket",
                  "f_dicts", "slice_moves", "expired", "implicit", "at", "m_seq", "d_seq", "f_seq", "s_seq", "columns",
-                 "t_bucket", "t_value", "t_own", "numbered", "feature_columns")
+                 "t_bucket", "t_value", "t_own", "batch", "feature_columns")
 
     def __init__(self) -> None:
         self.bucket: list[int] = []
@@ -61,11 +61,12 @@ class Moves:
         self.t_bucket: list[int] = []
         self.t_value: list[float] = []
         self.t_own: list[bool] = []
-        self.numbered = False
-        """Whether every event's moves carry its own sequence number (the batch path sets `at` per event)."""
-        self.feature_columns: tuple[np.ndarray, np.ndarray, tuple[str, ...], list[list[Any]]] | None = None
-        """Set by `deltas()` on a numbered batch whose feature dicts all hold the same names: (the rows' sequence
-        numbers, their buckets, the names, a column of values per name), for core.feature_columns."""
+        self.batch: tuple[list[Any], list[str], list[bool]] | None = None
+        """Set by the batch path, which numbers every event's moves by its index (`at`): the batch's events, their
+        prediction ids and whether each is a prediction (handed on with the feature columns)."""
+        self.feature_columns: tuple[Any, ...] | None = None
+        """Set by `deltas()` on a batch-path batch whose feature dicts all hold the same names: (the rows' sequence
+        numbers, their buckets, the names, a column of values per name, *batch), for core.feature_columns."""
 
     def move(self, b: int, state: int, flagged: bool, score: float, sign: int,
              slice_values: dict[str, str] | None = None) -> None:
@@ -127,8 +128,8 @@ class Moves:
                 stats.flag_range = rng
         if cols.f_dicts:
             uniform = feature_hists(cols.f_bucket, cols.f_dicts, declared, max_features, out, counters)
-            if uniform is not None and self.numbered:
-                self.feature_columns = (np.asarray(cols.f_seq, dtype=np.int64), *uniform)
+            if uniform is not None and self.batch is not None:
+                self.feature_columns = (np.asarray(cols.f_seq, dtype=np.int64), *uniform, *self.batch)
         for b, n in self.expired.items():
             out[b].expired += n
         for b, n in self.implicit.items():

@@ -82,19 +82,24 @@ def _candidates(settings: EngineSettings, events: Sequence[Decoded], k: int, fea
 
     The predictions are grouped with numpy: one stable sort by (model/version/variant, bucket start, hash) puts
     each bucket's (hash, position) pairs in the order sorting them would; buckets come in order of first sight.
-    `features` (the engine's rows of the same events, see batch_columns): each prediction's model/version/variant
-    and bucket start are its engine bucket's, when every prediction has a row there and the widths agree."""
-    every = [d.event for d in events]  # (comprehensions: CPython 3.11 specialises their attribute reads, ~2x map)
-    types = list(map(type, every))
-    kinds = frozenset(t for t in set(types) if issubclass(t, Prediction))  # isinstance once per type: slow on Structs
-    mask = list(map(kinds.__contains__, types))
-    preds = list(compress(events, mask))
-    if not preds:
-        return [], [], np.zeros(0, dtype=np.int64)
+    `features` (the engine's rows of the same events, see batch_columns): the events, ids and prediction flags are
+    the lists the engine made of them, and each prediction's model/version/variant and bucket start are its engine
+    bucket's, when every prediction has a row there and the widths agree."""
+    if features is not None and len(features.events) == len(events):  # the engine listed them: its lists
+        every, mask = features.events, features.is_pred
+    else:
+        every = [d.event for d in events]  # (comprehensions: CPython 3.11 specialises attribute reads, ~2x map)
+        types = list(map(type, every))
+        kinds = frozenset(t for t in set(types) if issubclass(t, Prediction))  # isinstance per type: slow on Structs
+        mask = list(map(kinds.__contains__, types))
+        features = None
     evs: list[Prediction] = list(compress(every, mask))
-    n = len(preds)
+    if not evs:
+        return [], [], np.zeros(0, dtype=np.int64)
+    n = len(evs)
     pred_at = np.flatnonzero(np.frombuffer(bytes(mask), dtype=bool))
-    hashes = id_hashes([e.prediction_id for e in evs]).astype(np.uint64)
+    pids = [e.prediction_id for e in evs] if features is None else list(compress(features.pids, mask))
+    hashes = id_hashes(pids).astype(np.uint64)
     bs = settings.bucket_s
     groups: list[tuple[Any, ...]]
     grouped = None if features is None or features.bucket_s != bs else features.series_buckets(pred_at * SEQ)
@@ -104,6 +109,7 @@ def _candidates(settings: EngineSettings, events: Sequence[Decoded], k: int, fea
         order = np.lexsort((hashes, codes))
         runs = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
     else:
+        preds = list(compress(events, mask))
         starts = np.floor_divide(np.fromiter([d.ts for d in preds], dtype=np.float64, count=n), bs).astype(
             np.int64) * bs
         series, codes = _series(evs)
