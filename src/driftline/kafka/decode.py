@@ -55,6 +55,7 @@ def decode_batch(batch: DefaultRecordBatch, topic: str, partition: int, leader_e
     out: list[ConsumerRecord] = []
     sizes: list[int] = []
     new = tuple.__new__  # the namedtuple without its Python-level __new__
+    append, size, end = out.append, sizes.append, len(buf)
     try:
         for _ in range(count):  # each varint's one- and two-byte forms inline (`_varint` for longer ones)
             b = buf[pos]
@@ -70,12 +71,20 @@ def decode_batch(batch: DefaultRecordBatch, topic: str, partition: int, leader_e
             if b < 0x80:
                 ts_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif (b2 := buf[pos + 1]) < 0x80:  # two bytes: a record 64 ms or more after its batch's first
+                b = (b & 0x7F) | (b2 << 7)
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
                 ts_delta, pos = _varint(buf, pos)
             b = buf[pos]
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif (b2 := buf[pos + 1]) < 0x80:  # two bytes: the 65th to 8,192nd record of a batch
+                b = (b & 0x7F) | (b2 << 7)
+                offset_delta = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
                 offset_delta, pos = _varint(buf, pos)
             b = buf[pos]
@@ -84,10 +93,11 @@ def decode_batch(batch: DefaultRecordBatch, topic: str, partition: int, leader_e
                 pos += 1
             else:
                 key_len, pos = _varint(buf, pos)
-            key = None
             if key_len >= 0:
                 key = buf[pos:pos + key_len]
                 pos += key_len
+            else:
+                key, key_len = None, -1
             b = buf[pos]
             if b < 0x80:
                 value_len = (b >> 1) ^ -(b & 1)
@@ -98,23 +108,23 @@ def decode_batch(batch: DefaultRecordBatch, topic: str, partition: int, leader_e
                 pos += 2
             else:
                 value_len, pos = _varint(buf, pos)
-            value = None
             if value_len >= 0:
                 value = buf[pos:pos + value_len]
                 pos += value_len
+            else:
+                value, value_len = None, -1
             if buf[pos] != 0:  # a header count other than a one-byte 0: kafka-python's iteration decides
                 return None
             pos += 1
-            if pos - start != length or pos > len(buf):
+            if pos - start != length or pos > end:  # within the buffer: the key and value are whole (their lengths)
                 return None
-            out.append(new(ConsumerRecord, (topic, partition, leader_epoch, base_offset + offset_delta,
-                                            max_ts if log_append else first_ts + ts_delta, ts_type, key, value, [],
-                                            None, len(key) if key is not None else -1,
-                                            len(value) if value is not None else -1, -1)))
-            sizes.append(length)
+            append(new(ConsumerRecord, (topic, partition, leader_epoch, base_offset + offset_delta,
+                                        max_ts if log_append else first_ts + ts_delta, ts_type, key, value, [],
+                                        None, key_len, value_len, -1)))
+            size(length)
     except (ValueError, IndexError):
         return None
-    return (out, sizes) if pos == len(buf) else None
+    return (out, sizes) if pos == end else None
 
 
 _READY = object()
