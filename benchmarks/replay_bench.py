@@ -1,7 +1,10 @@
 """Replay throughput against msgspec's raw decode rate, metrics latency, and peak memory.
 
-Usage: python benchmarks/replay_bench.py [--per-day N] [--days D] [--workdir DIR]
-Prints rates as ratios against a baseline measured in the same run (raw msgspec decode of the file).
+Usage: python benchmarks/replay_bench.py [--per-day N] [--days D] [--workdir DIR] [--pg URL [--repeat K]]
+Prints rates as ratios against a baseline measured in the same run (raw msgspec decode of the file). With --pg (a
+libpq URL of a maintenance database, e.g. postgresql://postgres@127.0.0.1:5432/test) it measures only `replay` into
+PostgreSQL instead, K times, each into a fresh database (created and dropped) with the decode baseline taken just
+before it, and prints the median ratio.
 """
 
 from __future__ import annotations
@@ -61,11 +64,49 @@ def progress_rate(path: str, db: str, n: int, shown: bool = True) -> float:
     return n / elapsed
 
 
+def pg_ratios(path: str, n: int, admin: str, repeat: int) -> None:
+    """`replay` into a fresh PostgreSQL database per run: events/s as a ratio of raw decode measured just before."""
+    import uuid
+
+    import psycopg
+
+    ratios = []
+    for i in range(repeat):
+        _, raw_rate = decode_rate(path)
+        name = f"driftline_replaybench_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        try:
+            store = Store(f"{admin.rsplit('/', 1)[0]}/{name}")
+            store.migrate()
+            t = time.perf_counter()
+            replay(Pipeline(Config(), store), path, batch_size=20000)
+            rate = n / (time.perf_counter() - t)
+            store.close()
+        finally:
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        ratios.append(rate / raw_rate)
+        print(f"replay into PostgreSQL {rate:,.0f} events/s  ratio {rate / raw_rate:.4f} of raw decode "
+              f"({raw_rate:,.0f} events/s just before)", flush=True)
+    print(f"PostgreSQL: median ratio {statistics.median(ratios):.4f} over {repeat} run(s)")
+
+
 def main() -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pg", default=None)
+    ap.add_argument("--repeat", type=int, default=3)
+    args, _ = ap.parse_known_args()
     work, path = simulated_stream(20_000)
     with open(path, "rb") as fh:
         n = sum(1 for _ in fh)
     size_mb = os.path.getsize(path) / 1e6
+    if args.pg:
+        print(f"events                 {n:,} ({size_mb:.0f} MB of JSON lines)")
+        pg_ratios(path, n, args.pg, args.repeat)
+        return
     _, raw_rate = decode_rate(path)
     db = os.path.join(work, "bench.db")
     if os.path.exists(db):
