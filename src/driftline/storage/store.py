@@ -18,7 +18,7 @@ from sqlalchemy import Connection, Engine, and_, case, create_engine, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 
-from . import bulk, calls, labels, locking, pg_missing, pgconnect, revisions, sqlite_binding
+from . import bulk, calls, labels, locking, pg_missing, pgconnect, pgsession, revisions, sqlite_binding
 from . import schema as t
 from .bucket_row import BucketRow
 from .errors import NotADatabase, SchemaMissing, StalePositions, StoreUnavailable, WriteLocked
@@ -58,6 +58,8 @@ class Store(StoreQueries):
         self._reached = False  # a transaction has succeeded: a database that vanishes later is an outage
         """The database calls in flight (read by /readyz and the stall warning: never a query)."""
         calls.install(self.engine, self.calls)
+        if pg:
+            pgsession.install(self.engine)
         self.join = JoinRows(self.dialect)
         """The join state (all its SQL is in join_rows)."""
         if self.dialect == "sqlite":
