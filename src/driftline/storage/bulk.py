@@ -268,11 +268,17 @@ def _insert_many(conn: Connection, head: str, width: int, tail: str, flat: list[
                              [tuple(flat[i:i + width]) for i in range(whole, len(flat), width)])
 
 
+BUCKETS_PER_MERGE = {"postgresql": 512, "sqlite": 256}
+"""Buckets read, added and written back per step of merge_buckets. On PostgreSQL each step is two round trips (the
+read, the write), and a 2,000-event batch of the simulated stream touches ~260 buckets: 256 split most batches into
+a full step and a tail of a few buckets."""
+
+
 def merge_buckets(conn: Connection, dialect: str, deltas: dict[BucketKey, BucketStats]) -> None:
     """Add each delta to its stored bucket (read, add in encoded form, write back), rows in key order, a few
-    hundred buckets at a time so the stored blobs of a whole batch are never in memory at once."""
+    hundred buckets at a time (BUCKETS_PER_MERGE) so the stored blobs of a whole batch are never in memory at once."""
     keys = sorted(deltas)
-    for chunk in chunks(keys, 256):
+    for chunk in chunks(keys, BUCKETS_PER_MERGE.get(dialect, 256)):
         _merge_chunk(conn, dialect, list(chunk), deltas)
 
 

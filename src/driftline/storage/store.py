@@ -243,10 +243,11 @@ class Store(StoreQueries):
             q = select(c.label, c.value).where(c.name == name)
             return {r.label: int(r.value) for r in conn.execute(q)}
 
-    def _raise_newest(self, conn: Connection, newest: dict[str, float], name: str = NEWEST_EVENT) -> None:
-        """Keep the greater of the stored and the batch's time per type (monotonic under concurrent writers);
-        stored in microseconds among the counters (`name`: NEWEST_EVENT or LAST_STORED)."""
-        rows = [{"name": name, "label": kind, "value": int(ts * 1e6)} for kind, ts in sorted(newest.items())]
+    def _raise_newest(self, conn: Connection, newest: dict[tuple[str, str], float]) -> None:
+        """Keep the greater of the stored and the batch's time per (counter name, type) (monotonic under concurrent
+        writers); stored in microseconds among the counters (names NEWEST_EVENT and LAST_STORED), all in one
+        statement (a round trip to the database each cost about as much as the rows)."""
+        rows = [{"name": name, "label": kind, "value": int(ts * 1e6)} for (name, kind), ts in sorted(newest.items())]
         if not rows:
             return
         c = t.counters.c
@@ -280,10 +281,11 @@ class Store(StoreQueries):
         for d in dead:
             counts[("dead_letters", d.reason)] = counts.get(("dead_letters", d.reason), 0) + 1
         self._add_counters(conn, counts)
-        self._raise_newest(conn, result.max_ts)
+        newest = {(NEWEST_EVENT, kind): ts for kind, ts in result.max_ts.items()}
         if result.max_ts:  # when they arrived, by this writer's clock: the freshness every replica exports
             now = float(self.clock())
-            self._raise_newest(conn, {kind: now for kind in result.max_ts}, LAST_STORED)
+            newest.update({(LAST_STORED, kind): now for kind in result.max_ts})
+        self._raise_newest(conn, newest)
         self._upsert(conn, t.positions, [{"source": s, "partition": p, "next_offset": n}
                                          for (s, p), n in positions.items()], ["source", "partition"],
                      ["next_offset"])
