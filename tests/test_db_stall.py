@@ -277,3 +277,28 @@ def test_a_stop_breaks_off_a_copy_a_stopped_proxy_never_answers(pg_behind_forwar
     failed, lines = _broken_off_at_stop(store, pg, write, "COPY", caplog)
     assert failed and isinstance(failed[0], StoreUnavailable), failed
     assert any("(a write has been waiting" in m and "a COPY" in m for m in lines), lines
+
+
+def test_a_stop_breaks_off_a_binary_read_a_stopped_proxy_never_answers(pg_behind_forwarder, caplog) -> None:
+    """A batch's bucket and sample blobs are read on a driver cursor in binary format (storage/pgread.py), which
+    fires no cursor event: like the COPY, it is recorded as a statement, so it is reported when it stalls and broken
+    off once stopping (without driver_step the read is never seen stalled: the join is the hang guard)."""
+    from driftline.storage.pgread import fetch_binary
+
+    pg = pg_behind_forwarder
+    store = Store(pg.url)
+    store.migrate()
+    caplog.set_level(logging.INFO, logger="driftline")
+
+    def write(failed: list[BaseException]) -> None:
+        try:
+            with store.write() as conn:
+                conn.execute(text("SELECT 1"))
+                pg.forwarder.pause()  # the database freezes while the batch's blobs are read
+                fetch_binary(conn, "SELECT data FROM buckets", ())
+        except Exception as err:  # noqa: BLE001 - asserted below
+            failed.append(err)
+
+    failed, lines = _broken_off_at_stop(store, pg, write, "binary read", caplog)
+    assert failed and isinstance(failed[0], StoreUnavailable), failed
+    assert any("(a write has been waiting" in m and "a statement" in m for m in lines), lines

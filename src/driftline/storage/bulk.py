@@ -22,7 +22,7 @@ from sqlalchemy import Connection
 from ..core.engine import JoinView, OutcomeRecord, PredKey, PredRecord, StoredKeys
 from ..core.encoded_many import encode_merged
 from ..core.stats import BucketStats
-from . import pgcopy
+from . import pgcopy, pgread
 from .sqlite_binding import NULL
 
 BucketKey = tuple[str, str, str, int, int]
@@ -297,11 +297,11 @@ def _merge_chunk(conn: Connection, dialect: str, keys: list[BucketKey], deltas: 
                  ) -> None:
     existing: dict[BucketKey, bytes] = {}
     if dialect == "postgresql":
-        rows = conn.exec_driver_sql(
-            f"SELECT {_BUCKET_KEY}, b.data FROM buckets b JOIN unnest({_BUCKET_ARRAYS}) AS k({_BUCKET_KEY}) "
-            f"USING ({_BUCKET_KEY}) ORDER BY {_BUCKET_KEY} FOR UPDATE OF b",
-            _pg_columns(conn, _columns(keys), _BUCKET_KINDS))
-        existing = {tuple(r[:5]): r[5] for r in rows}  # type: ignore[misc]
+        key_columns = _pg_columns(conn, _columns(keys), _BUCKET_KINDS)
+        rows = pgread.fetch_binary(
+            conn, f"SELECT {_BUCKET_KEY}, b.data FROM buckets b JOIN unnest({_BUCKET_ARRAYS}) AS k({_BUCKET_KEY}) "
+            f"USING ({_BUCKET_KEY}) ORDER BY {_BUCKET_KEY} FOR UPDATE OF b", key_columns)
+        existing = {r[:5]: r[5] for r in rows}  # type: ignore[misc]
     else:
         rows = conn.exec_driver_sql(_stored_buckets_sql(len(keys)), tuple(v for k in keys for v in k))
         existing = {tuple(r[:5]): r[5] for r in rows}  # type: ignore[misc]
@@ -309,7 +309,7 @@ def _merge_chunk(conn: Connection, dialect: str, keys: list[BucketKey], deltas: 
     if dialect == "postgresql":
         conn.exec_driver_sql(f"INSERT INTO buckets ({_BUCKET_KEY}, data) SELECT * FROM unnest({_BUCKET_ARRAYS}, "
                              f"%b::bytea[]) ON CONFLICT ({_BUCKET_KEY}) DO UPDATE SET data = excluded.data",
-                             (*_pg_columns(conn, _columns(keys), _BUCKET_KINDS), data))
+                             (*key_columns, data))
     else:
         conn.exec_driver_sql(f"INSERT INTO buckets ({_BUCKET_KEY}, data) VALUES ({_marks(6)}) "
                              f"ON CONFLICT ({_BUCKET_KEY}) DO UPDATE SET data = excluded.data",

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import (BigInteger, Column, Connection, Integer, LargeBinary, MetaData, Select, String, Table, and_,
                         select)
 
-from . import bulk
+from . import bulk, pgread
 from . import schema as t
 from ..core.encoded import encoded_counts
 from ..core.sample import FeatureSample, decode_sample, encode_sample, merge_encoded, merge_samples
@@ -101,10 +101,10 @@ _SAMPLE_KEY = "model, model_version, variant, bucket_start"
 
 def _stored(conn: Connection, dialect: str, keys: list[SampleKey]) -> dict[SampleKey, bytes]:
     """The stored blob per key (keys absent from the table are absent from the result)."""
-    if dialect == "postgresql":
-        rows = conn.exec_driver_sql(
-            f"SELECT {_SAMPLE_KEY}, s.data FROM feature_samples s JOIN unnest(%b::text[], %b::text[], %b::text[], "
-            f"%b::int8[]) AS k({_SAMPLE_KEY}) USING ({_SAMPLE_KEY}) ORDER BY {_SAMPLE_KEY} FOR UPDATE OF s",
+    if dialect == "postgresql":  # the blobs as bytes, not hex text (pgread)
+        rows = pgread.fetch_binary(
+            conn, f"SELECT {_SAMPLE_KEY}, s.data FROM feature_samples s JOIN unnest(%b::text[], %b::text[], "
+            f"%b::text[], %b::int8[]) AS k({_SAMPLE_KEY}) USING ({_SAMPLE_KEY}) ORDER BY {_SAMPLE_KEY} FOR UPDATE OF s",
             tuple(map(list, zip(*keys))))
     else:
         # each key looked up by the primary key (CROSS JOIN fixes the order): `(key) IN (VALUES ...)` gave the

