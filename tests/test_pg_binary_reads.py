@@ -55,3 +55,41 @@ def test_driver_errors_are_sqlalchemy_errors(store) -> None:
             pgread.fetch_binary(conn, "SELECT 1 / %b::int", (0,))
     with store.write() as conn:  # the connection is usable afterwards
         assert pgread.fetch_binary(conn, "SELECT %b::int8", (7,)) == [(7,)]
+
+
+_text = st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",))  # what PostgreSQL text holds
+_floats = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([-0.0, 0.1, 1e-310, 5e-324])
+_preds = st.lists(st.tuples(st.text(_text, min_size=1, max_size=12), st.sampled_from(["fraud", "\u00e9"]),
+                            st.sampled_from(["A", "B"]), _floats, _floats, st.booleans(), st.integers(0, 2**31 - 1),
+                            st.none() | st.integers(0, 1), st.none() | _floats, st.booleans(),
+                            st.none() | st.dictionaries(st.text(_text, max_size=5), st.text(_text, max_size=5), max_size=2)),
+                  max_size=40, unique_by=lambda r: r[:3])
+_outs = st.lists(st.tuples(st.text(_text, min_size=1, max_size=12), st.integers(0, 1), _floats, st.integers(0, 9),
+                           st.booleans()), max_size=40, unique_by=lambda r: r[0])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(preds=_preds, outs=_outs, extra=st.lists(st.text(_text, min_size=1, max_size=12), max_size=10))
+def test_binary_join_lookups_equal_the_text_reads(store, preds, outs, extra) -> None:
+    """The join lookups (bulk.PG_PRED_LOOKUP, PG_OUT_LOOKUP) read in binary give what SQLAlchemy's text-format read
+    gave, NaN, infinities, -0.0, subnormals, NULLs and non-ASCII ids included; load_join builds its view from them."""
+    from driftline.core.engine import OutcomeRecord, PredRecord
+
+    records = [PredRecord(p, m, "v1", v, ts, sc, fl, sh, lb, lts, imp, sv)
+               for p, m, v, ts, sc, fl, sh, lb, lts, imp, sv in preds]
+    ids = sorted({r.prediction_id for r in records} | {o[0] for o in outs} | set(extra))
+    with store.write() as conn:
+        conn.exec_driver_sql("DELETE FROM predictions")
+        conn.exec_driver_sql("DELETE FROM outcomes")
+        bulk.write_predictions(conn, "postgresql", records)
+        bulk.write_outcomes(conn, "postgresql", [OutcomeRecord(*o) for o in outs])
+        params = bulk._pg_columns(conn, [ids], ("text",))
+        for sql in (bulk.PG_PRED_LOOKUP, bulk.PG_OUT_LOOKUP):
+            old = [tuple(r) for r in conn.exec_driver_sql(sql, params)]
+            new = pgread.fetch_binary(conn, sql, params)
+            assert repr(new) == repr(old)
+            assert [type(v) for r in new for v in r] == [type(v) for r in old for v in r]
+        view = bulk.load_join(conn, "postgresql", ids)
+    assert repr(sorted((r for recs in view.preds.values() for r in recs), key=lambda r: r.key)) == \
+        repr(sorted(records, key=lambda r: r.key))
+    assert repr(sorted(view.outcomes.items())) == repr(sorted((o[0], OutcomeRecord(*o)) for o in outs))
