@@ -62,7 +62,8 @@ _floats = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([-0.0
 _preds = st.lists(st.tuples(st.text(_text, min_size=1, max_size=12), st.sampled_from(["fraud", "\u00e9"]),
                             st.sampled_from(["A", "B"]), _floats, _floats, st.booleans(), st.integers(0, 2**31 - 1),
                             st.none() | st.integers(0, 1), st.none() | _floats, st.booleans(),
-                            st.none() | st.dictionaries(st.text(_text, max_size=5), st.text(_text, max_size=5), max_size=2)),
+                            st.none() | st.dictionaries(st.text(_text, max_size=5), st.text(_text, max_size=5),
+                                                        max_size=2)),
                   max_size=40, unique_by=lambda r: r[:3])
 _outs = st.lists(st.tuples(st.text(_text, min_size=1, max_size=12), st.integers(0, 1), _floats, st.integers(0, 9),
                            st.booleans()), max_size=40, unique_by=lambda r: r[0])
