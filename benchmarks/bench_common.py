@@ -4,6 +4,7 @@ baseline), the simulated stream, instruction counts under valgrind."""
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import re
 import shutil
@@ -55,6 +56,14 @@ def decode_seconds(path: str, clock: Callable[[], float] = time.perf_counter) ->
     return best_seconds(decode_all, clock=clock)
 
 
+def scratch_dir(prefix: str) -> str:
+    """A fresh temporary directory removed when the benchmark exits (broker logs, databases and event files of a run
+    are hundreds of MB at the larger sizes; the benchmarks used to leave them in /tmp)."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, work, True)
+    return work
+
+
 def decode_rate(path: str) -> tuple[int, float]:
     """Raw msgspec decode of every line of the file (read line by line), events per second (best of three)."""
     n = count_lines(path)
@@ -69,7 +78,7 @@ def simulated_stream(per_day: int) -> tuple[str, str]:
     ap.add_argument("--days", type=float, default=28)
     ap.add_argument("--workdir", default=None)
     args, _ = ap.parse_known_args()  # a bench may add options of its own
-    work = args.workdir or tempfile.mkdtemp(prefix="driftline-bench-")
+    work = args.workdir or scratch_dir("driftline-bench-")
     os.makedirs(work, exist_ok=True)
     path = os.path.join(work, "events.jsonl")
     subprocess.run([sys.executable, "-m", "driftline.cli", "simulate", "--days", str(args.days), "--per-day",

@@ -15,10 +15,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
+from bench_common import scratch_dir  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
@@ -61,7 +61,7 @@ def main() -> None:
     from driftline.storage.store import Store
 
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    work = Path(tempfile.mkdtemp(prefix="driftline-bigbench-"))
+    work = Path(scratch_dir("driftline-bigbench-"))
     broker = start_tansu(log_dir=work)
     proc = None
     try:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 import time
 
 import msgspec
@@ -21,6 +20,7 @@ from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.readouts.references import build_reference_profile, save_reference, window_stats
 from driftline.storage.store import Store
 from driftline.readouts.windows import window_ending
+from bench_common import scratch_dir  # noqa: E402
 
 DAY = 86400.0
 
@@ -73,7 +73,7 @@ def main() -> None:
     ap.add_argument("--small", type=int, default=500, help="predictions per day, small database")
     ap.add_argument("--large", type=int, default=10000, help="predictions per day, large database")
     args = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="driftline-drift-bench-")
+    work = scratch_dir("driftline-drift-bench-")
     results = {}
     for per_day in (args.small, args.large):
         store, end = build(per_day, work)

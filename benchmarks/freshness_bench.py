@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -24,6 +23,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from kafka_bench import events, start_consumer  # noqa: E402
+from bench_common import scratch_dir  # noqa: E402
 
 
 def _bare_latencies(bootstrap: str, topic: str, records: list[tuple[str, bytes, bytes]], gap: float) -> list[float]:
@@ -97,7 +97,7 @@ def main() -> None:
     from kafka_fixtures import create_topics, start_tansu, unique_name
 
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    work = Path(tempfile.mkdtemp(prefix="driftline-fresh-"))
+    work = Path(scratch_dir("driftline-fresh-"))
     broker = start_tansu(log_dir=work)
     try:
         topics = {"predictions": unique_name("fresh-p"), "outcomes": unique_name("fresh-o")}

@@ -16,7 +16,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -33,6 +32,7 @@ from driftline.kafka.settings import resolve  # noqa: E402
 from driftline.ingest.pipeline import Pipeline  # noqa: E402
 from driftline.ingest.simulate import SimSpec, stream  # noqa: E402
 from driftline.storage.store import Store  # noqa: E402
+from bench_common import scratch_dir  # noqa: E402
 
 GROUP_OPTIONS = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 2000}
 
@@ -231,7 +231,7 @@ def main() -> None:
     args = ap.parse_args()
     suffix = "?options=-c%20plan_cache_mode%3Dforce_custom_plan" if args.pg_custom_plans else ""
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    work = Path(tempfile.mkdtemp(prefix="driftline-kbench-"))
+    work = Path(scratch_dir("driftline-kbench-"))
     broker = None
     if args.bootstrap:
         bootstrap = args.bootstrap

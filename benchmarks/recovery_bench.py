@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -24,6 +23,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))  # kafka_fixtures, kafka_service_
 
 from kafka_fixtures import create_topics, start_tansu, unique_name  # noqa: E402
 from kafka_service_support import start_service  # noqa: E402
+from bench_common import scratch_dir  # noqa: E402
 
 SETS = {
     "previous defaults (session 10 s, heartbeat 3 s, max_poll 60 s)": {
@@ -78,7 +78,7 @@ def main() -> None:
     ap.add_argument("--pg", help="PostgreSQL URL (default: a SQLite file shared by both processes)")
     ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="driftline-recovery-"))
+    tmp = Path(scratch_dir("driftline-recovery-"))
     broker = start_tansu(log_dir=tmp)
     try:
         base: tuple[float, float] | None = None

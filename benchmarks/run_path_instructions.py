@@ -12,11 +12,10 @@ Needs valgrind (apt-get install valgrind).
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench_common import valgrind_child_args, valgrind_instructions
+from bench_common import scratch_dir, valgrind_child_args, valgrind_instructions
 
 PER_PARTITION = 5000
 """Records per partition in one stored batch (4 partitions: kafka.batch_max_records' default 20,000)."""
@@ -62,7 +61,7 @@ def _child(mode: str, days: float, per_day: int) -> None:
     from driftline.storage.store import Store
 
     data = _fetched(days, per_day)
-    store = Store(f"sqlite:///{tempfile.mkdtemp(prefix='driftline-runpath-')}/run.db")
+    store = Store(f"sqlite:///{scratch_dir('driftline-runpath-')}/run.db")
     store.migrate()
     pipeline = Pipeline(Config(), store)
     tune_for_batches()  # as the CLI does; `run` freezes its start-up heap (service/live.py)

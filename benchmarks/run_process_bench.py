@@ -16,7 +16,6 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -27,6 +26,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from kafka_bench import events, produce, raw_rate, write_config  # noqa: E402
 from driftline.storage.store import Store  # noqa: E402
+from bench_common import scratch_dir  # noqa: E402
 
 
 def cpu_seconds(pid: int) -> tuple[float, float]:
@@ -94,7 +94,7 @@ def main() -> None:
     from kafka_fixtures import create_topics, start_tansu
 
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    work = Path(tempfile.mkdtemp(prefix="driftline-runbench-"))
+    work = Path(scratch_dir("driftline-runbench-"))
     broker = start_tansu(log_dir=work)
     dbname = f"driftline_runbench_{uuid.uuid4().hex[:8]}"
     pg_base = args.pg.rsplit("/", 1)[0]

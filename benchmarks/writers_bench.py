@@ -14,9 +14,9 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import zlib
+from bench_common import scratch_dir  # noqa: E402
 
 
 def cli(url: str, *args: str) -> subprocess.Popen[bytes]:
@@ -53,7 +53,7 @@ def main() -> None:
     ap.add_argument("--days", type=float, default=14)
     ap.add_argument("--pg", help="an empty PostgreSQL database to use (it is wiped)")
     args = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="writers-bench-")
+    work = scratch_dir("writers-bench-")
     events = os.path.join(work, "events.jsonl")
     subprocess.run([sys.executable, "-m", "driftline.cli", "simulate", "--days", str(args.days), "--per-day",
                     str(args.per_day), "--end", "2026-11-30T00:00:00Z", "--out", events], check=True)
