@@ -302,3 +302,33 @@ def test_a_stop_breaks_off_a_binary_read_a_stopped_proxy_never_answers(pg_behind
     failed, lines = _broken_off_at_stop(store, pg, write, "binary read", caplog)
     assert failed and isinstance(failed[0], StoreUnavailable), failed
     assert any("(a write has been waiting" in m and "a statement" in m for m in lines), lines
+
+
+def test_a_stop_breaks_off_a_new_connections_session_setup_a_stopped_proxy_never_answers(pg_behind_forwarder,
+                                                                                          caplog) -> None:
+    """pgtry tryout: every new PostgreSQL connection runs a query of its own before its first statement (the lz4
+    session setting, storage/pgsession.py). A proxy that stops relaying right after the handshake (a stopped proxy,
+    PgBouncer whose server froze) left that query waiting for good under the step "a connection" with no driver
+    connection recorded, so a stop could not break it off (a connect alone is bounded by connect_timeout). The
+    join is the hang guard: without the fix the writer never ends."""
+    pg = pg_behind_forwarder
+    store = Store(pg.url)
+    store.migrate()
+    caplog.set_level(logging.INFO, logger="driftline")
+    held = store.engine.connect()  # the pooled connection is in use: the write must open a new one
+    held.execute(text("SELECT 1"))
+    event.listen(store.engine, "connect", lambda *_: pg.forwarder.pause(), insert=True)  # before the session setup
+
+    def write(failed: list[BaseException]) -> None:
+        try:
+            with store.write() as conn:
+                conn.execute(text("SELECT 1"))
+        except Exception as err:  # noqa: BLE001 - asserted below
+            failed.append(err)
+
+    try:
+        failed, lines = _broken_off_at_stop(store, pg, write, "session setup", caplog)
+    finally:
+        held.invalidate()
+    assert failed and isinstance(failed[0], StoreUnavailable), failed
+    assert any("(a write has been waiting" in m for m in lines), lines

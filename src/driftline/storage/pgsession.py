@@ -14,19 +14,31 @@ from typing import Any
 
 from sqlalchemy import Engine, event
 
+from .calls import CALLS_KEY
+
 LZ4 = ("SELECT set_config('default_toast_compression', 'lz4', false) FROM pg_settings "
        "WHERE name = 'default_toast_compression' AND source = 'default' AND 'lz4' = ANY(enumvals)")
 """lz4 for this session's new compressed values, only where the server knows it (no row before PostgreSQL 14 or in a
 build without lz4: nothing set) and nobody configured the setting (source 'default')."""
 
 
-def configure(dbapi_conn: Any) -> None:
-    """Apply the session settings to a new psycopg connection (its own short transaction, committed)."""
-    with dbapi_conn.cursor() as cur:
-        cur.execute(LZ4)
-    dbapi_conn.commit()
+def configure(dbapi_conn: Any, record_info: dict[Any, Any] | None = None) -> None:
+    """Apply the session settings to a new psycopg connection (its own short transaction, committed). Recorded as
+    a step waiting on that connection in the caller's database call (the pool record's registry, when there is
+    one): unlike the connect itself (connect_timeout) this query has no bound, so a peer that stops answering right
+    after the handshake is reported and broken off at a stop like any statement."""
+    registry = (record_info or {}).get(CALLS_KEY)
+    if registry is not None:
+        registry.step("a connection's session settings", 0.0, dbapi_conn)
+    try:
+        with dbapi_conn.cursor() as cur:
+            cur.execute(LZ4)
+        dbapi_conn.commit()
+    finally:
+        if registry is not None:
+            registry.step("a connection")  # the checkout goes on; the next statement records its own step
 
 
 def install(engine: Engine) -> None:
-    """Configure every connection `engine` opens."""
-    event.listen(engine, "connect", lambda dbapi_conn, _record: configure(dbapi_conn))
+    """Configure every connection `engine` opens (after calls.install, whose hook puts the registry in the record)."""
+    event.listen(engine, "connect", lambda dbapi_conn, record: configure(dbapi_conn, record.info))
