@@ -114,8 +114,9 @@ class Store(StoreQueries):
         """A write transaction: every read-modify-write of the state (ingestion batches, maintenance, compaction,
         trigger states, references) runs in one, holding the database write lock from its first statement
         (SQLite BEGIN IMMEDIATE, a PostgreSQL advisory lock), so concurrent writers never lose an update. A lock
-        not obtained within `wait_s` (default `lock_timeout_s`) raises WriteLocked, a connection problem
-        StoreUnavailable (nothing written)."""
+        not obtained within `wait_s` (default `lock_timeout_s`) raises WriteLocked; a connection problem, or a table
+        lock of another session (VACUUM FULL, LOCK TABLE) held past `wait_s` once the lock is held, StoreUnavailable
+        (nothing written)."""
         with self._transaction(write=True, wait_s=self.lock_timeout_s if wait_s is None else wait_s) as conn:
             yield conn
 
@@ -132,7 +133,7 @@ class Store(StoreQueries):
     def _transaction(self, write: bool, wait_s: float = 0.0) -> Iterator[Connection]:
         from sqlalchemy.exc import DatabaseError, OperationalError, InterfaceError
 
-        ok = False
+        ok = locked = False
         self.calls.begin("write" if write else "read")
         try:
             with self.engine.connect() as conn:
@@ -142,11 +143,16 @@ class Store(StoreQueries):
                 with conn.begin():
                     if write and self.dialect == "postgresql":
                         locking.lock_postgres(conn, wait_s)
+                        locked = True
                     elif self.dialect == "postgresql":  # a table lock taken outside driftline (VACUUM FULL, ALTER
                         locking.bound_read(conn, self.lock_timeout_s)  # TABLE) held the consumer's loop for good
                     yield conn
             ok = self._reached = True
         except (OperationalError, InterfaceError) as err:
+            if write and locked and locking.gave_up_waiting(err):  # holding driftline's lock: another session's
+                raise StoreUnavailable(  # table lock (tryout: a LOCK TABLE was reported as another driftline writer)
+                    f"a write waited more than {wait_s:g}s for a table lock another database session holds (a VACUUM "
+                    "FULL, ALTER TABLE or LOCK TABLE?); nothing written") from err
             if write and locking.gave_up_waiting(err):
                 raise WriteLocked(
                     f"another driftline writer held the database write lock for more than {wait_s:g}s"
