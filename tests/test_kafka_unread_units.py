@@ -141,8 +141,32 @@ def test_share_keeps_every_partition_first_records_within_the_bounds() -> None:
     kept, rest = share(batch, 300, 10 ** 9)
     assert [len(kept[tp]) for tp in (a, b, c)] == [255, 5, 40] and set(rest) == {a}
     assert [r.offset for r in kept[a] + rest[a]] == list(range(300))
-    kept, rest = share(batch, 300, 300)  # 30 records of 10 bytes
-    assert [len(kept[tp]) for tp in (a, b, c)] == [12, 5, 12]
+    kept, rest = share(batch, 300, 300)  # 30 records of 10 bytes: the cap 12 leaves room for one more (_top_up)
+    assert [len(kept[tp]) for tp in (a, b, c)] == [13, 5, 12]
     assert share(batch, 2, 10 ** 9)[0] == {a: batch[a][:1], b: batch[b][:1], c: batch[c][:1]}
     small = {a: recs(3), b: recs(4)}
     assert share(small, 300, 10 ** 9) == (small, {})
+
+
+def test_share_fills_the_batch_to_exactly_batch_max_records() -> None:
+    """On-call tryout: the first batch after an assignment held 19,999 records with batch_max_records 20,000. A
+    common cap per partition leaves room an odd remainder cannot use (2 × 9,974 + 51); the first partitions with
+    more get one record more, so the batch holds exactly the bound, and the rest continues where each one's ends."""
+    from types import SimpleNamespace
+
+    from driftline.kafka.unread import share
+
+    def recs(n: int, size: int = 300) -> list[Any]:
+        return [SimpleNamespace(offset=o, value=b"x" * size) for o in range(n)]
+
+    a, b, c = TP("p", 0), TP("p", 1), TP("o", 0)
+    batch = {a: recs(15_000), b: recs(10_000), c: recs(51)}
+    kept, rest = share(batch, 20_000, 1 << 30)
+    assert sum(map(len, kept.values())) == 20_000
+    assert [len(kept[tp]) for tp in (a, b, c)] == [9_975, 9_974, 51] and set(rest) == {a, b}
+    for tp in (a, b):
+        assert [r.offset for r in kept[tp] + rest[tp]] == list(range(len(batch[tp])))
+    six = {TP("p", i): recs(4_000) for i in range(6)}  # 20,000 / 6: a common cap alone keeps 19,998
+    assert sum(map(len, share(six, 20_000, 1 << 30)[0].values())) == 20_000
+    kept, _ = share(batch, 20_000, 300 * 19_999)  # the bytes bound wins: one record fewer, never more
+    assert sum(map(len, kept.values())) == 19_999
