@@ -61,6 +61,8 @@ class Ownership:
     log_ends: dict[TopicPartition, int]
     next_lag: float
     """When the lags of every partition are next asked (upkeep.py); 0 asks at the next housekeeping."""
+    next_housekeeping: float
+    """When upkeep's housekeeping (lag, health, heartbeat) is next due; 0 runs it at the end of this step."""
     ends: EndsSeen
     """Log ends seen per positioned partition: what a reset skipped of the old log (loss.py)."""
 
@@ -176,6 +178,8 @@ class Ownership:
             resumed.append(tp)
         if resumed:
             partition_ops.resume(self.consumer, resumed)
+            self.next_housekeeping = 0.0  # their lag now, in this step (nothing is stored in it), not after the
+            # first batch: a backlog's first batch of 20,000 records took seconds, /readyz naming no lag meanwhile
         self.pending -= set(resumed) | set(self.unresolved)
         log.info("resuming at stored positions: %s",
                  ", ".join(f"{tp.topic}[{tp.partition}]@{self.expected[tp]}" for tp in resumed) or "none")
