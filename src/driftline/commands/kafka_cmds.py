@@ -57,19 +57,28 @@ def _settings(ctx: Context, args: argparse.Namespace) -> KafkaSettings:
 
 
 def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
-    from ..service.live import run_service
+    from ..exporter.early import listen_early
     from .serve import install_stop_handlers
 
     settings = _settings(ctx, args)
     stop = threading.Event()
     install_stop_handlers(stop)
+    # /healthz answers from here, not once the service is imported and built (~1.4 s more, 2-3 s in all: a
+    # Kubernetes probe met connection refused); the config and the Kafka settings were accepted above
+    early = listen_early(ctx.config.exporter.host if args.host is None else args.host,
+                         ctx.config.exporter.port if args.port is None else args.port)
     try:
+        from ..service.live import run_service
+
         run_service(ctx.config, ctx.db_url, settings, stop, host=args.host, port=args.port,
                     evaluate=not args.no_evaluate, maintain_every_s=args.maintain_every, clock=ctx.clock,
-                    announce=lambda line: say(ctx.err, shown(line)), keep_model=ctx.model_named)
+                    announce=lambda line: say(ctx.err, shown(line)), keep_model=ctx.model_named, listening=early)
     except TopicsError as err:
         ctx.err.print(f"[red]error:[/red] {shown(err)}", soft_wrap=True)
         return 2
+    finally:
+        if early is not None:
+            early.close()  # a start refused before the exporter took the socket over
     ctx.err.print("driftline run: stopped")
     return 0
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import threading
 from collections.abc import Callable, Iterable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -20,6 +19,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy.exc import DBAPIError
 
 from ..storage.calls import DEFAULT_STALL_S, StallWatch
+from .early import EarlyListener, HTTPServer
 from ..storage.errors import SchemaMissing
 from ..storage.store import Store
 from .dbstate import BoundedCall, DatabaseProbe, DatabaseUp, ScrapeTimeout, database_state
@@ -65,25 +65,6 @@ def build_registry(snapshot: SnapshotCollector, ops: OpsMetrics | None) -> Colle
     return registry
 
 
-_HUNG_UP = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
-"""A scrape client that went away (Prometheus timed out, curl interrupted): routine, not an error."""
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    """ThreadingHTTPServer whose request errors go to the log: a client hanging up is a debug line, anything else
-    one logged exception (the socketserver default prints a traceback to stderr for both)."""
-
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        err = sys.exc_info()[1]
-        who = client_address[0] if isinstance(client_address, tuple) else client_address
-        if isinstance(err, _HUNG_UP):
-            log.debug("scrape client %s hung up early: %s", who, err)
-        else:
-            log.exception("exporter request from %s failed", who)
-
-
 class ExporterServer:
     """Threaded HTTP server for the exporter endpoints; start() returns at once, stop() joins the thread."""
 
@@ -91,7 +72,7 @@ class ExporterServer:
                  readiness: Readiness | None = None, triggers_json: Callable[[], Any] | None = None,
                  stall_s: float = DEFAULT_STALL_S, scrape_timeout_s: float = 8.0,
                  write_failure: Callable[[], str | None] | None = None,
-                 migrating: Callable[[], bool] | None = None) -> None:
+                 migrating: Callable[[], bool] | None = None, listening: EarlyListener | None = None) -> None:
         self.registry, self.store, self.readiness, self.triggers_json = registry, store, readiness, triggers_json
         self.stall_s = stall_s
         self.probe = DatabaseProbe(store, migrating=migrating)
@@ -103,12 +84,14 @@ class ExporterServer:
         self.stall_watch = StallWatch(store.calls, stall_s)
         self.bounded = BoundedCall(scrape_timeout_s)
         """A scrape reading a database that stopped answering gives up (503) instead of hanging."""
+        self._thread: threading.Thread | None = None
+        if listening is not None:  # bound and answering since the start of `run` (early.py): served from now on
+            self.httpd, self._thread = listening.adopt(self._handler())  # by this handler, no gap
+            return
         try:
-            self.httpd = _HTTPServer((host, port), self._handler())
+            self.httpd = HTTPServer((host, port), self._handler())
         except OSError as err:  # the CLI prints it as one line: say which address
             raise OSError(err.errno, f"cannot serve /metrics on {host}:{port}: {err.strerror}") from err
-        self.httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
 
     @property
     def address(self) -> tuple[str, int]:
@@ -146,8 +129,9 @@ class ExporterServer:
             raise ScrapeTimeout(f"{err}; {self.store.calls.describe(stalled)}" if stalled else str(err)) from None
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="driftline-exporter", daemon=True)
-        self._thread.start()
+        if self._thread is None:  # an adopted socket is served already
+            self._thread = threading.Thread(target=self.httpd.serve_forever, name="driftline-exporter", daemon=True)
+            self._thread.start()
         self.probe.start()
         self.stall_watch.start()
         log.info("exporter listening on %s", self.url)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 from ..config import Config
+from ..exporter.early import EarlyListener
 from ..ops import OpsMetrics
 from ..ingest.pipeline import Pipeline
 from .process import Service
@@ -77,9 +78,11 @@ def freeze_startup_heap() -> None:
 def run_service(config: Config, db_url: str, settings: KafkaSettings, stop: threading.Event, *,
                 host: str | None = None, port: int | None = None, evaluate: bool = True,
                 maintain_every_s: float = 30.0, clock: Callable[[], float] = time.time,
-                announce: Callable[[str], None] | None = None, keep_model: bool = False) -> None:
+                announce: Callable[[str], None] | None = None, keep_model: bool = False,
+                listening: EarlyListener | None = None) -> None:
     """Serve the exporter and consume until `stop` is set; raises TopicsError for unusable topics. `keep_model`:
-    the config file names its `model:` (kept a slot under limits.max_models)."""
+    the config file names its `model:` (kept a slot under limits.max_models). `listening`: the exporter's socket,
+    bound when the process started (exporter/early.py)."""
     install_log_redaction(settings)
     store = Store(db_url, clock=clock, lock_timeout_s=settings.lock_wait_s)  # waits in slices, polling between
     ops = OpsMetrics()
@@ -89,7 +92,7 @@ def run_service(config: Config, db_url: str, settings: KafkaSettings, stop: thre
     service = Service(config, store, clock=clock, ops=ops, readiness=consumer.ready, host=host, port=port,
                       evaluate=evaluate, jobs=True, jobs_maintain=False,
                       stall_s=settings.database_stall_s,  # the consumer maintains its partitions
-                      write_failure=consumer.write_failure)
+                      write_failure=consumer.write_failure, listening=listening)
     service.start_exporter()  # /healthz and /readyz answer while the database is unreachable or migrating
 
     def banner() -> None:  # after the first migration attempt: not above the error of a database that does not exist

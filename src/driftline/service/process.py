@@ -22,6 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from ..config import Config
 from ..durations import parse_duration
 from ..exporter.collector import SnapshotCollector
+from ..exporter.early import EarlyListener
 from ..exporter.http import ExporterServer, Readiness, build_registry
 from ..ops import OpsMetrics
 from ..triggers.notify import Notifier, deliver
@@ -46,8 +47,11 @@ class Service:
                  readiness: Readiness | None = None, host: str | None = None, port: int | None = None,
                  time_basis: str = "wall", drift: DriftProvider | None | str = "auto",
                  evaluate: bool = True, jobs: bool = False, jobs_maintain: bool = True,
-                 stall_s: float = DEFAULT_STALL_S, write_failure: Callable[[], str | None] | None = None) -> None:
+                 stall_s: float = DEFAULT_STALL_S, write_failure: Callable[[], str | None] | None = None,
+                 listening: EarlyListener | None = None) -> None:
         self.config, self.store, self.clock = config, store, clock
+        self.listening = listening
+        """`run`: the exporter's socket, bound and answering since the process started (exporter/early.py)."""
         self.write_failure = write_failure
         """`run`: why the consumer's writes fail (driftline_database_up 0 meanwhile), else None."""
         self.stall_s = stall_s
@@ -97,7 +101,7 @@ class Service:
                                      triggers_json=self.triggers_json, stall_s=self.stall_s,
                                      scrape_timeout_s=parse_duration(self.config.exporter.scrape_timeout),
                                      write_failure=self.write_failure,
-                                     migrating=lambda: not self.schema_ready.is_set())
+                                     migrating=lambda: not self.schema_ready.is_set(), listening=self.listening)
         if self.notifier is None:
             self.notifier = Notifier(self.config.notify, self.config.model, ops=self.ops,
                                      generator_url=self.server.url + "/triggers")
