@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ingest.pipeline import Pipeline
-from ..storage.errors import StoreUnavailable, WriteLocked
+from ..storage.errors import LockWaitCancelled, StoreUnavailable, WriteLocked
 from ..storage.locking import DEFAULT_LOCK_TIMEOUT_S
 from .health import Backoff, ConsumerStatus
 
@@ -44,6 +44,9 @@ class DatabaseHealth:
         """A database call failed: retry after the backoff (at once after a lock wait: the wait was the pause),
         report not-ready, log the first failure (or a change between unreachable and locked) as a warning; a lock
         waited for less than lock_patience_s in all is logged at INFO only, and readiness stays as it was."""
+        if isinstance(err, LockWaitCancelled):  # stopping: no outage, nothing to report as one (storage.calls)
+            log.info("stopping: %s: %s", err, what)
+            return
         now = self.monotonic()
         failed = "locked" if isinstance(err, WriteLocked) else "write" if write else "read"
         waited = self.pipeline.store.lock_timeout_s if failed == "locked" else 0.0

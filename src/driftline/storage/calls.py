@@ -24,6 +24,13 @@ from sqlalchemy import Connection, Engine, event
 
 log = logging.getLogger("driftline.storage")
 
+LOCK_STEP = "the write lock"
+"""The step of a write transaction waiting for the database write lock (locking.py), its first statement."""
+
+LOCK_WAITED_S = 0.2
+"""A stop cancels a wait for the write lock that has lasted this long: one behind another writer, not a lock taken
+uncontended that is in flight as the stop looks (the final writes of a clean stop)."""
+
 DEFAULT_STALL_S = 30.0
 """A database call waiting this long (beyond its grace) is reported: /readyz 503 and one warning."""
 
@@ -141,7 +148,9 @@ class DbCalls:
         """The process is stopping: shut down the connection of every ping, statement or commit unanswered for
         longer than `limit_s` (beyond its grace). Its transaction is abandoned as a kill would abandon it: a batch
         is stored only with its positions (one transaction), so it is read again by the next start; a commit cut
-        off either happened or not, and the stored positions say which."""
+        off either happened or not, and the stored positions say which. A wait for the write lock (PostgreSQL) is
+        cancelled at once (`break_lock_waits`)."""
+        self.break_lock_waits()
         now = self.monotonic()
         with self._lock:
             stuck = [c for c in self._all()  # psycopg's: a SQLite call waits on a file, not on a peer
@@ -153,6 +162,24 @@ class DbCalls:
             log.warning("stopping: closing a database connection that has not answered for more than %gs (%s)",
                         limit_s, what)
             shut_down(conn)
+
+    def break_lock_waits(self) -> None:
+        """The process is stopping: cancel every PostgreSQL wait for the write lock that has lasted LOCK_WAITED_S
+        (the server ends it with query_canceled, the connection stays usable). Its transaction has written nothing: the lock is its first
+        statement, and a cancel that comes once the lock is granted ends a later statement of the same transaction,
+        which is rolled back whole (a batch and its positions are one transaction: read again by the next start).
+        A stop of `run` behind another writer's lock waited out its lock slice (up to 10 s)."""
+        now = self.monotonic()
+        with self._lock:
+            waits = [c for c in self._all() if c.step == LOCK_STEP and hasattr(c.waiting_on, "pgconn")
+                     and now - c.since > LOCK_WAITED_S]
+            conns = [(c.waiting_on, self.describe(c)) for c in waits]
+            for call in waits:
+                call.waiting_on = None  # once: the cancel ends the wait
+        for conn, what in conns:
+            log.info("stopping: cancelling a wait for the database write lock, held by another writer (%s); "
+                     "nothing of its transaction was written", what)
+            cancel(conn)
 
     def stalled(self, stall_s: float) -> Call | None:
         """The call whose current step has waited longest beyond its grace, when that exceeds `stall_s`."""
@@ -237,6 +264,14 @@ def _dbapi(conn: Connection) -> Any:
         return conn.connection.dbapi_connection
     except Exception:  # noqa: BLE001 - invalidated or closed: nothing to break off
         return None
+
+
+def cancel(dbapi_conn: Any) -> None:
+    """Cancel a psycopg connection's running statement from another thread (its thread raises QueryCanceled)."""
+    try:
+        dbapi_conn.cancel_safe(timeout=STOP_WAIT_S)
+    except Exception as err:  # noqa: BLE001 - the statement ended meanwhile, or the server is away
+        log.debug("cannot cancel a wait for the write lock: %s", err)
 
 
 def shut_down(dbapi_conn: Any) -> None:

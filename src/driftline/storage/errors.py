@@ -13,6 +13,11 @@ class WriteLocked(StoreUnavailable):
     still work (they never wait for it), writes do not until it is released."""
 
 
+class LockWaitCancelled(WriteLocked):
+    """A wait for the write lock, behind another writer, cancelled because the process is stopping (PostgreSQL:
+    storage.calls.DbCalls.break_lock_waits); nothing of the transaction was written."""
+
+
 class SchemaMissing(StoreUnavailable):
     """The database answers but its driftline tables are gone (dropped and recreated empty under a running process):
     an outage to `run`, which holds its batch, until a restart migrates it; a scrape answers 503 naming it."""

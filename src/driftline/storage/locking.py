@@ -54,7 +54,7 @@ def install_sqlite(engine: Engine, lock_timeout_s: float) -> None:
         if conn.info.get(BUSY_MS) != int(wait * 1000):  # the pooled connection keeps the pragma: a heartbeat's
             conn.exec_driver_sql(f"PRAGMA busy_timeout={int(wait * 1000)}")  # 0.1 s must not stay for the next
             conn.info[BUSY_MS] = int(wait * 1000)  # transaction, a read included (BUSY during WAL recovery)
-        calls.next_step(conn, "the write lock" if write else "BEGIN", wait)
+        calls.next_step(conn, calls.LOCK_STEP if write else "BEGIN", wait)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     event.listen(engine, "connect", connect)
@@ -67,7 +67,7 @@ def lock_postgres(conn: Connection, lock_timeout_s: float) -> None:
     transaction's lock_timeout is set by the subquery, which PostgreSQL evaluates before the lock it bounds (a
     volatile function keeps the subquery from being merged into the outer query), a round trip fewer per write
     transaction than SET LOCAL then the lock."""
-    calls.next_step(conn, "the write lock", lock_timeout_s)
+    calls.next_step(conn, calls.LOCK_STEP, lock_timeout_s)
     conn.execute(text("SELECT pg_advisory_xact_lock(:k) FROM (SELECT set_config('lock_timeout', :t, true)) AS s"),
                  {"k": WRITE_LOCK_KEY, "t": f"{max(1, int(lock_timeout_s * 1000))}ms"})  # 0 would be no limit
 
@@ -86,3 +86,9 @@ def gave_up_waiting(err: BaseException) -> bool:
         return True
     msg = str(orig).lower()
     return "database is locked" in msg or "database is busy" in msg or "lock timeout" in msg
+
+
+def cancelled(err: BaseException) -> bool:
+    """True when a driver error says the statement was cancelled (PostgreSQL 57014: a stop broke off a wait for the
+    write lock, calls.DbCalls.break_lock_waits)."""
+    return getattr(getattr(err, "orig", err), "sqlstate", None) == "57014"

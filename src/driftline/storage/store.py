@@ -21,7 +21,7 @@ from sqlalchemy.exc import DBAPIError
 from . import bulk, calls, labels, locking, pg_missing, pgconnect, pgsession, revisions, sqlite_binding
 from . import schema as t
 from .bucket_row import BucketRow
-from .errors import NotADatabase, SchemaMissing, StalePositions, StoreUnavailable, WriteLocked
+from .errors import LockWaitCancelled, NotADatabase, SchemaMissing, StalePositions, StoreUnavailable, WriteLocked
 from .join_rows import JoinRows
 from .store_queries import LAST_STORED, NEWEST_EVENT, StoreQueries
 from .urls import normalise_url, sqlite_file
@@ -153,6 +153,9 @@ class Store(StoreQueries):
                 raise StoreUnavailable(  # table lock (tryout: a LOCK TABLE was reported as another driftline writer)
                     f"a write waited more than {wait_s:g}s for a table lock another database session holds (a VACUUM "
                     "FULL, ALTER TABLE or LOCK TABLE?); nothing written") from err
+            if write and not locked and self.dialect == "postgresql" and locking.cancelled(err):
+                raise LockWaitCancelled("the wait for the database write lock (held by another driftline writer) "
+                                        "was cancelled: the process is stopping; nothing written") from err
             if write and locking.gave_up_waiting(err):
                 raise WriteLocked(
                     f"another driftline writer held the database write lock for more than {wait_s:g}s"
