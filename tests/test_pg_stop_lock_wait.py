@@ -24,10 +24,10 @@ from pg_fixtures import _require_pg, admin_url, create_database, drop_database
 
 
 @pytest.fixture
-def oncall_db() -> Iterator[tuple[str, str]]:
-    """(database name, SQLAlchemy URL) of a fresh database driftline_oncall_<hex>, dropped after the test."""
+def stoplock_db() -> Iterator[tuple[str, str]]:
+    """(database name, SQLAlchemy URL) of a fresh database driftline_stoplock_<hex>, dropped after the test."""
     _require_pg()
-    name = f"driftline_oncall_{uuid.uuid4().hex[:12]}"
+    name = f"driftline_stoplock_{uuid.uuid4().hex[:12]}"
     create_database(name)
     try:
         yield name, admin_url().rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://") + "/" + name
@@ -46,8 +46,8 @@ def _waiting_on_the_lock(name: str) -> int:
 @pytest.mark.kafka
 @pytest.mark.slow
 def test_a_stop_cancels_the_wait_behind_another_writers_lock(kafka_bootstrap: str, tmp_path: Path,
-                                                             oncall_db: tuple[str, str]) -> None:
-    name, url = oncall_db
+                                                             stoplock_db: tuple[str, str]) -> None:
+    name, url = stoplock_db
     topics = {"predictions": unique_name("stopp"), "outcomes": unique_name("stopo")}
     create_topics(kafka_bootstrap, topics.values(), 2)
     events = make_events(tmp_path, days=1.0, per_day=3000)
@@ -95,13 +95,13 @@ def test_a_stop_cancels_the_wait_behind_another_writers_lock(kafka_bootstrap: st
     assert consistency(url, topics) == (len(events.records), len(events.records))
 
 
-def test_a_cancelled_lock_wait_is_lock_wait_cancelled_and_writes_nothing(oncall_db: tuple[str, str]) -> None:
+def test_a_cancelled_lock_wait_is_lock_wait_cancelled_and_writes_nothing(stoplock_db: tuple[str, str]) -> None:
     """Two Stores (two writers) on one database: the second waits behind the first's write lock until
     break_lock_waits (what a stop of `run` calls) cancels it: LockWaitCancelled, nothing written, the first
     still holding the lock, and the second's connection usable again once the lock is free."""
     from driftline.storage.errors import LockWaitCancelled
 
-    name, url = oncall_db
+    name, url = stoplock_db
     first, second = Store(url), Store(url, lock_timeout_s=60.0)
     first.migrate()
     outcome: list[BaseException | None] = []
@@ -109,7 +109,7 @@ def test_a_cancelled_lock_wait_is_lock_wait_cancelled_and_writes_nothing(oncall_
     def write() -> None:
         try:
             with second.write() as conn:
-                conn.exec_driver_sql("INSERT INTO meta (key, value) VALUES ('oncall', 'written')")
+                conn.exec_driver_sql("INSERT INTO meta (key, value) VALUES ('stoptest', 'written')")
             outcome.append(None)
         except BaseException as err:  # noqa: BLE001 - the outcome is asserted below
             outcome.append(err)
@@ -128,10 +128,10 @@ def test_a_cancelled_lock_wait_is_lock_wait_cancelled_and_writes_nothing(oncall_
             waiter.join(timeout=30)
             assert not waiter.is_alive() and len(outcome) == 1 and isinstance(outcome[0], LockWaitCancelled)
             assert "cancelled" in str(outcome[0])
-        assert first.meta_prefixed("oncall") == {}  # nothing of the cancelled transaction
+        assert first.meta_prefixed("stoptest") == {}  # nothing of the cancelled transaction
         with second.write() as conn:
-            conn.exec_driver_sql("INSERT INTO meta (key, value) VALUES ('oncall', 'later')")
-        assert first.meta_prefixed("oncall") == {"oncall": "later"}
+            conn.exec_driver_sql("INSERT INTO meta (key, value) VALUES ('stoptest', 'later')")
+        assert first.meta_prefixed("stoptest") == {"stoptest": "later"}
     finally:
         first.close()
         second.close()
