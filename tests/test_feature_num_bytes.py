@@ -69,3 +69,40 @@ def test_a_changed_histogram_forgets_its_packed_bins() -> None:
     fh2.unpack()
     assert fh2.num_bytes is None and fh2.num == {3: 2}
     assert FeatureHist({1: 2}, num_bytes=(b"a", b"b")) == FeatureHist({1: 2})  # not part of equality
+
+
+@SETTINGS
+@given(feature_batches())
+def test_batch_histograms_build_their_num_dict_only_when_read(case: Any) -> None:
+    """The batch path leaves a numeric histogram's dict unbuilt (its bins are in num_bytes): encoding a new bucket
+    never builds it, and reading num, adding into it or dropping num_bytes gives the counts the bytes hold."""
+    buckets, dicts, declared, max_features = case
+    out = [BucketStats() for _ in range(4)]
+    feature_hists(buckets, dicts, declared, max_features, out, Counter())
+    for stats in out:
+        lazy = [fh for fh in stats.features.values() if fh._num is None]
+        stats.to_bytes()
+        assert all(fh._num is None for fh in lazy)  # encoded from the bytes alone
+        for k, fh in enumerate(lazy):
+            idx, cnt = fh.num_bytes  # type: ignore[misc]
+            want = dict(zip(np.frombuffer(idx, dtype=np.int32).tolist(), np.frombuffer(cnt, dtype=np.int64).tolist()))
+            assert want and list(want) == sorted(want)
+            if k % 3 == 0:
+                assert fh.num == want and fh.num_bytes is not None
+            elif k % 3 == 1:
+                fh.num_bytes = None  # dropping the bytes builds the dict first
+                assert fh.num == want
+            else:
+                fh.add(FeatureHist({0: 1}))
+                want[0] = want.get(0, 0) + 1
+                assert fh.num == want and fh.num_bytes is None
+
+
+def test_uniform_numeric_columns_leave_the_dicts_unbuilt() -> None:
+    out = [BucketStats(), BucketStats()]
+    feature_hists([0, 1, 0], [{"a": 1.0, "b": "x"}, {"a": 2.5, "b": "y"}, {"a": 1.0, "b": "x"}], (), 50, out,
+                  Counter())
+    fh = out[0].features["a"]
+    assert fh._num is None and fh.num_bytes is not None
+    assert FeatureHist(dict(fh.num)) == FeatureHist(fh.num) and fh._num is not None and sum(fh.num.values()) == 2
+    assert out[1].features["a"] == FeatureHist(dict(out[1].features["a"].num))

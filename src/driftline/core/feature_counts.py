@@ -6,7 +6,6 @@ from __future__ import annotations
 import struct
 from array import array
 from collections.abc import Collection
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -14,28 +13,77 @@ _NATIVE = array("i").itemsize == 4 and array("q").itemsize == 8
 """array.array's 'i'/'q' are numpy's int32/int64 here (the fast packing routes need it)."""
 
 
-@dataclass(slots=True)
 class FeatureHist:
-    """Distribution of one feature in a bucket: fine numeric bins, category counts, missing count."""
+    """Distribution of one feature in a bucket: fine numeric bins, category counts, missing count.
 
-    num: dict[int, int] = field(default_factory=dict)
-    cat: dict[str, int] = field(default_factory=dict)
-    missing: int = 0
-    packed: tuple[np.ndarray, np.ndarray] | None = None
-    """Numeric counts still as packed (fine-bin index, count) arrays: only from `from_bytes(features="packed")`,
-    consumed by `merge`, which sums them without building dicts."""
-    num_bytes: tuple[bytes, bytes] | None = field(default=None, compare=False, repr=False)
-    """`num` as _feature_doc packs it (int32 bins, int64 counts, in num's order), known by whoever built num from
-    arrays (core/feature_hists) so encoding skips repacking; None when unknown. add and unpack reset it: whatever
-    else changes num must reset it too."""
+    `num` may be left unbuilt: the batch path (core/feature_hists) gives only `num_bytes`, and the dict is made
+    from them on first read of `num` (a new bucket is encoded from the bytes alone, never needing it)."""
+
+    __slots__ = ("_num", "cat", "missing", "packed", "_num_bytes")
+
+    def __init__(self, num: dict[int, int] | None = None, cat: dict[str, int] | None = None, missing: int = 0,
+                 packed: tuple[np.ndarray, np.ndarray] | None = None, num_bytes: tuple[bytes, bytes] | None = None
+                 ) -> None:
+        """`num=None` with `num_bytes` given: the numeric counts are those bytes, their dict built when read."""
+        self._num = {} if num is None and num_bytes is None else num
+        self.cat = {} if cat is None else cat
+        self.missing = missing
+        self.packed = packed
+        """Numeric counts still as packed (fine-bin index, count) arrays: only from `from_bytes(features="packed")`,
+        consumed by `merge`, which sums them without building dicts."""
+        self._num_bytes = num_bytes
+
+    @property
+    def num(self) -> dict[int, int]:
+        """Fine-bin counts (bin → count), in bin order when built from `num_bytes`."""
+        num = self._num
+        if num is None:
+            idx, cnt = self._num_bytes  # type: ignore[misc]
+            num = self._num = dict(zip(np.frombuffer(idx, dtype=np.int32).tolist(),
+                                       np.frombuffer(cnt, dtype=np.int64).tolist()))
+        return num
+
+    @num.setter
+    def num(self, value: dict[int, int]) -> None:
+        self._num = value
+
+    @property
+    def num_bytes(self) -> tuple[bytes, bytes] | None:
+        """`num` as _feature_doc packs it (int32 bins, int64 counts, in num's order), known by whoever built num
+        from arrays (core/feature_hists) so encoding skips repacking; None when unknown. add and unpack reset it:
+        whatever else changes num must reset it too (the dict is built first when it was left unbuilt)."""
+        return self._num_bytes
+
+    @num_bytes.setter
+    def num_bytes(self, value: tuple[bytes, bytes] | None) -> None:
+        if self._num is None:
+            self.num  # noqa: B018 - built from the bytes before they go
+        self._num_bytes = value
+
+    def replace_bins(self, num_bytes: tuple[bytes, bytes]) -> None:
+        """`num` becomes the counts packed in `num_bytes` (int32 bins, int64 counts), its dict built when read."""
+        self._num, self._num_bytes = None, num_bytes
+
+    def __eq__(self, other: object) -> bool:
+        """As a dataclass compares: num, cat, missing and packed (num_bytes is not part of equality)."""
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: FeatureHist = other  # type: ignore[assignment]
+        return (self.num, self.cat, self.missing, self.packed) == (o.num, o.cat, o.missing, o.packed)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"FeatureHist(num={self.num!r}, cat={self.cat!r}, missing={self.missing!r}, packed={self.packed!r})"
 
     def add(self, other: FeatureHist) -> None:
         """Add another histogram into this one in place."""
         self.num_bytes = None
         self.unpack()
         other.unpack()
+        num = self.num
         for k, v in other.num.items():
-            self.num[k] = self.num.get(k, 0) + v
+            num[k] = num.get(k, 0) + v
         for c, v in other.cat.items():
             self.cat[c] = self.cat.get(c, 0) + v
         self.missing += other.missing
@@ -44,9 +92,10 @@ class FeatureHist:
         """Turn packed numeric arrays into the `num` dict (no-op when not packed)."""
         if self.packed is not None:
             self.num_bytes = None
+            num = self.num
             idx, cnt = self.packed
             for k, v in zip(idx.tolist(), cnt.tolist()):
-                self.num[k] = self.num.get(k, 0) + v
+                num[k] = num.get(k, 0) + v
             self.packed = None
 
     @property

@@ -206,9 +206,10 @@ def _values(bidx: np.ndarray, vals: Sequence[Any], types: set[Any]) -> tuple[lis
     """(buckets, their histograms) of values of one plain shape: numbers (floats and ints), strings (None when
     one is longer than MAX_CATEGORY_LEN), or booleans."""
     if types <= _NUMERIC:
-        bl, nums, packed = _numeric_groups(bidx, np.fromiter(vals, dtype=np.float64, count=len(vals)))
-        n = len(nums)
-        return bl, list(map(FeatureHist, nums, map(dict, repeat((), n)), repeat(0, n), repeat(None, n), packed))
+        bl, packed = _numeric_groups(bidx, np.fromiter(vals, dtype=np.float64, count=len(vals)))
+        n = len(bl)  # each histogram's bins as bytes alone: its num dict is built only if read
+        return bl, list(map(FeatureHist, repeat(None, n), map(dict, repeat((), n)), repeat(0, n), repeat(None, n),
+                            packed))
     groups = _category_groups(bidx, vals, _BOOL_NAMES if types == {bool} else None)
     if groups is None:
         return None
@@ -253,21 +254,20 @@ def _hist(stats: BucketStats, name: str) -> FeatureHist:
 
 def _numeric(name: str, bidx: np.ndarray, values: np.ndarray, out: list[BucketStats]) -> None:
     """Fine-bin counts per bucket, in bin order (into the buckets' histograms of `name`)."""
-    for b, num, packed in zip(*_numeric_groups(bidx, values)):
+    for b, packed in zip(*_numeric_groups(bidx, values)):
         fh = _hist(out[b], name)
-        fh.num, fh.num_bytes = num, packed
+        fh.replace_bins(packed)
 
 
-def _numeric_groups(bidx: np.ndarray, values: np.ndarray
-                    ) -> tuple[list[int], list[dict[int, int]], list[tuple[bytes, bytes]]]:
-    """(buckets, each one's fine-bin counts in bin order, the same counts packed as feature_counts._feature_doc
-    packs them: int32 bins and int64 counts) of numeric values."""
+def _numeric_groups(bidx: np.ndarray, values: np.ndarray) -> tuple[list[int], list[tuple[bytes, bytes]]]:
+    """(buckets, each one's fine-bin counts in bin order packed as feature_counts._feature_doc packs them: int32
+    bins and int64 counts) of numeric values (FeatureHist builds its num dict from them when read)."""
     keys = bidx * N_FEATURE_BINS + feature_bin(values)
     uniq, cnt = np.unique(keys, return_counts=True)
     b_of = uniq // N_FEATURE_BINS
     bl, cuts = _groups(b_of)
     local = uniq - b_of * N_FEATURE_BINS
-    return bl, _dicts(local.tolist(), cnt.tolist(), cuts), _packed_runs(local, cnt, cuts)
+    return bl, _packed_runs(local, cnt, cuts)
 
 
 def _packed_runs(local: np.ndarray, cnt: np.ndarray, cuts: list[slice]) -> list[tuple[bytes, bytes]]:
