@@ -22,6 +22,7 @@ import numpy as np
 from .batch_columns import SEQ, apply_plain, apply_stored
 from .engine import Engine
 from .events import Decoded, Prediction
+from .list_arrays import i64
 
 
 def apply_batch(engine: Engine, ok: Sequence[tuple[Decoded, int]]) -> None:
@@ -76,7 +77,7 @@ def _group_arrays(engine: Engine, pids: list[str], is_pred: list[bool]
     stored state is visited by its own (few) ids, and every other test is one numpy step per batch."""
     n = len(pids)
     firsts: dict[str, int] = {}  # each id looked up once: the position of its first event
-    first = np.fromiter(map(firsts.setdefault, pids, count()), dtype=np.int64, count=n)
+    first = i64(list(map(firsts.setdefault, pids, count())))
     per = np.bincount(first, minlength=n)  # at each id's first position: how many events carry it
     pred = np.frombuffer(bytes(is_pred), dtype=bool)  # bools are bytes 0 and 1: read in one C pass
     view = engine.view

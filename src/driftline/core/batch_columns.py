@@ -17,6 +17,7 @@ import numpy as np
 
 from .engine import DEFAULT_VARIANT, DEFAULT_VERSION, Engine, OutcomeRecord, PredRecord
 from .events import Decoded
+from .list_arrays import f64, i64
 from .moves import NO_FEATURES, MoveColumns
 from .stats import UNL
 
@@ -35,8 +36,7 @@ def _bucket_indices(engine: Engine, models: Sequence[str], versions: Sequence[st
     if starts is None or n == 0:
         return np.asarray(_bucket_list(engine, models, versions, variants, ts, shards), dtype=np.int64)
     seen: dict[tuple[Any, ...], int] = {}  # each series hashed once per event: its first position
-    first = np.fromiter(map(seen.setdefault, zip(models, versions, variants, shards), count()), dtype=np.int64,
-                        count=n)
+    first = i64(list(map(seen.setdefault, zip(models, versions, variants, shards), count())))
     code = np.zeros(n, dtype=np.int64)  # first position -> series number (only first positions are read)
     code[list(seen.values())] = np.arange(len(seen))
     series = code[first]
@@ -95,22 +95,11 @@ def _start_array(ts: Sequence[float], bs: int) -> np.ndarray | None:
     return None
 
 
-def i64(vals: Sequence[Any]) -> np.ndarray:
-    """np.asarray(vals, dtype=np.int64) of a list of ints (or bools): filled item by item, without numpy's
-    shape discovery pass over the Python objects (about half of asarray's instructions on a 10,000-item list)."""
-    return np.fromiter(vals, dtype=np.int64, count=len(vals))
-
-
 def bool_ints(flags: list[bool]) -> np.ndarray:
     """i64 of a list of bools (0 and 1), read as bytes in one C pass; i64 when any item is not a bool."""
     if list(map(type, flags)).count(bool) == len(flags):
         return np.frombuffer(bytes(flags), dtype=np.uint8).astype(np.int64)
     return i64(flags)
-
-
-def f64(vals: Sequence[Any]) -> np.ndarray:
-    """np.asarray(vals, dtype=np.float64) of a list of floats (or ints), as i64 fills its array."""
-    return np.fromiter(vals, dtype=np.float64, count=len(vals))
 
 
 _EXACT = 2.0 ** 52

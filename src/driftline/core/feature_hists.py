@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .grids import N_FEATURE_BINS, feature_bin
+from .list_arrays import f64, i64
 from .limits import MAX_OVER_LIMIT_NAMES, MAX_UNDECLARED_NAMES, OVER_LIMIT_COUNTER, UNDECLARED_COUNTER
 from .stats import BucketStats, FeatureHist
 
@@ -206,7 +207,7 @@ def _values(bidx: np.ndarray, vals: Sequence[Any], types: set[Any]) -> tuple[lis
     """(buckets, their histograms) of values of one plain shape: numbers (floats and ints), strings (None when
     one is longer than MAX_CATEGORY_LEN), or booleans."""
     if types <= _NUMERIC:
-        bl, packed = _numeric_groups(bidx, np.fromiter(vals, dtype=np.float64, count=len(vals)))
+        bl, packed = _numeric_groups(bidx, f64(vals))
         n = len(bl)  # each histogram's bins as bytes alone: its num dict is built only if read
         return bl, list(map(FeatureHist, repeat(None, n), map(dict, repeat((), n)), repeat(0, n), repeat(None, n),
                             packed))
@@ -285,7 +286,7 @@ def _category_groups(bidx: np.ndarray, vals: Sequence[Any], labels: dict[Any, st
     string is longer than MAX_CATEGORY_LEN."""
     n = len(vals)
     seen: dict[Any, int] = {}  # each value looked up once: its code is the position of its first occurrence
-    code = np.fromiter(map(seen.setdefault, vals, count()), dtype=np.int64, count=n)
+    code = i64(list(map(seen.setdefault, vals, count())))
     if labels is None and max(map(len, seen)) > MAX_CATEGORY_LEN:
         return None
     keys = bidx * n + code

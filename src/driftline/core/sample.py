@@ -23,6 +23,8 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from .list_arrays import f64, i64
+
 Value = float | str
 """A sampled feature value: a number, or a category (booleans become 'true'/'false'); absent means missing."""
 Row = dict[str, Value]
@@ -67,7 +69,7 @@ def _floats(vals: Sequence[float | None], gaps: bool) -> list[Value | None]:
     """A float is kept when finite; NaN and infinities are left out (None). Nulls (`gaps`) stay None. Without
     nulls, finiteness is checked on one numpy array of the same doubles."""
     if not gaps:
-        if np.isfinite(np.fromiter(vals, dtype=np.float64, count=len(vals))).all():
+        if np.isfinite(f64(vals)).all():
             return list(vals)
     elif all(map(math.isfinite, filter(None, vals))):  # zeros, which filter skips with the nulls, are finite
         return list(vals)
@@ -97,7 +99,7 @@ def _ints(vals: Sequence[int | None], gaps: bool) -> list[Value | None]:
     float() does, so the doubles are the same."""
     if not gaps:
         try:
-            ints = np.fromiter(vals, dtype=np.int64, count=len(vals))  # no shape discovery pass
+            ints = i64(vals)  # no shape discovery pass
         except OverflowError:
             return list(map(float, vals))  # type: ignore[arg-type]
         return ints.astype(np.float64).tolist()  # type: ignore[no-any-return]

@@ -20,6 +20,7 @@ from ..core.batch_columns import SEQ
 from ..core.engine import DEFAULT_VARIANT, DEFAULT_VERSION, EngineSettings
 from ..core.events import DeadLetter, Decoded, Prediction
 from ..core.feature_columns import FeatureColumns
+from ..core.list_arrays import f64
 from ..core.sample import (MAX_TAU, FeatureSample, id_hashes, sample_rows, sample_sorted, sample_values, sampleable,
                            sampled_columns, smallest_distinct)
 from ..core.sample_columns import SampleColumns, bucket_columns, distinct_within
@@ -110,7 +111,7 @@ def _candidates(settings: EngineSettings, events: Sequence[Decoded], k: int, fea
         runs = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
     else:
         preds = list(compress(events, mask))
-        starts = np.floor_divide(np.fromiter([d.ts for d in preds], dtype=np.float64, count=n), bs).astype(
+        starts = np.floor_divide(f64([d.ts for d in preds]), bs).astype(
             np.int64) * bs
         series, codes = _series(evs)
         groups = list(series)

@@ -1,0 +1,40 @@
+"""numpy arrays of Python lists of numbers, written by one struct.pack_into call: struct converts each item with
+PyFloat_AsDouble / PyLong_AsLongLong (~25 instructions an item), where np.fromiter packs each one through numpy's
+generic PyArray_Pack (~170 instructions an item, plus the iterator's). Same values; whatever struct refuses (an
+item that is not a number of the kind, an int out of range) goes to np.fromiter, which converts or raises as
+before."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+def f64(vals: Sequence[Any]) -> np.ndarray:
+    """np.fromiter(vals, dtype=np.float64, count=len(vals)) of a list of floats (or ints, bools): the same doubles
+    (a float's own; float(x) of an int, correctly rounded, as numpy converts it), in a writable array."""
+    n = len(vals)
+    out = np.empty(n, dtype=np.float64)
+    try:
+        struct.pack_into(f"{n}d", out, 0, *vals)
+    except struct.error:
+        return np.fromiter(vals, dtype=np.float64, count=n)
+    return out
+
+
+def i64(vals: Sequence[Any]) -> np.ndarray:
+    """np.fromiter(vals, dtype=np.int64, count=len(vals)) of a list of ints (or bools), in a writable array; a
+    float (which numpy truncates) or an int out of int64 (OverflowError) goes through np.fromiter."""
+    n = len(vals)
+    out = np.empty(n, dtype=np.int64)
+    try:
+        struct.pack_into(f"{n}q", out, 0, *vals)
+    except struct.error:
+        return np.fromiter(vals, dtype=np.int64, count=n)
+    return out
+
+
+__all__ = ["f64", "i64"]
