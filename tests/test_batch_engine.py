@@ -8,9 +8,9 @@ changes, counters and newest event times must be equal, and so must the final jo
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 
+import msgspec
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -44,7 +44,7 @@ class JoinStore:
                 view.preds.setdefault(key[0], []).append(_copy(rec))
         for pid, out in self.outcomes.items():
             if pid in ids:
-                view.outcomes[pid] = dataclasses.replace(out)
+                view.outcomes[pid] = msgspec.structs.replace(out)
         return view
 
     def commit(self, r: EngineResult) -> None:
@@ -55,7 +55,7 @@ class JoinStore:
         for key in r.deletes:
             self.preds.pop(key, None)
         for pid, out in r.outcomes.items():
-            self.outcomes[pid] = dataclasses.replace(out)
+            self.outcomes[pid] = msgspec.structs.replace(out)
         for pid in r.outcome_deletes:
             self.outcomes.pop(pid, None)
         self.counters.update(r.counters)
@@ -68,7 +68,7 @@ class JoinStore:
         engine.mature(mature)
         matured = {r.key: r for r in mature}
         old = [matured.get(k, _copy(r)) for k, r in sorted(self.preds.items()) if r.ts < watermark - horizon]
-        old_outs = [dataclasses.replace(o) for _, o in sorted(self.outcomes.items()) if o.ts < watermark - horizon]
+        old_outs = [msgspec.structs.replace(o) for _, o in sorted(self.outcomes.items()) if o.ts < watermark - horizon]
         engine.expire(old, old_outs)
         result = engine.finish()
         self.commit(result)
@@ -76,7 +76,7 @@ class JoinStore:
 
 
 def _copy(rec: PredRecord) -> PredRecord:
-    return dataclasses.replace(rec, slice_values=None if rec.slice_values is None else dict(rec.slice_values))
+    return msgspec.structs.replace(rec, slice_values=None if rec.slice_values is None else dict(rec.slice_values))
 
 
 def _per_event(s: EngineSettings, view: JoinView, ok: list[tuple[Decoded, int]]) -> EngineResult:
@@ -101,8 +101,8 @@ def _stats_doc(b: BucketStats) -> tuple:
 
 def _result_doc(r: EngineResult) -> tuple:
     return ({k: _stats_doc(v) for k, v in r.deltas.items()},
-            {k: dataclasses.astuple(v) for k, v in r.upserts.items()}, set(r.deletes),
-            {k: dataclasses.astuple(v) for k, v in r.outcomes.items()}, set(r.outcome_deletes),
+            {k: msgspec.structs.astuple(v) for k, v in r.upserts.items()}, set(r.deletes),
+            {k: msgspec.structs.astuple(v) for k, v in r.outcomes.items()}, set(r.outcome_deletes),
             dict(r.counters), dict(r.max_ts), r.conflict_example)
 
 
@@ -175,10 +175,10 @@ def test_batch_path_equals_per_event_engine(stream, cuts, s, implicit_after, mai
     after = 86400.0 * 30 if implicit_after is None else implicit_after
     for a, b in _batches(len(ok), cuts):
         _step(s, ref, new, ok[a:b], after if maintain else None)
-    assert {k: dataclasses.astuple(v) for k, v in new.preds.items()} == \
-        {k: dataclasses.astuple(v) for k, v in ref.preds.items()}
-    assert {k: dataclasses.astuple(v) for k, v in new.outcomes.items()} == \
-        {k: dataclasses.astuple(v) for k, v in ref.outcomes.items()}
+    assert {k: msgspec.structs.astuple(v) for k, v in new.preds.items()} == \
+        {k: msgspec.structs.astuple(v) for k, v in ref.preds.items()}
+    assert {k: msgspec.structs.astuple(v) for k, v in new.outcomes.items()} == \
+        {k: msgspec.structs.astuple(v) for k, v in ref.outcomes.items()}
     assert {k: _stats_doc(v) for k, v in new.buckets.items()} == {k: _stats_doc(v) for k, v in ref.buckets.items()}
     assert new.counters == ref.counters
 
