@@ -18,7 +18,7 @@ from sqlalchemy import Connection, Engine, and_, case, create_engine, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 
-from . import bulk, calls, labels, locking, pg_missing, pgconnect, pgsession, revisions, sqlite_binding
+from . import bulk, calls, labels, locking, pg_missing, pgconnect, pgsession, pgtail, revisions, sqlite_binding
 from . import schema as t
 from .bucket_row import BucketRow
 from .errors import LockWaitCancelled, NotADatabase, SchemaMissing, StalePositions, StoreUnavailable, WriteLocked
@@ -210,16 +210,20 @@ class Store(StoreQueries):
         """Add to persistent counters (rows in key order, so concurrent writers cannot deadlock); undeclared
         feature names beyond MAX_UNDECLARED_NAMES stored ones, and over-limit ones beyond MAX_OVER_LIMIT_NAMES, are
         not recorded by name."""
-        for name, most in NAMED_COUNTERS.items():
-            if any(n == name for n, _ in counts):
-                counts = self._bound_names(conn, counts, name, most)
-        rows = [{"name": n, "label": lbl, "value": v} for (n, lbl), v in sorted(counts.items()) if v]
+        rows = [{"name": n, "label": lbl, "value": v} for n, lbl, v in self._counter_rows(conn, counts)]
         if not rows:
             return
         stmt = self._insert(t.counters)
         stmt = stmt.on_conflict_do_update(index_elements=["name", "label"],
                                           set_={"value": t.counters.c.value + stmt.excluded.value})
         conn.execute(stmt, rows)
+
+    def _counter_rows(self, conn: Connection, counts: dict[tuple[str, str], int]) -> list[tuple[str, str, int]]:
+        """(name, label, value) to add, in key order, without zeros and names beyond their bound (_add_counters)."""
+        for name, most in NAMED_COUNTERS.items():
+            if any(n == name for n, _ in counts):
+                counts = self._bound_names(conn, counts, name, most)
+        return [(n, lbl, v) for (n, lbl), v in sorted(counts.items()) if v]
 
     @staticmethod
     def _bound_names(conn: Connection, counts: dict[tuple[str, str], int], name: str,
@@ -289,11 +293,16 @@ class Store(StoreQueries):
         counts: dict[tuple[str, str], int] = dict(result.counters)
         for d in dead:
             counts[("dead_letters", d.reason)] = counts.get(("dead_letters", d.reason), 0) + 1
-        self._add_counters(conn, counts)
         newest = {(NEWEST_EVENT, kind): ts for kind, ts in result.max_ts.items()}
         if result.max_ts:  # when they arrived, by this writer's clock: the freshness every replica exports
             now = float(self.clock())
             newest.update({(LAST_STORED, kind): now for kind in result.max_ts})
+        if self.dialect == "postgresql":  # the same upserts, pipelined (one round trip)
+            pgtail.write(conn, self._counter_rows(conn, counts),
+                         [(name, kind, int(ts * 1e6)) for (name, kind), ts in sorted(newest.items())],
+                         [(s, p, n) for (s, p), n in positions.items()], list((meta or {}).items()))
+            return
+        self._add_counters(conn, counts)
         self._raise_newest(conn, newest)
         self._upsert(conn, t.positions, [{"source": s, "partition": p, "next_offset": n}
                                          for (s, p), n in positions.items()], ["source", "partition"],
