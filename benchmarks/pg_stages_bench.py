@@ -34,7 +34,9 @@ STAGES = [(psycopg.Connection, "commit", "COMMIT"), (pipeline, "decode_many", "d
           (pipeline, "apply_isolating", "engine incl. lookup+finish"), (pipeline, "record_samples", "feature samples"),
           (store.Store, "commit_batch", "commit_batch"), (bulk, "merge_buckets", "  buckets"),
           (bulk, "encode_merged", "    of which encode_merged"), (bulk, "write_predictions", "  join rows"),
-          (bulk, "write_outcomes", "  outcome rows"), (pgcopy, "copy_rows", "  of which COPY")]
+          (bulk, "write_outcomes", "  outcome rows"), (pgcopy, "copy_rows", "  of which COPY"),
+          (bulk, "copy_new_join_rows", "  new join rows (COPY, both tables)"),
+          (bulk, "upsert_predictions", "  join rows upserted"), (bulk, "upsert_outcomes", "  outcome rows upserted")]
 
 
 class Spent:

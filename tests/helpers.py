@@ -82,6 +82,14 @@ def refuse_database_writes_of(monkeypatch: Any, prediction_id: str) -> None:
         original(conn, dialect, records, stored)
 
     monkeypatch.setattr(bulk, "write_predictions", refusing)
+    copy_new = bulk.copy_new_join_rows  # PostgreSQL's batch path: both tables' new rows under one savepoint
+
+    def refusing_copy(conn: Any, records: Any, outcomes: Any, stored: Any) -> Any:
+        if any(r.prediction_id == prediction_id for r in records):
+            raise DataError("COPY predictions ...", {}, ValueError(f"refused {prediction_id!r}"))
+        return copy_new(conn, records, outcomes, stored)
+
+    monkeypatch.setattr(bulk, "copy_new_join_rows", refusing_copy)
 
 
 SEED000_SCORES = {  # score: (positives, negatives) — recall/FPR at 0.9, 0.7, 0.5, 0.3, 0.1 as in seed 000

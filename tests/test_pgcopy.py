@@ -60,13 +60,13 @@ def _join_state(store: Store) -> tuple[list[tuple], list[tuple]]:
 
 def test_new_rows_are_copied_and_the_join_state_equals_the_upsert_path_and_sqlite(pg_url, tmp_path, monkeypatch):
     copied: list[tuple[str, int]] = []
-    real = pgcopy.copy_rows
+    real = pgcopy.copy_tables
 
-    def counting(conn, table, columns, kinds, rows):
-        copied.append((table, len(rows)))
-        return real(conn, table, columns, kinds, rows)
+    def counting(conn, copies):
+        copied.extend((table, len(rows)) for table, _, _, rows in copies)
+        return real(conn, copies)
 
-    monkeypatch.setattr(pgcopy, "copy_rows", counting)
+    monkeypatch.setattr(pgcopy, "copy_tables", counting)
     pg = _store(pg_url)
     _ingest(pg)
     assert {t for t, _ in copied} == {"predictions", "outcomes"}
@@ -80,7 +80,7 @@ def test_new_rows_are_copied_and_the_join_state_equals_the_upsert_path_and_sqlit
         conn.execute(text("DELETE FROM predictions"))
         conn.execute(text("DELETE FROM outcomes"))
         conn.execute(text("DELETE FROM positions"))
-    monkeypatch.setattr(bulk, "_copied", lambda conn, table, columns, kinds, rows, is_stored: rows)
+    monkeypatch.setattr(pgcopy, "copy_tables", lambda conn, copies: False)  # every row upserted
     _ingest(pg)
     assert _join_state(pg) == _join_state(lite)
     pg.close()
@@ -106,8 +106,55 @@ def test_a_copied_key_that_is_stored_is_upserted_instead(pg_url, caplog):
     store.close()
 
 
+def test_a_batchs_new_predictions_and_outcomes_are_copied_under_one_savepoint(pg_url, monkeypatch):
+    """One SAVEPOINT (and RELEASE) round trip and subtransaction per batch for both COPYs, not one per table."""
+    from sqlalchemy import event
+
+    calls: list[list[str]] = []
+    real = pgcopy.copy_tables
+
+    def recording(conn, copies):
+        calls.append([table for table, _, _, _ in copies])
+        return real(conn, copies)
+
+    monkeypatch.setattr(pgcopy, "copy_tables", recording)
+    store = _store(pg_url)
+    savepoints: list[str] = []
+    event.listen(store.engine, "before_cursor_execute",
+                 lambda conn, cur, statement, *rest: savepoints.append(statement)
+                 if statement.startswith("SAVEPOINT") else None)
+    pipe = Pipeline(from_dict({}), store)
+    pipe.process_batch([RawRecord("file:x", 0, 0, pred("p1", 0.3, T0)), RawRecord("file:x", 0, 1, outcome("q1", 1, T0))])
+    assert calls == [["predictions", "outcomes"]] and len(savepoints) == 1
+    store.close()
+
+
+def test_a_stored_key_among_both_tables_copies_undoes_both_and_upserts_them(pg_url, caplog):
+    store = _store(pg_url)
+    with store.write() as conn:
+        bulk.write_predictions(conn, "postgresql", [PredRecord("p1", "fraud", "v1", "A", T0, 0.7, True, 0)],
+                               frozenset())
+    from driftline.core.engine import StoredKeys
+
+    relabelled = PredRecord("p1", "fraud", "v1", "A", T0, 0.7, True, 0, label=1, label_ts=T0 + 2)
+    new = PredRecord("p2", "fraud", "v1", "A", T0, 0.2, False, 0)
+    out = OutcomeRecord("p1", 1, T0 + 2, 0, True)
+    with caplog.at_level(logging.WARNING, logger="driftline.storage.pgcopy"):
+        with store.write() as conn:  # told nothing is stored: the copies meet p1 and are undone, all is upserted
+            preds, outs = bulk.copy_new_join_rows(conn, [relabelled, new], [out], StoredKeys(frozenset(), frozenset()))
+            assert (len(preds), len(outs)) == (2, 1)
+            bulk.upsert_predictions(conn, preds)
+            bulk.upsert_outcomes(conn, outs)
+    assert sum("already stored" in r.getMessage() for r in caplog.records) == 1
+    preds_stored, outs_stored = _join_state(store)
+    assert [(p[0], p[8], p[9]) for p in preds_stored] == [("p1", 1, T0 + 2), ("p2", None, None)]
+    assert outs_stored == [("p1", 1, T0 + 2, 0, True)]
+    store.close()
+
+
 def test_sqlite_never_copies(tmp_path, monkeypatch):
     monkeypatch.setattr(pgcopy, "copy_rows", lambda *a: pytest.fail("COPY on SQLite"))
+    monkeypatch.setattr(pgcopy, "copy_tables", lambda *a: pytest.fail("COPY on SQLite"))
     store = _store(f"sqlite:///{tmp_path / 'x.db'}")
     _ingest(store)
     assert len(_join_state(store)[0]) == 360

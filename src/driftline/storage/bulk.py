@@ -180,13 +180,17 @@ def write_predictions(conn: Connection, dialect: str, records: Sequence[PredReco
         rows.sort()  # key order: concurrent writers lock rows in the same order
         if stored is not None:
             rows = _copied(conn, "predictions", PRED_COLS, _PRED_KINDS, rows, lambda r: r[:3] in stored)
-            if not rows:
-                return
-        conn.exec_driver_sql(f"INSERT INTO predictions ({PRED_COLS}) SELECT * FROM unnest({_PRED_ARRAYS}) "
-                             + _PRED_CONFLICT, _pg_columns(conn, _columns(rows), _PRED_KINDS))
+        upsert_predictions(conn, rows)
     else:
         _insert_many(conn, f"INSERT INTO predictions ({PRED_COLS}) VALUES ", 12, _PRED_CONFLICT,
                      sqlite_pred_values(records))
+
+
+def upsert_predictions(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+    """PostgreSQL: insert or relabel join rows (pred_rows, in key order) in one statement."""
+    if rows:
+        conn.exec_driver_sql(f"INSERT INTO predictions ({PRED_COLS}) SELECT * FROM unnest({_PRED_ARRAYS}) "
+                             + _PRED_CONFLICT, _pg_columns(conn, _columns(rows), _PRED_KINDS))
 
 
 def write_outcomes(conn: Connection, dialect: str, outcomes: Sequence[OutcomeRecord],
@@ -199,14 +203,18 @@ def write_outcomes(conn: Connection, dialect: str, outcomes: Sequence[OutcomeRec
     if dialect == "postgresql":
         if stored is not None:
             rows = _copied(conn, "outcomes", _OUT_COLS, _OUT_KINDS, rows, lambda r: r[0] in stored)
-            if not rows:
-                return
-        conn.exec_driver_sql(f"INSERT INTO outcomes ({_OUT_COLS}) SELECT * FROM unnest({_OUT_ARRAYS}) "
-                             + _OUT_CONFLICT, _pg_columns(conn, _columns(rows), _OUT_KINDS))
+        upsert_outcomes(conn, rows)
     else:
         flat = list(chain.from_iterable(rows))
         flat[4::5] = as_ints(flat[4::5])
         _insert_many(conn, f"INSERT INTO outcomes ({_OUT_COLS}) VALUES ", 5, _OUT_CONFLICT, flat)
+
+
+def upsert_outcomes(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+    """PostgreSQL: insert or replace outcome rows (_out_rows, in key order) in one statement."""
+    if rows:
+        conn.exec_driver_sql(f"INSERT INTO outcomes ({_OUT_COLS}) SELECT * FROM unnest({_OUT_ARRAYS}) "
+                             + _OUT_CONFLICT, _pg_columns(conn, _columns(rows), _OUT_KINDS))
 
 
 def _copied(conn: Connection, table: str, columns: str, kinds: Sequence[str], rows: list[tuple[Any, ...]],
@@ -217,6 +225,25 @@ def _copied(conn: Connection, table: str, columns: str, kinds: Sequence[str], ro
     if fresh and pgcopy.copy_rows(conn, table, columns, kinds, fresh):
         return [r for r in rows if is_stored(r)]
     return rows
+
+
+def copy_new_join_rows(conn: Connection, records: Sequence[PredRecord], outcomes: Sequence[OutcomeRecord],
+                       stored: StoredKeys) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """PostgreSQL: COPY a batch's new predictions and outcomes (keys not in `stored`, which the batch's lookup
+    found) under one savepoint (pgcopy.copy_tables); the (prediction, outcome) rows left to upsert, in key order:
+    the stored ones, or all of them when a copied key was stored after all (nothing copied then)."""
+    preds = pred_rows(records)
+    preds.sort()  # key order: concurrent writers lock rows in the same order
+    outs = _out_rows(outcomes)
+    outs.sort()
+    fresh_preds = [r for r in preds if r[:3] not in stored.preds]
+    fresh_outs = [r for r in outs if r[0] not in stored.outcomes]
+    copies = [(table, columns, kinds, rows) for table, columns, kinds, rows in (
+        ("predictions", PRED_COLS, _PRED_KINDS, fresh_preds), ("outcomes", _OUT_COLS, _OUT_KINDS, fresh_outs)) if rows]
+    if copies and pgcopy.copy_tables(conn, copies):
+        return ([r for r in preds if r[:3] in stored.preds] if fresh_preds else preds,
+                [r for r in outs if r[0] in stored.outcomes] if fresh_outs else outs)
+    return preds, outs
 
 
 def sqlite_pred_values(records: Sequence[PredRecord]) -> list[Any]:

@@ -35,11 +35,19 @@ class JoinRows:
     def write(self, conn: Connection, result: EngineResult) -> None:
         """A batch's join-state changes: new and relabelled predictions, outcomes, and the rows it dropped."""
         stored = result.stored
-        bulk.write_predictions(conn, self.dialect, list(result.upserts.values()), stored and stored.preds)
+        if self.dialect == "postgresql" and stored is not None:  # both tables' new rows copied under one savepoint
+            pred_rows, out_rows = bulk.copy_new_join_rows(conn, list(result.upserts.values()),
+                                                          list(result.outcomes.values()), stored)
+            bulk.upsert_predictions(conn, pred_rows)
+        else:
+            bulk.write_predictions(conn, self.dialect, list(result.upserts.values()), stored and stored.preds)
         p = t.predictions.c
         for chunk in bulk.chunks(sorted(result.deletes)):
             conn.execute(delete(t.predictions).where(tuple_(p.prediction_id, p.model, p.variant).in_(list(chunk))))
-        bulk.write_outcomes(conn, self.dialect, list(result.outcomes.values()), stored and stored.outcomes)
+        if self.dialect == "postgresql" and stored is not None:
+            bulk.upsert_outcomes(conn, out_rows)
+        else:
+            bulk.write_outcomes(conn, self.dialect, list(result.outcomes.values()), stored and stored.outcomes)
         for chunk in bulk.chunks(sorted(result.outcome_deletes)):
             conn.execute(delete(t.outcomes).where(t.outcomes.c.prediction_id.in_(list(chunk))))
 

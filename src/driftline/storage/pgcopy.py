@@ -25,20 +25,34 @@ def copy_rows(conn: Connection, table: str, columns: str, kinds: Sequence[str], 
               ) -> bool:
     """COPY `rows` (values in `columns` order, PostgreSQL types `kinds`) into `table` in the caller's transaction;
     True once written, False with nothing written when a row's key is already stored (the caller upserts them)."""
+    return copy_tables(conn, [(table, columns, kinds, rows)])
+
+
+Copy = tuple[str, str, Sequence[str], Sequence[tuple[Any, ...]]]
+"""(table, columns, kinds, rows) of one COPY (see copy_rows)."""
+
+
+def copy_tables(conn: Connection, copies: Sequence[Copy]) -> bool:
+    """copy_rows of several tables under one savepoint (a batch's new predictions and outcomes: one SAVEPOINT and
+    RELEASE round trip, one subtransaction, instead of one each): True once all are written, False with none
+    written when a key of any is already stored (the caller upserts all their rows)."""
     import psycopg  # PostgreSQL only: SQLite runs never import psycopg
 
-    statement = f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)"
+    statement = ""
     dbapi = conn.connection.driver_connection
     try:
         with conn.begin_nested():
-            with driver_step(conn, "a COPY"), dbapi.cursor() as cur:  # type: ignore[union-attr]
-                with cur.copy(statement) as copy:
-                    copy.set_types(list(kinds))
-                    write = copy.write_row
-                    for row in rows:
-                        write(row)
+            for table, columns, kinds, rows in copies:
+                statement = f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)"
+                with driver_step(conn, "a COPY"), dbapi.cursor() as cur:  # type: ignore[union-attr]
+                    with cur.copy(statement) as copy:
+                        copy.set_types(list(kinds))
+                        write = copy.write_row
+                        for row in rows:
+                            write(row)
     except psycopg.errors.UniqueViolation as err:
-        log.warning("%d new %s rows: a key was already stored (%s); upserting them instead", len(rows), table,
+        log.warning("%s: a key was already stored (%s); upserting them instead",
+                    " and ".join(f"{len(rows)} new {table} rows" for table, _, _, rows in copies),
                     str(err).splitlines()[0])
         return False
     except psycopg.Error as err:
