@@ -18,7 +18,8 @@ from sqlalchemy import Connection, Engine, and_, case, create_engine, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 
-from . import bulk, calls, labels, locking, pg_missing, pgconnect, pgsession, pgtail, revisions, sqlite_binding
+from . import (bulk, calls, labels, locking, pg_missing, pgconnect, pgfence, pgsession, pgtail, revisions,
+               sqlite_binding)
 from . import schema as t
 from .bucket_row import BucketRow
 from .errors import LockWaitCancelled, NotADatabase, SchemaMissing, StalePositions, StoreUnavailable, WriteLocked
@@ -312,7 +313,14 @@ class Store(StoreQueries):
 
     def _guard_positions(self, conn: Connection, positions: dict[tuple[str, int], int],
                          expected: dict[tuple[str, int], int]) -> None:
-        """Compare-and-set of the stored next offsets (row lock held to the end of the transaction)."""
+        """Compare-and-set of the stored next offsets (row lock held to the end of the transaction); on PostgreSQL one
+        statement for all partitions (pgfence)."""
+        if self.dialect == "postgresql":
+            stale = pgfence.guard(conn, [(s, p, start, positions.get((s, p), start))
+                                         for (s, p), start in sorted(expected.items())])
+            if stale:
+                raise StalePositions(stale)
+            return
         p = t.positions.c
         stale: dict[tuple[str, int], tuple[int, int | None]] = {}
         for (source, partition), start in sorted(expected.items()):

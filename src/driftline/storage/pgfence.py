@@ -1,0 +1,33 @@
+"""The compare-and-set of stored positions (Store._guard_positions) on PostgreSQL as one statement for all the
+batch's partitions: a round trip for the fence instead of an UPDATE per partition (plus an INSERT and a SELECT for
+each partition the UPDATE missed). The same moves and the same stale answer as the per-partition statements: a
+position moves only from the expected offset, a missing row counts as 0 (inserted then), and every other partition
+is reported with its stored offset (None: no row), read in the same statement.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection
+
+GUARD = (
+    "WITH e(source, partition, start, next) AS (SELECT * FROM unnest(%s::text[], %s::int4[], %s::int8[], %s::int8[])), "
+    "moved AS (UPDATE positions p SET next_offset = e.next FROM e WHERE p.source = e.source "
+    "AND p.partition = e.partition AND p.next_offset = e.start RETURNING p.source, p.partition), "
+    "added AS (INSERT INTO positions (source, partition, next_offset) SELECT source, partition, next FROM e "
+    "WHERE start = 0 ON CONFLICT (source, partition) DO NOTHING RETURNING source, partition) "
+    "SELECT e.source, e.partition, e.start, (SELECT q.next_offset FROM positions q WHERE q.source = e.source "
+    "AND q.partition = e.partition) FROM e WHERE NOT EXISTS (SELECT 1 FROM moved m WHERE m.source = e.source "
+    "AND m.partition = e.partition) AND NOT EXISTS (SELECT 1 FROM added a WHERE a.source = e.source "
+    "AND a.partition = e.partition)")
+"""Moves each (source, partition) from `start` to `next` where it is stored at `start` (or inserts it when `start` is
+0 and no row exists: a row at 0 is moved by the UPDATE, and the INSERT then meets it and does nothing); returns the
+others with their stored offset, read from the statement's snapshot, which this statement did not change for them."""
+
+
+def guard(conn: Connection, moves: list[tuple[str, int, int, int]]) -> dict[tuple[str, int], tuple[int, int | None]]:
+    """Apply (source, partition, expected start, new next offset) moves; the stale ones → (start, stored or None)."""
+    if not moves:
+        return {}
+    sources, partitions, starts, nexts = (list(c) for c in zip(*moves))
+    rows = conn.exec_driver_sql(GUARD, (sources, partitions, starts, nexts)).fetchall()
+    return {(s, int(p)): (int(start), None if stored is None else int(stored)) for s, p, start, stored in rows}
