@@ -38,6 +38,8 @@ class Profile:
         self.server: dict[str, float] = defaultdict(float)
         self.wall: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
+        self.in_pipeline = False
+        self.busy = False
 
     def add(self, key: str, server_ns: int, wall_s: float) -> None:
         self.server[key] += server_ns / 1e6
@@ -51,6 +53,9 @@ def statement_key(statement: Any) -> str:
     return text[:150]
 
 
+# a pipeline's calls are summed as one: "(pipeline) " and the first 40 characters of each statement queued
+
+
 def install(profile: Profile) -> None:
     """Wrap psycopg's cursor execute/executemany/copy and connection commit to record each call."""
 
@@ -58,12 +63,16 @@ def install(profile: Profile) -> None:
         inner = getattr(owner, name)
 
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if profile.in_pipeline or profile.busy:  # counted with its pipeline or its executemany
+                return inner(self, *args, **kwargs)
             conn = self if isinstance(self, psycopg.Connection) else self.connection
             pid = conn.info.backend_pid
             s, t = backend_ns(pid), time.perf_counter()
+            profile.busy = True
             try:
                 return inner(self, *args, **kwargs)
             finally:
+                profile.busy = False
                 profile.add(key_of(args), backend_ns(pid) - s, time.perf_counter() - t)
 
         setattr(owner, name, wrapper)
@@ -84,6 +93,34 @@ def install(profile: Profile) -> None:
             profile.add(statement_key(statement), backend_ns(pid) - s, time.perf_counter() - t)
 
     psycopg.Cursor.copy = copy_wrapper  # type: ignore[method-assign]
+    pipeline = psycopg.Connection.pipeline
+
+    @contextmanager
+    def pipeline_wrapper(self: Any) -> Iterator[Any]:
+        if profile.busy or profile.in_pipeline:  # executemany's own pipeline: counted as the executemany
+            with pipeline(self) as p:
+                yield p
+            return
+        pid = self.info.backend_pid
+        s, t = backend_ns(pid), time.perf_counter()
+        sent: list[str] = []
+        execute = psycopg.Cursor.execute
+
+        def queued(cur: Any, statement: Any, *args: Any, **kwargs: Any) -> Any:
+            sent.append(statement_key(statement)[:40])
+            return execute(cur, statement, *args, **kwargs)
+
+        profile.in_pipeline = True
+        psycopg.Cursor.execute = queued  # type: ignore[method-assign]
+        try:
+            with pipeline(self) as p:
+                yield p
+        finally:
+            profile.in_pipeline = False
+            psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+            profile.add("(pipeline) " + " | ".join(sent), backend_ns(pid) - s, time.perf_counter() - t)
+
+    psycopg.Connection.pipeline = pipeline_wrapper  # type: ignore[method-assign]
 
 
 def main() -> None:
