@@ -304,6 +304,55 @@ def test_a_stop_breaks_off_a_binary_read_a_stopped_proxy_never_answers(pg_behind
     assert any("(a write has been waiting" in m and "a statement" in m for m in lines), lines
 
 
+def test_a_stop_breaks_off_pipelined_join_lookups_a_stopped_proxy_never_answers(pg_behind_forwarder, caplog) -> None:
+    """A batch's two join lookups are sent in one psycopg pipeline (pgread.fetch_binary_all): recorded as a statement
+    like fetch_binary, so a stop breaks it off (the join is the hang guard)."""
+    from driftline.storage import bulk
+
+    pg = pg_behind_forwarder
+    store = Store(pg.url)
+    store.migrate()
+    caplog.set_level(logging.INFO, logger="driftline")
+
+    def write(failed: list[BaseException]) -> None:
+        try:
+            with store.write() as conn:
+                conn.execute(text("SELECT 1"))
+                pg.forwarder.pause()  # the database freezes while the batch's join rows are looked up
+                bulk.load_join(conn, "postgresql", [f"p{i}" for i in range(5000)])
+        except Exception as err:  # noqa: BLE001 - asserted below
+            failed.append(err)
+
+    failed, lines = _broken_off_at_stop(store, pg, write, "pipelined lookups", caplog)
+    assert failed and isinstance(failed[0], StoreUnavailable), failed
+    assert any("(a write has been waiting" in m and "a statement" in m for m in lines), lines
+
+
+def test_a_stop_breaks_off_a_pipelined_batch_tail_a_stopped_proxy_never_answers(pg_behind_forwarder, caplog) -> None:
+    """The end of a batch's write (counters, newest times, positions, meta) is one psycopg pipeline (storage/pgtail):
+    recorded as a statement, so a stop breaks it off (the join is the hang guard)."""
+    from driftline.core.engine import EngineResult
+
+    pg = pg_behind_forwarder
+    store = Store(pg.url)
+    store.migrate()
+    caplog.set_level(logging.INFO, logger="driftline")
+
+    def write(failed: list[BaseException]) -> None:
+        try:
+            with store.write() as conn:
+                conn.execute(text("SELECT 1"))
+                pg.forwarder.pause()  # the database freezes while the batch's counters and positions are written
+                store.commit_batch(conn, EngineResult(counters={("events", "prediction"): 3}), [],
+                                   {("file:x", 0): 7}, meta={"k": "v"})
+        except Exception as err:  # noqa: BLE001 - asserted below
+            failed.append(err)
+
+    failed, lines = _broken_off_at_stop(store, pg, write, "pipelined tail", caplog)
+    assert failed and isinstance(failed[0], StoreUnavailable), failed
+    assert any("(a write has been waiting" in m and "a statement" in m for m in lines), lines
+
+
 def test_a_stop_breaks_off_a_new_connections_session_setup_a_stopped_proxy_never_answers(pg_behind_forwarder,
                                                                                           caplog) -> None:
     """pgtry tryout: every new PostgreSQL connection runs a query of its own before its first statement (the lz4

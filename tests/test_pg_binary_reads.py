@@ -94,3 +94,40 @@ def test_binary_join_lookups_equal_the_text_reads(store, preds, outs, extra) -> 
     assert repr(sorted((r for recs in view.preds.values() for r in recs), key=lambda r: r.key)) == \
         repr(sorted(records, key=lambda r: r.key))
     assert repr(sorted(view.outcomes.items())) == repr(sorted((o[0], OutcomeRecord(*o)) for o in outs))
+
+
+def test_the_join_lookups_are_sent_in_one_pipeline(store, monkeypatch) -> None:
+    """load_join's two lookups go in one round trip (pgread.fetch_binary_all: a psycopg pipeline), not one each."""
+    import psycopg
+
+    entered: list[int] = []
+    real = psycopg.Connection.pipeline
+
+    def counting(self):  # type: ignore[no-untyped-def]
+        entered.append(1)
+        return real(self)
+
+    monkeypatch.setattr(psycopg.Connection, "pipeline", counting)
+    monkeypatch.setattr(pgread, "fetch_binary", lambda *a: pytest.fail("a lookup sent alone"))
+    from driftline.core.engine import OutcomeRecord, PredRecord
+
+    with store.write() as conn:
+        bulk.write_predictions(conn, "postgresql", [PredRecord("p1", "fraud", "v1", "A", 1.0, 0.5, True, 0)])
+        bulk.write_outcomes(conn, "postgresql", [OutcomeRecord("p1", 1, 2.0, 0, True)])
+    entered.clear()
+    with store.write() as conn:
+        view = bulk.load_join(conn, "postgresql", ["p1", "p2"])
+    assert entered == [1]
+    assert list(view.preds) == ["p1"] and list(view.outcomes) == ["p1"]
+
+
+def test_pipelined_reads_raise_driver_errors_as_sqlalchemy_errors(store) -> None:
+    with pytest.raises(ProgrammingError):
+        with store.write() as conn:
+            pgread.fetch_binary_all(conn, [("SELECT no_such_column FROM buckets", ()), ("SELECT 1", ())])
+    with pytest.raises(DataError):
+        with store.write() as conn:
+            pgread.fetch_binary_all(conn, [("SELECT 1", ()), ("SELECT 1 / %b::int", (0,))])
+    with store.write() as conn:  # the connection is usable afterwards
+        assert pgread.fetch_binary_all(conn, [("SELECT %b::int8", (7,)), ("SELECT %b::text", ("x",))]) == \
+            [[(7,)], [("x",)]]
