@@ -22,11 +22,17 @@ LAST_STORED = "last_stored_us"
 TIME_ROWS = (NEWEST_EVENT, LAST_STORED)
 
 
+def bucket_key(r: BucketRow) -> tuple[str, str, str, int, int]:
+    """A bucket row's primary key, in the buckets table's column order."""
+    return r.model, r.model_version, r.variant, r.bucket_start, r.shard
+
+
 class StoreQueries:
     """The read side of Store, each query in its own read transaction (Store supplies `read` and `join`)."""
 
     if TYPE_CHECKING:
         join: JoinRows
+        dialect: str
 
         def read(self) -> AbstractContextManager[Connection]: ...
 
@@ -129,13 +135,20 @@ class StoreQueries:
                 model_version: str | None = None, features: bool | str = True) -> list[BucketRow]:
         """Stored buckets whose start lies in [start, end) (feature histograms only when asked), in key order: the
         callers sum floats across buckets, so the order is fixed, not the table's physical one (PostgreSQL returns
-        rows as they lie on disk, and two databases holding the same buckets would differ in the last digits)."""
+        rows as they lie on disk, and two databases holding the same buckets would differ in the last digits).
+        SQLite's rows are put in key order here: its ORDER BY copied every blob through a temp B-tree (the range is
+        read by the (model, bucket_start) index), which cost more than the read itself for a 7-day window."""
         b = t.buckets.c
-        q = t.for_series(select(t.buckets).where(and_(b.bucket_start >= start, b.bucket_start < end))
-                         .order_by(*t.buckets.primary_key), b, model, variant, model_version)
+        q = t.for_series(select(t.buckets).where(and_(b.bucket_start >= start, b.bucket_start < end)),
+                         b, model, variant, model_version)
+        if self.dialect != "sqlite":
+            q = q.order_by(*t.buckets.primary_key)  # the server's collation decides the text order
         with self.read() as conn:
-            return [BucketRow.encoded(r.model, r.model_version, r.variant, r.bucket_start, r.shard, r.data, features)
+            rows = [BucketRow.encoded(r.model, r.model_version, r.variant, r.bucket_start, r.shard, r.data, features)
                     for r in conn.execute(q)]
+        if self.dialect == "sqlite":  # BINARY collation of UTF-8 text = code point order, as Python compares str
+            rows.sort(key=bucket_key)
+        return rows
 
     def bucket_range(self, model: str | None) -> tuple[int, int] | None:
         """Earliest and latest bucket start stored (for a model)."""
