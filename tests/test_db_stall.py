@@ -279,60 +279,36 @@ def test_a_stop_breaks_off_a_copy_a_stopped_proxy_never_answers(pg_behind_forwar
     assert any("(a write has been waiting" in m and "a COPY" in m for m in lines), lines
 
 
-def test_a_stop_breaks_off_a_binary_read_a_stopped_proxy_never_answers(pg_behind_forwarder, caplog) -> None:
-    """A batch's bucket and sample blobs are read on a driver cursor in binary format (storage/pgread.py), which
-    fires no cursor event: like the COPY, it is recorded as a statement, so it is reported when it stalls and broken
-    off once stopping (without driver_step the read is never seen stalled: the join is the hang guard)."""
+def _read_blobs(conn: Any, store: Store) -> None:
+    """A batch's bucket and sample blobs read on a driver cursor in binary format (storage/pgread.py)."""
     from driftline.storage.pgread import fetch_binary
 
-    pg = pg_behind_forwarder
-    store = Store(pg.url)
-    store.migrate()
-    caplog.set_level(logging.INFO, logger="driftline")
-
-    def write(failed: list[BaseException]) -> None:
-        try:
-            with store.write() as conn:
-                conn.execute(text("SELECT 1"))
-                pg.forwarder.pause()  # the database freezes while the batch's blobs are read
-                fetch_binary(conn, "SELECT data FROM buckets", ())
-        except Exception as err:  # noqa: BLE001 - asserted below
-            failed.append(err)
-
-    failed, lines = _broken_off_at_stop(store, pg, write, "binary read", caplog)
-    assert failed and isinstance(failed[0], StoreUnavailable), failed
-    assert any("(a write has been waiting" in m and "a statement" in m for m in lines), lines
+    fetch_binary(conn, "SELECT data FROM buckets", ())
 
 
-def test_a_stop_breaks_off_pipelined_join_lookups_a_stopped_proxy_never_answers(pg_behind_forwarder, caplog) -> None:
-    """A batch's two join lookups are sent in one psycopg pipeline (pgread.fetch_binary_all): recorded as a statement
-    like fetch_binary, so a stop breaks it off (the join is the hang guard)."""
+def _look_up_join_rows(conn: Any, store: Store) -> None:
+    """A batch's two join lookups, sent in one psycopg pipeline (pgread.fetch_binary_all)."""
     from driftline.storage import bulk
 
-    pg = pg_behind_forwarder
-    store = Store(pg.url)
-    store.migrate()
-    caplog.set_level(logging.INFO, logger="driftline")
-
-    def write(failed: list[BaseException]) -> None:
-        try:
-            with store.write() as conn:
-                conn.execute(text("SELECT 1"))
-                pg.forwarder.pause()  # the database freezes while the batch's join rows are looked up
-                bulk.load_join(conn, "postgresql", [f"p{i}" for i in range(5000)])
-        except Exception as err:  # noqa: BLE001 - asserted below
-            failed.append(err)
-
-    failed, lines = _broken_off_at_stop(store, pg, write, "pipelined lookups", caplog)
-    assert failed and isinstance(failed[0], StoreUnavailable), failed
-    assert any("(a write has been waiting" in m and "a statement" in m for m in lines), lines
+    bulk.load_join(conn, "postgresql", [f"p{i}" for i in range(5000)])
 
 
-def test_a_stop_breaks_off_a_pipelined_batch_tail_a_stopped_proxy_never_answers(pg_behind_forwarder, caplog) -> None:
-    """The end of a batch's write (counters, newest times, positions, meta) is one psycopg pipeline (storage/pgtail):
-    recorded as a statement, so a stop breaks it off (the join is the hang guard)."""
+def _write_batch_tail(conn: Any, store: Store) -> None:
+    """The end of a batch's write (counters, newest times, positions, meta): one psycopg pipeline (storage/pgtail)."""
     from driftline.core.engine import EngineResult
 
+    store.commit_batch(conn, EngineResult(counters={("events", "prediction"): 3}), [], {("file:x", 0): 7},
+                       meta={"k": "v"})
+
+
+@pytest.mark.parametrize("frozen", [_read_blobs, _look_up_join_rows, _write_batch_tail],
+                         ids=["binary read", "pipelined lookups", "pipelined tail"])
+def test_a_stop_breaks_off_a_driver_level_statement_a_stopped_proxy_never_answers(pg_behind_forwarder, caplog,
+                                                                                  frozen: Any) -> None:
+    """Statements sent on the driver's own cursor or pipeline fire no SQLAlchemy cursor event: the binary blob read,
+    the pipelined join lookups, the pipelined end of a batch. Like the COPY, each is recorded as a statement, so it
+    is reported when it stalls and broken off once stopping (without its driver_step it is never seen stalled: the
+    join is the hang guard)."""
     pg = pg_behind_forwarder
     store = Store(pg.url)
     store.migrate()
@@ -342,13 +318,12 @@ def test_a_stop_breaks_off_a_pipelined_batch_tail_a_stopped_proxy_never_answers(
         try:
             with store.write() as conn:
                 conn.execute(text("SELECT 1"))
-                pg.forwarder.pause()  # the database freezes while the batch's counters and positions are written
-                store.commit_batch(conn, EngineResult(counters={("events", "prediction"): 3}), [],
-                                   {("file:x", 0): 7}, meta={"k": "v"})
+                pg.forwarder.pause()  # the database freezes while the call waits for its answer
+                frozen(conn, store)
         except Exception as err:  # noqa: BLE001 - asserted below
             failed.append(err)
 
-    failed, lines = _broken_off_at_stop(store, pg, write, "pipelined tail", caplog)
+    failed, lines = _broken_off_at_stop(store, pg, write, frozen.__name__, caplog)
     assert failed and isinstance(failed[0], StoreUnavailable), failed
     assert any("(a write has been waiting" in m and "a statement" in m for m in lines), lines
 

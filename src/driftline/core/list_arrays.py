@@ -13,28 +13,28 @@ from typing import Any
 import numpy as np
 
 
+def _packed(vals: Sequence[Any], code: str, dtype: type) -> np.ndarray:
+    """np.fromiter(vals, dtype=dtype, count=len(vals)), packed by struct with format `code` when it accepts every
+    item, in a writable array."""
+    n = len(vals)
+    out = np.empty(n, dtype=dtype)
+    try:
+        struct.pack_into(f"{n}{code}", out, 0, *vals)
+    except struct.error:
+        return np.fromiter(vals, dtype=dtype, count=n)
+    return out
+
+
 def f64(vals: Sequence[Any]) -> np.ndarray:
     """np.fromiter(vals, dtype=np.float64, count=len(vals)) of a list of floats (or ints, bools): the same doubles
     (a float's own; float(x) of an int, correctly rounded, as numpy converts it), in a writable array."""
-    n = len(vals)
-    out = np.empty(n, dtype=np.float64)
-    try:
-        struct.pack_into(f"{n}d", out, 0, *vals)
-    except struct.error:
-        return np.fromiter(vals, dtype=np.float64, count=n)
-    return out
+    return _packed(vals, "d", np.float64)
 
 
 def i64(vals: Sequence[Any]) -> np.ndarray:
     """np.fromiter(vals, dtype=np.int64, count=len(vals)) of a list of ints (or bools), in a writable array; a
     float (which numpy truncates) or an int out of int64 (OverflowError) goes through np.fromiter."""
-    n = len(vals)
-    out = np.empty(n, dtype=np.int64)
-    try:
-        struct.pack_into(f"{n}q", out, 0, *vals)
-    except struct.error:
-        return np.fromiter(vals, dtype=np.int64, count=n)
-    return out
+    return _packed(vals, "q", np.int64)
 
 
 __all__ = ["f64", "i64"]
