@@ -35,16 +35,33 @@ def install_stop_handlers(stop: threading.Event) -> None:
     action killed the process on the spot (a closed terminal or ssh session, a `kill -HUP` meant as a reload):
     no consumer leaving its group, no log line. A SIGHUP ignored at start (`nohup`) stays ignored. A second SIGINT
     (Ctrl-C again) exits at once with 130: the clean shutdown waits for a running job, e.g. a trigger evaluation
-    waiting out another writer's lock (30 s), and a second Ctrl-C changed nothing (soak tryout)."""
+    waiting out another writer's lock (30 s), and a second Ctrl-C changed nothing (soak tryout).
+    The handler takes no lock: it writes a byte to a pipe and a thread sets `stop`. Calling `stop.set()` in the
+    handler deadlocked when a second signal interrupted the first one's `set()` (holding the Event's lock) in the
+    main thread: `timeout` sends SIGTERM to its child and to the child's process group, and the stop never ended."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    signalled = [False]
+
+    def set_stop() -> None:
+        while os.read(read_end, 64):
+            stop.set()
+
+    threading.Thread(target=set_stop, name="driftline-stop-signal", daemon=True).start()
+
     def handler(signum: int, _frame: FrameType | None) -> None:
-        if signum == signal.SIGINT and stop.is_set():
+        if signum == signal.SIGINT and (signalled[0] or stop.is_set()):
             sys.stderr.write(INTERRUPTED_AGAIN)
             sys.stderr.flush()
             os._exit(130)  # the database holds only committed transactions: this is as safe as kill -9
         if signum == signal.SIGINT:
             sys.stderr.write(STOPPING)
             sys.stderr.flush()
-        stop.set()
+        signalled[0] = True
+        try:
+            os.write(write_end, b"s")
+        except BlockingIOError:
+            pass  # the pipe is full of earlier signals' bytes: `stop` is being set already
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
