@@ -46,3 +46,38 @@ def test_a_second_ctrl_c_still_exits_at_once_after_the_first() -> None:
     out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=30)
     assert out.returncode == 130, (out.returncode, out.stdout, out.stderr)
     assert "stopping cleanly" in out.stderr and "interrupted again" in out.stderr
+
+
+def test_ctrl_c_during_a_write_to_stderr_does_not_raise_into_the_interrupted_code() -> None:
+    """The handler runs in the main thread between two bytecodes, possibly inside a sys.stderr write: writing its
+    message through sys.stderr there raised `RuntimeError: reentrant call` into the interrupted code (tryout). The
+    stub below raises that on any use: the messages must reach standard error's descriptor without it."""
+    child = textwrap.dedent("""
+        import os, signal, sys, threading, time
+        from driftline.commands.serve import install_stop_handlers
+
+        class InsideAWrite:
+            def write(self, text):
+                raise RuntimeError("reentrant call inside sys.stderr")
+            def flush(self):
+                raise RuntimeError("reentrant call inside sys.stderr")
+
+        stop = threading.Event()
+        install_stop_handlers(stop)
+        real, sys.stderr = sys.stderr, InsideAWrite()
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):
+                pass  # the handler runs here
+            print("stop set:", stop.wait(30), flush=True)
+        finally:
+            sys.stderr = real
+        sys.stderr = InsideAWrite()
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(30)
+        print("not exited", flush=True)
+    """)
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 130, (out.returncode, out.stdout, out.stderr)
+    assert out.stdout.splitlines() == ["stop set: True"], out.stdout
+    assert "stopping cleanly" in out.stderr and "interrupted again" in out.stderr and "reentrant" not in out.stderr

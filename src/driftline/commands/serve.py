@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import sys
 import threading
 from types import FrameType
 
@@ -30,6 +29,16 @@ INTERRUPTED_AGAIN = ("interrupted again: exiting now, without waiting for the cl
                      "lost: an unfinished batch or job is not stored and is done again at the next start)\n")
 
 
+def _say(text: str) -> None:
+    """Write to standard error's file descriptor, not through sys.stderr: the handler runs in the main thread
+    between two bytecodes, possibly inside a sys.stderr write, whose buffered writer then raises `RuntimeError:
+    reentrant call` into the interrupted code."""
+    try:
+        os.write(2, text.encode("utf-8", "replace"))
+    except OSError:
+        pass  # standard error closed: the stop itself goes on
+
+
 def install_stop_handlers(stop: threading.Event) -> None:
     """SIGTERM, SIGINT and SIGHUP set `stop` (clean shutdown instead of KeyboardInterrupt mid-job). SIGHUP's default
     action killed the process on the spot (a closed terminal or ssh session, a `kill -HUP` meant as a reload):
@@ -51,12 +60,10 @@ def install_stop_handlers(stop: threading.Event) -> None:
 
     def handler(signum: int, _frame: FrameType | None) -> None:
         if signum == signal.SIGINT and (signalled[0] or stop.is_set()):
-            sys.stderr.write(INTERRUPTED_AGAIN)
-            sys.stderr.flush()
+            _say(INTERRUPTED_AGAIN)
             os._exit(130)  # the database holds only committed transactions: this is as safe as kill -9
         if signum == signal.SIGINT:
-            sys.stderr.write(STOPPING)
-            sys.stderr.flush()
+            _say(STOPPING)
         signalled[0] = True
         try:
             os.write(write_end, b"s")
