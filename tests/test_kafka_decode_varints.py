@@ -108,3 +108,19 @@ def test_two_byte_timestamp_and_offset_deltas_are_decoded_inline(monkeypatch: An
     got = decode_batch(_batch(recs, 1, False, []), "predictions", 3, 7)
     assert got is not None and expected is not None
     assert [(tuple(r), n) for r, n in zip(*got, strict=True)] == [(tuple(r), n) for r, n in expected]
+
+
+def test_the_zigzag_table_is_the_inline_arithmetic_for_every_one_and_two_byte_varint() -> None:
+    """decode_batch's table lookups equal the arithmetic they replaced (`b = (b & 0x7F) | (b2 << 7)` then
+    `(b >> 1) ^ -(b & 1)`), for every one-byte b < 0x80 and every two-byte pair b ≥ 0x80, b2 < 0x80, and kafka-python's
+    own `decode_varint` of those bytes."""
+    from kafka.record.util import decode_varint
+
+    from driftline.kafka.decode import _ZIGZAG
+
+    for b in range(0x80):
+        assert _ZIGZAG[b] == (b >> 1) ^ -(b & 1) == decode_varint(bytes([b]), 0)[0]
+    for b in range(0x80, 0x100):
+        for b2 in range(0x80):
+            v = (b & 0x7F) | (b2 << 7)
+            assert _ZIGZAG[(b2 << 7) + b] == (v >> 1) ^ -(v & 1) == decode_varint(bytes([b, b2]), 0)[0]

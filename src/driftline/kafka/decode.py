@@ -39,6 +39,16 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
     return decode_varint(buf, pos)
 
 
+def _zigzag(v: int) -> int:
+    """A zigzag-encoded varint's value (kafka-python's `decode_varint` arithmetic)."""
+    return (v >> 1) ^ -(v & 1)
+
+
+_ZIGZAG: list[int] = [*map(_zigzag, range(0x80)), *map(_zigzag, range(0x4000))]
+"""Zigzag varints of one and two bytes by table: [b] for a one-byte b < 0x80, [(b2 << 7) + b] for two bytes b ≥ 0x80,
+b2 < 0x80 (that index is 0x80 plus the 14-bit value): one lookup instead of four or seven integer operations."""
+
+
 def decode_batch(batch: DefaultRecordBatch, topic: str, partition: int, leader_epoch: int
                  ) -> tuple[list[ConsumerRecord], list[int]] | None:
     """Every record of an uncompressed-or-decompressed v2 data batch whose records carry no headers, as
@@ -55,41 +65,38 @@ def decode_batch(batch: DefaultRecordBatch, topic: str, partition: int, leader_e
     out: list[ConsumerRecord] = []
     sizes: list[int] = []
     new = tuple.__new__  # the namedtuple without its Python-level __new__
-    append, size, end = out.append, sizes.append, len(buf)
+    append, size, end, zz = out.append, sizes.append, len(buf), _ZIGZAG
     try:
-        for _ in range(count):  # each varint's one- and two-byte forms inline (`_varint` for longer ones)
+        for _ in range(count):  # each varint's one- and two-byte forms inline by table (`_varint` for longer)
             b = buf[pos]
             if b < 0x80:
-                length, start = (b >> 1) ^ -(b & 1), pos + 1
+                length, start = zz[b], pos + 1
             elif (b2 := buf[pos + 1]) < 0x80:
-                b = (b & 0x7F) | (b2 << 7)
-                length, start = (b >> 1) ^ -(b & 1), pos + 2
+                length, start = zz[(b2 << 7) + b], pos + 2
             else:
                 length, start = _varint(buf, pos)
             pos = start + 1 if buf[start] < 0x80 else _varint(buf, start)[1]  # attributes (unused)
             b = buf[pos]
             if b < 0x80:
-                ts_delta = (b >> 1) ^ -(b & 1)
+                ts_delta = zz[b]
                 pos += 1
             elif (b2 := buf[pos + 1]) < 0x80:  # two bytes: a record 64 ms or more after its batch's first
-                b = (b & 0x7F) | (b2 << 7)
-                ts_delta = (b >> 1) ^ -(b & 1)
+                ts_delta = zz[(b2 << 7) + b]
                 pos += 2
             else:
                 ts_delta, pos = _varint(buf, pos)
             b = buf[pos]
             if b < 0x80:
-                offset_delta = (b >> 1) ^ -(b & 1)
+                offset_delta = zz[b]
                 pos += 1
             elif (b2 := buf[pos + 1]) < 0x80:  # two bytes: the 65th to 8,192nd record of a batch
-                b = (b & 0x7F) | (b2 << 7)
-                offset_delta = (b >> 1) ^ -(b & 1)
+                offset_delta = zz[(b2 << 7) + b]
                 pos += 2
             else:
                 offset_delta, pos = _varint(buf, pos)
             b = buf[pos]
             if b < 0x80:
-                key_len = (b >> 1) ^ -(b & 1)
+                key_len = zz[b]
                 pos += 1
             else:
                 key_len, pos = _varint(buf, pos)
@@ -100,11 +107,10 @@ def decode_batch(batch: DefaultRecordBatch, topic: str, partition: int, leader_e
                 key, key_len = None, -1
             b = buf[pos]
             if b < 0x80:
-                value_len = (b >> 1) ^ -(b & 1)
+                value_len = zz[b]
                 pos += 1
             elif (b2 := buf[pos + 1]) < 0x80:
-                b = (b & 0x7F) | (b2 << 7)
-                value_len = (b >> 1) ^ -(b & 1)
+                value_len = zz[(b2 << 7) + b]
                 pos += 2
             else:
                 value_len, pos = _varint(buf, pos)
