@@ -39,12 +39,16 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
     return decode_varint(buf, pos)
 
 
-def _zigzag(v: int) -> int:
-    """A zigzag-encoded varint's value (kafka-python's `decode_varint` arithmetic)."""
-    return (v >> 1) ^ -(v & 1)
+def _zigzag_values(n: int) -> list[int]:
+    """The zigzag varint values of 0..n-1 (n even): 0, -1, 1, -2, 2, ... (`(v >> 1) ^ -(v & 1)`), built by slices
+    (C loops: a Python one over the table's 16,512 values cost 16 M instructions at import)."""
+    values = [0] * n
+    values[0::2] = range(n // 2)
+    values[1::2] = range(-1, -n // 2 - 1, -1)
+    return values
 
 
-_ZIGZAG: list[int] = [*map(_zigzag, range(0x80)), *map(_zigzag, range(0x4000))]
+_ZIGZAG: list[int] = _zigzag_values(0x80) + _zigzag_values(0x4000)
 """Zigzag varints of one and two bytes by table: [b] for a one-byte b < 0x80, [(b2 << 7) + b] for two bytes b ≥ 0x80,
 b2 < 0x80 (that index is 0x80 plus the 14-bit value): one lookup instead of four or seven integer operations."""
 
