@@ -12,7 +12,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
 import msgspec
 
@@ -54,6 +55,24 @@ def decode_seconds(path: str, clock: Callable[[], float] = time.perf_counter) ->
         with open(path, "rb") as fh:
             raw_decode(fh, dec)
     return best_seconds(decode_all, clock=clock)
+
+
+@contextmanager
+def scratch_pg_database(admin: str, prefix: str) -> Iterator[str]:
+    """A fresh PostgreSQL database named `prefix`_<hex> next to `admin`'s (a URL of the server): its URL, dropped
+    at exit (WITH FORCE: a benchmark's connection left open does not keep it)."""
+    import uuid
+
+    import psycopg
+
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{admin.rsplit('/', 1)[0]}/{name}"
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def scratch_dir(prefix: str) -> str:

@@ -14,30 +14,22 @@ import operator
 import os
 import shutil
 import sys
-import uuid
 
 
 def child(admin: str, batch: int, path: str) -> None:
     """Replay `path` into a fresh database, the replay alone inside operator.call (what callgrind collects)."""
-    import psycopg
-
+    from bench_common import scratch_pg_database
     from driftline.config import Config
     from driftline.ingest.pipeline import Pipeline
     from driftline.ingest.replay import replay
     from driftline.storage.store import Store
 
-    name = f"driftline_pginstr_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        store = Store(f"{admin.rsplit('/', 1)[0]}/{name}")
+    with scratch_pg_database(admin, "driftline_pginstr") as url:
+        store = Store(url)
         store.migrate()
         pipeline = Pipeline(Config(), store)
         operator.call(replay, pipeline, path, batch_size=batch)
         store.close()
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def main() -> None:

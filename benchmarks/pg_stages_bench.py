@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import time
-import uuid
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -27,7 +26,7 @@ import driftline.storage.store as store
 from driftline.config import Config
 from driftline.ingest.replay import replay
 
-from bench_common import count_lines, simulated_stream
+from bench_common import count_lines, scratch_pg_database, simulated_stream
 
 STAGES = [(psycopg.Connection, "commit", "COMMIT"), (pipeline, "decode_many", "decode"),
           (store.Store, "load_join", "join lookup"), (engine.Engine, "finish", "engine finish"),
@@ -90,20 +89,14 @@ def main() -> None:
     spent = Spent()
     for owner, name, stage in STAGES:
         spent.wrap(owner, name, stage)
-    name = f"driftline_pgstages_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(args.pg, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        st = store.Store(f"{args.pg.rsplit('/', 1)[0]}/{name}")
+    with scratch_pg_database(args.pg, "driftline_pgstages") as url:
+        st = store.Store(url)
         event.listen(st.engine, "connect", lambda dbapi, _rec: spent.backends.add(dbapi.info.backend_pid))
         st.migrate()
         t, c, s = time.perf_counter(), time.process_time(), spent.server_cpu()
         replay(pipeline.Pipeline(Config(), st), path, batch_size=args.batch)
         wall, cpu, server = time.perf_counter() - t, time.process_time() - c, spent.server_cpu() - s
         st.close()
-    finally:
-        with psycopg.connect(args.pg, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     batches = -(-n // args.batch)
     per = 1000 / batches
     print(f"{n:,} events in {batches} batches of {args.batch:,}: {n / wall:,.0f} events/s; per batch wall "

@@ -14,7 +14,6 @@ import argparse
 import os
 import re
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +21,7 @@ from typing import Any
 
 import psycopg
 
-from bench_common import count_lines, simulated_stream
+from bench_common import count_lines, scratch_pg_database, simulated_stream
 
 
 def backend_ns(pid: int) -> int:
@@ -138,12 +137,9 @@ def main() -> None:
 
     _, path = simulated_stream(1800)
     n = count_lines(path)
-    name = f"driftline_pgstatements_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(args.pg, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
     profile = Profile()
-    try:
-        st = Store(f"{args.pg.rsplit('/', 1)[0]}/{name}")
+    with scratch_pg_database(args.pg, "driftline_pgstatements") as url:
+        st = Store(url)
         st.migrate()
         if args.explain:
             from sqlalchemy import event
@@ -161,9 +157,7 @@ def main() -> None:
         install(profile)
         replay(Pipeline(Config(), st), path, batch_size=args.batch)
         st.close()
-    finally:
-        with psycopg.connect(args.pg, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        profile.busy = True  # the scratch database's DROP is not the replay's: not counted
     batches = -(-n // args.batch)
     total = sum(profile.server.values()) / batches
     print(f"{n:,} events in {batches} batches of {args.batch:,}: server CPU {total:.2f} ms/batch over "

@@ -22,7 +22,7 @@ from driftline.ingest.pipeline import Pipeline
 from driftline.ingest.replay import replay
 from driftline.storage.store import Store
 
-from bench_common import decode_rate, simulated_stream
+from bench_common import decode_rate, scratch_pg_database, simulated_stream
 
 
 def metrics_latency(store: Store, config: Config, repeats: int = 20) -> float:
@@ -88,26 +88,16 @@ def cli_replay_rss(path: str, db: str) -> tuple[float, float]:
 
 def pg_ratios(path: str, n: int, admin: str, repeat: int) -> None:
     """`replay` into a fresh PostgreSQL database per run: events/s as a ratio of raw decode measured just before."""
-    import uuid
-
-    import psycopg
-
     ratios = []
     for i in range(repeat):
         _, raw_rate = decode_rate(path)
-        name = f"driftline_replaybench_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        try:
-            store = Store(f"{admin.rsplit('/', 1)[0]}/{name}")
+        with scratch_pg_database(admin, "driftline_replaybench") as url:
+            store = Store(url)
             store.migrate()
             t = time.perf_counter()
             replay(Pipeline(Config(), store), path, batch_size=20000)
             rate = n / (time.perf_counter() - t)
             store.close()
-        finally:
-            with psycopg.connect(admin, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         ratios.append(rate / raw_rate)
         print(f"replay into PostgreSQL {rate:,.0f} events/s  ratio {rate / raw_rate:.4f} of raw decode "
               f"({raw_rate:,.0f} events/s just before)", flush=True)
