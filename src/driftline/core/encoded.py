@@ -15,6 +15,7 @@ from .grids import N_DELAY_BINS, N_FEATURE_BINS
 from .rank_hist import labelled_in_conf, rank_from_doc, rank_into_doc, rank_sum
 from .feature_counts import _NATIVE, _feature_doc, _packed
 from .stats import BucketStats, _zeros_i
+from .unique_ints import unique_ints
 
 
 class _Counts(msgspec.Struct):
@@ -110,7 +111,7 @@ def _add_score_bins(hi: bytes, hc: bytes, hp: bytes, delta: BucketStats) -> tupl
         psum[idx] += old_p
         nz = np.flatnonzero((hist != 0) | (psum != 0))
         return nz.astype(np.int32).tobytes(), hist[nz].tobytes(), psum[nz].tobytes()
-    bins = np.unique(np.concatenate((idx, delta.score_bins()[0])))
+    bins = unique_ints(np.concatenate((idx, delta.score_bins()[0])))
     h, p = hist[bins], psum[bins]
     at = np.searchsorted(bins, idx)
     h[at] += old_c

@@ -17,6 +17,7 @@ from .flag_range import range_from_doc, range_into_doc, range_sum
 from .grids import N_DELAY_BINS, N_SCORE_BINS
 from .rank_hist import rank_into_doc, ranks_added, stored_rank
 from .stats import BucketStats, _feature_doc
+from .unique_ints import unique_ints
 
 _ROW = 3 * N_SCORE_BINS
 """Score cells of one bucket (label states × fine bins): a chunk's cells are numbered j·_ROW + cell."""
@@ -176,7 +177,7 @@ def _score_bins(docs: list[dict[str, Any]], deltas: list[BucketStats]) -> list[t
     bins = [d.bins for d in deltas]
     new_sizes = [len(b[0]) for b in bins]  # type: ignore[index]
     g_new = np.concatenate([b[0] for b in bins]).astype(np.int64) + np.repeat(offsets, new_sizes)  # type: ignore
-    cells = np.unique(np.concatenate((g_old, g_new)))
+    cells = unique_ints(np.concatenate((g_old, g_new)))
     h = np.zeros(len(cells), dtype=np.int64)
     p = np.zeros(len(cells), dtype=np.float64)
     at_new = np.searchsorted(cells, g_new)
