@@ -1,4 +1,4 @@
-"""`driftline run` answers /healthz before it imports and builds its service (on-call tryout: a Kubernetes
+"""`driftline run` and `driftline serve` answer /healthz before it imports and builds its service (on-call tryout: a Kubernetes
 liveness/startup probe met connection refused for 2-3 s after the start, spent importing the exporter's readouts
 and building the service before the port was bound). The import of driftline.service.live is held at a gate (a
 sitecustomize import hook) until the test opens it: /healthz must answer 200 and /readyz 503 `starting: …` while
@@ -31,13 +31,14 @@ sys.meta_path.insert(0, _Gate())
 '''
 
 
-def _run(tmp_path: Path, port: int, hook: Path | None = None) -> subprocess.Popen[bytes]:
+def _run(tmp_path: Path, port: int, hook: Path | None = None, command: str = "run") -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTLINE_")}
     if hook is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(hook), *filter(None, [env.get("PYTHONPATH")])])
     log = open(tmp_path / "run.log", "ab")
     return subprocess.Popen([sys.executable, "-m", "driftline.cli", "--log-level", "INFO", "--db",
-                             f"sqlite:///{tmp_path / 'd.db'}", "run", "--kafka", "127.0.0.1:1", "--port", str(port)],
+                             f"sqlite:///{tmp_path / 'd.db'}", command,
+                             *(["--kafka", "127.0.0.1:1"] if command == "run" else []), "--port", str(port)],
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
 
 
@@ -78,3 +79,40 @@ def test_a_taken_port_is_refused_as_before(tmp_path: Path) -> None:
         assert proc.wait(timeout=60) == 2
     out = (tmp_path / "run.log").read_text()
     assert f"error: cannot serve /metrics on 127.0.0.1:{port}: Address already in use" in out, out
+
+
+def test_serve_answers_healthz_while_its_service_is_still_being_imported(tmp_path: Path) -> None:
+    """`serve` bound its port only once APScheduler, the readouts and its service were imported and built (~1.5 s,
+    tryout): the same early listener as `run`'s, adopted by its exporter, which then turns ready."""
+    hook, gate = tmp_path / "hook", tmp_path / "gate"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(GATE_HOOK.format(gate=str(gate)))
+    port = free_port()
+    proc = _run(tmp_path, port, hook, command="serve")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: Path(str(gate) + ".reached").exists(), 60, "serve importing its service")
+        assert wait_until(lambda: http_get(url + "/healthz") == (200, "ok\n"), 30, "/healthz while importing")
+        assert http_get(url + "/readyz") == (503, STARTING + "\n")
+        assert not gate.exists() and proc.poll() is None
+        gate.touch()
+        assert wait_until(lambda: http_get(url + "/readyz")[0] == 200, 60, "serve ready on the same port")
+        assert "driftline_build_info" in http_get(url + "/metrics")[1]
+        proc.terminate()
+        assert proc.wait(timeout=60) == 0, (tmp_path / "run.log").read_text()
+    finally:
+        gate.touch()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def test_serve_refuses_a_taken_port_as_before(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        proc = _run(tmp_path, port, command="serve")
+        rc = proc.wait(timeout=60)
+    out = (tmp_path / "run.log").read_text()
+    assert rc == 2 and f"cannot serve /metrics on 127.0.0.1:{port}: Address already in use" in out, (rc, out)

@@ -7,11 +7,15 @@ import os
 import signal
 import threading
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from ..core.labels import by_name
 from ..context import Context, port_number
 from .prose import say
 from .render import shown
+
+if TYPE_CHECKING:
+    from ..exporter.early import EarlyListener
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -79,6 +83,23 @@ def install_stop_handlers(stop: threading.Event) -> None:
 def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
     """Bind the exporter first, then migrate the schema, waiting (with backoff, /readyz 503 saying why) while the
     database is unreachable, as `run` does: a replica started before its database comes up is not a crash loop."""
+    from ..exporter.early import listen_early
+
+    stop = threading.Event()
+    install_stop_handlers(stop)
+    # /healthz answers from here, as in `run`, not once the service is imported and built (~1.5 s later: a
+    # Kubernetes probe met connection refused); the exporter takes the same socket over with no gap
+    early = listen_early(ctx.config.exporter.host if args.host is None else args.host,
+                         ctx.config.exporter.port if args.port is None else args.port)
+    try:
+        return _serve(ctx, args, stop, early)
+    finally:
+        if early is not None:
+            early.close()  # a start refused before the exporter took the socket over
+
+
+def _serve(ctx: Context, args: argparse.Namespace, stop: threading.Event, early: EarlyListener | None) -> int:
+    """cmd_serve once the port answers: build the service, adopt the socket, migrate, serve until `stop`."""
     # lazy: every command module is imported to build the parser, and only serve needs APScheduler
     from ..service.live import migrate_with_retry
     from ..service.process import Service
@@ -91,9 +112,7 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
         return (True, "schema ready") if service.schema_ready.is_set() else (False, waiting["why"])
 
     service = Service(ctx.config, store, clock=ctx.clock, host=args.host, port=args.port, readiness=schema,
-                      time_basis=args.time, evaluate=not args.no_evaluate, jobs=True)
-    stop = threading.Event()
-    install_stop_handlers(stop)
+                      time_basis=args.time, evaluate=not args.no_evaluate, jobs=True, listening=early)
     try:
         service.start_exporter()  # /healthz and /readyz answer while the database is unreachable or migrating
         if (migrate_with_retry(store, stop, on_wait=lambda why: waiting.update(why=f"database unavailable: {why}"))
