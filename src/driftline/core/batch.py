@@ -13,14 +13,14 @@ identical bit for bit (tests/test_batch_engine.py checks it on dirty streams, an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from itertools import chain, count
+from collections.abc import Iterable, Sequence
+from itertools import count, repeat
 from typing import Any
 
 import numpy as np
 
 from .batch_columns import SEQ, apply_plain, apply_stored
-from .engine import Engine
+from .engine import Engine, PredRecord
 from .events import Decoded, Prediction
 from .list_arrays import i64
 
@@ -31,7 +31,7 @@ def apply_batch(engine: Engine, ok: Sequence[tuple[Decoded, int]]) -> None:
     evs = [d.event for d, _ in ok]
     pids = [e.prediction_id for e in evs]
     is_pred = _is_pred(evs)
-    lone, head, tail, stored = _group_arrays(engine, pids, is_pred)
+    lone, head, tail, stored, stored_recs = _group_arrays(engine, pids, is_pred)
     moves = engine._moves
     moves.batch = (evs, pids, is_pred)
     if len(lone) + len(head) + len(tail) + len(stored) < len(ok):  # the four groups are disjoint
@@ -46,7 +46,7 @@ def apply_batch(engine: Engine, ok: Sequence[tuple[Decoded, int]]) -> None:
     if len(lone) or len(head):
         apply_plain(engine, ok, evs, lone, head, tail)
     if len(stored):
-        apply_stored(engine, ok, evs, stored)
+        apply_stored(engine, ok, evs, stored, stored_recs)
 
 
 def _plain(engine: Engine, ok: Sequence[tuple[Decoded, int]]) -> tuple[list[int], list[int], list[int]]:
@@ -67,14 +67,15 @@ def _groups(engine: Engine, pids: list[str], is_pred: list[bool]
             ) -> tuple[list[int], list[int], list[int], list[int]]:
     """(plain lone predictions, plain predictions with their outcome, those outcomes, outcomes of stored joins):
     event indices, each list ascending (the last of the plain ones aligned with the second)."""
-    lone, head, tail, stored = _group_arrays(engine, pids, is_pred)
+    lone, head, tail, stored, _ = _group_arrays(engine, pids, is_pred)
     return lone.tolist(), head.tolist(), tail.tolist(), stored.tolist()
 
 
 def _group_arrays(engine: Engine, pids: list[str], is_pred: list[bool]
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """_groups as int64 arrays (the column stages number their moves from them). Each id is looked up once; the
-    stored state is visited by its own (few) ids, and every other test is one numpy step per batch."""
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[PredRecord]]:
+    """_groups as int64 arrays (the column stages number their moves from them), and the stored prediction of each
+    stored join (aligned with them: apply_stored needs not look it up again). Each id is looked up once; the stored
+    state is visited by its own (few) ids, once each, and every other test is one numpy step per batch."""
     n = len(pids)
     firsts: dict[str, int] = {}  # each id looked up once: the position of its first event
     first = i64(list(map(firsts.setdefault, pids, count())))
@@ -83,32 +84,46 @@ def _group_arrays(engine: Engine, pids: list[str], is_pred: list[bool]
     view = engine.view
     stored_p, stored_o = view.preds, view.outcomes
     free = per == 1  # at each id's first position: carried once and nothing stored for it
+    known = np.zeros(n + 1, dtype=bool)  # at each id's first position: something stored for it (n: not in the batch)
     if stored_p or stored_o:
-        known = [j for j in map(firsts.get, chain(stored_p, stored_o)) if j is not None]
-        free[known] = False
+        at_p = _positions_of(firsts, stored_p, n)
+        at_o = _positions_of(firsts, stored_o, n)
+        known[at_p] = True
+        known[at_o] = True
+        free &= ~known[:n]
     lone = np.flatnonzero(free & pred)
     head = tail = stored = np.zeros(0, dtype=np.int64)
     again = np.flatnonzero(first != np.arange(n))  # the events whose id came before
     if len(again):
         owner = first[again]
         # the second event of an id carried twice, an outcome after its prediction, nothing stored for the id
-        pair = (per[owner] == 2) & pred[owner] & ~pred[again]
-        if stored_p or stored_o:
-            pair &= ~np.isin(owner, known)
+        pair = (per[owner] == 2) & pred[owner] & ~pred[again] & ~known[owner]
         owner, again = owner[pair], again[pair]
         order = np.argsort(owner, kind="stable")
         head, tail = owner[order], again[order]
+    recs: list[PredRecord] = []
     if stored_p:
-        js = []
-        for p, recs in stored_p.items():  # one unlabelled, not implicit prediction stored, no outcome
-            j = firsts.get(p)
-            if j is not None and len(recs) == 1 and p not in stored_o:
-                rec = recs[0]
-                if rec.label is None and not rec.implicit:
-                    js.append(j)
-        at = np.array(js, dtype=np.int64)
-        stored = np.sort(at[(per[at] == 1) & ~pred[at]])
-    return lone, head, tail, stored
+        lists = list(stored_p.values())
+        # one unlabelled, not implicit prediction stored (and no outcome: below); each list read once
+        one = [len(rs) == 1 and rs[0].label is None and not rs[0].implicit for rs in lists]
+        cand = np.frombuffer(bytes(one), dtype=bool) & (at_p < n)
+        if stored_o:
+            has_o = np.zeros(n + 1, dtype=bool)
+            has_o[at_o] = True
+            cand &= ~has_o[at_p]
+        idx = np.flatnonzero(cand)
+        at = at_p[idx]
+        keep = (per[at] == 1) & ~pred[at]
+        idx, at = idx[keep], at[keep]
+        order = np.argsort(at, kind="stable")
+        stored = at[order]
+        recs = [lists[i][0] for i in idx[order].tolist()]
+    return lone, head, tail, stored, recs
+
+
+def _positions_of(firsts: dict[str, int], ids: Iterable[str], n: int) -> np.ndarray:
+    """The batch position of each id, `n` for an id the batch does not hold (none: a view loads the batch's ids)."""
+    return i64(list(map(firsts.get, ids, repeat(n))))
 
 
 __all__ = ["apply_batch", "SEQ"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain, count, repeat
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -222,53 +223,57 @@ def _slice_relabels(slice_moves: list[tuple[int, str, str, int, int, int]], s_se
                 s_seq.append(j * SEQ + 1)
 
 
-def apply_stored(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[Any], at_array: np.ndarray) -> None:
+def apply_stored(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[Any], at_array: np.ndarray,
+                 recs: list[PredRecord] | None = None) -> None:
     """The lone outcomes of stored, unlabelled predictions (see core/batch.py): each outcome is recorded and matched,
-    its prediction takes its label, records the delay and moves from unlabelled to the label, as columns."""
+    its prediction takes its label, records the delay and moves from unlabelled to the label, as columns. `recs`:
+    each outcome's stored prediction, as batch._group_arrays found it (None: looked up in the view). The view is not
+    updated (as for plain ids: nothing reads it after the batch path)."""
     result = engine.result
-    view = engine.view
     at = at_array.tolist()
     m = len(at)
-    pids = [evs[j].prediction_id for j in at]
-    labels = [int(evs[j].label) for j in at]
+    oev = list(map(evs.__getitem__, at))
+    pids = [e.prediction_id for e in oev]
+    labels = [int(e.label) for e in oev]
     if not {0, 1}.issuperset(labels):  # decoded labels are 0 or 1; for any other the per-event engine decides
         raise ValueError("a label other than 0 or 1")
     ts = [ok[j][0].ts for j in at]
     shards = [ok[j][1] for j in at]
-    preds = view.preds
-    recs = [r for r, in map(preds.__getitem__, pids)]
+    if recs is None:
+        recs = [r for r, in map(engine.view.preds.__getitem__, pids)]
     outs = list(map(OutcomeRecord, pids, labels, ts, shards, repeat(True)))
-    view.outcomes.update(zip(pids, outs))
     result.outcomes.update(zip(pids, outs))
     result.outcome_deletes.difference_update(pids)
     engine._seen["outcome"] += m
     _newest(result.max_ts, "outcome", ts)
-    p_ts = [r.ts for r in recs]
-    buckets = _bucket_indices(engine, [r.model for r in recs], [r.model_version for r in recs],
-                              [r.variant for r in recs], p_ts, [r.shard for r in recs])
-    flagged = [r.flagged for r in recs]
-    slices = [r.slice_values for r in recs]
+    # every field of each record in one read of it (C-level), then as columns
+    keys, models, versions, variants, p_ts, p_shards, flagged, scores, slices = zip(*map(_STORED_FIELDS, recs))
+    buckets = _bucket_indices(engine, models, versions, variants, p_ts, p_shards)
     delays = [t - tp for t, tp in zip(ts, p_ts)]
     upserts = result.upserts
     for rec, label, t in zip(recs, labels, ts):
         rec.label = label
         rec.label_ts = t
-        upserts[(rec.prediction_id, rec.model, rec.variant)] = rec
+    upserts.update(zip(zip(keys, models, variants), recs))
     seq = at_array * SEQ
     bk = buckets
-    flag = bool_ints(flagged)
-    score = f64([r.score for r in recs])
+    flag = bool_ints(list(flagged))
+    score = f64(scores)
     ones = np.ones(m, dtype=np.float64)
     slice_moves: list[tuple[int, str, str, int, int, int]] = []
     s_seq: list[int] = []
     if any(slices):
-        _slice_relabels(slice_moves, s_seq, at, buckets.tolist(), slices, flagged, labels)
+        _slice_relabels(slice_moves, s_seq, at, buckets.tolist(), list(slices), list(flagged), labels)
     engine._moves.columns.append(MoveColumns(
         m_seq=np.concatenate([seq, seq + 1]), bucket=np.concatenate([bk, bk]),
         state=np.concatenate([np.full(m, UNL, dtype=np.int64), i64(labels)]),
         flag=np.concatenate([flag, flag]), score=np.concatenate([score, score]), sign=np.concatenate([-ones, ones]),
         d_seq=seq, d_bucket=bk, d_delay=f64(delays), d_sign=ones,
         f_seq=[], f_bucket=[], f_dicts=[], s_seq=s_seq, slice_moves=slice_moves))
+
+
+_STORED_FIELDS = attrgetter("prediction_id", "model", "model_version", "variant", "ts", "shard", "flagged", "score", "slice_values")
+"""The fields of a stored prediction the stored-join path reads."""
 
 
 __all__ = ["apply_plain", "apply_stored", "SEQ"]
