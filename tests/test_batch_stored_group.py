@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from driftline.core.batch import _group_arrays, _is_pred, apply_batch
+from driftline.core.batch import _group_arrays, _is_pred, apply_batch, event_columns
 from driftline.core.engine import Engine, EngineSettings, JoinView, OutcomeRecord, PredRecord
 
 from helpers import decoded, outcome, pred
@@ -65,8 +65,7 @@ def test_stored_group_equals_the_per_id_loop(case):
     state, ids the batch does not hold among them."""
     raws, preds, outs = case
     ok = [(d, 0) for d in decoded(raws)]
-    evs = [d.event for d, _ in ok]
-    pids = [e.prediction_id for e in evs]
+    evs, pids = event_columns(ok)
     engine = Engine(EngineSettings(), JoinView(preds, outs))
     *_, stored, recs = _group_arrays(engine, pids, _is_pred(evs))
     assert stored.tolist() == _reference_stored(engine, pids, _is_pred(evs))
@@ -98,3 +97,20 @@ def test_stored_joins_take_their_predictions_from_the_grouping():
     engine = Engine(s, view(_NoLookups()))
     apply_batch(engine, ok)
     assert _result_doc(engine.finish()) == _result_doc(_per_event(s, view({}), ok))
+
+
+def test_listed_columns_give_the_same_result():
+    """apply_batch given the events and ids the pipeline listed equals apply_batch listing them itself."""
+    s = EngineSettings()
+    raws = [pred("a", 0.2, T0), outcome("a", 1, T0 + 9), outcome("s", 1, T0 + 5), pred("b", 0.9, T0)]
+    ok = [(d, 0) for d in decoded(raws)]
+
+    def view() -> JoinView:
+        return JoinView(preds={"s": [PredRecord("s", "fraud", "v1", "A", T0, 0.7, True)]})
+
+    results = []
+    for columns in (None, event_columns(ok)):
+        engine = Engine(s, view())
+        apply_batch(engine, ok, columns)
+        results.append(_result_doc(engine.finish()))
+    assert results[0] == results[1]

@@ -107,3 +107,9 @@ def test_gate_equals_the_event_by_event_gate(batch, plain):
     assert [type(d.event) for d, _ in kept2] == [type(d.event) for d, _ in kept1]
     assert (gate2.new, gate2.overflow, gate2.examples) == (gate1.new, gate1.overflow, gate1.examples)
     assert dataclasses.astuple(gate2.admitted) == dataclasses.astuple(gate1.admitted)
+    # a batch kept as it came is handed back as the caller's own lists (the pipeline then reuses the events it
+    # listed for the gate); the events may be passed in, listed once, with the same outcome
+    assert (kept2 is ok and raws2 is records) == (kept2 == ok)
+    dead3 = list(dead1[:1])
+    kept3, raws3, gate3 = policy.gate(store, None, ok, records, dead3, [d.event for d, _ in ok])  # type: ignore
+    assert kept3 == kept1 and raws3 == raws1 and dead3 == dead1 and gate3.new == gate1.new

@@ -25,11 +25,10 @@ from .events import Decoded, Prediction
 from .list_arrays import i64
 
 
-def apply_batch(engine: Engine, ok: Sequence[tuple[Decoded, int]]) -> None:
+def apply_batch(engine: Engine, ok: Sequence[tuple[Decoded, int]], columns: EventColumns | None = None) -> None:
     """Apply a batch of accepted (event, shard) pairs to the engine: plain ids and stored joins as columns, the
-    rest per event."""
-    evs = [d.event for d, _ in ok]
-    pids = [e.prediction_id for e in evs]
+    rest per event. `columns`: the events of `ok` and their prediction ids, when the caller listed them already."""
+    evs, pids = columns if columns is not None else event_columns(ok)
     is_pred = _is_pred(evs)
     lone, head, tail, stored, stored_recs = _group_arrays(engine, pids, is_pred)
     moves = engine._moves
@@ -47,6 +46,16 @@ def apply_batch(engine: Engine, ok: Sequence[tuple[Decoded, int]]) -> None:
         apply_plain(engine, ok, evs, lone, head, tail)
     if len(stored):
         apply_stored(engine, ok, evs, stored, stored_recs)
+
+
+EventColumns = tuple[list[Any], list[str]]
+"""The events of a batch's (event, shard) pairs and their prediction ids, in order (`event_columns`)."""
+
+
+def event_columns(ok: Sequence[tuple[Decoded, int]]) -> EventColumns:
+    """The events of `ok` and their prediction ids: listed once per batch, by whichever stage needs them first."""
+    evs = [d.event for d, _ in ok]
+    return evs, [e.prediction_id for e in evs]
 
 
 def _plain(engine: Engine, ok: Sequence[tuple[Decoded, int]]) -> tuple[list[int], list[int], list[int]]:
@@ -126,4 +135,4 @@ def _positions_of(firsts: dict[str, int], ids: Iterable[str], n: int) -> np.ndar
     return i64(list(map(firsts.get, ids, repeat(n))))
 
 
-__all__ = ["apply_batch", "SEQ"]
+__all__ = ["apply_batch", "event_columns", "EventColumns", "SEQ"]

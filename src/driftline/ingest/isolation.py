@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from ..core.batch import apply_batch
+from ..core.batch import EventColumns, apply_batch
 from ..core.engine import Engine, EngineResult, EngineSettings, JoinView
 from ..core.events import RAW_LIMIT, Decoded, DeadLetter
 
@@ -26,20 +26,21 @@ TICK = 2048
 
 
 def apply_isolating(settings: EngineSettings, ok: Sequence[Accepted], load_view: Callable[[], JoinView],
-                    origin: Callable[[int], tuple[str, int, int, bytes]] | None = None, tick: Tick | None = None
-                    ) -> tuple[EngineResult, list[DeadLetter]]:
+                    origin: Callable[[int], tuple[str, int, int, bytes]] | None = None, tick: Tick | None = None,
+                    columns: EventColumns | None = None) -> tuple[EngineResult, list[DeadLetter]]:
     """Apply the accepted events and finish; returns (result, internal_error letters of the records set aside).
     The batch path runs first; if anything in it raises, the batch is applied again per event from a fresh view.
 
     `load_view` loads the join state of the batch again (called once more per retry: nothing is written until the
     caller commits). `origin(i)` gives (source, partition, offset, raw) of the i-th accepted record for its dead
-    letter. A failure no single record explains is raised: it is not a record's fault. `tick`: see Tick."""
+    letter. A failure no single record explains is raised: it is not a record's fault. `tick`: see Tick. `columns`:
+    the events of `ok` and their ids, when the caller listed them (core.batch.event_columns)."""
     if tick is not None:
         tick("applying", 0, len(ok))
     view = load_view()  # outside the try: a database error is no record's fault (its connection may be gone)
     try:  # the batch path (core/batch.py): the same result as the loop below when no record fails
         engine = Engine(settings, view)
-        apply_batch(engine, ok)
+        apply_batch(engine, ok, columns)
         return engine.finish(), []
     except Exception:  # noqa: BLE001 - a failing record: the per-event loop finds it
         log.debug("batch path failed; isolating per record", exc_info=True)

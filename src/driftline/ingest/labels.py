@@ -56,14 +56,17 @@ class LabelPolicy:
         self._logged: dict[tuple[str, str], tuple[float, int]] = {}
 
     def gate(self, store: Store, conn: Connection, ok: Sequence[tuple[Decoded, int]], raws: Sequence[Positioned],
-             dead: list[DeadLetter]) -> tuple[list[tuple[Decoded, int]], list[Positioned], LabelGate]:
+             dead: list[DeadLetter], evs: list[Any] | None = None
+             ) -> tuple[list[tuple[Decoded, int]], list[Positioned], LabelGate]:
         """The batch's events with folded labels and their records; refused predictions are appended to `dead`.
 
         The distinct label triples are decided first, in order of first occurrence, on a copy of the admitted
         values: when all are kept as they are (the common case), that is all the event-by-event gate would have
-        done, and the batch is returned as it came; otherwise `_each` runs the gate event by event."""
+        done, and the batch is returned as it came (the same lists when given lists: the caller can tell nothing
+        changed); otherwise `_each` runs the gate event by event. `evs`: the events of `ok`, when listed already."""
         admitted = store.admitted_labels(conn)
-        evs = [d.event for d, _ in ok]
+        if evs is None:
+            evs = [d.event for d, _ in ok]
         preds = frozenset(t for t in set(map(type, evs)) if issubclass(t, Prediction))
         probe = LabelGate(self.limits, Admitted(set(admitted.models), {k: set(v) for k, v in admitted.values.items()}))
         seen: set[tuple[str, str, str]] = set()
@@ -75,7 +78,7 @@ class LabelPolicy:
                 if probe.decide(model, variant, version) != (variant, version):
                     gate = LabelGate(self.limits, admitted)
                     return (*_each(gate, ok, raws, evs, preds, dead), gate)
-        return list(ok), list(raws), probe
+        return (ok if type(ok) is list else list(ok)), (raws if type(raws) is list else list(raws)), probe
 
     def record(self, store: Store, conn: Connection, gate: LabelGate, counters: Counter[tuple[str, str]]) -> None:
         """Store the batch's admissions, add its overflow to the counters and log it."""

@@ -19,6 +19,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import DataError
 
 from ..config import Config
+from ..core.batch import event_columns
 from ..core.engine import Engine, EngineResult, EngineSettings, JoinView
 from ..core.decode_many import decode_many
 from ..core.events import RAW_LIMIT, Decoded, DeadLetter, iso
@@ -187,15 +188,21 @@ class Pipeline:
                     dead = [x for x, i in zip(dead, dead_at) if fresh[i]]
             elif position_meta:
                 meta = {**(meta or {}), **position_meta}
-            ok, ok_raw = self._within_horizon(conn, ok, ok_raw, dead)
-            behind, newest = behind_count([d.ts for d, _ in ok], self.read_newest, self.config.labels.horizon_s)
+            ts = [d.ts for d, _ in ok]  # listed once: the horizon test and the behind count read them
+            ok, ok_raw, ts = self._within_horizon(conn, ok, ok_raw, dead, ts)
+            behind, newest = behind_count(ts, self.read_newest, self.config.labels.horizon_s)
             for d in dead:
                 if d.reason == "internal_error":
                     log.error("dead letter internal_error: %s[%d]@%d: %s", d.source, d.partition, d.offset, d.detail)
-            ok, ok_raw, gate = self.labels.gate(self.store, conn, ok, ok_raw, dead)  # a refused label: dead letter
+            columns = event_columns(ok)  # listed once for the gate, the join lookup and the engine
+            gated, ok_raw, gate = self.labels.gate(self.store, conn, ok, ok_raw, dead, columns[0])  # refused: dead
+            if gated is not ok:  # labels folded or refused: other events
+                ok, columns = gated, event_columns(gated)
+            ids = columns[1]  # load_join takes any iterable of ids, repeated ones too
             result, failed = apply_isolating(
-                self.settings, ok, lambda: self.store.load_join(conn, {d.event.prediction_id for d, _ in ok}),
-                lambda i: (ok_raw[i].source, ok_raw[i].partition, ok_raw[i].offset, ok_raw[i].payload), tick)
+                self.settings, ok, lambda: self.store.load_join(conn, ids),
+                lambda i: (ok_raw[i].source, ok_raw[i].partition, ok_raw[i].offset, ok_raw[i].payload), tick,
+                columns)
             record_samples(conn, self.settings, ok, ok_raw, failed, self.config.drift.sample_k,
                            result.feature_columns)
             dead += failed
@@ -217,25 +224,26 @@ class Pipeline:
         return out
 
     def _within_horizon(self, conn: Connection, ok: list[tuple[Decoded, int]], ok_raw: list[RawRecord],
-                        dead: list[DeadLetter]) -> tuple[list[tuple[Decoded, int]], list[RawRecord]]:
+                        dead: list[DeadLetter], ts: list[float]
+                        ) -> tuple[list[tuple[Decoded, int]], list[RawRecord], list[float]]:
         """The events not older than the label horizon behind the watermark stored before this batch (read in its
         write transaction, so concurrent writers end as a sequential run); the others are dead-lettered
         past_horizon (second tryout: their join state expired on arrival, so a second copy of them was not seen as
-        a duplicate and every count doubled)."""
+        a duplicate and every count doubled). `ts`: the events' times, returned with the events kept."""
         wm = self.store.newest_event_in(conn)
         if wm is None or not ok:
-            return ok, ok_raw
+            return ok, ok_raw, ts
         cutoff = wm - self.config.labels.horizon_s
-        if min(d.ts for d, _ in ok) >= cutoff:
-            return ok, ok_raw
-        keep = [d.ts >= cutoff for d, _ in ok]
+        if min(ts) >= cutoff:
+            return ok, ok_raw, ts
+        keep = [t >= cutoff for t in ts]
         for (d, _), r, k in zip(ok, ok_raw, keep):
             if not k:
                 dead.append(DeadLetter("past_horizon", f"ts {iso(d.ts)} is more than labels.horizon "
                                        f"({self.config.labels.horizon}) before the newest event stored ({iso(wm)}): "
                                        "it could be neither joined nor told from a copy", r.source, r.partition,
                                        r.offset, bytes(r.payload[:RAW_LIMIT])))
-        return list(compress(ok, keep)), list(compress(ok_raw, keep))
+        return list(compress(ok, keep)), list(compress(ok_raw, keep)), list(compress(ts, keep))
 
     def _split(self, records: Sequence[RawRecord], decoded: list[Decoded | DeadLetter], horizon: float,
                shard_of: Callable[[RawRecord], int] | None) -> Split:
