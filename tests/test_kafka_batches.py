@@ -128,3 +128,29 @@ def test_cut_keeps_at_least_one_record_and_carries_whole_later_partitions() -> N
     kept, rest = cut(spread, 1024)  # 600 + 300 + 200 crosses 1024 at b[1]
     assert [r.offset for r in kept["b"]] == [0, 1] and [r.offset for r in rest["b"]] == [2] and "a" not in rest
     assert cut(spread, 10_000) == (spread, {})
+
+
+def test_fill_does_not_linger_for_a_backlog_already_in_the_log() -> None:
+    """A batch lingered for one more fetch round trip while the log already held more records than were polled
+    (the first batch of a backlog: 25-40 ms with the store idle, run_process_bench); it lingers only when the polled
+    partitions are at their (known) end."""
+    import threading
+
+    from driftline.kafka.batches import backlog_waiting, fill
+
+    asked: list[int] = []
+
+    def poll(timeout_ms: int, max_records: int) -> dict:
+        asked.append(max_records)
+        return {"p0": [NoKey(3, b"x")]}
+
+    first = {"p0": [NoKey(0, b"x"), NoKey(1, b"x")], "p1": []}
+    ends = {"p0": 50, "p1": None}
+    batch, rest = fill(poll, first, 100, 0.25, threading.Event(), lambda: False, lambda: 0.0,
+                       backlog=lambda got: backlog_waiting(got, ends.get))
+    assert asked == [] and [r.offset for r in batch["p0"]] == [0, 1] and rest == {}
+    ends["p0"] = 2  # polled up to the log end: a live stream, lingering gathers what comes next
+    batch, _ = fill(poll, first, 3, 0.25, threading.Event(), lambda: False, lambda: 0.0,
+                    backlog=lambda got: backlog_waiting(got, ends.get))
+    assert asked == [1] and [r.offset for r in batch["p0"]] == [0, 1, 3]
+    assert not backlog_waiting({"p0": [NoKey(7, b"x")]}, lambda tp: None)  # end unknown: no backlog

@@ -31,7 +31,7 @@ from ..storage import ceilings
 from ..storage.errors import StalePositions, StoreUnavailable
 from ..streak import FailureStreak
 from .alignment import Aligning, Alignment
-from .batches import Batch, at_or_after, fill, fresh_records, raw_records
+from .batches import Batch, at_or_after, backlog_waiting, fill, fresh_records, raw_records
 from .connect import open_consumer, open_dead_letter_sink
 from .topic_watch import TopicWatch
 from .topics import open_admin
@@ -211,7 +211,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
                 since = carried_at if carried and carried_at is not None else self.monotonic()
                 polled, rest = fill(self.overlap.lingering(c.poll), polled, self.settings.batch_max_records,
                                     self.settings.batch_linger_ms / 1000.0, self.stop, self.handoff.pending,
-                                    self.monotonic, since, self.settings.batch_max_bytes)
+                                    self.monotonic, since, self.settings.batch_max_bytes,
+                                    lambda got: backlog_waiting(got, lambda tp: partition_ops.highwater(c, tp)))
                 self.overlap.keep(rest, since)  # cut at kafka.batch_max_bytes: the rest starts the next batch
         except NoOffsetForPartitionError as err:  # new partitions, paused until seeked to the stored positions
             log.debug("poll before positioning: %s", err)
