@@ -1,7 +1,8 @@
 """Faster unpacking of fetched records for this consumer's kafka-python client: kafka-python decodes each record
-through ~40 Python calls (~56,000 instructions a record, a quarter of `driftline run`'s CPU); a v2 batch is decoded
-here in one loop per batch, to exactly the ConsumerRecords kafka-python builds, and take() hands them out in slices
-with the fetch position and counters kafka-python would leave after each record.
+through ~40 Python calls (~56,000 instructions a record, a quarter of `driftline run`'s CPU); the consecutive plain
+v2 batches of a fetch are decoded here together (batch_runs.py; a lone small batch in one loop, `decode_batch`), to
+exactly the ConsumerRecords kafka-python builds, and take() hands them out in slices with the fetch position and
+counters kafka-python would leave after each record.
 
 Only the common case is taken: a magic-2 data batch, no (de)serialisers (driftline sets none), records without
 headers and a batch that decodes cleanly to its end; anything else (control batches, headers, corrupt or odd data)
@@ -19,38 +20,19 @@ import kafka
 from kafka.consumer.fetcher import ConsumerRecord, Fetcher, IsolationLevel
 from kafka.errors import CorruptRecordError
 from kafka.record.default_records import DefaultRecordBatch
-from kafka.record.util import decode_varint
+
+from .batch_runs import decode_run
+from .varints import _ZIGZAG, _varint
 
 TESTED_VERSIONS = ("3.0.12",)
 """kafka-python versions whose PartitionRecords this subclass is pinned against (tests/test_kafka_decode.py)."""
 
 log = logging.getLogger(__name__)
 
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """kafka-python's zigzag varint (`decode_varint`), with the one- and two-byte cases inline."""
-    b = buf[pos]
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), pos + 1
-    b2 = buf[pos + 1]
-    if b2 < 0x80:
-        b = (b & 0x7F) | (b2 << 7)
-        return (b >> 1) ^ -(b & 1), pos + 2
-    return decode_varint(buf, pos)
-
-
-def _zigzag_values(n: int) -> list[int]:
-    """The zigzag varint values of 0..n-1 (n even): 0, -1, 1, -2, 2, ... (`(v >> 1) ^ -(v & 1)`), built by slices
-    (C loops: a Python one over the table's 16,512 values cost 16 M instructions at import)."""
-    values = [0] * n
-    values[0::2] = range(n // 2)
-    values[1::2] = range(-1, -n // 2 - 1, -1)
-    return values
-
-
-_ZIGZAG: list[int] = _zigzag_values(0x80) + _zigzag_values(0x4000)
-"""Zigzag varints of one and two bytes by table: [b] for a one-byte b < 0x80, [(b2 << 7) + b] for two bytes b ≥ 0x80,
-b2 < 0x80 (that index is 0x80 plus the 14-bit value): one lookup instead of four or seven integer operations."""
+RUN_RECORDS, RUN_BYTES = 64, 512 << 10
+"""Consecutive plain batches are decoded together (batch_runs.py) once they hold 64 records or more (fewer: numpy's
+fixed cost per call is more than it saves), in runs of up to 512 KiB (a whole fetch at once is slower again: its
+records are sliced out of a buffer larger than the cache)."""
 
 
 def decode_batch(batch: DefaultRecordBatch, topic: str, partition: int, leader_epoch: int
@@ -220,15 +202,19 @@ class FastPartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc, name
         if key_deserializer is not None or value_deserializer is not None:
             yield from super()._unpack_records(tp, records, key_deserializer, value_deserializer)
             return
-        batch = records.next_batch()
+        run: list[DefaultRecordBatch] = []  # plain batches not decoded yet: decoded together (batch_runs.py)
+        batch = yield from self._next_batch(tp, records, run)
         last_batch = None
         while batch is not None:
             last_batch = batch
             if self.check_crcs and not batch.validate_crc():
+                yield from self._flush(tp, run)
                 raise CorruptRecordError(
                     "Record batch for partition %s at offset %s failed crc check" % (
                         self.topic_partition, batch.base_offset))
             if batch.magic == 2:
+                if run and batch.leader_epoch != self.leader_epoch:
+                    yield from self._flush(tp, run)
                 self.leader_epoch = batch.leader_epoch
                 if (self.isolation_level == IsolationLevel.READ_COMMITTED
                         and batch.has_producer_id()):
@@ -237,24 +223,68 @@ class FastPartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc, name
                     if self._contains_abort_marker(batch):
                         self.aborted_producer_ids.discard(producer_id)
                     elif self._is_batch_aborted(batch):
+                        yield from self._flush(tp, run)
                         self.next_fetch_offset = batch.next_offset
-                        batch = records.next_batch()
+                        batch = yield from self._next_batch(tp, records, run)
                         continue
                 if batch.is_control_batch:
+                    yield from self._flush(tp, run)
                     self.next_fetch_offset = batch.next_offset
-                    batch = records.next_batch()
+                    batch = yield from self._next_batch(tp, records, run)
                     continue
-            decoded = decode_batch(batch, tp.topic, tp.partition, self.leader_epoch)
-            if decoded is None:
-                yield from self._reference_records(tp, batch)
-            elif decoded[0]:
-                self._ready, self._sizes = decoded
-                self._at = 0
-                yield _READY  # take() serves them and resumes here once they are all taken
-            batch = records.next_batch()
+            if type(batch) is DefaultRecordBatch:
+                try:
+                    batch._maybe_uncompress()
+                except Exception:  # an unsupported or broken codec: raised after the records before it
+                    yield from self._flush(tp, run)
+                    raise
+                run.append(batch)
+                if sum(len(b._buffer) for b in run) >= RUN_BYTES:
+                    yield from self._flush(tp, run)
+            else:
+                yield from self._flush(tp, run)
+                yield from self._decoded(tp, batch)
+            batch = yield from self._next_batch(tp, records, run)
+        yield from self._flush(tp, run)
         if last_batch and last_batch.magic == 2:
             self.next_fetch_offset = last_batch.next_offset
         self.drain()
+
+    def _next_batch(self, tp: Any, records: Any, run: list[DefaultRecordBatch]) -> Iterator[Any]:
+        """records.next_batch(); when it raises, the run gathered so far is served first (as batch after batch)."""
+        try:
+            return records.next_batch()
+        except Exception:
+            yield from self._flush(tp, run)
+            raise
+
+    def _flush(self, tp: Any, run: list[DefaultRecordBatch]) -> Iterator[Any]:
+        """Serve the run's records (emptying it): decoded at once (`decode_run`) when it holds RUN_RECORDS records or
+        more, else (or when the run is anything odd) batch by batch as before."""
+        if not run:
+            return
+        batches = run[:]
+        run.clear()
+        decoded = None
+        if sum(b._num_records for b in batches) >= RUN_RECORDS:
+            decoded = decode_run(batches, tp.topic, tp.partition, self.leader_epoch)
+        if decoded is None:
+            for batch in batches:
+                yield from self._decoded(tp, batch)
+        elif decoded[0]:
+            self._ready, self._sizes = decoded
+            self._at = 0
+            yield _READY
+
+    def _decoded(self, tp: Any, batch: Any) -> Iterator[Any]:
+        """One batch's records: `decode_batch`, or kafka-python's own iteration when it does not take the batch."""
+        decoded = decode_batch(batch, tp.topic, tp.partition, self.leader_epoch)
+        if decoded is None:
+            yield from self._reference_records(tp, batch)
+        elif decoded[0]:
+            self._ready, self._sizes = decoded
+            self._at = 0
+            yield _READY  # take() serves them and resumes here once they are all taken
 
     def _reference_records(self, tp: Any, batch: Any) -> Iterator[ConsumerRecord]:
         """kafka-python's per-record loop (no deserialisers)."""
