@@ -53,10 +53,11 @@ class Cut:
 
 def _runs(records: Sequence[Any]) -> list[tuple[Key, int, int]]:
     """(partition, start, end) of each run of consecutive records of one partition (the consumer builds a batch
-    partition by partition: one run each)."""
+    partition by partition: one run each). Each run counted at C level (`len(list(group))`): a generator over its
+    records was 1 % of the store thread's time on a 0.5 M-event backlog (py-spy)."""
     out, at = [], 0
     for key, group in groupby(zip(map(_SOURCE, records), map(_PARTITION, records))):
-        n = sum(1 for _ in group)
+        n = len(list(group))
         out.append((key, at, at + n))
         at += n
     return out
