@@ -203,6 +203,7 @@ class FastPartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc, name
             yield from super()._unpack_records(tp, records, key_deserializer, value_deserializer)
             return
         run: list[DefaultRecordBatch] = []  # plain batches not decoded yet: decoded together (batch_runs.py)
+        run_bytes = 0  # their buffers' bytes
         batch = yield from self._next_batch(tp, records, run)
         last_batch = None
         while batch is not None:
@@ -239,7 +240,8 @@ class FastPartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc, name
                     yield from self._flush(tp, run)
                     raise
                 run.append(batch)
-                if sum(len(b._buffer) for b in run) >= RUN_BYTES:
+                run_bytes = len(batch._buffer) + (run_bytes if len(run) > 1 else 0)
+                if run_bytes >= RUN_BYTES:
                     yield from self._flush(tp, run)
             else:
                 yield from self._flush(tp, run)
