@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from kafka.consumer.fetcher import ConsumerRecord
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from driftline.kafka.decode import _varint, decode_batch
+from driftline.kafka.decode import decode_batch
+from driftline.kafka.varints import varint as _varint
 
 
 def frozen_decode_batch(batch: DefaultRecordBatch, topic: str, partition: int, leader_epoch: int
@@ -104,7 +105,7 @@ def test_two_byte_timestamp_and_offset_deltas_are_decoded_inline(monkeypatch: An
     def general(buf: bytes, pos: int) -> tuple[int, int]:
         raise AssertionError(f"_varint called at {pos}")
 
-    monkeypatch.setattr(decode, "_varint", general)
+    monkeypatch.setattr(decode, "varint", general)
     got = decode_batch(_batch(recs, 1, False, []), "predictions", 3, 7)
     assert got is not None and expected is not None
     assert [(tuple(r), n) for r, n in zip(*got, strict=True)] == [(tuple(r), n) for r, n in expected]
@@ -116,7 +117,7 @@ def test_the_zigzag_table_is_the_inline_arithmetic_for_every_one_and_two_byte_va
     own `decode_varint` of those bytes."""
     from kafka.record.util import decode_varint
 
-    from driftline.kafka.decode import _ZIGZAG
+    from driftline.kafka.varints import ZIGZAG as _ZIGZAG
 
     for b in range(0x80):
         assert _ZIGZAG[b] == (b >> 1) ^ -(b & 1) == decode_varint(bytes([b]), 0)[0]

@@ -272,7 +272,8 @@ def apply_stored(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[An
         f_seq=[], f_bucket=[], f_dicts=[], s_seq=s_seq, slice_moves=slice_moves))
 
 
-_STORED_FIELDS = attrgetter("prediction_id", "model", "model_version", "variant", "ts", "shard", "flagged", "score", "slice_values")
+_STORED_FIELDS = attrgetter("prediction_id", "model", "model_version", "variant", "ts", "shard", "flagged", "score",
+                            "slice_values")
 """The fields of a stored prediction the stored-join path reads."""
 
 

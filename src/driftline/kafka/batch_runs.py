@@ -18,7 +18,7 @@ import numpy as np
 from kafka.consumer.fetcher import ConsumerRecord
 from kafka.record.default_records import DefaultRecordBatch
 
-from .varints import _ZIGZAG, _varint
+from .varints import ZIGZAG, varint
 
 _PAD = bytes(8)
 """Zero bytes after the run's records: a field's second byte is read (and ignored) past the last record."""
@@ -28,7 +28,7 @@ def _walk(buf: bytes, spans: list[tuple[int, int, int]]) -> list[int] | None:
     """Where each record ends, for batches laid out at `spans` (start, end, record count) in `buf`: the only serial
     part (a record starts where the one before ends); None when a batch's records do not end exactly at its end."""
     ends: list[int] = []
-    append, zz = ends.append, _ZIGZAG
+    append, zz = ends.append, ZIGZAG
     try:
         for pos, end, count in spans:
             for _ in range(count):
@@ -38,7 +38,7 @@ def _walk(buf: bytes, spans: list[tuple[int, int, int]]) -> list[int] | None:
                 elif (b2 := buf[pos + 1]) < 0x80:
                     pos += zz[(b2 << 7) + b] + 2
                 else:
-                    length, pos = _varint(buf, pos)
+                    length, pos = varint(buf, pos)
                     pos += length
                 append(pos)
             if pos != end:

@@ -22,7 +22,7 @@ from kafka.errors import CorruptRecordError
 from kafka.record.default_records import DefaultRecordBatch
 
 from .batch_runs import decode_run
-from .varints import _ZIGZAG, _varint
+from .varints import ZIGZAG, varint
 
 TESTED_VERSIONS = ("3.0.12",)
 """kafka-python versions whose PartitionRecords this subclass is pinned against (tests/test_kafka_decode.py)."""
@@ -51,17 +51,17 @@ def decode_batch(batch: DefaultRecordBatch, topic: str, partition: int, leader_e
     out: list[ConsumerRecord] = []
     sizes: list[int] = []
     new = tuple.__new__  # the namedtuple without its Python-level __new__
-    append, size, end, zz = out.append, sizes.append, len(buf), _ZIGZAG
+    append, size, end, zz = out.append, sizes.append, len(buf), ZIGZAG
     try:
-        for _ in range(count):  # each varint's one- and two-byte forms inline by table (`_varint` for longer)
+        for _ in range(count):  # each varint's one- and two-byte forms inline by table (`varint` for longer)
             b = buf[pos]
             if b < 0x80:
                 length, start = zz[b], pos + 1
             elif (b2 := buf[pos + 1]) < 0x80:
                 length, start = zz[(b2 << 7) + b], pos + 2
             else:
-                length, start = _varint(buf, pos)
-            pos = start + 1 if buf[start] < 0x80 else _varint(buf, start)[1]  # attributes (unused)
+                length, start = varint(buf, pos)
+            pos = start + 1 if buf[start] < 0x80 else varint(buf, start)[1]  # attributes (unused)
             b = buf[pos]
             if b < 0x80:
                 ts_delta = zz[b]
@@ -70,7 +70,7 @@ def decode_batch(batch: DefaultRecordBatch, topic: str, partition: int, leader_e
                 ts_delta = zz[(b2 << 7) + b]
                 pos += 2
             else:
-                ts_delta, pos = _varint(buf, pos)
+                ts_delta, pos = varint(buf, pos)
             b = buf[pos]
             if b < 0x80:
                 offset_delta = zz[b]
@@ -79,13 +79,13 @@ def decode_batch(batch: DefaultRecordBatch, topic: str, partition: int, leader_e
                 offset_delta = zz[(b2 << 7) + b]
                 pos += 2
             else:
-                offset_delta, pos = _varint(buf, pos)
+                offset_delta, pos = varint(buf, pos)
             b = buf[pos]
             if b < 0x80:
                 key_len = zz[b]
                 pos += 1
             else:
-                key_len, pos = _varint(buf, pos)
+                key_len, pos = varint(buf, pos)
             if key_len >= 0:
                 key = buf[pos:pos + key_len]
                 pos += key_len
@@ -99,7 +99,7 @@ def decode_batch(batch: DefaultRecordBatch, topic: str, partition: int, leader_e
                 value_len = zz[(b2 << 7) + b]
                 pos += 2
             else:
-                value_len, pos = _varint(buf, pos)
+                value_len, pos = varint(buf, pos)
             if value_len >= 0:
                 value = buf[pos:pos + value_len]
                 pos += value_len

@@ -6,7 +6,7 @@ from __future__ import annotations
 from kafka.record.util import decode_varint
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+def varint(buf: bytes, pos: int) -> tuple[int, int]:
     """kafka-python's zigzag varint (`decode_varint`), with the one- and two-byte cases inline."""
     b = buf[pos]
     if b < 0x80:
@@ -27,6 +27,6 @@ def _zigzag_values(n: int) -> list[int]:
     return values
 
 
-_ZIGZAG: list[int] = _zigzag_values(0x80) + _zigzag_values(0x4000)
+ZIGZAG: list[int] = _zigzag_values(0x80) + _zigzag_values(0x4000)
 """Zigzag varints of one and two bytes by table: [b] for a one-byte b < 0x80, [(b2 << 7) + b] for two bytes b ≥ 0x80,
 b2 < 0x80 (that index is 0x80 plus the 14-bit value): one lookup instead of four or seven integer operations."""
