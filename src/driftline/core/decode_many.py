@@ -18,24 +18,24 @@ from collections.abc import Sequence
 from datetime import datetime
 from itertools import chain
 from operator import attrgetter, countOf
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from .events import (MAX_EPOCH, DeadLetter, Decoded, Prediction, _tagged_dec, _TaggedPrediction, decode,
                      to_epoch)
 from .limits import _FLOAT_DIGITS, DEFAULT_LIMITS, MAX_NAME_LEN, Limits, feature_problem, string_tokens
+from .utc_epochs import utc_epochs
 from ..name_rule import bad_name, first_bad_name
 
 RUN = 512
 """Payloads parsed per msgspec call: a payload that fails the parse sends only its run to the per-event path."""
 _QUOTE, _BRACE, _BRACKET, _NEWLINE = 0x22, 0x7B, 0x5B, 0x0A
-_KIND, _MODEL, _TS, _TZINFO = attrgetter("kind"), attrgetter("model"), attrgetter("ts"), attrgetter("tzinfo")
+_KIND, _TS, _TZINFO = attrgetter("kind"), attrgetter("ts"), attrgetter("tzinfo")
 _PAYLOAD = attrgetter("payload")
-_VERSION, _VARIANT = attrgetter("model_version"), attrgetter("variant")
 """C-level readers for maps; a field of the parsed events read to be tested or counted is read by a comprehension
-instead (CPython 3.11 specialises its attribute reads of a Struct: `[ev.variant for ev in preds].count(None)`
-takes ~30 % fewer instructions than `countOf(map(attrgetter("variant"), preds), None)`)."""
+instead (CPython 3.11 specialises its attribute reads of a Struct: `[ev.variant for ev in preds]` takes ~30 % fewer
+instructions than `list(map(attrgetter("variant"), preds))`)."""
 
 
 class Positioned(Protocol):
@@ -99,20 +99,21 @@ def _clean_run(run: Sequence[Positioned], parsed: list[object], joined: bytes,
     sources = set(map(_KIND, run))
     if sources != {None} and sources != {"prediction" if len(preds) == n else "outcome" if not preds else ""}:
         return None
-    if not all([ev.model for ev in preds]):
-        return None
-    names = set(map(_MODEL, preds)).union(map(_VERSION, preds), map(_VARIANT, preds))
-    names.discard(None)
-    if any(map(bad_name, names)):  # each distinct name once: a run holds few
+    models = [ev.model for ev in preds]
+    versions = [ev.model_version for ev in preds]
+    variants = [ev.variant for ev in preds]
+    if not all(models) or not _clean_names(models, versions, variants):
         return None
     stamps = list(map(_TS, parsed))
-    if set(map(type, stamps)) != {datetime} or countOf(map(_TZINFO, stamps), None):
-        return None  # a number, or no offset: the per-payload path converts it
-    epochs = list(map(datetime.timestamp, stamps))
-    if not (0.0 <= min(epochs) and max(epochs) <= MAX_EPOCH):
+    at = utc_epochs(stamps)
+    if at is None:
+        if set(map(type, stamps)) != {datetime} or countOf(map(_TZINFO, stamps), None):
+            return None  # a number, or no offset: the per-payload path converts it
+        at = np.array(list(map(datetime.timestamp, stamps)), dtype=np.float64)
+    if not (0.0 <= at.min() and at.max() <= MAX_EPOCH):
         return None
     feats = [ev.features for ev in preds]
-    if None in feats:
+    if not all(feats):  # (a truth test each: `None in feats` compares every dict with None)
         feats = [f for f in feats if f is not None]
     text = np.frombuffer(joined, dtype=np.uint8)
     quote = text == _QUOTE
@@ -123,15 +124,33 @@ def _clean_run(run: Sequence[Positioned], parsed: list[object], joined: bytes,
         if _may_have_gap(quote, bound) and any(feature_problem(f, limits, len(joined)) for f in feats if f):
             return None  # (`len(joined)` only lets feature_problem check everything: no payload is longer)
     tokens = (4 * n + 5 * len(preds) + 3 * (n - len(preds))  # "type", "ts" and their text values; the fields
-              + 2 * (len(preds) - [ev.model_version for ev in preds].count(None))
-              + 2 * (len(preds) - [ev.variant for ev in preds].count(None))
-              + len(preds) - [ev.threshold for ev in preds].count(None)
+              + 2 * (len(preds) - _nones(versions)) + 2 * (len(preds) - _nones(variants))
+              + len(preds) - _nones([ev.threshold for ev in preds])
               + len(feats) + sum(map(len, feats))
               + countOf(map(type, chain.from_iterable(map(dict.values, feats))), str))
     brackets = np.count_nonzero(text == _BRACE) + (np.count_nonzero(text == _BRACKET) if b"[" in joined else 0)
     if np.count_nonzero(quote) != 2 * tokens or brackets != n + len(feats):
         return None
-    return list(map(Decoded, parsed, epochs))
+    return list(map(Decoded, parsed, at.tolist()))
+
+
+def _nones(values: list[Any]) -> int:
+    """How many of the values are None: `all` first (a truth test each), as `count(None)` compares every string
+    with None the long way (~150 instructions each)."""
+    return 0 if all(values) else values.count(None)
+
+
+def _clean_names(models: list[str], versions: list[str | None], variants: list[str | None]) -> bool:
+    """Whether `bad_name` passes every name: True at once when the names joined by "/" are printable and hold no
+    whitespace (then no name has surrounding whitespace or a refused character, all of which are non-printable);
+    otherwise each distinct name is tested (hashing fresh strings into a set costs ~10x the join)."""
+    names = (models + (versions if all(versions) else [v for v in versions if v is not None])
+             + (variants if all(variants) else [v for v in variants if v is not None]))
+    joined = "/".join(names)
+    if joined.isprintable() and joined.split(None, 1) == [joined]:
+        return True
+    distinct = set(names)
+    return not any(map(bad_name, distinct))  # each distinct name once: a run holds few
 
 
 def _may_have_gap(quote: np.ndarray, bound: int) -> bool:
