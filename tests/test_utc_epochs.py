@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from driftline.core.decode_many import RUN, _clean_names, _clean_run, decode_many
 from driftline.core.events import Decoded, _tagged_dec, decode
 from driftline.core.limits import Limits
-from driftline.core.utc_epochs import days_from_civil, utc_epochs
+from driftline.core.utc_epochs import _LEAP, _MONTH_START, _YEAR_START, days_from_civil, utc_epochs
 from driftline.name_rule import bad_name
 
 from test_decode_many import Rec
@@ -62,7 +62,10 @@ def test_days_from_civil_is_the_ordinal_of_every_date():
     days = [date.fromordinal(o) for o in range(first, last + 1, 7)] + [date(9999, 12, 31), date(2000, 2, 29)]
     got = days_from_civil(np.array([d.year for d in days]), np.array([d.month for d in days]),
                           np.array([d.day for d in days]))
-    assert got.tolist() == [d.toordinal() - date(1970, 1, 1).toordinal() for d in days]
+    want = [d.toordinal() - date(1970, 1, 1).toordinal() for d in days]
+    assert got.tolist() == want
+    year, month, day = (np.array(v) for v in zip(*[(d.year, d.month, d.day) for d in days]))
+    assert (_YEAR_START[year] + _MONTH_START[_LEAP[year] + month] + day).tolist() == want  # utc_epochs' tables
 
 
 NAME_CHARS = st.sampled_from(list("ab/ -_.:") + ["\t", "\x00", "\x1b", "\x85", "\xa0", "\u200b", "\u2028", "\ue000",

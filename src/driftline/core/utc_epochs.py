@@ -23,15 +23,23 @@ _EXACT_US = 2 ** 53
 """Microseconds below this in magnitude are exact as a float64."""
 
 
-def _layout(fraction: bool) -> tuple[int, np.ndarray, np.ndarray]:
-    """(bytes per item, columns of the separators, their bytes) of `"YYYY-MM-DDTHH:MM:SS[.ffffff]Z",`."""
+def _layout(fraction: bool) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(bytes per item, columns of the separators, their bytes, columns of the digits, the digits' place values)
+    of `"YYYY-MM-DDTHH:MM:SS[.ffffff]Z",`: the place values are a matrix whose five rows, multiplied with an item's
+    digits, give its year, month, day, second of the day and microsecond."""
     sample = b'"2000-01-01T00:00:00.000000Z",' if fraction else b'"2000-01-01T00:00:00Z",'
     cols = [i for i, c in enumerate(sample[:-1]) if not 0x30 <= c <= 0x39]  # the last column: "," or "]"
-    return len(sample), np.array(cols), np.frombuffer(sample, dtype=np.uint8)[cols]
+    digits = [i for i, c in enumerate(sample) if 0x30 <= c <= 0x39]
+    fields = [(1, 1000, 0), (2, 100, 0), (3, 10, 0), (4, 1, 0), (6, 10, 1), (7, 1, 1), (9, 10, 2), (10, 1, 2),
+              (12, 36000, 3), (13, 3600, 3), (15, 600, 3), (16, 60, 3), (18, 10, 3), (19, 1, 3)]
+    fields += [(21 + k, 10 ** (5 - k), 4) for k in range(6)] if fraction else []
+    places = np.zeros((5, len(digits)), dtype=np.float64)
+    for col, place, row in fields:
+        places[row, digits.index(col)] = place
+    return (len(sample), np.array(cols), np.frombuffer(sample, dtype=np.uint8)[cols], np.array(digits), places)
 
 
-_LAYOUTS = {size: (fraction, cols, seps) for fraction in (True, False)
-            for size, cols, seps in [_layout(fraction)]}
+_LAYOUTS = {layout[0]: layout for layout in map(_layout, (True, False))}
 
 
 def utc_epochs(stamps: Sequence[Any]) -> np.ndarray | None:
@@ -45,17 +53,15 @@ def utc_epochs(stamps: Sequence[Any]) -> np.ndarray | None:
     layout = _LAYOUTS.get(size)
     if layout is None or len(text) != size * n + 1:
         return None
-    fraction, cols, seps = layout
+    _, cols, seps, digit_cols, places = layout
     rows = np.frombuffer(text, dtype=np.uint8, offset=1).reshape(n, size)
     if not (rows[:, cols] == seps).all():  # every item in the layout: a shifted one breaks the first that differs
         return None
-    d = rows.astype(np.int64) - 0x30
-    year = d[:, 1] * 1000 + d[:, 2] * 100 + d[:, 3] * 10 + d[:, 4]
-    month = d[:, 6] * 10 + d[:, 7]
-    day = d[:, 9] * 10 + d[:, 10]
-    secs = (d[:, 12] * 10 + d[:, 13]) * 3600 + (d[:, 15] * 10 + d[:, 16]) * 60 + d[:, 18] * 10 + d[:, 19]
-    us = (d[:, 21:27] @ np.array([100000, 10000, 1000, 100, 10, 1], dtype=np.int64)) if fraction else 0
-    total = (days_from_civil(year, month, day) * 86400 + secs) * 1000000 + us
+    # one matrix product reads every field (exact: integer sums far below 2**53), each field a contiguous row
+    digits = rows[:, digit_cols].astype(np.float64) - 48.0
+    year, month, day, sod, us = (places @ digits.T).astype(np.int64)
+    days = _YEAR_START.take(year) + _MONTH_START.take(_LEAP.take(year) + month) + day  # (tables: no divisions)
+    total = (days * 86400 + sod) * 1000000 + us
     if int(np.abs(total).max()) >= _EXACT_US:
         return None
     return total.astype(np.float64) / 1e6  # type: ignore[no-any-return]
@@ -68,6 +74,16 @@ def days_from_civil(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> np.
     yoe = y - era * 400
     doy = (153 * np.where(month > 2, month - 3, month + 9) + 2) // 5 + day - 1
     return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468  # type: ignore[no-any-return]
+
+
+_YEARS = np.arange(10000, dtype=np.int64)
+_YEAR_START = days_from_civil(_YEARS, np.ones_like(_YEARS), np.ones_like(_YEARS)) - 1
+"""Days from 1970-01-01 to the day before January 1st of each year 0..9999 (the day is added to it)."""
+_LEAP = np.where((_YEARS % 4 == 0) & ((_YEARS % 100 != 0) | (_YEARS % 400 == 0)), 13, 0)
+"""Per year, where its months' starts begin in `_MONTH_START`: 13 for a leap year."""
+_MONTH_START = np.array([0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334,
+                         0, 0, 31, 60, 91, 121, 152, 182, 213, 244, 274, 305, 335], dtype=np.int64)
+"""Days of the year before each month 1..12 (index 0 unused), a common year's then a leap year's."""
 
 
 __all__ = ["days_from_civil", "utc_epochs"]
