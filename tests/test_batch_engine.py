@@ -1,7 +1,8 @@
 """The batch path (core/batch.py) against the per-event engine: identical results, bit for bit, on dirty streams.
 
 Both run over the same batches with a join store kept in memory the way the database keeps it (each batch loads a
-fresh copy of the state of its ids; upserts, deletes and outcomes are written back), with implicit negatives and
+fresh copy of the state of its ids, each prediction with the label in force of its outcome row; upserts, deletes
+and outcomes are written back, an outcome folded into its predictions before it is deleted), with implicit negatives and
 expiry between batches. Every batch's bucket deltas (encoded bytes and float sums compared exactly), join-state
 changes, counters and newest event times must be equal, and so must the final join state and bucket totals.
 """
@@ -16,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from driftline.core.batch import apply_batch
-from driftline.core.engine import Engine, EngineResult, EngineSettings, JoinView, OutcomeRecord, PredRecord
+from driftline.core.engine import (Engine, EngineResult, EngineSettings, JoinView, OutcomeRecord, PredRecord,
+                                   label_in_force)
 from driftline.core.events import Decoded
 from driftline.core.stats import BucketStats
 
@@ -45,7 +47,15 @@ class JoinStore:
         for pid, out in self.outcomes.items():
             if pid in ids:
                 view.outcomes[pid] = msgspec.structs.replace(out)
+                for rec in view.preds.get(pid, ()):
+                    label_in_force(rec, out)
         return view
+
+    def in_force(self, rec: PredRecord) -> PredRecord:
+        """A copy of a stored prediction with its label in force."""
+        got = _copy(rec)
+        label_in_force(got, self.outcomes.get(rec.prediction_id))
+        return got
 
     def commit(self, r: EngineResult) -> None:
         for key, delta in r.deltas.items():
@@ -57,17 +67,20 @@ class JoinStore:
         for pid, out in r.outcomes.items():
             self.outcomes[pid] = msgspec.structs.replace(out)
         for pid in r.outcome_deletes:
-            self.outcomes.pop(pid, None)
+            out = self.outcomes.pop(pid, None)
+            for key, rec in self.preds.items():  # folded into the predictions that stay
+                if key[0] == pid and out is not None:
+                    label_in_force(rec, out)
         self.counters.update(r.counters)
 
     def maintain(self, s: EngineSettings, watermark: float, implicit_after: float, horizon: float) -> EngineResult:
         """Implicit negatives, then expiry, with the per-event engine (as Pipeline.maintain does)."""
         engine = Engine(s, JoinView())
         mature = [_copy(r) for _, r in sorted(self.preds.items())
-                  if r.label is None and r.ts < watermark - implicit_after]
+                  if r.label is None and r.prediction_id not in self.outcomes and r.ts < watermark - implicit_after]
         engine.mature(mature)
         matured = {r.key: r for r in mature}
-        old = [matured.get(k, _copy(r)) for k, r in sorted(self.preds.items()) if r.ts < watermark - horizon]
+        old = [matured.get(k, self.in_force(r)) for k, r in sorted(self.preds.items()) if r.ts < watermark - horizon]
         old_outs = [msgspec.structs.replace(o) for _, o in sorted(self.outcomes.items()) if o.ts < watermark - horizon]
         engine.expire(old, old_outs)
         result = engine.finish()
@@ -230,7 +243,8 @@ def test_outcomes_of_stored_predictions_take_the_column_path():
     r1 = _per_event(s, view(), ok)
     r2 = _batched(s, view(), ok)
     assert _result_doc(r2) == _result_doc(r1)
-    assert r2.upserts[("s", "fraud", "A")].label == 1 and r2.outcomes["s"].matched
+    # the stored prediction's row is not rewritten: its outcome row, written with the batch, holds its label in force
+    assert ("s", "fraud", "A") not in r2.upserts and (r2.outcomes["s"].label, r2.outcomes["s"].matched) == (1, True)
 
 
 @st.composite

@@ -1,6 +1,7 @@
 """bulk.load_join's SQLite lookup reads both join tables in one statement per chunk of ids (a VALUES list padded with
 NULLs): with and without the MATERIALIZED hint (SQLite < 3.35 has none) it returns what a plain read of each table
-by key returns, records in key order, across the padded chunk sizes."""
+by key returns, records in key order, across the padded chunk sizes; each prediction with its label in force (its
+outcome row's label, ts and not implicit when one is held for its id: issue 18)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection
 
-from driftline.core.engine import JoinView, OutcomeRecord, PredRecord
+from driftline.core.engine import JoinView, OutcomeRecord, PredRecord, label_in_force
 from driftline.storage import bulk
 from driftline.storage.store import Store
 
@@ -22,6 +23,9 @@ def _reference(conn: Connection, ids: list[str]) -> list[Any]:
         if r.prediction_id in wanted]
     outs = [OutcomeRecord(p, lb, ts, sh, bool(m)) for p, lb, ts, sh, m in conn.exec_driver_sql(
         f"SELECT {bulk._OUT_COLS} FROM outcomes ORDER BY prediction_id").fetchall() if p in wanted]
+    by_id = {o.prediction_id: o for o in outs}
+    for rec in preds:
+        label_in_force(rec, by_id.get(rec.prediction_id))
     return [preds, outs]
 
 

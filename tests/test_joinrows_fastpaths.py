@@ -142,6 +142,15 @@ def _as_read(view: JoinView) -> list[Any]:
             [(k, [fix(getattr(o, f)) for f in o.__slots__]) for k, o in view.outcomes.items()]]
 
 
+def _in_force(view: JoinView) -> JoinView:
+    """The old route's view with each prediction's label in force (issue 18: an outcome row held for its id gives
+    its label, ts and not implicit), as the lookup now returns it."""
+    for pid, out in view.outcomes.items():
+        for rec in view.preds.get(pid, []):
+            rec.label, rec.label_ts, rec.implicit = out.label, out.ts, False
+    return view
+
+
 def _run(schema: list[str], steps: list[tuple[list[PredRecord], list[OutcomeRecord], list[str]]], fast: bool
          ) -> tuple[list[Any], list[Any]]:
     """Write and look up each batch in turn (new or old routes): the tables and every lookup's view."""
@@ -153,7 +162,7 @@ def _run(schema: list[str], steps: list[tuple[list[PredRecord], list[OutcomeReco
             conn.exec_driver_sql(sql)
         for recs, outs, extra in steps:
             ids = [r.prediction_id for r in recs] + [o.prediction_id for o in outs] + extra
-            view = bulk.load_join(conn, "sqlite", ids) if fast else _old_load_join(conn, ids)
+            view = bulk.load_join(conn, "sqlite", ids) if fast else _in_force(_old_load_join(conn, ids))
             views.append(_as_read(view))
             upserts = list({r.key: r for r in recs}.values())  # one record per key, as EngineResult.upserts
             outs = list({o.prediction_id: o for o in outs}.values())
@@ -164,7 +173,7 @@ def _run(schema: list[str], steps: list[tuple[list[PredRecord], list[OutcomeReco
                 _old_write_predictions(conn, upserts)
                 _old_write_outcomes(conn, outs)
         ids = sorted({r.prediction_id for recs, _, _ in steps for r in recs})
-        views.append(_as_read(bulk.load_join(conn, "sqlite", ids) if fast else _old_load_join(conn, ids)))
+        views.append(_as_read(bulk.load_join(conn, "sqlite", ids) if fast else _in_force(_old_load_join(conn, ids))))
         tables = _tables(conn)
     eng.dispose()
     return tables, views

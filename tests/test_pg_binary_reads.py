@@ -73,8 +73,9 @@ _outs = st.lists(st.tuples(st.text(_text, min_size=1, max_size=12), st.integers(
 @given(preds=_preds, outs=_outs, extra=st.lists(st.text(_text, min_size=1, max_size=12), max_size=10))
 def test_binary_join_lookups_equal_the_text_reads(store, preds, outs, extra) -> None:
     """The join lookups (bulk.PG_PRED_LOOKUP, PG_OUT_LOOKUP) read in binary give what SQLAlchemy's text-format read
-    gave, NaN, infinities, -0.0, subnormals, NULLs and non-ASCII ids included; load_join builds its view from them."""
-    from driftline.core.engine import OutcomeRecord, PredRecord
+    gave, NaN, infinities, -0.0, subnormals, NULLs and non-ASCII ids included; load_join builds its view from them,
+    each prediction with its label in force (its outcome row's when one is held: issue 18)."""
+    from driftline.core.engine import OutcomeRecord, PredRecord, label_in_force
 
     records = [PredRecord(p, m, "v1", v, ts, sc, fl, sh, lb, lts, imp, sv)
                for p, m, v, ts, sc, fl, sh, lb, lts, imp, sv in preds]
@@ -91,6 +92,9 @@ def test_binary_join_lookups_equal_the_text_reads(store, preds, outs, extra) -> 
             assert repr(new) == repr(old)
             assert [type(v) for r in new for v in r] == [type(v) for r in old for v in r]
         view = bulk.load_join(conn, "postgresql", ids)
+    by_id = {o[0]: OutcomeRecord(*o) for o in outs}
+    for rec in records:
+        label_in_force(rec, by_id.get(rec.prediction_id))
     assert repr(sorted((r for recs in view.preds.values() for r in recs), key=lambda r: r.key)) == \
         repr(sorted(records, key=lambda r: r.key))
     assert repr(sorted(view.outcomes.items())) == repr(sorted((o[0], OutcomeRecord(*o)) for o in outs))

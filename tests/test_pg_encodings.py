@@ -57,7 +57,9 @@ def test_every_id_is_stored_or_dead_lettered_with_its_reason(tmp_path, encoding,
         import psycopg
 
         with psycopg.connect(url, client_encoding="utf8") as conn:
-            stored = dict(conn.execute("SELECT prediction_id, label FROM predictions").fetchall())
+            stored = dict(conn.execute(  # the label in force (issue 18): the outcome row's when one is held
+                "SELECT p.prediction_id, COALESCE(o.label, p.label) FROM predictions p "
+                "LEFT JOIN outcomes o ON o.prediction_id = p.prediction_id").fetchall())
         assert stored == {i: (1 if i == "café" else None) for i in IDS if i not in rejected}
     finally:
         drop_database(name)

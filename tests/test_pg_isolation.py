@@ -46,12 +46,15 @@ def _rounded(value: object) -> object:
 
 
 def _state(url: str) -> tuple[object, list, list]:
-    """What the runs stored: the metrics, every join row's label, the dead-letter reasons."""
+    """What the runs stored: the metrics, every join row's label in force (its outcome row's when one is held: issue
+    18), the dead-letter reasons."""
     import psycopg
 
     metrics = _rounded(json.loads(_cli("--db", url, "metrics", "--json", "--window", "60d").stdout))
     with psycopg.connect(url) as conn:
-        rows = conn.execute("SELECT prediction_id, label, implicit FROM predictions ORDER BY 1").fetchall()
+        rows = conn.execute("SELECT p.prediction_id, COALESCE(o.label, p.label), o.prediction_id IS NULL AND p.implicit "
+                            "FROM predictions p LEFT JOIN outcomes o ON o.prediction_id = p.prediction_id "
+                            "ORDER BY 1").fetchall()
         letters = conn.execute("SELECT reason, count(*) FROM dead_letters GROUP BY 1 ORDER BY 1").fetchall()
     return metrics, rows, letters
 

@@ -247,14 +247,12 @@ def apply_stored(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[An
     engine._seen["outcome"] += m
     _newest(result.max_ts, "outcome", ts)
     # every field of each record in one read of it (C-level), then as columns
-    keys, models, versions, variants, p_ts, p_shards, flagged, scores, slices = zip(*map(_STORED_FIELDS, recs))
+    _, models, versions, variants, p_ts, p_shards, flagged, scores, slices = zip(*map(_STORED_FIELDS, recs))
     buckets = _bucket_indices(engine, models, versions, variants, p_ts, p_shards)
     delays = [t - tp for t, tp in zip(ts, p_ts)]
-    upserts = result.upserts
-    for rec, label, t in zip(recs, labels, ts):
+    for rec, label, t in zip(recs, labels, ts):  # stored rows are not rewritten: the outcome rows carry the label
         rec.label = label
         rec.label_ts = t
-    upserts.update(zip(zip(keys, models, variants), recs))
     seq = at_array * SEQ
     bk = buckets
     flag = bool_ints(list(flagged))

@@ -109,6 +109,13 @@ class PredRecord(msgspec.Struct, gc=False):
         return UNL if self.label is None else self.label
 
 
+def label_in_force(rec: PredRecord, out: OutcomeRecord | None) -> None:
+    """Give a stored prediction the label in force: its outcome's (label, ts, not implicit) when an outcome row is
+    held for its id, else its row's own. A stored prediction row is never rewritten for an outcome (issue 18)."""
+    if out is not None:
+        rec.label, rec.label_ts, rec.implicit = out.label, out.ts, False
+
+
 class OutcomeRecord(msgspec.Struct, gc=False):
     """The authoritative outcome of a prediction id; `matched` once a prediction has joined it (a Struct, as
     PredRecord)."""
@@ -144,6 +151,8 @@ class EngineResult:
 
     deltas: dict[BucketKey, BucketStats] = field(default_factory=dict)
     upserts: dict[PredKey, PredRecord] = field(default_factory=dict)
+    """New predictions and matured ones. A stored prediction labelled by an outcome is not here: its row stays as
+    written, and readers take the label in force from the outcome row (label_in_force; issue 18)."""
     deletes: set[PredKey] = field(default_factory=set)
     outcomes: dict[str, OutcomeRecord] = field(default_factory=dict)
     outcome_deletes: set[str] = field(default_factory=set)
@@ -285,7 +294,8 @@ class Engine:
             moves.move(b, rec.state, rec.flagged, rec.score, -1, rec.slice_values)
             moves.move(b, label, rec.flagged, rec.score, 1, rec.slice_values)
         rec.label, rec.label_ts = label, ts
-        self.result.upserts[rec.key] = rec
+        # not an upsert: a record new in this batch (or matured by it) is one already and is written as it is now; a
+        # stored one keeps its row, the outcome row written with it carries the label in force (issue 18)
 
     # --- maintenance ----------------------------------------------------------------------------
     def mature(self, records: list[PredRecord]) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from ..core.engine import JoinView, OutcomeRecord, PredKey, PredRecord, StoredKeys
+from ..core.engine import JoinView, OutcomeRecord, PredKey, PredRecord, StoredKeys, label_in_force
 from ..core.encoded_many import encode_merged
 from ..core.stats import BucketStats
 from . import pgcopy, pgread
@@ -92,6 +92,7 @@ def load_join(conn: Connection, dialect: str, ids: Iterable[str]) -> JoinView:
         return view
     if dialect != "postgresql":
         _sqlite_lookup(conn, idl, view)
+        in_force(view)
         return view
     preds, outcomes = view.preds, view.outcomes
     params = _pg_columns(conn, [idl], ("text",))
@@ -104,9 +105,19 @@ def load_join(conn: Connection, dialect: str, ids: Iterable[str]) -> JoinView:
         else:
             recs.append(rec)
     outcomes.update([(p, OutcomeRecord(p, lb, ts, sh, bool(m))) for p, lb, ts, sh, m in out_rows_])
+    in_force(view)
     # the writes copy the other rows (pgcopy)
     view.stored = StoredKeys(frozenset(r.key for recs in preds.values() for r in recs), frozenset(outcomes))
     return view
+
+
+def in_force(view: JoinView) -> None:
+    """The loaded predictions with the label in force: an outcome row held for their id overrides their row's own
+    label columns, which are not rewritten when an outcome arrives for a stored prediction (issue 18)."""
+    preds = view.preds
+    for pid, out in view.outcomes.items():
+        for rec in preds.get(pid, ()):
+            label_in_force(rec, out)
 
 
 PG_PRED_LOOKUP = (f"SELECT {_PRED_SELECT} FROM predictions WHERE prediction_id = ANY(%b::text[]) "
@@ -172,7 +183,7 @@ def pred_records(rows: Sequence[Sequence[Any]]) -> list[PredRecord]:
 
 def write_predictions(conn: Connection, dialect: str, records: Sequence[PredRecord],
                       stored: frozenset[PredKey] | None = None) -> None:
-    """Insert new join rows and move labels of existing ones. On PostgreSQL, with the keys the batch's lookup found
+    """Insert new join rows and update matured ones (implicit negatives). On PostgreSQL, with the keys the batch's lookup found
     stored, the others are copied as new rows (pgcopy) and only the stored ones upserted."""
     if not records:
         return
