@@ -26,6 +26,13 @@ ShadowCells = tuple[list[tuple[int | None, bool, bool, int]], dict[str, int]]
 """([(label, flagged by control, flagged by treatment, predictions)], predictions per variant) of a shadow pair."""
 
 
+SQLITE_FOLD_OUTCOME = (
+    "UPDATE predictions SET (label, label_ts, implicit) = (SELECT o.label, o.ts, 0 FROM outcomes o "
+    "WHERE o.prediction_id = predictions.prediction_id) WHERE prediction_id = ? AND EXISTS (SELECT 1 FROM outcomes o "
+    "WHERE o.prediction_id = predictions.prediction_id AND (predictions.label IS NOT o.label OR "
+    "predictions.label_ts IS NOT o.ts OR predictions.implicit))")
+"""fold_outcomes on SQLite, executed once per id."""
+
 SQLITE_DELETE_PREDICTION = "DELETE FROM predictions WHERE prediction_id = ? AND model = ? AND variant = ?"
 """A join row dropped by its primary key (PredKey order), executed once per key."""
 
@@ -67,10 +74,10 @@ class JoinRows:
             conn.execute(delete(t.outcomes).where(t.outcomes.c.prediction_id.in_(list(chunk))))
 
     # --- maintenance ------------------------------------------------------------------------------
-    def _claim(self, q: Any, of: Any = None) -> Any:
-        """On PostgreSQL, lock the selected join rows (of table `of`, when given) and skip rows another transaction
-        holds, so concurrent maintenance passes and consumers never move the same prediction's counts twice."""
-        return q.with_for_update(skip_locked=True, of=of) if self.dialect == "postgresql" else q
+    def _claim(self, q: Any) -> Any:
+        """On PostgreSQL, lock the selected join rows and skip rows another transaction holds, so concurrent
+        maintenance passes and consumers never move the same prediction's counts twice."""
+        return q.with_for_update(skip_locked=True) if self.dialect == "postgresql" else q
 
     def unlabelled_before(self, conn: Connection, cutoff: float, shards: Sequence[int] | None,
                           limit: int = 50_000) -> list[PredRecord]:
@@ -86,12 +93,13 @@ class JoinRows:
                limit: int = 50_000) -> tuple[list[PredRecord], list[OutcomeRecord]]:
         """Join state older than cutoff (past the label horizon)."""
         p, o = t.predictions.c, t.outcomes.c
-        qp = (select(t.predictions, o.label.label("o_label"), o.ts.label("o_ts"), o.matched.label("o_matched"))
-              .select_from(_with_outcomes(t.predictions)).where(p.ts < cutoff).limit(limit))
+        own = o.prediction_id == p.prediction_id  # the outcome's label and time as columns: the rows' plan unchanged
+        qp = select(t.predictions, select(o.label).where(own).scalar_subquery().label("o_label"),
+                    select(o.ts).where(own).scalar_subquery().label("o_ts")).where(p.ts < cutoff).limit(limit)
         qo = select(t.outcomes).where(o.ts < cutoff).limit(limit)
         if shards is not None:
             qp, qo = qp.where(p.shard.in_(list(shards))), qo.where(o.shard.in_(list(shards)))
-        preds = [_in_force(r) for r in conn.execute(self._claim(qp, t.predictions))]
+        preds = [_in_force(r) for r in conn.execute(self._claim(qp))]
         outs = [OutcomeRecord(r.prediction_id, r.label, r.ts, r.shard, bool(r.matched))
                 for r in conn.execute(self._claim(qo))]
         return preds, outs
@@ -177,10 +185,12 @@ def _with_outcomes(predictions: Any) -> Any:
 
 
 def _in_force(r: Any) -> PredRecord:
-    """The PredRecord of a prediction row read with its outcome's o_label, o_ts, o_matched (_with_outcomes)."""
+    """The record of a prediction row read with its outcome's o_label and o_ts (correlated subqueries in the select
+    list: a join in the rows' read changed its plan on SQLite, a scan of the (shard, ts) index instead of the table,
+    and with it which rows a limited read returns, so what maintenance passes matured or expired)."""
     rec = bulk.pred_record(r)
     if r.o_label is not None:
-        label_in_force(rec, OutcomeRecord(rec.prediction_id, r.o_label, r.o_ts, 0, bool(r.o_matched)))
+        label_in_force(rec, OutcomeRecord(rec.prediction_id, r.o_label, r.o_ts))
     return rec
 
 
@@ -188,6 +198,9 @@ def fold_outcomes(conn: Connection, ids: list[str]) -> None:
     """Write the outcome rows of these ids into the label columns of their predictions' rows, before the outcomes
     are deleted (expiry at their own ts: a prediction made after its outcome, clock skew, stays longer), so the
     label in force is kept; rows that hold it already are left as they are."""
+    if conn.dialect.name == "sqlite":  # one driver-level executemany (a statement per 500 ids cost ~1 ms each)
+        conn.exec_driver_sql(SQLITE_FOLD_OUTCOME, [(i,) for i in ids])
+        return
     p, o = t.predictions.c, t.outcomes.c
     own = o.prediction_id == p.prediction_id
 
