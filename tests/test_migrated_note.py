@@ -57,7 +57,7 @@ def test_the_migrating_command_names_what_it_applied_once(old_db: str, caplog) -
     assert main(["--db", old_db, "metrics", "--json"]) == 0
     lines = _notes(caplog)
     assert len(lines) == 1, lines
-    assert "applied 0008_seasonal, 0009_mvsample, 0010_joinpack, 0011_pgfill" in lines[0]
+    assert "applied 0008_seasonal, 0009_mvsample, 0010_joinpack, 0011_pgfill, 0012_labelsapart" in lines[0]
     assert "recorded before: 0002, 0003, 0004, 0005, 0006_labels" in lines[0]
     assert main(["--db", old_db, "metrics", "--json"]) == 0
     assert _notes(caplog) == []
