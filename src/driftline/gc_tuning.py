@@ -3,10 +3,10 @@
 Ingestion allocates a few container objects per event (join records, rows, feature dicts); with CPython's default
 first-generation threshold (700) a replay ran ~900 collections that cost ~15 % of its CPU, each one re-scanning the
 survivors of the batch being built. Reference counting frees nearly all of it anyway; the collector is only there
-for cycles. A 20,000-event batch holds up to ~100,000 young tracked objects at once (~210,000 at 50,000 events), so
-the first generation waits for more than that: at 70,000 every batch still paid one collection of ~10 ms (it walks
-the batch's large lists, ~3 % of a replay). Memory cost: cyclic garbage (~150 objects a batch)
-waits longer; at most FIRST_GENERATION young objects wait for a collection (tens of MB at worst).
+for cycles. A 20,000-event batch holds up to ~100,000 young tracked objects at once (~210,000 at 50,000 events;
+replay's default is 30,000), so the first generation waits for more than that: at 70,000 every batch still paid one
+collection of ~10 ms (it walks the batch's large lists, ~3 % of a replay). Memory cost: cyclic garbage (~150 objects
+a batch) waits longer; at most FIRST_GENERATION young objects wait for a collection (tens of MB at worst).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from ..context import Context, positive
 from ..core.engine import CONFLICTING, IMPLICIT_RELABELLED
 from ..core.events import ALL_REASONS, RAW_LIMIT, iso
 from ..ingest.pipeline import FILE_PREFIX, BatchResult, Pipeline
-from ..ingest.replay import replay, resume_point
+from ..ingest.replay import BATCH, replay, resume_point
 from ..ingest.stored_now import KeyLog
 from ..numbers import count, counted, were
 from ..storage import dead_letter_rows
@@ -36,7 +36,8 @@ from .which_model import closest
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("replay", help="ingest JSON-lines events from a file or '-' (stdin)")
     p.add_argument("path", help="JSON-lines file, or - for stdin")
-    p.add_argument("--batch-size", type=positive(int), default=20000, help="events per transaction (default 20000)")
+    p.add_argument("--batch-size", type=positive(int), default=BATCH,
+                   help=f"events per transaction (default {BATCH})")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_replay)
     d = sub.add_parser("dead-letters", help="list rejected events with their reasons")
@@ -55,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.set_defaults(func=cmd_dead_letters)
 
 
-def run_replay(ctx: Context, path: str, batch_size: int = 20000, progress: bool | None = None,
+def run_replay(ctx: Context, path: str, batch_size: int = BATCH, progress: bool | None = None,
                monotonic: Callable[[], float] = time.monotonic) -> dict[str, object]:
     """Replay a file and run maintenance; returns the summary document. `progress`: show a progress bar on ctx.err
     (default: when both stdout and stderr are terminals); `monotonic` times it."""
