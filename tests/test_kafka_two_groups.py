@@ -40,8 +40,10 @@ def test_two_groups_on_one_database_count_exactly_and_export_their_stale_batches
         produce(kafka_bootstrap, topics, events.records)
         wait_until(lambda: probe.done(events), 120, "every record stored", procs=(a, b))
         wait_until(lambda: "stale batch rejected" in a.log() + b.log(), 30, "a fenced batch", procs=(a, b))
-        logged = (a.log() + b.log()).count("stale batch rejected")
-        wait_until(lambda: _stale(a) + _stale(b) == logged, 10, "each fenced batch counted", procs=(a, b))
+        # the lagging group may still be fenced after every record is stored: both sides read at each poll (a count
+        # of the log taken once fell behind the counters on a loaded CI machine and never matched again)
+        wait_until(lambda: _stale(a) + _stale(b) == (a.log() + b.log()).count("stale batch rejected"), 10,
+                   "each fenced batch counted", procs=(a, b))
         assert a.terminate() == 0 and b.terminate() == 0
     finally:
         a.kill()
