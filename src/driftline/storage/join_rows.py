@@ -45,7 +45,7 @@ class JoinRows:
 
     # --- the ingestion batch ----------------------------------------------------------------------
     def load(self, conn: Connection, ids: Iterable[str]) -> JoinView:
-        """Predictions and outcomes held for these prediction ids (locked on PostgreSQL)."""
+        """Predictions and outcomes held for these prediction ids (read under the write lock the caller holds)."""
         return bulk.load_join(conn, self.dialect, ids)
 
     def write(self, conn: Connection, result: EngineResult) -> None:
