@@ -15,6 +15,8 @@ import os
 import shutil
 import sys
 
+from driftline.ingest.replay import BATCH
+
 
 def child(admin: str, batch: int, path: str) -> None:
     """Replay `path` into a fresh database, the replay alone inside operator.call (what callgrind collects)."""
@@ -38,7 +40,7 @@ def main() -> None:
         return
     ap = argparse.ArgumentParser()
     ap.add_argument("--pg", default=os.environ.get("DRIFTLINE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test"))
-    ap.add_argument("--batch", type=int, default=2000)
+    ap.add_argument("--batch", type=int, default=BATCH)  # what `driftline replay` uses
     args, _ = ap.parse_known_args()
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (apt-get install valgrind)")

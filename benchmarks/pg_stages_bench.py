@@ -24,7 +24,7 @@ import driftline.storage.bulk as bulk
 import driftline.storage.pgcopy as pgcopy
 import driftline.storage.store as store
 from driftline.config import Config
-from driftline.ingest.replay import replay
+from driftline.ingest.replay import BATCH, replay
 
 from bench_common import count_lines, scratch_pg_database, simulated_stream
 
@@ -82,7 +82,7 @@ class Spent:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pg", default=os.environ.get("DRIFTLINE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test"))
-    ap.add_argument("--batch", type=int, default=2000)
+    ap.add_argument("--batch", type=int, default=BATCH)  # what `driftline replay` uses
     args, _ = ap.parse_known_args()
     _, path = simulated_stream(1800)
     n = count_lines(path)

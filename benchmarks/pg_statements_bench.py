@@ -22,6 +22,7 @@ from typing import Any
 import psycopg
 
 from bench_common import count_lines, scratch_pg_database, simulated_stream
+from driftline.ingest.replay import BATCH
 
 
 def backend_ns(pid: int) -> int:
@@ -125,7 +126,7 @@ def install(profile: Profile) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pg", default=os.environ.get("DRIFTLINE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test"))
-    ap.add_argument("--batch", type=int, default=2000)
+    ap.add_argument("--batch", type=int, default=BATCH)  # what `driftline replay` uses
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--explain", action="store_true",
                     help="log every statement's plan with auto_explain (ANALYZE, BUFFERS) to the server log")
