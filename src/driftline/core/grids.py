@@ -40,12 +40,13 @@ N_RANK_BINS: int = N_SCORE_BINS * RANK_SUB
 _SCORE_WIDTHS = np.diff(SCORE_EDGES)
 
 
-def rank_bin(scores: np.ndarray) -> np.ndarray:
+def rank_bin(scores: np.ndarray, fine: np.ndarray | None = None) -> np.ndarray:
     """Index of the ranking bin of each score in [0, 1]: fine bin i split into RANK_SUB equal widths, so bin
     i·RANK_SUB + j lies inside fine bin i (the two histograms check each other) and the index never decreases as
-    the score grows (each step is a correctly rounded, hence monotone, float operation)."""
+    the score grows (each step is a correctly rounded, hence monotone, float operation). `fine`: the scores'
+    score_bin when the caller has it already (Moves.deltas bins every move's score for the score histograms)."""
     s = np.asarray(scores, dtype=np.float64)
-    i = score_bin(s)
+    i = score_bin(s) if fine is None else fine
     j = np.floor((s - SCORE_EDGES[i]) / _SCORE_WIDTHS[i] * RANK_SUB)
     return i * RANK_SUB + np.clip(j, 0, RANK_SUB - 1).astype(np.int64)
 

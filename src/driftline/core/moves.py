@@ -114,14 +114,15 @@ class Moves:
         conf = np.zeros((nb, 3, 2), dtype=np.int64)
         sums = np.zeros((nb, 3, 3), dtype=np.float64)
         delay = np.zeros((nb, N_DELAY_BINS), dtype=np.int64)
-        cells, h, p = _scores(cols, conf, sums) if len(cols.bucket) else _NO_CELLS
+        fine = score_bin(cols.score)  # each move's fine score bin: the score histograms' and the ranking's
+        cells, h, p = _scores(cols, conf, sums, fine) if len(cols.bucket) else _NO_CELLS
         if len(cols.d_bucket):
             _delays(cols, delay, counters)
         # row views, made in C; the dense score rows None: built from bins only when read (BucketStats.hist)
         out = list(map(BucketStats, conf, repeat(None, nb), repeat(None, nb), sums, delay))
         _set_score_bins(out, cells, h, p)
         if len(cols.bucket):
-            for stats, rank in zip(out, batch_ranks(nb, cols.bucket, cols.state, cols.score, cols.sign)):
+            for stats, rank in zip(out, batch_ranks(nb, cols.bucket, cols.state, cols.score, cols.sign, fine)):
                 stats.rank = rank
         if len(cols.t_bucket):
             for stats, rng in zip(out, batch_ranges(nb, cols.t_bucket, cols.t_value, cols.t_own)):
@@ -164,11 +165,11 @@ class Moves:
         if not self.columns:
             return own
         parts = [own, *self.columns]
-        m = np.argsort(np.concatenate([c.m_seq for c in parts]), kind="stable")
-        d = np.argsort(np.concatenate([c.d_seq for c in parts]), kind="stable")
+        m = stable_order(np.concatenate([c.m_seq for c in parts]))
+        d = stable_order(np.concatenate([c.d_seq for c in parts]))
         f_seq = np.concatenate([np.asarray(c.f_seq, dtype=np.int64) for c in parts])  # the batch path's: arrays
-        f = np.argsort(f_seq, kind="stable")
-        s = np.argsort(np.asarray(list(chain.from_iterable(c.s_seq for c in parts)), dtype=np.int64), kind="stable")
+        f = stable_order(f_seq)
+        s = stable_order(np.asarray(list(chain.from_iterable(c.s_seq for c in parts)), dtype=np.int64))
 
         def cat(name: str, order: np.ndarray) -> np.ndarray:
             return np.concatenate([getattr(c, name) for c in parts])[order]
@@ -182,6 +183,39 @@ class Moves:
                            f_seq[f], seq("f_bucket", f), seq("f_dicts", f), seq("s_seq", s),
                            seq("slice_moves", s), *(np.concatenate([getattr(c, k) for c in parts])
                                                     for k in ("t_bucket", "t_value", "t_own")))
+
+
+def stable_order(keys: np.ndarray) -> np.ndarray:
+    """np.argsort(keys, kind="stable") of int64 keys: when they are distinct and span a range of at most a few times
+    their number (a batch's sequence numbers: events · SEQ, every move of the batch path numbered apart), the keys
+    are marked on that range and read back in order with each one's position (O(n + range), no comparisons: the
+    paired outcomes' numbers come in their predictions' order, so the sort had few runs to merge); ties (an event
+    of the per-event engine moving twice under one number), a wide range, or keys already in a few ascending runs
+    (the sort merges those in a few linear passes: a batch whose outcomes join stored predictions) take the sort."""
+    n = len(keys)
+    if n < _COUNTED_FROM or int(np.count_nonzero(keys[1:] < keys[:-1])) < _FEW_RUNS:
+        return np.argsort(keys, kind="stable")
+    lo = int(keys.min())
+    span = int(keys.max()) - lo + 1
+    if span > _SPAN_PER_KEY * n:
+        return np.argsort(keys, kind="stable")
+    at = keys - lo
+    present = np.zeros(span, dtype=bool)
+    present[at] = True
+    placed = np.flatnonzero(present)  # the distinct keys, ascending
+    if len(placed) != n:  # a key repeated: the stable sort keeps their order
+        return np.argsort(keys, kind="stable")
+    position = np.empty(span, dtype=np.intp)
+    position[at] = np.arange(n, dtype=np.intp)
+    return position[placed]
+
+
+_COUNTED_FROM = 64
+"""Fewer keys than this are sorted (the counting steps' fixed cost is more than the sort's)."""
+_FEW_RUNS = 64
+"""Keys with fewer descents than this (so at most this many ascending runs) are sorted, not counted."""
+_SPAN_PER_KEY = 16
+"""stable_order counts keys whose range is at most this many times their number (else it sorts them)."""
 
 
 @dataclass(slots=True)
@@ -210,11 +244,12 @@ class MoveColumns:
     t_own: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
-def _scores(c: MoveColumns, conf: np.ndarray,
-            sums: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _scores(c: MoveColumns, conf: np.ndarray, sums: np.ndarray,
+            fine: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Confusion cells, fine score histograms and score sums of every bucket, each in one numpy step: the flat
-    index bucket·(3·bins) + state·bins + bin of a move is its cell in (buckets, 3, bins) dense rows. Returns the
-    score cells moved (sorted flat indexes) with their counts and score sums (every other cell is zero)."""
+    index bucket·(3·bins) + state·bins + bin of a move (`fine`: the moves' score_bin) is its cell in (buckets, 3,
+    bins) dense rows. Returns the score cells moved (sorted flat indexes) with their counts and score sums (every
+    other cell is zero)."""
     nb = len(conf)
     bk, st, sc, sg = c.bucket, c.state, c.score, c.sign
     conf[:] = _summed(bk * 6 + st * 2 + c.flag, sg, nb * 6).reshape(nb, 3, 2)
@@ -224,7 +259,7 @@ def _scores(c: MoveColumns, conf: np.ndarray,
     flat[:, SUM_P2] = np.bincount(cell, weights=sg * sc * sc, minlength=nb * 3)
     flat[:, SUM_NLL_POS] = np.bincount(cell, weights=sg * -np.log(p), minlength=nb * 3)
     flat[:, SUM_NLL_NEG] = np.bincount(cell, weights=sg * -np.log1p(-p), minlength=nb * 3)
-    keys, inv = np.unique(bk * (3 * N_SCORE_BINS) + st * N_SCORE_BINS + score_bin(sc), return_inverse=True)
+    keys, inv = np.unique(bk * (3 * N_SCORE_BINS) + st * N_SCORE_BINS + fine, return_inverse=True)
     return keys, np.rint(np.bincount(inv, weights=sg)).astype(np.int64), np.bincount(inv, weights=sg * sc)
 
 
@@ -285,4 +320,5 @@ def _summed(index: np.ndarray, signs: np.ndarray, size: int) -> np.ndarray:
     return np.rint(np.bincount(index, weights=signs, minlength=size)).astype(np.int64)
 
 
-__all__ = ["Moves", "MoveColumns", "feature_hists", "bound_categories", "MAX_CATEGORY_LEN", "NO_FEATURES"]
+__all__ = ["Moves", "MoveColumns", "stable_order", "feature_hists", "bound_categories", "MAX_CATEGORY_LEN",
+           "NO_FEATURES"]

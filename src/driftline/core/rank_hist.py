@@ -58,15 +58,16 @@ def summed(keys: np.ndarray, counts: np.ndarray) -> Rank:
     return keys.astype(np.int32), sums
 
 
-def batch_ranks(n_buckets: int, bucket: np.ndarray, state: np.ndarray, score: np.ndarray, sign: np.ndarray
-                ) -> list[Rank]:
+def batch_ranks(n_buckets: int, bucket: np.ndarray, state: np.ndarray, score: np.ndarray, sign: np.ndarray,
+                fine: np.ndarray | None = None) -> list[Rank]:
     """Each bucket's ranking-histogram delta from a batch's score moves (bucket, label state, score, ±1): moves in
-    the unlabelled state (2) have no ranking row."""
+    the unlabelled state (2) have no ranking row. `fine`: the moves' grids.score_bin, when known already."""
     lab = np.flatnonzero(np.asarray(state) < RANK_ROWS)
     if not len(lab):
         return [empty_rank() for _ in range(n_buckets)]
     bk = np.asarray(bucket, dtype=np.int64)[lab]
-    keys = bk * RANK_ROW + np.asarray(state, dtype=np.int64)[lab] * N_RANK_BINS + rank_bin(np.asarray(score)[lab])
+    ranked = rank_bin(np.asarray(score)[lab], None if fine is None else fine[lab])
+    keys = bk * RANK_ROW + np.asarray(state, dtype=np.int64)[lab] * N_RANK_BINS + ranked
     uniq, inv = np.unique(keys, return_inverse=True)
     counts = np.rint(np.bincount(inv.ravel(), weights=np.asarray(sign, dtype=np.float64)[lab])).astype(np.int64)
     keep = counts != 0
