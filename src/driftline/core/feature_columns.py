@@ -50,8 +50,12 @@ class FeatureColumns:
         if not len(seqs):
             return [[] for _ in self.cols]
         pos = self.positions(seqs)
-        if pos is None:
-            return None
+        return None if pos is None else self.rows_of(pos)
+
+    def rows_of(self, pos: np.ndarray) -> list[list[Any]]:
+        """Each column's values of rows `pos` (from positions), in that order."""
+        if not len(pos):
+            return [[] for _ in self.cols]
         at = pos.tolist()
         if len(at) == 1:
             return [[col[at[0]]] for col in self.cols]
@@ -62,8 +66,10 @@ class FeatureColumns:
         """(distinct (model, version, variant, bucket start) keys, each event's index into them) of the events
         numbered `seqs`: their engine buckets without the shard (None: see positions)."""
         pos = self.positions(seqs)
-        if pos is None:
-            return None
+        return None if pos is None else self.series_of(pos)
+
+    def series_of(self, pos: np.ndarray) -> tuple[list[tuple[Any, ...]], np.ndarray]:
+        """series_buckets of rows `pos` (from positions)."""
         index: dict[tuple[Any, ...], int] = {}
         code = np.fromiter([index.setdefault(key[:4], len(index)) for key in self.keys], dtype=np.int64,
                            count=len(self.keys))

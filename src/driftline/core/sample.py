@@ -65,35 +65,35 @@ def id_hashes(prediction_ids: Iterable[str]) -> np.ndarray:
     return np.frombuffer(b"".join(digests), dtype=">u8")
 
 
-def _floats(vals: Sequence[float | None], gaps: bool) -> list[Value | None]:
+def _floats(vals: Sequence[float | None], gaps: bool) -> tuple[list[Value | None], bool]:
     """A float is kept when finite; NaN and infinities are left out (None). Nulls (`gaps`) stay None. Without
     nulls, finiteness is checked on one numpy array of the same doubles."""
     if not gaps:
         if np.isfinite(f64(vals)).all():
-            return list(vals)
+            return list(vals), False
     elif all(map(math.isfinite, filter(None, vals))):  # zeros, which filter skips with the nulls, are finite
-        return list(vals)
-    return [v if v is not None and math.isfinite(v) else None for v in vals]
+        return list(vals), True
+    return [v if v is not None and math.isfinite(v) else None for v in vals], True
 
 
-def _strs(vals: Sequence[str | None], gaps: bool) -> list[Value | None]:
+def _strs(vals: Sequence[str | None], gaps: bool) -> tuple[list[Value | None], bool]:
     """A category keeps its first MAX_VALUE_LEN characters (nulls stay None): lengths looked at once per
     distinct value."""
     distinct = set(vals)
     distinct.discard(None)  # type: ignore[arg-type]
     if max(map(len, distinct), default=0) <= MAX_VALUE_LEN:  # type: ignore[arg-type]
-        return list(vals)
-    return [None if v is None else v[:MAX_VALUE_LEN] for v in vals]
+        return list(vals), gaps
+    return [None if v is None else v[:MAX_VALUE_LEN] for v in vals], gaps
 
 
-def _bools(vals: Sequence[bool | None], gaps: bool) -> list[Value | None]:
+def _bools(vals: Sequence[bool | None], gaps: bool) -> tuple[list[Value | None], bool]:
     """A boolean becomes the category 'true' or 'false' (nulls stay None): without nulls, one numpy lookup."""
     if gaps:
-        return list(map(_BOOL_NAMES.__getitem__, vals))
-    return _BOOL_ARRAY[np.fromiter(vals, dtype=np.uint8, count=len(vals))].tolist()  # type: ignore[no-any-return]
+        return list(map(_BOOL_NAMES.__getitem__, vals)), True
+    return _BOOL_ARRAY[np.fromiter(vals, dtype=np.uint8, count=len(vals))].tolist(), False
 
 
-def _ints(vals: Sequence[int | None], gaps: bool) -> list[Value | None]:
+def _ints(vals: Sequence[int | None], gaps: bool) -> tuple[list[Value | None], bool]:
     """An integer becomes a float (one too large for a float raises OverflowError, as float() does); nulls stay
     None. Integers within int64 are converted by numpy: int64 to float64 rounds to nearest, ties to even, as
     float() does, so the doubles are the same."""
@@ -101,27 +101,33 @@ def _ints(vals: Sequence[int | None], gaps: bool) -> list[Value | None]:
         try:
             ints = i64(vals)  # no shape discovery pass
         except OverflowError:
-            return list(map(float, vals))  # type: ignore[arg-type]
-        return ints.astype(np.float64).tolist()  # type: ignore[no-any-return]
+            return list(map(float, vals)), False  # type: ignore[arg-type]
+        return ints.astype(np.float64).tolist(), False
     out: list[Value | None] = list(vals)  # type: ignore[arg-type]
     at = list(compress(range(len(vals)), map(is_not, vals, repeat(None))))
     deque(map(out.__setitem__, at, map(float, map(out.__getitem__, at))), 0)
-    return out
+    return out, True
 
 
 _BOOL_NAMES = {True: "true", False: "false", None: None}
 _BOOL_ARRAY = np.array(["false", "true"], dtype=object)
 _NONE = type(None)
-_RULES: dict[type, Callable[[Any, bool], list[Value | None]]] = {float: _floats, str: _strs, bool: _bools,
-                                                                  int: _ints}
-"""The sampled form of a value, by its exact type, a column of one type (with nulls when told) at a time; any
-other type (null included) is left out."""
+_RULES: dict[type, Callable[[Any, bool], tuple[list[Value | None], bool]]] = {float: _floats, str: _strs,
+                                                                               bool: _bools, int: _ints}
+"""The sampled form of a value, by its exact type, a column of one type (with nulls when told) at a time, and
+whether that column may hold a None (False: it holds none); any other type (null included) is left out."""
 
 
 def sample_values(vals: Sequence[object], kinds: list[type] | None = None) -> list[Value | None]:
     """Each value's sampled form, None where it is left out: the one rule of sampled values. `kinds`: the values'
     types, when known. A column of one type, with or without nulls, goes through its type's rule in one call; a
     mixed column is split by type, each part through its rule."""
+    return sampled_column(vals, kinds)[0]
+
+
+def sampled_column(vals: Sequence[object], kinds: list[type] | None = None) -> tuple[list[Value | None], bool]:
+    """(sample_values(vals, kinds), whether it may hold a None: False only when the rule proved it holds none),
+    so that a batch's columns are not scanned for None again (sample_columns.BatchColumns)."""
     if kinds is None:
         kinds = list(map(type, vals))
     first = kinds[0] if kinds else _NONE
@@ -130,15 +136,15 @@ def sample_values(vals: Sequence[object], kinds: list[type] | None = None) -> li
     types.discard(_NONE)
     if len(types) <= 1:
         rule = _RULES.get(types.pop()) if types else None
-        return [None] * len(vals) if rule is None else rule(vals, gaps)
+        return ([None] * len(vals), True) if rule is None else rule(vals, gaps)
     out: list[Value | None] = [None] * len(vals)
     for t in types:
         rule = _RULES.get(t)
         if rule is not None:
             mask = list(map(is_, kinds, repeat(t)))
-            deque(map(out.__setitem__, compress(range(len(vals)), mask), rule(list(compress(vals, mask)), False)),
-                  0)
-    return out
+            deque(map(out.__setitem__, compress(range(len(vals)), mask),
+                      rule(list(compress(vals, mask)), False)[0]), 0)
+    return out, True
 
 
 def sample_row(features: Mapping[str, object] | None, keep: Sequence[str], max_features: int) -> Row:

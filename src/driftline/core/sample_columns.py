@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress
 from operator import lt
 
 import msgspec
@@ -45,14 +46,34 @@ def distinct_within(hashes: Sequence[int], k: int, tau: int) -> bool:
     return 1 <= len(hashes) <= k and hashes[-1] <= tau and all(map(lt, hashes, hashes[1:]))
 
 
-def bucket_columns(tau: int, hashes: list[int], names: Sequence[str], cols: Sequence[list[Value | None]], lo: int,
-                   hi: int) -> SampleColumns:
-    """The sample of rows lo..hi of a batch's sampled columns (sampled_columns), given their hashes (distinct,
-    sorted: distinct_within): the names holding a value in those rows, sorted, and their columns cut to them."""
-    n = hi - lo
-    parts = sorted((name, col[lo:hi]) for name, col in zip(names, cols))  # names are distinct: no list compared
-    kept = [(name, col) for name, col in parts if col.count(None) < n]
-    return SampleColumns(tau, hashes, [name for name, _ in kept], [col for _, col in kept])
+@dataclass(frozen=True, slots=True)
+class BatchColumns:
+    """A batch's sampled columns (sampled_columns) with the names sorted, and whether each column may hold a None
+    (False: it holds none), both found once per batch; cut(…) gives a bucket's sample of some of its rows."""
+
+    names: list[str]
+    cols: list[list[Value | None]]
+    gaps: list[bool]
+
+    @staticmethod
+    def of(names: Sequence[str], cols: Sequence[list[Value | None]], gaps: Sequence[bool] | None = None
+           ) -> BatchColumns:
+        """The columns in order of their (distinct) names; `gaps`: whether each may hold a None (sampled_column's
+        flags; None: each column is looked through)."""
+        order = sorted(range(len(names)), key=names.__getitem__)
+        ordered = [cols[i] for i in order]
+        found = [None in col for col in ordered] if gaps is None else [gaps[i] for i in order]
+        return BatchColumns([names[i] for i in order], ordered, found)
+
+    def cut(self, tau: int, hashes: list[int], lo: int, hi: int) -> SampleColumns:
+        """The sample of rows lo..hi, given their hashes (distinct, sorted: distinct_within): the names holding a
+        value in those rows, sorted, and their columns cut to them (a column without a None anywhere holds one)."""
+        parts = [col[lo:hi] for col in self.cols]
+        n = hi - lo
+        if any(self.gaps) and any(part.count(None) == n for part in compress(parts, self.gaps)):
+            kept = [not (gaps and part.count(None) == n) for gaps, part in zip(self.gaps, parts)]
+            return SampleColumns(tau, hashes, list(compress(self.names, kept)), list(compress(parts, kept)))
+        return SampleColumns(tau, hashes, list(self.names), parts)
 
 
 def encoded(delta: FeatureSample | SampleColumns) -> bytes:
