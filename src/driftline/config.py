@@ -17,7 +17,7 @@ from .config_checks import (DEFAULT_RUNBOOK_BASE_URL, Base, Duration, NonNeg, Pr
                             _positive_durations)
 from .config_fields import (dict_entry, enum_choices, field_path, misspelled_slice, non_finite, percent_hint,
                             plain_kinds, unknown_field, value_at, whole_floats, whole_number_hint)
-from .config_limits import Limits
+from .config_limits import Limits, Storage
 from .config_scalars import boolean_number, line_of, unquoted
 from .config_service import Exporter, Kafka, Notify, Schedule  # noqa: F401 - importers of driftline.config use them
 from .config_yaml import colon_hint, decimal_comma, events_hint, load_yaml, yaml_where
@@ -185,6 +185,7 @@ class Config(Base):
     notify: Notify = Notify()
     drift: DriftConfig = DriftConfig()
     limits: Limits = Limits()
+    storage: Storage = Storage()
 
     def __post_init__(self) -> None:
         if not self.model or len(self.model) > _MAX_NAME_LEN:

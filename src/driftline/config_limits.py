@@ -1,5 +1,5 @@
 """The `limits:` config section: bounds on what events bring (size, nesting, features) and on the label values
-(models, variants, versions) that reach /metrics."""
+(models, variants, versions) that reach /metrics; and the `storage:` section (the SQLite write cache's bound)."""
 
 from __future__ import annotations
 
@@ -48,3 +48,11 @@ class Limits(Base):
         limit = self.max_variants_per_model if kind == "variants" else self.max_versions_per_model
         lists: dict[str, list[str]] = getattr(self, kind)
         return max([limit, *(len(set(v)) for v in lists.values())])
+
+
+class Storage(Base):
+    """Database settings read when the store opens: the page cache of SQLite write transactions, in MiB (issue 18:
+    a replay batch's join-table and bucket pages fit in it, none read back within the batch; reads keep SQLite's
+    2 MB default). Its default is storage.locking.WRITE_CACHE_MB (a test keeps the two equal)."""
+
+    sqlite_cache_mb: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 16

@@ -53,7 +53,7 @@ class Context:
         if self._store is None:
             if not self.creates:
                 require_existing(self.db_url, self.db_source)
-            self._store = Store(self.db_url, clock=self.clock)
+            self._store = Store(self.db_url, clock=self.clock, sqlite_cache_mb=self.config.storage.sqlite_cache_mb)
             self._stall_watch = StallWatch(self._store.calls, parse_duration(self.config.kafka.database_stall))
             self._stall_watch.start()  # before migrating: its first read can stall too
             self._store.migrate()

@@ -105,7 +105,8 @@ def _serve(ctx: Context, args: argparse.Namespace, stop: threading.Event, early:
     from ..service.process import Service
     from ..storage.store import Store
 
-    store = Store(ctx.db_url, clock=ctx.clock)  # not ctx.store(): it migrates at once and exits when the db is down
+    store = Store(ctx.db_url, clock=ctx.clock,  # not ctx.store(): it migrates at once and exits when the db is down
+                  sqlite_cache_mb=ctx.config.storage.sqlite_cache_mb)
     waiting = {"why": "migrating the database schema"}
 
     def schema() -> tuple[bool, str]:

@@ -84,7 +84,8 @@ def run_service(config: Config, db_url: str, settings: KafkaSettings, stop: thre
     the config file names its `model:` (kept a slot under limits.max_models). `listening`: the exporter's socket,
     bound when the process started (exporter/early.py)."""
     install_log_redaction(settings)
-    store = Store(db_url, clock=clock, lock_timeout_s=settings.lock_wait_s)  # waits in slices, polling between
+    store = Store(db_url, clock=clock, lock_timeout_s=settings.lock_wait_s,  # waits in slices, polling between
+                  sqlite_cache_mb=config.storage.sqlite_cache_mb)
     ops = OpsMetrics()
     pipeline = Pipeline(config, store, clock=clock, keep_model=keep_model)
     consumer = LiveConsumer(pipeline, settings, stop, ops=ops, faults=Faults.from_env(),

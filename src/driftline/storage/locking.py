@@ -12,6 +12,8 @@ transaction-local lock_timeout, so write transactions run one at a time; reads t
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import suppress
 from typing import Any
 
 from sqlalchemy import Connection, Engine, event, text
@@ -32,10 +34,22 @@ WAL_SIZE_LIMIT = 64 * 1024 * 1024
 """Bytes a SQLite -wal file is cut back to once a checkpoint has emptied it (PRAGMA journal_size_limit): a reader
 transaction left open stops checkpoints, so the file grows with every write meanwhile, and SQLite would otherwise
 keep it at its largest size for as long as any process has the database open."""
+WRITE_CACHE_MB = 16
+"""MiB of SQLite page cache a write transaction's connection gets (PRAGMA cache_size; config
+`storage.sqlite_cache_mb`): a 30,000-event replay batch touches thousands of join-table and bucket pages, which the
+default 2 MB cache (~480 pages) evicts and reads back (-wal index lookups, pread) and spills to the -wal mid-batch
+(1.07 M-event replay: pread 482 k -> 323 k, pwrite 1.26 M -> 0.98 M). Reads keep the connection's default, and a
+connection goes back to it when returned to the pool, so only a connection inside a write transaction holds the
+larger cache (issue 18; README, Storage)."""
+CACHE_KIB = "driftline_cache_kib"
+"""Key of a SQLite connection's cache_size as last set (negative: KiB) in the pool connection's info dict."""
+READ_CACHE_KIB = "driftline_read_cache_kib"
+"""Key of a SQLite connection's own default cache_size (read at connect) in the pool connection's info dict."""
 
 
-def install_sqlite(engine: Engine, lock_timeout_s: float) -> None:
-    """Pragmas (WAL and its size limit, busy timeout = the lock timeout) and explicit BEGIN / BEGIN IMMEDIATE on every connection."""
+def install_sqlite(engine: Engine, lock_timeout_s: float, write_cache_mb: int = WRITE_CACHE_MB) -> None:
+    """Pragmas (WAL and its size limit, busy timeout = the lock timeout, a `write_cache_mb` page cache in write
+    transactions only) and explicit BEGIN / BEGIN IMMEDIATE on every connection."""
 
     def connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # pysqlite must not BEGIN on its own (after our reads)
@@ -44,8 +58,10 @@ def install_sqlite(engine: Engine, lock_timeout_s: float) -> None:
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute(f"PRAGMA journal_size_limit={int(WAL_SIZE_LIMIT)}")
         cur.execute(f"PRAGMA busy_timeout={int(lock_timeout_s * 1000)}")
+        default_kib = cur.execute("PRAGMA cache_size").fetchone()[0]
         cur.close()
         _record.info[BUSY_MS] = int(lock_timeout_s * 1000)
+        _record.info[CACHE_KIB] = _record.info[READ_CACHE_KIB] = default_kib
 
     def begin(conn: Connection) -> None:
         options = conn.get_execution_options()
@@ -54,11 +70,25 @@ def install_sqlite(engine: Engine, lock_timeout_s: float) -> None:
         if conn.info.get(BUSY_MS) != int(wait * 1000):  # the pooled connection keeps the pragma: a heartbeat's
             conn.exec_driver_sql(f"PRAGMA busy_timeout={int(wait * 1000)}")  # 0.1 s must not stay for the next
             conn.info[BUSY_MS] = int(wait * 1000)  # transaction, a read included (BUSY during WAL recovery)
+        cache_kib = -int(write_cache_mb) * 1024 if write else conn.info.get(READ_CACHE_KIB)
+        if cache_kib is not None and conn.info.get(CACHE_KIB) != cache_kib:  # a pragma only when it changes
+            conn.exec_driver_sql(f"PRAGMA cache_size={int(cache_kib)}")
+            conn.info[CACHE_KIB] = cache_kib
         calls.next_step(conn, calls.LOCK_STEP if write else "BEGIN", wait)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
+    def checkin(dbapi_conn: Any, record: Any) -> None:
+        """A connection back in the pool drops to its default cache (the pages past it are freed): an idle pooled
+        connection of `run` or `serve` never keeps a write transaction's cache."""
+        read_kib = record.info.get(READ_CACHE_KIB)
+        if dbapi_conn is not None and read_kib is not None and record.info.get(CACHE_KIB) != read_kib:
+            with suppress(sqlite3.Error):  # a broken connection: the next read's begin sets it (or it is discarded)
+                dbapi_conn.execute(f"PRAGMA cache_size={int(read_kib)}")
+                record.info[CACHE_KIB] = read_kib
+
     event.listen(engine, "connect", connect)
     event.listen(engine, "begin", begin)
+    event.listen(engine, "checkin", checkin)
 
 
 def lock_postgres(conn: Connection, lock_timeout_s: float) -> None:

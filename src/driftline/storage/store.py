@@ -40,7 +40,8 @@ class Store(StoreQueries):
     """All database access of driftline; the rest of the code never sees SQL."""
 
     def __init__(self, url: str = DEFAULT_URL, clock: Any = time.time,
-                 lock_timeout_s: float = locking.DEFAULT_LOCK_TIMEOUT_S) -> None:
+                 lock_timeout_s: float = locking.DEFAULT_LOCK_TIMEOUT_S,
+                 sqlite_cache_mb: int = locking.WRITE_CACHE_MB) -> None:
         self.url = normalise_url(url)
         self.clock = clock
         self.lock_timeout_s = lock_timeout_s
@@ -64,7 +65,7 @@ class Store(StoreQueries):
         self.join = JoinRows(self.dialect)
         """The join state (all its SQL is in join_rows)."""
         if self.dialect == "sqlite":
-            locking.install_sqlite(self.engine, lock_timeout_s)
+            locking.install_sqlite(self.engine, lock_timeout_s, sqlite_cache_mb)
             sqlite_binding.register_adapters()
         self._insert = sqlite.insert if self.dialect == "sqlite" else postgresql.insert
 
