@@ -282,25 +282,57 @@ def _category_groups(bidx: np.ndarray, vals: Sequence[Any], labels: dict[Any, st
                      ) -> tuple[list[int], list[dict[str, int]]] | None:
     """(buckets, each one's category counts) with each bucket's categories in the order of their first occurrence
     there, as a Counter filled value by value has them: values coded by first occurrence in the batch, counted
-    with numpy. `labels` renames values (booleans); distinct values must stay distinct labels. None when a
-    string is longer than MAX_CATEGORY_LEN."""
+    with numpy (by uint16 cells, _small_cells, when they fit; else np.unique of int64 keys). `labels` renames
+    values (booleans); distinct values must stay distinct labels. None when a string is longer than
+    MAX_CATEGORY_LEN."""
     n = len(vals)
-    seen: dict[Any, int] = {}  # each value looked up once: its code is the position of its first occurrence
-    code = i64(list(map(seen.setdefault, vals, count())))
-    if labels is None and max(map(len, seen)) > MAX_CATEGORY_LEN:
-        return None
-    keys = bidx * n + code
-    uniq, first, cnt = np.unique(keys, return_index=True, return_counts=True)
-    b_of = uniq // n
-    order = np.lexsort((first, b_of))
-    uniq, b_of = uniq[order], b_of[order]
-    at = (uniq - b_of * n).tolist()  # the first occurrence of each value: the object dict.fromkeys would keep
-    names = list(map(vals.__getitem__, at)) if labels is None else [labels[vals[i]] for i in at]
+    room = _SMALL_KEYS // (int(bidx.max()) + 1) if n else 0  # distinct values the uint16 cells can hold
+    if labels is _BOOL_NAMES and room >= 2:  # booleans are their own dense numbers (False 0, True 1)
+        b_of, vi, cnt = _small_cells(bidx, i64(vals), 2)
+        names = list(map(_BOOL_LABELS.__getitem__, vi.tolist()))
+    else:
+        seen: dict[Any, int] = {}  # each value looked up once: its code is the position of its first occurrence
+        code = i64(list(map(seen.setdefault, vals, count())))
+        if labels is None and max(map(len, seen)) > MAX_CATEGORY_LEN:
+            return None
+        if len(seen) <= room:
+            distinct = list(seen) if labels is None else list(map(labels.__getitem__, seen))
+            dense = np.zeros(n, dtype=np.int64)
+            dense[list(seen.values())] = np.arange(len(seen), dtype=np.int64)  # first position -> value number
+            b_of, vi, cnt = _small_cells(bidx, dense[code], len(seen))
+            names = list(map(distinct.__getitem__, vi.tolist()))
+        else:
+            keys = bidx * n + code
+            uniq, first, cnt = np.unique(keys, return_index=True, return_counts=True)
+            b_of = uniq // n
+            order = np.lexsort((first, b_of))
+            uniq, b_of, cnt = uniq[order], b_of[order], cnt[order]
+            at = (uniq - b_of * n).tolist()  # the first occurrence of each value: the object dict.fromkeys keeps
+            names = list(map(vals.__getitem__, at)) if labels is None else [labels[vals[i]] for i in at]
     bl, cuts = _groups(b_of)
-    cats = _dicts(names, cnt[order].tolist(), cuts)
+    cats = _dicts(names, cnt.tolist(), cuts)
     for i in [i for i, c in enumerate(cats) if len(c) > MAX_CATEGORIES_PER_BUCKET]:
         cats[i] = bound_categories(Counter(cats[i]))
     return bl, cats
+
+
+_SMALL_KEYS = 1 << 16  # cells with uint16 keys: numpy's stable argsort of them is a (linear) radix sort
+_BOOL_LABELS = [_BOOL_NAMES[False], _BOOL_NAMES[True]]
+
+
+def _small_cells(bidx: np.ndarray, dense: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bucket, value number, count) of each (bucket, value) cell with a value (`dense`: numbers in [0, k)), ordered
+    by bucket then the cell's first position, as np.unique(bucket · k + dense, return_index=True,
+    return_counts=True) then lexsort((first, bucket)) orders them. Needs (max bucket + 1) · k ≤ _SMALL_KEYS."""
+    keys = (bidx * k + dense).astype(np.uint16)
+    order = np.argsort(keys, kind="stable")  # radix sort: equal keys keep their positions' order
+    sk = keys[order]
+    starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
+    cnt = np.diff(np.r_[starts, len(sk)])
+    cell = sk[starts].astype(np.int64)
+    b_of = cell // k
+    by = np.lexsort((order[starts], b_of))  # order[starts]: each cell's first position (the sort is stable)
+    return b_of[by], (cell - b_of * k)[by], cnt[by]
 
 
 def _groups(b_of: np.ndarray) -> tuple[list[int], list[slice]]:
