@@ -31,13 +31,14 @@ from kafka_fixtures import (  # noqa: E402
     kafka_bootstrap,
     tansu_broker,
 )
-from pg_fixtures import pg_behind_forwarder, pg_database, pg_url  # noqa: E402
+from pg_fixtures import pg_behind_forwarder, pg_database, pg_store, pg_url  # noqa: E402
 
 __all__ = [
     "kafka_behind_forwarder",
     "kafka_bootstrap",
     "pg_behind_forwarder",
     "pg_database",
+    "pg_store",
     "pg_url",
     "tansu_broker",
 ]

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from driftline.storage.store import Store
 from services import skip_or_fail
 from tcp_forwarder import TcpForwarder
 
@@ -101,6 +102,15 @@ def pg_database() -> Iterator[PgDatabase]:
 def pg_url(pg_database: PgDatabase) -> str:
     """SQLAlchemy URL ``postgresql+psycopg://postgres@127.0.0.1:5432/<unique db>`` of a fresh database."""
     return pg_database.url
+
+
+@pytest.fixture
+def pg_store(pg_url: str) -> Iterator[Store]:
+    """A migrated Store on a fresh PostgreSQL database, closed after the test."""
+    store = Store(pg_url)
+    store.migrate()
+    yield store
+    store.close()
 
 
 @dataclass(frozen=True)

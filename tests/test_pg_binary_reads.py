@@ -10,7 +10,6 @@ from sqlalchemy import text
 from sqlalchemy.exc import DataError, ProgrammingError
 
 from driftline.storage import bulk, pgread
-from driftline.storage.store import Store
 
 _KEY = "model, model_version, variant, bucket_start, shard"
 _READ = (f"SELECT {_KEY}, b.data FROM buckets b JOIN unnest(%b::text[], %b::text[], %b::text[], %b::int8[], "
@@ -23,11 +22,8 @@ _rows = st.dictionaries(
 
 
 @pytest.fixture
-def store(pg_url):
-    s = Store(pg_url)
-    s.migrate()
-    yield s
-    s.close()
+def store(pg_store):
+    return pg_store
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

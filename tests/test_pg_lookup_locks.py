@@ -12,11 +12,8 @@ from driftline.storage.store import Store
 
 
 @pytest.fixture
-def store(pg_url):
-    s = Store(pg_url)
-    s.migrate()
-    yield s
-    s.close()
+def store(pg_store):
+    return pg_store
 
 
 def _fill(store: Store) -> None:
