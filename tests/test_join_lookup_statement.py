@@ -1,7 +1,8 @@
-"""bulk.load_join's SQLite lookup reads both join tables in one statement per chunk of ids (a VALUES list padded with
-NULLs): with and without the MATERIALIZED hint (SQLite < 3.35 has none) it returns what a plain read of each table
-by key returns, records in key order, across the padded chunk sizes; each prediction with its label in force (its
-outcome row's label, ts and not implicit when one is held for its id: issue 18)."""
+"""bulk.load_join's SQLite lookup reads both join tables in one statement (sqlite_lookup: the ids as a json_each
+array, or per chunk of ids a VALUES list padded with NULLs, with and without the MATERIALIZED hint, which SQLite
+< 3.35 lacks): it returns what a plain read of each table by key returns, records in key order, across the padded
+chunk sizes; each prediction with its label in force (its outcome row's label, ts and not implicit when one is held
+for its id: issue 18)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from sqlalchemy import Connection
 
 from driftline.core.engine import JoinView, OutcomeRecord, PredRecord, label_in_force
-from driftline.storage import bulk
+from driftline.storage import bulk, sqlite_lookup
 from driftline.storage.store import Store
 
 
@@ -33,15 +34,19 @@ def _read(view: JoinView) -> list[Any]:
     return [[r for recs in view.preds.values() for r in recs], list(view.outcomes.values())]
 
 
-@pytest.mark.parametrize("hint", ["MATERIALIZED ", ""])
-@pytest.mark.parametrize("n", [1, 17, bulk.LOOKUP_IDS, bulk.LOOKUP_IDS + 3])
+@pytest.mark.parametrize("route", ["json_each", "MATERIALIZED ", ""])
+@pytest.mark.parametrize("n", [1, 17, sqlite_lookup.LOOKUP_IDS, sqlite_lookup.LOOKUP_IDS + 3])
 def test_one_statement_lookup_reads_what_each_table_holds(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
-                                                          hint: str, n: int) -> None:
-    if hint:
+                                                          route: str, n: int) -> None:
+    if route == "json_each" and not sqlite_lookup.HAS_JSON_EACH:
+        pytest.skip("this SQLite has no json_each")
+    if route == "MATERIALIZED ":
         import sqlite3
         if sqlite3.sqlite_version_info < (3, 35):
             pytest.skip("this SQLite has no MATERIALIZED hint")
-    monkeypatch.setattr(bulk, "_MATERIALIZED", hint)
+    if route != "json_each":  # the chunked route (ids JSON would escape, or no json_each)
+        monkeypatch.setattr(sqlite_lookup, "HAS_JSON_EACH", False)
+        monkeypatch.setattr(sqlite_lookup, "_MATERIALIZED", route)
     store = Store(f"sqlite:///{tmp_path / 'l.db'}")
     store.migrate()
     preds = [PredRecord(f"p{i:04d}", m, "v1", v, float(i), 0.25, i % 2 == 0, i % 3, None if i % 4 else 1,

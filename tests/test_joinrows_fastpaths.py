@@ -1,5 +1,6 @@
 """The SQLite join-store fast paths (storage/bulk.py: booleans bound as ints and NULLs as NaN over flat value
-lists, lookups in padded IN lists of LOOKUP_IDS, rows unpacked into records) store and load exactly what the routes
+lists, lookups in one json_each statement or, for ids JSON would escape, padded VALUES lists of LOOKUP_IDS, rows
+unpacked into records) store and load exactly what the routes
 they replace did, on dirty input: the old routes are kept below verbatim and both run, batch after batch, on the
 real schema (migrated once); tables are compared with every value's storage class, lookups record by record and in
 order."""
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from sqlalchemy import Connection, create_engine
 
 from driftline.core.engine import JoinView, OutcomeRecord, PredRecord
-from driftline.storage import bulk
+from driftline.storage import bulk, sqlite_lookup
 from driftline.storage.sqlite_binding import NULL, register_adapters
 from driftline.storage.store import Store
 
@@ -185,8 +186,8 @@ def test_join_rows_store_and_load_as_the_old_routes(schema: list[str], steps: An
     assert _run(schema, steps, fast=True) == _run(schema, steps, fast=False)
 
 
-@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, bulk.ROWS_PER_INSERT, bulk.LOOKUP_IDS - 1, bulk.LOOKUP_IDS,
-                               bulk.LOOKUP_IDS + 1, 2 * bulk.LOOKUP_IDS + 100])
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, bulk.ROWS_PER_INSERT, sqlite_lookup.LOOKUP_IDS - 1, sqlite_lookup.LOOKUP_IDS,
+                               sqlite_lookup.LOOKUP_IDS + 1, 2 * sqlite_lookup.LOOKUP_IDS + 100])
 def test_sizes_at_the_chunk_and_group_boundaries(schema: list[str], n: int) -> None:
     recs = [PredRecord(f"p{i:05d}", "m", "v", "A" if i % 7 else "B", float(i), 0.5, i % 2 == 0, i % 3,
                        None if i % 4 else 1, None if i % 4 else 2.5, i % 5 == 0, None if i % 6 else {"c": str(i)})
@@ -197,11 +198,11 @@ def test_sizes_at_the_chunk_and_group_boundaries(schema: list[str], n: int) -> N
 
 
 def test_lookup_chunks_pad_with_the_last_id_to_a_few_sizes() -> None:
-    for n in (1, 16, 17, 300, bulk.LOOKUP_IDS, bulk.LOOKUP_IDS + 1, 3 * bulk.LOOKUP_IDS + 5):
+    for n in (1, 16, 17, 300, sqlite_lookup.LOOKUP_IDS, sqlite_lookup.LOOKUP_IDS + 1, 3 * sqlite_lookup.LOOKUP_IDS + 5):
         idl = [f"p{i:05d}" for i in range(n)]
-        chunks = list(bulk.lookup_chunks(idl))
+        chunks = list(sqlite_lookup.lookup_chunks(idl))
         assert [i for c in chunks for i in dict.fromkeys(c)] == idl
-        assert all(len(c) in bulk.LOOKUP_SIZES and set(c[len(set(c)):]) <= {c[-1]} for c in chunks)
+        assert all(len(c) in sqlite_lookup.LOOKUP_SIZES and set(c[len(set(c)):]) <= {c[-1]} for c in chunks)
 
 
 def test_null_binds_as_sqlite_null() -> None:

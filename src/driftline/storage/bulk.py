@@ -6,17 +6,16 @@ write transaction takes first, so the join lookups lock no rows (a row lock is a
 row found: ~1/3 of the lookups' server CPU at 1 M events); rows are still read and written in key order. On SQLite
 (one writer at a time) they are driver-level executemany calls, which bypass SQL compilation, of multi-row
 statements, rows in key order (slightly cheaper B-tree inserts than the engine's order), their values bound as
-pysqlite binds them without an adapter lookup (booleans as ints, NULL as NaN), lookups in IN lists of a few fixed
-sizes (statements compiled once).
+pysqlite binds them without an adapter lookup (booleans as ints, NULL as NaN); a batch's lookup is one statement
+(sqlite_lookup).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
-from operator import attrgetter, countOf, itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from sqlalchemy import Connection
@@ -24,17 +23,12 @@ from sqlalchemy import Connection
 from ..core.engine import JoinView, OutcomeRecord, PredKey, PredRecord, StoredKeys, label_in_force
 from ..core.encoded_many import encode_merged
 from ..core.stats import BucketStats
-from . import pgcopy, pgread
+from . import pgcopy, pgread, sqlite_lookup
 from .sqlite_binding import NULL
 
 BucketKey = tuple[str, str, str, int, int]
 CHUNK = 500
 """Keys per IN (...) list of the deletes on SQLite."""
-LOOKUP_IDS = 512
-"""Ids per IN (...) list of the join lookups on SQLite: fewest instructions per id measured (longer lists cost
-more per id: 4,096 ~2 % more than 500)."""
-LOOKUP_SIZES = tuple(1 << n for n in range(4, LOOKUP_IDS.bit_length()))
-"""The IN list sizes of the join lookups (see lookup_chunks)."""
 ROWS_PER_INSERT = 80
 """Rows per multi-row INSERT on SQLite (80 × 12 columns stays under the 999 bound parameters of old SQLite):
 SQLite runs one statement per step of executemany, so a row then costs one bind call per value but no statement
@@ -46,8 +40,7 @@ _PRED_ARRAYS = ("%b::text[], %b::text[], %b::text[], %b::text[], %b::float8[], %
                 "%b::smallint[], %b::float8[], %b::bool[], %b::text[]")
 _PRED_CONFLICT = ("ON CONFLICT (prediction_id, model, variant) DO UPDATE SET label = excluded.label, "
                   "label_ts = excluded.label_ts, implicit = excluded.implicit")
-_PRED_SELECT = ("prediction_id, model, model_version, variant, ts, score, flagged, shard, label, label_ts, implicit, "
-                "slice_values")
+_PRED_SELECT = sqlite_lookup.PRED_SELECT
 """PRED_COLS in PredRecord's field order (join lookups)."""
 _OUT_COLS = "prediction_id, label, ts, shard, matched"
 _OUT_ARRAYS = "%b::text[], %b::smallint[], %b::float8[], %b::int[], %b::bool[]"
@@ -94,12 +87,14 @@ def load_join(conn: Connection, dialect: str, ids: Iterable[str]) -> JoinView:
     """Predictions and outcomes stored for these prediction ids (any iterable, read once) in the caller's write
     transaction."""
     view = JoinView()
+    if dialect != "postgresql":
+        # the ids sorted (index pages read in key order), listed in first-seen order: a batch's ids mostly come in
+        # ascending runs, which sorted() merges with fewer compares than the hash order of a set
+        sqlite_lookup.lookup(conn, sorted(dict.fromkeys(ids)), view)
+        in_force(view)
+        return view
     distinct = set(ids)
     if not distinct:
-        return view
-    if dialect != "postgresql":
-        _sqlite_lookup(conn, sorted(distinct), view)  # chunks of sorted ids
-        in_force(view)
         return view
     preds, outcomes = view.preds, view.outcomes
     # the ids in any order: the server returns the rows in key order (ORDER BY), and they lock nothing, so sorting
@@ -137,54 +132,6 @@ transaction holds the write lock from before these reads to its commit, and ever
 join rows takes it first (Store.write), so no other writer can change or add these rows meanwhile; the row locks
 only cost the server a tuple write and a WAL record per row found (issue 18: the lookup of a 30,000-event batch on
 a 1 M-event store 84-99 -> 55-58 ms of server CPU)."""
-
-
-def _sqlite_lookup(conn: Connection, idl: list[str], view: JoinView) -> None:
-    """The SQLite lookup into `view`: per chunk of ids one statement reading both tables (`_lookup_sql`), so each
-    id is bound once; the prediction rows come first, those of one id in (model, variant) order as before."""
-    preds, outcomes = view.preds, view.outcomes
-    for chunk in lookup_chunks(idl, null_padded=True):
-        rows = conn.exec_driver_sql(_lookup_sql(len(chunk)), chunk).cursor.fetchall()  # the driver's tuples
-        cut = len(rows) - countOf(map(_OUTCOME_ROW, rows), 1)  # outcome rows: a 13th column only they fill
-        for rec in [PredRecord(p, m, mv, v, ts, sc, bool(fl), sh, lb, lts, bool(imp),
-                               None if sv is None else json.loads(sv))
-                    for p, m, mv, v, ts, sc, fl, sh, lb, lts, imp, sv, _ in rows[:cut]]:  # as pred_records
-            if (recs := preds.get(rec.prediction_id)) is None:
-                preds[rec.prediction_id] = [rec]
-            else:
-                recs.append(rec)
-        if cut < len(rows):
-            outcomes.update([(p, OutcomeRecord(p, lb, ts, sh, bool(m))) for p, lb, ts, sh, m, *_ in rows[cut:]])
-
-
-_OUTCOME_ROW = itemgetter(12)
-_MATERIALIZED = "MATERIALIZED " if sqlite3.sqlite_version_info >= (3, 35) else ""
-"""The lookup's CTE hint where SQLite knows it (3.35): ~0.2 % fewer instructions per replayed event than SQLite's
-own choice for a CTE used twice (the same plan, also materialised once); older versions reject the keyword."""
-
-
-def _lookup_sql(n: int) -> str:
-    """SQLite's lookup of n ids (NULL ones match nothing) in both join tables: the ids' VALUES materialised once
-    and each looked up by the primary key of predictions, then of outcomes (CROSS JOIN fixing that order). Two
-    `IN (...)` statements bound every id twice and built an ephemeral index of the list each: ~17 % more of
-    SQLite's time per id. Outcome rows are padded to the prediction rows' width, with a 13th column set."""
-    values = ", ".join(["(?)"] * n)
-    cols = ", ".join(f"p.{c}" for c in _PRED_SELECT.split(", "))
-    return (f"WITH k(id) AS {_MATERIALIZED}(VALUES {values}) "
-            f"SELECT {cols}, NULL FROM k CROSS JOIN predictions p ON p.prediction_id = k.id UNION ALL "
-            "SELECT o.prediction_id, o.label, o.ts, o.shard, o.matched, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1 "
-            "FROM k CROSS JOIN outcomes o ON o.prediction_id = k.id")
-
-
-def lookup_chunks(idl: list[str], null_padded: bool = False) -> Iterator[tuple[str | None, ...]]:
-    """Sorted distinct ids in lists of at most LOOKUP_IDS, each padded to a size of LOOKUP_SIZES by repeating its
-    last id (an IN list ignores repeats) or, `null_padded`, with None (a join matches no NULL): a handful of
-    statement texts, compiled once and then reused from the driver's statement cache instead of compiling a new
-    one for the odd-sized tail of every batch."""
-    for i in range(0, len(idl), LOOKUP_IDS):
-        chunk = idl[i:i + LOOKUP_IDS]
-        size = next(s for s in LOOKUP_SIZES if s >= len(chunk))
-        yield tuple(chunk) + (None if null_padded else chunk[-1],) * (size - len(chunk))
 
 
 def pred_records(rows: Sequence[Sequence[Any]]) -> list[PredRecord]:
