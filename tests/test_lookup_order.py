@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from driftline.core.engine import JoinView
+from driftline.core.engine import JoinView, OutcomeRecord
 from driftline.storage import bulk, sqlite_lookup
 
 
@@ -53,3 +53,31 @@ def test_no_ids_no_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sqlite_lookup, "lookup", lambda *a: (called.append(a), real(*a)))
     view = bulk.load_join(None, "sqlite", iter(()))  # type: ignore[arg-type]  # no connection is touched
     assert not view.preds and not view.outcomes and called == [(None, [], view)]
+
+
+def test_outcome_rows_sorted_by_their_id_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """write_outcomes puts a batch's outcome rows (one per id) in key order comparing the ids only: timsort's tuple
+    comparison tested each pair of ids for equality first (issue 18: ~2.7x the instructions on a batch's outcomes of
+    stored predictions, which come in thousands of runs). The rows and their order are those of the tuple sort."""
+    equal = [0]
+
+    class Counted(str):
+        """An id counting the equality tests made on it."""
+
+        __slots__ = ()
+
+        def __eq__(self, other: object) -> bool:
+            equal[0] += 1
+            return str.__eq__(self, other)
+
+        __hash__ = str.__hash__
+
+    ids = _batch_ids()
+    outcomes = [OutcomeRecord(Counted(p), i % 2, 1.7e9 + i, i % 3, i % 5 > 0)
+                for i, p in enumerate(dict.fromkeys(reversed(ids)))]
+    got: list[list[Any]] = []
+    monkeypatch.setattr(bulk, "_insert_many", lambda conn, head, width, tail, flat: got.append(flat))
+    bulk.write_outcomes(None, "sqlite", outcomes)  # type: ignore[arg-type]
+    expected = sorted((str(o.prediction_id), o.label, o.ts, o.shard, int(o.matched)) for o in outcomes)
+    assert equal[0] == 0
+    assert [tuple(got[0][i:i + 5]) for i in range(0, len(got[0]), 5)] == expected
