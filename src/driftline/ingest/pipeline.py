@@ -11,7 +11,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from itertools import compress
+from itertools import compress, filterfalse
 from operator import attrgetter
 
 import msgspec
@@ -213,7 +213,8 @@ class Pipeline:
         self.read_newest = newest  # committed: the next batch's events are judged behind these
         if self.stored_now is not None:  # committed: its new join rows are this run's
             known = result.stored.preds if result.stored is not None else frozenset()
-            self.stored_now.add(k for k in result.upserts if k not in known)
+            # in upsert order, without a generator frame per key (SQLite's lookups record no stored keys: none to skip)
+            self.stored_now.add(filterfalse(known.__contains__, result.upserts) if known else result.upserts)
         out = BatchResult(records=len(records), accepted=len(ok) - len(failed), dead=len(dead),
                           counters=result.counters, max_ts=dict(result.max_ts), letters=dead,
                           already_stored=skipped, key_problems=key_problems, conflict_example=result.conflict_example)
