@@ -247,12 +247,11 @@ def apply_stored(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[An
     engine._seen["outcome"] += m
     _newest(result.max_ts, "outcome", ts)
     # every field of each record in one read of it (C-level), then as columns
-    _, models, versions, variants, p_ts, p_shards, flagged, scores, slices = zip(*map(_STORED_FIELDS, recs))
+    models, versions, variants, p_ts, p_shards, flagged, scores, slices = zip(*map(_STORED_FIELDS, recs))
     buckets = _bucket_indices(engine, models, versions, variants, p_ts, p_shards)
     delays = [t - tp for t, tp in zip(ts, p_ts)]
-    for rec, label, t in zip(recs, labels, ts):  # stored rows are not rewritten: the outcome rows carry the label
-        rec.label = label
-        rec.label_ts = t
+    # the stored records keep their label: their rows are not rewritten (the outcome rows carry the label) and the
+    # view is dropped after the batch, so nothing reads them again (setting it cost ~1,070 instructions a record)
     seq = at_array * SEQ
     bk = buckets
     flag = bool_ints(list(flagged))
@@ -270,8 +269,7 @@ def apply_stored(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[An
         f_seq=[], f_bucket=[], f_dicts=[], s_seq=s_seq, slice_moves=slice_moves))
 
 
-_STORED_FIELDS = attrgetter("prediction_id", "model", "model_version", "variant", "ts", "shard", "flagged", "score",
-                            "slice_values")
+_STORED_FIELDS = attrgetter("model", "model_version", "variant", "ts", "shard", "flagged", "score", "slice_values")
 """The fields of a stored prediction the stored-join path reads."""
 
 
