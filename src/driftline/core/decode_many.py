@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .events import (MAX_EPOCH, DeadLetter, Decoded, Prediction, _tagged_dec, _TaggedPrediction, decode,
-                     to_epoch)
+                     positive_zeros, to_epoch)
 from .limits import _FLOAT_DIGITS, DEFAULT_LIMITS, MAX_NAME_LEN, Limits, feature_problem, string_tokens
 from .utc_epochs import utc_epochs
 from ..name_rule import bad_name, first_bad_name
@@ -123,14 +123,21 @@ def _clean_run(run: Sequence[Positioned], parsed: list[object], joined: bytes,
         bound = min(MAX_NAME_LEN + 1, limits.max_feature_value_len + 1, _FLOAT_DIGITS)
         if _may_have_gap(quote, bound) and any(feature_problem(f, limits, len(joined)) for f in feats if f):
             return None  # (`len(joined)` only lets feature_problem check everything: no payload is longer)
+    thresholds = [ev.threshold for ev in preds]
+    no_threshold = _nones(thresholds)
     tokens = (4 * n + 5 * len(preds) + 3 * (n - len(preds))  # "type", "ts" and their text values; the fields
               + 2 * (len(preds) - _nones(versions)) + 2 * (len(preds) - _nones(variants))
-              + len(preds) - _nones([ev.threshold for ev in preds])
+              + len(preds) - no_threshold
               + len(feats) + sum(map(len, feats))
               + countOf(map(type, chain.from_iterable(map(dict.values, feats))), str))
     brackets = np.count_nonzero(text == _BRACE) + (np.count_nonzero(text == _BRACKET) if b"[" in joined else 0)
     if np.count_nonzero(quote) != 2 * tokens or brackets != n + len(feats):
         return None
+    # a zero score or threshold (falsy: the values are floats) is made +0.0, as decode does (events.positive_zeros)
+    if not all([ev.score for ev in preds]) or (no_threshold < len(preds) and not all(
+            thresholds if not no_threshold else [t for t in thresholds if t is not None])):
+        for ev in preds:
+            positive_zeros(ev)
     return list(map(Decoded, parsed, at.tolist()))
 
 
@@ -195,6 +202,8 @@ def _fast(raw: bytes, kind: str | None, ev: object, limits: Limits) -> Decoded |
         return None
     if raw.count(b'"') != 2 * string_tokens(ev, True):
         return None
+    if is_pred:
+        positive_zeros(ev)  # type: ignore[arg-type]
     return Decoded(ev, epoch)  # type: ignore[arg-type]
 
 
