@@ -96,12 +96,15 @@ def simulated_stream(per_day: int) -> tuple[str, str]:
     ap.add_argument("--per-day", type=int, default=per_day)
     ap.add_argument("--days", type=float, default=28)
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--end", default=None,
+                    help="end of the simulated span (RFC 3339); fix it to replay the same stream on every run")
     args, _ = ap.parse_known_args()  # a bench may add options of its own
     work = args.workdir or scratch_dir("driftline-bench-")
     os.makedirs(work, exist_ok=True)
     path = os.path.join(work, "events.jsonl")
+    end = ["--end", args.end] if args.end else []
     subprocess.run([sys.executable, "-m", "driftline.cli", "simulate", "--days", str(args.days), "--per-day",
-                    str(args.per_day), "--out", path], check=True, stdout=subprocess.DEVNULL)
+                    str(args.per_day), "--out", path, *end], check=True, stdout=subprocess.DEVNULL)
     return work, path
 
 

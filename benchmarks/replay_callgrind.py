@@ -8,7 +8,9 @@ replay calls it), so imports, migration and exit are never counted: the same tre
 count to the instruction. Compare commits from checkouts at paths of the same length (module paths move the
 count by ~200 per event).
 
-Usage: python benchmarks/replay_callgrind.py [--per-day N] [--days D] [--workdir DIR]
+Usage: python benchmarks/replay_callgrind.py [--per-day N] [--days D] [--workdir DIR] [--end RFC3339]
+Without --end the stream ends now, so each run replays a slightly different stream (two runs of one tree differed
+by ~100 instructions an event); pass e.g. --end 2026-11-30T00:00:00Z to compare trees on the same events.
 Needs valgrind (apt-get install valgrind).
 """
 
