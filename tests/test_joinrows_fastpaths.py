@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from sqlalchemy import Connection, create_engine
 
 from driftline.core.engine import JoinView, OutcomeRecord, PredRecord
-from driftline.storage import bulk, sqlite_lookup
+from driftline.storage import bulk, sqlite_lookup, sqlite_rows
 from driftline.storage.sqlite_binding import NULL, register_adapters
 from driftline.storage.store import Store
 
@@ -186,8 +186,8 @@ def test_join_rows_store_and_load_as_the_old_routes(schema: list[str], steps: An
     assert _run(schema, steps, fast=True) == _run(schema, steps, fast=False)
 
 
-@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, bulk.ROWS_PER_INSERT, sqlite_lookup.LOOKUP_IDS - 1, sqlite_lookup.LOOKUP_IDS,
-                               sqlite_lookup.LOOKUP_IDS + 1, 2 * sqlite_lookup.LOOKUP_IDS + 100])
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, sqlite_rows.ROWS_PER_INSERT, sqlite_lookup.LOOKUP_IDS - 1,
+                               sqlite_lookup.LOOKUP_IDS, sqlite_lookup.LOOKUP_IDS + 1, 2 * sqlite_lookup.LOOKUP_IDS + 100])
 def test_sizes_at_the_chunk_and_group_boundaries(schema: list[str], n: int) -> None:
     recs = [PredRecord(f"p{i:05d}", "m", "v", "A" if i % 7 else "B", float(i), 0.5, i % 2 == 0, i % 3,
                        None if i % 4 else 1, None if i % 4 else 2.5, i % 5 == 0, None if i % 6 else {"c": str(i)})

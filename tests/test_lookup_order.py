@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from driftline.core.engine import JoinView, OutcomeRecord
-from driftline.storage import bulk, sqlite_lookup
+from driftline.storage import bulk, sqlite_lookup, sqlite_rows
 
 
 def _batch_ids() -> list[str]:
@@ -76,7 +76,8 @@ def test_outcome_rows_sorted_by_their_id_alone(monkeypatch: pytest.MonkeyPatch) 
     outcomes = [OutcomeRecord(Counted(p), i % 2, 1.7e9 + i, i % 3, i % 5 > 0)
                 for i, p in enumerate(dict.fromkeys(reversed(ids)))]
     got: list[list[Any]] = []
-    monkeypatch.setattr(bulk, "_insert_many", lambda conn, head, width, tail, flat: got.append(flat))
+    monkeypatch.setattr(sqlite_rows, "insert_many",
+                        lambda conn, head, width, tail, flat: got.append(flat) if flat else None)
     bulk.write_outcomes(None, "sqlite", outcomes)  # type: ignore[arg-type]
     expected = sorted((str(o.prediction_id), o.label, o.ts, o.shard, int(o.matched)) for o in outcomes)
     assert equal[0] == 0

@@ -23,7 +23,7 @@ from driftline.core.grids import N_FEATURE_BINS, N_SCORE_BINS
 from driftline.core.encoded import add_encoded
 from driftline.core.rank_hist import RANK_ROW
 from driftline.core.stats import BucketStats, FeatureHist
-from driftline.storage import bulk
+from driftline.storage import bulk, sqlite_rows
 from driftline.storage.sqlite_binding import register_adapters
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -315,8 +315,8 @@ def test_multi_row_inserts_store_what_one_row_per_step_stores(batches: list[list
 
 
 def test_multi_row_inserts_at_the_group_boundaries() -> None:
-    for n in (0, 1, bulk.ROWS_PER_INSERT - 1, bulk.ROWS_PER_INSERT, bulk.ROWS_PER_INSERT + 1,
-              3 * bulk.ROWS_PER_INSERT + 7):
+    for n in (0, 1, sqlite_rows.ROWS_PER_INSERT - 1, sqlite_rows.ROWS_PER_INSERT, sqlite_rows.ROWS_PER_INSERT + 1,
+              3 * sqlite_rows.ROWS_PER_INSERT + 7):
         recs = [PredRecord(f"p{i}", "m", "v", "A", float(i), 0.5, i % 2 == 0, i % 3, None if i % 4 else 1, None,
                            False, None if i % 5 else {"c": str(i)}) for i in range(n)]
         relabel = [PredRecord(r.prediction_id, r.model, r.model_version, r.variant, r.ts, r.score, r.flagged, r.shard,

@@ -7,14 +7,14 @@ row found: ~1/3 of the lookups' server CPU at 1 M events); rows are still read a
 (one writer at a time) they are driver-level executemany calls, which bypass SQL compilation, of multi-row
 statements, rows in key order (slightly cheaper B-tree inserts than the engine's order), their values bound as
 pysqlite binds them without an adapter lookup (booleans as ints, NULL as NaN); a batch's lookup is one statement
-(sqlite_lookup).
+(sqlite_lookup); the outcome rows the lookup found absent are inserted without a statement journal
+(sqlite_rows.FRESH_INSERT).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -23,16 +23,11 @@ from sqlalchemy import Connection
 from ..core.engine import JoinView, OutcomeRecord, PredKey, PredRecord, StoredKeys, label_in_force
 from ..core.encoded_many import encode_merged
 from ..core.stats import BucketStats
-from . import pgcopy, pgread, sqlite_lookup
-from .sqlite_binding import NULL
+from . import pgcopy, pgread, sqlite_lookup, sqlite_rows
 
 BucketKey = tuple[str, str, str, int, int]
 CHUNK = 500
 """Keys per IN (...) list of the deletes on SQLite."""
-ROWS_PER_INSERT = 80
-"""Rows per multi-row INSERT on SQLite (80 × 12 columns stays under the 999 bound parameters of old SQLite):
-SQLite runs one statement per step of executemany, so a row then costs one bind call per value but no statement
-step, reset and Python round of its own."""
 
 PRED_COLS = ("prediction_id, model, variant, model_version, ts, score, flagged, shard, label, label_ts, implicit, "
              "slice_values")
@@ -94,8 +89,10 @@ def load_join(conn: Connection, dialect: str, ids: Iterable[str]) -> JoinView:
         # the ids sorted (index pages read in key order), listed in first-seen order: a batch's ids mostly come in
         # ascending runs, which sorted() merges with fewer compares than the hash order of a set
         sqlite_lookup.lookup(conn, sorted(dict.fromkeys(ids)), view)
+        found = frozenset([(r.prediction_id, r.model, r.variant) for recs in view.preds.values() for r in recs])
         in_force(view)
-        return view
+        view.stored = StoredKeys(found, frozenset(view.outcomes))  # the writes insert the others without a
+        return view  # statement journal (sqlite_rows)
     distinct = set(ids)
     if not distinct:
         return view
@@ -155,9 +152,10 @@ def write_predictions(conn: Connection, dialect: str, records: Sequence[PredReco
         if stored is not None:
             rows = _copied(conn, "predictions", PRED_COLS, _PRED_KINDS, rows, lambda r: r[:3] in stored)
         upsert_predictions(conn, rows)
-    else:
-        _insert_many(conn, f"INSERT INTO predictions ({PRED_COLS}) VALUES ", 12, _PRED_CONFLICT,
-                     sqlite_pred_values(records))
+    else:  # all upserted: a batch's new predictions are ids of its own, on few pages (few journal copies), and
+        # splitting them off cost more than it spared (+438 instructions per event, replay_callgrind.py)
+        sqlite_rows.insert_many(conn, f"INSERT INTO predictions ({PRED_COLS}) VALUES ", 12, _PRED_CONFLICT,
+                                sqlite_rows.sqlite_pred_values(records))
 
 
 def upsert_predictions(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
@@ -169,7 +167,8 @@ def upsert_predictions(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
 
 def write_outcomes(conn: Connection, dialect: str, outcomes: Sequence[OutcomeRecord],
                    stored: frozenset[str] | None = None) -> None:
-    """Insert or replace the outcome in force per prediction id (`stored`: as in write_predictions)."""
+    """Insert or replace the outcome in force per prediction id (`stored`: as in write_predictions; on SQLite the
+    others are inserted without a statement journal, sqlite_rows.FRESH_INSERT)."""
     if not outcomes:
         return
     rows = _out_rows(outcomes)
@@ -179,9 +178,8 @@ def write_outcomes(conn: Connection, dialect: str, outcomes: Sequence[OutcomeRec
             rows = _copied(conn, "outcomes", _OUT_COLS, _OUT_KINDS, rows, lambda r: r[0] in stored)
         upsert_outcomes(conn, rows)
     else:
-        flat = list(chain.from_iterable(rows))
-        flat[4::5] = as_ints(flat[4::5])
-        _insert_many(conn, f"INSERT INTO outcomes ({_OUT_COLS}) VALUES ", 5, _OUT_CONFLICT, flat)
+        sqlite_rows.write(conn, "outcomes", _OUT_COLS, 5, _OUT_CONFLICT, sqlite_rows.out_values, rows, _OUT_KEY,
+                          stored)
 
 
 def upsert_outcomes(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
@@ -217,58 +215,6 @@ def copy_new_join_rows(conn: Connection, records: Sequence[PredRecord], outcomes
     if copies and pgcopy.copy_tables(conn, copies):
         return stored_preds, stored_outs
     return preds, outs
-
-
-def sqlite_pred_values(records: Sequence[PredRecord]) -> list[Any]:
-    """The values of pred_rows in key order, flattened, as SQLite binds them cheapest: booleans as the integers
-    sqlite3 stores for them and NULLs as NaN (see sqlite_binding.NULL). Rows are sorted with their slice values
-    still dicts: the key leads each row and is unique in a batch, so tuples never compare past it."""
-    rows = [(r.prediction_id, r.model, r.variant, r.model_version, r.ts, r.score, r.flagged, r.shard, r.label,
-             r.label_ts, r.implicit, r.slice_values) for r in records]  # _PRED_FIELDS of each record
-    rows.sort()
-    flat = list(chain.from_iterable(rows))
-    flat[6::12] = as_ints(flat[6::12])
-    flat[8::12] = nulls_bound(flat[8::12])
-    flat[9::12] = nulls_bound(flat[9::12])
-    flat[10::12] = as_ints(flat[10::12])
-    slices = flat[11::12]
-    if slices.count(None) == len(slices):  # no slice features (the common case): all NULL
-        flat[11::12] = [NULL] * len(slices)
-    else:
-        flat[11::12] = [NULL if v is None else json.dumps(v) for v in slices]
-    return flat
-
-
-def as_ints(values: list[Any]) -> list[Any]:
-    """Booleans as the integers sqlite3 binds for them (other values as they are): exact ints bind directly,
-    while a bool takes pysqlite's adapter lookup (~1,300 instructions a value)."""
-    return list(map(_BOOL_INT.get, values, values))
-
-
-def nulls_bound(values: list[Any]) -> list[Any]:
-    """None as sqlite_binding.NULL (other values as they are): bound as NULL without the adapter lookup."""
-    return list(map(_NULL_FOR_NONE.get, values, values))
-
-
-_BOOL_INT: dict[Any, Any] = {False: 0, True: 1}
-_NULL_FOR_NONE: dict[Any, Any] = {None: NULL}
-
-
-def _insert_many(conn: Connection, head: str, width: int, tail: str, flat: list[Any]) -> None:
-    """`head (?, ...) tail` for every row of `flat` (rows of `width` values, in key order), on SQLite: whole
-    groups of ROWS_PER_INSERT rows as one multi-row statement each (one executemany), the rest one row per step
-    (a second executemany). Key order (sorted by the callers): ~0.6 % fewer instructions in SQLite's B-tree
-    inserts of a replay than the engine's order."""
-    one = f"({_marks(width)})"
-    n = len(flat) // width
-    whole = (n - n % ROWS_PER_INSERT) * width
-    if whole:
-        step = ROWS_PER_INSERT * width
-        conn.exec_driver_sql(head + ", ".join([one] * ROWS_PER_INSERT) + " " + tail,
-                             [tuple(flat[i:i + step]) for i in range(0, whole, step)])
-    if whole < len(flat):
-        conn.exec_driver_sql(f"{head}{one} {tail}",
-                             [tuple(flat[i:i + width]) for i in range(whole, len(flat), width)])
 
 
 BUCKETS_PER_MERGE = {"postgresql": 512, "sqlite": 256}
