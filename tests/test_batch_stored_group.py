@@ -65,7 +65,7 @@ def test_stored_group_equals_the_per_id_loop(case):
     state, ids the batch does not hold among them."""
     raws, preds, outs = case
     ok = [(d, 0) for d in decoded(raws)]
-    evs, pids = event_columns(ok)
+    evs, pids, _ = event_columns(ok)
     engine = Engine(EngineSettings(), JoinView(preds, outs))
     *_, stored, recs = _group_arrays(engine, pids, _is_pred(evs))
     assert stored.tolist() == _reference_stored(engine, pids, _is_pred(evs))

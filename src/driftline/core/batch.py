@@ -28,8 +28,7 @@ from .list_arrays import i64
 def apply_batch(engine: Engine, ok: Sequence[tuple[Decoded, int]], columns: EventColumns | None = None) -> None:
     """Apply a batch of accepted (event, shard) pairs to the engine: plain ids and stored joins as columns, the
     rest per event. `columns`: the events of `ok` and their prediction ids, when the caller listed them already."""
-    evs, pids = columns if columns is not None else event_columns(ok)
-    is_pred = _is_pred(evs)
+    evs, pids, is_pred = columns if columns is not None else event_columns(ok)
     lone, head, tail, stored, stored_recs = _group_arrays(engine, pids, is_pred)
     moves = engine._moves
     moves.batch = (evs, pids, is_pred)
@@ -48,28 +47,33 @@ def apply_batch(engine: Engine, ok: Sequence[tuple[Decoded, int]], columns: Even
         apply_stored(engine, ok, evs, stored, stored_recs)
 
 
-EventColumns = tuple[list[Any], list[str]]
-"""The events of a batch's (event, shard) pairs and their prediction ids, in order (`event_columns`)."""
+EventColumns = tuple[list[Any], list[str], list[bool]]
+"""The events of a batch's (event, shard) pairs, their prediction ids and whether each is a prediction, in order
+(`event_columns`)."""
 
 
 def event_columns(ok: Sequence[tuple[Decoded, int]]) -> EventColumns:
-    """The events of `ok` and their prediction ids: listed once per batch, by whichever stage needs them first."""
+    """The events of `ok`, their prediction ids and their prediction flags: listed once per batch, by whichever stage
+    needs them first (the label gate and the engine both read the flags: one pass over the types, not two)."""
     evs = [d.event for d, _ in ok]
-    return evs, [e.prediction_id for e in evs]
+    return evs, [e.prediction_id for e in evs], pred_flags(evs)
 
 
 def _plain(engine: Engine, ok: Sequence[tuple[Decoded, int]]) -> tuple[list[int], list[int], list[int]]:
     """(indices of plain lone predictions, of plain predictions with their outcome later in the batch, of those
     outcomes), the last two aligned; every other event is left to the per-event engine or the stored-join path."""
     evs = [d.event for d, _ in ok]
-    lone, head, tail, _ = _groups(engine, [e.prediction_id for e in evs], _is_pred(evs))
+    lone, head, tail, _ = _groups(engine, [e.prediction_id for e in evs], pred_flags(evs))
     return lone, head, tail
 
 
-def _is_pred(evs: list[Any]) -> list[bool]:
+def pred_flags(evs: list[Any]) -> list[bool]:
     """Whether each event is a prediction (`isinstance`, decided once per type: it is slow on msgspec Structs)."""
     preds = frozenset(t for t in set(map(type, evs)) if issubclass(t, Prediction))
     return [type(e) in preds for e in evs]
+
+
+_is_pred = pred_flags  # the name the batch tests import
 
 
 def _groups(engine: Engine, pids: list[str], is_pred: list[bool]
@@ -135,4 +139,4 @@ def _positions_of(firsts: dict[str, int], ids: Iterable[str], n: int) -> np.ndar
     return i64(list(map(firsts.get, ids, repeat(n))))
 
 
-__all__ = ["apply_batch", "event_columns", "EventColumns", "SEQ"]
+__all__ = ["apply_batch", "event_columns", "EventColumns", "pred_flags", "SEQ"]

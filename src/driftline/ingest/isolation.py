@@ -34,7 +34,7 @@ def apply_isolating(settings: EngineSettings, ok: Sequence[Accepted], load_view:
     `load_view` loads the join state of the batch again (called once more per retry: nothing is written until the
     caller commits). `origin(i)` gives (source, partition, offset, raw) of the i-th accepted record for its dead
     letter. A failure no single record explains is raised: it is not a record's fault. `tick`: see Tick. `columns`:
-    the events of `ok` and their ids, when the caller listed them (core.batch.event_columns)."""
+    the events of `ok`, their ids and prediction flags, when the caller listed them (core.batch.event_columns)."""
     if tick is not None:
         tick("applying", 0, len(ok))
     view = load_view()  # outside the try: a database error is no record's fault (its connection may be gone)

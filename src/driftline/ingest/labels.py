@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import compress
 from typing import Any, Protocol
 
 import msgspec
@@ -14,7 +15,8 @@ from sqlalchemy import Connection
 
 from ..config_limits import Limits
 from ..core.engine import DEFAULT_VARIANT, DEFAULT_VERSION
-from ..core.events import RAW_LIMIT, Decoded, DeadLetter, Prediction
+from ..core.batch import pred_flags
+from ..core.events import RAW_LIMIT, Decoded, DeadLetter
 from ..core.labels import MODEL, OVERFLOW, VARIANT, Admitted, LabelGate, LabelLimits, Refused, overflow_counter
 from ..numbers import counted
 from ..storage.store import Store
@@ -56,28 +58,30 @@ class LabelPolicy:
         self._logged: dict[tuple[str, str], tuple[float, int]] = {}
 
     def gate(self, store: Store, conn: Connection, ok: Sequence[tuple[Decoded, int]], raws: Sequence[Positioned],
-             dead: list[DeadLetter], evs: list[Any] | None = None
+             dead: list[DeadLetter], evs: list[Any] | None = None, is_pred: list[bool] | None = None
              ) -> tuple[list[tuple[Decoded, int]], list[Positioned], LabelGate]:
         """The batch's events with folded labels and their records; refused predictions are appended to `dead`.
 
         The distinct label triples are decided first, in order of first occurrence, on a copy of the admitted
         values: when all are kept as they are (the common case), that is all the event-by-event gate would have
         done, and the batch is returned as it came (the same lists when given lists: the caller can tell nothing
-        changed); otherwise `_each` runs the gate event by event. `evs`: the events of `ok`, when listed already."""
+        changed); otherwise `_each` runs the gate event by event. `evs`, `is_pred`: the events of `ok` and whether
+        each is a prediction, when listed already (core.batch.event_columns: the engine reads the same flags)."""
         admitted = store.admitted_labels(conn)
         if evs is None:
             evs = [d.event for d, _ in ok]
-        preds = frozenset(t for t in set(map(type, evs)) if issubclass(t, Prediction))
+        if is_pred is None:
+            is_pred = pred_flags(evs)
         probe = LabelGate(self.limits, Admitted(set(admitted.models), {k: set(v) for k, v in admitted.values.items()}))
         seen: set[tuple[str, str, str]] = set()
-        for model, variant, version in dict.fromkeys([(e.model, e.variant, e.model_version) for e in evs
-                                                      if type(e) in preds]):
+        for model, variant, version in dict.fromkeys([(e.model, e.variant, e.model_version)
+                                                      for e in compress(evs, is_pred)]):
             variant, version = variant or DEFAULT_VARIANT, version or DEFAULT_VERSION
             if (model, variant, version) not in seen:
                 seen.add((model, variant, version))
                 if probe.decide(model, variant, version) != (variant, version):
                     gate = LabelGate(self.limits, admitted)
-                    return (*_each(gate, ok, raws, evs, preds, dead), gate)
+                    return (*_each(gate, ok, raws, evs, is_pred, dead), gate)
         return (ok if type(ok) is list else list(ok)), (raws if type(raws) is list else list(raws)), probe
 
     def record(self, store: Store, conn: Connection, gate: LabelGate, counters: Counter[tuple[str, str]]) -> None:
@@ -117,15 +121,15 @@ class LabelPolicy:
 
 
 def _each(gate: LabelGate, ok: Sequence[tuple[Decoded, int]], raws: Sequence[Positioned], evs: list[Any],
-          preds: frozenset[type], dead: list[DeadLetter]) -> tuple[list[tuple[Decoded, int]], list[Positioned]]:
+          is_pred: list[bool], dead: list[DeadLetter]) -> tuple[list[tuple[Decoded, int]], list[Positioned]]:
     """The gate event by event: each prediction's labels decided (a triple once kept as it is needs no second
     decision), refused ones appended to `dead`, folded ones replaced."""
     kept: list[tuple[Decoded, int]] = []
     kept_raws: list[Positioned] = []
     kept_as_is: set[tuple[str, str, str]] = set()
     """Labels already decided as themselves in this batch: admitted then, so deciding again changes nothing."""
-    for (d, shard), raw, ev in zip(ok, raws, evs):
-        if type(ev) not in preds:
+    for (d, shard), raw, ev, p in zip(ok, raws, evs, is_pred):
+        if not p:
             kept.append((d, shard))
             kept_raws.append(raw)
             continue

@@ -195,7 +195,8 @@ class Pipeline:
                 if d.reason == "internal_error":
                     log.error("dead letter internal_error: %s[%d]@%d: %s", d.source, d.partition, d.offset, d.detail)
             columns = event_columns(ok)  # listed once for the gate, the join lookup and the engine
-            gated, ok_raw, gate = self.labels.gate(self.store, conn, ok, ok_raw, dead, columns[0])  # refused: dead
+            gated, ok_raw, gate = self.labels.gate(self.store, conn, ok, ok_raw, dead, columns[0],  # refused: dead
+                                                   columns[2])
             if gated is not ok:  # labels folded or refused: other events
                 ok, columns = gated, event_columns(gated)
             ids = columns[1]  # load_join takes any iterable of ids, repeated ones too
