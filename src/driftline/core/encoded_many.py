@@ -17,7 +17,7 @@ from .flag_range import range_from_doc, range_into_doc, range_sum
 from .grids import N_DELAY_BINS, N_SCORE_BINS
 from .rank_hist import rank_into_doc, ranks_added, stored_rank
 from .stats import BucketStats, _feature_doc
-from .unique_ints import unique_ints
+from .unique_ints import union_positions
 
 _ROW = 3 * N_SCORE_BINS
 """Score cells of one bucket (label states × fine bins): a chunk's cells are numbered j·_ROW + cell."""
@@ -177,13 +177,11 @@ def _score_bins(docs: list[dict[str, Any]], deltas: list[BucketStats]) -> list[t
     bins = [d.bins for d in deltas]
     new_sizes = [len(b[0]) for b in bins]  # type: ignore[index]
     g_new = np.concatenate([b[0] for b in bins]).astype(np.int64) + np.repeat(offsets, new_sizes)  # type: ignore
-    cells = unique_ints(np.concatenate((g_old, g_new)))
+    cells, at, at_new = union_positions(g_old, g_new)
     h = np.zeros(len(cells), dtype=np.int64)
     p = np.zeros(len(cells), dtype=np.float64)
-    at_new = np.searchsorted(cells, g_new)
     h[at_new] = np.concatenate([b[1] for b in bins])  # type: ignore[index]
     p[at_new] = np.concatenate([b[2] for b in bins])  # type: ignore[index]
-    at = np.searchsorted(cells, g_old)
     h[at] += np.frombuffer(b"".join([doc["hc"] for doc in docs]), dtype=np.int64)
     p[at] += np.frombuffer(b"".join([doc["hp"] for doc in docs]), dtype=np.float64)
     keep = (h != 0) | (p != 0)
