@@ -15,7 +15,7 @@ import numpy as np
 from .encoded import add_encoded, add_rest
 from .flag_range import range_from_doc, range_into_doc, range_sum
 from .grids import N_DELAY_BINS, N_SCORE_BINS
-from .rank_hist import rank_into_doc, ranks_added, stored_rank
+from .rank_hist import LABELLED_SUMS, rank_into_doc, ranks_added, stored_rank
 from .stats import BucketStats, _feature_doc
 from .unique_ints import union_positions
 
@@ -129,7 +129,11 @@ def _encode_added(d: BucketStats, part: tuple[Any, ...]) -> bytes:
     if delay is not None:
         doc["di"], doc["dc"] = delay
     add_rest(doc, d)
-    rank_into_doc(doc, rank)  # add_encoded's sum of the ranking histograms, made chunk-wide (after the sums)
+    if rank is None:  # add_encoded's sum of the ranking histograms, made and encoded chunk-wide
+        rank_into_doc(doc, None)
+    else:
+        doc["ri"], doc["rc"] = rank
+        doc["rs"] = sums[:LABELLED_SUMS]  # rank_into_doc's copy of the labelled sums (a fresh list)
     range_into_doc(doc, range_sum((stored_range, d.flag_range)), sum(conf))
     return _encode(doc)
 
@@ -156,7 +160,7 @@ def _add_parts(docs: list[dict[str, Any]], deltas: list[BucketStats]) -> list[tu
                 - np.array([d.conf for d in deltas]).reshape(n, 6)[:, :4].sum(axis=1)).tolist()
     # the docs still hold their stored conf and sums here (_encode_added sets the summed ones)
     ranks = ranks_added([stored_rank(doc, lab) for doc, lab in zip(docs, labelled)],
-                        [d.rank for d in deltas])
+                        [d.rank for d in deltas], encoded=True)
     if ranks is None:
         return None
     return list(zip(docs, conf, sums, scores, delays, ranks))

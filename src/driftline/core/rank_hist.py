@@ -155,13 +155,13 @@ def _sorted_sum(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nd
     return keys[starts][keep], sums[keep]
 
 
-def ranks_added(stored: Sequence[tuple[bytes, np.ndarray] | None], deltas: Sequence[Rank | None]
-                ) -> list[Rank | None] | None:
+def ranks_added(stored: Sequence[tuple[bytes, np.ndarray] | None], deltas: Sequence[Rank | None],
+                encoded: bool = False) -> list[Any] | None:
     """rank_sum((stored j, delta j)) for every bucket of a chunk in one sort (the store's write of a batch touches
     hundreds of buckets; numpy calls per bucket cost more than their arithmetic). Stored histograms come as
     stored_rank gives them (None: unknown). The same arrays as rank_sum wherever every histogram is in the form it
     keeps as it is (keys strictly increasing and in range, counts non-zero); None otherwise (the per-bucket route
-    then decides)."""
+    then decides). `encoded`: each sum as rank_into_doc's ("ri", "rc") bytes instead (_encoded_runs)."""
     n = len(stored)
     if n == 0:
         return []
@@ -179,11 +179,51 @@ def ranks_added(stored: Sequence[tuple[bytes, np.ndarray] | None], deltas: Seque
         return None
     g_old = old_keys + np.repeat(offsets, old_sizes)
     g_new = new_keys + np.repeat(offsets, new_sizes)
-    keys, sums = _sorted_sum(np.concatenate((g_old, g_new)), np.concatenate((c_old, c_new)))
+    keys, sums = _pair_sum(np.concatenate((g_old, g_new)), np.concatenate((c_old, c_new)))
     owner = keys // RANK_ROW
     local = (keys - owner * RANK_ROW).astype(np.int32)
     ends = np.searchsorted(owner, np.arange(n + 1)).tolist()
+    if encoded:
+        return _encoded_runs(local, sums, ends, ok)
     return [(local[lo:hi], sums[lo:hi]) if k else None for k, lo, hi in zip(ok, ends, ends[1:])]
+
+
+def _pair_sum(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """_sorted_sum of keys in which each value occurs at most twice (two strictly increasing runs): each sum is its
+    first count plus, for a key in both runs, the second (integers: the same sums in any order), without reduceat's
+    per-key reduction (issue 18)."""
+    if not keys.size:
+        return keys, counts.astype(np.int64)
+    order = np.argsort(keys, kind="stable")
+    keys, counts = keys[order], counts[order]
+    twice = np.empty(keys.size, dtype=bool)  # twice[i]: keys[i] equals keys[i + 1]
+    twice[-1] = False
+    np.equal(keys[1:], keys[:-1], out=twice[:-1])
+    starts = np.flatnonzero(np.r_[True, ~twice[:-1]])
+    sums = counts[starts]
+    pairs = starts[twice[starts]]
+    sums[twice[starts]] += counts[pairs + 1]
+    keep = sums != 0
+    return keys[starts][keep], sums[keep]
+
+
+def _encoded_runs(local: np.ndarray, sums: np.ndarray, ends: list[int], ok: list[bool]
+                  ) -> list[tuple[bytes, bytes] | None]:
+    """rank_into_doc's ("ri", "rc") bytes of each run local[lo:hi], sums[lo:hi] (None where not ok): each run's
+    counts in the narrowest of int16, int32 and int64 holding them all, its extremes found by one reduceat over
+    the non-empty runs and the bytes of each width made once for the chunk, then sliced."""
+    starts = np.asarray(ends[:-1], dtype=np.int64)
+    filled = np.asarray(ends[1:], dtype=np.int64) > starts
+    width = np.full(len(starts), 2, dtype=np.int64)  # an empty run: (0, 0) fits int16
+    if sums.size:
+        at = starts[filled]
+        lo, hi = np.minimum.reduceat(sums, at), np.maximum.reduceat(sums, at)
+        width[filled] = np.where((lo >= -2**15) & (hi < 2**15), 2, np.where((lo >= -2**31) & (hi < 2**31), 4, 8))
+    widths = width.tolist()
+    ri = local.astype(np.int32, copy=False).tobytes()
+    rc = {w: sums.astype(kind).tobytes() for w, kind in _WIDTHS.items() if w in widths}
+    return [(ri[a * 4:b * 4], rc[w][a * w:b * w]) if k else None
+            for k, a, b, w in zip(ok, ends, ends[1:], widths)]
 
 
 def in_order(idx: np.ndarray, sizes: list[int], size: int) -> bool:
