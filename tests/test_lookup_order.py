@@ -77,7 +77,7 @@ def test_outcome_rows_sorted_by_their_id_alone(monkeypatch: pytest.MonkeyPatch) 
                 for i, p in enumerate(dict.fromkeys(reversed(ids)))]
     got: list[list[Any]] = []
     monkeypatch.setattr(sqlite_rows, "insert_many",
-                        lambda conn, head, width, tail, flat: got.append(flat) if flat else None)
+                        lambda conn, head, width, tail, flat, *_: got.append(flat) if flat else None)
     bulk.write_outcomes(None, "sqlite", outcomes)  # type: ignore[arg-type]
     expected = sorted((str(o.prediction_id), o.label, o.ts, o.shard, int(o.matched)) for o in outcomes)
     assert equal[0] == 0

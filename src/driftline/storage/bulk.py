@@ -41,6 +41,10 @@ _OUT_COLS = "prediction_id, label, ts, shard, matched"
 _OUT_ARRAYS = "%b::text[], %b::smallint[], %b::float8[], %b::int[], %b::bool[]"
 _OUT_CONFLICT = "ON CONFLICT (prediction_id) DO UPDATE SET label = excluded.label, ts = excluded.ts, " \
                 "matched = excluded.matched"
+_PRED_INTS = (6, 7, 8, 10)
+"""PRED_COLS of INTEGER or NUMERIC affinity (flagged, shard, label, implicit): see sqlite_rows.literal_columns."""
+_OUT_INTS = (1, 3, 4)
+"""_OUT_COLS of INTEGER or NUMERIC affinity (label, shard, matched)."""
 _BUCKET_KEY = "model, model_version, variant, bucket_start, shard"
 _PRED_KEY = itemgetter(0, 1, 2)
 """A pred_rows row's key (PredKey)."""
@@ -155,7 +159,7 @@ def write_predictions(conn: Connection, dialect: str, records: Sequence[PredReco
     else:  # all upserted: a batch's new predictions are ids of its own, on few pages (few journal copies), and
         # splitting them off cost more than it spared (+438 instructions per event, replay_callgrind.py)
         sqlite_rows.insert_many(conn, f"INSERT INTO predictions ({PRED_COLS}) VALUES ", 12, _PRED_CONFLICT,
-                                sqlite_rows.sqlite_pred_values(records))
+                                sqlite_rows.sqlite_pred_values(records), _PRED_INTS)
 
 
 def upsert_predictions(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
@@ -179,7 +183,7 @@ def write_outcomes(conn: Connection, dialect: str, outcomes: Sequence[OutcomeRec
         upsert_outcomes(conn, rows)
     else:
         sqlite_rows.write(conn, "outcomes", _OUT_COLS, 5, _OUT_CONFLICT, sqlite_rows.out_values, rows, _OUT_KEY,
-                          stored)
+                          stored, _OUT_INTS)
 
 
 def upsert_outcomes(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
