@@ -40,7 +40,7 @@ BATCH = 30000
 """Events a transaction unless `--batch-size` says otherwise: fewer, larger transactions rewrite each touched bucket
 blob and join-row page fewer times per event (user+sys -7 % at 1.07 M simulated events, -16 % at 4.9 M, against
 20,000), and a batch's memory grows with it, ~1.9 kB an event (peak RSS of a 4.9 M-event replay 233 -> 247 MB; the
-bound is 300 MB, and 40,000 reached 265 MB). Measured in README, Storage (issue 18: the replay batch size)."""
+bound is 300 MB, and 40,000 reached 265 MB). Measured in docs/PERFORMANCE.md (issue 18: the replay batch size)."""
 BATCH_BYTES = DEFAULT_BATCH_BYTES
 """A batch is also cut at the line that brings it to this many payload bytes, so memory stays bounded whatever
 the lines' sizes (the rule and default of `run`'s kafka.batch_max_bytes)."""

@@ -40,7 +40,7 @@ WRITE_CACHE_MB = 16
 default 2 MB cache (~480 pages) evicts and reads back (-wal index lookups, pread) and spills to the -wal mid-batch
 (1.07 M-event replay: pread 482 k -> 323 k, pwrite 1.26 M -> 0.98 M). Reads keep the connection's default, and a
 connection goes back to it when returned to the pool, so only a connection inside a write transaction holds the
-larger cache (issue 18; README, Storage)."""
+larger cache (issue 18; docs/PERFORMANCE.md, the page-cache round)."""
 CACHE_KIB = "driftline_cache_kib"
 """Key of a SQLite connection's cache_size as last set (negative: KiB) in the pool connection's info dict."""
 READ_CACHE_KIB = "driftline_read_cache_kib"
