@@ -64,3 +64,7 @@ def test_a_copy_whose_own_threshold_flags_it_otherwise_is_conflicting(tmp_path, 
                                    pred("t2", 0.3, T0, threshold=0.2), pred("t2", 0.3, T0)]) + b"\n")
     doc, _ = _replay(capsys, db, copies)
     assert (doc["duplicate_predictions"], doc["conflicting_duplicates"]) == (3, 2)
+    (warning,) = doc["warnings"]  # the warning and the terminal row name the threshold case too (tryout: they
+    assert "a threshold of its own that flags it otherwise" in warning  # said score, ts or version only)
+    from driftline.commands.ingest import ROW_NAMES
+    assert "flag" in ROW_NAMES["conflicting_duplicates"]

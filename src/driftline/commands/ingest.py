@@ -131,7 +131,7 @@ def summary(total: BatchResult, maintenance: Counter[tuple[str, str]]) -> dict[s
 
 
 ROW_NAMES = {"predictions": "predictions stored", "outcomes": "outcomes stored",
-             "conflicting_duplicates": "of which conflicting (another score, ts or version)",
+             "conflicting_duplicates": "of which conflicting (another score, ts, version or flag)",
              "corrections": "corrections (explicit label changed)",
              "implicit_relabelled_positive": "implicit negatives turned positive",
              "implicit_relabelled_negative": "implicit negatives confirmed"}

@@ -87,7 +87,8 @@ def conflict_warning(total: BatchResult) -> str | None:
     if not n:
         return None
     return (f"{counted(n, 'duplicate prediction')} of this replay {'conflicts' if n == 1 else 'conflict'} with the "
-            "copy stored first (the same prediction_id, model and variant with another score, ts or model_version; "
+            "copy stored first (the same prediction_id, model and variant with another score, ts or model_version, "
+            "or a threshold of its own that flags it otherwise; "
             f"e.g. prediction_id {total.conflict_example!r}): the copy stored first counts and "
             f"{'that duplicate is' if n == 1 else 'the others are'} ignored, so the results "
             "depend on which arrived first. Send one prediction per (prediction_id, model, variant); a re-score "

@@ -238,8 +238,9 @@ class Engine:
         moves.features(b, ev.features)
 
     def _conflict(self, pid: str) -> None:
-        """A copy of a stored prediction with another score, ts or model_version: the first stored one stays, the
-        copy is counted apart from exact ones (results depend on which arrived first), with an example id."""
+        """A copy of a stored prediction with another score, ts or model_version (or flagged otherwise): the first
+        stored one stays, the copy is counted apart from exact ones (results depend on which arrived first), with an
+        example id."""
         self.result.counters[CONFLICTING] += 1
         if self.result.conflict_example is None:
             self.result.conflict_example = pid

@@ -260,7 +260,8 @@ class SnapshotCollector:
             events.add_metric([EVENTS_SOURCE, kind], float(counters.get(("events", kind), 0)))
             dups.add_metric([kind], float(counters.get(("duplicates", kind), 0)))
         f.counter("driftline_conflicting_duplicates", "Duplicate predictions (also in driftline_duplicates_total) "
-                  "with another score, ts or model_version than the copy stored first, which counts.",
+                  "with another score, ts or model_version than the copy stored first (or a threshold of its own "
+                  "that flags it otherwise), which counts.",
                   ["type"]).add_metric(["prediction"], float(counters.get(CONFLICTING, 0)))
         dead = {reason: 0 for reason in DEAD_LETTER_REASONS}
         dead.update({lbl: v for (name, lbl), v in counters.items() if name == "dead_letters"})
