@@ -32,9 +32,11 @@ from kafka_fixtures import (  # noqa: E402
     tansu_broker,
 )
 from pg_fixtures import pg_behind_forwarder, pg_database, pg_store, pg_url  # noqa: E402
+from sqlite_fixtures import join_schema  # noqa: E402
 
 __all__ = [
     "kafka_behind_forwarder",
+    "join_schema",
     "kafka_bootstrap",
     "pg_behind_forwarder",
     "pg_database",

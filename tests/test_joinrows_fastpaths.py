@@ -22,7 +22,6 @@ from sqlalchemy import Connection, create_engine
 from driftline.core.engine import JoinView, OutcomeRecord, PredRecord
 from driftline.storage import bulk, sqlite_lookup, sqlite_rows
 from driftline.storage.sqlite_binding import NULL, register_adapters
-from driftline.storage.store import Store
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -98,20 +97,6 @@ def _old_write_outcomes(conn: Connection, outcomes: Sequence[OutcomeRecord]) -> 
 
 
 # --- the comparison ---------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def schema(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """CREATE statements of the join tables and their indexes, from a database migrated by the real migrations."""
-    path = tmp_path_factory.mktemp("schema") / "s.db"
-    store = Store(f"sqlite:///{path}")
-    store.migrate()
-    with store.read() as conn:
-        sql = [r[0] for r in conn.exec_driver_sql(
-            "SELECT sql FROM sqlite_master WHERE tbl_name IN ('predictions', 'outcomes') AND sql IS NOT NULL "
-            "ORDER BY type DESC, name")]
-    store.close()
-    assert any("WITHOUT ROWID" in s for s in sql) and any("ix_predictions_shard_ts" in s for s in sql)
-    return sql
-
 
 PIDS = st.one_of(st.sampled_from(["p1", "p2", "p10", "é", "x" * 200, "", "a\x00b", "%", "'"]), st.text(max_size=6))
 FLOATS = st.one_of(st.floats(allow_nan=False), st.sampled_from([-0.0, 5e-324, 1e308, math.inf, -math.inf]))
@@ -152,14 +137,14 @@ def _in_force(view: JoinView) -> JoinView:
     return view
 
 
-def _run(schema: list[str], steps: list[tuple[list[PredRecord], list[OutcomeRecord], list[str]]], fast: bool
+def _run(join_schema: list[str], steps: list[tuple[list[PredRecord], list[OutcomeRecord], list[str]]], fast: bool
          ) -> tuple[list[Any], list[Any]]:
     """Write and look up each batch in turn (new or old routes): the tables and every lookup's view."""
     eng = create_engine("sqlite://")
     register_adapters()
     views = []
     with eng.begin() as conn:
-        for sql in schema:
+        for sql in join_schema:
             conn.exec_driver_sql(sql)
         for recs, outs, extra in steps:
             ids = [r.prediction_id for r in recs] + [o.prediction_id for o in outs] + extra
@@ -182,19 +167,19 @@ def _run(schema: list[str], steps: list[tuple[list[PredRecord], list[OutcomeReco
 
 @SETTINGS
 @given(batches)
-def test_join_rows_store_and_load_as_the_old_routes(schema: list[str], steps: Any) -> None:
-    assert _run(schema, steps, fast=True) == _run(schema, steps, fast=False)
+def test_join_rows_store_and_load_as_the_old_routes(join_schema: list[str], steps: Any) -> None:
+    assert _run(join_schema, steps, fast=True) == _run(join_schema, steps, fast=False)
 
 
 @pytest.mark.parametrize("n", [0, 1, 15, 16, 17, sqlite_rows.ROWS_PER_INSERT, sqlite_lookup.LOOKUP_IDS - 1,
                                sqlite_lookup.LOOKUP_IDS, sqlite_lookup.LOOKUP_IDS + 1, 2 * sqlite_lookup.LOOKUP_IDS + 100])
-def test_sizes_at_the_chunk_and_group_boundaries(schema: list[str], n: int) -> None:
+def test_sizes_at_the_chunk_and_group_boundaries(join_schema: list[str], n: int) -> None:
     recs = [PredRecord(f"p{i:05d}", "m", "v", "A" if i % 7 else "B", float(i), 0.5, i % 2 == 0, i % 3,
                        None if i % 4 else 1, None if i % 4 else 2.5, i % 5 == 0, None if i % 6 else {"c": str(i)})
             for i in range(n)]
     outs = [OutcomeRecord(f"p{i:05d}", i % 2, float(i), i % 3, i % 3 == 0) for i in range(0, n, 2)]
     steps = [(recs, outs, ["zz"]), (recs[::3], outs[::5], [])]
-    assert _run(schema, steps, fast=True) == _run(schema, steps, fast=False)
+    assert _run(join_schema, steps, fast=True) == _run(join_schema, steps, fast=False)
 
 
 def test_lookup_chunks_pad_with_the_last_id_to_a_few_sizes() -> None:

@@ -17,7 +17,6 @@ from sqlalchemy import Connection, create_engine, event
 from driftline.core.engine import OutcomeRecord, PredRecord
 from driftline.storage import bulk, sqlite_rows
 from driftline.storage.sqlite_binding import NULL, register_adapters
-from driftline.storage.store import Store
 
 
 def _base_insert_many(conn: Connection, head: str, width: int, tail: str, flat: list[Any],
@@ -34,19 +33,6 @@ def _base_insert_many(conn: Connection, head: str, width: int, tail: str, flat: 
         conn.exec_driver_sql(f"{head}{one} {tail}",
                              [tuple(flat[i:i + width]) for i in range(whole, len(flat), width)])
 
-
-@pytest.fixture(scope="module")
-def schema(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """CREATE statements of the join tables and their indexes, from the real migrations."""
-    path = tmp_path_factory.mktemp("schema") / "s.db"
-    store = Store(f"sqlite:///{path}")
-    store.migrate()
-    with store.read() as conn:
-        sql = [r[0] for r in conn.exec_driver_sql(
-            "SELECT sql FROM sqlite_master WHERE tbl_name IN ('predictions', 'outcomes') AND sql IS NOT NULL "
-            "ORDER BY type DESC, name")]
-    store.close()
-    return sql
 
 
 _TEXT = st.one_of(st.sampled_from(["fraud", "A", "v1", "", "é", "a\x00b", "'", '"', "\\", "1", "1.0", "?", ":a",
@@ -89,7 +75,7 @@ def _batch(draw: Any) -> tuple[list[PredRecord], list[OutcomeRecord]]:
     return preds, outs
 
 
-def _stored(schema: list[str], batches: list[tuple[list[PredRecord], list[OutcomeRecord]]], base: bool
+def _stored(join_schema: list[str], batches: list[tuple[list[PredRecord], list[OutcomeRecord]]], base: bool
             ) -> list[list[tuple[Any, ...]]]:
     """Both join tables (every column and its storage class) after writing `batches` by either route: predictions
     upserted, outcomes by FRESH_INSERT for ids not yet stored and upserted for the others."""
@@ -99,7 +85,7 @@ def _stored(schema: list[str], batches: list[tuple[list[PredRecord], list[Outcom
         eng = create_engine("sqlite://")
         register_adapters()
         with eng.begin() as conn:
-            for sql in schema:
+            for sql in join_schema:
                 conn.exec_driver_sql(sql)
             seen: set[str] = set()
             for preds, outs in batches:
@@ -117,12 +103,12 @@ def _stored(schema: list[str], batches: list[tuple[list[PredRecord], list[Outcom
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_batch(), min_size=1, max_size=3))
-def test_literal_columns_store_what_binding_every_value_stored(schema: list[str], batches: Any) -> None:
-    assert _stored(schema, batches, base=False) == _stored(schema, batches, base=True)
+def test_literal_columns_store_what_binding_every_value_stored(join_schema: list[str], batches: Any) -> None:
+    assert _stored(join_schema, batches, base=False) == _stored(join_schema, batches, base=True)
 
 
 @pytest.mark.parametrize("n", [2, 79, 80, 81, 3 * 80 + 7])
-def test_constant_columns_are_literals(schema: list[str], n: int) -> None:
+def test_constant_columns_are_literals(join_schema: list[str], n: int) -> None:
     """A replay batch's predictions of one model, variant and version, shard 0, not implicit, without slice values
     bind 6 values a row (those 6 are literals); its outcome rows of shard 0 bind 4 of 5. Before, all 12 and 5."""
     preds = [PredRecord(f"p{i:04d}", "fraud", "v2", "B", 1.7e9 + i, i / 1000, i % 3 == 0, 0, None if i % 2 else 1,
@@ -139,7 +125,7 @@ def test_constant_columns_are_literals(schema: list[str], n: int) -> None:
                 got.extend(len(p) for p in (params if many else [params]))
 
     with eng.begin() as conn:
-        for sql in schema:
+        for sql in join_schema:
             conn.exec_driver_sql(sql)
         bulk.write_predictions(conn, "sqlite", preds)
         bulk.write_outcomes(conn, "sqlite", outs, frozenset())

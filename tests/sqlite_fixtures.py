@@ -1,0 +1,24 @@
+"""SQLite for tests: the join tables' CREATE statements as the real migrations leave them, for tests that rebuild
+those tables in scratch databases (old route against new on the same schema)."""
+
+from __future__ import annotations
+
+import pytest
+
+from driftline.storage.store import Store
+
+
+@pytest.fixture(scope="module")
+def join_schema(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """CREATE statements of `predictions`, `outcomes` and their indexes, from a database migrated by the real
+    migrations (tables first)."""
+    path = tmp_path_factory.mktemp("schema") / "s.db"
+    store = Store(f"sqlite:///{path}")
+    store.migrate()
+    with store.read() as conn:
+        sql = [r[0] for r in conn.exec_driver_sql(
+            "SELECT sql FROM sqlite_master WHERE tbl_name IN ('predictions', 'outcomes') AND sql IS NOT NULL "
+            "ORDER BY type DESC, name")]
+    store.close()
+    assert any("WITHOUT ROWID" in s for s in sql) and any("ix_predictions_shard_ts" in s for s in sql)
+    return sql
