@@ -222,7 +222,7 @@ def test_outcomes_of_stored_predictions_take_the_column_path():
     """A lone outcome of a stored, unlabelled prediction takes the stored-join columns; one of a labelled or an
     implicitly negative prediction, of an id with a stored outcome or two stored rows (shadow), a second outcome
     in the batch and an early outcome stay per event; every result equals the per-event engine's."""
-    from driftline.core.batch import _groups, _is_pred
+    from driftline.core.batch import _groups, pred_flags
 
     s = EngineSettings(slice_features=("country",))
     raws = [outcome("s", 1, T0 + 50), outcome("lab", 0, T0 + 60), outcome("imp", 1, T0 + 70),
@@ -238,7 +238,7 @@ def test_outcomes_of_stored_predictions_take_the_column_path():
                                "two": [rec("two"), rec("two", "shadow")], "dup": [rec("dup")], "s2": [rec("s2")]},
                         outcomes={"had": OutcomeRecord("had", 0, T0 + 1, 1, matched=True)})
     evs = [d.event for d, _ in ok]
-    lone, head, tail, stored = _groups(Engine(s, view()), [e.prediction_id for e in evs], _is_pred(evs))
+    lone, head, tail, stored = _groups(Engine(s, view()), [e.prediction_id for e in evs], pred_flags(evs))
     assert (lone, head, tail, stored) == ([], [], [], [0, 7])
     r1 = _per_event(s, view(), ok)
     r2 = _batched(s, view(), ok)
@@ -272,7 +272,7 @@ def predictions_then_outcomes(draw):
 def test_stored_joins_equal_the_per_event_engine(stream, cuts, s, maintain):
     """Outcomes of stored predictions in later batches (the stored-join columns and the per-event engine mixed),
     with implicit negatives between batches: identical results, bit for bit."""
-    from driftline.core.batch import _groups, _is_pred
+    from driftline.core.batch import _groups, pred_flags
 
     raws, n_preds = stream
     ok = [(d, i % 2) for i, d in enumerate(decoded(raws))]
@@ -282,7 +282,7 @@ def test_stored_joins_equal_the_per_event_engine(stream, cuts, s, maintain):
         batch = ok[a:b]
         evs = [d.event for d, _ in batch]
         ids = {e.prediction_id for e in evs}
-        taken += len(_groups(Engine(s, new.load(ids)), [e.prediction_id for e in evs], _is_pred(evs))[3])
+        taken += len(_groups(Engine(s, new.load(ids)), [e.prediction_id for e in evs], pred_flags(evs))[3])
         _step(s, ref, new, batch, 5 * 86400.0 if maintain else None)
     assert {k: _stats_doc(v) for k, v in new.buckets.items()} == {k: _stats_doc(v) for k, v in ref.buckets.items()}
     assert new.counters == ref.counters

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from driftline.core.batch import _group_arrays, _is_pred, apply_batch, event_columns
+from driftline.core.batch import _group_arrays, pred_flags, apply_batch, event_columns
 from driftline.core.engine import Engine, EngineSettings, JoinView, OutcomeRecord, PredRecord
 
 from helpers import decoded, outcome, pred
@@ -67,8 +67,8 @@ def test_stored_group_equals_the_per_id_loop(case):
     ok = [(d, 0) for d in decoded(raws)]
     evs, pids, _ = event_columns(ok)
     engine = Engine(EngineSettings(), JoinView(preds, outs))
-    *_, stored, recs = _group_arrays(engine, pids, _is_pred(evs))
-    assert stored.tolist() == _reference_stored(engine, pids, _is_pred(evs))
+    *_, stored, recs = _group_arrays(engine, pids, pred_flags(evs))
+    assert stored.tolist() == _reference_stored(engine, pids, pred_flags(evs))
     assert recs == [preds[pids[j]][0] for j in stored.tolist()] and all(r is preds[r.prediction_id][0] for r in recs)
 
 

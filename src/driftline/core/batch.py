@@ -73,8 +73,6 @@ def pred_flags(evs: list[Any]) -> list[bool]:
     return [type(e) in preds for e in evs]
 
 
-_is_pred = pred_flags  # the name the batch tests import
-
 
 def _groups(engine: Engine, pids: list[str], is_pred: list[bool]
             ) -> tuple[list[int], list[int], list[int], list[int]]:
