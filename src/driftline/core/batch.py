@@ -73,7 +73,6 @@ def pred_flags(evs: list[Any]) -> list[bool]:
     return [type(e) in preds for e in evs]
 
 
-
 def _groups(engine: Engine, pids: list[str], is_pred: list[bool]
             ) -> tuple[list[int], list[int], list[int], list[int]]:
     """(plain lone predictions, plain predictions with their outcome, those outcomes, outcomes of stored joins):
