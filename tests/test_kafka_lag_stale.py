@@ -1,0 +1,57 @@
+"""The lag series of a partition that leaves this member's positions (a reset found, a revoked or re-checked
+partition) while the broker cannot be asked: CI, broker restarted empty under `fail`, the stopped partitions
+showed lag 2931 — the whole old stream, from a lag sample taken while it was still a backlog — instead of their
+new log (484). The sample of every partition is kept up to date with the member's own lag of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kafka.errors import KafkaTimeoutError
+
+from driftline.storage.store import Store
+from kafka_service_support import make_events
+from test_kafka_log_ids import _consumer
+from test_kafka_loop import Clock, partitioned, total
+
+
+def _lag_series(lc: object, topic: str) -> float:
+    registry = lc.ops.registry  # type: ignore[attr-defined]
+    return sum(s.value for m in registry.collect() if m.name == "driftline_consumer_lag_messages"
+               for s in m.samples if s.labels["topic"] == topic)
+
+
+def test_a_partition_leaving_the_positions_does_not_show_a_backlog_sample_from_before(tmp_path: Path) -> None:
+    """The lag refresh (every 5 s) sampled the backlog before it was stored; the partitions were stored within
+    those 5 s (their own lag: 0), then re-checked (popped from the positions) while the log ends could not be
+    asked: the series showed the old backlog again until a refresh succeeded."""
+    events = make_events(tmp_path, days=0.2, per_day=1500)
+    store = Store(f"sqlite:///{tmp_path / 'live.db'}")
+    store.migrate()
+    clock = Clock()
+    logs = partitioned(events.records)
+    lc, fake = _consumer(store, logs, clock, {"p": "id-p", "o": "id-o"})
+    try:
+        fake.rebalance(set(logs))
+        sampled = False
+        for _ in range(40):  # no clock step: a single lag refresh (the one right after positioning)
+            lc.step()
+            sampled = sampled or _lag_series(lc, "p") > 0
+            if total(store) == len(events.records) and not lc.pending:
+                break
+        assert total(store) == len(events.records)
+        assert sampled, "the refresh after positioning saw no backlog: the test does not set up the stale sample"
+        lc._housekeeping()
+        assert _lag_series(lc, "p") == 0
+
+        def unanswered(*_: object, **__: object) -> dict:
+            raise KafkaTimeoutError("broker restarting")
+
+        fake.end_offsets = unanswered  # the refresh fails: its sample stays
+        lc._recheck({tp for tp in lc.owned if tp.topic == "p"}, "the log end fell below the stored position")
+        clock.t += 6.0  # a refresh is due (and fails)
+        lc._housekeeping()
+        assert _lag_series(lc, "p") == 0  # the last lag known of them, not the backlog of before they were stored
+    finally:
+        lc.close()
+        store.close()
