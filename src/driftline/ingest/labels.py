@@ -58,16 +58,18 @@ class LabelPolicy:
         self._logged: dict[tuple[str, str], tuple[float, int]] = {}
 
     def gate(self, store: Store, conn: Connection, ok: Sequence[tuple[Decoded, int]], raws: Sequence[Positioned],
-             dead: list[DeadLetter], evs: list[Any] | None = None, is_pred: list[bool] | None = None
-             ) -> tuple[list[tuple[Decoded, int]], list[Positioned], LabelGate]:
+             dead: list[DeadLetter], evs: list[Any] | None = None, is_pred: list[bool] | None = None,
+             admitted: Admitted | None = None) -> tuple[list[tuple[Decoded, int]], list[Positioned], LabelGate]:
         """The batch's events with folded labels and their records; refused predictions are appended to `dead`.
 
         The distinct label triples are decided first, in order of first occurrence, on a copy of the admitted
         values: when all are kept as they are (the common case), that is all the event-by-event gate would have
         done, and the batch is returned as it came (the same lists when given lists: the caller can tell nothing
         changed); otherwise `_each` runs the gate event by event. `evs`, `is_pred`: the events of `ok` and whether
-        each is a prediction, when listed already (core.batch.event_columns: the engine reads the same flags)."""
-        admitted = store.admitted_labels(conn)
+        each is a prediction, when listed already (core.batch.event_columns: the engine reads the same flags);
+        `admitted`: the admitted values when read already in this transaction (Store.batch_start_in)."""
+        if admitted is None:
+            admitted = store.admitted_labels(conn)
         if evs is None:
             evs = [d.event for d, _ in ok]
         if is_pred is None:

@@ -189,14 +189,15 @@ class Pipeline:
             elif position_meta:
                 meta = {**(meta or {}), **position_meta}
             ts = [d.ts for d, _ in ok]  # listed once: the horizon test and the behind count read them
-            ok, ok_raw, ts = self._within_horizon(conn, ok, ok_raw, dead, ts)
+            wm, admitted = self.store.batch_start_in(conn)
+            ok, ok_raw, ts = self._within_horizon(wm, ok, ok_raw, dead, ts)
             behind, newest = behind_count(ts, self.read_newest, self.config.labels.horizon_s)
             for d in dead:
                 if d.reason == "internal_error":
                     log.error("dead letter internal_error: %s[%d]@%d: %s", d.source, d.partition, d.offset, d.detail)
             columns = event_columns(ok)  # listed once for the gate, the join lookup and the engine
             gated, ok_raw, gate = self.labels.gate(self.store, conn, ok, ok_raw, dead, columns[0],  # refused: dead
-                                                   columns[2])
+                                                   columns[2], admitted=admitted)
             if gated is not ok:  # labels folded or refused: other events
                 ok, columns = gated, event_columns(gated)
             ids = columns[1]  # load_join takes any iterable of ids, repeated ones too
@@ -225,14 +226,14 @@ class Pipeline:
         out.behind = behind
         return out
 
-    def _within_horizon(self, conn: Connection, ok: list[tuple[Decoded, int]], ok_raw: list[RawRecord],
+    def _within_horizon(self, wm: float | None, ok: list[tuple[Decoded, int]], ok_raw: list[RawRecord],
                         dead: list[DeadLetter], ts: list[float]
                         ) -> tuple[list[tuple[Decoded, int]], list[RawRecord], list[float]]:
         """The events not older than the label horizon behind the watermark stored before this batch (read in its
         write transaction, so concurrent writers end as a sequential run); the others are dead-lettered
         past_horizon (second tryout: their join state expired on arrival, so a second copy of them was not seen as
-        a duplicate and every count doubled). `ts`: the events' times, returned with the events kept."""
-        wm = self.store.newest_event_in(conn)
+        a duplicate and every count doubled). `wm`: that watermark (Store.batch_start_in); `ts`: the events' times,
+        returned with the events kept."""
         if wm is None or not ok:
             return ok, ok_raw, ts
         cutoff = wm - self.config.labels.horizon_s

@@ -8,8 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, and_, func, select
 
+from . import labels
 from . import schema as t
+from ..core.labels import Admitted
 from .bucket_row import BucketRow
+from .pgread import fetch_binary_all
 
 if TYPE_CHECKING:
     from .join_rows import JoinRows
@@ -95,6 +98,20 @@ class StoreQueries:
             q = q.where(c.label == kind)
         value = conn.execute(q).scalar_one_or_none()
         return None if value is None else value / 1e6
+
+    def batch_start_in(self, conn: Connection) -> tuple[float | None, Admitted]:
+        """newest_event_in and the admitted label values, read in the caller's (a batch's) transaction: on
+        PostgreSQL both statements sent in one pipeline, one round trip instead of two (the server runs them in
+        order, after the write lock, as before)."""
+        if self.dialect != "postgresql":
+            return self.newest_event_in(conn), labels.load(conn)
+        (newest,), rows = fetch_binary_all(conn, [
+            ("SELECT max(value) FROM counters WHERE name = %s", (NEWEST_EVENT,)),
+            ("SELECT model, kind, value FROM admitted_labels", ())])
+        admitted = Admitted()
+        for model, kind, value in rows:
+            admitted.add(model, kind, value)
+        return (None if newest[0] is None else newest[0] / 1e6), admitted
 
     def oldest_prediction(self) -> float | None:
         """Event time of the oldest prediction still held for joining (not yet expired); None when none is."""
