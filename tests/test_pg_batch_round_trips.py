@@ -12,6 +12,7 @@ from sqlalchemy import text
 from driftline.config import from_dict
 from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.storage import labels
+from driftline.storage.errors import StalePositions
 from driftline.storage.store import Store
 from driftline.storage.store_queries import StoreQueries
 
@@ -61,7 +62,14 @@ def _batches() -> list[list[RawRecord]]:
     return out
 
 
-def _run(url: str, counter: WireCounter) -> tuple[list[Tally], list[list[tuple]]]:
+def _rows(store: Store) -> list[list[tuple]]:
+    with store.read() as conn:
+        return [[tuple(r) for r in conn.execute(text(q))] for q in TABLES]
+
+
+def _run(url: str, counter: WireCounter, stale: bool = False) -> tuple[list[Tally], list[list[tuple]]]:
+    """Store the batches as the consumer does; `stale`: then a batch whose expected positions are behind the
+    stored ones (another consumer moved them), which must raise StalePositions and write nothing."""
     store = Store(url, clock=lambda: T0 + 30 * 86400)
     store.migrate()
     pipe = Pipeline(from_dict({}), store)
@@ -76,8 +84,12 @@ def _run(url: str, counter: WireCounter) -> tuple[list[Tally], list[list[tuple]]
         tallies.append(counter.reset())
         for r in batch:
             stored[(r.source, r.partition)] = r.offset + 1
-    with store.read() as conn:
-        rows = [[tuple(r) for r in conn.execute(text(q))] for q in TABLES]
+    rows = _rows(store)
+    if stale:
+        batch = _batches()[1]
+        with pytest.raises(StalePositions):
+            pipe.process_batch(batch, None, {(r.source, r.partition): 1 for r in batch})
+        assert _rows(store) == rows
     store.close()
     return tallies, rows
 
@@ -94,7 +106,7 @@ def test_a_batch_reads_its_watermark_and_admitted_labels_in_one_round_trip(count
     for tally in tallies:  # the backlog batch and each trickle batch
         assert _trip_of(tally, "SELECT max(", "counters") == _trip_of(tally, "SELECT ", "FROM admitted_labels")
     trickle = tallies[-1]
-    assert (trickle.statements, trickle.round_trips) == (19, 18), trickle.texts
+    assert (trickle.statements, trickle.round_trips) == (19, 17), trickle.texts
 
     # the reads one statement each, as before: the same stored rows, one round trip more a batch
     def one_by_one(self, conn):  # type: ignore[no-untyped-def]
@@ -110,3 +122,11 @@ def test_a_batch_reads_its_watermark_and_admitted_labels_in_one_round_trip(count
     assert rows_before == rows
     assert [t.round_trips - 1 for t in before] == [t.round_trips for t in tallies]
     assert [t.statements for t in before] == [t.statements for t in tallies]
+
+
+def test_a_batch_fences_its_positions_in_the_round_trip_of_its_first_bucket_read(counted_url):
+    url, counter = counted_url
+    tallies, _ = _run(url, counter, stale=True)  # a stale fence still raises before anything is written
+    for tally in tallies:
+        assert _trip_of(tally, "WITH e(source", "positions") == _trip_of(tally, "SELECT ", "FROM buckets b JOIN")
+        assert _trip_of(tally, "INSERT INTO buckets", "") > _trip_of(tally, "WITH e(source", "")

@@ -10,6 +10,8 @@ from driftline.core.engine import EngineResult
 from driftline.storage.errors import StalePositions
 from driftline.storage.store import Store
 
+from pg_wire_count import WireCounter
+
 Moves = dict[tuple[str, int], tuple[int, int]]
 STEPS: list[Moves] = [
     {("kafka:a", 0): (0, 5)},  # no row: 0 expected, inserted
@@ -52,15 +54,19 @@ def _store(url: str) -> Store:
     return s
 
 
-def test_the_fence_is_one_statement_and_answers_as_the_per_partition_one(pg_url, tmp_path):
-    pg = _store(pg_url)
+def test_the_fence_is_one_statement_and_answers_as_the_per_partition_one(pg_database, tmp_path):
+    counter = WireCounter("127.0.0.1", 5432)  # a batch's fence runs on a driver cursor (with its first bucket read)
+    pg = _store(f"postgresql+psycopg://postgres@127.0.0.1:{counter.port}/{pg_database.name}?sslmode=disable")
     statements: list[str] = []
     event.listen(pg.engine, "before_cursor_execute",
                  lambda conn, cur, statement, *rest: statements.append(statement) if "positions" in statement else None)
+    counter.reset()
     got = _run(pg)
+    sent = [s.split("| ", 1)[1] for s in counter.reset().texts]
+    counter.close()
     lite = _store(f"sqlite:///{tmp_path / 'ref.db'}")
     assert got == _run(lite)
-    fences = [s for s in statements if s.startswith("WITH e(source")]
+    fences = [s for s in sent if s.startswith("WITH e(source")]
     assert len(fences) == 2 * len(STEPS)  # one statement per fence, whatever the partitions
     assert not [s for s in statements if s.startswith(("UPDATE positions SET next_offset=", "INSERT INTO positions"))]
     stale = [o for o in got if isinstance(o, tuple) and len(o) == 3]

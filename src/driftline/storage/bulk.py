@@ -227,12 +227,22 @@ read, the write), and a 2,000-event batch of the simulated stream touches ~260 b
 a full step and a tail of a few buckets."""
 
 
-def merge_buckets(conn: Connection, dialect: str, deltas: dict[BucketKey, BucketStats]) -> None:
+Before = tuple[str, Sequence[Any], Callable[[list[tuple[Any, ...]]], None]]
+"""A statement sent ahead of the first bucket read in its round trip (PostgreSQL): (statement, params, check), where
+`check` gets its rows before anything is written (and raises to stop the batch)."""
+
+
+def merge_buckets(conn: Connection, dialect: str, deltas: dict[BucketKey, BucketStats], before: Before | None = None
+                  ) -> None:
     """Add each delta to its stored bucket (read, add in encoded form, write back), rows in key order, a few
-    hundred buckets at a time (BUCKETS_PER_MERGE) so the stored blobs of a whole batch are never in memory at once."""
+    hundred buckets at a time (BUCKETS_PER_MERGE) so the stored blobs of a whole batch are never in memory at once.
+    `before` (PostgreSQL only): run first, pipelined with the first read (the batch's position fence)."""
     keys = sorted(deltas)
+    if before is not None and not keys:
+        before[2](pgread.fetch_binary(conn, before[0], before[1]))
     for chunk in chunks(keys, BUCKETS_PER_MERGE.get(dialect, 256)):
-        _merge_chunk(conn, dialect, list(chunk), deltas)
+        _merge_chunk(conn, dialect, list(chunk), deltas, before)
+        before = None
 
 
 def _stored_buckets_sql(n: int) -> str:
@@ -246,14 +256,18 @@ def _stored_buckets_sql(n: int) -> str:
             "b.shard = k.column5")
 
 
-def _merge_chunk(conn: Connection, dialect: str, keys: list[BucketKey], deltas: dict[BucketKey, BucketStats]
-                 ) -> None:
+def _merge_chunk(conn: Connection, dialect: str, keys: list[BucketKey], deltas: dict[BucketKey, BucketStats],
+                 before: Before | None = None) -> None:
     existing: dict[BucketKey, bytes] = {}
     if dialect == "postgresql":
         key_columns = _pg_columns(conn, _columns(keys), _BUCKET_KINDS)
-        rows = pgread.fetch_binary(
-            conn, f"SELECT {_BUCKET_KEY}, b.data FROM buckets b JOIN unnest({_BUCKET_ARRAYS}) AS k({_BUCKET_KEY}) "
-            f"USING ({_BUCKET_KEY}) ORDER BY {_BUCKET_KEY} FOR UPDATE OF b", key_columns)
+        read = (f"SELECT {_BUCKET_KEY}, b.data FROM buckets b JOIN unnest({_BUCKET_ARRAYS}) AS k({_BUCKET_KEY}) "
+                f"USING ({_BUCKET_KEY}) ORDER BY {_BUCKET_KEY} FOR UPDATE OF b")
+        if before is None:
+            rows = pgread.fetch_binary(conn, read, key_columns)
+        else:
+            first, rows = pgread.fetch_binary_all(conn, [(before[0], before[1]), (read, key_columns)])
+            before[2](first)
         existing = {r[:5]: r[5] for r in rows}  # type: ignore[misc]
     else:
         rows = conn.exec_driver_sql(_stored_buckets_sql(len(keys)), tuple(v for k in keys for v in k))

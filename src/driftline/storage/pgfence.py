@@ -7,7 +7,12 @@ is reported with its stored offset (None: no row), read in the same statement.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from sqlalchemy import Connection
+
+from .errors import StalePositions
 
 GUARD = (
     "WITH e(source, partition, start, next) AS (SELECT * FROM unnest(%s::text[], %s::int4[], %s::int8[], %s::int8[])), "
@@ -28,6 +33,25 @@ def guard(conn: Connection, moves: list[tuple[str, int, int, int]]) -> dict[tupl
     """Apply (source, partition, expected start, new next offset) moves; the stale ones → (start, stored or None)."""
     if not moves:
         return {}
-    sources, partitions, starts, nexts = (list(c) for c in zip(*moves))
-    rows = conn.exec_driver_sql(GUARD, (sources, partitions, starts, nexts)).fetchall()
+    return stale_of(conn.exec_driver_sql(GUARD, params(moves)).fetchall())
+
+
+def params(moves: list[tuple[str, int, int, int]]) -> tuple[list[Any], ...]:
+    """GUARD's parameters for these moves (not empty): sources, partitions, starts, next offsets."""
+    return tuple(list(c) for c in zip(*moves))
+
+
+def stale_of(rows: Sequence[Sequence[Any]]) -> dict[tuple[str, int], tuple[int, int | None]]:
+    """GUARD's rows as guard returns them: the stale moves → (start, stored or None)."""
     return {(s, int(p)): (int(start), None if stored is None else int(stored)) for s, p, start, stored in rows}
+
+
+def pending(moves: list[tuple[str, int, int, int]]) -> tuple[str, tuple[list[Any], ...], Any]:
+    """guard for these moves (not empty) as (statement, params, check) for a caller that sends it with its next
+    read (bulk.merge_buckets: one round trip for both); check raises StalePositions when a move was stale."""
+    return GUARD, params(moves), _raise_stale
+
+
+def _raise_stale(rows: Sequence[Sequence[Any]]) -> None:
+    if rows:
+        raise StalePositions(stale_of(rows))

@@ -282,10 +282,15 @@ class Store(StoreQueries):
         offset still equals the expected one (a missing row counts as 0); otherwise StalePositions is raised
         before anything else is written, so the caller's transaction rolls back (fences a zombie consumer).
         """
-        if expected_positions:
+        fence = None
+        if expected_positions and self.dialect == "postgresql":  # one round trip with the first bucket read
+            fence = pgfence.pending([(s, p, start, positions.get((s, p), start))
+                                     for (s, p), start in sorted(expected_positions.items())])
+        elif expected_positions:
             self._guard_positions(conn, positions, expected_positions)
+        if expected_positions:
             positions = {k: v for k, v in positions.items() if k not in expected_positions}
-        bulk.merge_buckets(conn, self.dialect, result.deltas)
+        bulk.merge_buckets(conn, self.dialect, result.deltas, fence)
         self.join.write(conn, result)
         if dead:
             now = float(self.clock())
