@@ -30,29 +30,35 @@ def copy_rows(conn: Connection, table: str, columns: str, kinds: Sequence[str], 
     return copy_tables(conn, [(table, columns, kinds, rows)])
 
 
+SAVEPOINT = "driftline_copy"
+"""The savepoint set before a batch's COPYs. It is not released once they are written: the transaction's COMMIT
+(or rollback) ends it, so a RELEASE would be a round trip that changes nothing stored; the rest of the batch's
+statements run inside it (one subtransaction, as before, just a longer one)."""
+
 Copy = tuple[str, str, Sequence[str], Sequence[tuple[Any, ...]]]
 """(table, columns, kinds, rows) of one COPY (see copy_rows)."""
 
 
 def copy_tables(conn: Connection, copies: Sequence[Copy]) -> bool:
-    """copy_rows of several tables under one savepoint (a batch's new predictions and outcomes: one SAVEPOINT and
-    RELEASE round trip, one subtransaction, instead of one each): True once all are written, False with none
+    """copy_rows of several tables under one savepoint (a batch's new predictions and outcomes: one SAVEPOINT round
+    trip, one subtransaction, instead of one each; not released, see SAVEPOINT): True once all are written, False with none
     written when a key of any is already stored (the caller upserts all their rows)."""
     import psycopg  # PostgreSQL only: SQLite runs never import psycopg
 
     statement = ""
     dbapi = conn.connection.driver_connection
+    conn.exec_driver_sql(f"SAVEPOINT {SAVEPOINT}")
     try:
-        with conn.begin_nested():
-            for table, columns, kinds, rows in copies:
-                statement = f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)"
-                with driver_step(conn, "a COPY"), dbapi.cursor() as cur:  # type: ignore[union-attr]
-                    with cur.copy(statement) as copy:
-                        copy.set_types(list(kinds))
-                        write = copy.write_row
-                        for row in rows:
-                            write(row)
+        for table, columns, kinds, rows in copies:
+            statement = f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)"
+            with driver_step(conn, "a COPY"), dbapi.cursor() as cur:  # type: ignore[union-attr]
+                with cur.copy(statement) as copy:
+                    copy.set_types(list(kinds))
+                    write = copy.write_row
+                    for row in rows:
+                        write(row)
     except psycopg.errors.UniqueViolation as err:
+        conn.exec_driver_sql(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
         log.warning("%s: a key was already stored (%s); upserting them instead",
                     " and ".join(f"{len(rows)} new {table} rows" for table, _, _, rows in copies),
                     str(err).splitlines()[0])
