@@ -14,6 +14,7 @@ import time
 import yaml
 
 from driftline import cli
+from driftline.reports.weeks import parse_week, week_of
 
 from helpers import outcome, pred
 
@@ -50,7 +51,6 @@ def test_a_provisional_report_names_the_newest_matured_week(tmp_path, capsys) ->
     assert cli.main([*base, "report", "--week", week, "--out", str(tmp_path / "r"), "--json"]) == 0
     named = json.loads(capsys.readouterr().out)["report"]
     assert not named["label_maturity"]["provisional"] and named["label_maturity"]["matured_week"] is None
-    year, w = week.split("-W")
-    after = f"{year}-W{int(w) + 1:02d}"
+    after = week_of(parse_week(week).end).label  # the next ISO week (2026-W53 is followed by 2027-W01, not W54)
     assert cli.main([*base, "report", "--week", after, "--out", str(tmp_path / "r"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["report"]["label_maturity"]["provisional"]
