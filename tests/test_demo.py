@@ -31,6 +31,7 @@ def test_demo_runs_end_to_end_and_its_recall_alert_fires(tmp_path: Path) -> None
     """Four weeks at 400 predictions a day through the real CLI: one recall alert in week four, a scrape of the
     demo's own /metrics, and the week-four report (with the alert in it) written and stored."""
     env = {**os.environ, "COLUMNS": "200"}
+    started = datetime.now(timezone.utc).timestamp()
     proc = subprocess.run([sys.executable, "-m", "driftline.cli", "--db", f"sqlite:///{tmp_path / 'demo.db'}",
                            "demo", "--per-day", "400", "--workdir", str(tmp_path / "w"), "--port", "0"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
@@ -39,7 +40,13 @@ def test_demo_runs_end_to_end_and_its_recall_alert_fires(tmp_path: Path) -> None
     alerts = ALERT.findall(out)
     assert len(alerts) == 1, out
     when, value, low, high, n = alerts[0]
-    end = demo_end(datetime.now(timezone.utc).timestamp())
+    paths = re.findall(r"(\S+report-fraud-\d{4}-W\d{2}\.(?:html|md|json))", out)
+    assert len(paths) == 3 and all(Path(p).exists() for p in paths)
+    doc = json.loads(Path(next(p for p in paths if p.endswith(".json"))).read_text())
+    # the demo ends its weeks at the Monday of the week it started in: a run from Sunday 23:59 into Monday ends a
+    # week before the Monday of the clock after it (CI would have failed there)
+    end = datetime.fromisoformat(doc["window"]["end"].replace("Z", "+00:00")).timestamp()
+    assert end in {demo_end(started), demo_end(datetime.now(timezone.utc).timestamp())}
     fired_at = datetime.fromisoformat(when.replace("Z", "+00:00")).timestamp()
     assert end - 7 * 86400 < fired_at <= end  # in week four, after the drift of day 21
     assert float(low) < float(value) < float(high) and float(value) < 0.7 and int(n) >= 30  # point mode
@@ -57,10 +64,6 @@ def test_demo_runs_end_to_end_and_its_recall_alert_fires(tmp_path: Path) -> None
     scraped = re.search(r"/metrics scraped: (\d+) driftline series, "
                         r'driftline_recall_ratio\{variant="all",window="7d"\} = (0\.\d+)', out)
     assert scraped is not None and int(scraped.group(1)) > 50 and float(scraped.group(2)) < 0.7
-    paths = re.findall(r"(\S+report-fraud-\d{4}-W\d{2}\.(?:html|md|json))", out)
-    assert len(paths) == 3 and all(Path(p).exists() for p in paths)
-    doc = json.loads(Path(next(p for p in paths if p.endswith(".json"))).read_text())
-    assert doc["window"]["end"] == datetime.fromtimestamp(end, timezone.utc).isoformat().replace("+00:00", "Z")
     fired = [a for a in doc["alerts"]["transitions"] if a["to_state"] == "firing"]
     assert doc["alerts"]["fired"] == 1 and fired[0]["trigger"] == "recall_below_target"
     assert fired[0]["value"] == pytest.approx(float(value), abs=5e-4) and fired[0]["n"] == int(n)
