@@ -55,3 +55,41 @@ def test_a_partition_leaving_the_positions_does_not_show_a_backlog_sample_from_b
     finally:
         lc.close()
         store.close()
+
+
+def test_the_lag_is_asked_again_as_soon_as_the_broker_is_back(tmp_path: Path) -> None:
+    """SRE tryout: after a broker came back (restarted empty), the lag series showed the lag sampled before the
+    outage for up to 4.6 s, until the next 5 s refresh. The refresh runs in the first housekeeping that finds the
+    broker back."""
+    events = make_events(tmp_path, days=0.2, per_day=1500)
+    store = Store(f"sqlite:///{tmp_path / 'live.db'}")
+    store.migrate()
+    clock = Clock()
+    logs = partitioned(events.records)
+    lc, fake = _consumer(store, logs, clock, {"p": "id-p", "o": "id-o"})
+    try:
+        fake.rebalance(set(logs))
+        for _ in range(40):
+            lc.step()
+            clock.t += 1.1
+            if total(store) == len(events.records) and not lc.pending:
+                break
+        assert total(store) == len(events.records)
+        clock.t += 6.0
+        lc._housekeeping()  # a refresh of every partition: nothing left to read
+        assert _lag_series(lc, "p") == 0
+        fake._coordinator.coordinator_id = None  # the broker is gone
+        clock.t += 1.1
+        lc._housekeeping()
+        assert not lc.status.broker_ok
+        for tp in [tp for tp in fake.logs if tp.topic == "p"]:  # meanwhile 25 new records each, not yet fetched
+            fake.logs[tp] = fake.logs[tp] + fake.logs[tp][:25]
+        lc._recheck({tp for tp in lc.owned if tp.topic == "p"}, "the log end fell below the stored position")
+        fake._coordinator.coordinator_id = "coordinator-1"  # back, 2.2 s after the last refresh
+        clock.t += 1.1
+        lc._housekeeping()
+        assert lc.status.broker_ok
+        assert _lag_series(lc, "p") == 50
+    finally:
+        lc.close()
+        store.close()
