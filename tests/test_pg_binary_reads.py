@@ -122,9 +122,11 @@ def test_the_join_lookups_are_sent_in_one_pipeline(store, monkeypatch) -> None:
 
 
 def test_pipelined_reads_raise_driver_errors_as_sqlalchemy_errors(store) -> None:
-    with pytest.raises(ProgrammingError):
+    with pytest.raises(ProgrammingError) as raised:
         with store.write() as conn:
             pgread.fetch_binary_all(conn, [("SELECT no_such_column FROM buckets", ()), ("SELECT 1", ())])
+    # the failing statement is among those quoted (SRE tryout: the fence's error quoted the read sent after it)
+    assert "no_such_column" in str(raised.value.statement)
     with pytest.raises(DataError):
         with store.write() as conn:
             pgread.fetch_binary_all(conn, [("SELECT 1", ()), ("SELECT 1 / %b::int", (0,))])

@@ -44,6 +44,8 @@ def fetch_binary_all(conn: Connection, statements: Sequence[tuple[str, Sequence[
                 with dbapi.pipeline():  # leaving it syncs: every result is read before the rows are fetched
                     for cur, (statement, params) in zip(cursors, statements):
                         cur.execute(statement, params)
+                    statement = ";\n".join(s for s, _ in statements)  # a server error comes at the sync: it may
+                    # be any of them (tryout: the fence's failure quoted the bucket read sent after it)
                 return [cur.fetchall() for cur in cursors]
             finally:
                 for cur in cursors:
