@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, select
@@ -13,9 +13,15 @@ from ..core.labels import Admitted
 
 def load(conn: Connection) -> Admitted:
     """Every admitted model, variant and version."""
+    return from_rows(conn.execute(select(t.admitted_labels.c.model, t.admitted_labels.c.kind,
+                                         t.admitted_labels.c.value)))
+
+
+def from_rows(rows: Iterable[Sequence[str]]) -> Admitted:
+    """Admitted values from (model, kind, value) rows (load's, or a pipelined read's: Store.batch_start_in)."""
     out = Admitted()
-    for r in conn.execute(select(t.admitted_labels.c.model, t.admitted_labels.c.kind, t.admitted_labels.c.value)):
-        out.add(r.model, r.kind, r.value)
+    for model, kind, value in rows:
+        out.add(model, kind, value)
     return out
 
 

@@ -108,10 +108,7 @@ class StoreQueries:
         (newest,), rows = fetch_binary_all(conn, [
             ("SELECT max(value) FROM counters WHERE name = %s", (NEWEST_EVENT,)),
             ("SELECT model, kind, value FROM admitted_labels", ())])
-        admitted = Admitted()
-        for model, kind, value in rows:
-            admitted.add(model, kind, value)
-        return (None if newest[0] is None else newest[0] / 1e6), admitted
+        return (None if newest[0] is None else newest[0] / 1e6), labels.from_rows(rows)
 
     def oldest_prediction(self) -> float | None:
         """Event time of the oldest prediction still held for joining (not yet expired); None when none is."""
