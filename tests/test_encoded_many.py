@@ -11,7 +11,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from driftline.core.encoded import _add_feature_bins, _add_score_bins
+from driftline.core.encoded import _add_score_bins
+from driftline.core.feature_blob import _add_feature_bins
 from driftline.core.encoded_many import encode_merged
 from driftline.core.engine import Engine, EngineSettings, JoinView
 from driftline.core.grids import N_DELAY_BINS

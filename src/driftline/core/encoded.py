@@ -4,16 +4,15 @@ store's read-modify-write of a bucket, once per batch and bucket)."""
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 import msgspec
 import numpy as np
 
 from .flag_range import range_from_doc, range_into_doc, range_sum
-from .grids import N_DELAY_BINS, N_FEATURE_BINS
+from .grids import N_DELAY_BINS
 from .rank_hist import labelled_in_conf, rank_from_doc, rank_into_doc, rank_sum
-from .feature_counts import _NATIVE, _feature_doc, _packed
+from .feature_blob import add_features
 from .stats import BucketStats, _zeros_i
 from .unique_ints import unique_ints
 
@@ -72,21 +71,7 @@ def add_encoded(data: bytes, delta: BucketStats) -> bytes:
 def add_rest(doc: dict[str, Any], delta: BucketStats) -> None:
     """A delta's feature histograms, expired and implicit counts and slices added into a decoded stored bucket in
     place (the parts of add_encoded after the score and delay bins; encoded_many shares them)."""
-    feats = doc["f"]
-    for name, fh in delta.features.items():
-        old = feats.get(name)
-        if old is None:
-            feats[name] = _feature_doc(fh)
-            continue
-        fh.unpack()
-        if fh.num:
-            old[0] = _add_feature_bins(old[0][0], old[0][1], fh.num)
-        if fh.cat:
-            cat = dict(old[1])
-            for c, v in fh.cat.items():
-                cat[c] = cat.get(c, 0) + v
-            old[1] = list(cat.items())
-        old[2] = int(old[2]) + fh.missing
+    add_features(doc["f"], delta.features)
     doc["exp"] = int(doc["exp"]) + delta.expired
     doc["imp"] = int(doc["imp"]) + delta.implicit
     slices = doc.setdefault("s", {})
@@ -118,25 +103,3 @@ def _add_score_bins(hi: bytes, hc: bytes, hp: bytes, delta: BucketStats) -> tupl
     p[at] += old_p
     keep = (h != 0) | (p != 0)
     return bins[keep].astype(np.int32).tobytes(), h[keep].tobytes(), p[keep].tobytes()
-
-
-def _add_feature_bins(idx_b: bytes, cnt_b: bytes, num: dict[int, int]) -> list[bytes]:
-    """Stored packed fine-bin counts plus a delta's, re-packed (non-zero bins in index order), with Python ints on
-    the few bins involved; the dense numpy route when a bin is out of range, repeated, or a sum leaves int64."""
-    idx, cnt = np.frombuffer(idx_b, dtype=np.int32).tolist(), np.frombuffer(cnt_b, dtype=np.int64).tolist()
-    merged = dict(zip(idx, cnt))
-    if _NATIVE and len(merged) == len(idx) and all(type(k) is int and 0 <= k < N_FEATURE_BINS for k in num) and (
-            not idx or (min(idx) >= 0 and max(idx) < N_FEATURE_BINS)):
-        for k, v in num.items():
-            merged[k] = merged.get(k, 0) + v
-        keys = sorted(k for k, v in merged.items() if v)
-        try:
-            return [_packed("i", keys), _packed("q", [merged[k] for k in keys])]
-        except struct.error:
-            pass
-    dense = np.zeros(N_FEATURE_BINS, dtype=np.int64)
-    dense[np.frombuffer(idx_b, dtype=np.int32)] = np.frombuffer(cnt_b, dtype=np.int64)
-    dense[np.fromiter(num.keys(), dtype=np.int64, count=len(num))] += np.fromiter(
-        num.values(), dtype=np.int64, count=len(num))
-    fnz = np.flatnonzero(dense)
-    return [fnz.astype(np.int32).tobytes(), dense[fnz].tobytes()]

@@ -16,7 +16,8 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from .feature_counts import FeatureHist, _feature_doc, _num_dict
+from .feature_blob import decode_features, features_from_doc
+from .feature_counts import FeatureHist, _feature_doc
 from .flag_range import EMPTY, FlagRange, range_from_doc, range_into_doc, range_sum
 from .grids import N_DELAY_BINS, N_RANK_BINS, N_SCORE_BINS, rank_bin
 from .rank_hist import Rank, empty_rank, labelled_in_conf, rank_from_doc, rank_into_doc, rank_sum
@@ -293,9 +294,11 @@ class BucketStats:
         return msgspec.msgpack.encode(doc)
 
     @classmethod
-    def from_bytes(cls, data: bytes, features: bool | str = True) -> BucketStats:
+    def from_bytes(cls, data: bytes, features: bool | str = True, feature_data: bytes | None = None
+                   ) -> BucketStats:
         """Decode; `features=False` skips feature histograms (metrics queries don't need them) and
-        `features="packed"` leaves numeric counts as arrays for a fast `merge`."""
+        `features="packed"` leaves numeric counts as arrays for a fast `merge`. `feature_data`: the histograms
+        stored apart (core.feature_blob), added to those the bucket's own bytes hold (none since 0013_featapart)."""
         doc = msgspec.msgpack.decode(data)
         b = cls()
         b.conf[:] = np.asarray(doc["conf"], dtype=np.int64).reshape(3, 2)
@@ -304,12 +307,13 @@ class BucketStats:
         b.psum.ravel()[idx] = np.frombuffer(doc["hp"], dtype=np.float64)
         b.sums[:] = np.asarray(doc["sums"], dtype=np.float64).reshape(3, 3)
         b.delay[np.frombuffer(doc["di"], dtype=np.int32)] = np.frombuffer(doc["dc"], dtype=np.int64)
-        for k, (num, cat, missing) in (doc["f"].items() if features else ()):
-            if features == "packed" and isinstance(num, list) and len(num) == 2 and isinstance(num[0], bytes):
-                packed = (np.frombuffer(num[0], dtype=np.int32), np.frombuffer(num[1], dtype=np.int64))
-                b.features[k] = FeatureHist({}, dict(cat), int(missing), packed)
+        b.features = features_from_doc(doc["f"], features)
+        for k, fh in decode_features(feature_data, features).items():
+            mine = b.features.get(k)
+            if mine is None:
+                b.features[k] = fh
             else:
-                b.features[k] = FeatureHist(_num_dict(num), dict(cat), int(missing))
+                mine.add(fh)
         b.expired = int(doc["exp"])
         b.implicit = int(doc["imp"])
         for k, vals in doc.get("s", {}).items():
