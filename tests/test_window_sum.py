@@ -100,3 +100,24 @@ def test_a_week_of_buckets_adds_its_float_sums_in_merges_order() -> None:
         b.psum.ravel()[cells] = rng.normal(0, 10.0 ** rng.integers(-3, 6, 40))
         datas.append(b.to_bytes())
     assert sum_encoded(datas).to_bytes() == _reference(datas)
+
+
+@SETTINGS
+@given(encoded())
+def test_the_flag_records_kept_by_a_window_sum_are_flag_records_own(datas) -> None:
+    """merged() keeps each row's flag record from its one decode; flags_in_force then reads those instead of
+    decoding again: the same records and thresholds as rows never summed (and a decoded row's own stats win)."""
+    from driftline.core.window_sum import flag_record
+    from driftline.readouts.windows import flags_in_force
+
+    records: list = []
+    sum_encoded(datas, records)
+    assert records in ([], [flag_record(d) for d in datas])  # [] where merge's own route summed them
+    summed = [BucketRow.encoded("m", "v", "A", 0, s, d, False) for s, d in enumerate(datas)]
+    merged(summed)
+    fresh = [BucketRow.encoded("m", "v", "A", 0, s, d, False) for s, d in enumerate(datas)]
+    assert [r.flag_record() for r in summed] == [flag_record(d) for d in datas]
+    assert flags_in_force(summed, 0.5) == flags_in_force(fresh, 0.5)
+    if summed:
+        summed[0].stats.conf[0, 0] += 1  # a caller changed the decoded bucket: its own count, not the kept one
+        assert summed[0].flag_record()[1] == summed[0].stats.predictions

@@ -13,7 +13,7 @@ import numpy as np
 
 from .flag_range import FlagRange, range_from_doc, range_sum
 from .grids import N_DELAY_BINS, N_SCORE_BINS
-from .rank_hist import RANK_ROW, Rank, in_order, labelled_in_conf, stored_rank, summed
+from .rank_hist import RANK_ROW, Rank, in_order, labelled_in_conf, stored_rank_bytes, summed
 from .stats import BucketStats, merge
 
 
@@ -90,9 +90,11 @@ def _merged(datas: Sequence[bytes]) -> BucketStats:
     return merge(BucketStats.from_bytes(d, features=False) for d in datas)
 
 
-def sum_encoded(datas: Sequence[bytes]) -> BucketStats:
+def sum_encoded(datas: Sequence[bytes], records: list[tuple[FlagRange | None, int]] | None = None
+                ) -> BucketStats:
     """The sum of encoded buckets, feature histograms left out; merge's own route for anything the fast one does
-    not read as it is written (an older or damaged encoding)."""
+    not read as it is written (an older or damaged encoding). `records`, when given, receives each bucket's
+    flag_record from the same decode (left empty by merge's route), so a window's flags need not decode it again."""
     try:
         docs = [_decoder.decode(d) for d in datas]
     except (msgspec.DecodeError, msgspec.ValidationError):
@@ -131,24 +133,39 @@ def sum_encoded(datas: Sequence[bytes]) -> BucketStats:
     if rank is False:
         return _merged(datas)
     total.rank = rank
-    total.flag_range = range_sum([range_from_doc({} if d.tr is None else {"tr": d.tr}, sum(d.conf)) for d in docs])
+    counts = [sum(d.conf) for d in docs]
+    ranges = [range_from_doc({} if d.tr is None else {"tr": d.tr}, n) for d, n in zip(docs, counts)]
+    total.flag_range = range_sum(ranges)
+    if records is not None:
+        records.extend(zip(ranges, counts))
     return total
 
 
 def _rank(docs: list[_Summable]) -> Rank | None | bool:
     """rank_sum of the buckets' rank_from_doc, their arrays joined first: None when any is unknown; False when a
     bucket's keys are not strictly increasing or a count is zero (rank_sum keeps a lone such part as it is)."""
-    raw = [stored_rank(_rank_doc(d), labelled_in_conf(d.conf)) for d in docs]
+    raw = [stored_rank_bytes(_rank_doc(d), labelled_in_conf(d.conf)) for d in docs]
     known = [r for r in raw if r is not None]
     if len(known) < len(raw):
         return None
     keys = np.frombuffer(b"".join([r[0] for r in known]), dtype=np.int32)
     if keys.size and (int(keys.min()) < 0 or int(keys.max()) >= RANK_ROW):
         return None  # rank_from_doc gives None for such a bucket
-    counts = np.concatenate([r[1] for r in known]) if known else np.zeros(0, dtype=np.int64)
+    counts = _counts(known)
     if not (in_order(keys, [len(r[0]) // 4 for r in known], RANK_ROW) and counts.all()):
         return False
     return summed(keys, counts)
+
+
+def _counts(known: list[tuple[bytes, bytes, Any]]) -> np.ndarray:
+    """The buckets' stored ranking counts as one int64 array: one conversion when they share a width (as a
+    window's buckets mostly do), else one per bucket (stored_rank's)."""
+    if not known:
+        return np.zeros(0, dtype=np.int64)
+    kinds = {kind for _, _, kind in known}
+    if len(kinds) == 1:
+        return np.frombuffer(b"".join([rc for _, rc, _ in known]), dtype=kinds.pop()).astype(np.int64)
+    return np.concatenate([np.frombuffer(rc, dtype=kind).astype(np.int64) for _, rc, kind in known])
 
 
 def _rank_doc(d: _Summable) -> dict[str, Any]:

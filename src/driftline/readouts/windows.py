@@ -13,7 +13,8 @@ from ..storage.compaction import COMPACTED_SHARD, DAY_S, compacted_days, due_cut
 from ..storage.bucket_row import BucketRow
 from ..storage.store import Store
 from ..core.stats import BucketStats, merge
-from ..core.window_sum import flag_counts, flag_record, sum_encoded
+from ..core.flag_range import FlagRange
+from ..core.window_sum import flag_counts, sum_encoded
 from ..analysis.flag_thresholds import FlagThresholds, flag_thresholds, recorded_thresholds, with_recorded
 
 
@@ -110,7 +111,11 @@ def merged(rows: list[BucketRow]) -> BucketStats:
     (core.window_sum: the same sum without each bucket's dense arrays), else merge."""
     datas = [r.data for r in rows if not r.features]
     if rows and len(datas) == len(rows) and all(d is not None for d in datas):
-        return sum_encoded(datas)  # type: ignore[arg-type]
+        records: list[tuple[FlagRange | None, int]] = []
+        total = sum_encoded(datas, records)  # type: ignore[arg-type]
+        for r, record in zip(rows, records):  # for flags_in_force, which reads the same rows' flag records
+            r.keep_flag_record(record)
+        return total
     return merge(r.stats for r in rows)
 
 
@@ -118,7 +123,7 @@ def flags_in_force(rows: list[BucketRow], configured: float) -> FlagThresholds:
     """The threshold(s) the rows' predictions were flagged at, read bucket by bucket from the encoded rows (a
     decoded one when it was decoded): the ranges recorded at ingest, or, when a row was written by an older
     version, inferred from counts and histograms; nothing is kept decoded, so a long window costs no memory."""
-    records = [(r.stats.flag_range, r.stats.predictions) if r.data is None else flag_record(r.data) for r in rows]
+    records = [r.flag_record() for r in rows]
     recorded = recorded_thresholds(records, configured)
     if recorded is not None:
         return recorded

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..core.flag_range import FlagRange
 from ..core.stats import BucketStats
+from ..core.window_sum import flag_record
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +23,8 @@ class BucketRow:
     """[the encoded bucket] until `stats` is first read, then [its BucketStats]."""
     features: bool | str = True
     """What `stats` decodes of the feature histograms (BucketStats.from_bytes)."""
+    _flags: list[tuple[FlagRange | None, int]] = field(default_factory=list, compare=False, repr=False)
+    """[flag_record of the bucket] once a window sum decoded it (readouts.windows.merged), else []."""
 
     @classmethod
     def encoded(cls, model: str, model_version: str, variant: str, bucket_start: int, shard: int, data: bytes,
@@ -40,3 +44,15 @@ class BucketRow:
         """The encoded bucket while `stats` was not read (a caller may have changed the decoded one since)."""
         held = self._held[0]
         return None if isinstance(held, BucketStats) else held
+
+    def flag_record(self) -> tuple[FlagRange | None, int]:
+        """The bucket's recorded flag range and prediction count (core.window_sum.flag_record): from `stats` once
+        read, else as a window sum kept them, else decoded from the bytes."""
+        held = self._held[0]
+        if isinstance(held, BucketStats):  # decoded (a caller may have changed it since): its own
+            return held.flag_range, held.predictions
+        return self._flags[0] if self._flags else flag_record(held)
+
+    def keep_flag_record(self, record: tuple[FlagRange | None, int]) -> None:
+        """Remember the flag record a window sum read from this bucket's bytes."""
+        self._flags[:] = [record]
