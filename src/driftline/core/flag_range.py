@@ -64,7 +64,11 @@ def range_from_doc(doc: dict[str, Any], predictions: int) -> FlagRange | None:
     """A stored bucket's range: EMPTY when it has none and no predictions, None (unknown) when it has none but
     holds predictions (an older bucket), is malformed, or was written for another prediction count (an older
     writer added predictions since)."""
-    raw = doc.get(KEY)
+    return range_from_raw(doc.get(KEY), predictions)
+
+
+def range_from_raw(raw: Any, predictions: int) -> FlagRange | None:
+    """range_from_doc of the document's stored "tr" value as it is (None: absent)."""
     if raw is None:
         return EMPTY if predictions == 0 else None
     if type(raw) is not list or len(raw) != 4:

@@ -122,8 +122,8 @@ def rank_into_doc(doc: dict[str, Any], rank: Rank | None) -> None:
 def labelled_in_conf(conf: Sequence[int] | np.ndarray) -> int:
     """Labelled predictions of a bucket's confusion counts, flat or (3, 2) (rows NEG and POS: the first four); a
     decoded list of ints summed as it is (a window query reads it for each of its hundreds of buckets)."""
-    if type(conf) is list and len(conf) == 6 and all(type(c) is int for c in conf):
-        return sum(conf[:2 * RANK_ROWS])
+    if type(conf) is list and len(conf) == 6 and type(labelled := sum(conf[:2 * RANK_ROWS])) is int:
+        return labelled
     return int(np.asarray(conf, dtype=np.int64).ravel()[:2 * RANK_ROWS].sum())
 
 
@@ -131,32 +131,26 @@ def stored_rank(doc: dict[str, Any], labelled_before: int) -> tuple[bytes, np.nd
     """A stored bucket's "ri" bytes (keys unchecked) and its counts as int64: empty for an older bucket without
     labels; None where rank_from_doc gives None for the form (absent with labels held, wrong types or lengths)
     or the labels moved since it was written ("rs" no longer the labelled rows of "sums": rank_into_doc)."""
-    raw = stored_rank_bytes(doc, labelled_before)
+    raw = stored_rank_parts(doc.get("ri"), doc.get("rc"), doc.get("rs"), doc.get("sums"), labelled_before)
     if raw is None:
         return None
     ri, rc, kind = raw
     return ri, np.frombuffer(rc, dtype=kind).astype(np.int64)
 
 
-def stored_rank_bytes(doc: dict[str, Any], labelled_before: int) -> tuple[bytes, bytes, Any] | None:
-    """stored_rank's (ri, rc, counts' dtype) before any numpy call, so that many buckets' counts can be converted
-    in one (window_sum); the same checks, so None exactly where stored_rank gives None."""
-    ri, rc = doc.get("ri"), doc.get("rc")
+def stored_rank_parts(ri: Any, rc: Any, rs: Any, sums: Any, labelled_before: int) -> tuple[bytes, bytes, Any] | None:
+    """stored_rank's checks on a document's "ri", "rc", "rs" and "sums" values as they are (None: absent), before
+    any numpy call: (ri, rc, the counts' dtype), or None exactly where stored_rank gives None; a window's counts
+    are then converted in one call (window_sum)."""
     if ri is None and rc is None:
         return (b"", b"", np.int64) if labelled_before == 0 else None
     if type(ri) is not bytes or type(rc) is not bytes or len(ri) % 4:
         return None
-    rs, sums = doc.get("rs"), doc.get("sums")
     if type(rs) is not list or type(sums) is not list or rs != sums[:LABELLED_SUMS]:
         return None
-    kind = rank_width(ri, rc)
+    n = len(ri) // 4  # the counts' width from the two lengths
+    kind = _WIDTHS.get(len(rc) // n) if n and len(rc) % n == 0 else (np.int64 if not rc else None)
     return None if kind is None else (ri, rc, kind)
-
-
-def rank_width(ri: bytes, rc: bytes) -> Any:
-    """The dtype of a stored ranking section's counts (their width from the byte lengths); None when none fits."""
-    n = len(ri) // 4
-    return _WIDTHS.get(len(rc) // n) if n and len(rc) % n == 0 else (np.int64 if not rc else None)
 
 
 def _sorted_sum(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -6,14 +6,15 @@ Every sum adds the same terms in the same order as merge, so the result is the s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 import msgspec
 import numpy as np
 
-from .flag_range import FlagRange, range_from_doc, range_sum
+from .flag_range import FlagRange, range_from_doc, range_from_raw, range_sum
 from .grids import N_DELAY_BINS, N_SCORE_BINS
-from .rank_hist import RANK_ROW, Rank, in_order, labelled_in_conf, stored_rank_bytes, summed
+from .rank_hist import RANK_ROW, Rank, in_order, labelled_in_conf, stored_rank_parts, summed
 from .stats import BucketStats, merge
 
 
@@ -37,6 +38,10 @@ class _Summable(msgspec.Struct):
 
 
 _decoder = msgspec.msgpack.Decoder(_Summable)
+_FIELDS = attrgetter("hi", "hc", "hp", "di", "dc", "conf", "sums", "exp", "imp", "s", "tr")
+"""The fields of a decoded bucket sum_encoded reads, in one C-level call per bucket."""
+_RANK_FIELDS = attrgetter("ri", "rc", "rs", "sums")
+"""The fields stored_rank_parts reads (None where the bucket has none)."""
 _CELLS = 3 * N_SCORE_BINS
 
 
@@ -99,52 +104,56 @@ def sum_encoded(datas: Sequence[bytes], records: list[tuple[FlagRange | None, in
         docs = [_decoder.decode(d) for d in datas]
     except (msgspec.DecodeError, msgspec.ValidationError):
         return _merged(datas)
-    idx_parts = [np.frombuffer(d.hi, dtype=np.int32) for d in docs]
-    if any(len(d.hc) != 2 * len(d.hi) or len(d.hp) != 2 * len(d.hi) or len(d.dc) != 2 * len(d.di) or len(d.conf) != 6
-           or len(d.sums) != 9 for d in docs):
+    if not docs:
+        return BucketStats()
+    # each field as one column (C-level passes over the docs: a window of six partitions has ~2,000 buckets)
+    hi, hc, hp, di, dc, conf, sums_rows, exp, imp, sl, tr = zip(*map(_FIELDS, docs))
+    n_hi, n_di = list(map(len, hi)), list(map(len, di))
+    doubled_hi, doubled_di = [2 * n for n in n_hi], [2 * n for n in n_di]
+    if (list(map(len, hc)) != doubled_hi or list(map(len, hp)) != doubled_hi or list(map(len, dc)) != doubled_di
+            or set(map(len, conf)) != {6} or set(map(len, sums_rows)) != {9}):
         return _merged(datas)
     total = BucketStats()
-    if not docs:
-        return total
-    total.conf[:] = np.array([d.conf for d in docs], dtype=np.int64).sum(axis=0).reshape(3, 2)
-    idx = np.concatenate(idx_parts).astype(np.int64)
-    didx = np.frombuffer(b"".join([d.di for d in docs]), dtype=np.int32)
-    if not (in_order(idx, [len(p) for p in idx_parts], _CELLS)
-            and in_order(didx, [len(d.di) // 4 for d in docs], N_DELAY_BINS)):
+    conf_rows = np.array(conf, dtype=np.int64)
+    total.conf[:] = conf_rows.sum(axis=0).reshape(3, 2)
+    idx = np.frombuffer(b"".join(hi), dtype=np.int32).astype(np.int64)
+    didx = np.frombuffer(b"".join(di), dtype=np.int32)
+    if not (in_order(idx, [n // 4 for n in n_hi], _CELLS) and in_order(didx, [n // 4 for n in n_di], N_DELAY_BINS)):
         return _merged(datas)
-    counts = np.frombuffer(b"".join([d.hc for d in docs]), dtype=np.int64)
+    counts = np.frombuffer(b"".join(hc), dtype=np.int64)
     # bincount adds each cell's terms in array order, bucket after bucket, from 0.0: merge's order (+= per bucket)
     total.hist[:] = np.rint(np.bincount(idx, weights=counts, minlength=_CELLS)).astype(np.int64).reshape(3, -1)
-    total.psum[:] = np.bincount(idx, weights=np.frombuffer(b"".join([d.hp for d in docs]), dtype=np.float64),
+    total.psum[:] = np.bincount(idx, weights=np.frombuffer(b"".join(hp), dtype=np.float64),
                                 minlength=_CELLS).reshape(3, -1)
     sums = np.zeros((len(docs) + 1, 9), dtype=np.float64)
-    sums[1:] = [d.sums for d in docs]
+    sums[1:] = sums_rows
     total.sums[:] = np.cumsum(sums, axis=0)[-1].reshape(3, 3)  # sequential from 0.0, as merge adds them
-    np.add.at(total.delay, didx, np.frombuffer(b"".join([d.dc for d in docs]), dtype=np.int64))
-    total.expired = sum(d.exp for d in docs)
-    total.implicit = sum(d.imp for d in docs)
-    for d in docs:
-        for name, values in d.s.items():
+    np.add.at(total.delay, didx, np.frombuffer(b"".join(dc), dtype=np.int64))
+    total.expired = sum(exp)
+    total.implicit = sum(imp)
+    for slices in filter(None, sl):
+        for name, values in slices.items():
             mine = total.slices.setdefault(name, {})
-            for value, conf in values.items():
-                cell = np.asarray(conf, dtype=np.int64).reshape(3, 2)
+            for value, cells in values.items():
+                cell = np.asarray(cells, dtype=np.int64).reshape(3, 2)
                 mine[value] = mine[value] + cell if value in mine else cell
     rank = _rank(docs)
     if rank is False:
         return _merged(datas)
     total.rank = rank
-    counts = [sum(d.conf) for d in docs]
-    ranges = [range_from_doc({} if d.tr is None else {"tr": d.tr}, n) for d, n in zip(docs, counts)]
+    predictions = list(map(sum, conf))
+    ranges = list(map(range_from_raw, tr, predictions))
     total.flag_range = range_sum(ranges)
     if records is not None:
-        records.extend(zip(ranges, counts))
+        records.extend(zip(ranges, predictions))
     return total
 
 
 def _rank(docs: list[_Summable]) -> Rank | None | bool:
     """rank_sum of the buckets' rank_from_doc, their arrays joined first: None when any is unknown; False when a
     bucket's keys are not strictly increasing or a count is zero (rank_sum keeps a lone such part as it is)."""
-    raw = [stored_rank_bytes(_rank_doc(d), labelled_in_conf(d.conf)) for d in docs]
+    ri, rc, rs, sums = zip(*map(_RANK_FIELDS, docs)) if docs else ((), (), (), ())
+    raw = list(map(stored_rank_parts, ri, rc, rs, sums, map(labelled_in_conf, (d.conf for d in docs))))
     known = [r for r in raw if r is not None]
     if len(known) < len(raw):
         return None
@@ -166,13 +175,3 @@ def _counts(known: list[tuple[bytes, bytes, Any]]) -> np.ndarray:
     if len(kinds) == 1:
         return np.frombuffer(b"".join([rc for _, rc, _ in known]), dtype=kinds.pop()).astype(np.int64)
     return np.concatenate([np.frombuffer(rc, dtype=kind).astype(np.int64) for _, rc, kind in known])
-
-
-def _rank_doc(d: _Summable) -> dict[str, Any]:
-    """The keys stored_rank reads, present as they are in the stored document."""
-    doc: dict[str, Any] = {"sums": d.sums}
-    for key in ("ri", "rc", "rs"):
-        value = getattr(d, key)
-        if value is not None:
-            doc[key] = value
-    return doc
