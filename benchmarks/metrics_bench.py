@@ -1,12 +1,13 @@
 """The 7-day `metrics` query at two stored volumes (issue 18: "< 50 ms, flat in event count"): wall and CPU time of
 `metrics_document` on each store and the large store's ratio to the small one, measured in the same run.
 
-Usage: python benchmarks/metrics_bench.py [--small N] [--large N] [--days D] [--repeats R]
+Usage: python benchmarks/metrics_bench.py [--small N] [--large N] [--days D] [--repeats R] [--partitions P]
                                           [--db-small URL --db-large URL]
 Without --db-small/--db-large it simulates D days (default 28) at N predictions a day for each store (defaults 1,800
 and 92,000: ~96 k and ~4.9 M events) and replays each through the CLI (`driftline replay`, a child process) into a
-temporary SQLite database; the large one takes minutes. The queries alternate between the two stores, so the
-machine's load drifts over both alike. Also printed: the window's buckets and the bytes of their blobs, which is what
+temporary SQLite database; the large one takes minutes. `--partitions P` stores the large one as the live service
+does from P Kafka partitions (a bucket per partition and hour: P times the rows a window reads). The queries
+alternate between the two stores, so the machine's load drifts over both alike. Also printed: the window's buckets and the bytes of their blobs, which is what
 the query reads (a bucket's ranking section grows with its distinct labelled scores up to the grid's bound).
 """
 
@@ -18,7 +19,9 @@ import statistics
 import subprocess
 import sys
 import time
+import zlib
 
+import msgspec
 from sqlalchemy import text
 
 from driftline.config import Config
@@ -30,15 +33,50 @@ from bench_common import scratch_dir
 WINDOW_S = 7 * 86400
 
 
-def build(work: str, per_day: int, days: float) -> str:
-    """A SQLite store of the simulated stream at `per_day` predictions a day, replayed by the CLI."""
-    events, db = os.path.join(work, f"events-{per_day}.jsonl"), os.path.join(work, f"store-{per_day}.db")
+def build(work: str, per_day: int, days: float, partitions: int = 1) -> str:
+    """A SQLite store of the simulated stream at `per_day` predictions a day: replayed by the CLI (`driftline
+    replay`, a child process), or, with `partitions` > 1, stored as `run` stores Kafka records of that many
+    partitions (each event on partition crc32(prediction_id) mod P of its topic; a bucket per partition)."""
+    events, db = os.path.join(work, f"events-{per_day}.jsonl"), os.path.join(work, f"store-{per_day}-{partitions}.db")
     cli = [sys.executable, "-m", "driftline.cli"]
     subprocess.run([*cli, "simulate", "--days", str(days), "--per-day", str(per_day), "--out", events], check=True,
                    stdout=subprocess.DEVNULL)
-    subprocess.run([*cli, "--db", f"sqlite:///{db}", "replay", events], check=True, stdout=subprocess.DEVNULL)
+    if partitions > 1:
+        store_partitioned(events, f"sqlite:///{db}", partitions)
+    else:
+        subprocess.run([*cli, "--db", f"sqlite:///{db}", "replay", events], check=True, stdout=subprocess.DEVNULL)
     os.remove(events)
     return f"sqlite:///{db}"
+
+
+def store_partitioned(events: str, url: str, partitions: int, batch: int = 20000) -> None:
+    """Store a JSON-lines file through the pipeline as records of `partitions` partitions of the two topics."""
+    from driftline.ingest.pipeline import Pipeline, RawRecord
+
+    class _Id(msgspec.Struct):
+        prediction_id: str
+        type: str
+
+    decoder = msgspec.json.Decoder(_Id)
+    store = Store(url)
+    store.migrate()
+    pipeline = Pipeline(Config(), store)
+    offsets: dict[tuple[str, int], int] = {}
+    records: list[RawRecord] = []
+    with open(events, "rb") as fh:
+        for line in fh:
+            line = line.rstrip(b"\n")
+            ev = decoder.decode(line)
+            key = ("predictions" if ev.type == "prediction" else "outcomes",
+                   zlib.crc32(ev.prediction_id.encode()) % partitions)
+            offsets[key] = offsets.get(key, -1) + 1
+            records.append(RawRecord(key[0], key[1], offsets[key], line))
+            if len(records) >= batch:
+                pipeline.process_batch(records)
+                records = []
+    if records:
+        pipeline.process_batch(records)
+    store.close()
 
 
 def describe(store: Store, config: Config) -> str:
@@ -74,10 +112,12 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--db-small", default=None)
     ap.add_argument("--db-large", default=None)
+    ap.add_argument("--partitions", type=int, default=1,
+                    help="store the large stream as `run` would from this many Kafka partitions (default 1: replay)")
     args = ap.parse_args()
     work = scratch_dir("driftline-metricsbench-")
     urls = {"small": args.db_small or build(work, args.small, args.days),
-            "large": args.db_large or build(work, args.large, args.days)}
+            "large": args.db_large or build(work, args.large, args.days, args.partitions)}
     config = Config()
     stores = {k: Store(u) for k, u in urls.items()}
     for store in stores.values():  # warm: imports, statement caches, the file in the page cache
