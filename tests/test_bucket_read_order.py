@@ -76,3 +76,41 @@ def test_the_window_read_sorts_nothing(tmp_path: Any) -> None:
         plan = " | ".join(str(r[-1]) for r in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + seen[0][0], seen[0][1]))
     assert "TEMP B-TREE" not in plan and "SCAN buckets" not in plan, plan
     store.close()
+
+
+def _vm_steps_of_bucket_range(store: Store, model: str | None) -> tuple[Any, int]:
+    """store.bucket_range's answer and how many SQLite VM instructions its statement ran (a progress handler
+    called every step, set on the connection that runs it)."""
+    steps = [0]
+
+    def count() -> int:
+        steps[0] += 1
+        return 0
+
+    def watch(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        conn.connection.driver_connection.set_progress_handler(count if "FROM buckets" in statement else None, 1)
+
+    event.listen(store.engine, "before_cursor_execute", watch)
+    try:
+        got = store.bucket_range(model)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", watch)
+    return got, steps[0]
+
+
+def test_the_bucket_range_seeks_instead_of_reading_every_bucket(tmp_path: Any) -> None:
+    """Every metrics query (and scrape) finds its window's end from the model's first and last bucket: min and max
+    in one SELECT made SQLite read every index entry of the model, so the cost grew with the history kept."""
+    store = Store(f"sqlite:///{tmp_path / 'range.db'}")
+    store.migrate()
+    _stored(store, [("fraud", "v1", "a", h * 3600, s) for h in range(10) for s in range(2)]
+            + [("other", "v1", "a", -3600, 0), ("other", "v1", "a", 99 * 3600, 0)])
+    small = _vm_steps_of_bucket_range(store, "fraud")
+    _stored(store, [("fraud", "v1", "a", h * 3600, s) for h in range(1000) for s in range(6)]
+            + [("other", "v1", "a", -3600, 0), ("other", "v1", "a", 99 * 3600, 0)])
+    large = _vm_steps_of_bucket_range(store, "fraud")
+    assert small[0] == (0, 9 * 3600) and large[0] == (0, 999 * 3600)
+    assert store.bucket_range(None) == (-3600, 999 * 3600)
+    assert store.bucket_range("nobody") is None
+    assert large[1] == small[1], (small, large)  # two seeks whatever the history: the same VM steps
+    store.close()

@@ -165,13 +165,17 @@ class StoreQueries:
         return rows
 
     def bucket_range(self, model: str | None) -> tuple[int, int] | None:
-        """Earliest and latest bucket start stored (for a model)."""
+        """Earliest and latest bucket start stored (for a model). Two scalar subqueries: SQLite answers a lone
+        min() or max() by one seek of the (model, bucket_start) index, but both in one SELECT scanned every bucket
+        of the model (1.5 ms at 8 k buckets, paid by every metrics query and scrape that finds its window)."""
         b = t.buckets.c
-        q = select(func.min(b.bucket_start), func.max(b.bucket_start))
-        if model is not None:
-            q = q.where(b.model == model)
+
+        def one(agg: Any) -> Any:
+            q = select(agg(b.bucket_start))
+            return (q if model is None else q.where(b.model == model)).scalar_subquery()
+
         with self.read() as conn:
-            lo, hi = conn.execute(q).one()
+            lo, hi = conn.execute(select(one(func.min), one(func.max))).one()
         return None if lo is None else (int(lo), int(hi))
 
     def models(self) -> list[str]:
