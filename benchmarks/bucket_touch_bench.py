@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-import driftline.storage.bulk as bulk
+import driftline.storage.bucket_writes as bucket_writes
 from driftline.config import Config
 from driftline.core.stats import BucketStats
 from driftline.gc_tuning import tune_for_batches
@@ -39,7 +39,7 @@ def main() -> None:
     work, path = simulated_stream(20000)
     rows: list[dict[str, float]] = []
     current: dict[str, float] = {}
-    merge, encode = bulk.merge_buckets, bulk.encode_merged
+    merge, encode = bucket_writes.merge_buckets, bucket_writes.encode_merged
 
     def merge_buckets(conn: Any, dialect: str, deltas: dict[Any, BucketStats], *rest: Any) -> None:
         current.clear()
@@ -62,7 +62,7 @@ def main() -> None:
         current["written_kB"] += sum(map(len, out)) / 1e3
         return out
 
-    bulk.merge_buckets, bulk.encode_merged = merge_buckets, encode_merged  # type: ignore[assignment]
+    bucket_writes.merge_buckets, bucket_writes.encode_merged = merge_buckets, encode_merged  # type: ignore[assignment]
     db = os.path.join(work, "touch.db")
     if os.path.exists(db):
         os.remove(db)

@@ -20,6 +20,7 @@ from sqlalchemy import event
 
 import driftline.core.engine as engine
 import driftline.ingest.pipeline as pipeline
+import driftline.storage.bucket_writes as bucket_writes
 import driftline.storage.bulk as bulk
 import driftline.storage.pgcopy as pgcopy
 import driftline.storage.store as store
@@ -31,8 +32,8 @@ from bench_common import count_lines, scratch_pg_database, simulated_stream
 STAGES = [(psycopg.Connection, "commit", "COMMIT"), (pipeline, "decode_many", "decode"),
           (store.Store, "load_join", "join lookup"), (engine.Engine, "finish", "engine finish"),
           (pipeline, "apply_isolating", "engine incl. lookup+finish"), (pipeline, "record_samples", "feature samples"),
-          (store.Store, "commit_batch", "commit_batch"), (bulk, "merge_buckets", "  buckets"),
-          (bulk, "encode_merged", "    of which encode_merged"), (bulk, "write_predictions", "  join rows"),
+          (store.Store, "commit_batch", "commit_batch"), (bucket_writes, "merge_buckets", "  buckets"),
+          (bucket_writes, "encode_merged", "    of which encode_merged"), (bulk, "write_predictions", "  join rows"),
           (bulk, "write_outcomes", "  outcome rows"), (pgcopy, "copy_rows", "  of which COPY"),
           (bulk, "copy_new_join_rows", "  new join rows (COPY, both tables)"),
           (bulk, "upsert_predictions", "  join rows upserted"), (bulk, "upsert_outcomes", "  outcome rows upserted")]

@@ -16,6 +16,7 @@ from typing import Any
 import driftline.core.engine as engine
 import driftline.ingest.labels as labels
 import driftline.ingest.pipeline as pipeline
+import driftline.storage.bucket_writes as bucket_writes
 import driftline.storage.bulk as bulk
 import driftline.storage.store as store
 from driftline.config import Config
@@ -43,7 +44,7 @@ def main() -> None:
     _timed(store.Store, "commit_batch", "store writes")
     _timed(bulk, "write_predictions", "  of which join rows")
     _timed(bulk, "write_outcomes", "  of which outcome rows")
-    _timed(bulk, "merge_buckets", "  of which buckets")
+    _timed(bucket_writes, "merge_buckets", "  of which buckets")
     _timed(pipeline, "record_samples", "feature samples")
     db = os.path.join(work, "stages.db")
     if os.path.exists(db):

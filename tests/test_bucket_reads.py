@@ -1,5 +1,5 @@
-"""SQLite's read of a chunk's stored buckets by primary-key lookups (storage/bulk._stored_buckets_sql) returns
-the rows the whole-table `(key) IN (VALUES ...)` query it replaces returned, on dirty keys (empty, unicode, long
+"""SQLite's read of a chunk's stored buckets by primary-key lookups (storage/bucket_writes._stored_buckets_sql)
+returns the rows the whole-table `(key) IN (VALUES ...)` query it replaces returned, on dirty keys (empty, unicode, long
 and NUL-holding names, extreme starts and shards, near misses in one column) and through merge_buckets."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from sqlalchemy import create_engine
 
 from driftline.core.stats import BucketStats
-from driftline.storage import bulk
+from driftline.storage import bucket_writes, bulk
 from driftline.storage.schema import metadata
 
 TEXT = st.one_of(st.sampled_from(["", "m", "M", "m ", "é", "e\u0301", "x" * 200, "a\0b", "1"]), st.text(max_size=5))
@@ -21,7 +21,7 @@ _K = "model, model_version, variant, bucket_start, shard"
 
 
 def _frozen_read(conn: Any, keys: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], bytes]:
-    """bulk._merge_chunk's SQLite read before the primary-key lookups (verbatim but for names)."""
+    """bucket_writes._merge_chunk's SQLite read before the primary-key lookups (verbatim but for names)."""
     values = ", ".join(["(" + ", ".join(["?"] * 5) + ")"] * len(keys))
     rows = conn.exec_driver_sql(f"SELECT {_K}, data FROM buckets WHERE ({_K}) IN (VALUES {values})",
                                 tuple(v for k in keys for v in k))
@@ -29,7 +29,7 @@ def _frozen_read(conn: Any, keys: list[tuple[Any, ...]]) -> dict[tuple[Any, ...]
 
 
 def _read(conn: Any, keys: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], bytes]:
-    rows = conn.exec_driver_sql(bulk._stored_buckets_sql(len(keys)), tuple(v for k in keys for v in k))
+    rows = conn.exec_driver_sql(bucket_writes._stored_buckets_sql(len(keys)), tuple(v for k in keys for v in k))
     return {tuple(r[:5]): r[5] for r in rows}
 
 
@@ -68,8 +68,8 @@ def test_merge_buckets_reads_and_adds_to_the_stored_rows() -> None:
     d.conf[1, 1] = 2
     keys = [("m", "v", "A", 3600 * i, s) for i in range(300) for s in (0, 1)]
     with eng.begin() as conn:
-        bulk.merge_buckets(conn, "sqlite", {k: d for k in keys[::2]})
-        bulk.merge_buckets(conn, "sqlite", {k: d for k in keys})
+        bucket_writes.merge_buckets(conn, "sqlite", {k: d for k in keys[::2]})
+        bucket_writes.merge_buckets(conn, "sqlite", {k: d for k in keys})
         got = {tuple(r[:5]): BucketStats.from_bytes(r[5]).conf[1, 1]
                for r in conn.exec_driver_sql(f"SELECT {_K}, data FROM buckets")}
     eng.dispose()

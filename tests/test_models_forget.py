@@ -180,7 +180,8 @@ def test_every_row_of_the_model_goes_and_only_its_rows(tmp_path, request, kind):
     store = Store(url, clock=lambda: END)
     store.migrate()
     pipe = Pipeline(Config(), store, clock=lambda: END)
-    _batch(pipe, [_pred("x0", "junk"), _pred("y0", "keep"), _outcome("x0"), _outcome("y0")], 0)
+    feats = {"features": {"amount": 12.5, "country": "DE"}}  # the bucket_features rows too
+    _batch(pipe, [_pred("x0", "junk", **feats), _pred("y0", "keep", **feats), _outcome("x0"), _outcome("y0")], 0)
     for model in ("junk", "keep"):
         _seed_every_table(store, model)
     keep_before = fg.preview(store, "keep")

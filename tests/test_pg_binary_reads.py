@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 from sqlalchemy.exc import DataError, ProgrammingError
 
-from driftline.storage import bulk, pgread
+from driftline.storage import bucket_writes, bulk, pgread
 
 _KEY = "model, model_version, variant, bucket_start, shard"
 _READ = (f"SELECT {_KEY}, b.data FROM buckets b JOIN unnest(%b::text[], %b::text[], %b::text[], %b::int8[], "
@@ -34,7 +34,7 @@ def test_binary_read_equals_the_text_read(store, rows, absent) -> None:
         conn.exec_driver_sql("DELETE FROM buckets")
         conn.execute(text(f"INSERT INTO buckets ({_KEY}, data) VALUES (:a, :b, :c, :d, :e, :f)"),
                      [dict(zip("abcdef", (*k, v))) for k, v in rows.items()])
-        params = bulk._pg_columns(conn, bulk._columns(keys), bulk._BUCKET_KINDS)
+        params = bulk._pg_columns(conn, bulk._columns(keys), bucket_writes._BUCKET_KINDS)
         old = [tuple(r) for r in conn.exec_driver_sql(_READ, params)]  # SQLAlchemy's cursor: text format
         new = pgread.fetch_binary(conn, _READ, params)
     assert new == old

@@ -1,6 +1,6 @@
 """SQLite's read of stored feature samples by primary-key lookups (storage/samples._stored) returns the rows the
 whole-table `(key) IN (VALUES ...)` query it replaces returned, on dirty keys; and neither that read nor the
-buckets' one scans its table (the scan's cost grew with the history kept)."""
+buckets' ones (their blobs, their feature histograms) scan their table (the scan's cost grew with the history kept)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import create_engine
 
-from driftline.storage import bulk, samples
+from driftline.storage import bucket_writes, samples
 from driftline.storage.store import Store
 
 TEXT = st.one_of(st.sampled_from(["", "m", "M", "m ", "é", "e\u0301", "x" * 200, "a\0b", "1"]), st.text(max_size=5))
@@ -66,7 +66,9 @@ def test_neither_read_scans_its_table(tmp_path: Any) -> None:
         samples._stored(conn, "sqlite", [("m", "v", "a", 0), ("m", "v", "b", 3600)])
         conn.exec_driver_sql = real  # type: ignore[method-assign]
         sample_plan = _plan(conn, seen[-1], 2, 4)
-        bucket_plan = _plan(conn, bulk._stored_buckets_sql(3), 3, 5)
+        bucket_plan = _plan(conn, bucket_writes._stored_buckets_sql(3), 3, 5)
+        feature_plan = _plan(conn, bucket_writes._stored_features_sql(3), 3, 5)
     assert "SCAN feature_samples" not in sample_plan and "SEARCH" in sample_plan, sample_plan
     assert "SCAN buckets" not in bucket_plan and "SEARCH" in bucket_plan, bucket_plan
+    assert "SCAN bucket_features" not in feature_plan and "SEARCH" in feature_plan, feature_plan
     store.close()

@@ -19,8 +19,9 @@ class BucketRow:
     variant: str
     bucket_start: int
     shard: int
-    _held: list[bytes | BucketStats] = field(compare=False, repr=False)
-    """[the encoded bucket] until `stats` is first read, then [its BucketStats]."""
+    _held: list[bytes | BucketStats | None] = field(compare=False, repr=False)
+    """[the encoded bucket, its encoded feature histograms or None] until `stats` is first read, then [its
+    BucketStats]."""
     features: bool | str = True
     """What `stats` decodes of the feature histograms (BucketStats.from_bytes)."""
     _flags: list[tuple[FlagRange | None, int]] = field(default_factory=list, compare=False, repr=False)
@@ -28,15 +29,17 @@ class BucketRow:
 
     @classmethod
     def encoded(cls, model: str, model_version: str, variant: str, bucket_start: int, shard: int, data: bytes,
-                features: bool | str = True) -> BucketRow:
-        return cls(model, model_version, variant, bucket_start, shard, [data], features)
+                features: bool | str = True, feature_data: bytes | None = None) -> BucketRow:
+        """A row from its stored bytes: the `buckets` blob and its `bucket_features` row's (None: none read)."""
+        return cls(model, model_version, variant, bucket_start, shard, [data, feature_data], features)
 
     @property
     def stats(self) -> BucketStats:
         held = self._held[0]
         if isinstance(held, BucketStats):
             return held
-        stats = self._held[0] = BucketStats.from_bytes(held, self.features)
+        stats = BucketStats.from_bytes(held, self.features, self._held[1])  # type: ignore[arg-type]
+        self._held[:] = [stats]
         return stats
 
     @property

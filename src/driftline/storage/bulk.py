@@ -1,4 +1,5 @@
-"""The ingestion hot path's SQL: join-state reads and writes and the bucket read-modify-write of one batch.
+"""The ingestion hot path's SQL: join-state reads and writes (the bucket read-modify-write of a batch is in
+bucket_writes, with the same conventions).
 
 On PostgreSQL each is one statement over binary column arrays (`= ANY`, `unnest`); a statement per row costs a
 server round of parse/bind/execute each. Writers are serialised by the write lock (locking.lock_postgres) that every
@@ -21,11 +22,8 @@ from typing import Any
 from sqlalchemy import Connection
 
 from ..core.engine import JoinView, OutcomeRecord, PredKey, PredRecord, StoredKeys, label_in_force
-from ..core.encoded_many import encode_merged
-from ..core.stats import BucketStats
 from . import pgcopy, pgread, sqlite_lookup, sqlite_rows
 
-BucketKey = tuple[str, str, str, int, int]
 CHUNK = 500
 """Keys per IN (...) list of the deletes on SQLite."""
 
@@ -45,7 +43,6 @@ _PRED_INTS = (6, 7, 8, 10)
 """PRED_COLS of INTEGER or NUMERIC affinity (flagged, shard, label, implicit): see sqlite_rows.literal_columns."""
 _OUT_INTS = (1, 3, 4)
 """_OUT_COLS of INTEGER or NUMERIC affinity (label, shard, matched)."""
-_BUCKET_KEY = "model, model_version, variant, bucket_start, shard"
 _PRED_KEY = itemgetter(0, 1, 2)
 """A pred_rows row's key (PredKey)."""
 _OUT_KEY = itemgetter(0)
@@ -53,7 +50,6 @@ _OUT_KEY = itemgetter(0)
 (EngineResult.outcomes), so the order is the rows' own, while timsort then compares strings directly instead of
 tuples (equality of the ids first, then their order): the outcomes of stored predictions come in thousands of runs,
 and a batch's sort took ~2.7x the instructions (issue 18)."""
-_BUCKET_ARRAYS = "%b::text[], %b::text[], %b::text[], %b::int8[], %b::int[]"
 
 
 def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
@@ -71,7 +67,6 @@ def _columns(rows: Sequence[tuple[Any, ...]]) -> tuple[list[Any], ...]:
 
 _PRED_KINDS = ("text", "text", "text", "text", "float8", "float8", "bool", "int4", "int2", "float8", "bool", "text")
 _OUT_KINDS = ("text", "int2", "float8", "int4", "bool")
-_BUCKET_KINDS = ("text", "text", "text", "int8", "int4")
 
 
 def _pg_columns(conn: Connection, columns: Sequence[list[Any]], kinds: Sequence[str]) -> tuple[Any, ...]:
@@ -219,68 +214,6 @@ def copy_new_join_rows(conn: Connection, records: Sequence[PredRecord], outcomes
     if copies and pgcopy.copy_tables(conn, copies):
         return stored_preds, stored_outs
     return preds, outs
-
-
-BUCKETS_PER_MERGE = {"postgresql": 512, "sqlite": 256}
-"""Buckets read, added and written back per step of merge_buckets. On PostgreSQL each step is two round trips (the
-read, the write), and a 2,000-event batch of the simulated stream touches ~260 buckets: 256 split most batches into
-a full step and a tail of a few buckets."""
-
-
-Before = tuple[str, Sequence[Any], Callable[[list[tuple[Any, ...]]], None]]
-"""A statement sent ahead of the first bucket read in its round trip (PostgreSQL): (statement, params, check), where
-`check` gets its rows before anything is written (and raises to stop the batch)."""
-
-
-def merge_buckets(conn: Connection, dialect: str, deltas: dict[BucketKey, BucketStats], before: Before | None = None
-                  ) -> None:
-    """Add each delta to its stored bucket (read, add in encoded form, write back), rows in key order, a few
-    hundred buckets at a time (BUCKETS_PER_MERGE) so the stored blobs of a whole batch are never in memory at once.
-    `before` (PostgreSQL only): run first, pipelined with the first read (the batch's position fence)."""
-    keys = sorted(deltas)
-    if before is not None and not keys:
-        before[2](pgread.fetch_binary(conn, before[0], before[1]))
-    for chunk in chunks(keys, BUCKETS_PER_MERGE.get(dialect, 256)):
-        _merge_chunk(conn, dialect, list(chunk), deltas, before)
-        before = None
-
-
-def _stored_buckets_sql(n: int) -> str:
-    """SQLite's read of the stored buckets of n keys: each key looked up by the primary key (the keys' VALUES
-    first, CROSS JOIN fixing that order). `(key) IN (VALUES ...)`, the same rows, scanned the whole table per
-    chunk, so its cost grew with the bucket history."""
-    values = ", ".join([f"({_marks(5)})"] * n)
-    return ("SELECT b.model, b.model_version, b.variant, b.bucket_start, b.shard, b.data "
-            f"FROM (VALUES {values}) AS k CROSS JOIN buckets b ON b.model = k.column1 AND "
-            "b.model_version = k.column2 AND b.variant = k.column3 AND b.bucket_start = k.column4 AND "
-            "b.shard = k.column5")
-
-
-def _merge_chunk(conn: Connection, dialect: str, keys: list[BucketKey], deltas: dict[BucketKey, BucketStats],
-                 before: Before | None = None) -> None:
-    existing: dict[BucketKey, bytes] = {}
-    if dialect == "postgresql":
-        key_columns = _pg_columns(conn, _columns(keys), _BUCKET_KINDS)
-        read = (f"SELECT {_BUCKET_KEY}, b.data FROM buckets b JOIN unnest({_BUCKET_ARRAYS}) AS k({_BUCKET_KEY}) "
-                f"USING ({_BUCKET_KEY}) ORDER BY {_BUCKET_KEY} FOR UPDATE OF b")
-        if before is None:
-            rows = pgread.fetch_binary(conn, read, key_columns)
-        else:
-            first, rows = pgread.fetch_binary_all(conn, [(before[0], before[1]), (read, key_columns)])
-            before[2](first)
-        existing = {r[:5]: r[5] for r in rows}  # type: ignore[misc]
-    else:
-        rows = conn.exec_driver_sql(_stored_buckets_sql(len(keys)), tuple(v for k in keys for v in k))
-        existing = {tuple(r[:5]): r[5] for r in rows}  # type: ignore[misc]
-    data = encode_merged(list(map(existing.get, keys)), list(map(deltas.__getitem__, keys)))
-    if dialect == "postgresql":
-        conn.exec_driver_sql(f"INSERT INTO buckets ({_BUCKET_KEY}, data) SELECT * FROM unnest({_BUCKET_ARRAYS}, "
-                             f"%b::bytea[]) ON CONFLICT ({_BUCKET_KEY}) DO UPDATE SET data = excluded.data",
-                             (*key_columns, data))
-    else:
-        conn.exec_driver_sql(f"INSERT INTO buckets ({_BUCKET_KEY}, data) VALUES ({_marks(6)}) "
-                             f"ON CONFLICT ({_BUCKET_KEY}) DO UPDATE SET data = excluded.data",
-                             [(*k, d) for k, d in zip(keys, data)])
 
 
 def _out_rows(outcomes: Sequence[OutcomeRecord]) -> list[tuple[Any, ...]]:

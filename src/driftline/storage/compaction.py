@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import and_, delete, select, tuple_, update
+from sqlalchemy import Connection, Table, and_, delete, select, tuple_, update
 
 from . import schema as t
+from ..core.feature_blob import encode_features
 from ..core.stats import BucketStats
 from .store import Store
 
@@ -89,30 +91,48 @@ def _pending_groups(store: Store, cutoff: float, width: int, model: str | None) 
 
 
 def _merge_group(store: Store, target: Key, keys: list[Key]) -> None:
-    b = t.buckets.c
+    """Merge the group's rows into the target row, in `buckets` and in `bucket_features` (the feature histograms
+    stored apart): the others' rows deleted from both, the target's written."""
+    b, f = t.buckets.c, t.bucket_features.c
     cols = (b.model, b.model_version, b.variant, b.bucket_start, b.shard)
+    fcols = (f.model, f.model_version, f.variant, f.bucket_start, f.shard)
     with store.write() as conn:
         q = select(*cols, b.data).where(tuple_(*cols).in_(keys)).order_by(*cols)  # a fixed float summing order
+        fq = select(*fcols, f.data).where(tuple_(*fcols).in_(keys))
         if store.dialect == "postgresql":
-            q = q.with_for_update()
+            q, fq = q.with_for_update(), fq.with_for_update()
         rows = list(conn.execute(q))
         if not rows:
             return
+        stored = {_key(r): r.data for r in conn.execute(fq)}
         total = BucketStats()
-        found_target = False
         for r in rows:
-            total.add(BucketStats.from_bytes(r.data))
-            found_target |= (r.model, r.model_version, r.variant, int(r.bucket_start), int(r.shard)) == target
-        others = [(r.model, r.model_version, r.variant, int(r.bucket_start), int(r.shard)) for r in rows]
-        others = [k for k in others if k != target]
+            total.add(BucketStats.from_bytes(r.data, feature_data=stored.get(_key(r))))
+        found_target = any(_key(r) == target for r in rows)
+        others = [k for k in map(_key, rows) if k != target]
         if others:
             conn.execute(delete(t.buckets).where(tuple_(*cols).in_(others)))
-        data = total.to_bytes()
-        if found_target:
-            conn.execute(update(t.buckets).where(and_(*(c == v for c, v in zip(cols, target)))).values(data=data))
-        else:
-            conn.execute(t.buckets.insert().values(model=target[0], model_version=target[1], variant=target[2],
-                                                   bucket_start=target[3], shard=target[4], data=data))
+        gone = [k for k in others if k in stored]
+        if gone:
+            conn.execute(delete(t.bucket_features).where(tuple_(*fcols).in_(gone)))
+        features, total.features = total.features, {}
+        _write(conn, t.buckets, cols, target, found_target, total.to_bytes())
+        if features:
+            _write(conn, t.bucket_features, fcols, target, target in stored, encode_features(features))
+
+
+def _key(r: Any) -> Key:
+    """A row's bucket key (its first five columns), typed as the keys are."""
+    return (r.model, r.model_version, r.variant, int(r.bucket_start), int(r.shard))
+
+
+def _write(conn: Connection, table: Table, cols: tuple[Any, ...], target: Key, found: bool, data: bytes) -> None:
+    """The target row's data updated (`found`) or inserted."""
+    if found:
+        conn.execute(update(table).where(and_(*(c == v for c, v in zip(cols, target)))).values(data=data))
+    else:
+        conn.execute(table.insert().values(model=target[0], model_version=target[1], variant=target[2],
+                                           bucket_start=target[3], shard=target[4], data=data))
 
 
 def compact(store: Store, cutoff: float | None, model: str | None = None, width: int = DAY_S,

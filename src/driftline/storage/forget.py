@@ -6,12 +6,13 @@ BEGIN IMMEDIATE, a PostgreSQL advisory lock: storage.locking), and every batch l
 its own write transaction, so a writer sees the freed slot at its next batch. Events of the model arriving later
 are a new model: admitted again while a slot is free (fix the producer first).
 
-Per table (every table with a `model` column, migrations 0001-0010):
+Per table (every table with a `model` column, migrations 0001-0013):
 
-- deleted: `admitted_labels` (the model, its variants and versions: the slot), `buckets`, `predictions` (join
-  state), `feature_samples`, `reference_profiles` with their `reference_seasons` and `reference_samples` (keyed
-  by the reference id), `trigger_states` (live state, exported), `reports`, and the model's `counters` rows of
-  folded variants and versions (`label_overflow_*`, label = model: the `driftline_label_overflow_total` series).
+- deleted: `admitted_labels` (the model, its variants and versions: the slot), `buckets` with their
+  `bucket_features`, `predictions` (join state), `feature_samples`, `reference_profiles` with their
+  `reference_seasons` and `reference_samples` (keyed by the reference id), `trigger_states` (live state,
+  exported), `reports`, and the model's `counters` rows of folded variants and versions (`label_overflow_*`,
+  label = model: the `driftline_label_overflow_total` series).
 - kept: `outcomes` (keyed by prediction id only, possibly another model's label; they expire at the label
   horizon), `alert_history` (the record of what was judged and notified: an audit trail), `dead_letters` and the
   global counters (what was refused stays refused; `model_limit` counts keep counting).
@@ -74,6 +75,7 @@ def _wheres(model: str) -> list[tuple[str, Any, Any]]:
         ("reference_samples", reference_samples, reference_samples.c.reference_id.in_(ids)),
         ("reference_profiles", reference_profiles, _by_model(reference_profiles, model)),
         ("feature_samples", feature_samples, _by_model(feature_samples, model)),
+        ("bucket_features", t.bucket_features, _by_model(t.bucket_features, model)),
         ("buckets", t.buckets, _by_model(t.buckets, model)),
         ("predictions", t.predictions, _by_model(t.predictions, model)),
         ("trigger_states", trigger_states, _by_model(trigger_states, model)),

@@ -48,7 +48,7 @@ def stale_of(rows: Sequence[Sequence[Any]]) -> dict[tuple[str, int], tuple[int, 
 
 def pending(moves: list[tuple[str, int, int, int]]) -> tuple[str, tuple[list[Any], ...], Any]:
     """guard for these moves (not empty) as (statement, params, check) for a caller that sends it with its next
-    read (bulk.merge_buckets: one round trip for both); check raises StalePositions when a move was stale."""
+    read (bucket_writes.merge_buckets: one round trip for both); check raises StalePositions when a move was stale."""
     return GUARD, params(moves), _raise_stale
 
 

@@ -20,6 +20,19 @@ buckets = Table(
 )
 Index("ix_buckets_model_start", buckets.c.model, buckets.c.bucket_start)
 
+bucket_features = Table(
+    "bucket_features", metadata,
+    Column("model", String(200), primary_key=True),
+    Column("model_version", String(200), primary_key=True),
+    Column("variant", String(200), primary_key=True),
+    Column("bucket_start", BigInteger, primary_key=True),
+    Column("shard", Integer, primary_key=True),
+    Column("data", LargeBinary, nullable=False),
+)
+"""A bucket's feature histograms (core.feature_blob), apart from its other statistics in `buckets` (whose blob then
+holds "f": {}): a row only for the buckets that have some (migration 0013_featapart). A batch's label moves touch
+only `buckets`, and the metrics queries read only `buckets`."""
+
 predictions = Table(
     "predictions", metadata,
     Column("prediction_id", String(200), primary_key=True),

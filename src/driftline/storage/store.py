@@ -18,7 +18,7 @@ from sqlalchemy import Connection, Engine, and_, case, create_engine, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 
-from . import (bulk, calls, labels, locking, pg_missing, pgconnect, pgfence, pgsession, pgtail, revisions,
+from . import (bucket_writes, calls, labels, locking, pg_missing, pgconnect, pgfence, pgsession, pgtail, revisions,
                sqlite_binding)
 from . import schema as t
 from .bucket_row import BucketRow
@@ -290,7 +290,7 @@ class Store(StoreQueries):
             self._guard_positions(conn, positions, expected_positions)
         if expected_positions:
             positions = {k: v for k, v in positions.items() if k not in expected_positions}
-        bulk.merge_buckets(conn, self.dialect, result.deltas, fence)
+        bucket_writes.merge_buckets(conn, self.dialect, result.deltas, fence)
         self.join.write(conn, result)
         if dead:
             now = float(self.clock())

@@ -147,19 +147,26 @@ class StoreQueries:
     # --- analysis queries ---------------------------------------------------------------------
     def buckets(self, model: str | None, start: float, end: float, variant: str | None = None,
                 model_version: str | None = None, features: bool | str = True) -> list[BucketRow]:
-        """Stored buckets whose start lies in [start, end) (feature histograms only when asked), in key order: the
-        callers sum floats across buckets, so the order is fixed, not the table's physical one (PostgreSQL returns
-        rows as they lie on disk, and two databases holding the same buckets would differ in the last digits).
+        """Stored buckets whose start lies in [start, end) (feature histograms, stored apart, read only when asked),
+        in key order: the callers sum floats across buckets, so the order is fixed, not the table's physical one
+        (PostgreSQL returns rows as they lie on disk, and two databases holding the same buckets would differ in the
+        last digits).
         SQLite's rows are put in key order here: its ORDER BY copied every blob through a temp B-tree (the range is
         read by the (model, bucket_start) index), which cost more than the read itself for a 7-day window."""
         b = t.buckets.c
-        q = t.for_series(select(t.buckets).where(and_(b.bucket_start >= start, b.bucket_start < end)),
-                         b, model, variant, model_version)
+        q = select(t.buckets)
+        if features:  # each bucket's feature row (0013_featapart) looked up by its key; none read otherwise
+            f = t.bucket_features.c
+            q = select(t.buckets, f.data.label("fdata")).select_from(t.buckets.outerjoin(t.bucket_features, and_(
+                f.model == b.model, f.model_version == b.model_version, f.variant == b.variant,
+                f.bucket_start == b.bucket_start, f.shard == b.shard)))
+        q = t.for_series(q.where(and_(b.bucket_start >= start, b.bucket_start < end)), b, model, variant,
+                         model_version)
         if self.dialect != "sqlite":
             q = q.order_by(*t.buckets.primary_key)  # the server's collation decides the text order
         with self.read() as conn:
-            rows = [BucketRow.encoded(r.model, r.model_version, r.variant, r.bucket_start, r.shard, r.data, features)
-                    for r in conn.execute(q)]
+            rows = [BucketRow.encoded(r.model, r.model_version, r.variant, r.bucket_start, r.shard, r.data, features,
+                                      r.fdata if features else None) for r in conn.execute(q)]
         if self.dialect == "sqlite":  # BINARY collation of UTF-8 text = code point order, as Python compares str
             rows.sort(key=bucket_key)
         return rows
