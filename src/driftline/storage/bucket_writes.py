@@ -7,7 +7,8 @@ holds "f": {}, no longer carries them through every read, decode, encode and wri
 PostgreSQL: the feature read goes in the pipeline of the bucket read (no round trip more), and the feature upsert
 in the statement of the bucket upsert (a data-modifying WITH), so a batch with new predictions sends one statement
 more than before (the feature read) in as many round trips, and a batch without sends the same statements as before.
-SQLite: both reads are primary-key lookups (_stored_sql), the writes driver-level executemany calls.
+SQLite: both reads are primary-key lookups (_stored_sql), the feature read only of the buckets found stored (a
+feature row is written and deleted with its bucket row), the writes driver-level executemany calls.
 """
 
 from __future__ import annotations
@@ -116,8 +117,9 @@ def _merge_chunk(conn: Connection, dialect: str, keys: list[BucketKey], deltas: 
         rows = conn.exec_driver_sql(_stored_buckets_sql(len(keys)), tuple(v for k in keys for v in k))
         existing = {tuple(r[:5]): r[5] for r in rows}
         stored_features = {}
-        if featured:
-            rows = conn.exec_driver_sql(_stored_features_sql(len(featured)), tuple(v for k in featured for v in k))
+        held = [k for k in featured if k in existing]  # a bucket not stored has no feature row either
+        if held:
+            rows = conn.exec_driver_sql(_stored_features_sql(len(held)), tuple(v for k in held for v in k))
             stored_features = {tuple(r[:5]): r[5] for r in rows}
     chunk_deltas = list(map(deltas.__getitem__, keys))
     with _without_features(chunk_deltas):
