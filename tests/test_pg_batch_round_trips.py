@@ -39,9 +39,10 @@ def counted_url(pg_database) -> Iterator[tuple[str, WireCounter]]:  # type: igno
         counter.close()
 
 
-def _batches() -> list[list[RawRecord]]:
+def _batches(features: bool = False, labels_only: bool = False) -> list[list[RawRecord]]:
     """A backlog batch of 300 records (predictions and outcomes on two partitions each), then trickle batches of
-    three predictions and an outcome of an earlier one (the common live case)."""
+    three predictions and an outcome of an earlier one (the common live case); `features`: the predictions carry
+    feature values; `labels_only`: then a batch of outcomes of stored predictions only (no new prediction)."""
     out: list[list[RawRecord]] = []
     offsets = {("kafka:p", 0): 0, ("kafka:p", 1): 0, ("kafka:o", 0): 0, ("kafka:o", 1): 0}
 
@@ -50,15 +51,18 @@ def _batches() -> list[list[RawRecord]]:
         offsets[key] += 1
         return RawRecord(key[0], key[1], offsets[key] - 1, payload, kind, pid.encode())
 
-    big = [rec("prediction", f"p{i}", pred(f"p{i}", (i % 10) / 10 + 0.05, T0 + i * 60, variant="AB"[i % 2]))
+    kw = {"features": {"amount": 12.5, "country": "DE"}} if features else {}
+    big = [rec("prediction", f"p{i}", pred(f"p{i}", (i % 10) / 10 + 0.05, T0 + i * 60, variant="AB"[i % 2], **kw))
            for i in range(200)]
     big += [rec("outcome", f"p{i}", outcome(f"p{i}", int(i % 7 == 0), T0 + i * 60 + 30)) for i in range(0, 200, 2)]
     out.append(big)
     for n in range(4):
-        small = [rec("prediction", f"p{1000 + 3 * n + j}", pred(f"p{1000 + 3 * n + j}", 0.3, T0 + 200 * 60 + n))
-                 for j in range(3)]
+        small = [rec("prediction", f"p{1000 + 3 * n + j}", pred(f"p{1000 + 3 * n + j}", 0.3, T0 + 200 * 60 + n,
+                                                                **kw)) for j in range(3)]
         small.append(rec("outcome", f"p{2 * n + 1}", outcome(f"p{2 * n + 1}", 1, T0 + 200 * 60 + n + 1)))
         out.append(small)
+    if labels_only:
+        out.append([rec("outcome", f"p{i}", outcome(f"p{i}", 1, T0 + 300 * 60 + i)) for i in range(11, 31, 2)])
     return out
 
 
@@ -67,7 +71,8 @@ def _rows(store: Store) -> list[list[tuple]]:
         return [[tuple(r) for r in conn.execute(text(q))] for q in TABLES]
 
 
-def _run(url: str, counter: WireCounter, stale: bool = False) -> tuple[list[Tally], list[list[tuple]]]:
+def _run(url: str, counter: WireCounter, stale: bool = False, features: bool = False,
+         labels_only: bool = False) -> tuple[list[Tally], list[list[tuple]]]:
     """Store the batches as the consumer does; `stale`: then a batch whose expected positions are behind the
     stored ones (another consumer moved them), which must raise StalePositions and write nothing."""
     store = Store(url, clock=lambda: T0 + 30 * 86400)
@@ -75,7 +80,7 @@ def _run(url: str, counter: WireCounter, stale: bool = False) -> tuple[list[Tall
     pipe = Pipeline(from_dict({}), store)
     stored: dict[tuple[str, int], int] = {}
     tallies = []
-    for batch in _batches():
+    for batch in _batches(features, labels_only):
         expected: dict[tuple[str, int], int] = {}
         for r in batch:
             expected.setdefault((r.source, r.partition), stored.get((r.source, r.partition), 0))
@@ -131,3 +136,26 @@ def test_a_batch_fences_its_positions_in_the_round_trip_of_its_first_bucket_read
     for tally in tallies:
         assert _trip_of(tally, "WITH e(source", "positions") == _trip_of(tally, "SELECT ", "FROM buckets b JOIN")
         assert _trip_of(tally, "INSERT INTO buckets", "") > _trip_of(tally, "WITH e(source", "")
+
+
+def test_a_batch_with_new_predictions_moves_their_features_in_the_same_round_trips(counted_url, pg_database):
+    """Feature histograms stored apart (bucket_features, 0013_featapart): a batch whose new predictions carry
+    features sends exactly one statement more than the same batch without features, the feature read, in the
+    pipeline of its bucket read (the feature upsert is a data-modifying WITH of the bucket upsert's statement), so
+    its round trips stay as they were; a batch with no new prediction neither reads nor writes them."""
+    url, counter = counted_url
+    featured, _ = _run(url, counter, features=True, labels_only=True)
+    other = f"{pg_database.name}_p"
+    create_database(other)
+    try:
+        plain, _ = _run(url.replace(pg_database.name, other), counter, labels_only=True)
+    finally:
+        drop_database(other)
+    *with_predictions, labels = featured
+    assert [t.round_trips for t in featured] == [t.round_trips for t in plain]
+    assert [t.statements for t in with_predictions] == [t.statements + 1 for t in plain[:-1]]
+    for tally in with_predictions:
+        assert _trip_of(tally, "SELECT ", "FROM bucket_features b JOIN") == _trip_of(tally, "SELECT ",
+                                                                                     "FROM buckets b JOIN")
+        assert _trip_of(tally, "WITH f AS (INSERT INTO bucket_features", "INSERT INTO buckets") > 0
+    assert labels.statements == plain[-1].statements and not [s for s in labels.texts if "bucket_features" in s]
