@@ -22,7 +22,7 @@ from sqlalchemy import Connection
 from ..core.encoded_many import encode_merged
 from ..core.feature_blob import merged_features
 from ..core.stats import BucketStats
-from . import pgread
+from . import pgread, sqlite_rows
 from .bulk import _columns, _marks, _pg_columns, chunks
 
 BucketKey = tuple[str, str, str, int, int]
@@ -134,10 +134,10 @@ def _merge_chunk(conn: Connection, dialect: str, keys: list[BucketKey], deltas: 
     conn.exec_driver_sql(f"INSERT INTO buckets ({BUCKET_KEY}, data) VALUES ({_marks(6)}) "
                          f"ON CONFLICT ({BUCKET_KEY}) DO UPDATE SET data = excluded.data",
                          [(*k, d) for k, d in zip(keys, data)])
-    if featured:
-        conn.exec_driver_sql(f"INSERT INTO bucket_features ({BUCKET_KEY}, data) VALUES ({_marks(6)}) "
-                             f"ON CONFLICT ({BUCKET_KEY}) DO UPDATE SET data = excluded.data",
-                             [(*k, d) for k, d in zip(featured, feature_data)])
+    if featured:  # multi-row statements, the key columns one value in every row as literals (sqlite_rows)
+        sqlite_rows.insert_many(conn, f"INSERT INTO bucket_features ({BUCKET_KEY}, data) VALUES ", 6,
+                                f"ON CONFLICT ({BUCKET_KEY}) DO UPDATE SET data = excluded.data",
+                                [v for k, d in zip(featured, feature_data) for v in (*k, d)], (3, 4))
 
 
 @contextmanager
