@@ -164,9 +164,10 @@ class StoreQueries:
                          model_version)
         if self.dialect != "sqlite":
             q = q.order_by(*t.buckets.primary_key)  # the server's collation decides the text order
-        with self.read() as conn:
-            rows = [BucketRow.encoded(r.model, r.model_version, r.variant, r.bucket_start, r.shard, r.data, features,
-                                      r.fdata if features else None) for r in conn.execute(q)]
+        with self.read() as conn:  # rows unpacked by position (the buckets table's columns, then fdata)
+            found = conn.execute(q)
+            rows = ([BucketRow.encoded(m, mv, v, s, sh, d, features, fd) for m, mv, v, s, sh, d, fd in found]
+                    if features else [BucketRow.encoded(m, mv, v, s, sh, d, False) for m, mv, v, s, sh, d in found])
         if self.dialect == "sqlite":  # BINARY collation of UTF-8 text = code point order, as Python compares str
             rows.sort(key=bucket_key)
         return rows
