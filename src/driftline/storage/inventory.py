@@ -66,10 +66,10 @@ def _entries(conn: Connection) -> dict[str, ModelEntry]:
         elif r.kind == VERSION:
             e.versions.append(r.value)
     b = t.buckets.c
-    for r in conn.execute(select(b.model, b.bucket_start, b.data)):
-        e = out.setdefault(r.model, ModelEntry(r.model))
-        e.predictions += encoded_counts(r.data)[0]
-        start = int(r.bucket_start)
+    for model, bucket_start, data in conn.execute(select(b.model, b.bucket_start, b.data)):  # by position (cheaper)
+        e = out.setdefault(model, ModelEntry(model))
+        e.predictions += encoded_counts(data)[0]
+        start = int(bucket_start)
         e.first_bucket = start if e.first_bucket is None else min(e.first_bucket, start)
         e.last_bucket = start if e.last_bucket is None else max(e.last_bucket, start)
     return out

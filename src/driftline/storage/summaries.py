@@ -17,11 +17,11 @@ def model_summaries(store: Store) -> list[tuple[str, int, int]]:
     b = t.buckets.c
     out: dict[str, list[int]] = {}
     with store.read() as conn:
-        for r in conn.execute(select(b.model, b.bucket_start, b.data)):
-            n = encoded_counts(r.data)[0]
-            acc = out.setdefault(r.model, [0, int(r.bucket_start)])
+        for model, start, data in conn.execute(select(b.model, b.bucket_start, b.data)):  # by position: a Row's
+            n = encoded_counts(data)[0]  # attribute lookup costs more than the counts' decode
+            acc = out.setdefault(model, [0, int(start)])
             acc[0] += n
-            acc[1] = max(acc[1], int(r.bucket_start))
+            acc[1] = max(acc[1], int(start))
     return [(m, out[m][0], out[m][1]) for m in sorted(out, key=by_name)]
 
 
@@ -36,11 +36,11 @@ def delay_histogram(store: Store, model: str | None) -> tuple[np.ndarray, int | 
     counts: list[bytes] = []
     first: int | None = None
     with store.read() as conn:
-        for r in conn.execute(q):
-            _, di, dc = encoded_counts(r.data)
+        for start, data in conn.execute(q):
+            _, di, dc = encoded_counts(data)
             indexes.append(di)
             counts.append(dc)
-            first = int(r.bucket_start) if first is None else min(first, int(r.bucket_start))
+            first = int(start) if first is None else min(first, int(start))
     return delay_sum(indexes, counts), first
 
 
