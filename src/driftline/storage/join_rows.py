@@ -100,8 +100,8 @@ class JoinRows:
         if shards is not None:
             qp, qo = qp.where(p.shard.in_(list(shards))), qo.where(o.shard.in_(list(shards)))
         preds = [_in_force(r) for r in conn.execute(self._claim(qp))]
-        outs = [OutcomeRecord(r.prediction_id, r.label, r.ts, r.shard, bool(r.matched))
-                for r in conn.execute(self._claim(qo))]
+        outs = [OutcomeRecord(pid, label, ts, shard, bool(matched))  # by position: the outcomes table's order
+                for pid, label, ts, shard, matched in conn.execute(self._claim(qo))]
         return preds, outs
 
     # --- sizes and analysis reads -----------------------------------------------------------------
@@ -189,8 +189,9 @@ def _in_force(r: Any) -> PredRecord:
     list: a join in the rows' read changed its plan on SQLite, a scan of the (shard, ts) index instead of the table,
     and with it which rows a limited read returns, so what maintenance passes matured or expired)."""
     rec = bulk.pred_record(r)
-    if r.o_label is not None:
-        label_in_force(rec, OutcomeRecord(rec.prediction_id, r.o_label, r.o_ts))
+    o_label, o_ts = r[12], r[13]  # after the twelve prediction columns
+    if o_label is not None:
+        label_in_force(rec, OutcomeRecord(rec.prediction_id, o_label, o_ts))
     return rec
 
 
