@@ -80,14 +80,7 @@ def _old_decoded(blobs: dict[Key, bytes]) -> dict[Key, bytes]:
 
 
 def _ingest(store: Store, raws: Sequence[tuple[bytes, int]], batch: int) -> None:
-    pipe = Pipeline(from_dict({}), store, clock=lambda: CLOCK)
-    offsets = [0, 0]
-    for i in range(0, len(raws), batch):
-        records = []
-        for raw, shard in raws[i:i + batch]:
-            records.append(RawRecord("t", shard, offsets[shard], raw))
-            offsets[shard] += 1
-        pipe.process_batch(records)
+    _ingest_from(store, raws, batch, raws)
 
 
 def _replayed(url: str, raws: Sequence[tuple[bytes, int]], batch: int, frozen: bool,
