@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from driftline.config import Config
+from driftline.core.engine import BUCKET_SHARD
 from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.storage.store import Store
 from helpers import outcome, pred
@@ -77,5 +78,8 @@ def test_two_shards_written_concurrently_on_postgresql_equal_sequential(tmp_path
     _write(seq, parts, batch=7, concurrent=False)
     _write(pg_url, parts, batch=7, concurrent=True)
     want = state(seq)
-    assert {k[4] for k in want["buckets"]} == {0, 1}  # both shards hold buckets
+    assert {k[4] for k in want["buckets"]} == {BUCKET_SHARD}  # both shards' predictions count in one row an hour
     assert state(pg_url) == want
+    for url in (seq, pg_url):  # while their join rows keep their partitions
+        with Store(url).read() as conn:
+            assert {int(r[0]) for r in conn.exec_driver_sql("SELECT DISTINCT shard FROM predictions")} == {0, 1}

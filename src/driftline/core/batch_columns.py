@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .engine import DEFAULT_VARIANT, DEFAULT_VERSION, Engine, OutcomeRecord, PredRecord
+from .engine import BUCKET_SHARD, DEFAULT_VARIANT, DEFAULT_VERSION, Engine, OutcomeRecord, PredRecord
 from .events import Decoded
 from .list_arrays import f64, i64
 from .moves import NO_FEATURES, MoveColumns
@@ -27,17 +27,17 @@ SEQ = 4
 
 
 def _bucket_indices(engine: Engine, models: Sequence[str], versions: Sequence[str], variants: Sequence[str],
-                    ts: Sequence[float], shards: Sequence[int]) -> np.ndarray:
-    """The engine's bucket index of each (model, version, variant, ts, shard), new buckets numbered in order of
-    first sight. Each event's (model, version, variant, shard) is looked up once in a dict; the bucket starts and
+                    ts: Sequence[float]) -> np.ndarray:
+    """The engine's bucket index of each (model, version, variant, ts) (every shard's in one bucket: BUCKET_SHARD),
+    new buckets numbered in order of first sight. Each event's (model, version, variant) is looked up once in a dict; the bucket starts and
     the grouping by (series, start) are numpy steps over the batch; the engine's index is consulted once per
     distinct bucket. Times or widths numpy cannot floor exactly take a key per event (`_bucket_list`)."""
     n = len(ts)
     starts = _start_array(ts, engine.s.bucket_s)
     if starts is None or n == 0:
-        return np.asarray(_bucket_list(engine, models, versions, variants, ts, shards), dtype=np.int64)
+        return np.asarray(_bucket_list(engine, models, versions, variants, ts), dtype=np.int64)
     seen: dict[tuple[Any, ...], int] = {}  # each series hashed once per event: its first position
-    first = i64(list(map(seen.setdefault, zip(models, versions, variants, shards), count())))
+    first = i64(list(map(seen.setdefault, zip(models, versions, variants), count())))
     code = np.zeros(n, dtype=np.int64)  # first position -> series number (only first positions are read)
     code[list(seen.values())] = np.arange(len(seen))
     series = code[first]
@@ -55,8 +55,8 @@ def _bucket_indices(engine: Engine, models: Sequence[str], versions: Sequence[st
     bucket_of = np.empty(len(firsts), dtype=np.int64)
     start_of, series_of = starts[firsts].tolist(), series[firsts].tolist()
     for g in np.argsort(firsts, kind="stable").tolist():  # groups in order of first sight, as the events had them
-        m, v, a, shard = keys[series_of[g]]
-        key = (m, v, a, start_of[g], shard)
+        m, v, a = keys[series_of[g]]
+        key = (m, v, a, start_of[g], BUCKET_SHARD)
         b = index.get(key)
         if b is None:
             b = index[key] = len(index)
@@ -65,12 +65,12 @@ def _bucket_indices(engine: Engine, models: Sequence[str], versions: Sequence[st
 
 
 def _bucket_list(engine: Engine, models: Sequence[str], versions: Sequence[str], variants: Sequence[str],
-                 ts: Sequence[float], shards: Sequence[int]) -> list[int]:
+                 ts: Sequence[float]) -> list[int]:
     """_bucket_indices by a key per event (any times and widths: bucket_starts' Python rule)."""
     starts = bucket_starts(ts, engine.s.bucket_s)
     index = engine._index
     seen: dict[tuple[Any, ...], int] = {}  # each key hashed once: its first position, the keys in order of first sight
-    firsts = list(map(seen.setdefault, zip(models, versions, variants, starts, shards), count()))
+    firsts = list(map(seen.setdefault, zip(models, versions, variants, starts, repeat(BUCKET_SHARD)), count()))
     for key in seen:
         if key not in index:
             index[key] = len(index)
@@ -129,7 +129,7 @@ def apply_plain(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[Any
     ts = [ok[i][0].ts for i in preds]
     shards = [ok[i][1] for i in preds]
     slices = [engine._slice_values(f) for f in feats] if s.slice_features else [None] * n
-    buckets = _bucket_indices(engine, models, versions, variants, ts, shards)
+    buckets = _bucket_indices(engine, models, versions, variants, ts)
     labels = [int(evs[j].label) for j in tail]
     ts_o = [ok[j][0].ts for j in tail]
     shards_o = [ok[j][1] for j in tail]
@@ -247,8 +247,8 @@ def apply_stored(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[An
     engine._seen["outcome"] += m
     _newest(result.max_ts, "outcome", ts)
     # every field of each record in one read of it (C-level), then as columns
-    models, versions, variants, p_ts, p_shards, flagged, scores, slices = zip(*map(_STORED_FIELDS, recs))
-    buckets = _bucket_indices(engine, models, versions, variants, p_ts, p_shards)
+    models, versions, variants, p_ts, flagged, scores, slices = zip(*map(_STORED_FIELDS, recs))
+    buckets = _bucket_indices(engine, models, versions, variants, p_ts)
     delays = [t - tp for t, tp in zip(ts, p_ts)]
     # the stored records keep their label: their rows are not rewritten (the outcome rows carry the label) and the
     # view is dropped after the batch, so nothing reads them again (setting it cost ~1,070 instructions a record)
@@ -269,7 +269,7 @@ def apply_stored(engine: Engine, ok: Sequence[tuple[Decoded, int]], evs: list[An
         f_seq=[], f_bucket=[], f_dicts=[], s_seq=s_seq, slice_moves=slice_moves))
 
 
-_STORED_FIELDS = attrgetter("model", "model_version", "variant", "ts", "shard", "flagged", "score", "slice_values")
+_STORED_FIELDS = attrgetter("model", "model_version", "variant", "ts", "flagged", "score", "slice_values")
 """The fields of a stored prediction the stored-join path reads."""
 
 

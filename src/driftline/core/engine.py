@@ -63,6 +63,11 @@ def shared_name(name: str) -> str:
 
 BucketKey = tuple[str, str, str, int, int]
 """(model, model_version, variant, bucket start in epoch seconds, shard)."""
+BUCKET_SHARD = 0
+"""The shard of every hourly bucket the engine writes. A prediction's join rows keep its partition as their shard
+(maintenance expires each partition by its own event time) but its counts go to one row an hour whatever the
+partition, so a window reads one row an hour, not one per partition (issue 18; migration 0014_onerow merged the
+rows stored per partition before). Compacted days are shard -1 (storage.compaction)."""
 PredKey = tuple[str, str, str]
 """(prediction_id, model, variant): shadow mode scores one id under several variants."""
 
@@ -102,7 +107,7 @@ class PredRecord(msgspec.Struct, gc=False):
 
     def bucket_key(self, bucket_s: int) -> BucketKey:
         start = int(self.ts // bucket_s) * bucket_s
-        return (self.model, self.model_version, self.variant, start, self.shard)
+        return (self.model, self.model_version, self.variant, start, BUCKET_SHARD)
 
     @property
     def state(self) -> int:
@@ -180,7 +185,7 @@ class Engine:
 
     def _bucket(self, rec: PredRecord) -> int:
         bs = self.s.bucket_s
-        key = (rec.model, rec.model_version, rec.variant, int(rec.ts // bs) * bs, rec.shard)
+        key = (rec.model, rec.model_version, rec.variant, int(rec.ts // bs) * bs, BUCKET_SHARD)
         b = self._index.get(key)
         if b is None:
             b = self._index[key] = len(self._index)

@@ -13,8 +13,7 @@ from ..analysis.ranking import UNRANKED, Ranking, exact_ranking, histogram_ranki
 from ..analysis.classification import counts
 from ..core.events import iso
 from ..core.stats import NEG, POS, BucketStats
-from ..storage.compaction import COMPACTED_SHARD
-from ..storage.scores import bucket_shards, labelled_scores
+from ..storage.scores import join_shards, labelled_scores
 from ..storage.bucket_row import BucketRow
 from ..storage.store import Store
 from .matured_part import Maturing
@@ -47,10 +46,7 @@ def held_pairs(store: Store, model: str | None, window: Window, rows: Sequence[B
     labelled = int(stats.conf[POS].sum() + stats.conf[NEG].sum())
     if labelled > limit or not rows:
         return None
-    shards = sorted({r.shard for r in rows})
-    if COMPACTED_SHARD in shards:  # a compacted day does not say its shards; its join rows are usually expired
-        shards = sorted(set(shards) - {COMPACTED_SHARD} | set(bucket_shards(store, model)))
-    pairs = labelled_scores(store, model, window.start, window.end, shards, variant, model_version, limit)
+    pairs = labelled_scores(store, model, window.start, window.end, join_shards(store), variant, model_version, limit)
     if pairs is None:
         return None
     scores, labels = pairs

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import text
 
 from ..core.grids import N_DELAY_BINS, delay_bin
 from . import schema as t
@@ -23,15 +23,18 @@ def labelled_scores(store: Store, model: str | None, start: float, end: float, s
         return store.join.labelled_scores(conn, model, start, end, shards, variant, model_version, limit)
 
 
-def bucket_shards(store: Store, model: str | None) -> list[int]:
-    """Every ingestion shard (partition) with stored hourly buckets of the model: where the join rows behind
-    compacted days may still be held."""
-    b = t.buckets.c
-    q = select(b.shard).where(b.shard >= 0).distinct()
-    if model is not None:
-        q = q.where(b.model == model)
+def join_shards(store: Store) -> list[int]:
+    """Every shard (partition) holding prediction join rows, ascending: what `labelled_scores` and
+    `positive_delays` read on (their index is by shard and time). One index seek a shard (a recursive min over
+    `(shard, ts)`), not a scan; hourly bucket rows no longer say it (every partition counts in BUCKET_SHARD's)."""
     with store.read() as conn:
-        return sorted(int(r[0]) for r in conn.execute(q))
+        return [int(r[0]) for r in conn.execute(_JOIN_SHARDS)]
+
+
+_P = t.predictions.name
+_JOIN_SHARDS = text(f"WITH RECURSIVE s(shard) AS (SELECT min(shard) FROM {_P} UNION ALL "
+                    f"SELECT (SELECT min(p.shard) FROM {_P} p WHERE p.shard > s.shard) FROM s "
+                    f"WHERE s.shard IS NOT NULL) SELECT shard FROM s WHERE shard IS NOT NULL")
 
 
 
@@ -43,7 +46,7 @@ def positive_delay_hist(store: Store, model: str | None, start: float, end: floa
     `positives` (the buckets' labelled positives) are still held (some expired past the label horizon) and at most
     `limit`. A delay below 0 (an outcome stamped before its prediction) is left out, as the buckets leave it out."""
     with store.read() as conn:
-        delays = store.join.positive_delays(conn, model, start, end, bucket_shards(store, model), variant, limit)
+        delays = store.join.positive_delays(conn, model, start, end, join_shards(store), variant, limit)
     if delays is None or len(delays) != positives or positives == 0:
         return None
     delays = delays[delays >= 0]
