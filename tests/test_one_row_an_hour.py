@@ -197,7 +197,8 @@ def test_the_migration_merges_each_hours_partitions(url, lines, monkeypatch, cap
     assert {k[4] for k in before} == {0, 1, 2}
     pg = store.dialect == "postgresql"
     insert = ("INSERT INTO buckets (model, model_version, variant, bucket_start, shard, data) VALUES "
-              + ("('handmade', 'v1', 'A', %(start)s, %(shard)s, %(data)s)" if pg else "('handmade', 'v1', 'A', ?, ?, ?)"))
+              + ("('handmade', 'v1', 'A', %(start)s, %(shard)s, %(data)s)" if pg
+                 else "('handmade', 'v1', 'A', ?, ?, ?)"))
     handmade = [(86400, -1, BucketStats().to_bytes()), (7200, 0, b"\xc1damaged"), (7200, 2, b"\xc1damaged")]
     with store.engine.begin() as conn:  # a compacted day row and an hour that does not decode: left as they are
         for row in handmade:

@@ -13,7 +13,7 @@ from ..analysis.ranking import UNRANKED, Ranking, exact_ranking, histogram_ranki
 from ..analysis.classification import counts
 from ..core.events import iso
 from ..core.stats import NEG, POS, BucketStats
-from ..storage.scores import join_shards, labelled_scores
+from ..storage.scores import labelled_scores
 from ..storage.bucket_row import BucketRow
 from ..storage.store import Store
 from .matured_part import Maturing
@@ -46,7 +46,7 @@ def held_pairs(store: Store, model: str | None, window: Window, rows: Sequence[B
     labelled = int(stats.conf[POS].sum() + stats.conf[NEG].sum())
     if labelled > limit or not rows:
         return None
-    pairs = labelled_scores(store, model, window.start, window.end, join_shards(store), variant, model_version, limit)
+    pairs = labelled_scores(store, model, window.start, window.end, store.join_shards(), variant, model_version, limit)
     if pairs is None:
         return None
     scores, labels = pairs

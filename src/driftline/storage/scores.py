@@ -7,10 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from sqlalchemy import text
 
 from ..core.grids import N_DELAY_BINS, delay_bin
-from . import schema as t
 from .store import Store
 
 
@@ -23,21 +21,6 @@ def labelled_scores(store: Store, model: str | None, start: float, end: float, s
         return store.join.labelled_scores(conn, model, start, end, shards, variant, model_version, limit)
 
 
-def join_shards(store: Store) -> list[int]:
-    """Every shard (partition) holding prediction join rows, ascending: what `labelled_scores` and
-    `positive_delays` read on (their index is by shard and time). One index seek a shard (a recursive min over
-    `(shard, ts)`), not a scan; hourly bucket rows no longer say it (every partition counts in BUCKET_SHARD's)."""
-    with store.read() as conn:
-        return [int(r[0]) for r in conn.execute(_JOIN_SHARDS)]
-
-
-_P = t.predictions.name
-_JOIN_SHARDS = text(f"WITH RECURSIVE s(shard) AS (SELECT min(shard) FROM {_P} UNION ALL "
-                    f"SELECT (SELECT min(p.shard) FROM {_P} p WHERE p.shard > s.shard) FROM s "
-                    f"WHERE s.shard IS NOT NULL) SELECT shard FROM s WHERE shard IS NOT NULL")
-
-
-
 def positive_delay_hist(store: Store, model: str | None, start: float, end: float, variant: str | None,
                         positives: int, limit: int = 250_000) -> np.ndarray | None:
     """The label-delay histogram (grids.DELAY_EDGES) of the positives of one variant made in [start, end), from the
@@ -45,8 +28,9 @@ def positive_delay_hist(store: Store, model: str | None, start: float, end: floa
     the other's (churn: positives 30–60 d, negatives confirmed at 30 d) cannot be told from it. None unless all
     `positives` (the buckets' labelled positives) are still held (some expired past the label horizon) and at most
     `limit`. A delay below 0 (an outcome stamped before its prediction) is left out, as the buckets leave it out."""
+    shards = store.join_shards()
     with store.read() as conn:
-        delays = store.join.positive_delays(conn, model, start, end, join_shards(store), variant, limit)
+        delays = store.join.positive_delays(conn, model, start, end, shards, variant, limit)
     if delays is None or len(delays) != positives or positives == 0:
         return None
     delays = delays[delays >= 0]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, and_, func, select
+from sqlalchemy import Connection, and_, func, select, text
 
 from . import labels
 from . import schema as t
@@ -111,9 +111,17 @@ class StoreQueries:
         return (None if newest[0] is None else newest[0] / 1e6), labels.from_rows(rows)
 
     def oldest_prediction(self) -> float | None:
-        """Event time of the oldest prediction still held for joining (not yet expired); None when none is."""
+        """Event time of the oldest prediction still held for joining (not yet expired); None when none is. One
+        index seek a shard: `min(ts)` over the whole table read every entry of the `(shard, ts)` index (253,308
+        SQLite VM steps against 372 on a 50 k-prediction, six-partition store; 90 days of 100 M a day at scale)."""
         with self.read() as conn:
-            return conn.execute(select(func.min(t.predictions.c.ts))).scalar_one_or_none()
+            return conn.execute(_OLDEST).scalar_one_or_none()
+
+    def join_shards(self) -> list[int]:
+        """Every shard (partition) holding prediction join rows, ascending: what the join reads by `(shard, ts)`
+        need (hourly bucket rows do not say it: every partition counts in BUCKET_SHARD's). One seek a shard."""
+        with self.read() as conn:
+            return [int(r[0]) for r in conn.execute(_JOIN_SHARDS)]
 
     def last_stored(self, kind: str | None = None) -> float | None:
         """Wall-clock time events of a type ('prediction'/'outcome'), or of either, were last stored; None before
@@ -189,3 +197,12 @@ class StoreQueries:
     def models(self) -> list[str]:
         with self.read() as conn:
             return [r[0] for r in conn.execute(select(t.buckets.c.model).distinct().order_by(t.buckets.c.model))]
+
+
+_P = t.predictions.name
+_SHARDS = (f"WITH RECURSIVE s(shard) AS (SELECT min(shard) FROM {_P} UNION ALL "
+           f"SELECT (SELECT min(p.shard) FROM {_P} p WHERE p.shard > s.shard) FROM s WHERE s.shard IS NOT NULL) ")
+"""The shards of the prediction join rows by a recursive min over the `(shard, ts)` index (a skip scan)."""
+_JOIN_SHARDS = text(_SHARDS + "SELECT shard FROM s WHERE shard IS NOT NULL")
+_OLDEST = text(_SHARDS + f"SELECT min((SELECT min(p.ts) FROM {_P} p WHERE p.shard = s.shard)) FROM s "
+                         f"WHERE s.shard IS NOT NULL")
