@@ -29,9 +29,10 @@ SEQ = 4
 def _bucket_indices(engine: Engine, models: Sequence[str], versions: Sequence[str], variants: Sequence[str],
                     ts: Sequence[float]) -> np.ndarray:
     """The engine's bucket index of each (model, version, variant, ts) (every shard's in one bucket: BUCKET_SHARD),
-    new buckets numbered in order of first sight. Each event's (model, version, variant) is looked up once in a dict; the bucket starts and
-    the grouping by (series, start) are numpy steps over the batch; the engine's index is consulted once per
-    distinct bucket. Times or widths numpy cannot floor exactly take a key per event (`_bucket_list`)."""
+    new buckets numbered in order of first sight. Each event's (model, version, variant) is looked up once in a
+    dict; the bucket starts and the grouping by (series, start) are numpy steps over the batch; the engine's index
+    is consulted once per distinct bucket. Times or widths numpy cannot floor exactly take a key per event
+    (`_bucket_list`)."""
     n = len(ts)
     starts = _start_array(ts, engine.s.bucket_s)
     if starts is None or n == 0:
