@@ -40,9 +40,9 @@ def test_the_wal_file_shrinks_back_after_a_long_reader_ends(tmp_path: Path, monk
         reader.execute("COMMIT")
     finally:
         reader.close()
-    _write(store, 25, "after")  # past SQLite's 1,000-page autocheckpoint: it completes, the next writer restarts the -wal
-    # cut to LIMIT at the restart, then grown by the writes since (at most ~1,000 pages before the next checkpoint);
-    # without the limit it keeps its largest size
+    _write(store, 25, "after")  # past the autocheckpoint (at WAL_SIZE_LIMIT, LIMIT here): it completes, and the
+    # next writer restarts the -wal, cut to LIMIT, then grown by the writes since (at most LIMIT bytes before the
+    # next checkpoint); without the limit it keeps its largest size
     assert wal.stat().st_size < grown // 2, f"-wal stayed at {wal.stat().st_size} bytes (was {grown} with the reader)"
     with store.read() as conn:  # nothing lost on the way
         assert conn.exec_driver_sql("SELECT count(*) FROM meta WHERE key LIKE 'soak-%'").scalar() == 8

@@ -553,10 +553,14 @@ def test_render_targets_the_model_asked_for_and_says_which_when_the_config_names
 
 def test_a_dry_run_says_a_transition_would_notify_not_that_it_did(db, capsys, tmp_path, monkeypatch):
     """Churn tryout: `alerts evaluate --dry-run` listed '(notify: firing)' though a dry run notifies nobody."""
-    import shutil
+    import sqlite3
 
     path = tmp_path / "copy.db"
-    shutil.copy(db[0], path)  # the module's database keeps its states
+    with sqlite3.connect(db[0]) as live, sqlite3.connect(path) as copy:  # the module's database keeps its states;
+        live.backup(copy)  # its newest pages are in its -wal while the module's store is open: copied as a backup
+        copy.execute("DELETE FROM trigger_states")  # as populated: no trigger evaluated yet (earlier tests of this
+        copy.execute("DELETE FROM alert_history")  # module evaluate the module's database; a copy of the file alone
+        # missed those states only while they sat in its -wal)
     monkeypatch.setenv("COLUMNS", "250")  # the change column is the first a narrow table drops
     base = ["--config", str(EXAMPLE), "--db", f"sqlite:///{path}"]
     assert cli.main(base + ["alerts", "evaluate", "--at", repr(END), "--no-notify"]) == 0  # recall: pending
