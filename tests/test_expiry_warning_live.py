@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
+from types import SimpleNamespace
 
 from kafka import TopicPartition
 
@@ -27,6 +28,8 @@ class _Member(Upkeep):
     def __init__(self, pipeline: Pipeline) -> None:
         self.pipeline, self.expected, self.maintain_every_s = pipeline, {TopicPartition("predictions", 0): 0}, 30.0
         self.expiring, self.member = False, "m"  # its key among the maintenance ceilings (storage/ceilings.py)
+        self.consumer, self.settings, self.orphans = None, SimpleNamespace(topics=("predictions",)), []  # no
+        # metadata known: only its own partition is maintained
         self.maintain_failing = maintenance_streak(lambda: 0.0)
         pipeline.stored_now = KeyLog()
 

@@ -1,7 +1,8 @@
 """The shards holding prediction join rows and the oldest of those predictions (Store.join_shards,
-Store.oldest_prediction), read by one index seek a shard on the `(shard, ts)` index: the exact ranking and the label
-delays read the join rows of every shard listed (bucket rows no longer say which: one row an hour), and compaction's
-cutoff stops at the oldest prediction still held, which `min(ts)` over the table found by reading the whole index."""
+Store.oldest_prediction; Store.stored_shards adds the outcomes' shards, for maintenance), read by one index seek a
+shard on the `(shard, ts)` index: the exact ranking and the label delays read the join rows of every shard listed
+(bucket rows no longer say which: one row an hour), and compaction's cutoff stops at the oldest prediction still
+held, which `min(ts)` over the table found by reading the whole index."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from sqlalchemy import event
 from driftline.config import Config
 from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.storage.store import Store
-from helpers import pred
+from helpers import outcome, pred
 
 T0 = 1_790_000_000.0
 
@@ -42,6 +43,10 @@ def test_shards_and_the_oldest_prediction(url: str) -> None:
     with store.read() as conn:
         assert store.oldest_prediction() == conn.exec_driver_sql("SELECT min(ts) FROM predictions").scalar()
     assert store.oldest_prediction() == T0 - 1800 * 39
+    assert store.stored_shards() == [0, 3, 7]
+    Pipeline(Config(), store, clock=lambda: T0).process_batch(  # an outcome waiting for its prediction on shard 9
+        [RawRecord("outcomes", 9, 0, outcome("later", 1, T0))])
+    assert store.join_shards() == [0, 3, 7] and store.stored_shards() == [0, 3, 7, 9]
     store.close()
 
 

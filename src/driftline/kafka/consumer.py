@@ -109,7 +109,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
         self.broker_down_since: float | None = None
         self.kafka_outage = FailureStreak("Kafka", log, monotonic=monotonic)
         """A Kafka outage continued by the connect retries of a rebuilt client: reminders only (connect.py)."""
-        self.expiring, self.maintain_failing = False, maintenance_streak(monotonic)
+        self.expiring, self.maintain_failing, self.orphans = False, maintenance_streak(monotonic), []
         pipeline.stored_now = KeyLog()  # the predictions stored since the last maintenance pass (Upkeep.maintain)
         self.rebalance_seen_at = -math.inf
         self.member, self.next_beat, self.beat_stored = ceilings.member_id(), 0.0, False  # upkeep.Upkeep._beat

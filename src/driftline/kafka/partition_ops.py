@@ -68,3 +68,14 @@ def seek(consumer: Any, tp: TopicPartition, offset: int) -> None:
     except (KeyError, ValueError) as err:
         if isinstance(err, ValueError) and "Unassigned" not in str(err):
             raise
+
+
+def known_partitions(consumer: Any, topic: str) -> set[int] | None:
+    """The partition ids of `topic` in the client's last metadata, None when it has none for it. Never asks the broker
+    (KafkaConsumer.partitions_for_topic blocks on a metadata request when the topic is unknown)."""
+    try:
+        cluster = getattr(consumer, "_cluster", None) or consumer._client.cluster  # noqa: SLF001
+        parts = cluster.partitions_for_topic(topic)
+    except Exception:  # noqa: BLE001 - a stand-in or another kafka-python layout: nothing known
+        return None
+    return set(parts) if parts else None

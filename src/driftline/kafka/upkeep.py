@@ -83,6 +83,8 @@ class Upkeep:
     maintain_every_s: float
     broker_down_since: float | None
     expiring: bool
+    orphans: list[int]
+    """Shards no partition of the topics has, as the last maintenance pass found them (`_orphan_shards`)."""
     maintain_failing: FailureStreak
     """Maintenance passes skipped in a row for a database outage (logged at its start, every 5 min, at its end)."""
     """Whether the last maintenance pass expired predictions stored since the pass before (the first such pass of a
@@ -251,9 +253,11 @@ class Upkeep:
             log.info("maintenance ceiling row left behind (ignored after %gs): %s", ceilings.FRESH_S, why)
 
     def maintain(self) -> None:
-        """Implicit negatives and expiry for the partitions (shards) this process owns."""
-        shards = sorted({tp.partition for tp in self.expected})
+        """Implicit negatives and expiry for the partitions (shards) this process owns, and for the shards no
+        partition of the topics has any more (`_orphan_shards`)."""
+        owned = {tp.partition for tp in self.expected}
         try:
+            shards = sorted(owned | set(self._orphan_shards(owned)))
             counts = self.pipeline.maintain(shards, self._maintenance_ceiling(), member=self.member)
         except WriteLocked:  # another writer's transaction: no outage of its own (the batches report a long one)
             log.info("maintenance deferred: the database write lock is held by another writer; next pass in %gs",
@@ -276,6 +280,26 @@ class Upkeep:
                         "do the same are not warned about until one does not", counted(fresh, "prediction"),
                         self.pipeline.config.labels.horizon)
         self.expiring = bool(fresh)
+
+    def _orphan_shards(self, owned: set[int]) -> list[int]:
+        """Shards holding join rows that no partition of the consumed topics has (SRE tryout: a broker reset, topics
+        recreated with 2 partitions instead of 4, and the join rows of partitions 2-3 were never expired or matured
+        again: nobody owned them). Every member maintains them besides its own: the watermark is capped by every
+        member's ceiling (ceilings.shared), so that is safe, and a second pass finds nothing left. None while a
+        topic's partitions are unknown; the first pass that finds some (or other ones) warns."""
+        live: set[int] = set()
+        for topic in self.settings.topics:
+            parts = partition_ops.known_partitions(self.consumer, topic)
+            if parts is None:
+                return []
+            live |= parts
+        orphans = sorted(set(self.pipeline.store.stored_shards()) - live - owned)
+        if orphans and orphans != self.orphans:
+            log.warning("join rows in shards %s, which no partition of %s has now (topics recreated with fewer "
+                        "partitions?): maintained by every member with its own partitions, so they still expire "
+                        "and mature", orphans, ", ".join(self.settings.topics))
+        self.orphans = orphans
+        return orphans
 
     def _broker_status(self, now: float) -> None:
         """Whether the group coordinator is reachable; the change (lost or back) is logged once, naming a broker

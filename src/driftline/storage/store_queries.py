@@ -123,6 +123,12 @@ class StoreQueries:
         with self.read() as conn:
             return [int(r[0]) for r in conn.execute(_JOIN_SHARDS)]
 
+    def stored_shards(self) -> list[int]:
+        """Every shard holding join rows of either table (predictions, or outcomes waiting for their prediction),
+        ascending: what maintenance must cover. One seek a shard and table."""
+        with self.read() as conn:
+            return sorted({int(r[0]) for q in (_JOIN_SHARDS, _OUTCOME_SHARDS) for r in conn.execute(q)})
+
     def last_stored(self, kind: str | None = None) -> float | None:
         """Wall-clock time events of a type ('prediction'/'outcome'), or of either, were last stored; None before
         any (or while a database last written by an older version has none recorded yet)."""
@@ -200,9 +206,17 @@ class StoreQueries:
 
 
 _P = t.predictions.name
-_SHARDS = (f"WITH RECURSIVE s(shard) AS (SELECT min(shard) FROM {_P} UNION ALL "
-           f"SELECT (SELECT min(p.shard) FROM {_P} p WHERE p.shard > s.shard) FROM s WHERE s.shard IS NOT NULL) ")
-"""The shards of the prediction join rows by a recursive min over the `(shard, ts)` index (a skip scan)."""
+
+
+def _skip_scan(table: str) -> str:
+    """The shards of a join table by a recursive min over its `(shard, ts)` index (a skip scan), as the CTE `s`."""
+    return (f"WITH RECURSIVE s(shard) AS (SELECT min(shard) FROM {table} UNION ALL "
+            f"SELECT (SELECT min(p.shard) FROM {table} p WHERE p.shard > s.shard) FROM s WHERE s.shard IS NOT NULL) ")
+
+
+_SHARDS = _skip_scan(_P)
+"""The shards of the prediction join rows."""
 _JOIN_SHARDS = text(_SHARDS + "SELECT shard FROM s WHERE shard IS NOT NULL")
+_OUTCOME_SHARDS = text(_skip_scan(t.outcomes.name) + "SELECT shard FROM s WHERE shard IS NOT NULL")
 _OLDEST = text(_SHARDS + f"SELECT min((SELECT min(p.ts) FROM {_P} p WHERE p.shard = s.shard)) FROM s "
                          f"WHERE s.shard IS NOT NULL")
