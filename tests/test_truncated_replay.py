@@ -139,6 +139,47 @@ def test_the_database_failing_mid_stdin_says_what_a_rerun_does(tmp_path, capsys,
                         "and counts the events already stored as duplicates")
 
 
+def _locked_from(monkeypatch, n: int) -> None:
+    """Every batch from the n-th on finds the write lock held by another writer."""
+    from driftline.ingest.pipeline import Pipeline
+    from driftline.storage.errors import WriteLocked
+
+    real, calls = Pipeline.process_isolating, []
+
+    def locked(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) >= n:
+            raise WriteLocked("another driftline writer held the database write lock for more than 30s "
+                              "(nothing written; run again when it is done)")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Pipeline, "process_isolating", locked)
+
+
+def test_the_database_failing_mid_file_says_what_was_stored_and_where_a_rerun_resumes(tmp_path, capsys,
+                                                                                        monkeypatch) -> None:
+    """SRE tryout: `replay FILE` stopped by a PostgreSQL restart said only `database unavailable: … the connection is
+    lost`, and with `--json` printed nothing on stdout: neither what was stored nor where a re-run goes on."""
+    path, db = tmp_path / "e.jsonl", f"sqlite:///{tmp_path / 'd.db'}"
+    path.write_bytes(_lines(300))
+    with monkeypatch.context() as m:
+        _locked_from(m, 3)
+        assert main(["--db", db, "replay", str(path), "--batch-size", "100", "--json"]) == 3
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["records"] == 200 and doc["predictions"] + doc["outcomes"] == 200 and doc["error"].startswith(
+        "database unavailable: another driftline writer held")
+    assert " ".join(err.split()).endswith(f"(nothing written; run again when it is done); {path}: this replay stored "
+                                          "lines 1 to 200; a re-run resumes at line 201")
+    with monkeypatch.context() as m:  # the re-run stops at its first batch: nothing more stored
+        _locked_from(m, 1)
+        assert main(["--db", db, "replay", str(path), "--batch-size", "100"]) == 3
+    assert " ".join(capsys.readouterr().err.split()).endswith(
+        f"{path}: this replay stored nothing; a re-run resumes at line 201")
+    assert main(["--db", db, "replay", str(path), "--batch-size", "100", "--json"]) == 0  # and it does
+    assert json.loads(capsys.readouterr().out)["records"] == 100
+
+
 def test_the_error_of_a_cut_file_is_one_line_at_80_columns(tmp_path, capsys, monkeypatch) -> None:
     """It was wrapped into four lines on a narrow stderr; errors are one line (`fail` in cli.py never wraps)."""
     monkeypatch.setenv("COLUMNS", "80")

@@ -23,6 +23,7 @@ from ..ingest.replay import BATCH, replay, resume_point
 from ..ingest.stored_now import KeyLog
 from ..numbers import count, counted, were
 from ..storage import dead_letter_rows
+from ..storage.errors import StoreUnavailable
 from ..terminal import preview, visible
 from .feature_notes import untracked_warnings
 from .progress import IngestProgress, Ramp
@@ -146,7 +147,13 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
         if problem:
             ctx.err.print(f"[red]error:[/red] {shown(problem)}", soft_wrap=True)
             return 2
-    doc = run_replay(ctx, args.path, args.batch_size, progress=False if args.json else None)
+    try:
+        doc = run_replay(ctx, args.path, args.batch_size, progress=False if args.json else None)
+    except StoreUnavailable as err:  # SRE tryout: `--json` printed nothing on stdout when the database went away
+        if args.json:  # the counts of the batches stored before it, the error in the document, then the usual line
+            print(json.dumps({**summary(getattr(err, "stored", None) or BatchResult(), Counter()),
+                              "held_back_line": None, "warnings": [], "error": f"database unavailable: {err}"}))
+        raise
     if doc["error"]:  # a truncated compressed file: the summary of what was read, then the error (exit 2)
         ctx.err.print(f"[red]error:[/red] {shown(doc['error'])}", soft_wrap=True)
     if args.json:

@@ -251,7 +251,7 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
     held: list[int] = []
     last = [-1]
     crc = [0]  # line_sum of the lines read so far: those skipped before `start`, then each batch's
-    stored_to = [0]  # lines of stdin stored by the batches committed so far
+    stored_to = [0]  # lines stored by the batches committed so far (the line number reached: stdin from its first)
 
     def process(batch: list[RawRecord], rewind: bool) -> BatchResult:
         """One batch stored, with the sum of the file's lines up to its end; the database failing mid-stdin says
@@ -265,9 +265,16 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
             res = pipeline.process_isolating(batch, meta, rewind, tick, summed)
         except StoreUnavailable as err:
             if path == "-" and stored_to[0]:
-                raise type(err)(f"{err}; stdin: the batches before stored lines 1 to {stored_to[0]:,}; "
-                                f"{RERUN_STDIN}") from err
-            raise
+                again = type(err)(f"{err}; stdin: the batches before stored lines 1 to {stored_to[0]:,}; "
+                                  f"{RERUN_STDIN}")
+            elif path == "-":
+                raise
+            else:  # SRE tryout: a file's replay stopped by a database restart said nothing of what it had stored
+                again = type(err)(f"{err}; {path}: " + (
+                    f"this replay stored lines {start + 1:,} to {stored_to[0]:,}" if stored_to[0] > start
+                    else "this replay stored nothing") + f"; a re-run resumes at line {max(stored_to[0], start) + 1:,}")
+            again.stored = total  # type: ignore[attr-defined]  # what the batches before stored (replay --json)
+            raise again from err
         stored_to[0] = batch[-1].offset + 1
         return res
 
