@@ -119,6 +119,21 @@ def test_raw_payloads(raw, reason):
     assert isinstance(d, DeadLetter) and d.reason == reason, d
 
 
+@pytest.mark.parametrize("label,sent", [(b"1.0", "1.0"), (b'"yes"', '"yes"'), (b"2", "2"),
+                                        (b'"' + b"x" * 60 + b'"', '"' + "x" * 36 + "...")])
+def test_a_refused_label_is_said_in_the_contract_s_words(label, sent):
+    """SRE tryout: `"label": 1.0` was dead-lettered with msgspec's "Expected `bool | int`, got `float` - at
+    `$.label`" alone; the detail now says what a label may be and what was sent, on both decode routes."""
+    from driftline.core.decode_many import decode_many
+    from driftline.ingest.pipeline import RawRecord
+
+    raw = b'{"type":"outcome","prediction_id":"a","label":' + label + b',"ts":1}'
+    (many,) = decode_many([RawRecord("t", 0, 0, raw)])
+    for d in (decode(raw, "t", 0, 0), many):
+        assert d.reason == "label_invalid"
+        assert d.detail.startswith(f"label must be 0, 1, true or false, got {sent} (") and "$.label" in d.detail
+
+
 @pytest.mark.parametrize("raw", [b"", b"   ", b"\n\t"])
 def test_an_empty_message_says_so_on_both_decode_routes(raw):
     """A tombstone or empty Kafka message read "Input data was truncated" (msgspec's words; SRE tryout)."""

@@ -47,6 +47,18 @@ def percent_hint(raw: bytes) -> str:
     return f" (a percentage? scores are probabilities in [0, 1]: send {score / 100:.10g})"
 
 
+def label_detail(msg: str, raw: bytes) -> str:
+    """A refused label said in the event contract's words, the value as sent first (SRE tryout: `"label": 1.0` read
+    only "Expected `bool | int`, got `float` - at `$.label`"), the decoder's own words after it."""
+    try:
+        value = msgspec.json.decode(raw).get("label")
+    except (msgspec.DecodeError, AttributeError):
+        return msg
+    sent = msgspec.json.encode(value).decode()
+    sent = sent if len(sent) <= 40 else sent[:37] + "..."
+    return f"label must be 0, 1, true or false, got {sent} ({msg})"
+
+
 def number_detail(msg: str, raw: bytes) -> str:
     """msgspec's refusal with its "got `float`" said truthfully: msgspec reads an integer beyond 64 bits as a
     float (tryout: prediction_id 12345678901234567890123 was reported as "got `float`"), so an integer literal at a
