@@ -48,6 +48,7 @@ from .overlap import Overlap
 from .health import Backoff, ConsumerStatus, StallWatch, consumed_counter, rebalancing
 from .loss import EndsSeen
 from .log_ids import REFRESH_TIMEOUT_MS, SideIds, TopicIds, current_ids
+from .loop_gap import BehindCheck, LoopGap
 from .readiness import consumer_readiness
 from .resets import records_exist as records_exist_in
 from .settings import KafkaSettings
@@ -112,6 +113,7 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
         self.expiring, self.maintain_failing, self.orphans = False, maintenance_streak(monotonic), []
         pipeline.stored_now = KeyLog()  # the predictions stored since the last maintenance pass (Upkeep.maintain)
         self.rebalance_seen_at = -math.inf
+        self.loop_gap, self.behind_check = LoopGap(), BehindCheck()  # upkeep.py: a stopped process, stale highwaters
         self.member, self.next_beat, self.beat_stored = ceilings.member_id(), 0.0, False  # upkeep.Upkeep._beat
         self.beat_owned: set[TopicPartition] = set()
         self.pending_since: float | None = None

@@ -117,8 +117,13 @@ def broker_connected(consumer: Any, rebalanced_s_ago: float = math.inf) -> bool:
         hb = float(metrics.get("last-heartbeat-seconds-ago", math.inf))
     except Exception:  # noqa: BLE001 - metrics disabled
         hb = math.inf
-    session_s = consumer.config.get("session_timeout_ms", 10000) / 1000.0
-    return coordinator is not None and (math.isinf(hb) or min(hb, rebalanced_s_ago) < max(2 * session_s, 10.0))
+    return coordinator is not None and (math.isinf(hb) or min(hb, rebalanced_s_ago) < heartbeat_bound_s(consumer))
+
+
+def heartbeat_bound_s(consumer: Any) -> float:
+    """How old the last heartbeat may be before the coordinator counts as lost: twice the session timeout, at
+    least 10 s (a loop gap longer than that lapses the membership: loop_gap.py)."""
+    return max(2 * consumer.config.get("session_timeout_ms", 10000) / 1000.0, 10.0)
 
 
 def coordinator_address(consumer: Any) -> tuple[str, int] | None:

@@ -30,6 +30,7 @@ from .health import (ConsumerStatus, StallWatch, broker_connected, coordinator_a
                      rebalancing)
 from .lag import end_offsets, fetch_position, lags_from, owned_lag
 from .log_ids import SideIds
+from .loop_gap import BehindCheck, LoopGap
 from .loss import EndsSeen
 from .overlap import Overlap
 from .resets import recorded_problems
@@ -89,6 +90,10 @@ class Upkeep:
     """Maintenance passes skipped in a row for a database outage (logged at its start, every 5 min, at its end)."""
     """Whether the last maintenance pass expired predictions stored since the pass before (the first such pass of a
     run of them warns)."""
+    loop_gap: LoopGap
+    """Gaps of this loop (a stopped process): its lapsed membership is not reported as Kafka unreachable."""
+    behind_check: BehindCheck
+    """Fetched high-water marks below the stored positions, confirmed by the broker before a re-check."""
     rebalance_seen_at: float
     """When the member was last seen in a rebalance (monotonic; -inf never): heartbeats are stale until after it."""
     member: str
@@ -120,7 +125,8 @@ class Upkeep:
         self.next_housekeeping = now + 1.0
         if rebalancing(self.consumer):
             self.rebalance_seen_at = now
-        self._broker_status(now)
+        self.loop_gap.observe(now, self.consumer)
+        self._broker_status(now, self.loop_gap.excuses(now))
         if self.status.broker_ok or self.status.unresolved:  # topics missing: /readyz, kafka_up (topic_watch.py);
             # also while the coordinator's address does not resolve: the bootstrap server answers the metadata
             back = self.topic_watch.observe(self.consumer)
@@ -142,7 +148,7 @@ class Upkeep:
         if now >= self.next_lag and self.status.broker_ok:
             self.next_lag = now + 5.0
             self._refresh_all_lags()
-        lags, behind = dict(self.all_lags), set()
+        lags, behind = dict(self.all_lags), {}
         for tp, start in self.expected.items():
             hw = partition_ops.highwater(self.consumer, tp)  # fetched: stale while the partition is paused (a held batch)
             asked = self.log_ends.get(tp)
@@ -153,11 +159,13 @@ class Upkeep:
                 # refresh fails showed the sample's lag from up to 5 s before (CI: a stored backlog, 2931)
                 self.ends.observe(tp, start, end)
             if hw is not None and hw < start and self.held is None:
-                behind.add(tp)
+                behind[tp] = hw
         self.ops.set_lags(lags)
         self.status.lag = owned_lag(lags, self.owned)  # /readyz: this member's own (the series: every partition)
-        if behind:
-            self._recheck(behind, "the log end fell below the stored position")
+        really, asked = self.behind_check.really_behind(self.consumer, self.side_ids, behind, self.expected)
+        self.log_ends.update(asked)  # a cached high-water mark can be older than positions stored meanwhile
+        if really:
+            self._recheck(really, "the log end fell below the stored position")
         if self.dlt is not None and self.held is None:
             self.dlt.maybe_retry({(source_of(tp.topic), tp.partition): off for tp, off in self.expected.items()})
         self._align()  # a partition at its end holds no one back any more (alignment.py)
@@ -301,11 +309,14 @@ class Upkeep:
         self.orphans = orphans
         return orphans
 
-    def _broker_status(self, now: float) -> None:
+    def _broker_status(self, now: float, excused: bool = False) -> None:
         """Whether the group coordinator is reachable; the change (lost or back) is logged once, naming a broker
         address this host cannot resolve when one is why (verification tryout: a broker restarted advertising such
-        a name read as "group coordinator lost" until kafka.stall_restart rebuilt the client)."""
+        a name read as "group coordinator lost" until kafka.stall_restart rebuilt the client). `excused`: just
+        after a gap of this loop (loop_gap.py) a lost coordinator is not judged yet (the status stays as it was)."""
         ok = broker_connected(self.consumer, now - self.rebalance_seen_at)
+        if excused and not ok:
+            return
         coordinator = coordinator_address(self.consumer) if ok else None
         if coordinator is not None and self.settings.resolutions.failed(*coordinator):
             ok = False  # named by FindCoordinator, but at an address that does not resolve (live: "reachable again"
@@ -378,6 +389,7 @@ class Upkeep:
         # topic watch logged already goes on with reminders only, its end the watch's line (attach: TopicWatch.reset)
         connect_once_topics_exist(self.connect, self.stop, self.status, log, self.monotonic,
                                   logged_since=self.topic_watch.since, reason=self._topics_problem)
+        self.loop_gap.reset()  # the wait for the new client is no gap of the loop
 
     def _topics_problem(self, err: TopicsError) -> str:
         """/readyz's reason while a rebuilt client finds the topics missing: a bad advertised host first; the
