@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import argparse
 import threading
+from typing import TYPE_CHECKING
 
 from ..context import Context, number_type, port_number, positive, whole
 from ..kafka.dns_names import ResolutionLog
 from ..kafka.settings import BOOTSTRAP_ENV, KafkaSettings, install_log_redaction, resolve
 from ..kafka.topics import TopicsError
+from ..numbers import counted
 from .prose import say
 from .render import shown
+
+if TYPE_CHECKING:
+    from ..kafka.producer import ProduceReport
 
 MAX_REPLICAS = 2**15 - 1
 """Largest --replication-factor: Kafka's protocol carries it as a 16-bit integer."""
@@ -155,7 +160,7 @@ def simulate_to_kafka(ctx: Context, args: argparse.Namespace, spec: object, end:
     """`driftline simulate --kafka B [--rate N]`: produce the simulated stream to both (co-partitioned) topics."""
     from kafka.errors import KafkaError
 
-    from ..kafka.producer import open_producer, produce_events
+    from ..kafka.producer import STOP_WAIT_S, close_producer, open_producer, produce_events
     from ..kafka.topics import check
     from ..ingest.simulate import stream
     from .serve import install_stop_handlers
@@ -181,13 +186,43 @@ def simulate_to_kafka(ctx: Context, args: argparse.Namespace, spec: object, end:
     except (KafkaError, OSError) as err:
         return _kafka_failed(ctx, settings, err)
     stop = threading.Event()
-    install_stop_handlers(stop)
+    install_stop_handlers(stop, SIMULATE_INTERRUPTED_AGAIN)
     pace = f" at {args.rate:g} events/s" if args.rate else ""
     ctx.err.print(f"producing to {settings.predictions_topic}/{settings.outcomes_topic} ({n} partitions){pace}")
+
+    def stopping(pending: int) -> None:
+        if pending:
+            ctx.err.print(f"interrupted: stopped producing; waiting up to {STOP_WAIT_S:g}s for the broker to "
+                          f"acknowledge {counted(pending, 'event')} already sent", soft_wrap=True)
+
     try:
-        report = produce_events(producer, settings, stream(spec, end=end), args.rate, stop)  # type: ignore[arg-type]
+        report = produce_events(producer, settings, stream(spec, end=end), args.rate, stop,  # type: ignore[arg-type]
+                                on_stop=stopping)
     finally:
-        producer.close(timeout=10)
-    ctx.err.print(f"produced {report.total:,} events ({', '.join(f'{t}: {c:,}' for t, c in report.sent.items())}) "
-                  f"in {report.seconds:.1f}s" + (f"; {report.failed} delivery failures" if report.failed else ""))
-    return 1 if report.failed else 0
+        close_producer(producer, 0.0)  # produce_events waited for the acknowledgements already
+    return _produced(ctx, report)
+
+
+SIMULATE_INTERRUPTED_AGAIN = ("interrupted again: exiting now, without waiting for the broker's acknowledgements "
+                              "(no count of the events delivered; those sent and not yet acknowledged may be lost)\n")
+
+
+def _produced(ctx: Context, report: ProduceReport) -> int:
+    """Print what the broker acknowledged and what it did not; 1 when any event was not delivered."""
+    from ..kafka.producer import STOP_WAIT_S
+
+    per_topic = ", ".join(f"{t}: {c:,}" for t, c in report.delivered.items())
+    cut = " (interrupted)" if report.interrupted else ""
+    if not report.undelivered:
+        ctx.err.print(f"produced {report.total:,} events ({per_topic}) in {report.seconds:.1f}s{cut}, all "
+                      "acknowledged by the broker", soft_wrap=True)
+        return 0
+    ctx.err.print(f"produced {report.total:,} of {report.attempted:,} events ({per_topic}) in "
+                  f"{report.seconds:.1f}s{cut}: only those the broker acknowledged", soft_wrap=True)
+    parts = [f"{report.failed:,} failed"] if report.failed else []
+    if report.unconfirmed:
+        parts.append(f"{report.unconfirmed:,} unacknowledged when the wait ended ({STOP_WAIT_S:g}s after the "
+                     "interrupt)")
+    ctx.err.print(f"[red]error:[/red] {counted(report.undelivered, 'event')} not delivered: {', '.join(parts)}",
+                  soft_wrap=True)
+    return 1

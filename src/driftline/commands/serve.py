@@ -43,15 +43,16 @@ def _say(text: str) -> None:
         pass  # standard error closed: the stop itself goes on
 
 
-def install_stop_handlers(stop: threading.Event) -> None:
+def install_stop_handlers(stop: threading.Event, again: str = INTERRUPTED_AGAIN) -> None:
     """SIGTERM, SIGINT and SIGHUP set `stop` (clean shutdown instead of KeyboardInterrupt mid-job). SIGHUP's default
     action killed the process on the spot (a closed terminal or ssh session, a `kill -HUP` meant as a reload):
     no consumer leaving its group, no log line. A SIGHUP ignored at start (`nohup`) stays ignored. A second SIGINT
     (Ctrl-C again) exits at once with 130: the clean shutdown waits for a running job, e.g. a trigger evaluation
-    waiting out another writer's lock (30 s), and a second Ctrl-C changed nothing (soak tryout).
-    The handler takes no lock: it writes a byte to a pipe and a thread sets `stop`. Calling `stop.set()` in the
-    handler deadlocked when a second signal interrupted the first one's `set()` (holding the Event's lock) in the
-    main thread: `timeout` sends SIGTERM to its child and to the child's process group, and the stop never ended."""
+    waiting out another writer's lock (30 s), and a second Ctrl-C changed nothing (soak tryout); `again` is what it
+    says (a producer stores nothing: simulate says what is left unconfirmed instead). The handler takes no lock: it
+    writes a byte to a pipe and a thread sets `stop`. Calling `stop.set()` in the handler deadlocked when a second
+    signal interrupted the first one's `set()` (holding the Event's lock) in the main thread: `timeout` sends
+    SIGTERM to its child and to the child's process group, and the stop never ended."""
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
     signalled = [False]
@@ -64,7 +65,7 @@ def install_stop_handlers(stop: threading.Event) -> None:
 
     def handler(signum: int, _frame: FrameType | None) -> None:
         if signum == signal.SIGINT and (signalled[0] or stop.is_set()):
-            _say(INTERRUPTED_AGAIN)
+            _say(again)
             os._exit(130)  # the database holds only committed transactions: this is as safe as kill -9
         if signum == signal.SIGINT:
             _say(STOPPING)
