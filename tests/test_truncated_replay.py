@@ -118,19 +118,7 @@ def test_a_stdin_stream_cut_mid_line_dead_letters_the_cut_line(tmp_path, capsys,
 def test_the_database_failing_mid_stdin_says_what_a_rerun_does(tmp_path, capsys, monkeypatch) -> None:
     """User tryout: the write lock held by another writer after 5,400 lines of stdin were stored said only
     "(nothing written; run again when it is done)"."""
-    from driftline.ingest.pipeline import Pipeline
-    from driftline.storage.errors import WriteLocked
-
-    real, calls = Pipeline.process_isolating, []
-
-    def locked_third(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append(1)
-        if len(calls) == 3:
-            raise WriteLocked("another driftline writer held the database write lock for more than 30s "
-                              "(nothing written; run again when it is done)")
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(Pipeline, "process_isolating", locked_third)
+    _locked_from(monkeypatch, 3)  # the third batch finds the write lock held
     _stdin(monkeypatch, _lines(300))
     assert main(["--db", f"sqlite:///{tmp_path / 'd.db'}", "replay", "-", "--batch-size", "100"]) == 3
     err = " ".join(capsys.readouterr().err.split())

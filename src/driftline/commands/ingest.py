@@ -151,7 +151,7 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
         doc = run_replay(ctx, args.path, args.batch_size, progress=False if args.json else None)
     except StoreUnavailable as err:  # SRE tryout: `--json` printed nothing on stdout when the database went away
         if args.json:  # the counts of the batches stored before it, the error in the document, then the usual line
-            print(json.dumps({**summary(getattr(err, "stored", None) or BatchResult(), Counter()),
+            print(json.dumps({**summary(err.stored or BatchResult(), Counter()),
                               "held_back_line": None, "warnings": [], "error": f"database unavailable: {err}"}))
         raise
     if doc["error"]:  # a truncated compressed file: the summary of what was read, then the error (exit 2)

@@ -273,7 +273,7 @@ def replay(pipeline: Pipeline, path: str, on_batch: Callable[[BatchResult, int],
                 again = type(err)(f"{err}; {path}: " + (
                     f"this replay stored lines {start + 1:,} to {stored_to[0]:,}" if stored_to[0] > start
                     else "this replay stored nothing") + f"; a re-run resumes at line {max(stored_to[0], start) + 1:,}")
-            again.stored = total  # type: ignore[attr-defined]  # what the batches before stored (replay --json)
+            again.stored = total  # what the batches before stored (replay --json)
             raise again from err
         stored_to[0] = batch[-1].offset + 1
         return res

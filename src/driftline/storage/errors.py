@@ -3,9 +3,14 @@ consumer (both are handled by the ingestion loops: hold and retry, or re-read th
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class StoreUnavailable(RuntimeError):
     """The database cannot be reached or written; the caller keeps its batch and retries."""
+
+    stored: Any = None
+    """What the batches before it stored, when a replay was cut short by it (a BatchResult; replay --json)."""
 
 
 class WriteLocked(StoreUnavailable):
