@@ -160,7 +160,7 @@ def simulate_to_kafka(ctx: Context, args: argparse.Namespace, spec: object, end:
     """`driftline simulate --kafka B [--rate N]`: produce the simulated stream to both (co-partitioned) topics."""
     from kafka.errors import KafkaError
 
-    from ..kafka.producer import STOP_WAIT_S, close_producer, open_producer, produce_events
+    from ..kafka.producer import MAX_PENDING, STOP_WAIT_S, close_producer, open_producer, produce_events
     from ..kafka.topics import check
     from ..ingest.simulate import stream
     from .serve import install_stop_handlers
@@ -192,12 +192,17 @@ def simulate_to_kafka(ctx: Context, args: argparse.Namespace, spec: object, end:
 
     def stopping(pending: int) -> None:
         if pending:
-            ctx.err.print(f"interrupted: stopped producing; waiting up to {STOP_WAIT_S:g}s for the broker to "
+            why = "interrupted" if stop.is_set() else "a delivery failed"
+            ctx.err.print(f"{why}: stopped producing; waiting up to {STOP_WAIT_S:g}s for the broker to "
                           f"acknowledge {counted(pending, 'event')} already sent", soft_wrap=True)
+
+    def full(pending: int) -> None:
+        ctx.err.print(f"waiting for the broker: {counted(pending, 'event')} sent and not yet acknowledged (at most "
+                      f"{MAX_PENDING:,} are held in memory)", soft_wrap=True)
 
     try:
         report = produce_events(producer, settings, stream(spec, end=end), args.rate, stop,  # type: ignore[arg-type]
-                                on_stop=stopping)
+                                on_stop=stopping, on_full=full)
     finally:
         close_producer(producer, 0.0)  # produce_events waited for the acknowledgements already
     return _produced(ctx, report)
@@ -212,7 +217,9 @@ def _produced(ctx: Context, report: ProduceReport) -> int:
     from ..kafka.producer import STOP_WAIT_S
 
     per_topic = ", ".join(f"{t}: {c:,}" for t, c in report.delivered.items())
-    cut = " (interrupted)" if report.interrupted else ""
+    cut = (" (interrupted)" if report.interrupted else
+           " (stopped at a delivery failure: later events would have waited out the same delivery timeout)"
+           if report.gave_up else "")
     if not report.undelivered:
         ctx.err.print(f"produced {report.total:,} events ({per_topic}) in {report.seconds:.1f}s{cut}, all "
                       "acknowledged by the broker", soft_wrap=True)
@@ -221,8 +228,8 @@ def _produced(ctx: Context, report: ProduceReport) -> int:
                   f"{report.seconds:.1f}s{cut}: only those the broker acknowledged", soft_wrap=True)
     parts = [f"{report.failed:,} failed"] if report.failed else []
     if report.unconfirmed:
-        parts.append(f"{report.unconfirmed:,} unacknowledged when the wait ended ({STOP_WAIT_S:g}s after the "
-                     "interrupt)")
+        after = "the interrupt" if report.interrupted else "the first delivery failure"
+        parts.append(f"{report.unconfirmed:,} unacknowledged when the wait ended ({STOP_WAIT_S:g}s after {after})")
     ctx.err.print(f"[red]error:[/red] {counted(report.undelivered, 'event')} not delivered: {', '.join(parts)}",
                   soft_wrap=True)
     return 1

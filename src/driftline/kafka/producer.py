@@ -26,6 +26,14 @@ def open_producer(settings: KafkaSettings, suffix: str = "-producer") -> Any:
     return honour_auto_create(KafkaProducer(**kwargs), bool(kwargs.get("allow_auto_create_topics")))
 
 
+MAX_PENDING = 50_000
+"""Records handed to the producer and not yet acknowledged or failed, at most: past it produce_events waits for the
+broker before sending more. kafka-python 3 keeps every record given to send() in memory (it has no buffer_memory
+bound), so with the broker gone a run grew to 2.2 GB in 200 s and took ~30 s to exit (SRE tryout); 50,000 simulated
+records are ~15 MB."""
+PENDING_CHECK_EVERY = 256
+"""Events sent between two looks at the pending count (each look takes the callbacks' lock)."""
+
 STOP_WAIT_S = 5.0
 """Seconds an interrupted run waits for the broker to acknowledge the records already sent (then it reports them
 as not delivered): kafka-python's own close waits up to its delivery timeout, 120 s by default, per unacknowledged
@@ -43,6 +51,9 @@ class ProduceReport:
     failed: int
     seconds: float
     interrupted: bool = False
+    gave_up: bool = False
+    """Whether producing stopped at a delivery failure (every later record would have waited out the same delivery
+    timeout into a broker that does not take them)."""
 
     @property
     def total(self) -> int:
@@ -95,11 +106,12 @@ class Deliveries:
         with self.lock:
             return sum(self.sent.values()) - sum(self.delivered.values()) - self.failed
 
-    def report(self, seconds: float, interrupted: bool) -> ProduceReport:
+    def report(self, seconds: float, interrupted: bool, gave_up: bool = False) -> ProduceReport:
         """The counts as they stand; later callbacks (records aborted by closing the producer) change nothing."""
         with self.lock:
             self.frozen = True
-            return ProduceReport(dict(self.sent), dict(self.delivered), self.failed, seconds, interrupted)
+            return ProduceReport(dict(self.sent), dict(self.delivered), self.failed, seconds, interrupted,
+                                 gave_up)
 
 
 class Pacer:
@@ -129,10 +141,16 @@ class Pacer:
 def produce_events(producer: Any, settings: KafkaSettings, events: Iterable[dict[str, Any]],
                    rate: float | None = None, stop: threading.Event | None = None,
                    pacer: Pacer | None = None, stop_wait_s: float = STOP_WAIT_S,
-                   on_stop: Callable[[int], Any] | None = None) -> ProduceReport:
+                   on_stop: Callable[[int], Any] | None = None, max_pending: int = MAX_PENDING,
+                   on_full: Callable[[int], Any] | None = None,
+                   clock: Callable[[], float] = time.monotonic) -> ProduceReport:
     """Send events to the predictions/outcomes topic by type, keyed by prediction_id, then wait for the broker's
-    acknowledgements: until every record is acknowledged or failed, or, once `stop` is set, at most `stop_wait_s`
-    more seconds (`on_stop` is told how many records are still waited for).
+    acknowledgements: until every record is acknowledged or failed, or, once `stop` is set or a record failed, at
+    most `stop_wait_s` more seconds (`on_stop` is told how many records are still waited for).
+
+    At most `max_pending` records are ever unacknowledged: past it, sending waits until half of them are
+    acknowledged (`on_full` is told the count, once per wait). A delivery failure stops the sending (the report's
+    `gave_up`): the broker has refused or timed out a record, and every later one would wait out the same timeout.
 
     Kafka record timestamps are left to the broker (produce time): event times travel in the payload, so old
     simulated events are not deleted at once by time-based retention.
@@ -140,9 +158,13 @@ def produce_events(producer: Any, settings: KafkaSettings, events: Iterable[dict
     enc = msgspec.json.Encoder()
     pacer = pacer or Pacer(rate)
     counts = Deliveries(settings.topics)
-    t0 = time.perf_counter()
-    for ev in events:
+    t0 = clock()
+    gave_up = False
+    for i, ev in enumerate(events):
         if stop is not None and stop.is_set():
+            break
+        if not i % PENDING_CHECK_EVERY and not _room(producer, counts, stop, max_pending, on_full):
+            gave_up = counts.failed > 0
             break
         pacer.wait()
         topic = settings.predictions_topic if ev.get("type") == "prediction" else settings.outcomes_topic
@@ -151,20 +173,42 @@ def produce_events(producer: Any, settings: KafkaSettings, events: Iterable[dict
             counts.sent[topic] += 1
         fut.add_callback(counts.acknowledged, topic)
         fut.add_errback(counts.failure)
-    interrupted = _await_acks(producer, counts, stop, stop_wait_s, on_stop)
-    return counts.report(time.perf_counter() - t0, interrupted)
+    interrupted = _await_acks(producer, counts, stop, stop_wait_s, on_stop, clock)
+    return counts.report(clock() - t0, interrupted, gave_up)
+
+
+def _room(producer: Any, counts: Deliveries, stop: threading.Event | None, max_pending: int,
+          on_full: Callable[[int], Any] | None) -> bool:
+    """Whether to go on sending: False once a record has failed or `stop` is set; while `max_pending` records or
+    more are unacknowledged, waits (in flush slices) until at most half of them are."""
+    from kafka.errors import KafkaTimeoutError
+
+    told = False
+    while not counts.failed and not (stop is not None and stop.is_set()):
+        pending = counts.pending()
+        if pending < (max_pending if not told else max(1, max_pending // 2)):
+            return True
+        if not told and on_full is not None:
+            on_full(pending)
+        told = True
+        try:
+            producer.flush(timeout=0.25)
+        except KafkaTimeoutError:
+            pass
+    return False
 
 
 def _await_acks(producer: Any, counts: Deliveries, stop: threading.Event | None, stop_wait_s: float,
-                on_stop: Callable[[int], Any] | None) -> bool:
-    """Flush in slices until nothing is pending; once `stop` is set, for at most `stop_wait_s` more seconds (an
-    unbounded flush outlived SIGTERM with the broker gone). Returns whether `stop` was set."""
+                on_stop: Callable[[int], Any] | None, clock: Callable[[], float] = time.monotonic) -> bool:
+    """Flush in slices until nothing is pending; once `stop` is set or a record failed, for at most `stop_wait_s`
+    more seconds (an unbounded flush outlived SIGTERM with the broker gone; after kafka-python expired a dead
+    broker's first records, the rest were still pending 90 s later). Returns whether `stop` was set."""
     from kafka.errors import KafkaTimeoutError
 
     deadline: float | None = None
     while counts.pending():
-        now = time.monotonic()
-        if deadline is None and stop is not None and stop.is_set():
+        now = clock()
+        if deadline is None and (counts.failed or stop is not None and stop.is_set()):
             deadline = now + stop_wait_s
             if on_stop is not None:
                 on_stop(counts.pending())
