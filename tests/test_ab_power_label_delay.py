@@ -131,3 +131,31 @@ def test_with_implicit_negatives_only_the_buckets_histogram_is_the_positives() -
         pass
     else:
         raise AssertionError("the join state was not read")
+
+
+def test_days_to_power_of_a_past_window_count_from_the_labels_known_now(tmp_path, capsys) -> None:
+    """`ab --at` reads a past window with the labels known now (README, How it works), so a prediction's age is
+    counted to the newest stored event, not to --at. Churn tryout: a 14-day window ending two weeks before the
+    newest event read ~9,781 positives still to come for an arm with 423 unlabelled predictions and 821.9
+    labelled positives a day for an arm of 451 predictions a day: every label that came after --at made the
+    arm's yield (labelled positives ÷ predictions labelled by --at) far above 1. Here the window ends 20 days
+    before END: of its predictions those after END − DELAY still wait for their labels (20 days × 24 positives
+    a day per arm), and a day of traffic brings 24 labelled positives, as at END."""
+    lines, _ = _stream()
+    (tmp_path / "e.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"model": "churn", "threshold": 0.3, "labels": {"horizon": "90d"},
+                                   "ab": {"design": "split", "control": "control",
+                                          "arms": {"control": 0.5, "treatment": 0.5}, "target_recall_diff": 0.05}}))
+    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    assert cli.main([*base, "replay", str(tmp_path / "e.jsonl"), "--json"]) == 0
+    capsys.readouterr()
+    assert cli.main([*base, "ab", "--window", "40d", "--at", "2026-07-11T00:00:00Z", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    basis = doc["power"]["label_delay"]
+    unlabelled = doc["arms"]["control"]["predictions"] - doc["arms"]["control"]["labelled"]
+    waiting = sum(1 for h in range(40 * 24) if START + h * 3600 + 1800 + DELAY >= END)  # a positive an hour
+    assert abs(waiting - 20 * 24) <= 24
+    assert basis["pending_positives"]["control"] <= unlabelled
+    assert abs(basis["pending_positives"]["control"] - waiting) < 0.02 * waiting
+    assert abs(basis["positives_per_day"]["control"] - 24.0) < 0.24
