@@ -80,24 +80,10 @@ NO_TRIGGERS = "no triggers configured (see `triggers:`)"
 
 
 def value_of(metric: str | None, v: float | None) -> str:
-    """A trigger metric's value as the terminal shows numbers: proportions as 0.588, durations as 3.2 h,
-    statistics (PSI, JS) with 4 places. By the metric's name, not the configured rule: a history row of a trigger
-    no longer (or not here) configured reads like every other row."""
-    from ..triggers.metrics import info
+    """A trigger metric's value as the terminal shows numbers (triggers.metrics.shown_value, as the report)."""
+    from ..triggers.metrics import shown_value
 
-    if v is None:
-        return numbers.MISSING
-    try:
-        unit = None if metric is None else info(metric).unit
-    except ValueError:  # a metric this version no longer knows: its number as a statistic
-        unit = None
-    if unit == "ratio":
-        return numbers.prop(v)
-    if unit == "seconds":
-        return numbers.duration(v)
-    if unit == "count":
-        return numbers.whole(v)
-    return numbers.stat(v)
+    return shown_value(metric, v)
 
 
 def _with_interval(metric: str | None, v: float | None, lo: float | None, hi: float | None) -> str:

@@ -13,12 +13,15 @@ import json
 import re
 from datetime import date
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from .. import numbers
+from ..metric_names import fmt_line
+from ..triggers.metrics import shown_value
 from ..analysis.calibrated import reason_text
 from ..domain import capitalised
 from ..terminal import visible
@@ -36,6 +39,16 @@ class Formatted(str):
 def num(v: float | None, digits: int = numbers.PLACES) -> Formatted:
     """'0.812' (a proportion, 3 places) or a statistic with `digits` places ('0.0123'), '—' when missing."""
     return Formatted(numbers.MISSING if v is None else numbers.fixed(v, digits))
+
+
+def trigger_value(v: float | None, metric: str) -> Formatted:
+    """A trigger's value as `driftline alerts` shows it: '0.588', '12.5 d', '2', '0.2304'."""
+    return Formatted(shown_value(metric, v))
+
+
+def trigger_line(t: dict[str, Any]) -> Formatted:
+    """A trigger's line as `driftline alerts` shows it: '0.70', '14 d', '0' (a count of drifted features)."""
+    return Formatted(fmt_line(SimpleNamespace(metric=t["metric"], value=t["value"])))
 
 
 def stat(v: float | None, signed: bool = False) -> Formatted:
@@ -204,7 +217,8 @@ def _env(markdown: bool) -> Environment:
                        signed=signed, pvalue=pvalue, duration=duration, when=when, day_when=day_when,
                        week_words=week_words,
                        metric_name=metric_name, capitalised=capitalised, by_importance=by_importance,
-                       reason_text=reason_text, line=numbers.line)
+                       reason_text=reason_text, line=numbers.line,
+                       trigger_value=trigger_value, trigger_line=trigger_line)
     env.globals.update(versus_baseline=versus_baseline, cost_optimal=cost_optimal, cost_minimum=cost_minimum)
     return env
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .. import numbers
 from ..analysis.classification import Metrics
 from ..analysis.rates import rate
 from ..metric_names import (fmt_line, ALIASES, COUNTS, DELAYS, DRIFT, KNOWN, MULTIVARIATE, PIPELINE, RATES, SCORES,  # noqa: F401
@@ -49,6 +50,26 @@ def info(metric: str) -> MetricInfo:
     if m in DRIFT or m in MULTIVARIATE:
         return MetricInfo(m, "", True, False)
     raise ValueError(f"unknown trigger metric {metric!r}; known: {', '.join(KNOWN)}")
+
+
+def shown_value(metric: str | None, v: float | None) -> str:
+    """A trigger metric's value as every output shows it (`alerts`, the weekly report's trigger table):
+    proportions as 0.588, durations as 3.2 h, counts as 2, statistics (PSI, JS) with 4 places. By the metric's
+    name, not the configured rule: a history row of a trigger no longer (or not here) configured reads like every
+    other row. (The report once wrote a label-delay line as `> 1.2096e+06` and its value as `1084094.738`.)"""
+    if v is None:
+        return numbers.MISSING
+    try:
+        unit = None if metric is None else info(metric).unit
+    except ValueError:  # a metric this version no longer knows: its number as a statistic
+        unit = None
+    if unit == "ratio":
+        return numbers.prop(v)
+    if unit == "seconds":
+        return numbers.duration(v)
+    if unit == "count":
+        return numbers.whole(v)
+    return numbers.stat(v)
 
 
 def from_metrics(metric: str, m: Metrics) -> Observation:
