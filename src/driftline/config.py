@@ -25,7 +25,7 @@ from .wide_text import wide_encoding
 from .durations import duration_hint, parse_duration, window_too_long
 from .domain import Costs, Domain
 from .terminal import shell_word
-from .metric_names import MULTIVARIATE, unknown_metric, unknown_target, value_problem
+from .metric_names import MULTIVARIATE, trigger_line, unknown_metric, unknown_target, value_problem
 
 
 class ConfigError(ValueError):
@@ -75,7 +75,9 @@ class Trigger(Base):
     name: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")]
     metric: str
     op: Literal["<", "<=", ">", ">="]
-    value: float
+    value: float | str
+    """The line as written: a number, or for a metric measured in seconds (label delays, silence_seconds) also a
+    duration ('30d'); `line` is the number compared with."""
     window: Duration = "7d"
     min_n: Annotated[int, msgspec.Meta(ge=0)] = 30
     mode: Literal["point", "confident"] = "point"
@@ -92,7 +94,11 @@ class Trigger(Base):
         problem = unknown_metric(self.metric)
         if problem:
             raise ValueError(f"metric: {problem}")
-        problem = value_problem(self.metric, self.value)
+        try:
+            line = trigger_line(self.metric, self.value)
+        except ValueError as err:
+            raise ValueError(f"value: {err}") from None
+        problem = value_problem(self.metric, line)
         if problem:
             raise ValueError(f"value: {problem}")
         if self.feature is not None and self.metric in MULTIVARIATE:
@@ -103,6 +109,11 @@ class Trigger(Base):
             _event_names("variant", [self.variant])
         _absolute_url("runbook_url", self.runbook_url)
         _positive_durations("", allow_zero=True, cooldown=self.cooldown, **{"for": self.for_})
+
+    @property
+    def line(self) -> float:
+        """`value` as the number compared with (a duration in seconds)."""
+        return trigger_line(self.metric, self.value)
 
 
 

@@ -6,6 +6,7 @@ import difflib
 from typing import Any
 
 from . import numbers
+from .durations import parse_duration
 
 RATES = ("recall", "fpr", "precision", "specificity", "accuracy", "prevalence", "alert_rate", "npv")
 """Proportions of the metrics document (each with value/low/high/n); label_coverage is one too."""
@@ -55,6 +56,56 @@ def value_problem(metric: str, value: float) -> str | None:
     return None
 
 
+TIME_METRICS = frozenset({*DELAYS, "silence_seconds"})
+"""Metrics measured in seconds: a trigger's `value` on them may be a duration ('30d'), a bare number is seconds."""
+
+_KIND = {**{m: "a proportion from 0 to 1" for m in PROPORTIONS}, **{m: "a count" for m in COUNTS}}
+
+
+def trigger_line(metric: str, value: float | str) -> float:
+    """A trigger's `value` as the number it is compared with: a duration ('30d', '12h') in seconds for a metric
+    measured in seconds, a number as given; ValueError saying why for a duration on any other metric, or text that
+    is no duration. Tryout: `label_delay_p95 > 30d`, as the README writes it, was refused (`Expected float`)."""
+    if not isinstance(value, str):
+        return float(value)
+    m = canonical(metric)
+    if m in TIME_METRICS:
+        if _number(value):
+            raise ValueError(f"{value!r} is a number written as text: remove the quotes (a bare number is seconds) "
+                             f"or add a unit, e.g. '{value.strip()}s'")
+        try:
+            return parse_duration(value, allow_zero=True)
+        except ValueError as err:
+            raise ValueError(f"{err} ({m} is measured in seconds: write a duration such as '30d' or '12h', or a "
+                             "number of seconds)") from None
+    try:
+        parse_duration(value, allow_zero=True)
+    except ValueError:
+        pass
+    else:
+        raise ValueError(f"{value!r} is a duration, but {m} is not measured in time (it is "
+                         f"{_KIND.get(m, 'a statistic')}): write a number; durations are for "
+                         f"{', '.join(sorted(TIME_METRICS))}")
+    text = value.strip()
+    if text.endswith("%"):
+        try:
+            hint = f" (a percentage? write it as a fraction: {float(text[:-1]) / 100:g})"
+        except ValueError:
+            hint = ""
+        raise ValueError(f"{value!r} is text, not a number{hint}")
+    if _number(text):
+        raise ValueError(f"{value!r} is a number written as text: remove the quotes")
+    raise ValueError(f"{value!r} is not a number")
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def unknown_target(key: str) -> str | None:
     """None for a `targets` key the config accepts (a metric, an alias or a KPI), else why not, with the closest."""
     if key in KNOWN or key in KPI_TARGETS:
@@ -84,9 +135,14 @@ def unknown_metric(metric: str) -> str | None:
 
 def fmt_line(rule: Any) -> str:
     """A trigger's line as it was agreed, the same in every output: '0.70', '0.085'; a duration for seconds."""
-    m = canonical(rule.metric)
-    if m in DELAYS or m == "silence_seconds":
-        return numbers.duration(rule.value)
+    return line_text(rule.metric, rule.value)
+
+
+def line_text(metric: str, value: float) -> str:
+    """fmt_line of a metric and a line in its unit (seconds for a duration)."""
+    m = canonical(metric)
+    if m in TIME_METRICS:
+        return numbers.duration(value)
     if m in COUNTS:
-        return numbers.whole(rule.value)
-    return numbers.line(rule.value)
+        return numbers.whole(value)
+    return numbers.line(value)

@@ -30,9 +30,9 @@ def agreed_target(config: Config, metric: str) -> Target | None:
     lines = [t for t in config.triggers if t.metric == metric and t.feature is None and t.variant is None]
     below = [t for t in lines if t.op in ("<", "<=")]
     if below:
-        t = max(below, key=lambda x: x.value)
-        return Target(float(t.value), False, f"trigger {t.name}")
+        t = max(below, key=lambda x: x.line)
+        return Target(t.line, False, f"trigger {t.name}")
     if lines:
-        t = min(lines, key=lambda x: x.value)
-        return Target(float(t.value), True, f"trigger {t.name}")
+        t = min(lines, key=lambda x: x.line)
+        return Target(t.line, True, f"trigger {t.name}")
     return None

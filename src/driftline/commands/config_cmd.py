@@ -11,7 +11,9 @@ from typing import Any
 from rich.markup import escape
 
 from ..config import Config
+from .. import numbers
 from ..context import Context
+from ..metric_names import TIME_METRICS, canonical
 from ..storage.urls import UnusableURL, check_url
 from ..terminal import visible
 
@@ -33,7 +35,7 @@ def summary(config: Config) -> dict[str, Any]:
         "labels": {"policy": config.labels.policy, "horizon": config.labels.horizon,
                    "implicit_negative_after": (None if config.labels.implicit_after_s is None
                                                else config.labels._implicit_text)},  # noqa: SLF001 - 30d when unset
-        "triggers": [{"name": t.name, "metric": t.metric, "op": t.op, "value": t.value, "window": t.window,
+        "triggers": [{"name": t.name, "metric": t.metric, "op": t.op, "value": t.line, "window": t.window,
                       "severity": t.severity, "feature": t.feature, "variant": t.variant} for t in config.triggers],
         "kafka": {"bootstrap": k.bootstrap, "predictions_topic": k.predictions_topic,
                   "outcomes_topic": k.outcomes_topic, "dead_letter_topic": k.dead_letter_topic,
@@ -42,6 +44,12 @@ def summary(config: Config) -> dict[str, Any]:
         "features": len(config.features), "slices": list(config.slices),
         "notify": [name for name in ("alertmanager_url", "webhook_url") if getattr(config.notify, name)],
     }
+
+
+def _line(metric: str, value: float) -> str:
+    """A trigger's line as the check shows it: '0.7', a duration for a metric measured in seconds ('30 d', not
+    '2.592e+06')."""
+    return numbers.duration(value) if canonical(metric) in TIME_METRICS else f"{value:g}"
 
 
 def _lines(doc: dict[str, Any], path: str) -> list[str]:
@@ -55,7 +63,7 @@ def _lines(doc: dict[str, Any], path: str) -> list[str]:
            f"  triggers: {len(doc['triggers'])}"]
     for t in doc["triggers"]:
         on = "".join(f", {key} {t[key]}" for key in ("feature", "variant") if t[key] is not None)
-        out.append(f"    {t['name']}: {t['metric']} {t['op']} {t['value']:g} over {t['window']} ({t['severity']}{on})")
+        out.append(f"    {t['name']}: {t['metric']} {t['op']} {_line(t['metric'], t['value'])} over {t['window']} ({t['severity']}{on})")
     bootstrap = k["bootstrap"] or "not set (run takes --kafka or DRIFTLINE_KAFKA_BOOTSTRAP)"
     out.append(f"  kafka: predictions_topic {k['predictions_topic']}, outcomes_topic {k['outcomes_topic']}, "
                f"dead_letter_topic {k['dead_letter_topic'] or 'none'}; group_id {k['group_id']}; bootstrap {bootstrap}")

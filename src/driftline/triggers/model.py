@@ -50,7 +50,7 @@ class Rule:
     @classmethod
     def from_trigger(cls, t: Trigger) -> Rule:
         """Compile a config Trigger (durations as text) into a Rule."""
-        return cls(name=t.name, metric=t.metric, op=t.op, value=float(t.value), window_s=parse_duration(t.window),
+        return cls(name=t.name, metric=t.metric, op=t.op, value=t.line, window_s=parse_duration(t.window),
                    min_n=t.min_n, mode=t.mode, severity=t.severity,
                    for_s=parse_duration(t.for_, allow_zero=True) if t.for_ else 0.0,
                    cooldown_s=parse_duration(t.cooldown, allow_zero=True),
