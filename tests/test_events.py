@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from driftline.core.decode_many import decode_many
 from driftline.core.events import RAW_LIMIT, REASONS, DeadLetter, Decoded, Outcome, Prediction, decode
+from driftline.ingest.pipeline import RawRecord
 
 GOOD_PRED = {"type": "prediction", "prediction_id": "tx-1", "model": "fraud", "model_version": "v2",
              "variant": "B", "ts": "2026-11-30T03:10:00Z", "score": 0.83,
@@ -190,6 +192,17 @@ def test_epoch_milliseconds_are_refused_with_a_hint():
     e["ts"] = 1_767_225_600_000
     d = dec(e)
     assert isinstance(d, DeadLetter) and d.reason == "ts_invalid" and "looks like epoch milliseconds" in d.detail
+
+
+@pytest.mark.parametrize("ts, shown", [(1_795_176_000_000, "timestamp 1795176000000 outside"),
+                                       (1_795_176_000_000.5, "timestamp 1795176000000.5 outside"),
+                                       (-5, "timestamp -5 outside")])
+def test_a_refused_epoch_is_shown_as_sent(ts, shown):
+    """Tryout: epoch milliseconds sent as the integer 1795176000000 were shown as `1795176000000.0`."""
+    for d in (dec({**GOOD_PRED, "ts": ts}),
+              decode_many([RawRecord("f", 0, 0, json.dumps({**GOOD_PRED, "ts": ts}).encode())])[0]):
+        assert isinstance(d, DeadLetter) and d.reason == "ts_invalid", d
+        assert d.detail.startswith(shown), d.detail
 
 
 @pytest.mark.parametrize("value, got", [(12345678901234567890123, "got `int`"), (-12345678901234567890123, "got `int`"),

@@ -137,7 +137,8 @@ def to_epoch(ts: Timestamp) -> float:
     if not math.isfinite(value) or not 0.0 <= value <= MAX_EPOCH:
         hint = ("; it looks like epoch milliseconds: send seconds (fractions allowed) or RFC 3339"
                 if MAX_EPOCH < value <= MAX_EPOCH * 1000 else "")
-        raise ValueError(f"timestamp {value!r} outside 1970..9999{hint}")
+        shown = ts if isinstance(ts, int) else value  # as sent: 1795176000000 read "1795176000000.0" (tryout)
+        raise ValueError(f"timestamp {shown!r} outside 1970..9999{hint}")
     return value
 
 
