@@ -205,6 +205,22 @@ def test_a_refused_epoch_is_shown_as_sent(ts, shown):
         assert d.detail.startswith(shown), d.detail
 
 
+@pytest.mark.parametrize("ts, hint", [
+    ("2026-11-20T10:00Z", "('2026-11-20T10:00Z' has no seconds: RFC 3339 requires them, e.g. '2026-11-20T10:00:00Z')"),
+    ("2026-11-20 10:00+01:00", "has no seconds: RFC 3339 requires them, e.g. '2026-11-20 10:00:00+01:00'"),
+    ("2026-11-20T10", "has no minutes and seconds: RFC 3339 requires them, e.g. '2026-11-20T10:00:00'"),
+    ("2026-11-20T10:00:00.Z", None), ("20 Nov 2026", None)])
+def test_a_stamp_without_seconds_says_they_are_required(ts, hint):
+    """Tryout: `"ts": "2026-11-20T10:00Z"` read only msgspec's "Invalid RFC3339 encoded datetime"; the README's
+    hint (seconds are required) is added, the reason stays ts_invalid."""
+    for d in (dec({**GOOD_PRED, "ts": ts}),
+              decode_many([RawRecord("f", 0, 0, json.dumps({**GOOD_PRED, "ts": ts}).encode())])[0],
+              dec({"type": "outcome", "prediction_id": "tx-1", "label": 1, "ts": ts})):
+        assert isinstance(d, DeadLetter) and d.reason == "ts_invalid", d
+        assert d.detail.startswith("Invalid RFC3339 encoded datetime - at `$.ts`"), d.detail
+        assert (hint in d.detail) if hint else ("RFC 3339 requires" not in d.detail), d.detail
+
+
 @pytest.mark.parametrize("value, got", [(12345678901234567890123, "got `int`"), (-12345678901234567890123, "got `int`"),
                                         (7, "got `int`"), (1.5, "got `float`")])
 def test_wrong_type_detail_names_a_big_integer_an_int(value, got):

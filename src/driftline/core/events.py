@@ -18,7 +18,7 @@ import msgspec
 from .json_errors import json_error_detail
 from .limits import DEFAULT_LIMITS, MAX_NAME_LEN, Limits, duplicate_key, feature_problem, string_tokens, too_deep
 from .lines import UTF8_BOM, json_lines  # noqa: F401 - read here by replay and the readouts
-from .refusals import classify, label_detail, number_detail, percent_hint
+from .refusals import classify, label_detail, number_detail, percent_hint, ts_detail
 from ..name_rule import first_bad_name
 
 RAW_LIMIT = 4096
@@ -197,6 +197,8 @@ def _decode(raw: bytes, source: str, partition: int, offset: int, kind: str | No
             detail += percent_hint(raw)
         elif reason == "label_invalid":
             detail = label_detail(detail, raw)
+        elif reason == "ts_invalid":
+            detail = ts_detail(detail, raw)
         return DeadLetter(reason, detail[:500], source, partition, offset, bytes(raw[:RAW_LIMIT]))
 
     if len(raw) > limits.max_event_bytes:

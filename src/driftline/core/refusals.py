@@ -1,5 +1,5 @@
 """How a refused event's dead letter reads: its reason, from the decoder's error (classify), and the wording of
-its detail (number_detail, percent_hint)."""
+its detail (number_detail, percent_hint, label_detail, ts_detail)."""
 
 from __future__ import annotations
 
@@ -57,6 +57,28 @@ def label_detail(msg: str, raw: bytes) -> str:
     sent = msgspec.json.encode(value).decode()
     sent = sent if len(sent) <= 40 else sent[:37] + "..."
     return f"label must be 0, 1, true or false, got {sent} ({msg})"
+
+
+_NO_SECONDS = re.compile(r"(\d{4}-\d{2}-\d{2}[Tt ]\d{2})(:\d{2})?([Zz]|[+-]\d{2}:\d{2})?")
+"""A date-time that stops at the hour or the minute: RFC 3339 requires the seconds."""
+
+
+def ts_detail(msg: str, raw: bytes) -> str:
+    """msgspec's "Invalid RFC3339 encoded datetime" with the README's hint when the stamp has no seconds (tryout:
+    `"ts": "2026-11-20T10:00Z"` read only msgspec's words): ' ('2026-11-20T10:00Z' has no seconds: RFC 3339 requires
+    them, e.g. '2026-11-20T10:00:00Z')'; `msg` as it is otherwise."""
+    if "RFC3339" not in msg:
+        return msg
+    try:
+        ts = msgspec.json.decode(raw).get("ts")
+    except (msgspec.DecodeError, AttributeError):
+        return msg
+    m = _NO_SECONDS.fullmatch(ts) if isinstance(ts, str) else None
+    if m is None:
+        return msg
+    fixed = f"{m.group(1)}{m.group(2) or ':00'}:00{m.group(3) or ''}"
+    missing = "seconds" if m.group(2) else "minutes and seconds"
+    return f"{msg} ({ts!r} has no {missing}: RFC 3339 requires them, e.g. {fixed!r})"
 
 
 def number_detail(msg: str, raw: bytes) -> str:
