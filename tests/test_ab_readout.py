@@ -517,6 +517,19 @@ def test_cli_json_equals_document(split_db, capsys) -> None:
     assert "B − A" in out and "Verdict:" in out and "sample ratio" in out
 
 
+def test_the_cost_row_names_its_interval_as_the_readme_does(split_db, tmp_path, capsys) -> None:
+    """Tryout: the text's cost row read `cost / 1,000 (mid_p_mover)`, an internal key; it names the interval as the
+    README and the report do (mid-p, MOVER); the JSON keeps the key."""
+    url, _ = split_db
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(json.dumps(PRICED))
+    assert main(["--config", str(cfg), "--db", url, "ab", "--window", "7d"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "cost / 1,000 (mid-p, MOVER)" in out and "mid_p_mover" not in out
+    assert main(["--config", str(cfg), "--db", url, "ab", "--window", "7d", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["comparisons"][0]["cost_per_1000"]["method"] == "mid_p_mover"
+
+
 def test_shadow_labels_following_the_control_are_flagged(tmp_path) -> None:
     """Labels mostly for what A (live) flags: positives A misses are under-labelled; the verdict says so."""
     config = from_dict({"ab": SHADOW_AB})

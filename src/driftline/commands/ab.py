@@ -18,6 +18,9 @@ from .query import add_matured_arg, add_window_args, check_window_args, window_e
 from .which_model import pick_model
 
 METRICS = (("recall", "recall"), ("fpr", "FPR"), ("precision", "precision"), ("alert_rate", "alert rate"))
+COST_METHODS = {"mid_p_mover": "mid-p, MOVER", "paired_bootstrap": "paired bootstrap"}
+"""The cost difference's interval as the README and the report name it (the JSON keeps the method's key; tryout:
+the terminal row read `cost / 1,000 (mid_p_mover)`)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -138,8 +141,9 @@ def _comparison_table(doc: dict[str, Any], comp: dict[str, Any], console: Consol
     if cd is None:
         rows.append(["cost", "costs not configured", "", "", "", "", ""])
     else:
-        rows.append([f"cost / 1,000 ({cd.get('method')})", money(cd["diff"], cd["low"], cd["high"], signed=True,
-                                                                  currency=doc.get("currency")),
+        method = cd.get("method")
+        rows.append([f"cost / 1,000 ({COST_METHODS.get(method, method)})",
+                     money(cd["diff"], cd["low"], cd["high"], signed=True, currency=doc.get("currency")),
                      "", "", "", "", ""])
     print_table(console, cols, rows, title=f"{tr} − {ct}")
 
