@@ -33,7 +33,7 @@ from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.readouts.metrics import resolve_window
 from driftline.ingest.simulate import SimSpec, stream
 from driftline.storage.store import Store
-from driftline.readouts.windows import merged, window_rows
+from driftline.readouts.windows import Window, merged, window_rows
 
 from helpers import outcome, pred
 
@@ -181,27 +181,36 @@ def test_comparisons_equal_the_pure_functions(split_db) -> None:
     assert days == 7.0
     # the days count the labels still to come for the stored predictions (analysis.label_pipeline): each arm's
     # hourly buckets with their age when their labels are known (the newest stored event: this stream holds every
-    # outcome, weeks past the window's end, so none is still to come), its positives' delay histogram (from the
-    # simulated events: frauds are reported sooner than genuine transactions are confirmed) and its predictions a
-    # day. Ages counted to the window's end read 18 days here: the labels after it taken as still to come.
+    # outcome, weeks past the window's end, so none is still to come) and its predictions a day; the label delays
+    # those of its positives (from the simulated events: frauds are reported sooner than genuine transactions are
+    # confirmed) made over the label horizon (90 d) ending at the newest event, each delay weighted by the
+    # predictions of that span old enough to show it: here all 10 days of the stream, the 7-day window's alone
+    # could not show a delay longer than its oldest prediction (readouts.ab_delay). Ages counted to the window's
+    # end read 18 days here: the labels after it taken as still to come.
     win = resolve_window(store, config, "fraud", WEEK, None)
     as_of = store.newest_event()
     assert as_of is not None and as_of > win.end + 7 * 86400.0
+    span = Window(math.ceil((as_of - 90 * 86400.0) / 3600) * 3600.0, math.floor(as_of / 3600) * 3600.0 + 3600)
     events = list(stream(SimSpec(start=T0, days=10, per_day=3000, drift_day=None, seed=3)))
     when = {e["prediction_id"]: (e["variant"], parse_ts(e["ts"])) for e in events if e["type"] == "prediction"}
+    assert span.start < T0 and all(span.start <= w < span.end for _, w in when.values())
     pipes = []
     for v, arm_counts in (("A", c), ("B", t)):
         rows = window_rows(store, "fraud", win, v)
         ages = np.array([as_of - (r.bucket_start + 1800.0) for r in rows])
+        sample = window_rows(store, "fraud", span, v)
+        assert len(sample) > len(rows)
         delays = np.array([parse_ts(e["ts"]) - when[e["prediction_id"]][1] for e in events
-                           if e["type"] == "outcome" and e["label"] == 1 and when[e["prediction_id"]][0] == v
-                           and win.start <= when[e["prediction_id"]][1] < win.end])
-        assert len(delays) == arm_counts.positives
+                           if e["type"] == "outcome" and e["label"] == 1 and when[e["prediction_id"]][0] == v])
+        assert len(delays) == ArmCounts.from_conf(merged(sample).conf).positives > arm_counts.positives
         hist = np.bincount(np.clip(np.searchsorted(DELAY_EDGES, delays, side="right") - 1, 0, len(DELAY_EDGES) - 1),
                            minlength=len(DELAY_EDGES))
-        assert not np.array_equal(hist, merged(rows).delay)  # the buckets' histogram holds the negatives' too
+        assert not np.array_equal(hist, merged(sample).delay)  # the buckets' histogram holds the negatives' too
         pipes.append(label_pipeline(arm_counts.positives, hist, DELAY_EDGES, ages,
-                                    np.array([r.stats.predictions for r in rows]), arm_counts.predictions / days))
+                                    np.array([r.stats.predictions for r in rows]), arm_counts.predictions / days,
+                                    "positives", np.array([as_of - (r.bucket_start + 1800.0) for r in sample]),
+                                    np.array([r.stats.predictions for r in sample]),
+                                    as_of - min(r.bucket_start for r in sample)))
     pw = recall_power(c.tp, c.positives, t.positives, 0.05, min(t.positives, c.positives) / days,
                       arm_rates=(c.positives / days, t.positives / days), curves=(pipes[0].expected, pipes[1].expected))
     assert {k: doc["power"][k] for k in pw.to_json()} == pw.to_json()

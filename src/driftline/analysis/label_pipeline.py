@@ -3,7 +3,12 @@ already stored keep gaining labels without more traffic, and new traffic gains t
 
 Model (stated in the readout): traffic continues at the window's rate; a prediction's label arrives after a delay
 drawn from the arm's stored label-delay histogram (uniform within each bin; the open last bin at its lower edge),
-each bin weighted by the inverse share of the window's predictions old enough to show it (observable_weighted);
+each bin weighted by the inverse share of the predictions old enough to show it (observable_weighted), so a delay
+bin is estimated from the predictions that could have shown it. The histogram and those predictions are a delay
+sample that may reach past the window (the readout's: the arm's predictions over the label horizon ending at the
+newest stored event): a 14-day window holds no prediction old enough to show a 20-day delay, and its own sample
+made F reach 1 by ~15 days where labels came 2–21 days after the prediction (churn tryout: 690 positives still to
+come where ~1,607 were). No sample shows delays longer than its oldest prediction's age: `cut_s` flags it;
 each prediction whose label has arrived is a positive with the arm's yield ρ, estimated as labelled positives now ÷
 the expected number of predictions labelled by now, Σ_b P_b·F(age_b). Then the labelled positives `days` from now are
 
@@ -37,6 +42,12 @@ class LabelPipeline:
     delay_source: str = "all_labels"
     """Whose label delays F is made of: "positives" (the positives' own) or "all_labels" (every class's, when the
     positives' own are not known: a class labelled sooner then makes the positives look sooner)."""
+    longest_s: float = 0.0
+    """The longest label delay stored (the upper edge of the histogram's last non-empty bin; the open bin's lower)."""
+    cut_s: float | None = None
+    """The delay sample's oldest prediction's age when F may be cut there: the sample is younger than the label
+    horizon and labels still came after more than CUT_SHARE of that age; longer delays are then counted as none,
+    so the positives still to come may read low. None when the data can show the delays."""
 
     def cdf(self, x: np.ndarray | float) -> np.ndarray:
         """F: the share of labels arrived `x` seconds after the prediction."""
@@ -73,17 +84,30 @@ class LabelPipeline:
         return self.yield_ * self.per_day
 
 
+CUT_SHARE = 0.75
+"""Labels still coming after more than this share of the oldest sampled prediction's age flag F as cut (`cut_s`):
+the last quarter of the ages is seen by few predictions, and the delays past it by none."""
+
+
 def label_pipeline(labelled: int, delay_hist: np.ndarray, delay_edges: np.ndarray, ages_s: np.ndarray,
-                   counts: np.ndarray, per_day: float, delay_source: str = "all_labels") -> LabelPipeline | None:
+                   counts: np.ndarray, per_day: float, delay_source: str = "all_labels",
+                   sample_ages_s: np.ndarray | None = None, sample_counts: np.ndarray | None = None,
+                   seen_s: float | None = None) -> LabelPipeline | None:
     """The arm's pipeline from its labelled positives now, a label-delay histogram (bins on `delay_edges`, the
-    last one open: the positives' own delays where known, `delay_source`), the age at the window's end and size of
-    each stored bucket and its predictions a day; None when no label delay is stored or no stored prediction can
-    have been labelled by now (ρ cannot be told). F is the delay of a positive's label: mixed with the negatives'
-    (churn: positives 30–60 d, negatives confirmed at 30 d) it counted positives as arriving with the negatives and
-    read 40 days to power where 19 suffice (tests/test_ab_power_label_delay.py)."""
+    last one open: the positives' own delays where known, `delay_source`), the age (when its labels are known) and
+    size of each stored bucket of the window and its predictions a day; None when no label delay is stored or no
+    stored prediction can have been labelled by now (ρ cannot be told). The histogram was counted over the buckets
+    of ages `sample_ages_s` and sizes `sample_counts` (by default the window's own), whose oldest prediction is
+    `seen_s` old when that is younger than the label horizon (None: the sample is as old as the horizon, and a
+    delay past it is never counted). F is the delay of a positive's label: mixed with the negatives' (churn:
+    positives 30–60 d, negatives confirmed at 30 d) it counted positives as arriving with the negatives and read
+    40 days to power where 19 suffice (tests/test_ab_power_label_delay.py)."""
     edges = np.asarray(delay_edges, dtype=np.float64)
     ages, n = np.asarray(ages_s, dtype=np.float64), np.asarray(counts, dtype=np.float64)
-    hist = observable_weighted(np.asarray(delay_hist, dtype=np.float64), edges, ages, n)
+    s_ages = ages if sample_ages_s is None else np.asarray(sample_ages_s, dtype=np.float64)
+    s_n = n if sample_counts is None else np.asarray(sample_counts, dtype=np.float64)
+    raw = np.asarray(delay_hist, dtype=np.float64)
+    hist = observable_weighted(raw, edges, s_ages, s_n)
     total = hist.sum()
     if total <= 0 or per_day <= 0:
         return None
@@ -93,7 +117,11 @@ def label_pipeline(labelled: int, delay_hist: np.ndarray, delay_edges: np.ndarra
     arrived = float(np.sum(n * np.interp(ages, x, y, left=0.0, right=1.0)))
     if arrived <= 0:
         return None
-    return LabelPipeline(int(labelled), labelled / arrived, float(per_day), ages, n, x, y, cum, delay_source)
+    last = int(np.flatnonzero(raw > 0)[-1])
+    longest = float(edges[last + 1] if last + 1 < len(edges) else edges[last])
+    cut = seen_s if seen_s is not None and longest > CUT_SHARE * seen_s else None
+    return LabelPipeline(int(labelled), labelled / arrived, float(per_day), ages, n, x, y, cum, delay_source,
+                         longest, cut)
 
 
 def observable_weighted(hist: np.ndarray, edges: np.ndarray, ages: np.ndarray, counts: np.ndarray) -> np.ndarray:

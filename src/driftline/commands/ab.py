@@ -229,10 +229,19 @@ def _power(doc: dict[str, Any], console: Console) -> None:
 
 def _delay_basis(console: Console, comp: dict[str, Any]) -> None:
     """What the days assume (JSON `power.label_delay`): the labelled positives a day of traffic brings once
-    labelled, and those the stored predictions waiting for labels will bring with no more traffic."""
+    labelled, and those the stored predictions waiting for labels will bring with no more traffic; a warning for
+    an arm whose data cannot show its longer label delays yet (`warnings`)."""
     basis = comp["power"].get("label_delay")
-    if not basis or comp["power"].get("days") is None:
+    if not basis:
         return
+    if comp["power"].get("days") is not None:
+        _days_basis(console, comp, basis)
+    for wtext in basis.get("warnings", []):
+        say(console, shown(wtext), "    [yellow]![/yellow] ")
+
+
+def _days_basis(console: Console, comp: dict[str, Any], basis: dict[str, Any]) -> None:
+    """The days line: the positives still to come per arm and those a day of new traffic brings once labelled."""
     arms = (comp["treatment"], comp["control"])
     per_day = " and ".join(f"{fixed(basis['positives_per_day'][a], 1, sep=True)} in {shown(a)}" for a in arms)
     pending = " and ".join(f"~{count(round(basis['pending_positives'][a]))} in {shown(a)}" for a in arms)

@@ -41,12 +41,13 @@ import numpy as np
 from .ab_shadow import ALPHA, independent_intervals, paired_readout, shadow_pairs
 from .ab_sequential import cost_sequential, seq_plan, sequential_more_needed
 from .ab_verdict import verdict
+from .ab_delay import arm_pipeline, delay_basis, delay_span, seen_age
 from ..analysis.abstats import HEADLINE_METRICS, ArmCounts, arm_metrics, compare_arms, holm, srm_check
 from ..analysis.label_balance import label_balance
 from ..analysis.classification import delay_quantiles
 from ..analysis.costs import Costs, cost_difference, cost_per_1000
 from ..analysis.flag_thresholds import flag_note
-from ..analysis.label_pipeline import LabelPipeline, days_until, label_pipeline
+from ..analysis.label_pipeline import LabelPipeline, days_until
 from ..analysis.power import POWER, recall_power
 from ..analysis.sequential import SequentialPlan, cs_difference
 from ..config import AB, Config
@@ -58,7 +59,6 @@ from .maturity import maturity_hint
 from .metrics import resolve_window
 from ..core.stats import NEG, UNL, BucketStats, merge
 from ..storage.bucket_row import BucketRow
-from ..storage.compaction import COMPACTED_SHARD, DAY_S
 from ..storage.scores import positive_delay_hist
 from ..storage.store import Store
 from .windows import Window, flags_in_force, merged, window_ending, window_rows
@@ -202,47 +202,37 @@ def comparison_readout(treatment: str, control: str, t: ArmCounts, c: ArmCounts,
                       "label_delay": None if pc is None or pt is None else delay_basis(pc, pt, control, treatment)}}
 
 
-def delay_basis(pc: LabelPipeline, pt: LabelPipeline, control: str, treatment: str) -> dict[str, Any]:
-    """What the days of the power estimate assume (JSON `power.label_delay`): each arm's labelled positives a day
-    of traffic brings once labelled, and those its stored predictions will still bring without more traffic."""
-    return {"positives_per_day": {control: pc.positives_per_day, treatment: pt.positives_per_day},
-            "pending_positives": {control: pc.pending(), treatment: pt.pending()},
-            "delay_source": {control: pc.delay_source, treatment: pt.delay_source},
-            "assumes": ("traffic continues at the window's rate and labels keep arriving after the delays stored "
-                        "for each arm (its positives' label delays; `all_labels`: every class's, the positives' "
-                        "own being no longer held; corrected for predictions too young to show the longer "
-                        "delays)")}
-
-
-def arm_pipeline(rows: list[BucketRow], labelled_positives: int, stats: BucketStats, window: Window, bucket_s: int,
-                 days: float, positive_delays: np.ndarray | None = None,
-                 labels_as_of: float | None = None) -> LabelPipeline | None:
-    """The arm's label pipeline (analysis.label_pipeline) from its stored buckets in the window: each bucket's age
-    (its middle; a compacted day is a day wide) at the time its labels are known, `labels_as_of` (the newest stored
-    event: a window ending before it, `--at`, holds the labels known now; at most the window's end otherwise),
-    and predictions, the label-delay histogram of its positives (`positive_delays`, from the join state) or, when
-    not known, of all its labels, and its predictions a day; None without rows or without a stored label delay.
-    Ages counted to the window's end made a past window's labels that came after it look early: the yield read far
-    above one positive a prediction (churn tryout: ~9,781 positives still to come for 423 unlabelled
-    predictions)."""
-    if not rows or days <= 0:
-        return None
-    width = np.array([DAY_S if r.shard == COMPACTED_SHARD else bucket_s for r in rows], dtype=np.float64)
-    starts = np.array([r.bucket_start for r in rows], dtype=np.float64)
-    as_of = window.end if labels_as_of is None else max(window.end, labels_as_of)
-    ages = np.maximum(as_of - (starts + width / 2.0), 0.0)
-    counts = np.array([r.stats.predictions for r in rows], dtype=np.float64)
-    if positive_delays is not None:
-        return label_pipeline(labelled_positives, positive_delays, DELAY_EDGES, ages, counts,
-                              stats.predictions / days, "positives")
-    return label_pipeline(labelled_positives, stats.delay, DELAY_EDGES, ages, counts, stats.predictions / days)
+def arm_pipelines(store: Store, config: Config, model: str | None, window: Window,
+                  by_variant: dict[str, list[BucketRow]], stats: dict[str, BucketStats],
+                  counts: dict[str, ArmCounts], days: float, labels_as_of: float | None
+                  ) -> dict[str, LabelPipeline | None]:
+    """Each arm's label pipeline (ab_delay.arm_pipeline), its label delays from the arm's buckets over the label
+    horizon ending at the newest stored event (ab_delay.delay_span), or the window's when it has none there."""
+    span = delay_span(window, labels_as_of, config.labels.horizon_s, config.bucket_s)
+    in_span: dict[str, list[BucketRow]] = {}
+    for r in [] if span is None else window_rows(store, model, span, features=False):
+        in_span.setdefault(r.variant, []).append(r)
+    out: dict[str, LabelPipeline | None] = {}
+    for a, st in stats.items():
+        sample = in_span.get(a, [])
+        if span is None or labels_as_of is None or not sample:
+            delays = positives_delays(store, model, window, a, st, counts[a].positives)
+            out[a] = arm_pipeline(by_variant.get(a, []), counts[a].positives, st, window, config.bucket_s, days,
+                                  delays, labels_as_of)
+            continue
+        s_st = merged(sample)
+        delays = positives_delays(store, model, span, a, s_st, ArmCounts.from_conf(s_st.conf).positives)
+        out[a] = arm_pipeline(by_variant.get(a, []), counts[a].positives, st, window, config.bucket_s, days, delays,
+                              labels_as_of, sample, seen_age(sample, span, labels_as_of, config.bucket_s))
+    return out
 
 
 def positives_delays(store: Store, model: str | None, window: Window, arm: str, stats: BucketStats,
                      positives: int) -> np.ndarray | None:
-    """The arm's positives' label-delay histogram: the buckets' own when every labelled negative is an implicit one
-    (no outcome, no delay: the histogram holds the positives alone), else read from the join state (a scan of the
-    window's held predictions: ~0.6 s an arm for 700,000 on SQLite), None when not all are held."""
+    """The arm's positives' label-delay histogram over `window` (the delay span: ab_delay.delay_span): the buckets'
+    own when every labelled negative is an implicit one (no outcome, no delay: the histogram holds the positives
+    alone), else read from the join state (a scan of the span's held predictions: ~0.6 s an arm for 700,000 on
+    SQLite), None when not all are held."""
     if int(stats.conf[NEG].sum()) == stats.implicit:
         return stats.delay
     return positive_delay_hist(store, model, window.start, window.end, arm, positives)
@@ -341,11 +331,9 @@ def ab_document(store: Store, config: Config, q: ABQuery) -> dict[str, Any]:
     doc["srm"] = {**srm.to_json(), "design": config.ab.design}
     ctl = plan.control
     labels_as_of = store.newest_event()  # labels are the ones known now, also for a window ending at --at
+    pipelines = arm_pipelines(store, config, q.model, window, by_variant, stats, counts, days, labels_as_of)
     for tr in plan.treatments:
-        pipes = tuple(arm_pipeline(by_variant.get(a, []), counts[a].positives, stats[a], window, config.bucket_s, days,
-                                   positives_delays(store, q.model, window, a, stats[a], counts[a].positives),
-                                   labels_as_of)
-                      for a in (ctl, tr))
+        pipes = (pipelines[ctl], pipelines[tr])
         comp = comparison_readout(tr, ctl, counts[tr], counts[ctl], stats[tr], stats[ctl], config, days,
                                   pipes)  # type: ignore[arg-type]
         if shadow:

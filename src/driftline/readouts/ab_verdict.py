@@ -160,6 +160,8 @@ def _power(comp: dict[str, Any]) -> str:
     if more > 0:
         basis = ("counting the labels still to come for the predictions already stored" if pw.get("label_delay")
                  else "at the current rate")
+        if pw.get("label_delay") and pw["label_delay"].get("warnings"):  # an arm's longer delays cannot be seen yet
+            basis += ", though longer label delays than the data can show yet count as none (see power)"
         days = f" (~{numbers.counted(pw['days'], 'day')} {basis})" if pw.get("days") is not None else ""
         mc, mt = pw.get("more_control"), pw.get("more_treatment")
         if mc is not None and mt is not None and _unequal(mc, mt):  # an unequal split: each arm its own count
