@@ -133,3 +133,31 @@ def test_pipelined_reads_raise_driver_errors_as_sqlalchemy_errors(store) -> None
     with store.write() as conn:  # the connection is usable afterwards
         assert pgread.fetch_binary_all(conn, [("SELECT %b::int8", (7,)), ("SELECT %b::text", ("x",))]) == \
             [[(7,)], [("x",)]]
+
+
+def test_an_error_surfacing_at_a_later_execute_quotes_every_statement(store, monkeypatch) -> None:
+    """psycopg reads a pipeline's results as they arrive, so the first statement's server error can be raised by the
+    second statement's execute (a loaded test run quoted only `SELECT 1`): every statement sent is quoted. Here the
+    second execute raises the first one's error, as psycopg did."""
+    import psycopg
+
+    with pytest.raises(ProgrammingError) as raised:
+        with store.write() as conn:
+            dbapi = conn.connection.driver_connection
+            real = dbapi.cursor
+
+            class Late:
+                def __init__(self, cur) -> None:
+                    self.cur = cur
+
+                def execute(self, sql, params):
+                    if sql == "SELECT 1":
+                        raise psycopg.errors.UndefinedColumn('column "no_such_column" does not exist')
+                    return self.cur.execute(sql, params)
+
+                def __getattr__(self, name):
+                    return getattr(self.cur, name)
+
+            monkeypatch.setattr(dbapi, "cursor", lambda *a, **k: Late(real(*a, **k)))
+            pgread.fetch_binary_all(conn, [("SELECT no_such_column_yet FROM buckets", ()), ("SELECT 1", ())])
+    assert "no_such_column_yet" in str(raised.value.statement) and "SELECT 1" in str(raised.value.statement)

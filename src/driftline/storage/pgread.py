@@ -36,16 +36,17 @@ def fetch_binary_all(conn: Connection, statements: Sequence[tuple[str, Sequence[
     import psycopg  # PostgreSQL only: SQLite runs never import psycopg
 
     dbapi: Any = conn.connection.driver_connection
-    statement = statements[0][0]
+    # a server error comes at the sync or at any later execute (psycopg reads results as they arrive), so it may be
+    # any statement's: all are quoted (tryout: the fence's failure quoted the bucket read sent after it; a loaded
+    # test run: a first statement's error raised at the second's execute quoted only the second)
+    statement = ";\n".join(s for s, _ in statements)
     try:
         with driver_step(conn, "a statement"):
             cursors = [dbapi.cursor(binary=True) for _ in statements]
             try:
                 with dbapi.pipeline():  # leaving it syncs: every result is read before the rows are fetched
-                    for cur, (statement, params) in zip(cursors, statements):
-                        cur.execute(statement, params)
-                    statement = ";\n".join(s for s, _ in statements)  # a server error comes at the sync: it may
-                    # be any of them (tryout: the fence's failure quoted the bucket read sent after it)
+                    for cur, (sql, params) in zip(cursors, statements):
+                        cur.execute(sql, params)
                 return [cur.fetchall() for cur in cursors]
             finally:
                 for cur in cursors:
