@@ -55,16 +55,23 @@ def _stream(negatives_after: float = DELAY) -> tuple[list[bytes], dict[str, int]
     return lines, now
 
 
-def test_days_to_power_count_the_labels_on_their_way(tmp_path, capsys) -> None:
-    lines, now = _stream()
+def _replayed(tmp_path, capsys, lines: list[bytes], horizon: str) -> list[str]:
+    """The CLI arguments of a churn A/B config (threshold 0.3, a 50/50 split) with `horizon` whose SQLite
+    database holds `lines`, replayed."""
     (tmp_path / "e.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     cfg = tmp_path / "c.yaml"
-    cfg.write_text(yaml.safe_dump({"model": "churn", "threshold": 0.3, "labels": {"horizon": "90d"},
+    cfg.write_text(yaml.safe_dump({"model": "churn", "threshold": 0.3, "labels": {"horizon": horizon},
                                    "ab": {"design": "split", "control": "control",
                                           "arms": {"control": 0.5, "treatment": 0.5}, "target_recall_diff": 0.05}}))
     base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
     assert cli.main([*base, "replay", str(tmp_path / "e.jsonl"), "--json"]) == 0
     capsys.readouterr()
+    return base
+
+
+def test_days_to_power_count_the_labels_on_their_way(tmp_path, capsys) -> None:
+    lines, now = _stream()
+    base = _replayed(tmp_path, capsys, lines, "90d")
     at = ["ab", "--window", f"{T_DAYS}d", "--at", "2026-07-31T00:00:00Z"]
     assert cli.main([*base, *at, "--json"]) == 0
     pw = json.loads(capsys.readouterr().out)["power"]
@@ -91,14 +98,7 @@ def test_days_to_power_follow_the_positives_own_label_delay(tmp_path, capsys) ->
     positives look mostly arrived already and read 40 days where 19
     suffice. The positives' own delays, from the join state, give the hand count again."""
     lines, now = _stream(negatives_after=10 * DAY)
-    (tmp_path / "e.jsonl").write_bytes(b"\n".join(lines) + b"\n")
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text(yaml.safe_dump({"model": "churn", "threshold": 0.3, "labels": {"horizon": "90d"},
-                                   "ab": {"design": "split", "control": "control",
-                                          "arms": {"control": 0.5, "treatment": 0.5}, "target_recall_diff": 0.05}}))
-    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
-    assert cli.main([*base, "replay", str(tmp_path / "e.jsonl"), "--json"]) == 0
-    capsys.readouterr()
+    base = _replayed(tmp_path, capsys, lines, "90d")
     assert cli.main([*base, "ab", "--window", f"{T_DAYS}d", "--at", "2026-07-31T00:00:00Z", "--json"]) == 0
     pw = json.loads(capsys.readouterr().out)["power"]
     n_now, p_c = now["positives"], now["caught"] / now["positives"]
@@ -142,14 +142,7 @@ def test_days_to_power_of_a_past_window_count_from_the_labels_known_now(tmp_path
     before END: of its predictions those after END − DELAY still wait for their labels (20 days × 24 positives
     a day per arm), and a day of traffic brings 24 labelled positives, as at END."""
     lines, _ = _stream()
-    (tmp_path / "e.jsonl").write_bytes(b"\n".join(lines) + b"\n")
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text(yaml.safe_dump({"model": "churn", "threshold": 0.3, "labels": {"horizon": "90d"},
-                                   "ab": {"design": "split", "control": "control",
-                                          "arms": {"control": 0.5, "treatment": 0.5}, "target_recall_diff": 0.05}}))
-    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
-    assert cli.main([*base, "replay", str(tmp_path / "e.jsonl"), "--json"]) == 0
-    capsys.readouterr()
+    base = _replayed(tmp_path, capsys, lines, "90d")
     assert cli.main([*base, "ab", "--window", "40d", "--at", "2026-07-11T00:00:00Z", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     basis = doc["power"]["label_delay"]
@@ -193,14 +186,7 @@ def _spread_stream(days: int, per_day: int, seed: int) -> tuple[list[bytes], flo
 def _churn_ab(tmp_path, capsys, days: int, per_day: int = 300, seed: int = 11) -> tuple[dict, dict[str, float], str]:
     lines, newest, truth = _spread_stream(days, per_day, seed)
     assert newest > START + (days - 0.01) * DAY
-    (tmp_path / "e.jsonl").write_bytes(b"\n".join(lines) + b"\n")
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text(yaml.safe_dump({"model": "churn", "threshold": 0.3, "labels": {"horizon": "30d"},
-                                   "ab": {"design": "split", "control": "control",
-                                          "arms": {"control": 0.5, "treatment": 0.5}, "target_recall_diff": 0.05}}))
-    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'd.db'}"]
-    assert cli.main([*base, "replay", str(tmp_path / "e.jsonl"), "--json"]) == 0
-    capsys.readouterr()
+    base = _replayed(tmp_path, capsys, lines, "30d")
     assert cli.main([*base, "ab", "--window", "14d", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert cli.main([*base, "ab", "--window", "14d"]) == 0

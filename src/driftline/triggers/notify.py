@@ -26,7 +26,7 @@ from .. import numbers
 from ..config import Notify
 from ..durations import parse_duration
 from ..ops import OpsMetrics
-from .metrics import canonical, fmt_line, info
+from .metrics import canonical, fmt_line, info, shown_value
 from . import history
 from .model import FIRING, NOTICE_RESOLVED, Notice, Rule, TriggerState
 from .runner import EvaluationRun
@@ -54,18 +54,9 @@ class Delivery:
 
 
 def fmt_value(rule: Rule, value: float | None) -> str:
-    """A metric value for people in the rule of every other output (numbers.py): a ratio as a proportion
-    ('0.255'), a statistic with 4 places, seconds as a duration; 'n/a' when missing."""
-    if value is None:
-        return "n/a"
-    unit = info(rule.metric).unit
-    if unit == "ratio":
-        return numbers.prop(value)
-    if unit == "seconds":
-        return numbers.duration(value)
-    if unit == "count":
-        return numbers.whole(value)
-    return numbers.stat(value)
+    """A metric value for people in the rule of every other output (metrics.shown_value: a ratio as a proportion
+    '0.255', a statistic with 4 places, seconds as a duration); 'n/a' when missing."""
+    return "n/a" if value is None else shown_value(rule.metric, value)
 
 
 def summary(rule: Rule, model: str, state: TriggerState, kind: str) -> str:
