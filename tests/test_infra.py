@@ -136,6 +136,12 @@ class _Recorder(ConsumerRebalanceListener):
         self.events.append(("assigned", frozenset(assigned), threading.current_thread().name))
 
 
+def _poll_until(consumer: KafkaConsumer, stop: threading.Event) -> None:
+    """Poll `consumer` (its group membership and heartbeats) until `stop` is set."""
+    while not stop.is_set():
+        consumer.poll(timeout_ms=100)
+
+
 def test_tansu_two_members_split_co_partitioned(kafka_bootstrap: str) -> None:
     """Two members, RangePartitionAssignor: each gets the same partition index of both topics;
     when one leaves, the other takes everything. Listener callbacks run on the kafka-io thread."""
@@ -146,13 +152,19 @@ def test_tansu_two_members_split_co_partitioned(kafka_bootstrap: str) -> None:
     try:
         for name, c in consumers.items():
             c.subscribe([preds, outs], listener=listeners[name])
+        # each member polls in its own thread, as members do: polled in turn from one thread, a member's join
+        # waited inside its poll for the other's, which could not poll meanwhile (a 4-worker test run spun the
+        # whole 120 s with both assignments empty)
+        both = threading.Event()
+        pollers = [threading.Thread(target=_poll_until, args=(c, both), daemon=True) for c in consumers.values()]
+        for t in pollers:
+            t.start()
         deadline = time.monotonic() + 120  # a hang guard: group joins are slow on a loaded machine
-        while time.monotonic() < deadline:
-            for c in consumers.values():
-                c.poll(timeout_ms=100)
-            sizes = [len(c.assignment()) for c in consumers.values()]
-            if sizes == [2, 2]:
-                break
+        while time.monotonic() < deadline and [len(c.assignment()) for c in consumers.values()] != [2, 2]:
+            time.sleep(0.05)
+        both.set()
+        for t in pollers:
+            t.join(30)
         got = {name: c.assignment() for name, c in consumers.items()}
         assert [len(a) for a in got.values()] == [2, 2], got
         for a in got.values():
