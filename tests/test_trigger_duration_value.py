@@ -74,6 +74,12 @@ def test_config_check_shows_the_line_as_a_duration_and_exports_seconds(tmp_path:
     ("silence_seconds", "soon", "silence_seconds is measured in seconds: write a duration such as"),
     ("recall", "'0.7'", "'0.7' is a number written as text: remove the quotes"),
     ("recall", "'70%'", "(a percentage? write it as a fraction: 0.7)"),
+    # as every duration of the config, 0 to 36525d: `1000000d` and a negative bare number were accepted (`-5`'s
+    # rendered summary read `line > 0s` against `> -5`) while `-1d` was refused
+    ("label_delay_p95", "1000000d", "8.64e+10 seconds is longer than 36525d (100 years) (1000000 d)"),
+    ("label_delay_p50", "1e20", "1e+20 seconds is longer than 36525d"),
+    ("label_delay_p95", "-5", "-5 seconds is negative: label_delay_p95 is a time, 0 to 36525d"),
+    ("silence_seconds", "-0.5", "-0.5 seconds is negative"),
 ])
 def test_a_value_that_is_no_line_of_the_metric_is_refused_naming_the_field(
         tmp_path: Path, metric: str, value: str, why: str) -> None:
@@ -87,8 +93,10 @@ def test_a_value_that_is_no_line_of_the_metric_is_refused_naming_the_field(
 
 def test_numbers_stay_accepted_everywhere() -> None:
     config = from_dict({"triggers": [{"name": "r", "metric": "recall", "op": "<", "value": 0.7},
-                                     {"name": "d", "metric": "label_delay_p50", "op": ">", "value": 86400}]})
-    assert [r.value for r in compile_rules(config.triggers)] == [0.7, 86400.0]
+                                     {"name": "d", "metric": "label_delay_p50", "op": ">", "value": 86400},
+                                     {"name": "z", "metric": "silence_seconds", "op": ">", "value": "0s"},
+                                     {"name": "y", "metric": "label_delay_p95", "op": ">", "value": "36525d"}]})
+    assert [r.value for r in compile_rules(config.triggers)] == [0.7, 86400.0, 0.0, 36525 * DAY]
 
 
 def test_the_report_and_alerts_read_a_duration_line_as_its_seconds(tmp_path: Path,

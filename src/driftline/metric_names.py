@@ -6,7 +6,7 @@ import difflib
 from typing import Any
 
 from . import numbers
-from .durations import parse_duration
+from .durations import MAX_WINDOW_DAYS, MAX_WINDOW_S, parse_duration
 
 RATES = ("recall", "fpr", "precision", "specificity", "accuracy", "prevalence", "alert_rate", "npv")
 """Proportions of the metrics document (each with value/low/high/n); label_coverage is one too."""
@@ -53,6 +53,12 @@ def value_problem(metric: str, value: float) -> str | None:
         return f"{value:g} is outside 0..1, the range of {canonical(metric)}{hint}"
     if metric in KPI_TARGETS and value < 0:
         return f"{value:g} is negative (a monthly ceiling)"
+    if canonical(metric) in TIME_METRICS and not 0.0 <= value <= MAX_WINDOW_S:
+        # as every duration of the config: `value: -1d` and `1000000d` were refused and accepted, `-5` accepted
+        # (its rendered summary read `line > 0s` against `> -5`)
+        return (f"{value:g} seconds is {'negative' if value < 0 else f'longer than {MAX_WINDOW_DAYS}d (100 years)'}"
+                f"{'' if value < 0 else f' ({numbers.duration(value)})'}"
+                f": {canonical(metric)} is a time, 0 to {MAX_WINDOW_DAYS}d")
     return None
 
 
