@@ -194,3 +194,24 @@ def test_whole_durations_print_without_a_decimal() -> None:
     day = 86400.0
     assert [numbers.duration(v) for v in (90 * day, 1.5 * day, 3600.0, 5.25 * 3600, 720.0)] == \
         ["90 d", "1.5 d", "1 h", "5.2 h", "12 min"]
+
+
+def test_summary_with_triggers_only_on_non_headline_metrics_does_not_say_none_are_configured() -> None:
+    """verify: a config whose triggers watch label delays and silence only (none on a headline metric) summed up
+    the week as "No targets or triggers are configured, so nothing is judged" above its trigger table, where
+    label_delay_p95 > 2 d was breached at the week's end. It says no headline metric is judged and names the
+    breached trigger; with no trigger at all the sentence is as before."""
+    from driftline.reports.summary import summary_sentence
+
+    def doc(triggers: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"headline": {"rows": [{"metric": "recall", "target": None}], "triggers": triggers,
+                             "metrics": {"counts": {"predictions": 140291}}},
+                "drift": {"available": False}, "window": {"end": "2026-12-07T00:00:00Z"},
+                "generated_at": "2026-12-07T19:23:06Z"}
+
+    delay = {"name": "delay95", "metric": "label_delay_p95", "at_week_end": {"state": "breached"}, "live": None}
+    silent = {"name": "silent", "metric": "silence_seconds", "at_week_end": {"state": "ok"}, "live": None}
+    assert summary_sentence(doc([delay, silent])) == ("No headline metric has a target or trigger, so none is "
+                                                      "judged; trigger line crossed at the week's end: delay95.")
+    assert summary_sentence(doc([silent])) == "No headline metric has a target or trigger, so none is judged."
+    assert summary_sentence(doc([])) == "No targets or triggers are configured, so nothing is judged."

@@ -111,6 +111,14 @@ def summary_sentence(doc: dict[str, Any]) -> str:
     elif parts:
         text = "; ".join(parts)
         text = text[:1].upper() + text[1:]
+    elif not judged and doc["headline"]["triggers"]:
+        # verify: triggers on label delays or silence alone read "No targets or triggers are configured" beside a
+        # trigger table with a line breached at the week's end
+        breached = [str(t["name"]) for t in doc["headline"]["triggers"]
+                    if (t.get("at_week_end") or {}).get("state") == "breached"]
+        text = "No headline metric has a target or trigger, so none is judged"
+        if breached:
+            text += f"; trigger line crossed at the week's end: {', '.join(breached)}"
     elif not judged:
         text = "No targets or triggers are configured, so nothing is judged"
     elif len(unjudged) == len(judged):
