@@ -231,3 +231,18 @@ def test_a_store_younger_than_the_label_delays_says_so(tmp_path, capsys) -> None
     assert " ".join(basis["warnings"][0].split()) in out
     assert ("counting the labels still to come for the predictions already stored, though longer label delays than "
             "the data can show yet count as none (see power)") in out
+
+
+def test_no_negative_positives_still_to_come_when_every_label_has_come() -> None:
+    """F's cumulative sum ÷ its total ended an ulp above 1 after the last delay stored: a stored prediction past
+    it read 1 − F < 0 and `pending_positives` -6.7e-14 in the JSON (verify tryout: -3.04e-13 with `ab --at`)."""
+    from driftline.analysis.label_pipeline import label_pipeline
+    from driftline.core.grids import DELAY_EDGES
+
+    edges = np.asarray(DELAY_EDGES, dtype=np.float64)
+    hist = np.zeros(len(edges))
+    hist[[8, 29, 32, 47]] = [229.918, 413.243, 36.654, 702.53]
+    pipe = label_pipeline(300, hist, edges, np.array([edges[len(edges) // 2 + 1]]), np.array([1000.0]), 10.0)
+    assert pipe is not None
+    assert pipe.pending() == 0.0 and pipe.from_stored(3.0) == 0.0
+    assert float(pipe.cdf(edges[-1] + 10.0)) == 1.0 and np.all(np.diff(pipe.cdf_y) >= 0)

@@ -191,11 +191,12 @@ def test_epoch_milliseconds_are_refused_with_a_hint():
     e = dict(GOOD_PRED)
     e["ts"] = 1_767_225_600_000
     d = dec(e)
-    assert isinstance(d, DeadLetter) and d.reason == "ts_invalid" and "looks like epoch milliseconds" in d.detail
+    assert isinstance(d, DeadLetter) and d.reason == "ts_invalid"
+    assert d.detail.startswith("timestamp 1767225600000 looks like epoch milliseconds: send seconds"), d.detail
 
 
-@pytest.mark.parametrize("ts, shown", [(1_795_176_000_000, "timestamp 1795176000000 outside"),
-                                       (1_795_176_000_000.5, "timestamp 1795176000000.5 outside"),
+@pytest.mark.parametrize("ts, shown", [(1_795_176_000_000, "timestamp 1795176000000 looks like epoch milliseconds"),
+                                       (1_795_176_000_000.5, "timestamp 1795176000000.5 looks like epoch"),
                                        (-5, "timestamp -5 outside")])
 def test_a_refused_epoch_is_shown_as_sent(ts, shown):
     """Tryout: epoch milliseconds sent as the integer 1795176000000 were shown as `1795176000000.0`."""
@@ -206,7 +207,7 @@ def test_a_refused_epoch_is_shown_as_sent(ts, shown):
 
 
 @pytest.mark.parametrize("ts, hint", [
-    ("2026-11-20T10:00Z", "('2026-11-20T10:00Z' has no seconds: RFC 3339 requires them, e.g. '2026-11-20T10:00:00Z')"),
+    ("2026-11-20T10:00Z", "has no seconds: RFC 3339 requires them, e.g. '2026-11-20T10:00:00Z'"),
     ("2026-11-20 10:00+01:00", "has no seconds: RFC 3339 requires them, e.g. '2026-11-20 10:00:00+01:00'"),
     ("2026-11-20T10", "has no minutes and seconds: RFC 3339 requires them, e.g. '2026-11-20T10:00:00'"),
     ("2026-11-20T10:00:00.Z", None), ("20 Nov 2026", None)])
@@ -217,8 +218,9 @@ def test_a_stamp_without_seconds_says_they_are_required(ts, hint):
               decode_many([RawRecord("f", 0, 0, json.dumps({**GOOD_PRED, "ts": ts}).encode())])[0],
               dec({"type": "outcome", "prediction_id": "tx-1", "label": 1, "ts": ts})):
         assert isinstance(d, DeadLetter) and d.reason == "ts_invalid", d
-        assert d.detail.startswith("Invalid RFC3339 encoded datetime - at `$.ts`"), d.detail
-        assert (hint in d.detail) if hint else ("RFC 3339 requires" not in d.detail), d.detail
+        assert "Invalid RFC3339 encoded datetime - at `$.ts`" in d.detail, d.detail
+        # the hint first: `dead-letters` cuts the detail column to the terminal (verify tryout)
+        assert d.detail.startswith(f"{ts!r} {hint}" if hint else "Invalid RFC3339"), d.detail
 
 
 @pytest.mark.parametrize("value, got", [(12345678901234567890123, "got `int`"), (-12345678901234567890123, "got `int`"),

@@ -197,8 +197,9 @@ def simulate_to_kafka(ctx: Context, args: argparse.Namespace, spec: object, end:
                           f"acknowledge {counted(pending, 'event')} already sent", soft_wrap=True)
 
     def full(pending: int) -> None:
-        ctx.err.print(f"waiting for the broker: {counted(pending, 'event')} sent and not yet acknowledged (at most "
-                      f"{MAX_PENDING:,} are held in memory)", soft_wrap=True)
+        ctx.err.print(f"waiting for the broker: {counted(pending, 'event')} sent and not yet acknowledged, held in "
+                      f"memory (sending waits at {MAX_PENDING:,} and resumes below {MAX_PENDING // 2:,})",
+                      soft_wrap=True)
 
     try:
         report = produce_events(producer, settings, stream(spec, end=end), args.rate, stop,  # type: ignore[arg-type]

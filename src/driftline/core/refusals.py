@@ -64,9 +64,10 @@ _NO_SECONDS = re.compile(r"(\d{4}-\d{2}-\d{2}[Tt ]\d{2})(:\d{2})?([Zz]|[+-]\d{2}
 
 
 def ts_detail(msg: str, raw: bytes) -> str:
-    """msgspec's "Invalid RFC3339 encoded datetime" with the README's hint when the stamp has no seconds (tryout:
-    `"ts": "2026-11-20T10:00Z"` read only msgspec's words): ' ('2026-11-20T10:00Z' has no seconds: RFC 3339 requires
-    them, e.g. '2026-11-20T10:00:00Z')'; `msg` as it is otherwise."""
+    """msgspec's "Invalid RFC3339 encoded datetime" after the README's hint when the stamp has no seconds (tryout:
+    `"ts": "2026-11-20T10:00Z"` read only msgspec's words): "'2026-11-20T10:00Z' has no seconds: RFC 3339 requires
+    them, e.g. '2026-11-20T10:00:00Z' (msg)", the hint first so that `dead-letters`' cut detail column shows it
+    (verify tryout); `msg` as it is otherwise."""
     if "RFC3339" not in msg:
         return msg
     try:
@@ -78,7 +79,7 @@ def ts_detail(msg: str, raw: bytes) -> str:
         return msg
     fixed = f"{m.group(1)}{m.group(2) or ':00'}:00{m.group(3) or ''}"
     missing = "seconds" if m.group(2) else "minutes and seconds"
-    return f"{msg} ({ts!r} has no {missing}: RFC 3339 requires them, e.g. {fixed!r})"
+    return f"{ts!r} has no {missing}: RFC 3339 requires them, e.g. {fixed!r} ({msg})"
 
 
 def number_detail(msg: str, raw: bytes) -> str:

@@ -44,10 +44,13 @@ def seen_age(sample: list[BucketRow], span: Window, labels_as_of: float, bucket_
 
 
 def _ages(rows: list[BucketRow], as_of: float, bucket_s: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each bucket's age at `as_of` (its middle; a compacted day is a day wide) and its predictions."""
+    """Each bucket's age at `as_of` (its middle; a compacted day is a day wide) and its predictions, counted from
+    its flag record (kept by the window sum that merged the rows, else read from the bytes): decoding the delay
+    span's buckets for their counts held them all decoded (+156 MB of RSS for `ab --window 7d` on 28 days of
+    20,000 predictions a day, verify tryout)."""
     width = np.array([DAY_S if r.shard == COMPACTED_SHARD else bucket_s for r in rows], dtype=np.float64)
     starts = np.array([r.bucket_start for r in rows], dtype=np.float64)
-    counts = np.array([r.stats.predictions for r in rows], dtype=np.float64)
+    counts = np.array([r.flag_record()[1] for r in rows], dtype=np.float64)
     return np.maximum(as_of - (starts + width / 2.0), 0.0), counts
 
 
