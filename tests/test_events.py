@@ -231,3 +231,17 @@ def test_wrong_type_detail_names_a_big_integer_an_int(value, got):
     d = dec({**GOOD_PRED, "prediction_id": value})
     assert isinstance(d, DeadLetter) and d.reason == "wrong_type"
     assert d.detail == f"Expected `str`, {got} - at `$.prediction_id`"
+
+
+@pytest.mark.parametrize("ts, start", [
+    (1_795_176_000_000_000, "timestamp 1795176000000000 looks like epoch microseconds: send seconds"),
+    (1_795_176_000_000_000_000, "timestamp 1795176000000000000 looks like epoch nanoseconds: send seconds"),
+    ("1795176000", "'1795176000' is a number written as text: send epoch seconds as a JSON number (1795176000, "),
+    ("1795176000.25", "'1795176000.25' is a number written as text")])
+def test_other_epoch_mistakes_say_what_to_send_first(ts, start):
+    """Verify tryout: epoch microseconds and a quoted epoch got no hint (msgspec's RFC 3339 words, or only the
+    range); the hint comes first, as `dead-letters` cuts the detail; the reason stays ts_invalid."""
+    for d in (dec({**GOOD_PRED, "ts": ts}),
+              decode_many([RawRecord("f", 0, 0, json.dumps({**GOOD_PRED, "ts": ts}).encode())])[0]):
+        assert isinstance(d, DeadLetter) and d.reason == "ts_invalid", d
+        assert d.detail.startswith(start), d.detail

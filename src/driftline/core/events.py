@@ -136,9 +136,11 @@ def to_epoch(ts: Timestamp) -> float:
     value = float(ts)
     if not math.isfinite(value) or not 0.0 <= value <= MAX_EPOCH:
         shown = ts if isinstance(ts, int) else value  # as sent: 1795176000000 read "1795176000000.0" (tryout)
-        if MAX_EPOCH < value <= MAX_EPOCH * 1000:  # the hint first: `dead-letters` cuts the detail (verify tryout)
-            raise ValueError(f"timestamp {shown!r} looks like epoch milliseconds: send seconds (fractions allowed) "
-                             "or RFC 3339 (it is outside 1970..9999 as seconds)")
+        for unit, scale in (("milliseconds", 1e3), ("microseconds", 1e6), ("nanoseconds", 1e9)):
+            if MAX_EPOCH * scale / 1000 < value <= MAX_EPOCH * scale:  # the hint first: `dead-letters` cuts the
+                # detail (verify tryout; microseconds had no hint)
+                raise ValueError(f"timestamp {shown!r} looks like epoch {unit}: send seconds (fractions allowed) "
+                                 "or RFC 3339 (it is outside 1970..9999 as seconds)")
         raise ValueError(f"timestamp {shown!r} outside 1970..9999")
     return value
 

@@ -63,6 +63,10 @@ _NO_SECONDS = re.compile(r"(\d{4}-\d{2}-\d{2}[Tt ]\d{2})(:\d{2})?([Zz]|[+-]\d{2}
 """A date-time that stops at the hour or the minute: RFC 3339 requires the seconds."""
 
 
+_EPOCH_TEXT = re.compile(r"-?\d+(\.\d+)?([eE][+-]?\d+)?")
+"""A stamp that is a number in quotes."""
+
+
 def ts_detail(msg: str, raw: bytes) -> str:
     """msgspec's "Invalid RFC3339 encoded datetime" after the README's hint when the stamp has no seconds (tryout:
     `"ts": "2026-11-20T10:00Z"` read only msgspec's words): "'2026-11-20T10:00Z' has no seconds: RFC 3339 requires
@@ -74,6 +78,9 @@ def ts_detail(msg: str, raw: bytes) -> str:
         ts = msgspec.json.decode(raw).get("ts")
     except (msgspec.DecodeError, AttributeError):
         return msg
+    if isinstance(ts, str) and _EPOCH_TEXT.fullmatch(ts.strip()):  # verify tryout: "1795176000" read msgspec's only
+        return (f"{ts!r} is a number written as text: send epoch seconds as a JSON number ({ts.strip()}, no quotes) "
+                f"or an RFC 3339 stamp ({msg})")
     m = _NO_SECONDS.fullmatch(ts) if isinstance(ts, str) else None
     if m is None:
         return msg
