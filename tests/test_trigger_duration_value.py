@@ -106,3 +106,15 @@ def test_the_report_and_alerts_read_a_duration_line_as_its_seconds(tmp_path: Pat
     triggers = [{**t, "value": written.get(t["name"], t["value"])} for t in test_report_trigger_units.TRIGGERS]
     monkeypatch.setattr(test_report_trigger_units, "TRIGGERS", triggers)
     test_report_trigger_units.test_trigger_lines_and_values_read_as_in_alerts(tmp_path)
+
+
+def test_a_line_is_shown_exactly_as_agreed() -> None:
+    """Verify tryout: `value: 90061` on label_delay_p95 read `> 1 d` in `config check` (the rendered rule says
+    90061s); a line is rounded for reading only where the rounding is exact."""
+    from driftline.metric_names import line_text
+
+    assert line_text("label_delay_p95", 90061) == "90061s"
+    assert line_text("label_delay_p95", 0.5) == "0.5s"
+    assert line_text("label_delay_p95", 108000) == "30h"  # 1.25 d would print as 1.2 d
+    assert line_text("label_delay_p95", 2592000) == "30 d" and line_text("silence_seconds", 5400) == "1.5 h"
+    assert line_text("recall", 0.7) == "0.70"

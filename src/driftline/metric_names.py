@@ -6,7 +6,7 @@ import difflib
 from typing import Any
 
 from . import numbers
-from .durations import MAX_WINDOW_DAYS, MAX_WINDOW_S, parse_duration
+from .durations import MAX_WINDOW_DAYS, MAX_WINDOW_S, format_duration, parse_duration
 
 RATES = ("recall", "fpr", "precision", "specificity", "accuracy", "prevalence", "alert_rate", "npv")
 """Proportions of the metrics document (each with value/low/high/n); label_coverage is one too."""
@@ -144,11 +144,17 @@ def fmt_line(rule: Any) -> str:
     return line_text(rule.metric, rule.value)
 
 
+_UNIT_S = {"d": 86400.0, "h": 3600.0, "min": 60.0, "s": 1.0}
+"""Seconds of each unit numbers.duration writes."""
+
+
 def line_text(metric: str, value: float) -> str:
     """fmt_line of a metric and a line in its unit (seconds for a duration)."""
     m = canonical(metric)
-    if m in TIME_METRICS:
-        return numbers.duration(value)
+    if m in TIME_METRICS:  # rounded only where that is exact: an agreed line of 90061 s read '> 1 d' (verify tryout)
+        text = numbers.duration(value)
+        num, unit = text.split(" ")
+        return text if float(num) * _UNIT_S[unit] == value else format_duration(value)
     if m in COUNTS:
         return numbers.whole(value)
     return numbers.line(value)
