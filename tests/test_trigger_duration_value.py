@@ -118,3 +118,18 @@ def test_a_line_is_shown_exactly_as_agreed() -> None:
     assert line_text("label_delay_p95", 108000) == "30h"  # 1.25 d would print as 1.2 d
     assert line_text("label_delay_p95", 2592000) == "30 d" and line_text("silence_seconds", 5400) == "1.5 h"
     assert line_text("recall", 0.7) == "0.70"
+
+
+def test_config_check_shows_the_line_exactly(tmp_path, capsys) -> None:
+    """Verify tryout: `config check` read `> 1 d` for `value: 90061` (its own rounding, not line_text)."""
+    import yaml
+
+    from driftline.cli import main
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"triggers": [
+        {"name": "odd", "metric": "label_delay_p95", "op": ">", "value": 90061, "window": "70d"},
+        {"name": "month", "metric": "label_delay_p95", "op": ">", "value": "30d", "window": "70d"}]}))
+    assert main(["--config", str(cfg), "config", "check"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "odd: label_delay_p95 > 90061s over 70d" in out and "month: label_delay_p95 > 30 d over 70d" in out

@@ -11,9 +11,8 @@ from typing import Any
 from rich.markup import escape
 
 from ..config import Config
-from .. import numbers
 from ..context import Context
-from ..metric_names import TIME_METRICS, canonical
+from ..metric_names import TIME_METRICS, canonical, line_text
 from ..storage.urls import UnusableURL, check_url
 from ..terminal import visible
 
@@ -47,9 +46,9 @@ def summary(config: Config) -> dict[str, Any]:
 
 
 def _line(metric: str, value: float) -> str:
-    """A trigger's line as the check shows it: '0.7', a duration for a metric measured in seconds ('30 d', not
-    '2.592e+06')."""
-    return numbers.duration(value) if canonical(metric) in TIME_METRICS else f"{value:g}"
+    """A trigger's line as the check shows it: '0.7', a duration for a metric measured in seconds as every output
+    writes it (metric_names.line_text: '30 d', not '2.592e+06'; '90061s', not a rounded '1 d')."""
+    return line_text(metric, value) if canonical(metric) in TIME_METRICS else f"{value:g}"
 
 
 def _lines(doc: dict[str, Any], path: str) -> list[str]:

@@ -13,14 +13,13 @@ import json
 import re
 from datetime import date
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from .. import numbers
-from ..metric_names import fmt_line
+from ..metric_names import line_text
 from ..triggers.metrics import shown_value
 from ..analysis.calibrated import reason_text
 from ..domain import capitalised
@@ -48,7 +47,7 @@ def trigger_value(v: float | None, metric: str) -> Formatted:
 
 def trigger_line(t: dict[str, Any]) -> Formatted:
     """A trigger's line as `driftline alerts` shows it: '0.70', '14 d', '0' (a count of drifted features)."""
-    return Formatted(fmt_line(SimpleNamespace(metric=t["metric"], value=t["value"])))
+    return Formatted(line_text(t["metric"], t["value"]))
 
 
 def stat(v: float | None, signed: bool = False) -> Formatted:
