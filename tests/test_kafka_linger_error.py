@@ -28,6 +28,11 @@ class CodecFailure(FakeConsumer):
         self.batch, self.armed, self.raised = batch, False, 0
 
     def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> Any:
+        if timeout_ms == 0 and not self.queued:
+            # the polls made while a batch is stored (overlap.py, no wait) find nothing fetched yet: on a loaded
+            # machine they took every record during the first store, no later poll armed, and the linger poll this
+            # test is about never ran (CI: raised == 0)
+            return {}
         if self.armed and max_records is not None and max_records < self.batch:  # fill's linger poll
             self.armed, self.raised = False, self.raised + 1
             raise UnsupportedCodecError("Libraries for lz4 compression codec not found")
