@@ -98,6 +98,16 @@ def test_bad_yaml_file(tmp_path):
         load(tmp_path / "missing.yaml")
 
 
+@pytest.mark.parametrize("depth", [600, 100_000])
+def test_deeply_nested_yaml_is_a_config_error(tmp_path, depth):
+    """SRE tryout: `model: [[[…]]]` 500+ levels deep made PyYAML recurse past Python's limit, and every command
+    ended in "unexpected RecursionError" (exit 1) instead of the config error naming the file (exit 2)."""
+    p = tmp_path / "c.yaml"
+    p.write_text("model: " + "[" * depth + "]" * depth + "\n")
+    with pytest.raises(ConfigError, match=r"config .*c\.yaml: not valid YAML: nested too deeply"):
+        load(p)
+
+
 def test_yaml_syntax_error_is_one_line_with_its_position(tmp_path):
     """An unclosed quote: the message names line and column on one line, without PyYAML's multi-line excerpt."""
     p = tmp_path / "c.yaml"

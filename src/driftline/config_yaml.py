@@ -48,8 +48,13 @@ StrictLoader.add_implicit_resolver(
 
 
 def load_yaml(text: str) -> Any:
-    """Parse a config file's text (yaml.YAMLError on a syntax error or a duplicate key)."""
-    return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    """Parse a config file's text (yaml.YAMLError on a syntax error, a duplicate key or nesting too deep to read:
+    PyYAML recurses per level, and ~500 nested brackets ended the command in "unexpected RecursionError", exit 1)."""
+    try:
+        return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise yaml.YAMLError("nested too deeply to read (hundreds of levels of brackets or indentation; "
+                             "a config is a few levels deep)") from None
 
 
 def yaml_where(err: yaml.YAMLError) -> str:
