@@ -161,3 +161,26 @@ def test_a_topic_replaced_under_a_running_consumer_is_read_from_its_start(tmp_pa
     assert "fetched records of" in caplog.text and "not stored" in caplog.text
     _assert_every_event_once(tmp_path, store, old, new, new_logs)
     lc.close()
+
+
+def test_a_log_replaced_while_the_process_was_stopped_reports_no_loss_of_the_old_log(tmp_path: Path,
+                                                                                      caplog: Any) -> None:
+    """SRE tryout: `run` stopped (SIGSTOP) with lag 0, the broker restarted empty, the topics recreated and refilled
+    past the stored positions, then `run` continued. Its first housekeeping read the new logs' ends before any
+    batch's topic-id check and kept them as the old logs' ends: 'records skipped: … 998 of the previous log (never
+    ingested …)', driftline_consumer_offset_reset_skipped_records_total{log="previous"} 8,601, nothing lost. An
+    end now counts as the old log's only once a topic-id read after it has shown the same log."""
+    caplog.set_level("INFO", logger="driftline")
+    old, new, store, clock, ids, lc, fake = _old_stream_consumed(tmp_path)
+    fake.logs = partitioned(new)
+    ids.update(p="id-p-2", o="id-o-2")
+    lc.next_housekeeping = 0.0
+    lc._housekeeping()  # the first pass after the process continues: the fetched ends are the new logs'
+    drain(lc, clock, store, sum(map(len, fake.logs.values())))
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("offset reset:")]
+    assert len(lines) == 4 and all("records skipped: 0 of the log found, 0 of the previous log" in ln
+                                   for ln in lines), lines
+    for topic in TOPICS.values():
+        assert lc.sig.offset_reset_skipped.labels(topic=topic, log="previous")._value.get() == 0
+    _assert_every_event_once(tmp_path, store, old, new, fake.logs)
+    lc.close()

@@ -241,6 +241,7 @@ class Ownership:
             return
         ids = self.topic_ids({tp.topic for tp, i in known.items() if i}, True)
         moved = {tp for tp, i in known.items() if log_ids.replaced(i, ids.get(tp.topic))}
+        self.ends.confirm(tp for tp, i in known.items() if i is not None and ids.get(tp.topic) == i)
         if moved:
             self._recheck(moved, "the topic's id changed (deleted and recreated, or the broker restarted empty)")
             log.warning("%d fetched records of %s not stored: fetched by topic name around the replacement, they may "

@@ -18,6 +18,7 @@ partition resumes at `target`:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kafka import TopicPartition
@@ -53,19 +54,42 @@ def skipped(problem: Problem, target: int) -> Skipped:
 
 @dataclass
 class EndsSeen:
-    """Per partition: (this process's position, the highest log end seen) since it positioned the partition, so an
-    offset reset can say how much of the old log was never ingested (updated from the lag refreshes)."""
+    """Per partition: (this process's position, the highest log end seen and known to be of its log) since it
+    positioned the partition, so an offset reset can say how much of the old log was never ingested (updated from
+    the lag refreshes).
+
+    Where the partition's topic id is known, an end seen counts only once a topic-id read made after it shows the
+    same log (`confirm`): kafka-python fetches by topic name, so a process stopped (SIGSTOP, a paused VM) while
+    the broker restarted empty and the topics were recreated and refilled saw the new logs' ends first and
+    reported them as the old ones' (SRE tryout: '998 of the previous log (never ingested …)' with nothing lost)."""
 
     seen: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
+    unconfirmed: dict[TopicPartition, int] = field(default_factory=dict)
+    """Per partition: the highest end seen since the last topic-id read that showed the same log."""
 
     def restart(self, tp: TopicPartition, position: int, end: int) -> None:
-        """The partition was (re)positioned in the log as it is now."""
+        """The partition was (re)positioned in the log as it is now (its topic id just read)."""
         self.seen[tp] = (position, end)
+        self.unconfirmed.pop(tp, None)
 
-    def observe(self, tp: TopicPartition, position: int, end: int) -> None:
-        """A log end seen while consuming at `position` (a smaller end after a reset keeps the old one)."""
+    def observe(self, tp: TopicPartition, position: int, end: int, checked: bool = True) -> None:
+        """A log end seen while consuming at `position` (a smaller end after a reset keeps the old one); `checked`:
+        no topic id to confirm it by (it counts at once), else it waits for `confirm`."""
         _, known = self.seen.get(tp, (position, end))
-        self.seen[tp] = (position, max(known, end, position))  # read up to `position`: the log held that much
+        known = max(known, position)  # read up to `position` (stored batches passed the id check): the log held that
+        if checked:
+            self.seen[tp] = (position, max(known, end, self.unconfirmed.pop(tp, end)))
+        else:
+            self.seen[tp] = (position, known)
+            self.unconfirmed[tp] = max(end, self.unconfirmed.get(tp, end))
+
+    def confirm(self, tps: Iterable[TopicPartition]) -> None:
+        """A topic-id read showed these partitions' logs unchanged: the ends seen before it were theirs."""
+        for tp in tps:
+            end = self.unconfirmed.pop(tp, None)
+            if end is not None and tp in self.seen:
+                position, known = self.seen[tp]
+                self.seen[tp] = (position, max(known, end))
 
     def old_end(self, tp: TopicPartition, stored: int) -> int | None:
         """The old log's end as last seen, when the stored position belongs to the log this process watched (its

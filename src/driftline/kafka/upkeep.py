@@ -29,7 +29,7 @@ from .handoff import Handoff
 from .health import (ConsumerStatus, StallWatch, broker_connected, coordinator_address, membership_problem,
                      rebalancing)
 from .lag import end_offsets, fetch_position, lags_from, owned_lag
-from .log_ids import SideIds
+from .log_ids import SideIds, TopicIds
 from .loop_gap import BehindCheck, LoopGap
 from .loss import EndsSeen
 from .overlap import Overlap
@@ -78,6 +78,9 @@ class Upkeep:
     log_ends: dict[TopicPartition, int]
     """Each partition's log end as last asked from the broker (every 5 s with the lags)."""
     ends: EndsSeen
+    log_ids: dict[TopicPartition, str | None]
+    """The topic id each positioned partition's log had (None: the broker reports none)."""
+    topic_ids: Callable[[set[str], bool], TopicIds]
     next_lag: float
     next_housekeeping: float
     next_maintain: float
@@ -157,7 +160,7 @@ class Upkeep:
                 lags[(tp.topic, tp.partition)] = self.all_lags[(tp.topic, tp.partition)] = max(0, end - start)
                 # kept in the sample: a partition leaving the positions (reset, re-check, revoke) while the next
                 # refresh fails showed the sample's lag from up to 5 s before (CI: a stored backlog, 2931)
-                self.ends.observe(tp, start, end)
+                self.ends.observe(tp, start, end, checked=self.log_ids.get(tp) is None)
             if hw is not None and hw < start and self.held is None:
                 behind[tp] = hw
         self.ops.set_lags(lags)
@@ -212,6 +215,7 @@ class Upkeep:
         unresolved offset reset (recorded in the database) counts its whole log (lag.py), and the reset's text
         shows the log range now."""
         store = self.pipeline.store
+        self._confirm_ends()
         try:
             ends = end_offsets(self.consumer, self.settings.topics, side=self.side_ids)
             stored = {t: store.positions(source_of(t)) for t in self.settings.topics}
@@ -225,6 +229,18 @@ class Upkeep:
         self.log_ends = dict(ends)
         for tp in set(self.unresolved) & set(starts):  # /readyz shows the log as it is now, not as it was found
             self.unresolved[tp] = held[tp].describe(tp.topic, tp.partition, (starts[tp], ends[tp]))
+
+    def _confirm_ends(self) -> None:
+        """Topic ids read now: the log ends seen before of partitions whose log is unchanged were that log's
+        (loss.EndsSeen; a changed id is rechecked at the partition's next batch)."""
+        known = {tp: i for tp, i in self.log_ids.items() if i is not None and tp in self.expected}
+        if known:
+            try:
+                ids = self.topic_ids({tp.topic for tp in known}, True)
+            except KafkaError as err:  # nothing confirmed: the ends wait for the next read
+                log.debug("topic ids not read: %s", err)
+                return
+            self.ends.confirm(tp for tp, i in known.items() if ids.get(tp.topic) == i)
 
     def _beat(self, now: float) -> None:
         """Every ceilings.HEARTBEAT_S and after each change of assignment: record this member's maintenance ceiling
