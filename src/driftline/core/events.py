@@ -75,6 +75,12 @@ class _TaggedOutcome(Outcome, tag="outcome", tag_field="type"):
     """Fast path: one parse for events that carry their `type`."""
 
 
+class _TsProbe(msgspec.Struct, forbid_unknown_fields=False, gc=False):
+    """The `ts` field as sent (its JSON text), every other field skipped."""
+
+    ts: msgspec.Raw = msgspec.Raw(b"")
+
+
 class _Probe(msgspec.Struct, forbid_unknown_fields=False, gc=False):
     type: str | None = None
     score: msgspec.Raw = msgspec.Raw(b"")
@@ -120,6 +126,7 @@ class Decoded(msgspec.Struct, frozen=True, gc=False):
 _pred_dec = msgspec.json.Decoder(Prediction)
 _out_dec = msgspec.json.Decoder(Outcome)
 _probe_dec = msgspec.json.Decoder(_Probe)
+_ts_probe_dec = msgspec.json.Decoder(_TsProbe)
 _tagged_dec = msgspec.json.Decoder(_TaggedPrediction | _TaggedOutcome)
 MAX_EPOCH = 253402300799.0
 """9999-12-31T23:59:59Z: later (or negative) timestamps are rejected as ts_invalid."""
@@ -172,10 +179,13 @@ def parse_time_text(text: str) -> float:
 def _dated(raw: bytes, kind: str) -> Prediction | Outcome | None:
     """The event when its `ts` is a bare date (read as 00:00 UTC, TIME_RULE), else None (stays ts_invalid).
     Only on the dead-letter path: the decoder's fast datetime parsing stays the common case."""
-    doc = msgspec.json.decode(raw)
-    ts = doc.get("ts") if isinstance(doc, dict) else None
+    sent = bytes(_ts_probe_dec.decode(raw).ts)  # the stamp alone: a number out of range (a 5,000-digit `ts`,
+    if sent[:1] != b'"':  # 1e400) failed the whole document's untyped decode, read as another field's wrong_type
+        return None
+    ts = msgspec.json.decode(sent)
     if not isinstance(ts, str) or not DATE_ONLY.fullmatch(ts):
         return None
+    doc = msgspec.json.decode(raw)
     doc["ts"] = ts + "T00:00:00Z"
     return msgspec.convert(doc, Prediction if kind == "prediction" else Outcome)
 
