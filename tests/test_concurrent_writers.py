@@ -118,6 +118,7 @@ def sqlite_url(tmp: Path, name: str) -> str:
 CASES = [(2, "crc"), (4, "crc"), (2, "kind")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts,how", CASES, ids=[f"{n}-{h}" for n, h in CASES])
 def test_concurrent_replays_sqlite_equal_sequential(tmp_path: Path, stream: list[bytes], parts: int,
                                                     how: str) -> None:
@@ -128,6 +129,7 @@ def test_concurrent_replays_sqlite_equal_sequential(tmp_path: Path, stream: list
     assert state(conc) == state(seq)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts,how", CASES, ids=[f"{n}-{h}" for n, h in CASES])
 def test_concurrent_replays_postgres_equal_sequential(tmp_path: Path, stream: list[bytes], pg_url: str,
                                                       parts: int, how: str) -> None:

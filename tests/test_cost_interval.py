@@ -41,6 +41,7 @@ def test_mid_p_bounds_match_a_direct_root(k: int, n: int) -> None:
     assert [x.tolist() for x in mid_p_bounds(5, 0, z)] == [[0.0] * 3, [1.0] * 3]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("costs", "n", "labels"), [
     (EXAMPLE, 350, (1.0, 1.0)),   # fraud example, ~2 expected misses: the clipped normal interval covered 0.897
     (REVIEWS, 30, (1.0, 1.0)),    # reviews dominate, ~2 flags: 0.885

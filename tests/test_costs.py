@@ -73,6 +73,7 @@ def test_complaint_cost_enters_per_false_positive() -> None:
     assert with_complaints - base == pytest.approx(90 * 0.1 * 20.0)
 
 
+@pytest.mark.slow
 def test_delta_method_se_matches_simulation() -> None:
     """The delta-method SE agrees with the spread of the estimate over 2,000 simulated windows."""
     rng = np.random.default_rng(11)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+import pytest
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -157,6 +158,7 @@ def test_dirty_payloads_hidden_in_long_clean_runs(n, dirty, kind, lim):
     _same(records, lim)
 
 
+@pytest.mark.slow
 def test_each_mutation_alone_in_a_full_run(monkeypatch):
     """Every mutation, in the middle of a full run of clean payloads, under each set of limits; in a local zone
     other than UTC, so a naive timestamp read as local time would differ."""

@@ -27,6 +27,7 @@ ALERT = re.compile(r"^(\S+)  ALERT recall_below_target FIRING \(critical\): reca
                    r"(0\.\d{3})\] n=(\d+) over 7d, line < 0\.70$", re.M)  # the line as agreed (numbers.line)
 
 
+@pytest.mark.slow
 def test_demo_runs_end_to_end_and_its_recall_alert_fires(tmp_path: Path) -> None:
     """Four weeks at 400 predictions a day through the real CLI: one recall alert in week four, a scrape of the
     demo's own /metrics, and the week-four report (with the alert in it) written and stored."""

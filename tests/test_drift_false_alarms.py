@@ -38,6 +38,7 @@ def _reports(n: int, k: int, reps: int, cfg: DriftThresholds) -> tuple[int, int,
     return alarms, small, total
 
 
+@pytest.mark.slow
 def test_per_report_false_alarm_rate_is_at_most_alpha_across_sizes_and_feature_counts() -> None:
     cfg = DriftThresholds()
     assert cfg.alpha == 0.01

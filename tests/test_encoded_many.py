@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -167,6 +168,7 @@ def _copies(deltas: list[BucketStats]) -> list[BucketStats]:
     return out
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(chunks())
 def test_chunk_wide_writes_equal_the_per_bucket_route(chunk: tuple[list[bytes | None], list[BucketStats]]) -> None:
@@ -175,6 +177,7 @@ def test_chunk_wide_writes_equal_the_per_bucket_route(chunk: tuple[list[bytes | 
         _same(lambda: encode_merged(olds, _copies(deltas)), lambda: _frozen_route(olds, _copies(deltas)))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(chunks())
 def test_each_bucket_alone_equals_the_chunk(chunk: tuple[list[bytes | None], list[BucketStats]]) -> None:

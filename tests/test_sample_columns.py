@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -201,6 +202,7 @@ def dirty_features(draw: Any) -> tuple[list[Any], tuple[str, ...], int]:
     return out, declared, max_features
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(dirty_features())
 def test_sample_row_and_sample_rows_equal_the_frozen_rules(case: Any) -> None:

@@ -92,6 +92,7 @@ def test_calm_hour_flags_hour_against_the_plain_reference_and_nothing_against_th
             in text)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seasonality", ["hour_of_day", "both"])
 def test_calm_week_of_hourly_windows_stays_within_the_documented_false_alarm_rate(demo, seasonality) -> None:
     """Every 1-hour window of week 3 (calm): at most what alpha per report allows (99.9 % binomial bound); the plain
