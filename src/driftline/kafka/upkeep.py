@@ -233,7 +233,7 @@ class Upkeep:
     def _confirm_ends(self) -> None:
         """Topic ids read now: the log ends seen before of partitions whose log is unchanged were that log's
         (loss.EndsSeen; a changed id is rechecked at the partition's next batch)."""
-        known = {tp: i for tp, i in self.log_ids.items() if i is not None and tp in self.expected}
+        known = {tp: i for tp, i in self.log_ids.items() if i is not None and tp in self.ends.unconfirmed}
         if known:
             try:
                 ids = self.topic_ids({tp.topic for tp in known}, True)
