@@ -408,3 +408,13 @@ def test_head_requests_get_the_status_and_headers_of_get_without_a_body(service)
             got, length, body = err.code, int(err.headers["Content-Length"]), err.read()
         assert (got, body) == (code, b"") and length > 0
         assert length == len(_get(service.url + path)[2].encode()) or path == "/metrics"  # scrapes move
+
+
+def test_rate_help_texts_keep_their_capitals(db):
+    """HELP of the rate series read 'Tp / (tp + fn)' and '1 - fpr': str.capitalize lowered every other letter."""
+    path, config, store = db
+    docs = {m.name: m.documentation for m in SnapshotCollector(store, config, clock=lambda: END).collect()}
+    assert docs["driftline_recall_ratio"] == "TP / (TP + FN): share of labelled positives the model flagged."
+    assert docs["driftline_fpr_ratio"].startswith("FP / (FP + TN): ")
+    assert docs["driftline_specificity_ratio"] == "TN / (TN + FP) = 1 - FPR."
+    assert docs["driftline_alert_rate_ratio"] == "Flagged / all predictions (labelled or not)."

@@ -67,6 +67,11 @@ def multivariate_series(r: MultivariateReading) -> list[tuple[str, str, float | 
             ("sample_rows", "Feature vectors of the window's sample behind the statistic.", float(r.n))]
 
 
+def _sentence(text: str) -> str:
+    """A help text as a sentence: first letter upper-cased, the rest kept (str.capitalize lowered 'TP' to 'tp')."""
+    return text[:1].upper() + text[1:] + "."
+
+
 class _Families:
     """Metric families under construction, created on first use so empty families are not exported."""
 
@@ -98,7 +103,7 @@ def add_window(f: _Families, model: str, window: str, groups: list[Group]) -> No
             r = m.label_coverage if name == "label_coverage" else m.rates[name]
             if r.value is None:
                 continue
-            f.gauge(f"driftline_{name}_ratio", helptext.capitalize() + ".", WINDOWED).add_metric(lv, r.value)
+            f.gauge(f"driftline_{name}_ratio", _sentence(helptext), WINDOWED).add_metric(lv, r.value)
             f.gauge(f"driftline_{name}_lower_ratio", f"Lower bound of the 95% Wilson interval of {name}.",
                     WINDOWED).add_metric(lv, r.low)
             f.gauge(f"driftline_{name}_upper_ratio", f"Upper bound of the 95% Wilson interval of {name}.",
