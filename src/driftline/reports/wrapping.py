@@ -41,7 +41,16 @@ def idents(value: Any) -> Any:
     if not isinstance(value, str) or isinstance(value, Markup):
         return value
     pieces = _CODE.split(visible(value))  # odd indices are the quoted names
-    return Markup("").join(Markup("<code>%s</code>") % ident(p) if i % 2 else _prose(p) for i, p in enumerate(pieces))
+    return Markup("").join(_code(p) if i % 2 else _prose(p) for i, p in enumerate(pieces))
+
+
+def _code(quoted: str) -> Markup:
+    """A quoted name, breakable after its separators; a quoted command (it holds a space: `driftline report --week
+    2026-W48`) is never broken (class `cmd`, white-space: nowrap in the template), as the README promises for
+    suggested commands (on-call tryout: a phone showed 'driftline report -' then '-week 2026-W48')."""
+    if " " in quoted:
+        return Markup('<code class="cmd">%s</code>') % quoted
+    return Markup("<code>%s</code>") % ident(quoted)
 
 
 def _prose(text: str) -> Markup:
