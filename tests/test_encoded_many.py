@@ -234,3 +234,19 @@ def test_merges_never_take_numpys_hash_unique(chunk: tuple[list[bytes | None], l
                             pass
     finally:
         np.unique = real  # type: ignore[assignment]
+
+
+def test_a_stored_bucket_with_text_counts_fails_as_the_per_bucket_route() -> None:
+    """Hypothesis in CI: a stored blob whose counts are text ("conf": ["a", …]) made the chunk route raise TypeError
+    (labelled_in_conf's sum) where the per-bucket route raises ValueError (numpy's int conversion)."""
+    from driftline.core.rank_hist import labelled_in_conf
+
+    doc = msgspec.msgpack.decode(BucketStats().to_bytes())
+    doc["conf"] = ["a"] * 6
+    olds: list[bytes | None] = [msgspec.msgpack.encode(doc)]
+    delta = BucketStats()
+    delta.conf[2, 0] = 1
+    _same(lambda: encode_merged(olds, _copies([delta])), lambda: _frozen_route(olds, _copies([delta])))
+    with pytest.raises(ValueError):
+        labelled_in_conf(["a"] * 6)
+    assert labelled_in_conf([1, 2, 3, 4, 5, 6]) == 10 and labelled_in_conf(np.arange(6).reshape(3, 2)) == 6

@@ -122,8 +122,13 @@ def rank_into_doc(doc: dict[str, Any], rank: Rank | None) -> None:
 def labelled_in_conf(conf: Sequence[int] | np.ndarray) -> int:
     """Labelled predictions of a bucket's confusion counts, flat or (3, 2) (rows NEG and POS: the first four); a
     decoded list of ints summed as it is (a window query reads it for each of its hundreds of buckets)."""
-    if type(conf) is list and len(conf) == 6 and type(labelled := sum(conf[:2 * RANK_ROWS])) is int:
-        return labelled
+    if type(conf) is list and len(conf) == 6:
+        try:
+            labelled = sum(conf[:2 * RANK_ROWS])
+        except TypeError:  # a damaged blob (text counts): numpy's conversion below refuses it as every route does
+            labelled = None
+        if type(labelled) is int:
+            return labelled
     return int(np.asarray(conf, dtype=np.int64).ravel()[:2 * RANK_ROWS].sum())
 
 
