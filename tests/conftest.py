@@ -47,7 +47,9 @@ __all__ = [
 
 
 def pytest_collection_modifyitems(items: list) -> None:  # type: ignore[type-arg]
-    """Tests marked `slow` first, in their order, then the rest: under pytest-xdist (the README's `-n 4`) the long
-    end-to-end and simulation tests then run beside the short ones instead of forming the tail of the run (a
-    4-worker CI ended with one worker on a 161 s Kafka test for minutes after the others were done)."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """Modules holding a test marked `slow` first, each module's tests in their own order: under pytest-xdist's
+    `--dist loadscope` (the README's command) a worker takes a whole module at a time, so the long end-to-end and
+    simulation modules start at once, side by side, instead of forming the tail of the run; a module's tests keep
+    the order their module-scoped fixtures expect (one test sets a reference the next reads)."""
+    slow = {item.module for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.module not in slow)
