@@ -22,6 +22,7 @@ from typing import Any
 from prometheus_client.core import Metric
 
 from .. import __version__
+from ..streak import FailureStreak, first_line
 from ..config import Config
 from ..durations import format_duration
 from ..core.engine import CONFLICTING, IMPLICIT_RELABELLED
@@ -78,6 +79,8 @@ class SnapshotCollector:
         """Whether this replica holds the leader lock (None: a single process, always exports the store)."""
         self._lock = threading.Lock()
         self._cache: tuple[float, list[Metric]] | None = None
+        self.snapshots = FailureStreak("metrics snapshot", log, monotonic=monotonic)
+        """Snapshots skipped for an outage, logged by streak (one line per snapshot flooded the log; tryout)."""
         self.builds = 0
 
     def collect(self) -> Iterable[Metric]:
@@ -127,8 +130,9 @@ class SnapshotCollector:
         except SchemaMissing:
             raise  # no outage to wait out: the scrape answers 503 naming it (http.py)
         except StoreUnavailable as err:
-            log.warning("metrics snapshot skipped: database unavailable: %s", err)
+            self.snapshots.failed(RuntimeError(f"database unavailable: {first_line(err)}"))
             return always
+        self.snapshots.succeeded()
         return list(f.fams.values())
 
     def _models(self, f: _Families) -> None:

@@ -19,6 +19,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy.exc import DBAPIError
 
 from ..storage.calls import DEFAULT_STALL_S, StallWatch
+from ..streak import FailureStreak
 from .early import EarlyListener, HTTPServer
 from ..storage.errors import SchemaMissing
 from ..storage.store import Store
@@ -84,6 +85,9 @@ class ExporterServer:
         self.stall_watch = StallWatch(store.calls, stall_s)
         self.bounded = BoundedCall(scrape_timeout_s)
         """A scrape reading a database that stopped answering gives up (503) instead of hanging."""
+        self.scrapes = FailureStreak("scrape", log)
+        """Failed scrapes logged by streak: a table locked for 75 s logged a warning at every scrape (18 of 25
+        lines; database-fault tryout), where the consumer said it three times."""
         self._thread: threading.Thread | None = None
         if listening is not None:  # bound and answering since the start of `run` (early.py): served from now on
             self.httpd, self._thread = listening.adopt(self._handler())  # by this handler, no gap
@@ -163,13 +167,15 @@ class ExporterServer:
                     try:
                         body = server.scrape(encoder)
                     except ScrapeTimeout as err:
-                        known = str(err).startswith("database not answering")  # warned once by StallWatch
-                        log.log(logging.INFO if known else logging.WARNING, "scrape failed: %s", err)
+                        if str(err).startswith("database not answering"):  # warned once by StallWatch
+                            log.info("scrape failed: %s", err)
+                        else:
+                            server.scrapes.failed(err)
                         self._send(503, f"scrape failed: {err}\n".encode(), "text/plain; charset=utf-8")
                         return
                     except (DBAPIError, SchemaMissing) as err:  # the reads refused (SRE tryout: a 500 and a
                         first = str(err).splitlines()[0]  # traceback per scrape on a database recreated empty)
-                        log.warning("scrape failed: database error: %s", first)
+                        server.scrapes.failed(RuntimeError(f"database error: {first}"))
                         self._send(503, f"scrape failed: database error: {first}\n".encode(),
                                    "text/plain; charset=utf-8")
                         return
@@ -177,6 +183,7 @@ class ExporterServer:
                         log.exception("scrape failed")
                         self._send(500, b"scrape failed\n", "text/plain; charset=utf-8")
                         return
+                    server.scrapes.succeeded()
                     self._send(200, body, ctype)
                 elif path == "/healthz":
                     self._send(200, b"ok\n", "text/plain; charset=utf-8")
