@@ -44,11 +44,11 @@ def test_ends_seen_keep_the_old_end_through_a_reset_and_distrust_another_epoch()
     assert ends.old_end(tp, 300) == 900
     assert ends.old_end(tp, 250) is None  # below this process's own position: moved by others since
     assert ends.old_end(TP("p", 1), 5) is None
-    ends.observe(tp, 400, 2000, checked=False)  # seen before a topic-id read: not yet known to be this log's end
+    ends.observe(tp, 400, 2000, confirmed=False)  # seen before a topic-id read: not yet known to be this log's end
     assert ends.old_end(tp, 400) == 900
     ends.confirm([tp])  # a topic-id read after it showed the same log
     assert ends.old_end(tp, 400) == 2000
-    ends.observe(tp, 400, 5000, checked=False)
+    ends.observe(tp, 400, 5000, confirmed=False)
     ends.restart(tp, 0, 10)  # repositioned (the log replaced): the unconfirmed end is gone with it
     ends.confirm([tp])
     assert ends.old_end(tp, 5) == 10

@@ -72,12 +72,12 @@ class EndsSeen:
         self.seen[tp] = (position, end)
         self.unconfirmed.pop(tp, None)
 
-    def observe(self, tp: TopicPartition, position: int, end: int, checked: bool = True) -> None:
-        """A log end seen while consuming at `position` (a smaller end after a reset keeps the old one); `checked`:
+    def observe(self, tp: TopicPartition, position: int, end: int, confirmed: bool = True) -> None:
+        """A log end seen while consuming at `position` (a smaller end after a reset keeps the old one); `confirmed`:
         no topic id to confirm it by (it counts at once), else it waits for `confirm`."""
         _, known = self.seen.get(tp, (position, end))
         known = max(known, position)  # read up to `position` (stored batches passed the id check): the log held that
-        if checked:
+        if confirmed:
             self.seen[tp] = (position, max(known, end, self.unconfirmed.pop(tp, end)))
         else:
             self.seen[tp] = (position, known)

@@ -160,7 +160,7 @@ class Upkeep:
                 lags[(tp.topic, tp.partition)] = self.all_lags[(tp.topic, tp.partition)] = max(0, end - start)
                 # kept in the sample: a partition leaving the positions (reset, re-check, revoke) while the next
                 # refresh fails showed the sample's lag from up to 5 s before (CI: a stored backlog, 2931)
-                self.ends.observe(tp, start, end, checked=self.log_ids.get(tp) is None)
+                self.ends.observe(tp, start, end, confirmed=self.log_ids.get(tp) is None)
             if hw is not None and hw < start and self.held is None:
                 behind[tp] = hw
         self.ops.set_lags(lags)

@@ -53,15 +53,8 @@ def _write_atomic(path: Path, text: str) -> None:
     """Write via a temporary file and rename, so a reader never sees half a report. The file is created with mode
     0666 less the process umask, as any file the user writes (tempfile.mkstemp makes 0600: reports were unreadable
     to the web server or teammates not running as the service user, on-call tryout)."""
-    for _ in range(100):
-        tmp = str(path.parent / f"{path.name}.{secrets.token_hex(6)}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
-            break
-        except FileExistsError:
-            continue
-    else:
-        raise FileExistsError(f"no free temporary name next to {path}")
+    tmp = str(path.parent / f"{path.name}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Engine, event
 
 from .calls import CALLS_KEY
+from .pgconnect import DEFAULTS
 
 LZ4 = ("SELECT set_config('default_toast_compression', 'lz4', false) FROM pg_settings "
        "WHERE name = 'default_toast_compression' AND source = 'default' AND 'lz4' = ANY(enumvals)")
@@ -22,10 +23,12 @@ LZ4 = ("SELECT set_config('default_toast_compression', 'lz4', false) FROM pg_set
 build without lz4: nothing set) and nobody configured the setting (source 'default')."""
 
 
-SERVER_KEEPALIVES = ("SELECT set_config(s.name, s.value, false) FROM (VALUES ('tcp_keepalives_idle', '10'), "
-                     "('tcp_keepalives_interval', '5'), ('tcp_keepalives_count', '3'), ('tcp_user_timeout', '30000')) "
-                     "AS s(name, value) JOIN pg_settings p ON p.name = s.name WHERE p.source = 'default'")
-"""The server's side of the connection probes its client as the client probes the server (pgconnect.DEFAULTS):
+_SERVER_SIDE = ("tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count", "tcp_user_timeout")
+SERVER_KEEPALIVES = ("SELECT set_config(s.name, s.value, false) FROM (VALUES "
+                     + ", ".join(f"('{name}', '{DEFAULTS[name.replace('tcp_keepalives_', 'keepalives_')]}')"
+                                 for name in _SERVER_SIDE)
+                     + ") AS s(name, value) JOIN pg_settings p ON p.name = s.name WHERE p.source = 'default'")
+"""The server's side of the connection probes its client with the client's own values (pgconnect.DEFAULTS):
 a `run` killed while the network between it and the server was cut left its sessions on the server, one `idle in
 transaction` holding the write lock and two holding the leader locks, until the server's own keepalive (2 h by
 default) ended them, and every replacement waited that long (SRE tryout). Now the server drops such a session
