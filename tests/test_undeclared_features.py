@@ -99,3 +99,30 @@ def test_undeclared_names_are_bounded_per_batch_and_in_the_store(tmp_path) -> No
         assert sum(n.startswith("b") for n in names) == MAX_UNDECLARED_NAMES - 40
     finally:
         store.close()
+
+
+def test_more_undeclared_names_than_recorded_say_at_least(tmp_path, capsys) -> None:
+    """Tryout: one event with 500 undeclared features made `drift` say "50 feature names seen but not declared":
+    past MAX_UNDECLARED_NAMES the names listed are not all of them, so the text, --json and the report say so."""
+    cfg = tmp_path / "driftline.yaml"
+    cfg.write_text(CONFIG)
+    events = tmp_path / "e.jsonl"
+    rows = [{"type": "prediction", "prediction_id": f"p{i}", "model": "fraud", "ts": "2026-01-01T10:00:00Z",
+             "score": 0.2, "features": {"amount": 1.0, "country": "FR"}} for i in range(40)]
+    rows.append({"type": "prediction", "prediction_id": "wide", "model": "fraud", "ts": "2026-01-01T11:00:00Z",
+                 "score": 0.2, "features": {f"x{i}": i for i in range(500)}})
+    events.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    base = ["--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'w.db'}"]
+    assert main([*base, "replay", str(events)]) == 0
+    assert main([*base, "reference", "set", "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-02T00:00:00Z"]) == 0
+    capsys.readouterr()
+    assert main([*base, "drift", "--json", "--at", "2026-01-02T00:00:00Z", "--window", "1d"]) == 0
+    und = json.loads(capsys.readouterr().out)["undeclared"]
+    assert und["occurrences"] == 500 and len(und["names"]) == MAX_UNDECLARED_NAMES
+    assert und["names_complete"] is False
+    assert main([*base, "drift", "--at", "2026-01-02T00:00:00Z", "--window", "1d"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"at least {MAX_UNDECLARED_NAMES} feature names seen but not declared" in out
+    assert main([*base, "report", "--week", "2026-W01", "--out", str(tmp_path / "r")]) == 0
+    md = (tmp_path / "r" / "report-fraud-2026-W01.md").read_text()
+    assert f"at least {MAX_UNDECLARED_NAMES} feature names seen in events" in md

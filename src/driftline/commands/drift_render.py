@@ -234,7 +234,8 @@ def undeclared_line(und: dict[str, Any]) -> str:
     `features:` to monitor them' from drift_document's `undeclared` block (event text made inert)."""
     names = und["names"]
     listed = ", ".join(f"{shown(n['feature'])} ({count(n['count'])})" for n in names)
-    head = (f"{count(len(names))} feature name{'s' if len(names) != 1 else ''} seen but not declared (not "
+    n = f"{count(len(names))}" if und.get("names_complete", True) else f"at least {count(len(names))}"
+    head = (f"{n} feature name{'s' if len(names) != 1 else ''} seen but not declared (not "
             f"monitored): {listed}" if names else
             f"{count(und['occurrences'])} occurrences of feature names not declared (not monitored)")
     return head + f"; {und['scope']}; add them under `features:` to monitor them"

@@ -167,15 +167,18 @@ def drift_document(store: Store, config: Config, model: str, window: Window, var
 
 def undeclared_block(store: Store) -> dict[str, Any] | None:
     """Feature names present in events but not declared under `features:` (so not monitored): the refused
-    occurrences in total and per recorded name, most frequent first; None when there are none. Counted at
-    ingestion for all models and all time (the counters are not per window)."""
+    occurrences in total and per recorded name, most frequent first (`names_complete` false when some occurrences
+    went unnamed past MAX_UNDECLARED_NAMES: at least that many names; an event with 500 undeclared features read
+    "50 feature names seen"); None when there are none. Counted at ingestion for all models and all time (the
+    counters are not per window)."""
     counters = store.counters()
     total = counters.get(("features_untracked", "undeclared"), 0)
     if not total:
         return None
-    names = sorted(store.undeclared_features().items(), key=lambda kv: (-kv[1], kv[0]))
+    named = store.undeclared_features()
+    names = sorted(named.items(), key=lambda kv: (-kv[1], kv[0]))
     return {"occurrences": total, "names": [{"feature": n, "count": c} for n, c in names],
-            "scope": "all models, all time (ingestion counters)"}
+            "names_complete": sum(named.values()) == total, "scope": "all models, all time (ingestion counters)"}
 
 
 def over_limit_block(store: Store, max_features: int) -> dict[str, Any] | None:
