@@ -474,6 +474,16 @@ def test_plan_arms_defaults_and_errors() -> None:
         AB(control="Z", arms={"A": 0.5, "B": 0.5})
 
 
+def test_an_ignored_variant_close_to_an_arm_without_predictions_is_named_as_a_likely_misspelling() -> None:
+    """Tryout: `ab.arms` spelt `Candidate` while the events send `candidate` read as an empty arm and a sample-ratio
+    MISMATCH; the note on the ignored variant now names the configured arm it probably meant."""
+    ab = AB(control="control", arms={"control": 0.5, "Candidate": 0.5})
+    p = plan_arms(ab, ["candidate", "control"])
+    assert len(p.notes) == 1 and "configured arm 'Candidate' has no predictions in the window" in p.notes[0]
+    p = plan_arms(ab, ["Candidate", "control", "zzz"])  # a far name, and every arm present: no hint
+    assert len(p.notes) == 1 and "has no predictions" not in p.notes[0]
+
+
 @pytest.mark.parametrize("ab, message", [
     ({"control": "C", "arms": {"A": 0.5, "B": 0.5}},
      "invalid field `ab.control`: 'C' is not one of ab.arms ['A', 'B']"),

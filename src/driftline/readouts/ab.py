@@ -52,6 +52,7 @@ from ..analysis.power import POWER, recall_power
 from ..analysis.sequential import SequentialPlan, cs_difference
 from ..config import AB, Config
 from ..config_checks import old_shadow_shares
+from ..config_fields import closest_name
 from ..config import Costs as CostConfig
 from ..core.grids import DELAY_EDGES
 from .matured_part import matured_split, maturing
@@ -105,7 +106,7 @@ def plan_arms(ab: AB, found: Iterable[str]) -> ArmPlan:
     if ab.arms:  # the control is an arm and the shares sum to 1 (shadow: or are fractions scored): config_checks
         total = float(sum(ab.arms.values()))
         notes = tuple(f"variant {v!r} has predictions in the window but is not a configured arm: ignored"
-                      for v in variants if v not in ab.arms)
+                      + _arm_hint(v, [a for a in ab.arms if a not in variants]) for v in variants if v not in ab.arms)
         if ab.design == "shadow" and not old_shadow_shares(dict(ab.arms), ab.control_arm):  # fractions scored
             return ArmPlan(dict(ab.arms), ab.control_arm, notes)
         return ArmPlan({a: w / total for a, w in ab.arms.items()}, ab.control_arm, notes)
@@ -116,6 +117,18 @@ def plan_arms(ab: AB, found: Iterable[str]) -> ArmPlan:
         f"no arms configured and default control {ab.control_arm!r} has no predictions in the window; "
         f"using {control!r}",)
     return ArmPlan({a: 1.0 / len(variants) for a in variants}, control, notes)
+
+
+def _arm_hint(variant: str, empty_arms: list[str]) -> str:
+    """'; configured arm 'Candidate' has none: …' when an ignored variant is close to an arm without predictions
+    (tryout: `ab.arms` spelt `Candidate` for the events' `candidate` read as a 0-prediction arm and an SRM
+    MISMATCH, the note naming no cause)."""
+    same_case = [a for a in empty_arms if a.casefold() == variant.casefold()]
+    near = same_case[0] if same_case else closest_name(variant, empty_arms)
+    if near is None:
+        return ""
+    return (f"; configured arm {near!r} has no predictions in the window: a misspelt `ab.arms` key? (names are "
+            f"exact, case included)")
 
 
 # --- assembly --------------------------------------------------------------------------------------------
