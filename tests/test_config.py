@@ -311,6 +311,19 @@ def test_an_empty_exporter_host_is_refused_not_read_as_every_interface(host: str
     assert from_dict({"exporter": {"host": "0.0.0.0"}}).exporter.host == "0.0.0.0"
 
 
+@pytest.mark.parametrize("host, says", [("localhost:9108", "carries a port: write the host alone ('localhost') and "
+                                         "the port under `exporter.port` (9108)"),
+                                        ("[::1]:9108", "carries a port: write the host alone ('::1')"),
+                                        ("http://0.0.0.0:9108", "is a URL: write the bind address alone")])
+def test_an_exporter_host_with_a_port_or_scheme_is_refused_at_load(host: str, says: str) -> None:
+    """Tryout: `exporter: {host: "localhost:9108"}` passed `config check`, then `serve` failed to start with
+    "cannot serve /metrics on localhost:9108:9108"; bare IPv6 addresses stay hosts."""
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        from_dict({"exporter": {"host": host}})
+    for ok in ("::1", "fe80::1%eth0", "0.0.0.0", "metrics.internal"):
+        assert from_dict({"exporter": {"host": ok}}).exporter.host == ok
+
+
 def test_the_finite_check_visits_each_aliased_list_once() -> None:
     """A YAML alias bomb (8 lines: each list holds the previous one 9 times, 9**8 values when expanded) was walked
     value by value by the finite-number check: the CLI took minutes before saying `unknown field`. Each shared list

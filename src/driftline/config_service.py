@@ -26,8 +26,29 @@ class Exporter(Base):
         if not self.host.strip():  # the socket layer reads '' as every interface: /metrics open to the network
             raise ValueError(f"host: {self.host!r} is empty, which would listen on every interface: write 0.0.0.0 "
                              "to mean that, or leave `host` out for 127.0.0.1 (this machine only)")
+        problem = host_problem(self.host)
+        if problem:
+            raise ValueError(f"host: {problem}")
         _duration_between("scrape_timeout", self.scrape_timeout, *SCRAPE_TIMEOUT_S,
                           "a scrape bound; keep it below the Prometheus job's scrape_timeout, 10s by default")
+
+
+_HOST_PORT = re.compile(r"^(?:\[(?P<v6>[^\]]*)\]|(?P<name>[^:\[\]]*)):(?P<port>\d+)$")
+
+
+def host_problem(host: str) -> str | None:
+    """Why an `exporter.host` is an address with a scheme or a port rather than a bind address, else None:
+    `localhost:9108` passed `config check` and `serve` then failed to start ("cannot serve /metrics on
+    localhost:9108:9108") (toxicity tryout). A bare IPv6 address (`::1`) is a host."""
+    if "://" in host:
+        return (f"{host!r} is a URL: write the bind address alone (e.g. 127.0.0.1 or 0.0.0.0) and the port under "
+                "`exporter.port`")
+    m = _HOST_PORT.match(host)
+    if m is None:
+        return None
+    bare = m.group("v6") if m.group("v6") is not None else m.group("name")
+    return (f"{host!r} carries a port: write the host alone ({bare or '0.0.0.0'!r}) and the port under "
+            f"`exporter.port` ({m.group('port')})")
 
 
 BATCH_BYTES = 16 << 20
