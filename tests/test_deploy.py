@@ -40,7 +40,9 @@ def _yaml(path: Path) -> Any:
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+    """A tool's run, with a hang guard: `promtool test rules meta.test.yml` takes ~6 s of CPU, 35 s in a loaded CI
+    run and past 60 s on a machine at load 7 (the guard then failed a passing rule test)."""
+    return subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
 
 
 def _rules() -> list[dict[str, Any]]:

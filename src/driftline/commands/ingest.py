@@ -29,7 +29,8 @@ from .feature_notes import untracked_warnings
 from .progress import IngestProgress, Ramp
 from .prose import say
 from .render import shown, shown_name
-from .replay_warnings import conflict_warning, expired_warning, past_horizon_warning, shared_id_warnings
+from .replay_warnings import (conflict_warning, expired_warning, past_horizon_warning, shared_id_warnings,
+                              shared_model_warning)
 from .tables import Col, print_table
 from .which_model import closest
 
@@ -92,7 +93,7 @@ def run_replay(ctx: Context, path: str, batch_size: int = BATCH, progress: bool 
     warnings = [w for w in (past_horizon_warning(total, newest_before, ctx.config.labels.horizon),
                             expired_warning(maintenance, pipeline.watermark(), ctx.config.labels.horizon,
                                             pipeline.stored_now.full, in_order=not total.behind),
-                            conflict_warning(total)) if w] + shared_id_warnings(ctx.config.ab, total.counters) \
+                            conflict_warning(total), shared_model_warning(total.counters)) if w] + shared_id_warnings(ctx.config.ab, total.counters) \
         + untracked_warnings(total.counters,
                                                                                ctx.config.max_features)
     for w in warnings:

@@ -21,6 +21,13 @@ def shared_id_warnings(ab: AB, counters: Counter[tuple[str, str]]) -> list[str]:
     return [n.replace(", all time)", ", this replay)") for n in notes if n]
 
 
+def shared_model_warning(counters: Counter[tuple[str, str]]) -> str | None:
+    """Ids of this replay scored by two models: their outcomes label both (readouts.headline.shared_model_note)."""
+    from ..readouts.headline import shared_model_note
+    note = shared_model_note(counters)
+    return None if note is None else note.replace(", all time)", ", this replay)")
+
+
 def past_horizon_warning(total: BatchResult, newest_before: float | None, horizon: str) -> str | None:
     """What a replay behind newer stored data could not take (user tryout: history backfilled next to live events
     lost its labels, and a second copy of it counted twice): None unless some of its events were dead-lettered

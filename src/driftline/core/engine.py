@@ -40,6 +40,11 @@ SHARED_IDS = "shared_id_predictions"
 variants sorted): a shadow arm's mark. In a split design the whole-model numbers sum every variant, so such ids
 count once per variant (churn tryout: a shadow arm beside a control/challenger split doubled every whole-model
 count, 2,020 'positives' for 1,010 customers, and nothing said so)."""
+SHARED_MODELS = "shared_id_models"
+"""Counter of predictions whose id another *model* scored too, labelled 'A\tB' (the two models sorted): an outcome
+is keyed by prediction_id alone and labels every model's prediction with that id, so two models scoring the same
+ids (toxicity and spam on one post id) share their labels (toxicity tryout: spam's `metrics` read fn=1 for a
+toxicity report, and nothing said so)."""
 SHARED_NAME_LEN = (MAX_NAME_LEN - 2) // 3
 
 
@@ -49,6 +54,11 @@ def shared_id_label(model: str, a: str, b: str) -> str:
     predictions were dead-lettered store_rejected)."""
     lo, hi = sorted((a, b))
     return "\t".join(shared_name(name) for name in (model, lo, hi))
+
+
+def shared_models_label(a: str, b: str) -> str:
+    """The SHARED_MODELS counter label of two models (order-free), each name as shared_name holds it."""
+    return "\t".join(shared_name(name) for name in sorted((a, b)))
 
 
 def shared_name(name: str) -> str:
@@ -220,9 +230,13 @@ class Engine:
                             or r.flagged != (score >= threshold):  # a threshold that flags the copy otherwise
                         self._conflict(pid)
                     return
+            others: set[str] = set()
             for r in recs:  # the id scored by another variant of this model too: a shadow pair
                 if r.model == ev.model:
                     self.result.counters[(SHARED_IDS, shared_id_label(ev.model, r.variant, variant))] += 1
+                elif r.model not in others:  # by another model: its outcomes label both
+                    others.add(r.model)
+                    self.result.counters[(SHARED_MODELS, shared_models_label(ev.model, r.model))] += 1
         rec = PredRecord(pid, ev.model, ev.model_version or DEFAULT_VERSION, variant, ts, score,
                          score >= threshold, shard,
                          slice_values=self._slice_values(ev.features) if self.s.slice_features else None)

@@ -25,7 +25,7 @@ from .. import __version__
 from ..streak import FailureStreak, first_line
 from ..config import Config
 from ..durations import format_duration
-from ..core.engine import CONFLICTING, IMPLICIT_RELABELLED
+from ..core.engine import CONFLICTING, IMPLICIT_RELABELLED, SHARED_MODELS
 from ..core.events import DEAD_LETTER_REASONS
 from ..core.labels import MODEL, OVERFLOW, VARIANT, VERSION, overflow_counter
 from ..readouts.absent import ESTIMATED, MULTIVARIATE, estimated_absence
@@ -267,6 +267,9 @@ class SnapshotCollector:
                   "with another score, ts or model_version than the copy stored first (or a threshold of its own "
                   "that flags it otherwise), which counts.",
                   ["type"]).add_metric(["prediction"], float(counters.get(CONFLICTING, 0)))
+        f.counter("driftline_shared_id_models", "Predictions whose id another model scored too: an outcome names no "
+                  "model, so it labels both models' predictions (give each model ids of its own).",
+                  []).add_metric([], float(sum(v for (name, _), v in counters.items() if name == SHARED_MODELS)))
         dead = {reason: 0 for reason in DEAD_LETTER_REASONS}
         dead.update({lbl: v for (name, lbl), v in counters.items() if name == "dead_letters"})
         fam = f.counter("driftline_dead_letters", "Messages rejected, by machine-readable reason (every known "

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from ..config import AB
 from ..core.stats import BucketStats
+from ..numbers import counted
 
 R = TypeVar("R")
 
@@ -100,6 +101,25 @@ def shared_id_note(ab: AB, counters: Mapping[tuple[str, str], int], model: str |
             "variant, so each such id counts once per variant. With one production arm set `ab.design: shadow` "
             "(production as `ab.control`); beside a split, read each arm with `--variant` and give triggers a "
             "`variant:`")
+
+
+def shared_model_note(counters: Mapping[tuple[str, str], int], model: str | None = None) -> str | None:
+    """The note that some prediction ids were scored by two models (all time, from the engine's SHARED_MODELS
+    counter; only pairs holding `model` when given): an outcome names no model, so it labels each model's
+    prediction with its id (toxicity tryout: a toxicity report counted as spam's false negative); None without."""
+    from ..core.engine import SHARED_MODELS, shared_name
+    mine = None if model is None else shared_name(model)
+    pairs = sorted(((label.split("\t"), n) for (name, label), n in counters.items()
+                    if name == SHARED_MODELS and n and label.count("\t") == 1
+                    and (mine is None or mine in label.split("\t"))), key=lambda kv: (-kv[1], kv[0]))
+    if not pairs:
+        return None
+    shown = "; ".join(f"'{a}' and '{b}': {counted(n, 'id')}" for (a, b), n in pairs[:3]) \
+        + ("; …" if len(pairs) > 3 else "")
+    return (f"some prediction ids were scored by two models ({shown}, all time): an outcome is joined "
+            "by prediction_id alone (an outcome's `model` field is not read), so it labels every model's prediction "
+            "with that id and the models share their labels; give each model ids of its own (e.g. prefixed with the "
+            "model) or a database of its own")
 
 
 def shared_id_models(counters: Mapping[tuple[str, str], int]) -> list[str]:

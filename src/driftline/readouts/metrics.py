@@ -12,7 +12,7 @@ from ..core.events import iso
 from ..core.stats import UNL
 from ..storage.store import Store
 from .headline import (headline_rows, headline_total, headline_variant, missing_control_note, scope_json,
-                       shared_id_note)
+                       shared_id_note, shared_model_note)
 from .maturity import maturity_hint
 from .matured_part import maturing
 from .ranking import split_metrics, window_metrics
@@ -89,8 +89,9 @@ def metrics_document(store: Store, config: Config, q: MetricsQuery) -> dict[str,
                                                              "metrics")
     counters = store.counters()
     shared = None if q.variant is not None or empty else shared_id_note(config.ab, counters, q.model)
-    if shared:
-        doc["note"] = "; ".join(n for n in (doc.get("note"), shared) if n)
+    across = None if empty else shared_model_note(counters, q.model)
+    if shared or across:
+        doc["note"] = "; ".join(n for n in (doc.get("note"), shared, across) if n)
     doc["label_overflow"] = {kind: counters.get((overflow_counter(kind), q.model), 0) for kind in (VARIANT, VERSION)}
     return doc
 
