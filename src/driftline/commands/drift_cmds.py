@@ -16,7 +16,7 @@ from .query import add_matured_arg, add_window_args, check_window_args, nothing_
 from .which_model import check_series, file_models, pick_model, reference_model
 from .prose import say
 from .tables import Col, print_table
-from .readout_render import render_calibration, render_slices
+from .readout_render import SLICES_TOP, render_calibration, render_slices
 from .drift_render import (DRIFT_COLS, SHOWN_NAMES, _print_dropped, _print_seasons, capped, render_drift,
                            undeclared_line)
 
@@ -76,7 +76,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     sl = sub.add_parser("slices", help="recall, FPR, precision, alert rate per configured slice, worst first")
     add_window_args(sl)
     add_matured_arg(sl)
+    sl.add_argument("--top", type=_top, default=SLICES_TOP, metavar="N",
+                    help=f"values shown per slice feature and worst slices listed, worst first (default "
+                         f"{SLICES_TOP}; 0: all; --json always lists all)")
     sl.set_defaults(func=cmd_slices)
+
+
+def _top(text: str) -> int:
+    """`slices --top`: a whole number of values, 0 for all."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (0 shows every value)") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n} is negative (0 shows every value)")
+    return n
 
 
 def _print_json(doc: Any) -> None:
@@ -302,7 +316,7 @@ def cmd_slices(ctx: Context, args: argparse.Namespace) -> int:
     doc = slices_document(ctx.store(), ctx.config, model, _window(ctx, args, model))
     if nothing_stored_for(ctx, args, model):
         mark_nothing_stored(doc)
-    return _emit(ctx, args, doc, render_slices)
+    return _emit(ctx, args, doc, lambda d, console: render_slices(d, console, args.top))
 
 
 __all__ = ["register", "cmd_reference_set", "cmd_reference_list", "cmd_reference_show", "cmd_reference_activate",

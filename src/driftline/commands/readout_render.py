@@ -185,8 +185,21 @@ def _missing(r: dict[str, Any] | None) -> bool:
     return r is None or r.get("value") is None
 
 
-def render_slices(doc: dict[str, Any], console: Console) -> None:
-    """One table per slice feature, then the worst slices against the targets."""
+SLICES_TOP = 20
+"""Values shown per slice feature (and worst slices) in the terminal by default (`slices --top`): a feature of 10,000
+languages printed ~12,650 lines (toxicity tryout); the values are sorted worst first, so the first ones are those
+to read, and `--json` lists every one."""
+
+
+def _more(hidden: int, what: str, console: Console) -> None:
+    """The dim line under a list cut at `--top`: how many more, and how to see them."""
+    if hidden > 0:
+        console.print(f"[dim]… {count(hidden)} more {what} not shown (`--top 0` shows all; `--json` lists them)[/dim]")
+
+
+def render_slices(doc: dict[str, Any], console: Console, top: int = SLICES_TOP) -> None:
+    """One table per slice feature, then the worst slices against the targets; `top` > 0 shows the first `top`
+    values of each (worst first) and says how many more there are."""
     if nothing_stored(doc, console):
         hint = (doc.get("note") or "").removeprefix(NOTHING_STORED).removeprefix("; ")
         if hint:  # e.g. no slice features configured: worth saying before any data arrives
@@ -204,7 +217,8 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
     used = False
     for feat in doc["features"]:
         rows = []
-        for s in feat["values"]:
+        values = feat["values"][:top] if top > 0 else feat["values"]
+        for s in values:
             short = s["shortfall"]
             mark = "" if short is None or short <= 0 else f" [red]{s['shortfall_metric']}[/red]"
             used = used or bool(s["indicative"]) or indicative_used([s["recall"], s["fpr"], s["precision"]])
@@ -212,6 +226,7 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
                          fmt_rate(s["recall"]), fmt_rate(s["fpr"]), fmt_rate(s["precision"]),
                          fmt_rate(s["alert_rate"]), prop(short) + mark])
         print_table(console, cols, rows, title=shown(feat["feature"]))
+        _more(len(feat["values"]) - len(values), f"values of {shown(feat['feature'])}", console)
         if feat.get("note"):
             say(console, shown(feat['note']), "[yellow]note:[/yellow] ")
     lines = " / ".join(f"{name} {numbers.line(tg[key])}" for key, name in (("recall", "recall"), ("fpr", "FPR"))
@@ -225,12 +240,16 @@ def render_slices(doc: dict[str, Any], console: Console) -> None:
         _maturity_note(doc, console)
     elif doc["worst"]:
         console.print(f"[bold]worst slices[/bold] (interval beyond {lines}):")
-        for s in doc["worst"]:
+        worst = doc["worst"][:top] if top > 0 else doc["worst"]
+        for s in worst:
             m = s["shortfall_metric"]
             say(console, f"{m} {fmt_rate(s[m])}, {prop(s['shortfall'])} beyond target",
                 f"  {shown(s['feature'])}={shown(s['value'])}: ")
+        _more(len(doc["worst"]) - len(worst), "worst slices", console)
     else:
         console.print(f"no slice's interval lies beyond the targets ({lines})")
+    if lines and labelled and doc.get("multiplicity"):
+        say(console, shown(doc["multiplicity"]), "[yellow]note:[/yellow] ")
     footnote_if(console, used, "[dim]* indicative: fewer than 30 labelled predictions.[/dim]")
     if doc["worst"]:
         console.print("[dim]shortfall = target recall − recall upper bound, or FPR lower bound − target FPR (the "

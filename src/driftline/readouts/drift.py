@@ -357,6 +357,22 @@ def _unrecorded(feature: str, recorded: int, predictions: int, near: str | None 
     return out
 
 
+MULTIPLICITY_FROM = 20
+"""Ranked slice values from which `slices` says that some shortfalls are expected by chance."""
+
+
+def multiplicity_note(ranked: int) -> str | None:
+    """What chance alone puts among the worst slices when many values are ranked (toxicity tryout: 10,000 languages,
+    the ranking led by 4-prediction slices): each value's recall and FPR are judged by their own 95 % interval, with
+    no correction for the number of values, so a value that meets a target still lies beyond it with probability up
+    to 2.5 % per metric (one-sided), up to ~5 % for the two. None below MULTIPLICITY_FROM values."""
+    if ranked < MULTIPLICITY_FROM:
+        return None
+    return (f"{ranked:,} slice values were ranked, each by its own 95 % intervals with no correction for their "
+            f"number: up to ~5 % of values that meet the targets (~{math.ceil(ranked * 0.05):,} here) can show a "
+            "shortfall by chance; read a worst slice with its counts")
+
+
 def slices_document(store: Store, config: Config, model: str, window: Window) -> dict[str, Any]:
     """`driftline slices --json`: per configured slice feature and value, recall, FPR, precision and alert
     rate with Wilson intervals and counts (indicative below 30 labelled), and the worst slices ranked by
@@ -378,6 +394,9 @@ def slices_document(store: Store, config: Config, model: str, window: Window) ->
                      for f, vals in per.items()],
         "worst": [s.to_json() for s in worst_slices(s for f, vals in per.items() if f not in unsliced for s in vals)],
     }
+    ranked = sum(s.shortfall is not None for f, vals in per.items() if f not in unsliced for s in vals)
+    doc["ranked_values"] = ranked
+    doc["multiplicity"] = multiplicity_note(ranked)
     doc["label_maturity"] = _maturity(store, config, model, window, doc["window"], "slices")
     if not config.slices:
         doc["note"] = "no slice features configured: add e.g. `slices: [country, channel]` to the config"
