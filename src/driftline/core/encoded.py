@@ -13,6 +13,7 @@ from .flag_range import range_from_doc, range_into_doc, range_sum
 from .grids import N_DELAY_BINS
 from .rank_hist import labelled_in_conf, rank_from_doc, rank_into_doc, rank_sum
 from .feature_blob import add_features
+from .slice_bound import add_lists, bounded
 from .stats import BucketStats, _zeros_i
 from .unique_ints import unique_ints
 
@@ -80,6 +81,7 @@ def add_rest(doc: dict[str, Any], delta: BucketStats) -> None:
         for value, conf in values.items():
             prev = mine.get(value)
             mine[value] = (conf.ravel() + (0 if prev is None else np.asarray(prev, dtype=np.int64))).tolist()
+        slices[name] = bounded(mine, add_lists)  # at most MAX_SLICE_VALUES apart (core/slice_bound.py)
 
 
 def _add_score_bins(hi: bytes, hc: bytes, hp: bytes, delta: BucketStats) -> tuple[bytes, bytes, bytes]:

@@ -16,6 +16,7 @@ from .encoded import add_encoded, add_rest
 from .flag_range import range_from_doc, range_into_doc, range_sum
 from .grids import N_DELAY_BINS, N_SCORE_BINS
 from .rank_hist import LABELLED_SUMS, rank_into_doc, ranks_added, stored_rank
+from .slice_bound import slices_doc
 from .stats import BucketStats, _feature_doc
 from .unique_ints import union_positions
 
@@ -114,7 +115,7 @@ def _encode_new(d: BucketStats, part: tuple[list[int], list[float], bytes, bytes
     doc = {
         "v": 1, "conf": conf, "hi": nz.tobytes(), "hc": hc.tobytes(), "hp": hp.tobytes(), "sums": sums, "di": di,
         "dc": dc, "f": {k: _feature_doc(fh) for k, fh in d.features.items()}, "exp": d.expired, "imp": d.implicit,
-        "s": {k: {v: c.ravel().tolist() for v, c in vals.items()} for k, vals in d.slices.items()}}
+        "s": slices_doc(d.slices)}
     rank_into_doc(doc, d.rank)
     range_into_doc(doc, d.flag_range, sum(conf))
     return _encode(doc)

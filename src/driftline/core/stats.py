@@ -20,6 +20,7 @@ from .feature_blob import decode_features, features_from_doc
 from .feature_counts import FeatureHist, _feature_doc
 from .flag_range import EMPTY, FlagRange, range_from_doc, range_into_doc, range_sum
 from .grids import N_DELAY_BINS, N_RANK_BINS, N_SCORE_BINS, rank_bin
+from .slice_bound import slices_doc
 from .rank_hist import Rank, empty_rank, labelled_in_conf, rank_from_doc, rank_into_doc, rank_sum
 
 NEG, POS, UNL = 0, 1, 2
@@ -287,7 +288,7 @@ class BucketStats:
             "f": {k: _feature_doc(fh) for k, fh in self.features.items()},
             "exp": self.expired,
             "imp": self.implicit,
-            "s": {k: {v: c.ravel().tolist() for v, c in vals.items()} for k, vals in self.slices.items()},
+            "s": slices_doc(self.slices),
         }
         rank_into_doc(doc, self.rank)
         range_into_doc(doc, self.flag_range, self.predictions)

@@ -22,6 +22,8 @@ from ..analysis.profiles import Profile
 from ..analysis.season_mix import Mixture
 from ..analysis.seasons import SeasonalSlices
 from ..analysis.slices import slices_of, worst_slices
+from ..core import slice_bound
+from ..core.slice_bound import OTHER as SLICE_OTHER
 from ..config import Config
 from ..durations import format_duration
 from .drift_notes import untracked_values, with_vanished
@@ -392,9 +394,17 @@ def slices_document(store: Store, config: Config, model: str, window: Window) ->
         "features": [{"feature": f, "values": [s.to_json() for s in vals],
                       **_unrecorded(f, sum(v.predictions for v in vals), stats.predictions, near.get(f))}
                      for f, vals in per.items()],
-        "worst": [s.to_json() for s in worst_slices(s for f, vals in per.items() if f not in unsliced for s in vals)],
+        "worst": [s.to_json() for s in worst_slices(s for f, vals in per.items() if f not in unsliced for s in vals
+                                                     if s.value != SLICE_OTHER)],
     }
-    ranked = sum(s.shortfall is not None for f, vals in per.items() if f not in unsliced for s in vals)
+    for feat in doc["features"]:
+        if any(v["value"] == SLICE_OTHER for v in feat["values"]):
+            folded = (f"{SLICE_OTHER} sums the values past the {slice_bound.MAX_SLICE_VALUES:,} an hour (or a "
+                      "compacted day) keeps apart, chosen by a fixed hash of the value, so mostly the same ones in "
+                      "every bucket: a value's own counts cover the buckets that kept it; not ranked")
+            feat["note"] = "; ".join(n for n in (feat.get("note"), folded) if n)
+    ranked = sum(s.shortfall is not None for f, vals in per.items() if f not in unsliced for s in vals
+                 if s.value != SLICE_OTHER)
     doc["ranked_values"] = ranked
     doc["multiplicity"] = multiplicity_note(ranked)
     doc["label_maturity"] = _maturity(store, config, model, window, doc["window"], "slices")
