@@ -66,7 +66,7 @@ def test_folding_in_any_order_and_grouping_gives_one_table() -> None:
 
 def _slices_rows(db: str) -> dict[str, Any]:
     """Every stored bucket's slices ("s"), by bucket start."""
-    eng = create_engine(db.replace("sqlite:///", "sqlite:///", 1))
+    eng = create_engine(db)
     with eng.connect() as conn:
         rows = conn.execute(text("SELECT bucket_start, variant, data FROM buckets ORDER BY 1, 2")).all()
     eng.dispose()
@@ -122,3 +122,21 @@ def test_replays_in_any_order_and_batch_size_store_one_bounded_state(tmp_path: P
     (feat,) = doc["features"]
     assert OTHER in {v["value"] for v in feat["values"]} and f"{OTHER} sums the values past the 7" in feat["note"]
     assert OTHER not in {w["value"] for w in doc["worst"]} and doc["ranked_values"] <= LIMIT
+
+
+@pytest.mark.usefixtures("small_limit")
+def test_postgresql_stores_the_bounded_state_sqlite_does(tmp_path: Path, capsys, pg_url: str) -> None:
+    lines = _events(25, 8)
+    (tmp_path / "c.yaml").write_text("slices: [lang]\n")
+    stored = []
+    for k, (db, seed, batch) in enumerate([(f"sqlite:///{tmp_path / 'd.db'}", None, "30000"), (pg_url, 4, "7")]):
+        shuffled = list(lines)
+        if seed is not None:
+            random.Random(seed).shuffle(shuffled)
+        path = tmp_path / f"e{k}.jsonl"
+        path.write_bytes(b"\n".join(shuffled) + b"\n")
+        assert main(["--db", db, "--config", str(tmp_path / "c.yaml"), "replay", str(path), "--batch-size", batch,
+                     "--json"]) == 0
+        capsys.readouterr()
+        stored.append(_slices_rows(db))
+    assert stored[1] == stored[0] and OTHER in next(iter(stored[0].values()))["lang"]
