@@ -53,6 +53,8 @@ def test_defaults():
     ({"kafka": {"dead_letter_topic": "o", "outcomes_topic": "o"}}, "`kafka.dead_letter_topic`"),
     ({"kafka": {"predictions_topic": "a b"}}, "`kafka.predictions_topic`"),
     ({"kafka": {"dead_letter_topic": "x" * 250}}, "`kafka.dead_letter_topic`"),
+    # an alert line below its warning line named the section only (`drift`)
+    ({"drift": {"psi_warning": 0.3, "psi_alert": 0.1}}, "`drift.psi_alert`: 0.1 is below psi_warning (0.3)"),
 ])
 def test_errors_name_the_field(data, field):
     with pytest.raises(ConfigError) as err:

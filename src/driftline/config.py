@@ -170,7 +170,8 @@ class DriftConfig(Base):
 
     def __post_init__(self) -> None:
         if self.psi_alert < self.psi_warning:
-            raise ValueError("drift.psi_alert must not be below drift.psi_warning")
+            raise ValueError(f"psi_alert: {self.psi_alert:g} is below psi_warning ({self.psi_warning:g}): the alert "
+                             "line must be at or above the warning line")
 
 
 class Config(Base):
