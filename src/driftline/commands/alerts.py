@@ -13,6 +13,7 @@ from ..config import ConfigError
 from ..context import Context, parse_at, positive
 from ..metric_names import fmt_line
 from ..triggers import history
+from ..triggers.definition import CURRENT, CHANGED, note, shown_state
 from ..triggers.model import Rule
 from ..triggers.mixin import DEFAULT, RULE_FILES, prometheus_rule
 from ..readouts.windows import iso
@@ -67,12 +68,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _state_rows(ctx: Context, model: str, rules: list[Rule]) -> list[dict[str, Any]]:
+    """Each rule with its stored state (triggers.definition.shown_state: no reading of another definition)."""
     states = history.load_states(ctx.store(), model)
     out = []
     for r in rules:
         s = states.get(r.name)
         out.append({**r.to_json(), "state": None if s is None else {
-            **s.to_json(), "since": iso(s.since), "updated_at": iso(s.updated_at)}})
+            **shown_state(r, s), "since": iso(s.since), "updated_at": iso(s.updated_at)}})
     return out
 
 
@@ -119,6 +121,7 @@ def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
             Col("state", "left"), Col("since", "left", drop=2), Col("judged", drop=6), Col("value [95 %]"),
             Col("n"), Col("window", drop=4)]
     trows = []
+    notes = []
     for row in states:
         r = by_name[row["name"]]
         s = row["state"]
@@ -126,11 +129,20 @@ def cmd_show(ctx: Context, args: argparse.Namespace) -> int:
         if s is None:
             trows.append([shown(r.name), r.severity, line, "not evaluated", "", "", "", "", r.window])
             continue
+        if s["definition"] != CURRENT:  # judged under another definition: its reading is not this rule's
+            word = "changed since judged" if s["definition"] == CHANGED else "definition unknown"
+            trows.append([shown(r.name), r.severity, line, f"[magenta]{word}[/] (was {s['state']})", "", "", "", "",
+                          r.window])
+            notes.append(note(shown(r.name), s["definition"], s["updated_at"], s["state"],
+                              ctx.config.schedule.evaluate_every))
+            continue
         trows.append([shown(r.name), r.severity, line, f"[{_STYLE.get(s['state'], '')}]{s['state']}[/]", s["since"],
                       numbers.apart(value_of(r.metric, s["judged"]), s["judged"], r.value), _with_interval(r.metric, s["value"], s["low"], s["high"]),
                       numbers.count(s["n"]) if s["n"] is not None else "", s["window"]])
     if trows:
         print_table(ctx.console, cols, trows, title=f"triggers of {shown(model)}")
+        for line in notes:
+            say(ctx.console, line, "[yellow]note:[/yellow] ")
     else:
         ctx.console.print(NO_TRIGGERS)
     if not rows:

@@ -36,6 +36,7 @@ from ..readouts.seasonal import fallback_predictions
 from ..storage.errors import SchemaMissing, StoreUnavailable
 from ..storage.store import Store
 from ..triggers import history
+from ..triggers.definition import CURRENT, definition
 from ..triggers.drift_hook import DriftProvider
 from ..triggers.metrics import canonical
 from ..triggers.model import FIRING, STATES, Rule
@@ -218,9 +219,10 @@ class SnapshotCollector:
                     lbl + ["metric"]).add_metric(lv + [canonical(r.metric)], float(r.min_n))
             if s is None:
                 continue
-            if s.judged is not None:
+            if s.judged is not None and definition(r, s) == CURRENT:  # no reading of another definition
                 f.gauge("driftline_trigger_value", "The value the trigger last judged (estimate, or interval bound "
-                        "in confident mode).", lbl).add_metric(lv, s.judged)
+                        "in confident mode); absent while the stored state was judged under another definition of "
+                        "the trigger (until the next evaluation).", lbl).add_metric(lv, s.judged)
             fam = f.gauge("driftline_trigger_state", "1 for the trigger's current state, 0 for the others.",
                           lbl + ["state"])
             for st in STATES:

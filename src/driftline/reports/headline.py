@@ -10,6 +10,7 @@ from ..readouts.windows import iso
 from ..storage.store import Store
 from ..targets import LOWER_IS_BETTER, agreed_target
 from ..triggers import history
+from ..triggers.definition import definition
 from ..triggers.model import INSUFFICIENT, Rule, breached, judged_value
 from ..triggers.runner import Reader, compile_rules
 
@@ -40,7 +41,8 @@ def target_check(metric: str, r: dict[str, Any], target: float | None, lower_bet
 def trigger_judgements(store: Store, config: Config, model: str, at: float,
                        drift: Any = None) -> list[dict[str, Any]]:
     """Each trigger's line judged at the week's end on its own window (as the evaluator reads it, without the
-    for/cooldown state machine: breached / ok / insufficient_data), next to its live stored state."""
+    for/cooldown state machine: breached / ok / insufficient_data), next to its live stored state and whether that
+    was judged under the configured definition (live.definition: current, changed or unknown)."""
     rules: list[Rule] = compile_rules(config.triggers)
     if not rules:
         return []
@@ -57,7 +59,8 @@ def trigger_judgements(store: Store, config: Config, model: str, at: float,
         s = live.get(rule.name)
         out.append({**rule.to_json(), "at_week_end": {"state": verdict, **obs.to_json(), "judged": judged},
                     "live": None if s is None else {"state": s.state, "since": iso(s.since),
-                                                    "updated_at": iso(s.updated_at)}})
+                                                    "updated_at": iso(s.updated_at),
+                                                    "definition": definition(rule, s)}})
     return out
 
 

@@ -30,6 +30,7 @@ from ..storage.calls import DEFAULT_STALL_S
 from ..storage.errors import StoreUnavailable
 from ..storage.store import Store
 from ..triggers import history, runner
+from ..triggers.definition import shown_state
 from ..triggers.drift_hook import DriftProvider, default_provider
 from ..triggers.unseen import unseen_names
 from ..readouts.windows import default_at, iso
@@ -177,5 +178,6 @@ class Service:
             return {"model": self.config.model, "triggers": [], "waiting": "the database schema is being migrated"}
         states = history.load_states(self.store, self.config.model)
         return {"model": self.config.model, "triggers": [
-            {**r.to_json(), "state": states[r.name].to_json() if r.name in states else None} for r in self.rules]}
+            {**r.to_json(), "state": shown_state(r, states[r.name]) if r.name in states else None}
+            for r in self.rules]}
 

@@ -1,4 +1,4 @@
-"""Persistence of trigger states and the alert history (tables in triggers.tables, migration 0003)."""
+"""Persistence of trigger states and the alert history (tables in triggers.tables, migrations 0003, 0015_rulefp)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ def load_states(store: Store, model: str) -> dict[str, TriggerState]:
     return {r.trigger: TriggerState(trigger=r.trigger, state=r.state, since=r.since, updated_at=r.updated_at,
                                     window=r.window, pending_since=r.pending_since, firing_since=r.firing_since,
                                     last_notified=r.last_notified, value=r.value, low=r.low, high=r.high,
-                                    judged=r.judged, n=None if r.n is None else int(r.n)) for r in rows}
+                                    judged=r.judged, n=None if r.n is None else int(r.n),
+                                    fingerprint=r.fingerprint) for r in rows}
 
 
 def save(store: Store, model: str, rules: Sequence[Rule], states: Sequence[TriggerState],
@@ -56,7 +57,8 @@ def mark_undelivered(store: Store, model: str, rows: Sequence[tuple[str, float]]
 def _state_row(s: TriggerState) -> dict[str, Any]:
     return {"trigger": s.trigger, "state": s.state, "since": s.since, "updated_at": s.updated_at,
             "pending_since": s.pending_since, "firing_since": s.firing_since, "last_notified": s.last_notified,
-            "value": s.value, "low": s.low, "high": s.high, "judged": s.judged, "n": s.n, "window": s.window}
+            "value": s.value, "low": s.low, "high": s.high, "judged": s.judged, "n": s.n, "window": s.window,
+            "fingerprint": s.fingerprint}
 
 
 def prune_states(store: Store, model: str, keep: Sequence[str]) -> None:

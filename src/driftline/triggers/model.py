@@ -9,6 +9,8 @@ two firing notifications of a trigger are closer than its cooldown (a breach dur
 
 from __future__ import annotations
 
+import hashlib
+import json
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -16,6 +18,7 @@ from typing import Any
 
 from ..config import Trigger
 from ..durations import format_duration, parse_duration
+from ..metric_names import canonical
 
 OK, PENDING, FIRING, RESOLVED, INSUFFICIENT = "ok", "pending", "firing", "resolved", "insufficient_data"
 STATES = (OK, PENDING, FIRING, RESOLVED, INSUFFICIENT)
@@ -63,6 +66,17 @@ class Rule:
         return format_duration(self.window_s)
 
     @property
+    def fingerprint(self) -> str:
+        """Short stable hash of what the rule judges and against which line (metric, feature, variant, window, mode,
+        op, value, min_n), stored with each state so a reading judged under another definition is known as such.
+        Timing and routing (for, cooldown, hysteresis, severity, texts) are left out: the next evaluation applies
+        them to the kept state, as Prometheus keeps an alert's state when only those change."""
+        fields = {"metric": canonical(self.metric), "feature": self.feature, "variant": self.variant,
+                  "window_s": float(self.window_s), "mode": self.mode, "op": self.op, "value": float(self.value),
+                  "min_n": int(self.min_n)}
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
+
+    @property
     def below(self) -> bool:
         """True for `<`/`<=` lines (the metric is bad when low)."""
         return self.op in ("<", "<=")
@@ -72,7 +86,7 @@ class Rule:
                 "window": self.window, "min_n": self.min_n, "mode": self.mode, "severity": self.severity,
                 "for_seconds": self.for_s, "cooldown_seconds": self.cooldown_s, "hysteresis": self.hysteresis,
                 "feature": self.feature, "variant": self.variant, "runbook_url": self.runbook_url,
-                "description": self.description}
+                "description": self.description, "fingerprint": self.fingerprint}
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,12 +122,14 @@ class TriggerState:
     high: float | None = None
     judged: float | None = None
     n: int | None = None
+    fingerprint: str | None = None
+    """Rule.fingerprint of the definition that judged this state; None for a state stored before it was recorded."""
 
     def to_json(self) -> dict[str, Any]:
         return {"trigger": self.trigger, "state": self.state, "since": self.since, "updated_at": self.updated_at,
                 "window": self.window, "pending_since": self.pending_since, "firing_since": self.firing_since,
                 "last_notified": self.last_notified, "value": self.value, "low": self.low, "high": self.high,
-                "judged": self.judged, "n": self.n}
+                "judged": self.judged, "n": self.n, "fingerprint": self.fingerprint}
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,11 +207,17 @@ def cleared(rule: Rule, judged: float) -> bool:
 def evaluate(rule: Rule, prev: TriggerState | None, obs: Observation, now: float) -> Evaluation:
     """Advance one trigger's state machine by one observation at time `now` (pure: no IO, no clock).
 
-    A previous state from the future (now < prev.updated_at, e.g. a historical re-evaluation) is ignored.
+    A previous state from the future (now < prev.updated_at, e.g. a historical re-evaluation) is ignored. A previous
+    state judged under another definition (prev.fingerprint differs; None, stored before fingerprints, counts as
+    the same) keeps its notice timing, but its judgement does not carry over: a breach restarts the `for` wait,
+    and a firing trigger stays firing only while the new definition is breached (its hysteresis band holds an
+    alert the same definition raised), else it resolves with a resolved notice.
     """
     if prev is not None and (now < prev.updated_at or prev.trigger != rule.name):
         prev = None
     cur = prev.state if prev is not None else None
+    fingerprint = rule.fingerprint
+    changed = prev is not None and prev.fingerprint is not None and prev.fingerprint != fingerprint
     judged = judged_value(rule, obs)
     last = prev.last_notified if prev is not None else None
     cooling = last is not None and now - last < rule.cooldown_s
@@ -208,7 +230,7 @@ def evaluate(rule: Rule, prev: TriggerState | None, obs: Observation, now: float
         if cur == FIRING:
             notice_kind = NOTICE_RESOLVED
     elif cur == FIRING:
-        if cleared(rule, judged):
+        if not breached(rule, judged) if changed else cleared(rule, judged):
             new = RESOLVED
             notice_kind = NOTICE_RESOLVED
         else:
@@ -216,8 +238,8 @@ def evaluate(rule: Rule, prev: TriggerState | None, obs: Observation, now: float
             if last is None or now - last >= rule.cooldown_s:
                 notice_kind, last = NOTICE_REPEAT, now
     elif breached(rule, judged):
-        start = prev.pending_since if (cur == PENDING and prev is not None and prev.pending_since is not None) \
-            else now
+        start = prev.pending_since if (cur == PENDING and prev is not None and prev.pending_since is not None
+                                       and not changed) else now
         if now - start >= rule.for_s and not cooling:
             new, firing_since, last, notice_kind = FIRING, now, now, NOTICE_FIRING
         else:
@@ -227,10 +249,13 @@ def evaluate(rule: Rule, prev: TriggerState | None, obs: Observation, now: float
     else:
         new = OK
 
-    since = prev.since if (prev is not None and new == cur) else now
+    # an alert's lifecycle (firing, resolved's cooldown hold) spans an edit; any other state starts with the definition
+    kept = prev is not None and new == cur and (new in (FIRING, RESOLVED) or not changed)
+    since = prev.since if kept and prev is not None else now
     state = TriggerState(trigger=rule.name, state=new, since=since, updated_at=now, window=rule.window,
                          pending_since=pending_since, firing_since=firing_since if new == FIRING else None,
-                         last_notified=last, value=obs.value, low=obs.low, high=obs.high, judged=judged, n=obs.n)
+                         last_notified=last, value=obs.value, low=obs.low, high=obs.high, judged=judged, n=obs.n,
+                         fingerprint=fingerprint)
     transition = None
     if new != cur:
         transition = Transition(rule.name, now, cur, new, obs.value, obs.low, obs.high, judged, obs.n, rule.window,

@@ -1,4 +1,5 @@
-"""Tables of the trigger evaluator (created by migration 0003): current state per trigger and alert history."""
+"""Tables of the trigger evaluator (created by migration 0003; trigger_states.fingerprint by 0015_rulefp): current
+state per trigger and alert history."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ trigger_states = Table(
     Column("judged", Float, nullable=True),
     Column("n", BigInteger, nullable=True),
     Column("window", String(32), nullable=False),
+    Column("fingerprint", String(32), nullable=True),  # Rule.fingerprint of the definition judged; NULL: unknown
 )
 
 alert_history = Table(
