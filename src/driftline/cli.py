@@ -22,6 +22,7 @@ from .context import Context, resolve_db
 from .gc_tuning import tune_for_batches
 from .malloc_arenas import cap_malloc_arenas
 from .storage.errors import MigrationFailed, NotADatabase, SchemaTooNew, StoreUnavailable
+from .storage.pgread import quiet_pipeline_exit_echo
 from .terminal import LOG_FORMAT, VisibleFormatter, visible
 
 COMMANDS = ("ingest", "query", "simulate", "demo", "alerts", "serve", "ab", "drift_cmds", "report", "kafka_cmds",
@@ -230,6 +231,7 @@ def _main(argv: list[str] | None) -> int:
     logging.basicConfig(level=level, format=LOG_FORMAT)
     for handler in set(logging.getLogger().handlers) - before:  # the one basicConfig added, if any
         handler.setFormatter(VisibleFormatter(LOG_FORMAT))
+    quiet_pipeline_exit_echo()  # a session ended in a pipelined read: driftline's line says it, not psycopg twice
     log = logging.getLogger("driftline")
     ctx: Context | None = None
     args.config_path = config_path

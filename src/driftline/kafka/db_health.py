@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ingest.pipeline import Pipeline
-from ..storage.errors import LockWaitCancelled, StoreUnavailable, WriteLocked
+from ..storage.errors import LockWaitCancelled, SessionLost, StoreUnavailable, WriteLocked
 from ..storage.locking import DEFAULT_LOCK_TIMEOUT_S
 from .health import Backoff, ConsumerStatus
 
@@ -39,21 +39,33 @@ class DatabaseHealth:
     held: Any
     pending: set[Any]
     lock_patience_s: float
+    session_lost_at: float | None = None
+    """When the server ended a session under a call that is being retried at once (None: no such retry pending)."""
 
     def _db_down(self, err: Exception, what: str, write: bool = True) -> None:
         """A database call failed: retry after the backoff (at once after a lock wait: the wait was the pause),
         report not-ready, log the first failure (or a change between unreachable and locked) as a warning; a lock
-        waited for less than lock_patience_s in all is logged at INFO only, and readiness stays as it was."""
+        waited for less than lock_patience_s in all is logged at INFO only, and readiness stays as it was. A session
+        the server ended (SessionLost: pg_terminate_backend) is one warning and a retry at once, readiness unchanged:
+        only when that retry fails too is it an outage (down since the loss)."""
         if isinstance(err, LockWaitCancelled):  # stopping: no outage, nothing to report as one (storage.calls)
             log.info("stopping: %s: %s", err, what)
             return
         now = self.monotonic()
+        if isinstance(err, SessionLost) and self.db_down_since is None and self.session_lost_at is None:
+            self.session_lost_at, self.db_retry_at = now, now  # a retry on a new connection tells: no outage yet
+            log.warning("database session ended by the server (%s): %s; retrying at once on a new connection",
+                        err, what)
+            return
+        lost_at, self.session_lost_at = self.session_lost_at, None
         failed = "locked" if isinstance(err, WriteLocked) else "write" if write else "read"
         waited = self.pipeline.store.lock_timeout_s if failed == "locked" else 0.0
         changed = self.db_down_since is not None and (failed == "locked") != (self.db_failed == "locked")
         if self.db_down_since is None or changed:  # since the failed call (or the lock wait) began, not since it
             # gave up (SRE tryout: "reachable again after 37s" for a 78 s outage whose first write stalled 41 s)
             self.db_down_since = now - max(waited, self.pipeline.store.calls.failed_for())
+            if lost_at is not None and not changed:  # the retry of a lost session failed: down since the loss
+                self.db_down_since = min(self.db_down_since, lost_at)
         self.db_failed = failed
         if failed == "locked":
             self.db_retry_at = now
@@ -115,6 +127,7 @@ class DatabaseHealth:
     def _db_clear(self) -> None:
         """The call that failed works again: say what is true now (after the lock: writable again; after a failed
         write: reachable again, a write committed; after a failed read: reachable again), reset the backoff."""
+        self.session_lost_at = None
         if self.db_down_since is not None:
             what, why = {"locked": ("writable", " (the other writer released its write lock)"),
                          "write": ("reachable", " (a write committed)")}.get(self.db_failed, ("reachable", ""))

@@ -18,6 +18,13 @@ class WriteLocked(StoreUnavailable):
     still work (they never wait for it), writes do not until it is released."""
 
 
+class SessionLost(StoreUnavailable):
+    """The server ended this process's database session mid-transaction (pg_terminate_backend, an idle-session
+    timeout, a dropped connection): nothing was written; the database itself may be fine, and a retry on a new
+    connection tells whether it is (on-call tryout: each terminated session logged "unavailable" then "reachable
+    again" and flapped /readyz to 503 for half a second while the retry stored the batch)."""
+
+
 class LockWaitCancelled(WriteLocked):
     """A wait for the write lock, behind another writer, cancelled because the process is stopping (PostgreSQL:
     storage.calls.DbCalls.break_lock_waits); nothing of the transaction was written."""

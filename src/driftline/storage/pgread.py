@@ -8,6 +8,7 @@ SQLAlchemy's, as pgcopy does.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,6 +16,29 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
 from .calls import driver_step
+
+
+PIPELINE_EXIT_ECHO = "error ignored terminating"
+"""How psycopg's warning opens when leaving a pipeline fails after an error inside it (a session the server ended):
+the error inside is raised and reported by driftline, so the echo is the same event a second time."""
+
+
+class PipelineExitEcho(logging.Filter):
+    """Demotes psycopg's pipeline-exit echo of an error already raised to DEBUG (dropped unless DEBUG is on)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.DEBUG and str(record.msg).startswith(PIPELINE_EXIT_ECHO):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger().isEnabledFor(logging.DEBUG)
+        return True
+
+
+def quiet_pipeline_exit_echo() -> None:
+    """Install PipelineExitEcho on psycopg's logger once (on-call tryout: a session terminated during a pipelined
+    read logged psycopg's echo beside driftline's own line)."""
+    logger = logging.getLogger("psycopg")
+    if not any(isinstance(f, PipelineExitEcho) for f in logger.filters):
+        logger.addFilter(PipelineExitEcho())
 
 
 def fetch_binary(conn: Connection, statement: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:

@@ -22,7 +22,8 @@ from . import (bucket_writes, calls, labels, locking, pg_missing, pgconnect, pgf
                sqlite_binding)
 from . import schema as t
 from .bucket_row import BucketRow
-from .errors import LockWaitCancelled, NotADatabase, SchemaMissing, StalePositions, StoreUnavailable, WriteLocked
+from .errors import (LockWaitCancelled, NotADatabase, SchemaMissing, SessionLost, StalePositions, StoreUnavailable,
+                     WriteLocked)
 from .join_rows import JoinRows
 from .store_queries import LAST_STORED, NEWEST_EVENT, StoreQueries
 from .urls import normalise_url, sqlite_file
@@ -172,6 +173,8 @@ class Store(StoreQueries):
                     raise NotADatabase(read_only_sqlite(sqlite_file(self.url) or self.url)) from None
             if self.dialect == "sqlite" and "readonly database" in str(err):  # opened, then a write refused
                 raise StoreUnavailable(read_only_sqlite(sqlite_file(self.url) or self.url)) from err
+            if self._reached and getattr(err, "connection_invalidated", False):  # the session ended under it
+                raise SessionLost(str(err).splitlines()[0]) from err
             raise StoreUnavailable(str(err).splitlines()[0]) from err
         except DatabaseError as err:
             if self._reached and type(getattr(err, "orig", None)).__name__ == "UndefinedTable":

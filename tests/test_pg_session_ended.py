@@ -1,0 +1,88 @@
+"""PostgreSQL ends the consumer's session mid-batch (`pg_terminate_backend`, on-call tryout): each terminated session
+logged two warnings, "database unavailable (… terminating connection due to administrator command) …; retrying in
+0.5s" then "database reachable again after 1s (a write committed)", and /readyz answered 503 until the retry, while
+the retry on a new connection stored the batch at once. Now a session ended under a call is one warning saying so and
+what is done (retried at once on a new connection), readiness stays; only a retry that fails too is an outage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from driftline.storage.pgread import quiet_pipeline_exit_echo
+from driftline.storage.store import Store
+from test_kafka_db_lock import _lines, _live, _steps
+from test_kafka_loop import total
+
+pytestmark = pytest.mark.postgres
+
+
+def _terminating(monkeypatch: Any, admin: Store, kill_on: set[int]) -> list[int]:
+    """Store.load_join (a batch's join lookup, inside its write transaction) whose session the server ends first on
+    the calls numbered in `kill_on` (1-based); returns the list of calls made."""
+    real = Store.load_join
+    calls: list[int] = []
+
+    def killed(self: Store, conn: Any, ids: Any) -> Any:
+        calls.append(len(calls) + 1)
+        if calls[-1] in kill_on:
+            pid = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
+            with admin.engine.connect() as other:
+                other.execute(text("SELECT pg_terminate_backend(:p)"), {"p": pid})
+        return real(self, conn, ids)
+
+    monkeypatch.setattr(Store, "load_join", killed)
+    return calls
+
+
+def test_a_session_ended_by_the_server_is_one_warning_and_no_outage(pg_url: str, tmp_path: Path, caplog: Any,
+                                                                     monkeypatch: Any) -> None:
+    caplog.set_level("INFO", logger="driftline")
+    quiet_pipeline_exit_echo()  # as the CLI does at start (cli._main)
+    events, store, clock, logs, lc, fake = _live(pg_url, tmp_path, days=0.3)
+    admin = Store(pg_url)
+    try:
+        calls = _terminating(monkeypatch, admin, kill_on={1, 3})  # two sessions ended, each retry stores
+        fake.rebalance(set(logs))
+        for _ in range(40):
+            _steps(lc, clock, 1)
+            assert lc.ready()[0], lc.ready()[1]  # never 503: the database was writable all along
+        assert len(calls) >= 4
+        assert total(store) == len(events.records)
+        ended = _lines(caplog, "database session ended by the server")
+        assert len(ended) == 2, ended
+        assert all("retrying at once on a new connection" in m for m in ended), ended
+        assert not _lines(caplog, "database unavailable") and not _lines(caplog, "again after")
+        echoes = [r.getMessage() for r in caplog.records if r.name.startswith("psycopg") and r.levelno >= 30]
+        assert not echoes, echoes  # psycopg's "error ignored terminating <Pipeline>": the same event again
+    finally:
+        admin.close()
+
+
+def test_a_retry_that_fails_too_is_an_outage_from_the_first_loss(pg_url: str, tmp_path: Path, caplog: Any,
+                                                                  monkeypatch: Any) -> None:
+    """The session ended and the retry's session ended too: not ready, 'database unavailable' (backoff), then
+    'reachable again' once a write commits; one 'session ended' line, not one per retry."""
+    caplog.set_level("INFO", logger="driftline")
+    events, store, clock, logs, lc, fake = _live(pg_url, tmp_path, days=0.3)
+    admin = Store(pg_url)
+    try:
+        _terminating(monkeypatch, admin, kill_on={1, 2, 3})
+        fake.rebalance(set(logs))
+        seen_not_ready = []
+        for _ in range(40):
+            _steps(lc, clock, 1)
+            ok, why = lc.ready()
+            if not ok:
+                seen_not_ready.append(why)
+        assert total(store) == len(events.records)
+        assert seen_not_ready and all("database unavailable" in w for w in seen_not_ready), seen_not_ready
+        assert len(_lines(caplog, "database session ended by the server")) == 1
+        assert len(_lines(caplog, "database unavailable")) == 2  # the failed retry, then its own retry
+        assert len(_lines(caplog, "database reachable again")) == 1
+        assert lc.ready()[0]
+    finally:
+        admin.close()
