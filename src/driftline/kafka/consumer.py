@@ -190,6 +190,8 @@ class LiveConsumer(Ownership, Refusals, Upkeep, DatabaseHealth, Aligning):
     # --- main loop ------------------------------------------------------------------------------
     def run(self) -> None:
         """Connect, consume until `stop`, close (finishing or abandoning the current batch)."""
+        if not self.owned:  # "no partition assigned for 46s" counted from the start, not from a wait for the database
+            self.unowned_since = self.monotonic()
         if self.consumer is None and not self.connect():
             return
         try:

@@ -28,26 +28,41 @@ from ..kafka.consumer import LiveConsumer
 from ..kafka.health import Backoff
 from ..kafka.faults import Faults
 from ..kafka.settings import KafkaSettings, install_log_redaction
+from ..streak import REPEAT_EVERY_S
 
 log = logging.getLogger(__name__)
 
 
+START_RETRY_CAP_S = 2.0
+"""Longest wait between start-up migration attempts while the database is unreachable (on-call tryout: at 15 s a
+`run` restarted during a PostgreSQL outage resumed up to ~20 s after the database came back, /readyz meanwhile
+showing the old error). A connection attempt every 2 s is what the exporter's readiness probe costs already."""
+
+
 def migrate_with_retry(store: Store, stop: threading.Event, backoff: Backoff | None = None,
                        on_wait: Callable[[str], None] | None = None, max_other_errors: int = 5,
-                       on_first: Callable[[], None] | None = None) -> bool:
+                       on_first: Callable[[], None] | None = None,
+                       monotonic: Callable[[], float] = time.monotonic) -> bool:
     """Migrate the schema, retrying while the database is unreachable; False when stopped first.
 
     Other database errors (two replicas migrating at once) are retried a few times, then raised. `on_first` is
     called once, after the first attempt unless it raised (a database that does not exist raises NotADatabase):
-    the start banner goes there, so such a typo is the `error:` line alone, at no extra connection.
+    the start banner goes there, so such a typo is the `error:` line alone, at no extra connection. Waits between
+    attempts are bounded by START_RETRY_CAP_S; the outage is logged when it starts or its error changes, every
+    REPEAT_EVERY_S while it lasts, and once when the database answers again.
     """
-    backoff = backoff or Backoff(1.0, 15.0)
+    backoff = backoff or Backoff(0.5, START_RETRY_CAP_S)
     other = 0
+    since = logged = 0.0
+    last = ""
     while not stop.is_set():
         try:
             store.migrate()
             if on_first is not None:
                 on_first()
+            if backoff.attempts:
+                log.warning("database reachable again after %.0fs (%d attempts): schema migrated or current",
+                            monotonic() - since, backoff.attempts)
             return True
         except (OperationalError, InterfaceError, StoreUnavailable) as err:
             why = str(err).splitlines()[0]
@@ -59,8 +74,17 @@ def migrate_with_retry(store: Store, stop: threading.Event, backoff: Backoff | N
         if on_first is not None:
             on_first()
             on_first = None
-        delay = backoff.next()
-        log.warning("database unavailable while migrating (%s); retrying in %.0fs", why, delay)
+        delay, now = backoff.next(), monotonic()
+        if backoff.attempts == 1:
+            since = now
+        if why != last:
+            log.warning("database unavailable while migrating (%s); retrying every %.0fs at most (logged again "
+                        "every %.0fs while it lasts)", why, backoff.cap, REPEAT_EVERY_S)
+            last, logged = why, now
+        elif now - logged >= REPEAT_EVERY_S:
+            log.warning("database still unavailable while migrating, %d attempts in %.0fs: %s", backoff.attempts,
+                        now - since, why)
+            logged = now
         if on_wait is not None:
             on_wait(why)
         stop.wait(delay)
@@ -112,9 +136,9 @@ def run_service(config: Config, db_url: str, settings: KafkaSettings, stop: thre
         if not migrate_with_retry(store, stop, on_wait=waiting, on_first=banner):
             return
         consumer.status.phase = "starting"  # the database is fine now: /readyz says "kafka starting", not "waiting"
+        consumer.status.error = ""  # nor the outage's error while the jobs start (on-call tryout: seconds of it)
         service.start_jobs()  # only now: the scheduler's catch-up and the scrapes need the tables
         freeze_startup_heap()
-        consumer.status.error = ""
         consumer.run()
     finally:
         consumer.close()
