@@ -15,6 +15,7 @@ from typing import Any
 
 from ..ingest.pipeline import Pipeline
 from ..storage.errors import LockWaitCancelled, SessionLost, StoreUnavailable, WriteLocked
+from ..storage.lock_holder import write_lock_holder
 from ..storage.locking import DEFAULT_LOCK_TIMEOUT_S
 from .health import Backoff, ConsumerStatus
 
@@ -76,11 +77,13 @@ class DatabaseHealth:
                 return
             self.db_backoff.next()  # counts the reports below
             level = logging.WARNING if self.status.db_ok or self.db_backoff.attempts % 5 == 0 else logging.INFO
+            holder = write_lock_holder(self.pipeline.store)  # PostgreSQL: who, so the on-call can act on it
+            named = "" if holder is None else f" (held by {holder.describe()})"
             self.status.db_ok = False
-            self.status.db_error = ("database reachable, but its write lock is held by another writer: waiting for "
-                                    "it, consuming paused")
+            self.status.db_error = ("database reachable, but its write lock is held by another writer"
+                                    f"{named}: waiting for it, consuming paused")
             log.log(level, "database write lock is held by another writer (a second driftline run, a replay or "
-                    "maintenance) for %.0fs: %s; waiting for it", held_for, what)
+                    "maintenance) for %.0fs%s: %s; waiting for it", held_for, named, what)
             return
         delay = self.db_backoff.next()
         self.db_retry_at = now + delay
