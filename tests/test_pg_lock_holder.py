@@ -47,6 +47,26 @@ def test_a_write_lock_held_idle_in_transaction_names_its_session(pg_url: str, tm
     assert len(_lines(caplog, "database writable again")) == 1
 
 
+@pytest.mark.postgres
+def test_a_driftline_writer_holding_the_lock_is_named_driftline(pg_url: str) -> None:
+    """driftline's own sessions carry application_name 'driftline' (unless the URL sets one): a second `run`, a
+    replay or a compaction holding the lock is told from any other client."""
+    writer, other = Store(pg_url), Store(pg_url)
+    try:
+        with writer.write() as conn:
+            holder = write_lock_holder(other)
+            assert holder is not None and holder.application_name == "driftline", holder
+            assert holder.pid == conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+        assert write_lock_holder(other) is None
+        named = Store(pg_url + "?application_name=etl")
+        with named.write():
+            assert (write_lock_holder(other) or holder).application_name == "etl"
+        named.close()
+    finally:
+        writer.close()
+        other.close()
+
+
 def test_the_holder_is_described_from_its_pg_stat_activity_row() -> None:
     now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
     row = (4242, "", None, None, "idle in transaction", now - timedelta(seconds=90), now - timedelta(seconds=300), now)

@@ -22,6 +22,11 @@ DEFAULTS: dict[str, int] = {
 }
 
 
+APPLICATION_NAME = "driftline"
+"""application_name of driftline's sessions where the URL sets none: pg_stat_activity, and the write-lock holder that
+/readyz names (lock_holder.py), then tell a driftline writer from another client (on-call tryout)."""
+
+
 def libpq_supports_user_timeout() -> bool:
     """tcp_user_timeout exists from libpq 12 on (an older libpq rejects the unknown parameter)."""
     try:
@@ -38,3 +43,9 @@ def timeout_args(url: str) -> dict[str, Any]:
     if not libpq_supports_user_timeout():
         args.pop("tcp_user_timeout", None)
     return args
+
+
+def session_args(url: str) -> dict[str, Any]:
+    """timeout_args plus application_name, each only where the URL's query does not set it."""
+    named = {} if "application_name" in make_url(url).query else {"application_name": APPLICATION_NAME}
+    return {**timeout_args(url), **named}

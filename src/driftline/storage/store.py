@@ -52,7 +52,7 @@ class Store(StoreQueries):
         # transaction waits for the write lock, so it would miss the writer it waited for (SerializationFailure,
         # or a migration not seeing the tables just created).
         pg = self.url.startswith("postgresql+psycopg")
-        connect_args = {"prepare_threshold": None, "client_encoding": "utf8", **pgconnect.timeout_args(self.url)
+        connect_args = {"prepare_threshold": None, "client_encoding": "utf8", **pgconnect.session_args(self.url)
                         } if pg else {}
         options = {"isolation_level": "READ COMMITTED"} if pg else {}
         self.engine: Engine = create_engine(self.url, pool_pre_ping=True, connect_args=connect_args, **options)
