@@ -86,3 +86,29 @@ def test_a_retry_that_fails_too_is_an_outage_from_the_first_loss(pg_url: str, tm
         assert lc.ready()[0]
     finally:
         admin.close()
+
+
+def test_a_leader_lock_session_ended_by_the_server_is_taken_again_with_one_warning(pg_url: str, caplog: Any) -> None:
+    """The same for a leader lock's own session (on-call tryout: `leader lock check failed: … terminating
+    connection …` then `… succeeded again`, and driftline_leader 0 until the next check took the lock again)."""
+    from driftline.service.leader import LeaderLock
+
+    caplog.set_level("INFO", logger="driftline")
+    store, admin = Store(pg_url), Store(pg_url)
+    lock = LeaderLock(store)
+    try:
+        assert lock.held()
+        with admin.engine.connect() as other:
+            holders = other.execute(text("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                                         "AND database = (SELECT oid FROM pg_database WHERE datname = "
+                                         "current_database())")).scalars().all()
+            assert len(holders) == 1
+            other.execute(text("SELECT pg_terminate_backend(:p)"), {"p": holders[0]})
+        assert lock.held()  # taken again at once, on a new session
+        lines = [r.getMessage() for r in caplog.records if r.levelno >= 30]
+        assert len(lines) == 1 and "ended by the server" in lines[0] and "taken again" in lines[0], lines
+        assert lock.held() and len([r for r in caplog.records if r.levelno >= 30]) == 1
+    finally:
+        lock.release()
+        store.close()
+        admin.close()

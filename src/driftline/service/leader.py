@@ -13,7 +13,7 @@ from sqlalchemy import Connection, text
 
 from ..storage.store import Store
 from .file_lock import FileLock, sqlite_database_path
-from ..streak import FailureStreak
+from ..streak import FailureStreak, first_line
 
 log = logging.getLogger(__name__)
 
@@ -58,23 +58,37 @@ class LeaderLock:
         self.store.calls.begin("leader-lock check")  # a scrape asks: /readyz must see it stall, not wait for it
         ok = False
         try:
-            if self._conn is None:
-                self._conn = self.store.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-                self._held = False
-            if self._held:
-                self._conn.execute(text("SELECT 1"))
-            else:
-                self._held = bool(self._conn.execute(text("SELECT pg_try_advisory_lock(:k)"),
-                                                     {"k": self.key}).scalar())
+            was_held = self._held
+            try:
+                held = self._query()
+            except Exception as err:  # noqa: BLE001 - a session the server ended: one try on a new connection
+                if self._conn is None or not getattr(err, "connection_invalidated", False):
+                    raise
+                self._discard()
+                held = self._query()
+                log.warning("%s lock: its database session was ended by the server (%s); %s", self.role,
+                            first_line(err), "taken again on a new connection" if held and was_held else
+                            "another session holds it now (another replica, or the ended one still exiting)" if was_held else "checked again on a new connection")
             ok = True
             self.failures.succeeded()
-            return self._held
+            return held
         except Exception as err:  # noqa: BLE001 - connection lost: the lock is gone with it
             self.failures.failed(err)
             self._discard()
             return False
         finally:
             self.store.calls.end(ok)
+
+    def _query(self) -> bool:
+        """Confirm the lock on its connection, or try to take it (connecting first where there is none)."""
+        if self._conn is None:
+            self._conn = self.store.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            self._held = False
+        if self._held:
+            self._conn.execute(text("SELECT 1"))
+        else:
+            self._held = bool(self._conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": self.key}).scalar())
+        return self._held
 
     def release(self, wait_s: float = UNLOCK_WAIT_S) -> None:
         """Give the lock up: unlocked explicitly (closing the connection alone frees it only once the server's
