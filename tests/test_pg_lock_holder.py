@@ -67,6 +67,36 @@ def test_a_driftline_writer_holding_the_lock_is_named_driftline(pg_url: str) -> 
         other.close()
 
 
+@pytest.mark.postgres
+def test_a_start_waiting_for_the_lock_names_its_holder(pg_url: str) -> None:
+    """`run`/`serve` migrating at start behind a held write lock: /readyz's "kafka waiting for the database: …" and
+    the warning name the session too."""
+    import threading
+
+    import psycopg
+
+    from driftline.service.live import migrate_with_retry
+
+    class StopAfterOne(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            self.set()
+            return True
+
+    Store(pg_url).migrate()  # an upgrade is what waits for the lock: the schema one revision behind
+    with Store(pg_url).write() as conn:
+        conn.exec_driver_sql("DELETE FROM alembic_version WHERE version_num = (SELECT max(version_num) "
+                             "FROM alembic_version)")
+    store = Store(pg_url, lock_timeout_s=0.2)
+    whys: list[str] = []
+    with psycopg.connect(pg_url.replace("postgresql+psycopg", "postgresql"), application_name="stuck-writer") as c:
+        c.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK_KEY,))
+        assert not migrate_with_retry(store, StopAfterOne(), on_wait=whys.append)
+        pid = c.info.backend_pid
+        c.rollback()
+    store.close()
+    assert len(whys) == 1 and f"pid {pid} " in whys[0] and "stuck-writer" in whys[0], whys
+
+
 def test_the_holder_is_described_from_its_pg_stat_activity_row() -> None:
     now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
     row = (4242, "", None, None, "idle in transaction", now - timedelta(seconds=90), now - timedelta(seconds=300), now)

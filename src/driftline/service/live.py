@@ -22,7 +22,8 @@ from ..ops import OpsMetrics
 from ..ingest.pipeline import Pipeline
 from .process import Service
 from ..storage import calls
-from ..storage.errors import StoreUnavailable
+from ..storage.errors import StoreUnavailable, WriteLocked
+from ..storage.lock_holder import write_lock_holder
 from ..storage.store import Store
 from ..kafka.consumer import LiveConsumer
 from ..kafka.health import Backoff
@@ -66,6 +67,8 @@ def migrate_with_retry(store: Store, stop: threading.Event, backoff: Backoff | N
             return True
         except (OperationalError, InterfaceError, StoreUnavailable) as err:
             why = str(err).splitlines()[0]
+            holder = write_lock_holder(store) if isinstance(err, WriteLocked) else None
+            why += "" if holder is None else f" (held by {holder.describe()})"  # who, so the on-call can act
         except SQLAlchemyError as err:
             other += 1
             if other > max_other_errors:
