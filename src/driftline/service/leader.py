@@ -66,9 +66,10 @@ class LeaderLock:
                     raise
                 self._discard()
                 held = self._query()
+                now = ("taken again on a new connection" if held else "another session holds it now (another "
+                       "replica, or the ended one still exiting)") if was_held else "checked again on a new connection"
                 log.warning("%s lock: its database session was ended by the server (%s); %s", self.role,
-                            first_line(err), "taken again on a new connection" if held and was_held else
-                            "another session holds it now (another replica, or the ended one still exiting)" if was_held else "checked again on a new connection")
+                            first_line(err), now)
             ok = True
             self.failures.succeeded()
             return held
