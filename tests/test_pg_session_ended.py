@@ -112,3 +112,31 @@ def test_a_leader_lock_session_ended_by_the_server_is_taken_again_with_one_warni
         lock.release()
         store.close()
         admin.close()
+
+
+def test_the_readiness_probe_reads_again_on_a_new_session_when_the_server_ended_its_own() -> None:
+    """The exporter's probe (what /readyz and driftline_database_up report) met a session ended under its SELECT:
+    it read 'database unreachable: … terminating connection …' (503) until the next probe 2 s later."""
+    from contextlib import contextmanager
+
+    from driftline.exporter.dbstate import DatabaseProbe
+    from driftline.storage.errors import SessionLost
+
+    class Conn:
+        def execute(self, *_: Any) -> None:
+            return None
+
+    class EndedOnce:
+        def __init__(self) -> None:
+            self.reads = 0
+
+        @contextmanager
+        def read(self) -> Any:
+            self.reads += 1
+            if self.reads == 1:
+                raise SessionLost("(psycopg.errors.AdminShutdown) terminating connection due to administrator command")
+            yield Conn()
+
+    store = EndedOnce()
+    assert DatabaseProbe(store).probe() == (True, "database ok")  # type: ignore[arg-type]
+    assert store.reads == 2

@@ -19,6 +19,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ..storage.calls import DbCalls
+from ..storage.errors import SessionLost
 from ..storage.store import Store
 
 T = TypeVar("T")
@@ -63,12 +64,12 @@ class DatabaseProbe:
         """(True, 'database ok') when a trivial read succeeds, else (False, the error's first line); a schema
         missing while this process migrates it is MIGRATING (asked before the read: a migration that commits
         during it was still running when the read found nothing)."""
-        from sqlalchemy import text
-
         migrating = self.migrating is not None and self.migrating()
         try:
-            with self.store.read() as conn:
-                conn.execute(text("SELECT 1 FROM alembic_version"))  # the schema too, not only the server
+            try:
+                self._read()
+            except SessionLost:  # the server ended the session under the probe (pg_terminate_backend): a new one
+                self._read()  # tells whether the database answers (it flapped /readyz to 503 until the next probe)
             return True, "database ok"
         except Exception as err:  # noqa: BLE001 - any driver error means not ready
             first = str(err).splitlines()[0]
@@ -80,6 +81,13 @@ class DatabaseProbe:
             if "alembic_version" in first:  # SRE tryout: a database dropped and recreated empty read "schema ready"
                 return False, f"database schema missing (recreated empty? restart driftline to migrate it): {first}"
             return False, f"database unreachable: {first}"
+
+    def _read(self) -> None:
+        """The probe's read: the schema too, not only the server."""
+        from sqlalchemy import text
+
+        with self.store.read() as conn:
+            conn.execute(text("SELECT 1 FROM alembic_version"))
 
     def _run(self) -> None:
         while not self._stop.is_set():
