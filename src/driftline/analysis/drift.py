@@ -209,13 +209,17 @@ def prevalence_drift(positives_ref: int, labelled_ref: int, conf: np.ndarray | N
 
 def drift_report(profile: Profile, current_features: Mapping[str, FeatureHist],
                  current_score_hist: np.ndarray | None, current_conf: np.ndarray | None,
-                 config: DriftThresholds = DriftThresholds()) -> DriftResult:
+                 config: DriftThresholds = DriftThresholds(),
+                 prevalence_conf: np.ndarray | None = None) -> DriftResult:
     """Drift of a merged current window against a reference profile: ranked features, score, prevalence.
 
     A tracked feature's key absent from current predictions counts as missing (current_conf gives their number);
     without current_conf a feature absent from current_features has no current values (statistics None).
     One Benjamini–Hochberg family per report: every p-value of the features, the score and prevalence.
+    prevalence_conf: the confusion counts prevalence is read over (default current_conf; under the implicit-negative
+    policy the window's matured part, whose negatives are known).
     """
+    pconf = current_conf if prevalence_conf is None else prevalence_conf
     feats: list[FeatureDrift] = []
     n_pred = None if current_conf is None else int(np.asarray(current_conf).sum())
     for p in profile.features:
@@ -228,10 +232,10 @@ def drift_report(profile: Profile, current_features: Mapping[str, FeatureHist],
             feats.append(categorical_drift(p, fh, config))
     if profile.score is not None:
         feats.append(numeric_drift(profile.score, score_sample(current_score_hist), config))
-    prev = prevalence_drift(profile.positives, profile.labelled, current_conf, config)
+    prev = prevalence_drift(profile.positives, profile.labelled, pconf, config)
     feats, (prev_adj,) = adjust(feats, [prev.p_value])
     if prev.p_value is not None:
-        prev = prevalence_drift(profile.positives, profile.labelled, current_conf, config, prev_adj)
+        prev = prevalence_drift(profile.positives, profile.labelled, pconf, config, prev_adj)
     feats = [classify(f, config) for f in feats]
     score = feats.pop() if profile.score is not None else None
     feats.sort(key=rank_key)

@@ -185,14 +185,17 @@ def render_drift(doc: dict[str, Any], console: Console) -> None:
     p = doc["prevalence"]
     cur = p["current"]
     if not cur.get("n"):  # no labelled prediction in the window: nothing to compare, not "not drifted"
+        where = "its matured part" if p.get("over") == "matured part" else "the window"
         say(console, f"reference {prop(p['reference'])} · current — · [yellow]cannot judge[/yellow] (no labels in "
-                     "the window yet: pass an earlier `--at`)", "prevalence: ")
+                     f"{where} yet: pass an earlier `--at`)", "prevalence: ")
     else:
         say(console, f"reference {prop(p['reference'])} · current {fmt_rate(cur)} · p adj "
                      f"{pvalue(p.get('p_adjusted'))} · "
                      + ("[bold red]drifted[/bold red]" if p["drifted"] else "not drifted"), "prevalence: ")
     if cur.get("indicative") and cur.get("value") is not None:
         console.print("[dim]* indicative: fewer than 30 cases behind the rate[/dim]")
+    if p.get("note"):
+        say(console, p["note"], "note: ")
     _render_multivariate(doc.get("multivariate"), console)
     th = doc["thresholds"]
     console.print(f"[dim]drifted = (PSI ≥ {th['psi_warning']} or JS ≥ {th['js']}, each above its no-drift noise floor) "

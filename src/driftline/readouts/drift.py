@@ -129,6 +129,18 @@ def _current_and_reference(store: Store, config: Config, model: str, window: Win
     return merged(rows), mixture.profile, mixture
 
 
+def _prevalence_part(store: Store, config: Config, model: str, window: Window, variant: str | None,
+                     cur: BucketStats) -> tuple[Any, str | None]:
+    """The confusion counts the window's prevalence is read over, and the note saying so: under the
+    implicit-negative policy its matured part (young predictions have their early positives but not yet their
+    implicit negatives, so they read prevalence high: 0.51 for 0.05 on a credit stream); else the window's."""
+    rows = window_rows(store, model, window, variant, features=False)
+    old, note = matured_split(rows, maturing(store, config), "prevalence and its drift test")
+    if old is None:
+        return cur.conf, None
+    return (merged(old).conf if old else cur.conf * 0), note
+
+
 def _window_json(window: Window, stats: BucketStats) -> dict[str, Any]:
     labelled = int(stats.conf[:2].sum())
     return {**window.to_json(), "n": stats.predictions, "labelled": labelled}
@@ -153,8 +165,10 @@ def drift_document(store: Store, config: Config, model: str, window: Window, var
     ref, profile, seasonal = active
     read = headline_variant(config.ab, variant)  # shadow mode: the production arm only
     cur, compared, mixture = _current_and_reference(store, config, model, window, read, profile, seasonal)
-    result = drift_report(compared, cur.features, cur.hist, cur.conf, thresholds(config))
+    pconf, pnote = _prevalence_part(store, config, model, window, read, cur)
+    result = drift_report(compared, cur.features, cur.hist, cur.conf, thresholds(config), pconf)
     body = result.to_json()
+    body["prevalence"] = {**body["prevalence"], "over": "window" if pnote is None else "matured part", "note": pnote}
     return {"model": model, "variant": variant, "scope": scope_json(config.ab, variant),
             "reference": {**ref.summary(), "prevalence": profile.prevalence},
             "seasonality": seasonal_block(seasonal, mixture, config.drift.season_min_n),
