@@ -57,3 +57,23 @@ def test_a_wholly_matured_window_reads_prevalence_as_before(tmp_path, capsys) ->
     rows = [r for r in _stream() if 959 - 14 * 24 <= r[0] < 959]
     assert doc["prevalence"]["current"]["n"] == len(rows) and doc["prevalence"]["over"] == "window"
     assert doc["prevalence"]["note"] is None
+
+
+def test_a_reference_reaching_past_the_maturity_boundary_is_warned_about(tmp_path, capsys) -> None:
+    """Credit tryout: a reference set over the last five weeks read prevalence 0.736 (575 of 781) from early
+    defaults alone, and its calibrated-estimate map with them, without a word."""
+    base = _replay(tmp_path)
+    capsys.readouterr()
+    assert cli.main([*base, "reference", "set", "--from", "2026-07-01", "--to", "2026-07-20", "--json"]) == 0
+    out = capsys.readouterr()
+    doc = json.loads(out.out)
+    # the boundary is hour 959 (2026-07-10T23:00Z): hours 959..1103 are young, 4 predictions an hour
+    young = [r for r in _stream() if 959 <= r[0] < 19 * 24 + 30 * 24]
+    early = sum(1 for r in young if r[4])
+    assert len(doc["warnings"]) == 1
+    text = " ".join(out.err.split())
+    assert (f"{len(young):,} of this reference's {doc['n']:,} predictions (those from 2026-07-10T23:00:00Z) are younger "
+            f"than labels.implicit_negative_after (60 d): their {early:,} early outcomes") in text
+    assert cli.main([*base, "reference", "set", "--from", "2026-06-01", "--to", "2026-07-10", "--json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["warnings"] == [] and "younger than" not in out.err
