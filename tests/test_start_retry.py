@@ -92,3 +92,42 @@ def test_readiness_forgets_the_outage_once_migrated_and_the_unassigned_grace_sta
     ok, why = seen["ready_at_jobs"]
     assert not ok and "the outage" not in why, why
     assert seen["unowned_since"] is not None and seen["unowned_since"] >= seen["migrated_at"]
+
+
+class _Locked:
+    """A store whose migrate() waits out its lock timeout behind another session `downs` times, then succeeds."""
+
+    def __init__(self, downs: int) -> None:
+        self.downs = downs
+
+    def migrate(self) -> None:
+        from driftline.storage.errors import WriteLocked
+
+        if self.downs:
+            self.downs -= 1
+            raise WriteLocked("another driftline writer held the database write lock for more than 10s")
+
+
+def test_a_start_behind_a_held_write_lock_is_one_warning_though_the_holders_ages_grow(
+        caplog: Any, monkeypatch: Any) -> None:
+    """SRE tryout: `run` on a database whose write lock a session held idle in transaction logged the start-up
+    warning at every attempt (each ~8 s), because the holder's description ('idle in transaction since … (9s)',
+    '(16s)', …) made every attempt's error new; the same holder is one outage, logged once."""
+    from datetime import datetime, timedelta, timezone
+
+    from driftline.storage.lock_holder import LockHolder
+
+    caplog.set_level(logging.INFO, logger="driftline")
+    stop = _Waits()
+    since = datetime(2026, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+
+    def holder(store: Any) -> LockHolder:
+        now = since + timedelta(seconds=10 + stop.now)
+        return LockHolder(4242, "etl", "10.0.0.7:5123", "idle in transaction", since, since, now)
+
+    monkeypatch.setattr(live, "write_lock_holder", holder)
+    assert migrate_with_retry(_Locked(6), stop, monotonic=lambda: stop.now)  # type: ignore[arg-type]
+    lines = [r.getMessage() for r in caplog.records if r.name == "driftline.service.live"
+             and r.levelno >= logging.WARNING]
+    unavailable = [m for m in lines if "database unavailable while migrating" in m]
+    assert len(unavailable) == 1 and "pid 4242 " in unavailable[0], lines

@@ -66,24 +66,25 @@ def migrate_with_retry(store: Store, stop: threading.Event, backoff: Backoff | N
                             monotonic() - since, backoff.attempts)
             return True
         except (OperationalError, InterfaceError, StoreUnavailable) as err:
-            why = str(err).splitlines()[0]
+            why = key = str(err).splitlines()[0]
             holder = write_lock_holder(store) if isinstance(err, WriteLocked) else None
             why += "" if holder is None else f" (held by {holder.describe()})"  # who, so the on-call can act
+            key += "" if holder is None else f" (held by pid {holder.pid})"  # not its ages, new at every attempt
         except SQLAlchemyError as err:
             other += 1
             if other > max_other_errors:
                 raise
-            why = str(err).splitlines()[0]
+            why = key = str(err).splitlines()[0]
         if on_first is not None:
             on_first()
             on_first = None
         delay, now = backoff.next(), monotonic()
         if backoff.attempts == 1:
             since = now
-        if why != last:
+        if key != last:  # the same error, the same holder: one line (SRE tryout: the holder's ages made each new)
             log.warning("database unavailable while migrating (%s); retrying every %.0fs at most (logged again "
                         "every %.0fs while it lasts)", why, backoff.cap, REPEAT_EVERY_S)
-            last, logged = why, now
+            last, logged = key, now
         elif now - logged >= REPEAT_EVERY_S:
             log.warning("database still unavailable while migrating, %d attempts in %.0fs: %s", backoff.attempts,
                         now - since, why)
