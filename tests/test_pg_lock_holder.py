@@ -115,3 +115,16 @@ def test_sqlite_names_no_holder(tmp_path: Path) -> None:
         assert write_lock_holder(store) is None
     finally:
         store.close()
+
+
+def test_a_holder_hidden_from_driftlines_role_is_not_named_a_local_socket() -> None:
+    """SRE tryout: with driftline's role lacking pg_read_all_stats, pg_stat_activity shows another role's session
+    with a NULL address, port and state (checked on PostgreSQL 15: this row), and the holder, connected over TCP,
+    was named 'client local socket, state unknown'; a Unix-socket session's port is -1, not NULL."""
+    now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+    text = holder_of((8508, "stuck-writer", None, None, "", None, None, now)).describe()
+    assert "local socket" not in text and "state unknown" not in text, text
+    assert "application_name 'stuck-writer'" in text and "pg_read_all_stats" in text, text
+    assert text.endswith("SELECT pg_terminate_backend(8508)"), text
+    local = holder_of((9, "psql", None, -1, "idle in transaction", now, now, now)).describe()
+    assert "client local socket, idle in transaction since" in local, local

@@ -33,7 +33,7 @@ class LockHolder:
     pid: int
     application_name: str
     client: str
-    """`host:port`, or "local socket" (a Unix-domain connection has no address)."""
+    """`host:port`, "local socket" (a Unix-domain connection has no address), or "" when hidden from this role."""
     state: str
     state_since: datetime | None
     xact_since: datetime | None
@@ -43,6 +43,10 @@ class LockHolder:
     def describe(self) -> str:
         """One clause for /readyz and the log: who, where from, doing what since when, and what ends it."""
         name = f"application_name '{self.application_name}'" if self.application_name else "no application_name"
+        if not self.client and not self.state:  # pg_stat_activity hides another role's session from this one
+            return (f"PostgreSQL session pid {self.pid} ({name}; its client and state are hidden from driftline's "
+                    "role, which lacks pg_read_all_stats); if it is stuck, its own role or a superuser can end it with "
+                    f"SELECT pg_terminate_backend({self.pid})")
         parts = [name, f"client {self.client}", f"{self.state or 'state unknown'}{_since(self.state_since, self.now)}"]
         if self.xact_since is not None and (self.state_since is None
                                             or (self.state_since - self.xact_since).total_seconds() >= 1):
@@ -62,7 +66,10 @@ def _since(at: datetime | None, now: datetime) -> str:
 def holder_of(row: Any) -> LockHolder:
     """HOLDER_SQL's row as a LockHolder (pure: tests feed rows)."""
     pid, app, host, port, state, state_change, xact_start, now = row
-    client = "local socket" if host is None else f"{host}:{port}" if port not in (None, -1) else str(host)
+    if host is None and port is None and not state:  # another role's session, seen without pg_read_all_stats: NULL
+        client = ""  # address, port and state (SRE tryout: it was named "client local socket, state unknown")
+    else:
+        client = "local socket" if host is None else f"{host}:{port}" if port not in (None, -1) else str(host)
     return LockHolder(int(pid), str(app), client, str(state), state_change, xact_start, now)
 
 
