@@ -43,3 +43,21 @@ def test_readyz_says_the_schema_is_being_migrated_not_restart(pg_url: str) -> No
     finally:
         service.stop()
         store.close()
+
+
+def test_readyz_while_migrating_says_what_the_migration_waits_for(pg_url: str) -> None:
+    """SRE tryout: a first `run` against an empty database whose write lock another session held answered only
+    "database schema being migrated by this process … not ready until the migration commits" for minutes; the
+    holder (the session to end) was named in the log alone. Now /readyz adds the wait `run` reports."""
+    store = Store(pg_url)
+    waiting = "kafka waiting for the database: another driftline writer held the database write lock for more " \
+              "than 10s (held by PostgreSQL session pid 4242 (application_name 'etl', …))"
+    service = Service(Config(model="m"), store, port=0, evaluate=False, readiness=lambda: (False, waiting))
+    service.start_exporter()
+    try:
+        body = wait_until(lambda: _readyz_503(service.url), 30, "/readyz 503 on the empty database")
+        assert body.startswith("database schema being migrated by this process"), body
+        assert "pid 4242 " in body and "application_name 'etl'" in body, body
+    finally:
+        service.stop()
+        store.close()
