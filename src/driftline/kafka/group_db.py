@@ -17,7 +17,9 @@ import json
 import logging
 import math
 import threading
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +28,7 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, Consume
 from ..storage.errors import StoreUnavailable
 from ..storage.identity import database_id, group_since
 from ..storage.store import Store
+from ..streak import FailureStreak
 from .health import Backoff
 
 log = logging.getLogger(__name__)
@@ -34,18 +37,27 @@ SUBSCRIPTION_KEY = "driftline_database"
 ASSIGNMENT_KEY = "driftline_group_databases"
 
 
+ID_RETRY_CAP_S = 2.0
+"""Longest wait between reads of the database id at start (as the start-up migration's: resume soon after)."""
+
+
 def wait_for_database_id(store: Store, stop: threading.Event, backoff: Backoff, group_id: str = "",
-                         sources: list[str] | None = None) -> tuple[str, float] | None:
+                         sources: list[str] | None = None,
+                         monotonic: Callable[[], float] = time.monotonic) -> tuple[str, float] | None:
     """(database_id, when it joined the group: group_since), retried while the database is unavailable; None when
-    stopped first."""
+    stopped first. The outage is logged at its start, every 300 s and at its end (SRE tryout: a database flapping
+    right after the migration logged one warning per attempt, 'retrying in 0s', '1s', '2s', and no end)."""
+    streak = FailureStreak("reading the database id", log, monotonic=monotonic)
     while not stop.is_set():
         try:
-            return database_id(store), group_since(store, group_id, sources or [])
+            got = database_id(store), group_since(store, group_id, sources or [])
         except StoreUnavailable as err:
-            delay = backoff.next()
-            log.warning("database unavailable while reading its id (%s); retrying in %.0fs",
-                        str(err).splitlines()[0], delay)
-            stop.wait(delay)
+            streak.failed(err)
+            stop.wait(min(backoff.next(), ID_RETRY_CAP_S))
+            continue
+        streak.succeeded()
+        backoff.reset()  # shared with the consumer's outages: the next one starts at the first delay again
+        return got
     return None
 
 
