@@ -17,7 +17,8 @@ from driftline.analysis.estimates import base_rate_effect, compare_estimate, ear
 from driftline.cli import main
 from driftline.commands.simulate import write_stream
 from driftline.config import load
-from driftline.readouts.drift import drift_document, drift_readings, query_window, slices_document
+from driftline.readouts.drift import drift_document, drift_readings, query_window
+from driftline.readouts.slices import slices_document
 from driftline.readouts.references import list_references, load_reference
 from driftline.ingest.simulate import SimSpec
 from driftline.core.stats import NEG, POS, UNL, BucketStats

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from driftline.cli import main
-from driftline.readouts.drift import MULTIPLICITY_FROM, multiplicity_note
+from driftline.readouts.slices import MULTIPLICITY_FROM, multiplicity_note
 
 from helpers import outcome, pred
 

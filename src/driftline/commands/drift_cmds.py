@@ -338,7 +338,7 @@ def cmd_calibration(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_slices(ctx: Context, args: argparse.Namespace) -> int:
-    from ..readouts.drift import slices_document
+    from ..readouts.slices import slices_document
 
     check_window_args(ctx, args)
     model = pick_model(ctx, args.model)

@@ -155,7 +155,7 @@ def calibration_section(store: Store, config: Config, model: str, week: IsoWeek)
 def slices_section(store: Store, config: Config, model: str, week: IsoWeek) -> dict[str, Any]:
     """`driftline slices --json` of the week."""
     def build() -> dict[str, Any]:
-        from ..readouts.drift import slices_document
+        from ..readouts.slices import slices_document
 
         return {"document": slices_document(store, config, model, week.window)}
     return guarded("slices", build)
