@@ -44,3 +44,11 @@ def late_labels(buckets: Iterable[tuple[float, float, np.ndarray]], at: float) -
         surely += int(h[start + _LOWER >= at].sum())
         maybe += int(h[start + width + _UPPER > at].sum())
     return LateLabels(total, surely, maybe)
+
+
+def labels_later_than(delay_hist: np.ndarray, after_s: float) -> tuple[int, int]:
+    """(labels whose delay was surely at least `after_s`: their delay bin starts there or later, labels with a
+    recorded delay) of a label-delay histogram on DELAY_EDGES. Under the implicit-negative policy such labels came
+    after their prediction had been counted as a negative."""
+    h = np.asarray(delay_hist, dtype=np.int64)
+    return int(h[_LOWER >= after_s].sum()), int(h.sum())

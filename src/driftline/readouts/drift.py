@@ -29,7 +29,7 @@ from .headline import headline_variant, scope_json
 from .multivariate import multivariate_block, multivariate_result, unsampled_part
 from .references import NoReference, Reference, active_reference_key, load_reference
 from .matured_part import matured_split, maturing
-from .maturity import maturity_hint, maturity_wait
+from .maturity import implicit_too_early_note, maturity_hint, maturity_wait
 from .metrics import resolve_window
 from .seasonal import seasonal_block, window_mixture
 from ..core.stats import BucketStats
@@ -163,7 +163,9 @@ def drift_document(store: Store, config: Config, model: str, window: Window, var
     pconf, pnote = _prevalence_part(store, config, model, window, read, cur)
     result = drift_report(compared, cur.features, cur.hist, cur.conf, thresholds(config), pconf)
     body = result.to_json()
-    body["prevalence"] = {**body["prevalence"], "over": "window" if pnote is None else "matured part", "note": pnote}
+    late = implicit_too_early_note(store, config, model) if pnote is not None else None
+    body["prevalence"] = {**body["prevalence"], "over": "window" if pnote is None else "matured part",
+                          "note": "; ".join(n for n in (pnote, late) if n) or None}
     return {"model": model, "variant": variant, "scope": scope_json(config.ab, variant),
             "reference": {**ref.summary(), "prevalence": profile.prevalence},
             "seasonality": seasonal_block(seasonal, mixture, config.drift.season_min_n),
@@ -303,8 +305,9 @@ def calibration_document(store: Store, config: Config, model: str, window: Windo
         "early_warning": early_warning(stats, cut, "unlabelled").to_json(),
     }
     doc["label_maturity"] = _maturity(store, config, model, window, doc["window"], "calibration")
-    if young:
-        doc["note"] = young
+    late = implicit_too_early_note(store, config, model)  # the matured part's labels are still coming
+    if young or late:
+        doc["note"] = "; ".join(n for n in (young, late) if n)
     method = "given"
     period = matured_after_s
     if period is None:

@@ -75,7 +75,7 @@ def late_label_windows(store: Store, config: Config, model: str, rules: Sequence
     from ..analysis.rates import INDICATIVE_BELOW_N
     from ..durations import format_duration
     from ..numbers import duration
-    from ..readouts.maturity import LABEL_FREE
+    from ..readouts.maturity import LABEL_FREE, implicit_too_early
     from ..storage.summaries import delay_histogram
     reading = [r for r in rules if canonical(r.metric) not in LABEL_FREE]
     if not reading:
@@ -85,7 +85,7 @@ def late_label_windows(store: Store, config: Config, model: str, rules: Sequence
     q = delay_quantiles(hist) if known else {"p50": None, "p95": None}
     p50, p95, upper = q["p50"], q["p95"], delay_upper(hist) if known else None
     implicit = config.labels.implicit_after_s
-    out = []
+    out = [w for w in (implicit_too_early(config, hist, model),) if w]
     for r in reading:
         if implicit is not None and canonical(r.metric) in READS_NEGATIVES and r.window_s <= implicit:
             out.append(immature_negatives(r, model, implicit, upper))
