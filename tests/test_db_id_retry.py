@@ -6,7 +6,6 @@ its end, the waits at most 2 s, and the backoff shared with the consumer is rese
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
 from driftline.kafka import group_db
@@ -14,19 +13,7 @@ from driftline.kafka.group_db import wait_for_database_id
 from driftline.kafka.health import Backoff
 from driftline.storage.errors import StoreUnavailable
 
-
-class _Waits(threading.Event):
-    """A stop event that advances a fake clock by each wait instead of sleeping."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.waits: list[float] = []
-        self.now = 0.0
-
-    def wait(self, timeout: float | None = None) -> bool:
-        self.waits.append(float(timeout or 0.0))
-        self.now += float(timeout or 0.0)
-        return self.is_set()
+from test_start_retry import _Waits  # a stop event advancing a fake clock by each wait
 
 
 def test_an_outage_while_reading_the_database_id_is_logged_at_its_start_and_end(caplog: Any, monkeypatch: Any
