@@ -68,3 +68,20 @@ def test_shadow_variants_and_separate_ids_do_not_count(tmp_path, capsys) -> None
     assert _exported(db) == 0.0
     assert main(["--db", db, "metrics", "--model", "spam", "--at", AT, "--json"]) == 0
     assert "two models" not in (json.loads(capsys.readouterr().out).get("note") or "")
+
+
+def test_alerts_validate_names_a_label_trigger_judged_with_another_models_outcomes(tmp_path, capsys) -> None:
+    """`alerts validate` (and so every service start, which runs the same checks) names the label-reading triggers
+    of a model whose ids another model scored too: a live `run` said it only in a counter nobody alerts on."""
+    events = tmp_path / "two.jsonl"
+    lines = [pred("post-A", 0.9, T0, model="toxicity"), pred("post-A", 0.2, T0, model="spam"),
+             outcome("post-A", 1, T0 + 3600)]
+    events.write_bytes(b"\n".join(lines) + b"\n")
+    db = f"sqlite:///{tmp_path / 'd.db'}"
+    _replay(capsys, db, events)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("model: spam\ntriggers:\n  - {name: spam_recall, metric: recall, op: '<', value: 0.5, "
+                   "window: 7d, variant: A}\n")
+    main(["--db", db, "--config", str(cfg), "alerts", "validate"])
+    out = " ".join("".join(capsys.readouterr()).split())
+    assert "trigger 'spam_recall': some prediction ids were scored by two models ('spam' and 'toxicity'" in out, out

@@ -15,7 +15,7 @@ from ..config import Config
 from ..readouts.references import load_reference
 from ..storage import schema
 from ..storage.store import Store
-from ..readouts.headline import shared_id_note
+from ..readouts.headline import shared_id_note, shared_model_note
 from .metrics import DRIFT, PIPELINE, canonical
 from ..metric_names import READS_NEGATIVES
 from .model import Rule
@@ -62,6 +62,10 @@ def unseen_names(store: Store, config: Config, model: str, rules: Sequence[Rule]
     if shared:
         out.append(f"trigger{'s' if len(whole) > 1 else ''} {', '.join(repr(n) for n in whole)} (whole model): "
                    f"{shared}")
+    labelled = [r.name for r in rules if canonical(r.metric) not in PIPELINE and canonical(r.metric) not in DRIFT]
+    other_model = shared_model_note(store.counters(), model) if labelled else None
+    if other_model:  # toxicity tryout: another model's outcomes judged these triggers, named by `replay` alone
+        out.append(f"trigger{'s' if len(labelled) > 1 else ''} {', '.join(repr(n) for n in labelled)}: {other_model}")
     return out + late_label_windows(store, config, model, rules)
 
 
