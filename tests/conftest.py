@@ -6,6 +6,7 @@ Fixtures (see kafka_fixtures.py / pg_fixtures.py):
 - ``kafka_behind_forwarder``: a private tansu advertising a stoppable TCP forwarder (broker-outage tests).
 - ``pg_url``: SQLAlchemy URL of a fresh database; ``pg_database`` also gives its name and libpq URL.
 - ``pg_behind_forwarder``: fresh database reached through a stoppable forwarder (database-outage tests).
+- ``migrated_sqlite`` (session): a migrated SQLite file to copy with ``sqlite_fixtures.migrated_copy``.
 Missing services skip the test, or fail it when ``DRIFTLINE_REQUIRE_SERVICES=1`` (as .ci/run sets).
 """
 
@@ -32,11 +33,12 @@ from kafka_fixtures import (  # noqa: E402
     tansu_broker,
 )
 from pg_fixtures import pg_behind_forwarder, pg_database, pg_store, pg_url  # noqa: E402
-from sqlite_fixtures import join_schema  # noqa: E402
+from sqlite_fixtures import join_schema, migrated_sqlite  # noqa: E402
 
 __all__ = [
     "kafka_behind_forwarder",
     "join_schema",
+    "migrated_sqlite",
     "kafka_bootstrap",
     "pg_behind_forwarder",
     "pg_database",

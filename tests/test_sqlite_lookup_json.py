@@ -15,6 +15,7 @@ from sqlalchemy import event
 from driftline.core.engine import OutcomeRecord, PredRecord
 from driftline.storage import bulk, sqlite_lookup
 from driftline.storage.store import Store
+from sqlite_fixtures import migrated_copy
 
 pytestmark = pytest.mark.skipif(not sqlite_lookup.HAS_JSON_EACH, reason="this SQLite has no json_each")
 
@@ -89,7 +90,7 @@ def test_no_ids_run_no_statement(tmp_path: Any) -> None:
        outs=st.lists(IDS, max_size=20), asked=st.lists(IDS, max_size=60), plain=st.booleans(),
        values=st.lists(st.tuples(NAMES, INTS, LABELS, FLOATS, OPT_FLOATS, SLICES), min_size=1, max_size=8))
 def test_json_route_equals_the_chunked_route_on_dirty_ids(tmp_path_factory: Any, monkeypatch: pytest.MonkeyPatch,
-                                                          stored: Any, outs: Any, asked: Any, plain: bool,
+                                                          migrated_sqlite: Any, stored: Any, outs: Any, asked: Any, plain: bool,
                                                           values: Any) -> None:
     """Both routes (and the route taken for the ids as drawn) give the same records, values and types in the same
     order; `plain` drops the ids JSON would escape so that the json_each route (values packed as JSON) runs too."""
@@ -97,7 +98,7 @@ def test_json_route_equals_the_chunked_route_on_dirty_ids(tmp_path_factory: Any,
         def ok(i: str) -> bool:
             return i.isprintable() and '"' not in i and "\\" not in i
         stored, outs, asked = [s for s in stored if ok(s[0])], [o for o in outs if ok(o)], [a for a in asked if ok(a)]
-    store = _store(tmp_path_factory.mktemp("dirty"), "d.db")
+    store = migrated_copy(migrated_sqlite, tmp_path_factory.mktemp("dirty") / "d.db")
     def value(n: int) -> Any:
         return values[n % len(values)]
     preds = list({(i, m, v): PredRecord(i, m + value(n)[0], value(n + 1)[0], v + value(n + 2)[0], value(n)[3],
