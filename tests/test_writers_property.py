@@ -20,6 +20,7 @@ from driftline.config import Config
 from driftline.ingest.pipeline import Pipeline, RawRecord
 from driftline.storage.store import Store
 from helpers import outcome, pred
+from sqlite_fixtures import migrated_copy
 
 T0 = 1_790_000_000.0
 ORDER_FREE = {("events", "prediction"), ("events", "outcome"), ("duplicates", "prediction")}
@@ -86,7 +87,8 @@ def run_writers(url: str, parts: list[list[bytes]], batch: int) -> None:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(evs=events, writers=st.integers(2, 4), assign=st.randoms(use_true_random=False),
        batch=st.integers(1, 8))
-def test_interleaved_writers_equal_sequential(tmp_path: Path, evs: list[tuple[str, int, int, int]], writers: int,
+def test_interleaved_writers_equal_sequential(tmp_path: Path, migrated_sqlite: Path,
+                                              evs: list[tuple[str, int, int, int]], writers: int,
                                               assign: object, batch: int) -> None:
     lines = [_event(*e) for e in evs]
     parts: list[list[bytes]] = [[] for _ in range(writers)]
@@ -94,8 +96,8 @@ def test_interleaved_writers_equal_sequential(tmp_path: Path, evs: list[tuple[st
         parts[assign.randrange(writers)].append(line)  # type: ignore[attr-defined]
     case = Path(tempfile.mkdtemp(dir=tmp_path))  # one directory per example (hypothesis reruns examples)
     seq, conc = f"sqlite:///{case / 'seq.db'}", f"sqlite:///{case / 'conc.db'}"
-    for url in (seq, conc):
-        Store(url).migrate()
+    for name in ("seq.db", "conc.db"):  # migrated: copies of the session's migrated file (migrate() runs on each)
+        migrated_copy(migrated_sqlite, case / name).close()
     run_writers(seq, [lines], batch)
     run_writers(conc, parts, batch)
     assert state(conc) == state(seq)
